@@ -1,0 +1,969 @@
+"""gqa: grouped-query attention, counted by hand.
+
+Multi-head (MHA), grouped-query (GQA) and multi-query (MQA) attention are one
+design with one knob, g, the number of key/value heads.  There are h query
+heads, g must divide h, and each contiguous block of h // g query heads shares
+one key/value head.  Query heads are never touched.
+
+    ==========  ===========  ==========================================
+    g           method       each key/value head serves
+    ==========  ===========  ==========================================
+    g = h       MHA          1 query head (its own)
+    1 < g < h   GQA          h // g query heads (one group)
+    g = 1       MQA          all h query heads
+    ==========  ===========  ==========================================
+
+What g changes is the KV cache: 2 x layers x g x length x d numbers, so it
+shrinks in proportion to g.  What g does not change is the attention body:
+the scores (h x n x m x d multiplications) and the weighted sum (the same)
+have no g in them.
+
+Shapes
+------
+Everything is nested lists of floats.  A matrix is a list of rows; a
+multi-head tensor is a list of matrices, head axis first.
+
+    h        query heads              q        [h][n][d]
+    g        key/value heads (groups) k, v     [g][m][d], [g][m][d_v]
+    h // g   query heads per group    x        [n][d_model]
+    n        queries (positions)      w_q      [h][d_model][d]
+    m        keys (cache length)      w_k, w_v [g or h][d_model][d]
+    d        head dim                 w_o      [h][d][d_model]
+    d_model  model width              y        [n][d_model]
+
+The lab, in order
+-----------------
+    ======================  =================================================
+    group_heads(h, g)       the query heads of each group
+    kv_head(i, h, g)        which key/value head query head i reads
+    fold_kv_mean(kv, g)     h heads -> g heads, each the mean of its group
+    repeat_kv(kv, h)        g heads -> h heads (repeat-interleave)
+    single_head_attention   softmax(q k^T / sqrt(d)) v for one head
+    attention(q, k, v, g)   MHA, GQA and MQA from one function
+    grouped_attention       what real models run: k, v have g heads
+    init_weights            random MHA weights for one layer, from a seed
+    layer(x, weights, g)    one attention layer on MHA weights, g kv heads
+    output_difference       max abs, relative L2 and cosine of two outputs
+    ======================  =================================================
+
+Counting
+--------
+    ======================  =================================================
+    kv_cache_elements       numbers held by a KV cache (closed form)
+    attention_multiplies    multiplications per term for one layer
+    cache_table             the cache for every valid g, with ratios to MHA
+    multiplies_table        the multiplications for every valid g
+    count_multiplies        tally what the code really multiplies and reads
+    KVCache                 one layer's cache, stored in array('d')
+    decode_step             one token of incremental decoding
+    decode_traffic          cache and weight reads per decoded sequence
+    ======================  =================================================
+
+Example
+-------
+>>> w = init_weights(h=4, d_model=8, d=2, seed=0)
+>>> x = [[0.5] * 8, [-0.25] * 8, [1.0] * 8]          # [n=3][d_model=8]
+>>> mha = layer(x, w, g=4)                           # MHA: g = h
+>>> mqa = layer(x, w, g=1)                           # MQA, same weights
+>>> output_difference(mha, layer(x, w, g=4)).max_abs
+0.0
+>>> output_difference(mqa, mha).max_abs > 0
+True
+>>> kv_cache_elements(layers=32, kv_heads=8, length=4096, head_dim=128)
+268435456
+
+Exceptions
+----------
+A size or shape that breaks the lab's rules raises GQAError, a subclass of
+ValueError; its message names the function, the rule and the numbers given.
+A size that is not an int (or is a bool) raises TypeError.  NaN and
+infinities in the data are not errors: they propagate as IEEE floats do.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from contextlib import contextmanager
+from itertools import chain
+from operator import mul
+from random import Random
+from typing import Iterator, List, NamedTuple, Optional, Sequence
+
+__all__ = [
+    "GQAError", "valid_g", "method_name",
+    "group_heads", "kv_head", "fold_kv_mean", "repeat_kv",
+    "single_head_attention", "attention", "grouped_attention",
+    "Weights", "init_weights", "fold_weights", "layer",
+    "Difference", "output_difference",
+    "kv_cache_elements", "Multiplies", "attention_multiplies",
+    "CacheRow", "cache_table", "MultipliesRow", "multiplies_table",
+    "Tally", "count_multiplies",
+    "KVCache", "decode_step", "DecodeTraffic", "decode_traffic",
+]
+
+Matrix = List[List[float]]      # [rows][cols]
+Heads = List[Matrix]            # [heads][rows][cols]
+
+
+class GQAError(ValueError):
+    """A size or shape that breaks the rules of grouped-query attention."""
+
+
+# ---------------------------------------------------------------------------
+# Checking what the user gave.  Every public function checks its input here,
+# so bad input ends in a GQAError or TypeError that says what was wrong.
+# ---------------------------------------------------------------------------
+
+def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{func}: {name} must be an int, "
+                        f"not {type(value).__name__} ({value!r})")
+    if low is not None and value < low:
+        rule = "positive" if low == 1 else f"at least {low}"
+        raise GQAError(f"{func}: {name} must be {rule}; got {name}={value}")
+    return value
+
+
+def _check_hg(func: str, h: object, g: object) -> None:
+    _check_int(func, "h", h, low=1)
+    _check_int(func, "g", g, low=None)
+    if not 1 <= g <= h or h % g:
+        rule = "g must be between 1 and h" if not 1 <= g <= h else f"g={g} does not divide h={h}"
+        valid = ", ".join(map(str, valid_g(h)))
+        raise GQAError(f"{func}: {rule}; got g={g}, h={h}; valid g for h={h}: {valid}")
+
+
+def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
+                  rows: Optional[int] = None) -> int:
+    """Check that mat is a list of equal rows; return the row width."""
+    if rows is not None and len(mat) != rows:
+        raise GQAError(f"{func}: {what} must have {rows} rows; got {len(mat)}")
+    width = cols
+    for r, row in enumerate(mat):
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise GQAError(f"{func}: {what} row {r} has {len(row)} values, "
+                           f"expected {width} (ragged rows)")
+    return 0 if width is None else width
+
+
+def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = None,
+                 rows: Optional[int] = None) -> tuple:
+    """Check a [heads][rows][cols] tensor; return (heads, rows, cols)."""
+    if len(t) == 0:
+        raise GQAError(f"{func}: {name} has no heads")
+    rows = len(t[0]) if rows is None else rows
+    for i, mat in enumerate(t):
+        cols = _check_matrix(func, f"{name} head {i}", mat, cols=cols, rows=rows)
+    return len(t), rows, cols
+
+
+# ---------------------------------------------------------------------------
+# Step 1. Group the query heads: h // g contiguous query heads per group.
+# ---------------------------------------------------------------------------
+
+def valid_g(h: int) -> list[int]:
+    """Return every valid number of key/value heads for h query heads.
+
+    These are the divisors of h, in increasing order.
+
+    >>> valid_g(8)
+    [1, 2, 4, 8]
+    >>> valid_g(7)
+    [1, 7]
+    """
+    _check_int("valid_g", "h", h, low=1)
+    return [g for g in range(1, h + 1) if h % g == 0]
+
+
+def method_name(h: int, g: int) -> str:
+    """Return "MHA" when g = h, "MQA" when g = 1 < h, otherwise "GQA".
+
+    >>> [method_name(8, g) for g in valid_g(8)]
+    ['MQA', 'GQA', 'GQA', 'MHA']
+    """
+    _check_hg("method_name", h, g)
+    return "MHA" if g == h else "MQA" if g == 1 else "GQA"
+
+
+# The whole of grouped-query attention is this one integer division.  It is
+# llama2.c's `h / kv_mul`, HF transformers' `repeat_kv` and PyTorch's
+# `scaled_dot_product_attention(enable_gqa=True)`: contiguous blocks of
+# h // g query heads, not strided (i % g).
+def kv_head(query_head: int, h: int, g: int) -> int:
+    """Return the key/value head that query head `query_head` reads.
+
+    Query head i belongs to group i // (h // g).
+
+    >>> [kv_head(i, h=8, g=2) for i in range(8)]
+    [0, 0, 0, 0, 1, 1, 1, 1]
+    """
+    _check_hg("kv_head", h, g)
+    _check_int("kv_head", "query_head", query_head)
+    if query_head >= h:
+        raise GQAError(f"kv_head: query_head must be in 0..{h - 1} for h={h}; "
+                       f"got query_head={query_head}")
+    return query_head // (h // g)
+
+
+def group_heads(h: int, g: int) -> list[list[int]]:
+    """Return the query heads of each of the g groups.
+
+    >>> group_heads(8, 2)
+    [[0, 1, 2, 3], [4, 5, 6, 7]]
+    >>> group_heads(4, 4)
+    [[0], [1], [2], [3]]
+    """
+    _check_hg("group_heads", h, g)
+    groups: list[list[int]] = [[] for _ in range(g)]
+    for i in range(h):
+        groups[kv_head(i, h, g)].append(i)
+    return groups
+
+
+# ---------------------------------------------------------------------------
+# Step 2. Fold each group's key/value heads into one, by their mean.
+# ---------------------------------------------------------------------------
+
+# The GQA paper (Ainslie et al. 2023, section 2.1) converts a trained MHA
+# checkpoint by mean-pooling each group's K and V projection heads, then
+# continues training for a small fraction of the original steps.  Mean-pooling
+# beat keeping the first head of each group, which beat random initialisation.
+def fold_kv_mean(kv: Sequence[Matrix], g: int) -> Heads:
+    """Return g heads, each the element-wise mean of its group of heads.
+
+    kv is [h][rows][cols]: projected keys or values, or per-head weights.
+    The result is [g][rows][cols], new lists.  With g = h it holds values
+    equal to the input's.
+
+    >>> fold_kv_mean([[[1.0, 2.0]], [[3.0, 6.0]]], g=1)
+    [[[2.0, 4.0]]]
+    >>> fold_kv_mean([[[1.0]], [[3.0]], [[5.0]], [[9.0]]], g=2)
+    [[[2.0]], [[7.0]]]
+    """
+    h, _, _ = _check_heads("fold_kv_mean", "kv", kv)
+    _check_hg("fold_kv_mean", h, g)
+    size = h // g
+    folded = []
+    for group in group_heads(h, g):
+        members = [kv[i] for i in group]                  # [h//g][rows][cols]
+        folded.append([[sum(vals) / size for vals in zip(*rows)]
+                       for rows in zip(*members)])       # [rows][cols]
+    return folded                                         # [g][rows][cols]
+
+
+# ---------------------------------------------------------------------------
+# Step 3. Repeat the g key/value heads back out to h, one per query head.
+# ---------------------------------------------------------------------------
+
+def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
+    """Return h heads: head j is head kv_head(j, h, g) of the g input heads.
+
+    The equivalent of torch.repeat_interleave(kv, h // g, dim=0) (and of
+    HF transformers' repeat_kv).  Nothing is copied: the h // g output heads
+    of a group are the same list object, shared, as torch's expand() shares
+    memory.  Mutating one mutates its whole group.
+
+    >>> repeat_kv([[[1.0]], [[2.0]]], h=4)
+    [[[1.0]], [[1.0]], [[2.0]], [[2.0]]]
+    """
+    g, _, _ = _check_heads("repeat_kv", "kv", kv)
+    _check_hg("repeat_kv", h, g)
+    return [kv[kv_head(j, h, g)] for j in range(h)]     # [h][rows][cols]
+
+
+# ---------------------------------------------------------------------------
+# Step 4. Attention for one head.
+# ---------------------------------------------------------------------------
+
+# The multiplications performed are tallied here, by the code that performs
+# them, when count_multiplies() is active (see "Counting" below).
+_tally: Optional["Tally"] = None
+
+
+def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool) -> Matrix:
+    """softmax(q keys^T / sqrt(d)) V for checked input; V given by columns.
+
+    q [n][d], keys [m][d], v_cols [d_v][m] -> [n][d_v].  Rows and columns
+    may be lists, tuples or memoryviews: they are only iterated.
+    """
+    n, m = len(q), len(keys)
+    scale = 1.0 / math.sqrt(len(q[0]))
+    out = []
+    for i, qi in enumerate(q):
+        seen = keys[:i + 1 + m - n] if causal else keys        # [m'][d]
+        s = [sum(map(mul, qi, kj)) * scale for kj in seen]     # [m']
+        top = max(s)
+        e = [math.exp(x - top) for x in s]
+        z = sum(e)
+        p = [x / z for x in e]                                 # [m']
+        # map() stops at the shorter input: only the m' visible values.
+        out.append([sum(map(mul, p, col)) for col in v_cols])  # [d_v]
+        if _tally is not None:
+            _tally.scores += len(seen) * len(qi)
+            _tally.weighted_sum += len(p) * len(v_cols)
+    return out                                                 # [n][d_v]
+
+
+def _check_qkv(func: str, q: Sequence, k: Sequence, v: Sequence, causal: bool) -> None:
+    """Check one head's q [n][d], k [m][d], v [m][d_v]."""
+    d = _check_matrix(func, "q", q)
+    m = len(k)
+    if m == 0:
+        raise GQAError(f"{func}: there are no keys (k has 0 rows)")
+    if q and d == 0:
+        raise GQAError(f"{func}: head dim d must be positive; q rows have 0 values")
+    dk = _check_matrix(func, "k", k)
+    if q and dk != d:
+        raise GQAError(f"{func}: q and k head dims differ: q has d={d}, k has d={dk}")
+    if len(v) != m:
+        raise GQAError(f"{func}: k and v row counts differ: k has m={m}, v has {len(v)}")
+    if _check_matrix(func, "v", v) == 0:
+        raise GQAError(f"{func}: v rows have 0 values")
+    if causal and len(q) > m:
+        raise GQAError(f"{func}: causal attention needs at least as many keys as "
+                       f"queries (queries are the last n of m positions); "
+                       f"got n={len(q)}, m={m}")
+
+
+def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
+                          causal: bool = False) -> Matrix:
+    """Return softmax(q k^T / sqrt(d)) v for one head.
+
+    q [n][d], k [m][d], v [m][d_v] -> [n][d_v].  The softmax subtracts each
+    row's maximum, so large finite scores do not overflow.  With causal=True
+    the queries are the last n of the m positions: query i sees key j when
+    j <= i + (m - n).  A single query (a decode step) sees every key.
+
+    >>> single_head_attention([[1.0, 0.0]], [[1.0, 0.0], [1.0, 0.0]], [[2.0], [4.0]])
+    [[3.0]]
+    >>> single_head_attention([[0.0], [0.0]], [[0.0], [0.0]], [[2.0], [4.0]], causal=True)
+    [[2.0], [3.0]]
+    """
+    _check_qkv("single_head_attention", q, k, v, causal)
+    if not q:
+        return []
+    return _attend(q, k, list(zip(*v)), causal)             # v^T: [d_v][m]
+
+
+# ---------------------------------------------------------------------------
+# Step 5. MHA, GQA and MQA from one function: fold, repeat, attend.
+# ---------------------------------------------------------------------------
+
+def _check_multihead(func: str, q: Sequence, k: Sequence, v: Sequence,
+                     causal: bool) -> None:
+    """Check q [h][n][d], k [.][m][d], v [.][m][d_v]: equal heads, matching sizes."""
+    _check_heads(func, "q", q)
+    _check_heads(func, "k", k)
+    _check_heads(func, "v", v)
+    if len(k) != len(v):
+        raise GQAError(f"{func}: k and v head counts differ: k has {len(k)}, v has {len(v)}")
+    _check_qkv(func, q[0], k[0], v[0], causal)
+
+
+def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: int, *,
+              causal: bool = False) -> Heads:
+    """Return attention with g key/value heads, from h-head (MHA) k and v.
+
+    q [h][n][d], k [h][m][d], v [h][m][d_v] -> [h][n][d_v].  Folds k and v
+    to g heads by their group mean (fold_kv_mean), repeats them back out to
+    h heads (repeat_kv) and runs single_head_attention per head.  With g = h
+    this is MHA to the last bit; with g < h the output changes.
+
+    >>> q = [[[1.0]], [[2.0]]]
+    >>> k = [[[0.0], [1.0]], [[1.0], [0.0]]]
+    >>> v = [[[1.0], [3.0]], [[5.0], [7.0]]]
+    >>> attention(q, k, v, g=2) == [single_head_attention(q[i], k[i], v[i]) for i in range(2)]
+    True
+    >>> attention(q, k, v, g=1)                  # both heads read K = [[.5], [.5]]
+    [[[4.0]], [[4.0]]]
+    """
+    _check_multihead("attention", q, k, v, causal)
+    h = len(q)
+    if len(k) != h:
+        raise GQAError(f"attention: k and v must have h={h} heads (the MHA "
+                       f"projections, folded here to g); got {len(k)}")
+    _check_hg("attention", h, g)
+    k_rep = repeat_kv(fold_kv_mean(k, g), h)                # [h][m][d]
+    v_rep = repeat_kv(fold_kv_mean(v, g), h)                # [h][m][d_v]
+    return [single_head_attention(q[i], k_rep[i], v_rep[i], causal=causal)
+            for i in range(h)]                              # [h][n][d_v]
+
+
+def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], *,
+                      causal: bool = False) -> Heads:
+    """Return attention where h query heads share g key/value heads.
+
+    q [h][n][d], k [g][m][d], v [g][m][d_v] -> [h][n][d_v], g dividing h.
+    Query head i reads key/value head kv_head(i, h, g) by index: K and V are
+    never repeated.  (V is transposed once per key/value head, [d_v][m], so
+    each output value is one dot product.)  Equal bit for bit to repeat_kv
+    followed by single_head_attention.
+
+    >>> q = [[[1.0]], [[2.0]]]
+    >>> grouped_attention(q, k=[[[0.0], [0.0]]], v=[[[1.0], [3.0]]])
+    [[[2.0]], [[2.0]]]
+    """
+    _check_multihead("grouped_attention", q, k, v, causal)
+    h, g = len(q), len(k)
+    if h % g:
+        valid = ", ".join(map(str, valid_g(h)))
+        raise GQAError(f"grouped_attention: k and v have g={g} heads, which does not "
+                       f"divide h={h} query heads; valid g for h={h}: {valid}")
+    if not q[0]:
+        return [[] for _ in range(h)]
+    v_cols = [list(zip(*vj)) for vj in v]                   # [g][d_v][m]
+    return [_attend(q[i], k[kv_head(i, h, g)], v_cols[kv_head(i, h, g)], causal)
+            for i in range(h)]                              # [h][n][d_v]
+
+
+# ---------------------------------------------------------------------------
+# Step 6. One attention layer on MHA weights, run with g key/value heads.
+# ---------------------------------------------------------------------------
+
+class Weights(NamedTuple):
+    """One attention layer's per-head weights (the MQA paper's einsum layout)."""
+    w_q: Heads      # [h][d_model][d]
+    w_k: Heads      # [h or g][d_model][d]
+    w_v: Heads      # [h or g][d_model][d]
+    w_o: Heads      # [h][d][d_model]
+
+
+def init_weights(h: int, d_model: int, d: int, *, seed: int) -> Weights:
+    """Return random MHA weights for one layer, from random.Random(seed).
+
+    Each weight is uniform with variance 1 / fan_in (fan_in is d_model for
+    w_q, w_k, w_v and h * d for w_o), so activations stay of order one.
+    Only Random.random() is drawn, so the weights are the same on every
+    Python version.
+
+    >>> w = init_weights(h=2, d_model=3, d=4, seed=0)
+    >>> [len(w.w_q), len(w.w_q[0]), len(w.w_q[0][0])], [len(w.w_o), len(w.w_o[0]), len(w.w_o[0][0])]
+    ([2, 3, 4], [2, 4, 3])
+    >>> init_weights(2, 3, 4, seed=0) == w
+    True
+    """
+    for name, value in (("h", h), ("d_model", d_model), ("d", d)):
+        _check_int("init_weights", name, value, low=1)
+    rng = Random(seed)
+
+    def draw(heads: int, rows: int, cols: int, fan_in: int) -> Heads:
+        a = math.sqrt(3.0 / fan_in)       # uniform(-a, a) has variance 1 / fan_in
+        return [[[(2.0 * rng.random() - 1.0) * a for _ in range(cols)]
+                 for _ in range(rows)] for _ in range(heads)]
+
+    return Weights(w_q=draw(h, d_model, d, d_model),       # [h][d_model][d]
+                   w_k=draw(h, d_model, d, d_model),       # [h][d_model][d]
+                   w_v=draw(h, d_model, d, d_model),       # [h][d_model][d]
+                   w_o=draw(h, d, d_model, h * d))         # [h][d][d_model]
+
+
+def _shape(func: str, weights: Weights, g: int) -> tuple:
+    """Check weights for g key/value heads; return (h, d_model, d)."""
+    if not isinstance(weights, Weights):
+        raise TypeError(f"{func}: weights must be a Weights record, "
+                        f"not {type(weights).__name__}")
+    h, d_model, d = _check_heads(func, "w_q", weights.w_q)
+    _check_hg(func, h, g)
+    for name in ("w_k", "w_v"):
+        heads = len(getattr(weights, name))
+        if heads not in (h, g):
+            raise GQAError(f"{func}: {name} has {heads} heads; expected h={h} "
+                           f"(MHA weights, folded to g) or g={g}")
+        _check_heads(func, name, getattr(weights, name), rows=d_model, cols=d)
+    if len(weights.w_o) != h:
+        raise GQAError(f"{func}: w_o has {len(weights.w_o)} heads; expected h={h}")
+    _check_heads(func, "w_o", weights.w_o, rows=d, cols=d_model)
+    return h, d_model, d
+
+
+def fold_weights(weights: Weights, g: int) -> Weights:
+    """Return weights whose w_k and w_v have g heads, folded by mean.
+
+    Weights that already have g key/value heads are returned as they are,
+    so a converted checkpoint can be folded once and then reused.
+
+    >>> w = fold_weights(init_weights(h=4, d_model=3, d=2, seed=0), g=2)
+    >>> len(w.w_q), len(w.w_k), len(w.w_v), len(w.w_o)
+    (4, 2, 2, 4)
+    """
+    _shape("fold_weights", weights, g)
+
+    def fold(heads: Heads) -> Heads:
+        return heads if len(heads) == g else fold_kv_mean(heads, g)
+
+    return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))
+
+
+def _matmul(a: Sequence, b_cols: Sequence, term: str) -> Matrix:
+    """a [n][k] @ b [k][p], with b given by its columns [p][k] -> [n][p]."""
+    out = [[sum(map(mul, row, col)) for col in b_cols] for row in a]
+    if _tally is not None and b_cols:
+        setattr(_tally, term, getattr(_tally, term) + len(a) * len(b_cols) * len(b_cols[0]))
+        _tally.weight_reads += len(b_cols) * len(b_cols[0])
+    return out
+
+
+def _project(x: Sequence, w: Matrix, term: str) -> Matrix:
+    """x [n][d_model] @ w [d_model][d] -> [n][d]."""
+    return _matmul(x, list(zip(*w)), term)                  # w^T: [d][d_model]
+
+
+def _output(heads: Heads, w_o: Heads) -> Matrix:
+    """Sum over heads of heads[i] @ w_o[i]: [h][n][d], [h][d][d_model] -> [n][d_model]."""
+    rows = [list(chain.from_iterable(r)) for r in zip(*heads)]     # [n][h*d]
+    w_cols = list(zip(*chain.from_iterable(w_o)))                  # [d_model][h*d]
+    return _matmul(rows, w_cols, "o_proj")
+
+
+def layer(x: Sequence, weights: Weights, g: int, *, causal: bool = False) -> Matrix:
+    """Return one attention layer's output, run with g key/value heads.
+
+    x [n][d_model] -> [n][d_model].  The MHA weights' w_k and w_v are folded
+    to g heads by mean (fold_weights), x is projected to q [h][n][d] and
+    k, v [g][n][d], grouped_attention runs, and the output is the sum over
+    heads of head_out[i] @ w_o[i].  So MHA, GQA and MQA run on one set of
+    weights.
+
+    >>> w = init_weights(h=2, d_model=2, d=1, seed=0)
+    >>> [len(row) for row in layer([[1.0, 0.0], [0.0, 1.0]], w, g=1)]
+    [2, 2]
+    """
+    h, d_model, d = _shape("layer", weights, g)
+    _check_matrix("layer", "x", x, cols=d_model)
+    if not x:
+        return []
+    w = fold_weights(weights, g)
+    q = [_project(x, w.w_q[i], "q_proj") for i in range(h)]     # [h][n][d]
+    k = [_project(x, w.w_k[j], "k_proj") for j in range(g)]     # [g][n][d]
+    v = [_project(x, w.w_v[j], "v_proj") for j in range(g)]     # [g][n][d]
+    heads = grouped_attention(q, k, v, causal=causal)           # [h][n][d]
+    return _output(heads, w.w_o)                                # [n][d_model]
+
+
+# ---------------------------------------------------------------------------
+# Step 7. How much did the output change?
+# ---------------------------------------------------------------------------
+
+class Difference(NamedTuple):
+    """How far an output is from a reference output."""
+    max_abs: float      # largest |a - b| over all values
+    rel_l2: float       # ||a - b|| / ||b||
+    cosine: float       # a . b / (||a|| ||b||)
+
+
+def _pairs(a: object, b: object, where: tuple = ()) -> Iterator[tuple]:
+    """Yield (x, y) for each pair of numbers of two nested lists of one shape."""
+    nested = isinstance(a, (list, tuple)), isinstance(b, (list, tuple))
+    if not any(nested):
+        yield a, b
+        return
+    if not all(nested) or len(a) != len(b):
+        size = lambda t: len(t) if isinstance(t, (list, tuple)) else "a number"
+        raise GQAError(f"output_difference: a and b differ in shape at index "
+                       f"{list(where)}: {size(a)} vs {size(b)}")
+    for i, (x, y) in enumerate(zip(a, b)):
+        yield from _pairs(x, y, where + (i,))
+
+
+def output_difference(a: Sequence, b: Sequence) -> Difference:
+    """Return how far output a is from reference b, as a Difference.
+
+    a and b are nested lists of one shape (a matrix, or a multi-head
+    tensor).  rel_l2 is inf when b is all zeros and a is not; cosine is nan
+    when either is all zeros.
+
+    >>> output_difference([[3.0, 4.0]], [[3.0, 4.0]])
+    Difference(max_abs=0.0, rel_l2=0.0, cosine=1.0)
+    >>> output_difference([[0.0, 4.0]], [[3.0, 4.0]])
+    Difference(max_abs=3.0, rel_l2=0.6, cosine=0.8)
+    """
+    pairs = list(_pairs(a, b))
+    fa, fb = [x for x, _ in pairs], [y for _, y in pairs]
+    diff = [x - y for x, y in zip(fa, fb)]
+    max_abs = max(map(abs, diff), default=0.0)
+    # Norms of values divided by their largest magnitude cannot under- or
+    # overflow.  For b = a, sqrt(aa * bb) is exactly aa, so the cosine of
+    # identical outputs is exactly 1.0.
+    sa, sb = max(map(abs, fa), default=0.0), max(map(abs, fb), default=0.0)
+    ua = [x / sa for x in fa] if sa else []
+    ub = [y / sb for y in fb] if sb else []
+    ud = [z / sb for z in diff] if sb else []
+    aa, bb, dd = (math.fsum(map(mul, u, u)) for u in (ua, ub, ud))
+    rel_l2 = math.sqrt(dd / bb) if bb else (0.0 if max_abs == 0 else math.inf)
+    cosine = math.fsum(map(mul, ua, ub)) / math.sqrt(aa * bb) if aa and bb else math.nan
+    if abs(cosine) > 1.0:                        # rounding; NaN passes through
+        cosine = math.copysign(1.0, cosine)
+    return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)
+
+
+# ---------------------------------------------------------------------------
+# Counting 1. Closed forms: what g changes (the cache) and what it does not.
+# ---------------------------------------------------------------------------
+
+def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
+                      batch: int = 1) -> int:
+    """Return how many numbers a KV cache holds.
+
+    2 (K and V) x layers x kv_heads x length x head_dim x batch.  Query
+    heads are not a parameter: queries are never cached.
+
+    >>> kv_cache_elements(layers=1, kv_heads=2, length=3, head_dim=4)
+    48
+    >>> kv_cache_elements(32, 32, 4096, 128) // kv_cache_elements(32, 1, 4096, 128)
+    32
+    """
+    func = "kv_cache_elements"
+    _check_int(func, "layers", layers)
+    _check_int(func, "kv_heads", kv_heads, low=1)
+    _check_int(func, "length", length)
+    _check_int(func, "head_dim", head_dim, low=1)
+    _check_int(func, "batch", batch)
+    return 2 * layers * kv_heads * length * head_dim * batch
+
+
+class Multiplies(NamedTuple):
+    """Multiplications of one attention layer, term by term."""
+    q_proj: int         # n x d_model x h x d
+    k_proj: int         # n x d_model x g x d
+    v_proj: int         # n x d_model x g x d
+    scores: int         # h x n x m x d        (no g)
+    weighted_sum: int   # h x n x m x d_v      (no g)
+    o_proj: int         # n x h x d x d_model
+    total: int
+
+
+def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
+                weighted_sum: int, o_proj: int) -> Multiplies:
+    return Multiplies(q_proj, k_proj, v_proj, scores, weighted_sum, o_proj,
+                      q_proj + k_proj + v_proj + scores + weighted_sum + o_proj)
+
+
+def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int) -> Multiplies:
+    """Return the multiplications of one layer over n positions, by term.
+
+    Full (non-causal) attention.  Only the K and V projections have g in
+    them; the attention body, scores and weighted sum, is h x n x n x d
+    each whatever g is.  That is why prefill does not get faster with g.
+
+    >>> m = attention_multiplies(n=4, h=8, g=2, d=16, d_model=128)
+    >>> m.k_proj, m.scores, m.weighted_sum
+    (16384, 2048, 2048)
+    >>> attention_multiplies(4, 8, 8, 16, 128).scores == m.scores
+    True
+    """
+    func = "attention_multiplies"
+    _check_int(func, "n", n)
+    _check_hg(func, h, g)
+    _check_int(func, "d", d, low=1)
+    _check_int(func, "d_model", d_model, low=1)
+    return _multiplies(q_proj=n * d_model * h * d, k_proj=n * d_model * g * d,
+                       v_proj=n * d_model * g * d, scores=h * n * n * d,
+                       weighted_sum=h * n * n * d, o_proj=n * h * d * d_model)
+
+
+class CacheRow(NamedTuple):
+    """One row of cache_table: the KV cache for one g."""
+    method: str         # MHA / GQA / MQA
+    kv_heads: int       # g
+    group_size: int     # h // g query heads per key/value head
+    elements: int       # kv_cache_elements(...)
+    ratio: float        # elements / elements at g = h
+
+
+def cache_table(h: int, *, layers: int, length: int, head_dim: int,
+                batch: int = 1) -> list[CacheRow]:
+    """Return the KV cache size for every valid g of h, with its ratio to MHA.
+
+    >>> for row in cache_table(4, layers=1, length=10, head_dim=8):
+    ...     print(row.method, row.kv_heads, row.group_size, row.elements, row.ratio)
+    MQA 1 4 160 0.25
+    GQA 2 2 320 0.5
+    MHA 4 1 640 1.0
+    """
+    for name, value in (("layers", layers), ("length", length), ("head_dim", head_dim),
+                        ("batch", batch)):
+        _check_int("cache_table", name, value, low=1 if name == "head_dim" else 0)
+    mha = kv_cache_elements(layers, h, length, head_dim, batch=batch)
+    rows = []
+    for g in valid_g(h):
+        elements = kv_cache_elements(layers, g, length, head_dim, batch=batch)
+        rows.append(CacheRow(method_name(h, g), g, h // g, elements,
+                             elements / mha if mha else 1.0))
+    return rows
+
+
+class MultipliesRow(NamedTuple):
+    """One row of multiplies_table: the multiplications for one g."""
+    method: str             # MHA / GQA / MQA
+    kv_heads: int           # g
+    group_size: int         # h // g
+    counts: Multiplies      # attention_multiplies(n, h, g, d, d_model)
+    ratio: Multiplies       # each term / the same term at g = h (floats)
+
+
+def multiplies_table(n: int, h: int, d: int, d_model: int) -> list[MultipliesRow]:
+    """Return the multiplications for every valid g of h, with ratios to MHA.
+
+    >>> for row in multiplies_table(n=4, h=4, d=2, d_model=8):
+    ...     print(row.method, row.ratio.k_proj, row.ratio.scores)
+    MQA 0.25 1.0
+    GQA 0.5 1.0
+    MHA 1.0 1.0
+    """
+    for name, value in (("n", n), ("h", h), ("d", d), ("d_model", d_model)):
+        _check_int("multiplies_table", name, value, low=0 if name == "n" else 1)
+    mha = attention_multiplies(n, h, h, d, d_model)
+    rows = []
+    for g in valid_g(h):
+        counts = attention_multiplies(n, h, g, d, d_model)
+        ratio = Multiplies(*(c / r if r else 1.0 for c, r in zip(counts, mha)))
+        rows.append(MultipliesRow(method_name(h, g), g, h // g, counts, ratio))
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# Counting 2. Counted, not computed: a tally kept by the arithmetic itself.
+# ---------------------------------------------------------------------------
+
+class Tally:
+    """Multiplications performed and elements read, as the code ran.
+
+    Each field is incremented by the kernel that did the work, from the
+    lengths of the rows it multiplied: the dot products of the projections
+    (q_proj, k_proj, v_proj, o_proj), of the scores and of the weighted sum.
+    cache_reads counts the K and V elements decode_step read from its cache
+    (once per key/value head, shared by its group); weight_reads counts the
+    weight elements each projection read (once per call, shared by its rows).
+    Softmax, scaling and the mean fold are not multiplications of the lab's
+    table and are not counted.
+    """
+
+    FIELDS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj",
+              "cache_reads", "weight_reads")
+
+    def __init__(self) -> None:
+        for name in self.FIELDS:
+            setattr(self, name, 0)
+
+    def multiplies(self) -> Multiplies:
+        """Return the tallied multiplications as a Multiplies record."""
+        return _multiplies(self.q_proj, self.k_proj, self.v_proj, self.scores,
+                           self.weighted_sum, self.o_proj)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)}" for name in self.FIELDS)
+        return f"Tally({fields})"
+
+
+@contextmanager
+def count_multiplies() -> Iterator[Tally]:
+    """Tally the multiplications (and reads) of the code run inside the block.
+
+    Nested blocks each get their own tally, which is added to the enclosing
+    one when the inner block ends.  Not thread-safe: count one thread at a
+    time.
+
+    >>> w = init_weights(h=4, d_model=8, d=2, seed=0)
+    >>> x = [[1.0] * 8] * 3
+    >>> with count_multiplies() as tally:
+    ...     y = layer(x, w, g=2)
+    >>> tally.multiplies() == attention_multiplies(n=3, h=4, g=2, d=2, d_model=8)
+    True
+    """
+    global _tally
+    outer, _tally = _tally, Tally()
+    tally = _tally
+    try:
+        yield tally
+    finally:
+        _tally = outer
+        if outer is not None:
+            for name in Tally.FIELDS:
+                setattr(outer, name, getattr(outer, name) + getattr(tally, name))
+
+
+# ---------------------------------------------------------------------------
+# Decoding 1. The KV cache, in real memory.
+# ---------------------------------------------------------------------------
+
+class KVCache:
+    """One layer's KV cache for g key/value heads of width d.
+
+    Each head's keys and values are one flat array('d') of m x d floats,
+    row after row, so the cache's memory is real: 8 bytes per element.
+
+    >>> cache = KVCache(g=2, d=3)
+    >>> cache.append([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[0.0] * 3, [1.0] * 3])
+    >>> len(cache), cache.elements, cache.nbytes
+    (1, 12, 96)
+    """
+
+    def __init__(self, g: int, d: int) -> None:
+        self.g = _check_int("KVCache", "g", g, low=1)
+        self.d = _check_int("KVCache", "d", d, low=1)
+        self.k = [array("d") for _ in range(g)]     # [g][m*d], row-major
+        self.v = [array("d") for _ in range(g)]     # [g][m*d], row-major
+
+    def __len__(self) -> int:
+        """Return the number of positions held."""
+        return len(self.k[0]) // self.d
+
+    @property
+    def elements(self) -> int:
+        """Return the number of floats held, K and V (2 x g x len x d)."""
+        return sum(len(a) for a in chain(self.k, self.v))
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes the floats take (8 per element)."""
+        return sum(a.itemsize * len(a) for a in chain(self.k, self.v))
+
+    def append(self, k_rows: Sequence, v_rows: Sequence) -> None:
+        """Append one position: k_rows and v_rows are [g][d].
+
+        Nothing is stored unless both are valid.
+        """
+        new = []
+        for name, rows in (("k_rows", k_rows), ("v_rows", v_rows)):
+            if len(rows) != self.g:
+                raise GQAError(f"KVCache.append: {name} has {len(rows)} heads; "
+                               f"this cache holds g={self.g}")
+            for j, row in enumerate(rows):
+                if len(row) != self.d:
+                    raise GQAError(f"KVCache.append: {name} head {j} has {len(row)} "
+                                   f"values; this cache holds d={self.d}")
+            new.append([array("d", row) for row in rows])
+        for store, rows in zip((self.k, self.v), new):
+            for arr, row in zip(store, rows):
+                arr.extend(row)
+
+    def __repr__(self) -> str:
+        return f"KVCache(g={self.g}, d={self.d}, len={len(self)})"
+
+
+# ---------------------------------------------------------------------------
+# Decoding 2. One token at a time: the MQA paper's setting.
+# ---------------------------------------------------------------------------
+
+def _cache_views(cache: KVCache, j: int) -> tuple:
+    """Return cache head j as key rows [m][d] and value columns [d][m], no copy."""
+    d, m = cache.d, len(cache)
+    kv, vv = memoryview(cache.k[j]), memoryview(cache.v[j])
+    if _tally is not None:
+        _tally.cache_reads += len(kv) + len(vv)
+    return [kv[t * d:(t + 1) * d] for t in range(m)], [vv[c::d] for c in range(d)]
+
+
+def decode_step(x_t: Sequence[float], weights: Weights, g: int, cache: KVCache) -> list:
+    """Decode one position: append its K and V to cache, return y_t.
+
+    x_t [d_model] -> y_t [d_model].  Projects x_t, appends its K and V
+    (g heads) to the cache, and attends from all h query heads over the
+    whole cache, query head i reading cache head kv_head(i, h, g), with no
+    copy of the cache.  Decoding x row by row equals
+    layer(x, weights, g, causal=True).  Fold the weights once with
+    fold_weights() to avoid folding at every step.
+
+    >>> w = init_weights(h=2, d_model=4, d=2, seed=0)
+    >>> cache = KVCache(g=1, d=2)
+    >>> y = [decode_step(x_t, w, 1, cache) for x_t in ([1.0] * 4, [0.5] * 4)]
+    >>> len(cache), cache.elements
+    (2, 8)
+    """
+    h, d_model, d = _shape("decode_step", weights, g)
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"decode_step: cache must be a KVCache, not {type(cache).__name__}")
+    if cache.g != g or cache.d != d:
+        raise GQAError(f"decode_step: cache holds g={cache.g} heads of d={cache.d}; "
+                       f"this step needs g={g}, d={d}")
+    if len(x_t) != d_model:
+        raise GQAError(f"decode_step: x_t has {len(x_t)} values; the weights need "
+                       f"d_model={d_model}")
+    w = fold_weights(weights, g)
+    x = [x_t]                                                      # [1][d_model]
+    q = [_project(x, w.w_q[i], "q_proj")[0] for i in range(h)]     # [h][d]
+    k = [_project(x, w.w_k[j], "k_proj")[0] for j in range(g)]     # [g][d]
+    v = [_project(x, w.w_v[j], "v_proj")[0] for j in range(g)]     # [g][d]
+    cache.append(k, v)
+    views = [_cache_views(cache, j) for j in range(g)]            # [g] x ([m][d], [d][m])
+    heads = [_attend([q[i]], *views[kv_head(i, h, g)], causal=False)
+             for i in range(h)]                                    # [h][1][d]
+    del views                     # release the views, so the cache can grow again
+    return _output(heads, w.w_o)[0]                                # [d_model]
+
+
+class DecodeTraffic(NamedTuple):
+    """What n decode steps read and multiply (the MQA paper's analysis)."""
+    cache_reads: int    # K and V elements read from the cache
+    weight_reads: int   # weight elements read (once per step, shared by the batch)
+    multiplies: int     # multiplications
+    ratio: float        # (cache_reads + weight_reads) / multiplies
+
+
+def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
+                   batch: int = 1) -> DecodeTraffic:
+    """Return the memory traffic and multiplications of n decode steps.
+
+    Starting from an empty cache, step t (1..n) appends one position and
+    reads the whole cache, t positions: 2 x g x t x d elements per sequence,
+    each key/value head read once for its whole group.  Every step also
+    reads all four projections' weights once, shared by the batch.  With
+    g = h the cache reads grow like the multiplications of the attention
+    body, so the ratio stays high however large the batch; with g = 1 they
+    are h times smaller (Shazeer 2019, section 3).
+
+    >>> t = decode_traffic(n=2, h=4, g=1, d=2, d_model=8)
+    >>> t.cache_reads, t.weight_reads, t.multiplies
+    (12, 320, 368)
+    >>> decode_traffic(n=2, h=4, g=4, d=2, d_model=8).cache_reads
+    48
+    """
+    func = "decode_traffic"
+    _check_int(func, "n", n)
+    _check_hg(func, h, g)
+    _check_int(func, "d", d, low=1)
+    _check_int(func, "d_model", d_model, low=1)
+    _check_int(func, "batch", batch, low=1)
+    positions = n * (n + 1) // 2                     # sum of cache lengths, t = 1..n
+    cache_reads = 2 * g * d * positions * batch
+    weight_reads = n * d_model * d * (2 * h + 2 * g)
+    multiplies = batch * (n * d_model * d * (2 * h + 2 * g) + 2 * h * d * positions)
+    ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0
+    return DecodeTraffic(cache_reads, weight_reads, multiplies, ratio)
+
+
+# ---------------------------------------------------------------------------
+# Command line: `python -m gqa COMMAND` (or `gqa COMMAND` once installed).
+# The tools live in their own modules; the lab above needs none of them.
+# ---------------------------------------------------------------------------
+
+_COMMANDS = {
+    "tables": ("gqa_report", "print the cache and multiplication tables for every g"),
+}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run a gqa command line tool; return its exit status."""
+    import importlib
+    import sys
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help") or args[0] not in _COMMANDS:
+        lines = [f"  {name:<8} {doc}" for name, (_, doc) in _COMMANDS.items()]
+        print("usage: python -m gqa COMMAND [options]\n\ncommands:\n" + "\n".join(lines)
+              + "\n\n'python -m gqa COMMAND --help' describes a command's options.",
+              file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
+        if args and args[0] not in ("-h", "--help"):
+            print(f"gqa: unknown command {args[0]!r}", file=sys.stderr)
+        return 0 if args[:1] in (["-h"], ["--help"]) else 2
+    tool = importlib.import_module(_COMMANDS[args[0]][0])
+    return tool.main(args[0], args[1:])
+
+
+if __name__ == "__main__":
+    import sys
+
+    import gqa                       # run the importable module, not a second __main__ copy
+    sys.exit(gqa.main())

@@ -1,0 +1,414 @@
+"""The lab module, step by step: grouping, folding, repeating, attending."""
+
+from __future__ import annotations
+
+import doctest
+import math
+import os
+import unittest
+
+import gqa
+from tests import reference as ref
+from tests.reference import CloseMixin, new_rng, rand_tensor
+
+
+def load_tests(loader, tests, ignore):
+    """Run the module's doctests and the README's REPL session as tests too."""
+    tests.addTests(doctest.DocTestSuite(gqa))
+    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+    tests.addTests(doctest.DocFileSuite(readme, module_relative=False))
+    return tests
+
+
+class Grouping(unittest.TestCase):
+
+    def test_group_heads_by_hand(self):
+        self.assertEqual(gqa.group_heads(8, 2), [[0, 1, 2, 3], [4, 5, 6, 7]])
+        self.assertEqual(gqa.group_heads(6, 3), [[0, 1], [2, 3], [4, 5]])
+        self.assertEqual(gqa.group_heads(5, 1), [[0, 1, 2, 3, 4]])
+        self.assertEqual(gqa.group_heads(3, 3), [[0], [1], [2]])
+
+    def test_kv_head_is_repeat_interleave_of_range_g(self):
+        # torch.repeat_interleave(arange(g), h // g), built by hand.
+        for h in range(1, 17):
+            for g in ref.divisors(h):
+                expected = [j for j in range(g) for _ in range(h // g)]
+                self.assertEqual([gqa.kv_head(i, h, g) for i in range(h)], expected, (h, g))
+                self.assertEqual(gqa.group_heads(h, g),
+                                 [[i for i in range(h) if expected[i] == j] for j in range(g)])
+
+    def test_contiguous_not_strided(self):
+        self.assertEqual([gqa.kv_head(i, 6, 3) for i in range(6)], [0, 0, 1, 1, 2, 2])
+        self.assertNotEqual([gqa.kv_head(i, 6, 3) for i in range(6)], [i % 3 for i in range(6)])
+
+    def test_valid_g_and_method_name(self):
+        self.assertEqual(gqa.valid_g(12), [1, 2, 3, 4, 6, 12])
+        self.assertEqual(gqa.valid_g(1), [1])
+        self.assertEqual(gqa.valid_g(13), [1, 13])
+        self.assertEqual([gqa.method_name(4, g) for g in (1, 2, 4)], ["MQA", "GQA", "MHA"])
+        self.assertEqual(gqa.method_name(1, 1), "MHA")
+
+
+class Folding(CloseMixin, unittest.TestCase):
+
+    def test_by_hand(self):
+        kv = [[[1.0, 2.0]], [[3.0, 4.0]], [[10.0, 0.0]], [[20.0, -4.0]]]
+        self.assertEqual(gqa.fold_kv_mean(kv, 2), [[[2.0, 3.0]], [[15.0, -2.0]]])
+        self.assertEqual(gqa.fold_kv_mean(kv, 1), [[[8.5, 0.5]]])
+
+    def test_against_loops(self):
+        rng = new_rng(1)
+        for _ in range(40):
+            h, g, n, m, d, _ = ref.random_case(rng)
+            kv = rand_tensor(rng, h, m, d)
+            self.assertClose(gqa.fold_kv_mean(kv, g), ref.mean_heads(kv, g), msg=str((h, g)))
+
+    def test_g_equals_h_returns_equal_values(self):
+        rng = new_rng(2)
+        kv = rand_tensor(rng, 6, 3, 4)
+        folded = gqa.fold_kv_mean(kv, 6)
+        self.assertEqual(folded, kv)
+        self.assertIsNot(folded[0], kv[0])
+
+    def test_permuting_heads_within_a_group_leaves_the_fold_unchanged(self):
+        rng = new_rng(3)
+        kv = [[[float(rng.randint(-8, 8)) for _ in range(3)] for _ in range(2)] for _ in range(6)]
+        swapped = [kv[1], kv[2], kv[0], kv[4], kv[3], kv[5]]      # within groups of 3
+        self.assertEqual(gqa.fold_kv_mean(kv, 2), gqa.fold_kv_mean(swapped, 2))
+
+    def test_folds_weights_too(self):
+        w = gqa.init_weights(h=4, d_model=5, d=3, seed=0)
+        folded = gqa.fold_kv_mean(w.w_k, 2)
+        self.assertEqual((len(folded), len(folded[0]), len(folded[0][0])), (2, 5, 3))
+        self.assertClose(folded, ref.mean_heads(w.w_k, 2))
+
+
+class Repeating(unittest.TestCase):
+
+    def test_head_j_is_head_kv_head_j(self):
+        kv = [[[float(j)]] for j in range(3)]
+        out = gqa.repeat_kv(kv, 6)
+        self.assertEqual(out, [[[0.0]], [[0.0]], [[1.0]], [[1.0]], [[2.0]], [[2.0]]])
+
+    def test_not_tile(self):
+        kv = [[[0.0]], [[1.0]]]
+        self.assertNotEqual(gqa.repeat_kv(kv, 4), kv * 2)
+
+    def test_rows_are_shared_not_copied(self):
+        kv = [[[1.0]], [[2.0]]]
+        out = gqa.repeat_kv(kv, 4)
+        self.assertIs(out[0], kv[0])
+        self.assertIs(out[1], kv[0])
+        self.assertIs(out[3], kv[1])
+
+    def test_equals_reference_copy(self):
+        rng = new_rng(4)
+        for _ in range(20):
+            h, g, _, m, d, _ = ref.random_case(rng)
+            kv = rand_tensor(rng, g, m, d)
+            self.assertEqual(gqa.repeat_kv(kv, h), ref.expand_kv(kv, h))
+
+
+class SingleHead(CloseMixin, unittest.TestCase):
+
+    def test_by_hand(self):
+        # Equal scores: the output is the mean of the values.
+        self.assertEqual(gqa.single_head_attention([[1.0, 0.0]], [[0.0, 1.0], [0.0, 2.0]],
+                                                   [[1.0, 10.0], [3.0, 20.0]]), [[2.0, 15.0]])
+        # d = 4, scores 0 and 2 * sqrt(4) / sqrt(4) = 2: weights 1 / (1 + e^2) and e^2 / (1 + e^2).
+        got = gqa.single_head_attention([[1.0, 1.0, 1.0, 1.0]], [[0.0] * 4, [1.0, 1.0, 1.0, 1.0]],
+                                        [[0.0], [1.0]])
+        self.assertAlmostEqual(got[0][0], math.e ** 2 / (1 + math.e ** 2), places=15)
+
+    def test_scale_is_one_over_sqrt_d(self):
+        # Scores 4 / sqrt(4) = 2 and 0: p = sigmoid(2).
+        got = gqa.single_head_attention([[2.0, 0.0, 0.0, 0.0]], [[2.0, 0.0, 0.0, 0.0], [0.0] * 4],
+                                        [[1.0], [0.0]])
+        self.assertAlmostEqual(got[0][0], 1 / (1 + math.exp(-2.0)), places=15)
+
+    def test_against_loops(self):
+        rng = new_rng(5)
+        for _ in range(60):
+            _, _, n, m, d, dv = ref.random_case(rng)
+            q, k, v = rand_tensor(rng, n, d), rand_tensor(rng, m, d), rand_tensor(rng, m, dv)
+            for causal in (False, True):
+                self.assertClose(gqa.single_head_attention(q, k, v, causal=causal),
+                                 ref.attend(q, k, v, causal), msg=str((n, m, d, causal)))
+
+    def test_causal_mask_by_hand(self):
+        # Three queries are the last three of four positions; all scores 0.
+        v = [[1.0], [2.0], [3.0], [4.0]]
+        got = gqa.single_head_attention([[0.0]] * 3, [[0.0]] * 4, v, causal=True)
+        self.assertEqual(got, [[1.5], [2.0], [2.5]])
+
+    def test_causal_single_query_sees_every_key(self):
+        rng = new_rng(6)
+        q, k, v = rand_tensor(rng, 1, 4), rand_tensor(rng, 9, 4), rand_tensor(rng, 9, 3)
+        self.assertEqual(gqa.single_head_attention(q, k, v, causal=True),
+                         gqa.single_head_attention(q, k, v))
+
+    def test_large_logits_do_not_overflow(self):
+        got = gqa.single_head_attention([[1e300]], [[1.0], [-1.0]], [[5.0], [7.0]])
+        self.assertEqual(got, [[5.0]])
+        got = gqa.single_head_attention([[-1e300]], [[1.0], [-1.0]], [[5.0], [7.0]])
+        self.assertEqual(got, [[7.0]])
+
+    def test_nan_and_inf_propagate(self):
+        self.assertTrue(math.isnan(gqa.single_head_attention([[math.nan]], [[1.0]], [[1.0]])[0][0]))
+        got = gqa.single_head_attention([[1.0]], [[math.inf], [0.0]], [[1.0], [2.0]])
+        self.assertTrue(math.isnan(got[0][0]))
+        got = gqa.single_head_attention([[1.0]], [[-math.inf], [0.0]], [[1.0], [2.0]])
+        self.assertEqual(got, [[2.0]])
+
+    def test_no_queries(self):
+        self.assertEqual(gqa.single_head_attention([], [[1.0]], [[1.0]]), [])
+
+
+class Unified(CloseMixin, unittest.TestCase):
+
+    def test_g_equals_h_is_mha_bit_for_bit(self):
+        rng = new_rng(7)
+        for _ in range(80):
+            h, _, n, m, d, dv = ref.random_case(rng, max_h=16)
+            q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, h, m, d), rand_tensor(rng, h, m, dv)
+            causal = rng.random() < 0.5
+            mha = [gqa.single_head_attention(q[i], k[i], v[i], causal=causal) for i in range(h)]
+            self.assertTrue(gqa.attention(q, k, v, h, causal=causal) == mha, (h, n, m, d, causal))
+
+    def test_against_reference_for_every_g(self):
+        rng = new_rng(8)
+        for _ in range(40):
+            h, g, n, m, d, dv = ref.random_case(rng)
+            q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, h, m, d), rand_tensor(rng, h, m, dv)
+            kc = ref.expand_kv(ref.mean_heads(k, g), h)
+            vc = ref.expand_kv(ref.mean_heads(v, g), h)
+            expected = [ref.attend(q[i], kc[i], vc[i]) for i in range(h)]
+            self.assertClose(gqa.attention(q, k, v, g), expected, msg=str((h, g)))
+
+    def test_g_below_h_changes_the_output(self):
+        rng = new_rng(9)
+        for h in (2, 4, 6, 8):
+            q, k, v = rand_tensor(rng, h, 4, 5), rand_tensor(rng, h, 4, 5), rand_tensor(rng, h, 4, 5)
+            mha = gqa.attention(q, k, v, h)
+            for g in ref.divisors(h)[:-1]:
+                self.assertGreater(gqa.output_difference(gqa.attention(q, k, v, g), mha).max_abs,
+                                   1e-6, (h, g))
+
+    def test_mqa_gives_every_query_head_the_same_k_and_v(self):
+        rng = new_rng(10)
+        h = 4
+        q, k, v = rand_tensor(rng, h, 3, 2), rand_tensor(rng, h, 5, 2), rand_tensor(rng, h, 5, 2)
+        k_mean = [[sum(k[i][r][c] for i in range(h)) / h for c in range(2)] for r in range(5)]
+        v_mean = [[sum(v[i][r][c] for i in range(h)) / h for c in range(2)] for r in range(5)]
+        got = gqa.attention(q, k, v, 1)
+        for i in range(h):
+            self.assertClose(got[i], ref.attend(q[i], k_mean, v_mean), msg=f"head {i}")
+
+    def test_grouped_equals_repeat_path_bit_for_bit(self):
+        rng = new_rng(11)
+        for _ in range(60):
+            h, g, n, m, d, dv = ref.random_case(rng, max_h=16)
+            q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, g, m, d), rand_tensor(rng, g, m, dv)
+            causal = rng.random() < 0.5
+            kr, vr = gqa.repeat_kv(k, h), gqa.repeat_kv(v, h)
+            expected = [gqa.single_head_attention(q[i], kr[i], vr[i], causal=causal)
+                        for i in range(h)]
+            self.assertTrue(gqa.grouped_attention(q, k, v, causal=causal) == expected, (h, g))
+            self.assertClose(gqa.grouped_attention(q, k, v, causal=causal),
+                             [ref.attend(q[i], ref.expand_kv(k, h)[i], ref.expand_kv(v, h)[i], causal)
+                              for i in range(h)])
+
+    def test_grouped_attention_leaves_k_and_v_alone(self):
+        rng = new_rng(12)
+        q, k, v = rand_tensor(rng, 4, 2, 3), rand_tensor(rng, 2, 2, 3), rand_tensor(rng, 2, 2, 3)
+        before = (repr(k), repr(v))
+        gqa.grouped_attention(q, k, v)
+        self.assertEqual((repr(k), repr(v)), before)
+
+
+class Layer(CloseMixin, unittest.TestCase):
+
+    def test_init_weights_is_deterministic(self):
+        a = gqa.init_weights(h=3, d_model=4, d=2, seed=5)
+        self.assertEqual(a, gqa.init_weights(h=3, d_model=4, d=2, seed=5))
+        self.assertNotEqual(a, gqa.init_weights(h=3, d_model=4, d=2, seed=6))
+        self.assertEqual([len(a.w_k), len(a.w_k[0]), len(a.w_k[0][0])], [3, 4, 2])
+        self.assertEqual([len(a.w_o), len(a.w_o[0]), len(a.w_o[0][0])], [3, 2, 4])
+
+    def test_init_weights_scale(self):
+        w = gqa.init_weights(h=4, d_model=64, d=16, seed=0)
+        values = ref.flat(w.w_q)
+        variance = sum(x * x for x in values) / len(values)
+        self.assertAlmostEqual(variance * 64, 1.0, delta=0.1)
+        bound = math.sqrt(3 / 64)
+        self.assertTrue(all(-bound <= x <= bound for x in values))
+
+    def test_against_reference_for_every_g(self):
+        rng = new_rng(13)
+        for trial in range(25):
+            h, g, n, _, d, _ = ref.random_case(rng)
+            d_model = rng.randint(1, 8)
+            w = gqa.init_weights(h, d_model, d, seed=trial)
+            x = rand_tensor(rng, n, d_model)
+            for causal in (False, True):
+                self.assertClose(gqa.layer(x, w, g, causal=causal),
+                                 ref.layer(x, *w, g, causal=causal), msg=str((h, g, causal)))
+
+    def test_fold_then_project_equals_project_then_fold(self):
+        rng = new_rng(14)
+        for trial in range(20):
+            h, g, n, _, d, _ = ref.random_case(rng)
+            d_model = rng.randint(1, 8)
+            w = gqa.init_weights(h, d_model, d, seed=trial)
+            x = rand_tensor(rng, n, d_model)
+            folded_w = gqa.fold_weights(w, g)
+            fold_then_project = [ref.matmul(x, folded_w.w_k[j]) for j in range(g)]
+            project_then_fold = gqa.fold_kv_mean([ref.matmul(x, w.w_k[i]) for i in range(h)], g)
+            self.assertClose(fold_then_project, project_then_fold, rel=1e-12, abs_tol=1e-13)
+
+    def test_layer_accepts_folded_weights(self):
+        w = gqa.init_weights(h=4, d_model=6, d=3, seed=1)
+        x = rand_tensor(new_rng(15), 3, 6)
+        self.assertEqual(gqa.layer(x, gqa.fold_weights(w, 2), 2), gqa.layer(x, w, 2))
+
+    def test_layer_mha_is_exact_and_other_g_differ(self):
+        w = gqa.init_weights(h=4, d_model=8, d=2, seed=2)
+        x = rand_tensor(new_rng(16), 5, 8)
+        mha = gqa.layer(x, w, 4)
+        self.assertEqual(gqa.output_difference(gqa.layer(x, w, 4), mha),
+                         gqa.Difference(0.0, 0.0, 1.0))
+        for g in (1, 2):
+            self.assertGreater(gqa.output_difference(gqa.layer(x, w, g), mha).max_abs, 1e-6)
+
+
+class Difference(unittest.TestCase):
+
+    def test_by_hand(self):
+        d = gqa.output_difference([[1.0, 2.0], [2.0, 0.0]], [[1.0, 2.0], [0.0, 0.0]])
+        self.assertEqual(d.max_abs, 2.0)
+        self.assertAlmostEqual(d.rel_l2, 2 / math.sqrt(5), places=15)
+        self.assertAlmostEqual(d.cosine, 5 / (3 * math.sqrt(5)), places=15)
+
+    def test_zero_reference(self):
+        self.assertEqual(gqa.output_difference([[0.0]], [[0.0]]).rel_l2, 0.0)
+        self.assertEqual(gqa.output_difference([[1.0]], [[0.0]]).rel_l2, math.inf)
+        self.assertTrue(math.isnan(gqa.output_difference([[1.0]], [[0.0]]).cosine))
+
+    def test_identical_and_scaled_outputs_have_cosine_exactly_one(self):
+        rng = new_rng(17)
+        for _ in range(200):
+            a = rand_tensor(rng, 2, rng.randint(1, 20))
+            self.assertEqual(gqa.output_difference(a, a), gqa.Difference(0.0, 0.0, 1.0))
+            self.assertEqual(gqa.output_difference([[2 * x for x in r] for r in a], a).cosine, 1.0)
+
+    def test_tiny_and_huge_values(self):
+        self.assertEqual(gqa.output_difference([[1e-200]], [[1e-200]]).cosine, 1.0)
+        self.assertEqual(gqa.output_difference([[1e200, 1e200]], [[1e200, 1e200]]).cosine, 1.0)
+        self.assertEqual(gqa.output_difference([[1e-200, 0.0]], [[0.0, 1e-200]]).cosine, 0.0)
+
+    def test_nan_propagates(self):
+        d = gqa.output_difference([[math.nan, 1.0]], [[1.0, 1.0]])
+        self.assertTrue(all(math.isnan(x) for x in d), d)
+
+    def test_shapes_must_match(self):
+        with self.assertRaisesRegex(gqa.GQAError, r"output_difference: .*shape.*\[1\]"):
+            gqa.output_difference([[1.0], [2.0, 3.0]], [[1.0], [2.0]])
+        with self.assertRaisesRegex(gqa.GQAError, "output_difference"):
+            gqa.output_difference([[1.0, 2.0]], [1.0, 2.0])
+
+
+class BadInput(unittest.TestCase):
+    """Every bad input ends in a clear error, never a wrong answer."""
+
+    def err(self, pattern, func, *args, **kwargs):
+        with self.assertRaises(gqa.GQAError) as cm:
+            func(*args, **kwargs)
+        self.assertRegex(str(cm.exception), pattern)
+        self.assertIsInstance(cm.exception, ValueError)
+
+    def test_g_must_divide_h(self):
+        self.err(r"group_heads: g=3 does not divide h=8; got g=3, h=8; valid g for h=8: 1, 2, 4, 8",
+                 gqa.group_heads, 8, 3)
+        self.err(r"kv_head: .*g=5 does not divide h=6", gqa.kv_head, 0, 6, 5)
+        self.err(r"fold_kv_mean: .*valid g for h=4: 1, 2, 4", gqa.fold_kv_mean, [[[1.0]]] * 4, 3)
+        self.err(r"repeat_kv: .*g=3 does not divide h=4", gqa.repeat_kv, [[[1.0]]] * 3, 4)
+        q = [[[1.0]]] * 4
+        self.err(r"attention: .*g=3 does not divide h=4", gqa.attention, q, q, q, 3)
+        self.err(r"grouped_attention: .*g=3 .*h=4", gqa.grouped_attention, q, q[:3], q[:3])
+        self.err(r"layer: .*g=3 does not divide h=4", gqa.layer, [[1.0]], gqa.init_weights(4, 1, 1, seed=0), 3)
+
+    def test_g_out_of_range(self):
+        self.err(r"g must be between 1 and h; got g=0, h=4", gqa.group_heads, 4, 0)
+        self.err(r"g must be between 1 and h; got g=8, h=4", gqa.kv_head, 0, 4, 8)
+        self.err(r"g must be between 1 and h; got g=-1", gqa.fold_kv_mean, [[[1.0]]], -1)
+
+    def test_h_must_be_positive(self):
+        self.err(r"group_heads: h must be positive; got h=0", gqa.group_heads, 0, 1)
+        self.err(r"valid_g: h must be positive; got h=-2", gqa.valid_g, -2)
+        self.err(r"repeat_kv: h must be positive; got h=0", gqa.repeat_kv, [[[1.0]]], 0)
+
+    def test_sizes_must_be_ints_not_bools(self):
+        for bad in (2.0, "2", None, True):
+            with self.assertRaisesRegex(TypeError, r"group_heads: g must be an int"):
+                gqa.group_heads(4, bad)
+            with self.assertRaisesRegex(TypeError, r"kv_head: h must be an int"):
+                gqa.kv_head(0, bad, 1)
+        with self.assertRaisesRegex(TypeError, r"init_weights: d must be an int, not float"):
+            gqa.init_weights(2, 2, 2.5, seed=0)
+
+    def test_ragged_rows_name_head_and_row(self):
+        self.err(r"fold_kv_mean: kv head 1 row 2 has 1 values, expected 2",
+                 gqa.fold_kv_mean, [[[1.0, 2.0]] * 3, [[1.0, 2.0], [1.0, 2.0], [1.0]]], 1)
+        self.err(r"single_head_attention: k row 1 has 3 values, expected 2",
+                 gqa.single_head_attention, [[1.0, 2.0]], [[1.0, 2.0], [1.0, 2.0, 3.0]], [[1.0], [1.0]])
+        self.err(r"fold_kv_mean: kv head 1 must have 2 rows; got 1",
+                 gqa.fold_kv_mean, [[[1.0], [2.0]], [[1.0]]], 1)
+        self.err(r"attention: q head 0 row 1 has 2 values, expected 1",
+                 gqa.attention, [[[1.0], [1.0, 2.0]]], [[[1.0]]], [[[1.0]]], 1)
+
+    def test_head_dims_must_agree(self):
+        self.err(r"single_head_attention: q and k head dims differ: q has d=2, k has d=3",
+                 gqa.single_head_attention, [[1.0, 2.0]], [[1.0, 2.0, 3.0]], [[1.0]])
+        self.err(r"grouped_attention: q and k head dims differ",
+                 gqa.grouped_attention, [[[1.0, 2.0]]] * 2, [[[1.0]]], [[[1.0]]])
+
+    def test_k_and_v_rows_must_agree(self):
+        self.err(r"single_head_attention: k and v row counts differ: k has m=2, v has 1",
+                 gqa.single_head_attention, [[1.0]], [[1.0], [2.0]], [[1.0]])
+
+    def test_kv_heads_must_match(self):
+        q = [[[1.0]]] * 4
+        self.err(r"attention: k and v must have h=4 heads .*got 2", gqa.attention, q, q[:2], q[:2], 2)
+        self.err(r"k and v head counts differ: k has 2, v has 1", gqa.grouped_attention, q, q[:2], q[:1])
+
+    def test_no_keys(self):
+        self.err(r"single_head_attention: there are no keys", gqa.single_head_attention, [[1.0]], [], [])
+        self.err(r"grouped_attention: there are no keys", gqa.grouped_attention, [[[1.0]]], [[]], [[]])
+        self.err(r"attention: k has no heads", gqa.attention, [[[1.0]]], [], [], 1)
+
+    def test_zero_head_dim(self):
+        self.err(r"head dim d must be positive", gqa.single_head_attention, [[]], [[]], [[1.0]])
+
+    def test_causal_needs_enough_keys(self):
+        self.err(r"single_head_attention: causal attention needs at least as many keys as "
+                 r"queries .*got n=3, m=2",
+                 gqa.single_head_attention, [[1.0]] * 3, [[1.0]] * 2, [[1.0]] * 2, causal=True)
+
+    def test_query_head_out_of_range(self):
+        self.err(r"kv_head: query_head must be in 0..7 for h=8; got query_head=8", gqa.kv_head, 8, 8, 2)
+        self.err(r"kv_head: query_head must be at least 0; got query_head=-1", gqa.kv_head, -1, 8, 2)
+
+    def test_layer_shapes(self):
+        w = gqa.init_weights(h=4, d_model=3, d=2, seed=0)
+        self.err(r"layer: x row 0 has 2 values, expected 3", gqa.layer, [[1.0, 2.0]], w, 2)
+        bad = w._replace(w_k=w.w_k[:3])
+        self.err(r"layer: w_k has 3 heads; expected h=4 \(MHA weights, folded to g\) or g=2",
+                 gqa.layer, [[1.0] * 3], bad, 2)
+        self.err(r"layer: w_o has 2 heads; expected h=4", gqa.layer, [[1.0] * 3],
+                 w._replace(w_o=w.w_o[:2]), 2)
+        with self.assertRaisesRegex(TypeError, "layer: weights must be a Weights record"):
+            gqa.layer([[1.0] * 3], tuple(w), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
