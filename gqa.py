@@ -188,6 +188,21 @@ def method_name(h: int, g: int) -> str:
     return "MHA" if g == h else "MQA" if g == 1 else "GQA"
 
 
+def group_heads(h: int, g: int) -> list[list[int]]:
+    """Return the query heads of each of the g groups.
+
+    >>> group_heads(8, 2)
+    [[0, 1, 2, 3], [4, 5, 6, 7]]
+    >>> group_heads(4, 4)
+    [[0], [1], [2], [3]]
+    """
+    _check_hg("group_heads", h, g)
+    groups: list[list[int]] = [[] for _ in range(g)]
+    for i in range(h):
+        groups[kv_head(i, h, g)].append(i)
+    return groups
+
+
 # The whole of grouped-query attention is this one integer division.  It is
 # llama2.c's `h / kv_mul`, HF transformers' `repeat_kv` and PyTorch's
 # `scaled_dot_product_attention(enable_gqa=True)`: contiguous blocks of
@@ -206,21 +221,6 @@ def kv_head(query_head: int, h: int, g: int) -> int:
         raise GQAError(f"kv_head: query_head must be in 0..{h - 1} for h={h}; "
                        f"got query_head={query_head}")
     return query_head // (h // g)
-
-
-def group_heads(h: int, g: int) -> list[list[int]]:
-    """Return the query heads of each of the g groups.
-
-    >>> group_heads(8, 2)
-    [[0, 1, 2, 3], [4, 5, 6, 7]]
-    >>> group_heads(4, 4)
-    [[0], [1], [2], [3]]
-    """
-    _check_hg("group_heads", h, g)
-    groups: list[list[int]] = [[] for _ in range(g)]
-    for i in range(h):
-        groups[kv_head(i, h, g)].append(i)
-    return groups
 
 
 # ---------------------------------------------------------------------------

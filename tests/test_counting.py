@@ -5,8 +5,9 @@ from __future__ import annotations
 import unittest
 
 import gqa
-from tests import reference as ref
-from tests.reference import CloseMixin, new_rng, rand_tensor
+import grader as ref
+from tests.helpers import CloseMixin, flat, new_rng, random_case
+from grader import rand_tensor
 
 
 class ClosedForms(unittest.TestCase):
@@ -35,11 +36,11 @@ class ClosedForms(unittest.TestCase):
         # An instrumented reference counts its own multiplications one by one.
         rng = new_rng(20)
         for trial in range(15):
-            h, g, n, _, d, _ = ref.random_case(rng, max_h=6)
+            h, g, n, _, d, _ = random_case(rng, max_h=6)
             d_model = rng.randint(1, 5)
             w = gqa.init_weights(h, d_model, d, seed=trial)
             counter = ref.Counter()
-            ref.layer(rand_tensor(rng, n, d_model), *w, g, counter=counter)
+            ref.ref_layer(rand_tensor(rng, n, d_model), *w, g, counter=counter)
             expected = gqa.attention_multiplies(n, h, g, d, d_model)._asdict()
             del expected["total"]
             self.assertEqual(counter.counts, expected, (h, g, n, d, d_model))
@@ -80,7 +81,7 @@ class Tallied(unittest.TestCase):
     def test_layer_tally_equals_formula(self):
         rng = new_rng(21)
         for trial in range(60):
-            h, g, n, _, d, _ = ref.random_case(rng, max_h=16)
+            h, g, n, _, d, _ = random_case(rng, max_h=16)
             d_model = rng.randint(1, 9)
             w = gqa.init_weights(h, d_model, d, seed=trial)
             with gqa.count_multiplies() as tally:
@@ -154,13 +155,13 @@ class Decoding(CloseMixin, unittest.TestCase):
                 steps = [gqa.decode_step(x_t, w, g, cache) for x_t in x]
                 self.assertClose(steps, gqa.layer(x, w, g, causal=True), rel=1e-12, abs_tol=1e-14,
                                  msg=str((h, g)))
-                self.assertClose(steps, ref.layer(x, *w, g, causal=True), rel=1e-9, abs_tol=1e-12)
+                self.assertClose(steps, ref.ref_layer(x, *w, g, causal=True), rel=1e-9, abs_tol=1e-12)
                 self.assertEqual(cache.elements, gqa.kv_cache_elements(1, g, n, d))
 
     def test_decode_traffic_equals_what_decode_step_reads(self):
         rng = new_rng(24)
         for trial in range(30):
-            h, g, n, _, d, _ = ref.random_case(rng, max_h=12)
+            h, g, n, _, d, _ = random_case(rng, max_h=12)
             n = rng.randint(1, 9)
             d_model = rng.randint(1, 6)
             w = gqa.fold_weights(gqa.init_weights(h, d_model, d, seed=trial), g)

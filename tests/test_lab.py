@@ -8,8 +8,9 @@ import os
 import unittest
 
 import gqa
-from tests import reference as ref
-from tests.reference import CloseMixin, new_rng, rand_tensor
+import grader as ref
+from tests.helpers import CloseMixin, flat, new_rng, random_case
+from grader import rand_tensor
 
 
 def load_tests(loader, tests, ignore):
@@ -59,7 +60,7 @@ class Folding(CloseMixin, unittest.TestCase):
     def test_against_loops(self):
         rng = new_rng(1)
         for _ in range(40):
-            h, g, n, m, d, _ = ref.random_case(rng)
+            h, g, n, m, d, _ = random_case(rng)
             kv = rand_tensor(rng, h, m, d)
             self.assertClose(gqa.fold_kv_mean(kv, g), ref.mean_heads(kv, g), msg=str((h, g)))
 
@@ -104,7 +105,7 @@ class Repeating(unittest.TestCase):
     def test_equals_reference_copy(self):
         rng = new_rng(4)
         for _ in range(20):
-            h, g, _, m, d, _ = ref.random_case(rng)
+            h, g, _, m, d, _ = random_case(rng)
             kv = rand_tensor(rng, g, m, d)
             self.assertEqual(gqa.repeat_kv(kv, h), ref.expand_kv(kv, h))
 
@@ -129,7 +130,7 @@ class SingleHead(CloseMixin, unittest.TestCase):
     def test_against_loops(self):
         rng = new_rng(5)
         for _ in range(60):
-            _, _, n, m, d, dv = ref.random_case(rng)
+            _, _, n, m, d, dv = random_case(rng)
             q, k, v = rand_tensor(rng, n, d), rand_tensor(rng, m, d), rand_tensor(rng, m, dv)
             for causal in (False, True):
                 self.assertClose(gqa.single_head_attention(q, k, v, causal=causal),
@@ -169,7 +170,7 @@ class Unified(CloseMixin, unittest.TestCase):
     def test_g_equals_h_is_mha_bit_for_bit(self):
         rng = new_rng(7)
         for _ in range(80):
-            h, _, n, m, d, dv = ref.random_case(rng, max_h=16)
+            h, _, n, m, d, dv = random_case(rng, max_h=16)
             q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, h, m, d), rand_tensor(rng, h, m, dv)
             causal = rng.random() < 0.5
             mha = [gqa.single_head_attention(q[i], k[i], v[i], causal=causal) for i in range(h)]
@@ -178,7 +179,7 @@ class Unified(CloseMixin, unittest.TestCase):
     def test_against_reference_for_every_g(self):
         rng = new_rng(8)
         for _ in range(40):
-            h, g, n, m, d, dv = ref.random_case(rng)
+            h, g, n, m, d, dv = random_case(rng)
             q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, h, m, d), rand_tensor(rng, h, m, dv)
             kc = ref.expand_kv(ref.mean_heads(k, g), h)
             vc = ref.expand_kv(ref.mean_heads(v, g), h)
@@ -207,7 +208,7 @@ class Unified(CloseMixin, unittest.TestCase):
     def test_grouped_equals_repeat_path_bit_for_bit(self):
         rng = new_rng(11)
         for _ in range(60):
-            h, g, n, m, d, dv = ref.random_case(rng, max_h=16)
+            h, g, n, m, d, dv = random_case(rng, max_h=16)
             q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, g, m, d), rand_tensor(rng, g, m, dv)
             causal = rng.random() < 0.5
             kr, vr = gqa.repeat_kv(k, h), gqa.repeat_kv(v, h)
@@ -237,7 +238,7 @@ class Layer(CloseMixin, unittest.TestCase):
 
     def test_init_weights_scale(self):
         w = gqa.init_weights(h=4, d_model=64, d=16, seed=0)
-        values = ref.flat(w.w_q)
+        values = flat(w.w_q)
         variance = sum(x * x for x in values) / len(values)
         self.assertAlmostEqual(variance * 64, 1.0, delta=0.1)
         bound = math.sqrt(3 / 64)
@@ -246,18 +247,18 @@ class Layer(CloseMixin, unittest.TestCase):
     def test_against_reference_for_every_g(self):
         rng = new_rng(13)
         for trial in range(25):
-            h, g, n, _, d, _ = ref.random_case(rng)
+            h, g, n, _, d, _ = random_case(rng)
             d_model = rng.randint(1, 8)
             w = gqa.init_weights(h, d_model, d, seed=trial)
             x = rand_tensor(rng, n, d_model)
             for causal in (False, True):
                 self.assertClose(gqa.layer(x, w, g, causal=causal),
-                                 ref.layer(x, *w, g, causal=causal), msg=str((h, g, causal)))
+                                 ref.ref_layer(x, *w, g, causal=causal), msg=str((h, g, causal)))
 
     def test_fold_then_project_equals_project_then_fold(self):
         rng = new_rng(14)
         for trial in range(20):
-            h, g, n, _, d, _ = ref.random_case(rng)
+            h, g, n, _, d, _ = random_case(rng)
             d_model = rng.randint(1, 8)
             w = gqa.init_weights(h, d_model, d, seed=trial)
             x = rand_tensor(rng, n, d_model)

@@ -1,0 +1,37 @@
+"""Helpers for the tests.  The brute-force reference itself lives in grader.py
+(written independently of gqa.py), so the tests and the grader share one."""
+
+from __future__ import annotations
+
+import random
+
+import grader
+
+
+def new_rng(seed):
+    return random.Random(seed)
+
+
+def random_case(rng, max_h=12):
+    """A random (h, g, n, m, d, d_v) with g dividing h and m >= n."""
+    h = rng.randint(1, max_h)
+    g = rng.choice(grader.divisors(h))
+    n = rng.randint(1, 5)
+    m = rng.randint(n, 7)
+    return h, g, n, m, rng.randint(1, 6), rng.randint(1, 6)
+
+
+def flat(t):
+    if isinstance(t, (list, tuple)):
+        return [y for x in t for y in flat(x)]
+    return [t]
+
+
+class CloseMixin:
+    """assertClose, in the manner of CPython's test_statistics: the first
+    differing index, with its absolute and relative error."""
+
+    def assertClose(self, got, expected, rel=1e-12, abs_tol=1e-12, msg=""):
+        diff = grader.first_difference(got, expected, rel=rel, abs_tol=abs_tol)
+        if diff:
+            self.fail(f"{msg}: {diff}" if msg else diff)
