@@ -943,6 +943,7 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
 _COMMANDS = {
     "tables": ("gqa_report", "print the cache and multiplication tables for every g"),
     "report": ("gqa_report", "write report.md, or --check that it is current"),
+    "config": ("gqa_models", "size a model's KV cache from its config.json"),
 }
 
 

@@ -1,0 +1,238 @@
+"""Sizing real models from their config.json: spellings, rules, sizes, errors."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import unittest
+
+import gqa
+from gqa import GQAError
+from gqa_models import (ModelShape, Split, cache_bytes, decode_roofline, max_requests,
+                        parse_bandwidth, parse_flops, parse_size, tensor_parallel)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples", "configs")
+
+
+def shape(**config):
+    return ModelShape.from_config(config)
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = gqa.main(["config", *argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+class Examples(unittest.TestCase):
+
+    def test_known_sizes_per_token(self):
+        # (file, method, h, g, head dim, bytes per token in bf16, worked by hand)
+        known = [
+            ("llama-2-7b.json", "MHA", 32, 32, 128, 2 * 32 * 32 * 128 * 2),
+            ("llama-2-70b.json", "GQA", 64, 8, 128, 2 * 80 * 8 * 128 * 2),
+            ("mistral-7b.json", "GQA", 32, 8, 128, 2 * 32 * 8 * 128 * 2),
+            ("falcon-40b.json", "GQA", 128, 8, 64, 2 * 60 * 8 * 64 * 2),
+            ("falcon-7b.json", "MQA", 71, 1, 64, 2 * 32 * 1 * 64 * 2),
+            ("qwen2-7b.json", "GQA", 28, 4, 128, 2 * 28 * 4 * 128 * 2),
+            ("gemma-2b.json", "MQA", 8, 1, 256, 2 * 18 * 1 * 256 * 2),
+            ("starcoder.json", "MQA", 48, 1, 128, 2 * 40 * 1 * 128 * 2),
+        ]
+        self.assertEqual(sorted(k[0] for k in known), sorted(os.listdir(EXAMPLES)))
+        for name, method, h, g, d, per_token in known:
+            s = ModelShape.from_config(os.path.join(EXAMPLES, name))
+            self.assertEqual((s.method, s.heads, s.kv_heads, s.head_dim), (method, h, g, d), name)
+            self.assertEqual(cache_bytes(s, dtype="bf16"), per_token, name)
+        llama70 = ModelShape.from_config(os.path.join(EXAMPLES, "llama-2-70b.json"))
+        self.assertEqual(cache_bytes(llama70, dtype="bf16"), 327680)
+        self.assertEqual(cache_bytes(llama70, context=4096, batch=2, dtype="fp8"), 163840 * 4096 * 2)
+        self.assertEqual(cache_bytes(llama70, dtype="fp32", kv_heads=64), 2 * 80 * 64 * 128 * 4)
+
+
+class Spellings(unittest.TestCase):
+
+    def test_every_spelling(self):
+        for h_name in ("num_attention_heads", "n_head", "num_heads"):
+            for l_name in ("num_hidden_layers", "n_layer", "num_layers"):
+                for d_name in ("hidden_size", "n_embd", "d_model"):
+                    s = shape(**{h_name: 8, l_name: 3, d_name: 64})
+                    self.assertEqual((s.heads, s.layers, s.hidden_size, s.head_dim, s.kv_heads),
+                                     (8, 3, 64, 8, 8), (h_name, l_name, d_name))
+        base = dict(num_attention_heads=8, num_hidden_layers=2, hidden_size=64)
+        for kv_name in ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num"):
+            self.assertEqual(shape(**base, **{kv_name: 2}).kv_heads, 2, kv_name)
+
+    def test_no_kv_heads_means_mha_and_null_is_unset(self):
+        base = dict(num_attention_heads=8, num_hidden_layers=2, hidden_size=64)
+        self.assertEqual(shape(**base).kv_heads, 8)
+        self.assertEqual(shape(**base, num_key_value_heads=None).kv_heads, 8)
+        self.assertEqual(shape(**base, head_dim=None).head_dim, 8)
+
+    def test_falcon_rules(self):
+        base = dict(num_attention_heads=128, num_hidden_layers=60, hidden_size=8192)
+        self.assertEqual(shape(**base, multi_query=True).kv_heads, 1)
+        self.assertEqual(shape(**base, multi_query=True, num_kv_heads=128).kv_heads, 1)
+        self.assertEqual(shape(**base, multi_query=True, new_decoder_architecture=True,
+                               num_kv_heads=8).kv_heads, 8)
+        self.assertEqual(shape(**base, multi_query=False, num_kv_heads=16).kv_heads, 16)
+        self.assertEqual(shape(**base, new_decoder_architecture=True).kv_heads, 128)
+
+    def test_chatglm_group_count_counts_only_with_multi_query_attention(self):
+        base = dict(num_attention_heads=32, num_layers=28, hidden_size=4096, multi_query_group_num=2)
+        self.assertEqual(shape(**base, multi_query_attention=True).kv_heads, 2)
+        self.assertEqual(shape(**base, multi_query_attention=False).kv_heads, 32)
+
+    def test_nested_text_config(self):
+        s = shape(model_type="llava", vision_config={"num_attention_heads": 16, "hidden_size": 1024},
+                  text_config={"num_attention_heads": 32, "num_key_value_heads": 8,
+                               "num_hidden_layers": 32, "hidden_size": 4096})
+        self.assertEqual((s.heads, s.kv_heads, s.layers, s.head_dim), (32, 8, 32, 128))
+
+    def test_explicit_head_dim_wins(self):
+        s = shape(num_attention_heads=8, num_key_value_heads=1, num_hidden_layers=18,
+                  hidden_size=3072, head_dim=256)
+        self.assertEqual(s.head_dim, 256)
+        self.assertNotEqual(s.head_dim, 3072 // 8)
+
+
+class Errors(unittest.TestCase):
+
+    def write(self, text):
+        tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8")
+        with tmp:
+            tmp.write(text)
+        self.addCleanup(os.unlink, tmp.name)
+        return tmp.name
+
+    def test_not_json_says_where(self):
+        path = self.write('{\n  "n_head": 8,\n  "n_layer" 2\n}')
+        with self.assertRaisesRegex(GQAError, r"is not JSON: line 3, column 13"):
+            ModelShape.from_config(path)
+        with self.assertRaisesRegex(GQAError, r"is not a JSON object but a list"):
+            ModelShape.from_config(self.write("[1, 2]"))
+
+    def test_missing_field_names_the_spellings(self):
+        with self.assertRaisesRegex(GQAError, r"no query head count: tried num_attention_heads, n_head, num_heads"):
+            shape(num_hidden_layers=2, hidden_size=64)
+        with self.assertRaisesRegex(GQAError, r"no layer count: tried num_hidden_layers, n_layer, num_layers"):
+            shape(num_attention_heads=2, hidden_size=64)
+        with self.assertRaisesRegex(GQAError, r"no hidden size: tried hidden_size, n_embd, d_model"):
+            shape(num_attention_heads=2, num_hidden_layers=2)
+
+    def test_g_not_dividing_h(self):
+        with self.assertRaisesRegex(GQAError, r"could not be loaded: 6 key/value heads do not divide 32 "
+                                              r"query heads; g would divide for g = 1, 2, 4, 8, 16, 32"):
+            shape(num_attention_heads=32, num_key_value_heads=6, num_hidden_layers=2, hidden_size=4096)
+        with self.assertRaisesRegex(GQAError, r"could not be loaded: 64 key/value heads do not divide 32"):
+            shape(num_attention_heads=32, num_key_value_heads=64, num_hidden_layers=2, hidden_size=4096)
+
+    def test_non_positive_and_non_integer_numbers(self):
+        with self.assertRaisesRegex(GQAError, r"num_hidden_layers must be positive; got 0"):
+            shape(num_attention_heads=2, num_hidden_layers=0, hidden_size=64)
+        with self.assertRaisesRegex(GQAError, r"num_key_value_heads must be positive; got -1"):
+            shape(num_attention_heads=2, num_hidden_layers=1, hidden_size=64, num_key_value_heads=-1)
+        with self.assertRaisesRegex(GQAError, r"n_head must be a whole number; got 8.5"):
+            shape(n_head=8.5, n_layer=1, n_embd=64)
+        with self.assertRaisesRegex(GQAError, r"n_head must be a whole number; got True"):
+            shape(n_head=True, n_layer=1, n_embd=64)
+        with self.assertRaisesRegex(GQAError, r"hidden size 100 is not a multiple of 8 query heads"):
+            shape(n_head=8, n_layer=1, n_embd=100)
+
+
+class Computations(unittest.TestCase):
+
+    def test_tensor_parallel_replication_rule(self):
+        self.assertEqual(tensor_parallel(64, 8, 4), Split(4, 2, 1))
+        self.assertEqual(tensor_parallel(64, 8, 8), Split(8, 1, 1))
+        self.assertEqual(tensor_parallel(64, 8, 16), Split(16, 1, 2))
+        self.assertEqual(tensor_parallel(48, 1, 8), Split(8, 1, 8))
+        self.assertEqual(tensor_parallel(32, 32, 1), Split(1, 32, 1))
+        with self.assertRaisesRegex(GQAError, r"neither of g=8 key/value heads and 3 devices divides the other"):
+            tensor_parallel(24, 8, 3)
+        with self.assertRaisesRegex(GQAError, r"5 devices do not divide h=64 query heads"):
+            tensor_parallel(64, 8, 5)
+        with self.assertRaisesRegex(GQAError, r"devices must be a positive int; got 0"):
+            tensor_parallel(64, 8, 0)
+
+    def test_max_requests_is_a_floor(self):
+        self.assertEqual(max_requests(memory=100, weights=10, request_bytes=30), 3)
+        self.assertEqual(max_requests(memory=100, weights=100, request_bytes=30), 0)
+        self.assertEqual(max_requests(memory=10, weights=100, request_bytes=30), 0)
+
+    def test_roofline_by_hand(self):
+        s = shape(num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1, hidden_size=8)
+        # weights 1000 bytes of bf16 = 500 parameters; cache at context 10: 2*1*2*2*10*2 = 160 bytes
+        r = decode_roofline(s, context=10, batch=1, dtype="bf16", weights=1000, weight_dtype="bf16",
+                            bandwidth=1160.0, flops=1e9, kv_heads=2)
+        self.assertEqual((r.bytes_read, r.flops, r.bound), (1160, 2 * (500 + 2 * 1 * 4 * 2 * 10), "memory"))
+        self.assertAlmostEqual(r.seconds, 1.0)
+        slow = decode_roofline(s, context=10, batch=1, dtype="bf16", weights=1000, weight_dtype="bf16",
+                               bandwidth=1e12, flops=1320.0, kv_heads=2)
+        self.assertEqual(slow.bound, "compute")
+        self.assertAlmostEqual(slow.seconds, 1.0)
+
+    def test_units(self):
+        self.assertEqual(parse_size("80GiB"), 80 * 2 ** 30)
+        self.assertEqual(parse_size("80GB"), 80 * 10 ** 9)
+        self.assertEqual(parse_size("80 gib"), 80 * 2 ** 30)
+        self.assertEqual(parse_size("1.5TiB"), 3 * 2 ** 39)
+        self.assertEqual(parse_size("4096"), 4096)
+        self.assertEqual(parse_size("512KiB"), 2 ** 19)
+        for bad in ("80G", "eighty", "-5GB", "80GiBs", "", "1e9"):
+            with self.assertRaisesRegex(GQAError, r"is not a size: give bytes, or a number with one of"):
+                parse_size(bad, "--memory")
+        self.assertEqual(parse_bandwidth("2039GB/s"), 2039e9)
+        self.assertEqual(parse_bandwidth("3.35 TB/s"), 3.35e12)
+        self.assertEqual(parse_flops("312T"), 312e12)
+        self.assertEqual(parse_flops("312TFLOPS"), 312e12)
+        self.assertEqual(parse_flops("989 TFLOP/s"), 989e12)
+        self.assertEqual(parse_flops("3.12e14"), 3.12e14)
+        with self.assertRaisesRegex(GQAError, r"is not a rate"):
+            parse_flops("fast")
+
+
+class CommandLine(unittest.TestCase):
+
+    def test_table(self):
+        status, out, _ = run(os.path.join(EXAMPLES, "llama-2-70b.json"), "--memory", "80GiB")
+        self.assertEqual(status, 0)
+        self.assertIn("GQA, 80 layers, h=64 query heads, g=8 key/value heads", out)
+        self.assertRegex(out, r"bytes per token +2\.5 MiB +320 KiB +40 KiB")
+        # (80 GiB - 0) // (327,680 x 4096): 64 requests; MHA: 8; MQA: 512
+        self.assertRegex(out, r"requests that fit +8 +64 +512")
+
+    def test_json_has_exact_bytes(self):
+        status, out, _ = run(os.path.join(EXAMPLES, "falcon-40b.json"), "--json", "--context", "2048",
+                             "--tp", "16", "--memory", "80GB", "--hardware", "h100-sxm",
+                             "--weights", "80GB")
+        self.assertEqual(status, 0)
+        data = json.loads(out)
+        model = data["columns"][1]
+        self.assertEqual(model["bytes_per_token"], 2 * 60 * 8 * 64 * 2)
+        self.assertEqual(model["bytes_per_request"], 2 * 60 * 8 * 64 * 2 * 2048)
+        self.assertEqual(model["tp"], {"kv_heads_per_device": 1, "replication": 2,
+                                       "bytes_per_device": 2 * 60 * 1 * 64 * 2 * 2048,
+                                       "bytes_all_devices": 16 * 2 * 60 * 64 * 2 * 2048})
+        self.assertEqual(model["max_requests"], (80 * 10 ** 9 - 5 * 10 ** 9) // (2 * 60 * 64 * 2 * 2048))
+        self.assertIn("datasheet", data["hardware"]["source"])
+        self.assertEqual([c["kv_heads"] for c in data["columns"]], [128, 8, 1])
+
+    def test_bad_input_is_a_clear_message(self):
+        llama = os.path.join(EXAMPLES, "llama-2-70b.json")
+        for argv, message in (([llama, "--memory", "80 gigs"], "is not a size"),
+                              ([llama, "--dtype", "fp4"], "dtype 'fp4' is not one of"),
+                              ([llama, "--context", "0"], "--context must be positive"),
+                              ([llama, "--bandwidth", "2TB/s"], "give both --bandwidth and --flops"),
+                              ([os.path.join(EXAMPLES, "nope.json")], "cannot read it")):
+            status, _, err = run(*argv)
+            self.assertEqual(status, 2, argv)
+            self.assertIn(message, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
