@@ -801,6 +801,8 @@ class KVCache:
     (1, 12, 96)
     """
 
+    __slots__ = ("g", "d", "k", "v")
+
     def __init__(self, g: int, d: int) -> None:
         self.g = _check_int("KVCache", "g", g, low=1)
         self.d = _check_int("KVCache", "d", d, low=1)
@@ -944,6 +946,7 @@ _COMMANDS = {
     "tables": ("gqa_report", "print the cache and multiplication tables for every g"),
     "report": ("gqa_report", "write report.md, or --check that it is current"),
     "config": ("gqa_models", "size a model's KV cache from its config.json"),
+    "bench": ("gqa_bench", "time and memory per g, measured on this machine"),
 }
 
 
