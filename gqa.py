@@ -34,6 +34,8 @@ multi-head tensor is a list of matrices, head axis first.
 The lab, in order
 -----------------
     ======================  =================================================
+    valid_g(h)              the valid g for h: its divisors
+    method_name(h, g)       "MHA", "GQA" or "MQA"
     group_heads(h, g)       the query heads of each group
     kv_head(i, h, g)        which key/value head query head i reads
     fold_kv_mean(kv, g)     h heads -> g heads, each the mean of its group
@@ -42,6 +44,7 @@ The lab, in order
     attention(q, k, v, g)   MHA, GQA and MQA from one function
     grouped_attention       what real models run: k, v have g heads
     init_weights            random MHA weights for one layer, from a seed
+    fold_weights            the same weights with g K/V heads, by mean
     layer(x, weights, g)    one attention layer on MHA weights, g kv heads
     output_difference       max abs, relative L2 and cosine of two outputs
     ======================  =================================================
@@ -72,12 +75,21 @@ True
 >>> kv_cache_elements(layers=32, kv_heads=8, length=4096, head_dim=128)
 268435456
 
+Command line
+------------
+    python grader.py             check this module (or yours) against a reference
+    python -m gqa tables         the cache and multiplication tables for every g
+    python -m gqa report         write report.md (--check: is it current?)
+    python -m gqa config PATH    size a real model's KV cache from its config.json
+    python -m gqa bench          time and memory per g, on this machine
+
 Exceptions
 ----------
 A size or shape that breaks the lab's rules raises GQAError, a subclass of
 ValueError; its message names the function, the rule and the numbers given.
-A size that is not an int (or is a bool) raises TypeError.  NaN and
-infinities in the data are not errors: they propagate as IEEE floats do.
+A size that is not an int (or is a bool), or data that is not nested lists,
+raises TypeError.  NaN and infinities in the data are not errors: they
+propagate as IEEE floats do.
 """
 
 from __future__ import annotations
@@ -134,13 +146,20 @@ def _check_hg(func: str, h: object, g: object) -> None:
         raise GQAError(f"{func}: {rule}; got g={g}, h={h}; valid g for h={h}: {valid}")
 
 
+def _check_list(func: str, what: str, value: object, expected: str) -> None:
+    if not isinstance(value, (list, tuple, array)):
+        raise TypeError(f"{func}: {what} must be {expected}, not {type(value).__name__}")
+
+
 def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
                   rows: Optional[int] = None) -> int:
     """Check that mat is a list of equal rows; return the row width."""
+    _check_list(func, what, mat, "a list of rows")
     if rows is not None and len(mat) != rows:
         raise GQAError(f"{func}: {what} must have {rows} rows; got {len(mat)}")
     width = cols
     for r, row in enumerate(mat):
+        _check_list(func, f"{what} row {r}", row, "a list of floats")
         if width is None:
             width = len(row)
         elif len(row) != width:
@@ -152,6 +171,7 @@ def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = 
 def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = None,
                  rows: Optional[int] = None) -> tuple:
     """Check a [heads][rows][cols] tensor; return (heads, rows, cols)."""
+    _check_list(func, name, t, "a list of heads, each a list of rows")
     if len(t) == 0:
         raise GQAError(f"{func}: {name} has no heads")
     rows = len(t[0]) if rows is None else rows
@@ -953,6 +973,7 @@ _COMMANDS = {
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a gqa command line tool; return its exit status."""
     import importlib
+    import os
     import sys
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in _COMMANDS:
@@ -964,7 +985,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"gqa: unknown command {args[0]!r}", file=sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
     tool = importlib.import_module(_COMMANDS[args[0]][0])
-    return tool.main(args[0], args[1:])
+    try:
+        return tool.main(args[0], args[1:])
+    except BrokenPipeError:                  # `gqa tables | head`: the reader left early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # as the Python docs advise
+        return 1
 
 
 if __name__ == "__main__":

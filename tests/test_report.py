@@ -171,3 +171,26 @@ class Writing(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Dispatch(unittest.TestCase):
+
+    def test_unknown_or_missing_command(self):
+        for argv in ([], ["nope"]):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertEqual(gqa.main(argv), 2)
+            self.assertIn("usage: python -m gqa COMMAND", err.getvalue())
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(gqa.main(["--help"]), 0)
+        for command in ("tables", "report", "config", "bench"):
+            self.assertIn(command, out.getvalue())
+
+    def test_tables_command_prints_both_tables(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertEqual(gqa.main(["tables", "--heads", "4", "--context", "16"]), 0)
+        self.assertIn(f"| MQA    |            1 |      4 | {gqa.kv_cache_elements(32, 1, 16, 128):>14,} |",
+                      out.getvalue())
+        self.assertIn("| scores       |", out.getvalue())
