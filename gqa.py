@@ -174,9 +174,9 @@ def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = Non
     _check_list(func, name, t, "a list of heads, each a list of rows")
     if len(t) == 0:
         raise GQAError(f"{func}: {name} has no heads")
-    rows = len(t[0]) if rows is None else rows
     for i, mat in enumerate(t):
         cols = _check_matrix(func, f"{name} head {i}", mat, cols=cols, rows=rows)
+        rows = len(mat)                      # the first head sets the rows of the others
     return len(t), rows, cols
 
 
@@ -510,7 +510,11 @@ def fold_weights(weights: Weights, g: int) -> Weights:
     (4, 2, 2, 4)
     """
     _shape("fold_weights", weights, g)
+    return _folded(weights, g)
 
+
+def _folded(weights: Weights, g: int) -> Weights:
+    """fold_weights for weights that _shape has checked."""
     def fold(heads: Heads) -> Heads:
         return heads if len(heads) == g else fold_kv_mean(heads, g)
 
@@ -555,7 +559,7 @@ def layer(x: Sequence, weights: Weights, g: int, *, causal: bool = False) -> Mat
     _check_matrix("layer", "x", x, cols=d_model)
     if not x:
         return []
-    w = fold_weights(weights, g)
+    w = _folded(weights, g)
     q = [_project(x, w.w_q[i], "q_proj") for i in range(h)]     # [h][n][d]
     k = [_project(x, w.w_k[j], "k_proj") for j in range(g)]     # [g][n][d]
     v = [_project(x, w.w_v[j], "v_proj") for j in range(g)]     # [g][n][d]
@@ -904,7 +908,7 @@ def decode_step(x_t: Sequence[float], weights: Weights, g: int, cache: KVCache) 
     if len(x_t) != d_model:
         raise GQAError(f"decode_step: x_t has {len(x_t)} values; the weights need "
                        f"d_model={d_model}")
-    w = fold_weights(weights, g)
+    w = _folded(weights, g)
     x = [x_t]                                                      # [1][d_model]
     q = [_project(x, w.w_q[i], "q_proj")[0] for i in range(h)]     # [h][d]
     k = [_project(x, w.w_k[j], "k_proj")[0] for j in range(g)]     # [g][d]

@@ -21,10 +21,10 @@ import sys
 import time
 import tracemalloc
 from operator import mul
-from typing import Any, Dict, List, NamedTuple, Sequence
+from typing import Any, Dict, NamedTuple, Sequence
 
 import gqa
-from gqa_report import human_bytes
+from gqa_report import human_bytes, text_table
 
 
 class Settings(NamedTuple):
@@ -156,17 +156,12 @@ def render(result: Dict[str, Any]) -> str:
             f"{r['cache_ratio_to_mha']:.3f} (g/h {r['g'] / h:.3f})",
             "yes" if r["prefill_multiplies_tallied"] == r["prefill_multiplies_formula"]
             and r["decode_multiplies_tallied"] == r["decode_multiplies_formula"] else "NO"))
-    widths = [max(len(head[i]), *(len(t[i]) for t in table)) for i in range(len(head))]
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-
     worst = max(abs(r["cache_ratio_to_mha"] - r["g"] / h) for r in rows)
     mqa = rows[0]
     return "\n".join([
         f"h={h} query heads, head dim {s['head_dim']}, d_model {s['d_model']}, {s['context']} "
         f"positions; median of {s['repeats']} interleaved runs; Python {result['python']}", "",
-        line(head)] + [line(t) for t in table] + [
+        text_table(head, table, left=2)] + [
         "",
         f"memory: g/h of MHA, measured (off by at most {worst:.3f}); time: prefill within "
         f"{spread_percent([r['prefill_s']['median'] for r in rows]):.0f}%, decode within "

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
 
 import gqa
 from gqa import GQAError
-from gqa_report import human_bytes
+from gqa_report import human_bytes, text_table
 
 # Bytes per stored value, by the names configs and serving engines use.
 DTYPE_BYTES = {"fp32": 4, "float32": 4, "fp16": 2, "float16": 2, "bf16": 2, "bfloat16": 2,
@@ -327,58 +326,55 @@ def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory
 
 
 def render(s: Dict[str, Any]) -> str:
-    """The summary as a compact, aligned table."""
+    """The summary as a compact, aligned table with its notes."""
     m, st, cols = s["model"], s["settings"], s["columns"]
-    lines = [f"{m['name']}: {s['method']}, {m['layers']} layers, h={m['heads']} query heads, "
-             f"g={m['kv_heads']} key/value heads ({m['heads'] // m['kv_heads']} query "
-             f"head{'s' if m['heads'] > m['kv_heads'] else ''} each), "
-             f"head dim {m['head_dim']}, hidden size {m['hidden_size']}",
-             f"KV cache in {st['dtype']} ({st['bytes_per_value']} bytes per value), context "
-             f"{st['context']:,}, batch {st['batch']}; exact bytes with --json", ""]
-    head = [""] + [f"this model, {c['method']} g={c['kv_heads']}" if c["label"] == "model"
-                   else f"{c['method']} g={c['kv_heads']}" for c in cols]
+
+    def each(cell) -> List[str]:
+        """One cell per column, or 'refused' where tensor parallelism refused that g."""
+        return [cell(c) if "error" not in c["tp"] else "refused" for c in cols]
+
     rows = [("bytes per token", [human_bytes(c["bytes_per_token"]) for c in cols]),
             ("bytes per request", [human_bytes(c["bytes_per_request"]) for c in cols]),
             ("ratio to MHA", [f"{c['ratio_to_mha']:.4g}" for c in cols])]
     if st["tp"] > 1:
-        rows += [(f"kv heads per device (tp={st['tp']})",
-                  [str(c["tp"].get("kv_heads_per_device", "refused")) for c in cols]),
-                 ("each kv head held by", [f"{c['tp']['replication']} device(s)" if "error" not in c["tp"]
-                                           else "refused" for c in cols]),
-                 ("cache per device", [human_bytes(c["tp"]["bytes_per_device"]) if "error" not in c["tp"]
-                                       else "refused" for c in cols]),
-                 ("cache, all devices", [human_bytes(c["tp"]["bytes_all_devices"]) if "error" not in c["tp"]
-                                         else "refused" for c in cols])]
+        rows += [(f"kv heads per device (tp={st['tp']})", each(lambda c: str(c["tp"]["kv_heads_per_device"]))),
+                 ("each kv head held by", each(lambda c: f"{c['tp']['replication']} device(s)")),
+                 ("cache per device", each(lambda c: human_bytes(c["tp"]["bytes_per_device"]))),
+                 ("cache, all devices", each(lambda c: human_bytes(c["tp"]["bytes_all_devices"])))]
     if st["memory"] is not None:
-        rows.append(("requests that fit", [f"{c['max_requests']:,}" if "max_requests" in c
-                                            else "refused" for c in cols]))
+        rows.append(("requests that fit", each(lambda c: f"{c['max_requests']:,}")))
     if "hardware" in s:
-        rows += [("decode step (roofline)", [f"{c['decode']['seconds'] * 1e3:.3g} ms" if "decode" in c
-                                             else "refused" for c in cols]),
-                 ("bound by", [c["decode"]["bound"] if "decode" in c else "refused" for c in cols])]
-    width = [max(len(r[0]) for r in rows)] + [max(len(h), *(len(r[1][i]) for r in rows))
-                                              for i, h in enumerate(head[1:])]
-    lines.append("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, width))))
-    for label, values in rows:
-        lines.append("  ".join([label.ljust(width[0])] + [v.rjust(w) for v, w in zip(values, width[1:])]))
+        rows += [("decode step (roofline)", each(lambda c: f"{c['decode']['seconds'] * 1e3:.3g} ms")),
+                 ("bound by", each(lambda c: c["decode"]["bound"]))]
+    head = [""] + [f"this model, {c['method']} g={c['kv_heads']}" if c["label"] == "model"
+                   else f"{c['method']} g={c['kv_heads']}" for c in cols]
+
     notes = []
     if st["memory"] is not None:
         notes.append(f"requests that fit: ({human_bytes(st['memory'])} per device - "
                      f"{human_bytes(st['weights'])} of weights / {st['tp']} device(s)) // one "
-                     f"request's cache per device" + ("" if st["weights"] else
-                                                      "; give --weights for the weights' share"))
-    for c in cols:
-        if "error" in c["tp"] and st["tp"] > 1:
-            notes.append(f"{c['label']}: {c['tp']['error']}")
+                     f"request's cache per device"
+                     + ("" if st["weights"] else "; give --weights for the weights' share"))
+    notes += [f"{c['method']} g={c['kv_heads']}: {c['tp']['error']}" for c in cols if "error" in c["tp"]]
     if "hardware" in s:
         hw = s["hardware"]
         notes.append(f"decode step: a roofline model, not a measurement: the larger of bytes read "
-                     f"/ {hw['bandwidth'] / 1e9:,.0f} GB/s and FLOPs / {hw['flops'] / 1e12:,.0f} TFLOP/s "
-                     f"({hw['source']}), for one new token in each of the request's {st['batch']} sequence(s)"
+                     f"/ {hw['bandwidth'] / 1e9:,.0f} GB/s and FLOPs / {hw['flops'] / 1e12:,.0f} "
+                     f"TFLOP/s ({hw['source']}), for one new token in each of the request's "
+                     f"{st['batch']} sequence(s)"
                      + ("" if st["weights"] else "; without --weights it counts the cache alone"))
     else:
         notes.append("give --bandwidth and --flops (or --hardware NAME) for a decode-time estimate")
-    return "\n".join(lines + [""] + [f"- {n}" for n in notes])
+
+    each_head = "s" if m["heads"] > m["kv_heads"] else ""
+    return "\n".join([
+        f"{m['name']}: {s['method']}, {m['layers']} layers, h={m['heads']} query heads, "
+        f"g={m['kv_heads']} key/value heads ({m['heads'] // m['kv_heads']} query head{each_head} "
+        f"each), head dim {m['head_dim']}, hidden size {m['hidden_size']}",
+        f"KV cache in {st['dtype']} ({st['bytes_per_value']} bytes per value), context "
+        f"{st['context']:,}, batch {st['batch']}; exact bytes with --json", "",
+        text_table(head, [[label] + values for label, values in rows]), ""]
+        + [f"- {n}" for n in notes])
 
 
 def config_main(argv: Sequence[str]) -> int:
@@ -405,6 +401,10 @@ def config_main(argv: Sequence[str]) -> int:
             if getattr(args, name) < 1:
                 raise GQAError(f"--{name} must be positive; got {getattr(args, name)}")
         shape = ModelShape.from_config(args.path)
+        if shape.heads % args.tp:
+            valid = ", ".join(str(n) for n in gqa.valid_g(shape.heads))
+            raise GQAError(f"--tp {args.tp} does not divide the model's {shape.heads} query heads; "
+                           f"valid --tp: {valid}")
         dtype_bytes(args.dtype), dtype_bytes(args.weight_dtype)
         memory = parse_size(args.memory, "--memory") if args.memory is not None else None
         weights = parse_size(args.weights, "--weights")

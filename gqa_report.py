@@ -42,6 +42,18 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     return "\n".join([line(headers), rule] + [line(r) for r in cells])
 
 
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1) -> str:
+    """Return a plain aligned table: the first `left` columns left-aligned, the rest right."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([line(headers)] + [line(r) for r in rows])
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text.replace(",", "").rstrip("x%"))

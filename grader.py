@@ -467,14 +467,21 @@ def check_causal(m, rng, cases):
     return run_cases(rng, cases, one)
 
 
+def draw_heads(rng, case, h, kv_heads):
+    """q [h][n][d], k and v [kv_heads][m][d or d_v], causal every other case."""
+    n, mm, d, dv = rng.randint(1, 4), rng.randint(2, 5), rng.randint(1, 4), rng.randint(1, 4)
+    causal = case % 2 == 1 and n <= mm
+    q = rand_tensor(rng, h, n, d)
+    k, v = rand_tensor(rng, kv_heads, mm, d), rand_tensor(rng, kv_heads, mm, dv)
+    return q, k, v, causal, f"n={n}, m={mm}, d={d}, d_v={dv}, causal={causal}"
+
+
 @check("attention", "fold, repeat, attend: exactly MHA at g = h, changed at g < h")
 def check_attention(m, rng, cases):
     def one(case):
         h, _ = draw_hg(rng, case)
-        n, mm, d, dv = rng.randint(1, 4), rng.randint(2, 5), rng.randint(1, 4), rng.randint(1, 4)
-        causal = case % 2 == 1 and n <= mm
-        q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, h, mm, d), rand_tensor(rng, h, mm, dv)
-        where = f"h={h}, n={n}, m={mm}, d={d}, d_v={dv}, causal={causal}"
+        q, k, v, causal, where = draw_heads(rng, case, h, h)
+        where = f"h={h}, {where}"
         mha = [m.call("single_head_attention", q[i], k[i], v[i], causal=causal) for i in range(h)]
         for g in divisors(h):
             got = m.call("attention", q, k, v, g, causal=causal)
@@ -494,10 +501,8 @@ def check_attention(m, rng, cases):
 def check_grouped(m, rng, cases):
     def one(case):
         h, g = draw_hg(rng, case)
-        n, mm, d, dv = rng.randint(1, 4), rng.randint(1, 5), rng.randint(1, 4), rng.randint(1, 4)
-        causal = case % 2 == 1 and n <= mm
-        q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, g, mm, d), rand_tensor(rng, g, mm, dv)
-        where = f"h={h}, g={g}, n={n}, m={mm}, d={d}, causal={causal}"
+        q, k, v, causal, where = draw_heads(rng, case, h, g)
+        where = f"h={h}, g={g}, {where}"
         got = m.call("grouped_attention", q, k, v, causal=causal)
         kc, vc = expand_kv(k, h), expand_kv(v, h)
         expect(got, [attend(q[i], kc[i], vc[i], causal) for i in range(h)], where,
@@ -556,7 +561,7 @@ def raises_rule(m, name, args, numbers):
         missing = [str(x) for x in numbers if str(x) not in str(err)]
         if missing:
             raise Failure(f"{name}{tuple(_brief(a) for a in args)} raised GQAError({str(err)!r}), "
-                          f"which does not mention {', '.join(missing)}")
+                          f"which does not mention {', '.join(missing)}") from None
         return
     except NotImplementedError as err:
         raise Failure(f"not implemented yet: {err or name}") from None

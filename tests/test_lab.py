@@ -9,8 +9,8 @@ import unittest
 
 import gqa
 import grader as ref
-from tests.helpers import CloseMixin, flat, new_rng, random_case
 from grader import rand_tensor
+from tests.helpers import CloseMixin, flat, new_rng, random_case
 
 
 def load_tests(loader, tests, ignore):

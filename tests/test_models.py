@@ -222,12 +222,22 @@ class CommandLine(unittest.TestCase):
         self.assertIn("datasheet", data["hardware"]["source"])
         self.assertEqual([c["kv_heads"] for c in data["columns"]], [128, 8, 1])
 
+    def test_a_g_that_the_devices_cannot_split_is_refused_in_its_column(self):
+        status, out, _ = run(os.path.join(EXAMPLES, "qwen2-7b.json"), "--tp", "7")
+        self.assertEqual(status, 0)
+        # h=28, tp=7: MHA (g=28) splits 4 per device, MQA (g=1) is replicated 7 times,
+        # and the model's g=4 and 7 devices do not divide each other.
+        self.assertRegex(out, r"kv heads per device \(tp=7\) +4 +refused +1")
+        self.assertIn("GQA g=4: tensor_parallel: neither of g=4 key/value heads and 7 devices", out)
+
     def test_bad_input_is_a_clear_message(self):
         llama = os.path.join(EXAMPLES, "llama-2-70b.json")
         for argv, message in (([llama, "--memory", "80 gigs"], "is not a size"),
                               ([llama, "--dtype", "fp4"], "dtype 'fp4' is not one of"),
                               ([llama, "--context", "0"], "--context must be positive"),
                               ([llama, "--bandwidth", "2TB/s"], "give both --bandwidth and --flops"),
+                              ([llama, "--tp", "3"], "--tp 3 does not divide the model's 64 query heads; "
+                                                     "valid --tp: 1, 2, 4, 8, 16, 32, 64"),
                               ([os.path.join(EXAMPLES, "nope.json")], "cannot read it")):
             status, _, err = run(*argv)
             self.assertEqual(status, 2, argv)
