@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import doctest
 import math
-import os
 import unittest
 
 import gqa
@@ -14,10 +13,8 @@ from tests.helpers import CloseMixin, flat, new_rng, random_case
 
 
 def load_tests(loader, tests, ignore):
-    """Run the module's doctests and the README's REPL session as tests too."""
+    """Run the module's doctests as tests too."""
     tests.addTests(doctest.DocTestSuite(gqa))
-    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
-    tests.addTests(doctest.DocFileSuite(readme, module_relative=False))
     return tests
 
 

@@ -1,0 +1,70 @@
+"""The README: its REPL session runs, and its sample outputs are what the
+commands print now (the measured bench aside)."""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import io
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+import gqa
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as _f:
+    README = _f.read()
+
+
+def load_tests(loader, tests, ignore):
+    """Run the README's REPL session as a doctest; the doctests of the tool modules too."""
+    import gqa_models
+    tests.addTests(doctest.DocFileSuite(os.path.join(ROOT, "README.md"), module_relative=False))
+    tests.addTests(doctest.DocTestSuite(gqa_models))
+    return tests
+
+
+def sample(command):
+    """The output the README shows after `$ command`, in a fenced block."""
+    match = re.search(r"```\n\$ " + re.escape(command) + r"\n(.*?)```", README, re.S)
+    if not match:
+        raise AssertionError(f"README shows no output of: {command}")
+    return match.group(1)
+
+
+def gqa_output(argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        gqa.main(argv)
+    return out.getvalue()
+
+
+class ReadmeSamples(unittest.TestCase):
+
+    def test_grader_sample(self):
+        run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--seed", "1"],
+                             capture_output=True, text=True, cwd=ROOT, timeout=120)
+        self.assertEqual(sample("python grader.py --seed 1"), run.stdout)
+
+    def test_config_sample(self):
+        command = ("python -m gqa config examples/configs/llama-2-70b.json --context 4096 --batch 16 "
+                   "--memory 80GiB --weights 140GB --tp 8 --hardware h100-sxm")
+        argv = command.split()[3:]
+        argv[1] = os.path.join(ROOT, argv[1])
+        self.assertEqual(sample(command), gqa_output(argv))
+
+    def test_tables_in_the_readme_are_the_command_output(self):
+        command = "python -m gqa tables --heads 8 --head-dim 128 --layers 32 --context 4096 --d-model 1024"
+        self.assertIn(f"`{command}`", README)
+        out = gqa_output(command.split()[3:])
+        tables = re.findall(r"(?:^\|.*\|\n)+", out, re.M)
+        cache, ratios = tables[0], tables[2]
+        self.assertIn(cache, README)
+        self.assertIn(ratios, README)
+
+
+if __name__ == "__main__":
+    unittest.main()
