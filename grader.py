@@ -598,21 +598,32 @@ def check_cache_elements(m, rng, cases):
     return run_cases(rng, cases, one)
 
 
+TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")
+
+
+def draw_sizes(rng, case):
+    """(h, g) as draw_hg gives them, and small n, d, d_model, for the counting checks."""
+    h, g = draw_hg(rng, case)
+    n, d, d_model = rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 4)
+    return h, g, n, d, d_model, f"n={n}, h={h}, g={g}, d={d}, d_model={d_model}"
+
+
+def random_weights(rng, h, d_model, d):
+    """w_q, w_k, w_v [h][d_model][d] and w_o [h][d][d_model], uniform in [-1, 1]."""
+    return [rand_tensor(rng, h, d_model, d) for _ in range(3)] + [rand_tensor(rng, h, d, d_model)]
+
+
 @check("attention_multiplies", "the multiplications per term, as an instrumented layer counts them")
 def check_multiplies(m, rng, cases):
     def one(case):
-        h, g = draw_hg(rng, case)
-        n, d, d_model = rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 4)
+        h, g, n, d, d_model, where = draw_sizes(rng, case)
         counter = Counter()
-        ref_layer(rand_tensor(rng, n, d_model), rand_tensor(rng, h, d_model, d),
-                  rand_tensor(rng, h, d_model, d), rand_tensor(rng, h, d_model, d),
-                  rand_tensor(rng, h, d, d_model), g, counter=counter)
+        ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g,
+                  counter=counter)
         got = m.call("attention_multiplies", n, h, g, d, d_model)
-        terms = ["q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj"]
-        expect([getattr(got, t, None) for t in terms + ["total"]],
-               [counter.counts.get(t, 0) for t in terms] + [sum(counter.counts.values())],
-               f"n={n}, h={h}, g={g}, d={d}, d_model={d_model}",
-               "attention_multiplies(...) fields " + ", ".join(terms + ["total"]))
+        expect([getattr(got, t, None) for t in TERMS + ("total",)],
+               [counter.counts.get(t, 0) for t in TERMS] + [sum(counter.counts.values())],
+               where, "attention_multiplies(...) fields " + ", ".join(TERMS + ("total",)))
     return run_cases(rng, cases, one)
 
 
@@ -648,9 +659,8 @@ def check_tally(m, rng, cases):
         ref_layer(x, *fields, g, counter=counter)
         with m.call("count_multiplies") as tally:
             m.call("layer", x, w, g)
-        terms = ["q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj"]
-        expect([getattr(tally, t, None) for t in terms], [counter.counts.get(t, 0) for t in terms],
-               where, "tally fields " + ", ".join(terms) + " after layer(x, weights, g)")
+        expect([getattr(tally, t, None) for t in TERMS], [counter.counts.get(t, 0) for t in TERMS],
+               where, "tally fields " + ", ".join(TERMS) + " after layer(x, weights, g)")
     return run_cases(rng, cases, one)
 
 
@@ -672,17 +682,14 @@ def check_decode(m, rng, cases):
 @check("decode_traffic", "cache and weight reads of n decode steps, counted by a reference decoder")
 def check_traffic(m, rng, cases):
     def one(case):
-        h, g = draw_hg(rng, case)
-        n, d, d_model = rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 4)
+        h, g, n, d, d_model, where = draw_sizes(rng, case)
         counter = Counter()
-        ws = [rand_tensor(rng, h, d_model, d) for _ in range(3)] + [rand_tensor(rng, h, d, d_model)]
-        ref_decode(rand_tensor(rng, n, d_model), *ws, g, counter)
-        mults = sum(v for t, v in counter.counts.items() if t not in ("cache_reads", "weight_reads"))
+        ref_decode(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, counter)
         got = m.call("decode_traffic", n, h, g, d, d_model)
         expect([got.cache_reads, got.weight_reads, got.multiplies],
-               [counter.counts["cache_reads"], counter.counts["weight_reads"], mults],
-               f"n={n}, h={h}, g={g}, d={d}, d_model={d_model}",
-               "decode_traffic(...) cache_reads, weight_reads, multiplies")
+               [counter.counts["cache_reads"], counter.counts["weight_reads"],
+                sum(counter.counts.get(t, 0) for t in TERMS)],
+               where, "decode_traffic(...) cache_reads, weight_reads, multiplies")
     return run_cases(rng, cases, one)
 
 
