@@ -20,11 +20,10 @@ import statistics
 import sys
 import time
 import tracemalloc
-from operator import mul
 from typing import Any, Dict, NamedTuple, Sequence
 
 import gqa
-from gqa_report import human_bytes, text_table
+from gqa_report import add_int_options, human_bytes, int_options, project, text_table
 
 
 class Settings(NamedTuple):
@@ -41,8 +40,7 @@ QUICK = Settings(heads=4, head_dim=8, d_model=32, context=16, repeats=2)
 
 def projected_rows(x: list, heads: list) -> list:
     """The K (or V) rows decode_step appends: x [n][d_model], heads [g][d_model][d] -> [n][g][d]."""
-    cols = [list(zip(*w)) for w in heads]                  # [g][d][d_model]
-    return [[[sum(map(mul, x_t, c)) for c in head] for head in cols] for x_t in x]
+    return [list(rows) for rows in zip(*(project(x, w) for w in heads))]
 
 
 def cache_memory(rows_k: list, rows_v: list, g: int, d: int) -> int:
@@ -181,18 +179,11 @@ def bench_main(argv: Sequence[str]) -> int:
     defaults = Settings()
     parser = argparse.ArgumentParser(prog="python -m gqa bench",
                                      description="Time and memory per g, measured on this machine.")
-    for name, value in defaults._asdict().items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
-                            help=f"(default {value}; quick mode {getattr(QUICK, name)})")
+    add_int_options(parser, defaults, note=lambda name: f"; quick mode {getattr(QUICK, name)}")
     parser.add_argument("--quick", action="store_true", help="a small run, in about a second")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args(argv)
-    base = QUICK if args.quick else defaults
-    s = Settings(**{name: getattr(args, name) if getattr(args, name) is not None else getattr(base, name)
-                    for name in defaults._fields})
-    for name, value in s._asdict().items():
-        if value < (0 if name == "seed" else 1):
-            parser.error(f"--{name.replace('_', '-')} must be positive; got {value}")
+    s = int_options(parser, args, QUICK if args.quick else defaults)
     tty = sys.stderr.isatty()
 
     def progress(text: str) -> None:

@@ -249,8 +249,9 @@ class Measured(NamedTuple):
     conversion: dict                # (g, name) -> Spread of rel_l2 over seeds
 
 
-def _project(x: List[List[float]], w: List[List[float]]) -> List[List[float]]:
-    cols = list(zip(*w))
+def project(x: List[List[float]], w: List[List[float]]) -> List[List[float]]:
+    """One head's projection, outside the tally: x [n][d_model] @ w [d_model][d] -> [n][d]."""
+    cols = list(zip(*w))                                     # [d][d_model]
     return [[sum(map(mul, row, col)) for col in cols] for row in x]
 
 
@@ -268,9 +269,9 @@ def measure(cfg: Config) -> Measured:
             for name, converted in (("mean", gqa.fold_weights(w, g)), ("first", first_head(w, g)),
                                     ("random", random_heads(w, g, seed + 10 ** 6))):
                 conv[(g, name)].append(gqa.output_difference(gqa.layer(x, converted, g), mha).rel_l2)
-        q = [_project(x, wq) for wq in w.w_q]                       # [h][n][d]
-        k = [_project(x, wk) for wk in w.w_k]                       # [h][n][d]
-        v = [_project(x, wv) for wv in w.w_v]                       # [h][n][d]
+        q = [project(x, wq) for wq in w.w_q]                        # [h][n][d]
+        k = [project(x, wk) for wk in w.w_k]                        # [h][n][d]
+        v = [project(x, wv) for wv in w.w_v]                        # [h][n][d]
         per_head = [gqa.single_head_attention(q[i], k[i], v[i]) for i in range(h)]
         exact = exact and gqa.attention(q, k, v, h) == per_head
     return Measured(
@@ -512,6 +513,25 @@ def first_difference_line(old: str, new: str) -> str:
                             else "the file ends where the code goes on")
 
 
+def add_int_options(parser: argparse.ArgumentParser, defaults: NamedTuple,
+                    note=lambda name: "") -> None:
+    """Add an int option --some-name for each field some_name of defaults, None when not given."""
+    for name, value in defaults._asdict().items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
+                            help=f"(default {value}{note(name)})")
+
+
+def int_options(parser: argparse.ArgumentParser, args: argparse.Namespace, base: NamedTuple):
+    """Return base with the options given on the command line; each positive, a seed at least 0."""
+    values = {name: getattr(base, name) if getattr(args, name) is None else getattr(args, name)
+              for name in base._fields}
+    for name, value in values.items():
+        if value < (0 if name == "seed" else 1):
+            rule = "at least 0" if name == "seed" else "positive"
+            parser.error(f"--{name.replace('_', '-')} must be {rule}; got {value}")
+    return type(base)(**values)
+
+
 def default_report_path() -> str:
     """report.md at the root of a checkout (beside gqa.py and pyproject.toml), else ./report.md."""
     root = os.path.dirname(os.path.abspath(gqa.__file__))
@@ -530,14 +550,9 @@ def report_main(argv: Sequence[str]) -> int:
                              "checkout, or in the current directory when gqa is installed)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the file differs from what the code writes now")
-    for name, value in defaults._asdict().items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=value,
-                            help=f"(default {value})")
+    add_int_options(parser, defaults)
     args = parser.parse_args(argv)
-    cfg = Config(**{name: getattr(args, name) for name in defaults._fields})
-    for name, value in cfg._asdict().items():
-        if value < (0 if name == "seed" else 1):
-            parser.error(f"--{name.replace('_', '-')} must be {'at least 0' if name == 'seed' else 'positive'}; got {value}")
+    cfg = int_options(parser, args, defaults)
     path = args.out or default_report_path()
     try:
         text = build_report(cfg, measure(cfg))
