@@ -4,8 +4,9 @@
 
 For every divisor g of h, on the same weights: prefill (`layer` over n
 positions), decode (n steps of `decode_step`), the KV cache's real memory
-(tracemalloc around building it) beside 8 x kv_cache_elements, and the
-multiplications tallied during a run beside the formula.  The lesson it
+(tracemalloc around building it, with room for n positions) beside
+8 x kv_cache_elements, and the multiplications tallied during a run beside
+the formula.  The lesson it
 shows: the cache's memory falls in proportion to g, but pure-Python time
 does not, because CPython is bound by arithmetic, not by memory bandwidth;
 the MQA paper's decoding speed-up appears on memory-bound accelerators.
@@ -15,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import sys
 import time
 import tracemalloc
-from typing import Any, Dict, NamedTuple, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 
 import gqa
-from gqa_report import add_int_options, human_bytes, int_options, project, text_table
+from gqa_tools import add_int_options, human_bytes, int_options, project, rng_for, seed_for, text_table
 
 
 class Settings(NamedTuple):
@@ -44,19 +44,19 @@ def projected_rows(x: list, heads: list) -> list:
 
 
 def cache_memory(rows_k: list, rows_v: list, g: int, d: int) -> int:
-    """Bytes tracemalloc sees held after building a KVCache from prepared rows.
+    """Bytes tracemalloc sees held after filling a KVCache, made with room for the rows.
 
     A small cache is built first and thrown away, so that what the
     interpreter allocates once, on a function's first call (frames kept for
     reuse, before Python 3.11), is not counted as the cache's.
     """
-    warm = gqa.KVCache(g, d)
+    warm = gqa.KVCache(g, d, capacity=1)
     warm.append(rows_k[0], rows_v[0])
     del warm
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        cache = gqa.KVCache(g, d)
+        cache = gqa.KVCache(g, d, capacity=len(rows_k))
         for k, v in zip(rows_k, rows_v):
             cache.append(k, v)
         held = tracemalloc.get_traced_memory()[0] - before
@@ -65,69 +65,83 @@ def cache_memory(rows_k: list, rows_v: list, g: int, d: int) -> int:
     return held
 
 
-def run(s: Settings, progress=None) -> Dict[str, Any]:
-    """Measure every g; return plain data (times in seconds, bytes, counts).
+class Work(NamedTuple):
+    """The two timed workloads of one g: prefill and a whole decode."""
+    prefill: Callable[[], object]
+    decode: Callable[[], object]
 
-    The timed runs are interleaved, every g once per repeat, so that the
-    machine's changing load falls on all g alike.
+
+def workloads(s: Settings, x: list, weights: gqa.Weights, g: int) -> Work:
+    """Prefill with layer(), decode with decode_step(), on weights prepared once."""
+    prepared = gqa.prepare_weights(weights, g)
+
+    def decode() -> list:
+        cache = gqa.KVCache(g, s.head_dim, capacity=len(x))
+        return [gqa.decode_step(x_t, prepared, g, cache) for x_t in x]
+
+    return Work(lambda: gqa.layer(x, prepared, g), decode)
+
+
+def counted(s: Settings, x: list, weights: gqa.Weights, g: int, work: Work) -> Dict[str, Any]:
+    """One g's untimed figures: the memory a cache holds and the tallied multiplications."""
+    h, n, d = s.heads, s.context, s.head_dim
+    with gqa.count_multiplies() as tally_prefill:
+        work.prefill()
+    with gqa.count_multiplies() as tally_decode:
+        work.decode()
+    w = gqa.fold_weights(weights, g)
+    return {
+        "method": gqa.method_name(h, g), "g": g,
+        "cache_bytes_measured": cache_memory(projected_rows(x, w.w_k), projected_rows(x, w.w_v), g, d),
+        "cache_bytes_formula": 8 * gqa.kv_cache_elements(1, g, n, d),
+        "prefill_multiplies_tallied": tally_prefill.multiplies().total,
+        "prefill_multiplies_formula": gqa.attention_multiplies(n, h, g, d, s.d_model).total,
+        "decode_multiplies_tallied": tally_decode.multiplies().total,
+        "decode_multiplies_formula": gqa.decode_traffic(n, h, g, d, s.d_model).multiplies,
+    }
+
+
+def timed(s: Settings, work: Dict[int, Work], progress=None) -> Dict[int, tuple]:
+    """g -> (prefill seconds, decode seconds) of each repeat, every g once per repeat.
+
+    Interleaved, so that the machine's changing load falls on all g alike.
     """
-    h, d, d_model, n = s.heads, s.head_dim, s.d_model, s.context
-    weights = gqa.init_weights(h, d_model, d, seed=s.seed)
-    rng = random.Random(f"bench:{s.seed}")
-    x = [[rng.uniform(-1.0, 1.0) for _ in range(d_model)] for _ in range(n)]   # [n][d_model]
-    gs = gqa.valid_g(h)
-    folded = {g: gqa.fold_weights(weights, g) for g in gs}
-
-    def prefill(g: int) -> None:
-        gqa.layer(x, folded[g], g)
-
-    def decode(g: int) -> None:
-        cache = gqa.KVCache(g, d)
-        for x_t in x:
-            gqa.decode_step(x_t, folded[g], g, cache)
-
-    rows = {}
-    for g in gs:                        # untimed: the tally, the memory, and a warm-up
-        with gqa.count_multiplies() as tally_prefill:
-            prefill(g)
-        with gqa.count_multiplies() as tally_decode:
-            decode(g)
-        w = folded[g]
-        rows[g] = {
-            "method": gqa.method_name(h, g), "g": g,
-            "cache_bytes_measured": cache_memory(projected_rows(x, w.w_k), projected_rows(x, w.w_v), g, d),
-            "cache_bytes_formula": 8 * gqa.kv_cache_elements(1, g, n, d),
-            "prefill_multiplies_tallied": tally_prefill.multiplies().total,
-            "prefill_multiplies_formula": gqa.attention_multiplies(n, h, g, d, d_model).total,
-            "decode_multiplies_tallied": tally_decode.multiplies().total,
-            "decode_multiplies_formula": gqa.decode_traffic(n, h, g, d, d_model).multiplies,
-        }
-    times = {g: ([], []) for g in gs}
+    times: Dict[int, tuple] = {g: ([], []) for g in work}
     for r in range(s.repeats):
         if progress:
             progress(f"run {r + 1} of {s.repeats}")
-        for g in gs:
-            for fn, store in zip((prefill, decode), times[g]):
+        for g, w in work.items():
+            for fn, store in zip(w, times[g]):
                 start = time.perf_counter()
-                fn(g)
+                fn()
                 store.append(time.perf_counter() - start)
+    return times
+
+
+def _summary(values: List[float]) -> Dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def run(s: Settings, progress=None) -> Dict[str, Any]:
+    """Measure every g; return plain data (times in seconds, bytes, counts)."""
+    h, n = s.heads, s.context
+    weights = gqa.init_weights(h, s.d_model, s.head_dim, seed=seed_for("weights", s.seed))
+    rng = rng_for("input", s.seed)
+    x = [[rng.uniform(-1.0, 1.0) for _ in range(s.d_model)] for _ in range(n)]   # [n][d_model]
+    work = {g: workloads(s, x, weights, g) for g in gqa.valid_g(h)}
+    rows = {g: counted(s, x, weights, g, w) for g, w in work.items()}     # also the warm-up
+    for g, (prefill, decode) in timed(s, work, progress).items():
+        rows[g]["prefill_s"] = _summary(prefill)
+        rows[g]["decode_s_per_token"] = _summary([t / n for t in decode])
     mha = rows[h]
-    for g in gs:
-        row = rows[g]
-        pre, dec = times[g][0], [t / n for t in times[g][1]]
-        row["prefill_s"] = {"median": statistics.median(pre), "min": min(pre), "max": max(pre)}
-        row["decode_s_per_token"] = {"median": statistics.median(dec), "min": min(dec), "max": max(dec)}
+    for row in rows.values():
         row["cache_ratio_to_mha"] = row["cache_bytes_measured"] / mha["cache_bytes_measured"]
         row["cache_over_formula"] = row["cache_bytes_measured"] / row["cache_bytes_formula"]
-    for g in gs:
-        rows[g]["prefill_time_ratio_to_mha"] = rows[g]["prefill_s"]["median"] / mha["prefill_s"]["median"]
-        rows[g]["decode_time_ratio_to_mha"] = (rows[g]["decode_s_per_token"]["median"]
-                                               / mha["decode_s_per_token"]["median"])
-        rows[g]["prefill_multiplies_ratio_to_mha"] = (rows[g]["prefill_multiplies_formula"]
-                                                      / mha["prefill_multiplies_formula"])
-        rows[g]["decode_multiplies_ratio_to_mha"] = (rows[g]["decode_multiplies_formula"]
-                                                     / mha["decode_multiplies_formula"])
-    return {"settings": s._asdict(), "python": sys.version.split()[0], "rows": [rows[g] for g in gs]}
+        for what, key in (("prefill_time", "prefill_s"), ("decode_time", "decode_s_per_token")):
+            row[f"{what}_ratio_to_mha"] = row[key]["median"] / mha[key]["median"]
+        for what in ("prefill_multiplies", "decode_multiplies"):
+            row[f"{what}_ratio_to_mha"] = row[f"{what}_formula"] / mha[f"{what}_formula"]
+    return {"settings": s._asdict(), "python": sys.version.split()[0], "rows": list(rows.values())}
 
 
 def spread_percent(values: Sequence[float]) -> float:
@@ -171,8 +185,8 @@ def render(result: Dict[str, Any]) -> str:
         f"pure Python is bound by arithmetic and interpreter work, not by memory.",
         "These are wall-clock times on a shared machine: read the ratios across g, not the "
         "absolute times. 'time vs MHA' and 'multiplies vs MHA' are prefill / decode. 'cache measured' is what tracemalloc "
-        f"saw held by a KVCache of {s['context']} positions, with its ratio to 8 bytes x "
-        "kv_cache_elements (array('d') over-allocates as it grows, and the arrays have headers)."])
+        f"saw held by a KVCache made with room for {s['context']} positions, with its ratio to "
+        "8 bytes x kv_cache_elements (the rest is the arrays' and lists' headers)."])
 
 
 def bench_main(argv: Sequence[str]) -> int:

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
 
 import gqa
 from gqa import GQAError
-from gqa_report import human_bytes, text_table
+from gqa_tools import human_bytes, text_table
 
 # Bytes per stored value, by the names configs and serving engines use.
 DTYPE_BYTES = {"fp32": 4, "float32": 4, "fp16": 2, "float16": 2, "bf16": 2, "bfloat16": 2,

@@ -814,6 +814,9 @@ def make_starter(source):
                 continue
             stub(node, node.name)
         elif isinstance(node, ast.ClassDef):
+            if node.name.startswith("_"):            # a private base class: kept whole
+                kept.append(node)
+                continue
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_")
                                                            or item.name in ("__init__", "__len__")):
@@ -823,8 +826,10 @@ def make_starter(source):
             if any(isinstance(t, ast.Name) and t.id.startswith("_") and t.id != "__all__"
                    for t in targets):
                 continue
-        elif isinstance(node, ast.If) and "__name__" in ast.dump(node.test):
-            continue
+        elif isinstance(node, ast.If) and ("__name__" in ast.dump(node.test) or all(
+                isinstance(n, ast.FunctionDef) and n.name.startswith("_")
+                for n in node.body + node.orelse)):
+            continue                                 # the command line, private kernels
         kept.append(node)
     tree.body = kept
     header = ('# A starter for the gqa lab, written by `python grader.py --starter`.\n'

@@ -36,7 +36,7 @@ class Bench(unittest.TestCase):
             self.assertEqual(r["prefill_multiplies_tallied"], r["prefill_multiplies_formula"])
             self.assertEqual(r["decode_multiplies_tallied"], r["decode_multiplies_formula"])
 
-    def test_memory_within_ten_percent_at_the_default_size(self):
+    def test_memory_within_one_percent_at_the_default_size(self):
         s = gqa_bench.Settings()
         w = gqa.init_weights(s.heads, s.d_model, s.head_dim, seed=0)
         x = [[0.25] * s.d_model for _ in range(s.context)]
@@ -46,7 +46,7 @@ class Bench(unittest.TestCase):
                                           g, s.head_dim)
             formula = 8 * gqa.kv_cache_elements(1, g, s.context, s.head_dim)
             self.assertGreaterEqual(held, formula, g)
-            self.assertLess(held, 1.10 * formula, g)
+            self.assertLess(held, 1.01 * formula, g)       # a cache made with its capacity
 
     def test_text_reading(self):
         result = gqa_bench.run(gqa_bench.QUICK._replace(repeats=1))

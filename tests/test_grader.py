@@ -41,38 +41,38 @@ def replace_function(source, name, new):
 # (name, the check that must fail, text in gqa.py, its replacement)
 MUTANTS = [
     ("strided grouping (i % g)", "kv_head",
-     "return query_head // (h // g)", "return query_head % g"),
+     "return query_head // group", "return query_head % g"),
     ("tile instead of repeat-interleave", "repeat_kv",
-     "return [kv[kv_head(j, h, g)] for j in range(h)]", "return [kv[j % g] for j in range(h)]"),
+     "return [kv[j // group] for j in range(h)]", "return [kv[j % len(kv)] for j in range(h)]"),
     ("sum instead of mean in the fold", "fold_kv_mean",
-     "[[sum(vals) / size for vals", "[[sum(vals) for vals"),
+     "[[sum(vals) / group for vals", "[[sum(vals) for vals"),
     ("keeping the first head instead of the mean", "fold_kv_mean",
-     "members = [kv[i] for i in group]", "members = [kv[group[0]]] * size"),
+     "members = kv[j * group:(j + 1) * group]", "members = [kv[j * group]] * group"),
     ("a missing 1/sqrt(d) scale", "single_head_attention",
-     "scale = 1.0 / math.sqrt(len(q[0]))", "scale = 1.0"),
+     "scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp", "scale, exp = 1.0, math.exp"),
     ("softmax over the wrong axis", "single_head_attention", "_attend", WRONG_AXIS_ATTEND),
     ("a causal mask off by one", "causal_attention",
-     "keys[:i + 1 + m - n] if causal", "keys[:i + 2 + m - n] if causal"),
+     "seen = i + 1 + m - n if causal", "seen = min(m, i + 2 + m - n) if causal"),
     ("a cache counter using h instead of g", "tables",
-     "elements = kv_cache_elements(layers, g, length, head_dim, batch=batch)",
-     "elements = kv_cache_elements(layers, h, length, head_dim, batch=batch)"),
+     "elements = _cache_elements(layers, g, length, head_dim, batch)",
+     "elements = _cache_elements(layers, h, length, head_dim, batch)"),
     ("a cache counter missing the factor 2 for K and V", "kv_cache_elements",
      "return 2 * layers * kv_heads * length * head_dim * batch",
      "return layers * kv_heads * length * head_dim * batch"),
     ("a multiply counter with g in the scores term", "attention_multiplies",
      "scores=h * n * n * d,", "scores=g * n * n * d,"),
     ("an MHA path that differs from g = h by rounding", "attention",
-     "[[sum(vals) / size for vals", "[[sum(vals) * g / h for vals"),
+     "[[sum(vals) / group for vals", "[[sum(vals) * g / len(kv) for vals"),
     ("a decode step that forgets to append to the cache", "decode",
-     "    cache.append(k, v)\n", "    pass\n"),
+     "    cache._write(k, v)\n", "    cache._length += 1\n"),
     ("grouped attention reading head i % g", "grouped_attention",
-     "k[kv_head(i, h, g)], v_cols[kv_head(i, h, g)]", "k[i % g], v_cols[i % g]"),
+     "k[i // group], v_cols[i // group]", "k[i % len(k)], v_cols[i % len(k)]"),
     ("decode traffic counting h cache heads", "decode_traffic",
      "cache_reads = 2 * g * d * positions * batch", "cache_reads = 2 * h * d * positions * batch"),
     ("the output projection tallied as q_proj", "count_multiplies",
-     '_matmul(rows, w_cols, "o_proj")', '_matmul(rows, w_cols, "q_proj")'),
+     '_project(rows, o_cols, "o_proj")', '_project(rows, o_cols, "q_proj")'),
     ("a cache that counts only its keys", "decode",
-     "return sum(len(a) for a in chain(self.k, self.v))", "return sum(len(a) for a in self.k)"),
+     "for a in chain(self.k, self.v))", "for a in self.k)"),
 ]
 
 
@@ -206,7 +206,7 @@ class Starter(unittest.TestCase):
         self.assertEqual(graded.returncode, 1)
         self.assertNotIn("Traceback", graded.stdout + graded.stderr)
         self.assertNotIn("PASS", graded.stdout)
-        self.assertIn("not implemented yet: step 3: group_heads", graded.stdout)
+        self.assertIn("not implemented yet: step 4: group_heads", graded.stdout)
         self.assertEqual(again.returncode, 2)                       # never overwrites
         self.assertIn("exists already", again.stderr)
 
@@ -234,7 +234,7 @@ class Starter(unittest.TestCase):
             if isinstance(node, ast.FunctionDef) and node.name in done:
                 node = real_defs[node.name]
             body.append(node)
-        helpers = [n for n in real.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_check")]
+        helpers = [n for n in real.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_")]
         starter.body = body + helpers
         results = grade_source(ast.unparse(starter))
         passed = [n for n, r in results.items() if r["passed"]]

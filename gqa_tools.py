@@ -1,0 +1,202 @@
+"""gqa_tools: what the command-line tools share, and nothing else.
+
+The tools (gqa_tables, gqa_report, gqa_models, gqa_bench) each import gqa
+and this module, never each other.  Here: plain and Markdown tables, bars,
+number formats, the integer options of `report` and `bench`, a projection
+kept outside the tally, the one seeding scheme, and an all-or-nothing write.
+
+Seeds
+-----
+Every random draw of every tool comes from one scheme: the user's seed S
+and the name of what is drawn, as random.Random(f"{stream}:{S}").  The
+streams are "weights" (init_weights, also given f"weights:{S}"), "weights of
+layer L", "input", and "random heads".  The grader follows the same scheme,
+f"{check}:{S}", with code of its own.  String seeds are hashed with SHA-512
+by random.Random, so the draws are the same on every Python version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import tempfile
+from operator import mul
+from typing import List, NamedTuple, Sequence
+
+import gqa
+
+# ---------------------------------------------------------------------------
+# Seeds: one scheme for every tool.
+# ---------------------------------------------------------------------------
+
+
+def seed_for(stream: str, seed: int) -> str:
+    """Return the seed of one stream of draws: f"{stream}:{seed}"."""
+    return f"{stream}:{seed}"
+
+
+def rng_for(stream: str, seed: int) -> random.Random:
+    """Return random.Random(seed_for(stream, seed))."""
+    return random.Random(seed_for(stream, seed))
+
+
+# ---------------------------------------------------------------------------
+# Numbers and tables.
+# ---------------------------------------------------------------------------
+
+
+def fmt(x: float) -> str:
+    """Format a measured or computed ratio: 4 significant digits."""
+    return f"{x:.4g}"
+
+
+def human_bytes(n: int) -> str:
+    """Format a byte count in binary units: 1.5 GiB."""
+    for unit, size in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} B"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace(",", "").rstrip("x%"))
+    except ValueError:
+        return False
+    return True
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Return an aligned Markdown table; numbers are right-aligned."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(headers)]
+    numeric = [all(_is_number(r[i]) for r in cells) and bool(cells) for i in range(len(headers))]
+
+    def line(values):
+        return "| " + " | ".join(v.rjust(w) if num else v.ljust(w)
+                                 for v, w, num in zip(values, widths, numeric)) + " |"
+
+    rule = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2))
+                          for w, num in zip(widths, numeric)) + "|"
+    return "\n".join([line(headers), rule] + [line(r) for r in cells])
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1) -> str:
+    """Return a plain aligned table: the first `left` columns left-aligned, the rest right."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([line(headers)] + [line(r) for r in rows])
+
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(value: float, top: float, width: int = 40) -> str:
+    """Return a bar of Unicode blocks, width characters for value = top."""
+    if top <= 0 or value <= 0:
+        return ""
+    eighths = round(8 * width * min(value, top) / top)
+    full, part = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[part] if part else "")
+
+
+def bar_chart(labels: Sequence[str], values: Sequence[float], texts: Sequence[str],
+              width: int = 40) -> str:
+    """Return labelled bars, one per line, scaled to the largest value."""
+    top = max(values, default=0.0)
+    pad = max(map(len, labels), default=0)
+    return "\n".join(f"{label.ljust(pad)}  {bar(v, top, width).ljust(width)}  {text}"
+                     for label, v, text in zip(labels, values, texts))
+
+
+# ---------------------------------------------------------------------------
+# The lab's two tables, as Markdown: what g changes, and what it does not.
+# ---------------------------------------------------------------------------
+
+TERMS = tuple(gqa.Multiplies.__slots__)         # q_proj, k_proj, ..., o_proj, total
+
+
+def cache_markdown(h: int, layers: int, length: int, head_dim: int) -> str:
+    """Return gqa.cache_table(...) as Markdown."""
+    rows = gqa.cache_table(h, layers=layers, length=length, head_dim=head_dim)
+    return markdown_table(
+        ["method", "g (kv heads)", "h // g", "cache elements", "ratio to MHA"],
+        [(r.method, r.kv_heads, r.group_size, f"{r.elements:,}", fmt(r.ratio)) for r in rows])
+
+
+def multiplies_markdown(n: int, h: int, d: int, d_model: int, *, ratios: bool = False) -> str:
+    """Return gqa.multiplies_table(...) as Markdown, one row per term, one column per g.
+
+    With ratios=True each cell is the term's ratio to MHA instead of its count.
+    """
+    rows = gqa.multiplies_table(n, h, d, d_model)
+    headers = ["term"] + [f"{r.method} g={r.kv_heads}" for r in rows]
+    cells = [[term] + [fmt(getattr(r.ratio, term)) if ratios else f"{getattr(r.counts, term):,}"
+                       for r in rows] for term in TERMS]
+    return markdown_table(headers, cells)
+
+
+# ---------------------------------------------------------------------------
+# Arithmetic outside the tally.
+# ---------------------------------------------------------------------------
+
+
+def project(x: List[List[float]], w: List[List[float]]) -> List[List[float]]:
+    """One head's projection, not tallied: x [n][d_model] @ w [d_model][d] -> [n][d].
+
+    Outside gqa's kernels, so what a tool prepares is not counted as the lab's work.
+    """
+    cols = list(zip(*w))                                     # [d][d_model]
+    return [[sum(map(mul, row, col)) for col in cols] for row in x]
+
+
+# ---------------------------------------------------------------------------
+# Integer options: --some-name for each field of a record of defaults.
+# ---------------------------------------------------------------------------
+
+
+def add_int_options(parser: argparse.ArgumentParser, defaults: NamedTuple,
+                    note=lambda name: "") -> None:
+    """Add an int option --some-name for each field some_name of defaults, None when not given."""
+    for name, value in defaults._asdict().items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
+                            help=f"(default {value}{note(name)})")
+
+
+def int_options(parser: argparse.ArgumentParser, args: argparse.Namespace, base: NamedTuple):
+    """Return base with the options given on the command line; each positive, a seed at least 0."""
+    values = {name: getattr(base, name) if getattr(args, name) is None else getattr(args, name)
+              for name in base._fields}
+    for name, value in values.items():
+        if value < (0 if name == "seed" else 1):
+            rule = "at least 0" if name == "seed" else "positive"
+            parser.error(f"--{name.replace('_', '-')} must be {rule}; got {value}")
+    return type(base)(**values)
+
+
+# ---------------------------------------------------------------------------
+# Writing a file: all or nothing.
+# ---------------------------------------------------------------------------
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write text to path through a temporary file and os.replace: all or nothing."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
