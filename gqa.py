@@ -210,20 +210,25 @@ def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = Non
     return len(t), rows, cols
 
 
-class _Record:
+class _Fields(type):
+    """The type of records: their signature is their fields, for help()."""
+
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                  for name in cls.__slots__])
+
+
+class _Record(metaclass=_Fields):
     """The base of the lab's records: named fields, set once.
 
-    A record's fields are its __slots__, a dict of name -> what it holds.
-    It unpacks like a tuple, compares with == field by field, and
-    _replace(field=value) returns a changed copy.
+    A record's fields are its __slots__, a dict of name -> what it holds,
+    which help() shows.  It unpacks like a tuple, compares with == field by
+    field, and _replace(field=value) returns a changed copy.  (A NamedTuple
+    would do the same, but buries help(gqa) under tuple's methods.)
     """
 
     __slots__ = ()
-
-    def __init_subclass__(cls) -> None:
-        params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                  for name in cls.__slots__]
-        cls.__signature__ = inspect.Signature(params)     # help() shows the fields
 
     def __init__(self, *values: object, **named: object) -> None:
         fields = self.__slots__

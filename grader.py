@@ -734,7 +734,7 @@ def grade(mod, label, seed, cases=DEFAULT_CASES, only=None):
             failed.add(name)
             results.append(result)
             continue
-        rng = random.Random(f"{seed}:{name}")     # the same cases with or without --only
+        rng = random.Random(f"{name}:{seed}")     # the same cases with or without --only
         try:
             with time_limit(CHECK_SECONDS, name):
                 passed, ran, first = fn(module, rng, cases)

@@ -21,6 +21,14 @@ def random_case(rng, max_h=12):
     return h, g, n, m, rng.randint(1, 6), rng.randint(1, 6)
 
 
+def random_layer_case(rng, seed, max_d_model=8):
+    """random_case's sizes with a d_model, MHA weights from seed and an input x [n][d_model]."""
+    import gqa
+    h, g, n, _, d, _ = random_case(rng)
+    d_model = rng.randint(1, max_d_model)
+    return h, g, gqa.init_weights(h, d_model, d, seed=seed), grader.rand_tensor(rng, n, d_model)
+
+
 def flat(t):
     if isinstance(t, (list, tuple)):
         return [y for x in t for y in flat(x)]

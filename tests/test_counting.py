@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import unittest
+from array import array
 
 import gqa
 import grader as ref
@@ -122,6 +124,35 @@ class Cache(unittest.TestCase):
             self.assertEqual(cache.nbytes, 8 * held)
             self.assertEqual(len(cache), length)
 
+    def test_a_cache_made_with_its_capacity_holds_8_bytes_per_element(self):
+        # sys.getsizeof counts an array's allocated items; an empty array's
+        # size is its header.  Appending would over-allocate.
+        header = sys.getsizeof(array("d"))
+        for g, d, n in ((1, 4, 64), (3, 5, 17), (2, 32, 1024)):
+            cache = gqa.KVCache(g, d, capacity=n)
+            for t in range(n):
+                cache.append([[float(t)] * d] * g, [[-float(t)] * d] * g)
+            self.assertEqual((len(cache), cache.capacity), (n, n))
+            for a in cache.k + cache.v:
+                self.assertEqual(sys.getsizeof(a) - header, 8 * n * d, (g, d, n))
+            self.assertEqual(cache.elements, 2 * g * n * d)
+            self.assertEqual(list(cache.v[g - 1][-d:]), [-float(n - 1)] * d)
+
+    def test_a_cache_grows_past_its_capacity_and_holds_only_what_was_appended(self):
+        cache = gqa.KVCache(2, 2, capacity=3)
+        self.assertEqual((len(cache), cache.elements, cache.nbytes), (0, 0, 0))
+        rows = [([[t, t + 0.5], [-t, 1.0]], [[2.0 * t, 0.0], [t, t]]) for t in range(5)]
+        for k, v in rows:
+            cache.append(k, v)
+        self.assertEqual((len(cache), cache.elements, cache.nbytes), (5, 40, 320))
+        self.assertEqual(list(cache.k[0]), [x for k, _ in rows for x in k[0]])
+        self.assertEqual(list(cache.v[1]), [x for _, v in rows for x in v[1]])
+        half = gqa.KVCache(1, 2, capacity=4)
+        half.append([[1.0, 2.0]], [[3.0, 4.0]])
+        self.assertEqual((len(half), half.elements, half.capacity), (1, 4, 4))
+        with self.assertRaisesRegex(gqa.GQAError, r"KVCache: capacity must be at least 0; got capacity=-1"):
+            gqa.KVCache(1, 2, capacity=-1)
+
     def test_rows_are_stored_in_order(self):
         cache = gqa.KVCache(g=2, d=2)
         cache.append([[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]])
@@ -157,6 +188,23 @@ class Decoding(CloseMixin, unittest.TestCase):
                                  msg=str((h, g)))
                 self.assertClose(steps, ref.ref_layer(x, *w, g, causal=True), rel=1e-9, abs_tol=1e-12)
                 self.assertEqual(cache.elements, gqa.kv_cache_elements(1, g, n, d))
+
+    def test_prepared_weights_and_a_sized_cache_decode_exactly_as_the_causal_layer(self):
+        # The same kernel reads the cache through views and layer() through
+        # lists, in the same order: equal to the last bit, not just close.
+        rng = new_rng(25)
+        for h in (1, 4, 6):
+            for g in ref.divisors(h):
+                d_model, d, n = rng.randint(2, 9), rng.randint(1, 5), rng.randint(1, 8)
+                w = gqa.init_weights(h, d_model, d, seed=h + 100 * g)
+                x = rand_tensor(rng, n, d_model)
+                prepared = gqa.prepare_weights(w, g)
+                for capacity in (0, n // 2, n):
+                    cache = gqa.KVCache(g, d, capacity=capacity)
+                    steps = [gqa.decode_step(x_t, prepared, g, cache) for x_t in x]
+                    self.assertTrue(steps == gqa.layer(x, w, g, causal=True), (h, g, capacity))
+                raw = gqa.KVCache(g, d)
+                self.assertTrue([gqa.decode_step(x_t, w, g, raw) for x_t in x] == steps)
 
     def test_decode_traffic_equals_what_decode_step_reads(self):
         rng = new_rng(24)

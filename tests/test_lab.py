@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import doctest
 import math
+import pydoc
 import unittest
 
 import gqa
 import grader as ref
 from grader import rand_tensor
-from tests.helpers import CloseMixin, flat, new_rng, random_case
+from tests.helpers import CloseMixin, flat, new_rng, random_case, random_layer_case
 
 
 def load_tests(loader, tests, ignore):
@@ -38,6 +39,12 @@ class Grouping(unittest.TestCase):
     def test_contiguous_not_strided(self):
         self.assertEqual([gqa.kv_head(i, 6, 3) for i in range(6)], [0, 0, 1, 1, 2, 2])
         self.assertNotEqual([gqa.kv_head(i, 6, 3) for i in range(6)], [i % 3 for i in range(6)])
+
+    def test_valid_g_is_every_divisor(self):
+        for h in range(1, 300):
+            self.assertEqual(gqa.valid_g(h), [g for g in range(1, h + 1) if h % g == 0], h)
+        self.assertEqual(gqa.valid_g(2 ** 40), [2 ** i for i in range(41)])
+        self.assertEqual(len(gqa.valid_g(10 ** 12)), 13 * 13)     # 2^12 5^12
 
     def test_valid_g_and_method_name(self):
         self.assertEqual(gqa.valid_g(12), [1, 2, 3, 4, 6, 12])
@@ -244,10 +251,7 @@ class Layer(CloseMixin, unittest.TestCase):
     def test_against_reference_for_every_g(self):
         rng = new_rng(13)
         for trial in range(25):
-            h, g, n, _, d, _ = random_case(rng)
-            d_model = rng.randint(1, 8)
-            w = gqa.init_weights(h, d_model, d, seed=trial)
-            x = rand_tensor(rng, n, d_model)
+            h, g, w, x = random_layer_case(rng, trial)
             for causal in (False, True):
                 self.assertClose(gqa.layer(x, w, g, causal=causal),
                                  ref.ref_layer(x, *w, g, causal=causal), msg=str((h, g, causal)))
@@ -255,10 +259,7 @@ class Layer(CloseMixin, unittest.TestCase):
     def test_fold_then_project_equals_project_then_fold(self):
         rng = new_rng(14)
         for trial in range(20):
-            h, g, n, _, d, _ = random_case(rng)
-            d_model = rng.randint(1, 8)
-            w = gqa.init_weights(h, d_model, d, seed=trial)
-            x = rand_tensor(rng, n, d_model)
+            h, g, w, x = random_layer_case(rng, trial)
             folded_w = gqa.fold_weights(w, g)
             fold_then_project = [ref.matmul(x, folded_w.w_k[j]) for j in range(g)]
             project_then_fold = gqa.fold_kv_mean([ref.matmul(x, w.w_k[i]) for i in range(h)], g)
@@ -278,6 +279,76 @@ class Layer(CloseMixin, unittest.TestCase):
         self.assertClose(mha, ref.ref_layer(x, *w, 4))
         for g in (1, 2):
             self.assertGreater(gqa.output_difference(gqa.layer(x, w, g), mha).max_abs, 1e-6)
+
+
+class Prepared(unittest.TestCase):
+    """prepare_weights: checked, folded and transposed once, the same results."""
+
+    def test_layer_on_prepared_weights_equals_layer_on_weights_bit_for_bit(self):
+        rng = new_rng(30)
+        for trial in range(12):
+            _, g, w, x = random_layer_case(rng, trial)
+            p = gqa.prepare_weights(w, g)
+            for causal in (False, True):
+                self.assertTrue(gqa.layer(x, p, g, causal=causal) == gqa.layer(x, w, g, causal=causal))
+
+    def test_holds_the_transposes_of_the_folded_weights(self):
+        w = gqa.init_weights(h=4, d_model=3, d=2, seed=3)
+        p = gqa.prepare_weights(w, 2)
+        folded = ref.mean_heads(w.w_k, 2)
+        self.assertEqual((p.h, p.g, p.d_model, p.d), (4, 2, 3, 2))
+        for j in range(2):
+            for r in range(3):
+                for c in range(2):
+                    self.assertEqual(p.k_cols[j][c][r], folded[j][r][c])
+        # w_o stacked over heads: column c of row (i, r) is w_o[i][r][c].
+        self.assertEqual(p.o_cols[1][2 * 3 + 1], w.w_o[3][1][1])
+        self.assertIsInstance(p.q_cols[0][0], tuple)          # nothing left to change in place
+
+    def test_weights_prepared_for_another_g_are_refused(self):
+        p = gqa.prepare_weights(gqa.init_weights(h=4, d_model=3, d=2, seed=0), 2)
+        with self.assertRaisesRegex(gqa.GQAError, r"layer: these weights were prepared for g=2; got g=1"):
+            gqa.layer([[1.0] * 3], p, 1)
+        with self.assertRaisesRegex(gqa.GQAError, r"decode_step: g=3 does not divide h=4"):
+            gqa.decode_step([1.0] * 3, p, 3, gqa.KVCache(3, 2))
+        with self.assertRaisesRegex(TypeError, r"prepare_weights: weights must be a Weights record"):
+            gqa.prepare_weights(p, 2)
+
+
+class Records(unittest.TestCase):
+
+    def test_fields_by_name_and_position_unpacking_equality(self):
+        d = gqa.Difference(1.0, rel_l2=2.0, cosine=0.5)
+        self.assertEqual((d.max_abs, d.rel_l2, d.cosine), (1.0, 2.0, 0.5))
+        self.assertEqual(tuple(d), (1.0, 2.0, 0.5))
+        self.assertEqual(d, gqa.Difference(1.0, 2.0, 0.5))
+        self.assertNotEqual(d, (1.0, 2.0, 0.5))               # a record is not a tuple
+        self.assertEqual(repr(d), "Difference(max_abs=1.0, rel_l2=2.0, cosine=0.5)")
+        self.assertEqual(d._replace(cosine=1.0), gqa.Difference(1.0, 2.0, 1.0))
+        self.assertEqual(d._asdict(), {"max_abs": 1.0, "rel_l2": 2.0, "cosine": 0.5})
+        self.assertEqual(len({d, gqa.Difference(1.0, 2.0, 0.5)}), 1)
+
+    def test_set_once(self):
+        d = gqa.Difference(1.0, 2.0, 0.5)
+        with self.assertRaises(AttributeError):
+            d.cosine = 0.0
+        with self.assertRaises(AttributeError):
+            d.other = 0.0
+
+    def test_wrong_fields(self):
+        for args, kwargs in (((1.0, 2.0), {}), ((1.0, 2.0, 3.0, 4.0), {}),
+                             ((1.0,), {"max_abs": 2.0, "rel_l2": 3.0}), ((1.0, 2.0, 3.0), {"x": 1})):
+            with self.assertRaisesRegex(TypeError, r"Difference takes the fields max_abs, rel_l2, cosine"):
+                gqa.Difference(*args, **kwargs)
+
+    def test_help_reads_as_a_manual(self):
+        text = pydoc.render_doc(gqa, renderer=pydoc.plaintext)
+        self.assertNotIn("ForwardRef", text)
+        self.assertNotIn("Alias for field number", text)
+        self.assertIn("Difference(max_abs, rel_l2, cosine)", text)
+        self.assertIn("largest |a - b| over all values", text)      # fields are documented
+        lines = text.splitlines()
+        self.assertLess(lines.index("FUNCTIONS"), 0.75 * len(lines))
 
 
 class Difference(unittest.TestCase):
