@@ -14,9 +14,12 @@ one key/value head.  Query heads are never touched.
     ==========  ===========  ==========================================
 
 What g changes is the KV cache: 2 x layers x g x length x d numbers, so it
-shrinks in proportion to g.  What g does not change is the attention body:
-the scores (h x n x m x d multiplications) and the weighted sum (the same)
-have no g in them.
+shrinks in proportion to g, and decoding, which re-reads the whole cache for
+every token, reads that much less.  What g does not change is the attention
+body: the scores (h x n x m x d multiplications) and the weighted sum (the
+same) have no g in them.  Only the K and V projections shrink, and in a
+whole transformer block, MLP included, they are a small share of the work
+(block_multiplies): prefill barely speeds up.
 
 Shapes
 ------
@@ -54,7 +57,8 @@ Counting
 --------
     ======================  =================================================
     kv_cache_elements       numbers held by a KV cache (closed form)
-    attention_multiplies    multiplications per term for one layer
+    attention_multiplies    multiplications per term for one attention layer
+    block_multiplies        the same for a whole block, MLP included
     cache_table             the cache for every valid g, with ratios to MHA
     multiplies_table        the multiplications for every valid g
     count_multiplies        tally what the code really multiplies and reads
@@ -71,7 +75,8 @@ Decoding
 Records
 -------
 Results with named fields are small records: Weights, PreparedWeights,
-Difference, Multiplies, CacheRow, MultipliesRow and DecodeTraffic.  Read a
+Difference, Multiplies, BlockMultiplies, CacheRow, MultipliesRow and
+DecodeTraffic.  Read a
 field by name (diff.rel_l2), unpack them like tuples, compare them with ==,
 and make a changed copy with record._replace(field=value).
 
@@ -131,6 +136,7 @@ __all__ = [
     "Weights", "init_weights", "fold_weights", "PreparedWeights", "prepare_weights", "layer",
     "Difference", "output_difference",
     "kv_cache_elements", "Multiplies", "attention_multiplies",
+    "BlockMultiplies", "block_multiplies",
     "CacheRow", "cache_table", "MultipliesRow", "multiplies_table",
     "Tally", "count_multiplies",
     "KVCache", "decode_step", "DecodeTraffic", "decode_traffic",
@@ -853,32 +859,84 @@ def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
                       q_proj + k_proj + v_proj + scores + weighted_sum + o_proj)
 
 
-def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int) -> Multiplies:
-    """Return the multiplications of one layer over n positions, by term.
+def _check_causal(func: str, causal: object) -> bool:
+    if not isinstance(causal, bool):
+        raise TypeError(f"{func}: causal must be True or False, not {type(causal).__name__} "
+                        f"({causal!r})")
+    return causal
 
-    Full (non-causal) attention.  Only the K and V projections have g in
-    them; the attention body, scores and weighted sum, is h x n x n x d
-    each whatever g is.  That is why prefill does not get faster with g.
+
+def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
+                         causal: bool = False) -> Multiplies:
+    """Return the multiplications of one attention layer over n positions, by term.
+
+    Only the K and V projections have g in them.  The attention body,
+    scores and weighted sum, is h x d per pair of positions whatever g is:
+    n x n pairs for full attention, n (n + 1) / 2 for causal attention (a
+    decoder's prefill: query i sees keys 0..i), as layer(causal=True)
+    multiplies them.  Within this one layer the K and V projections can
+    still be a large share; in a whole block the MLP makes it small (see
+    block_multiplies).
 
     >>> m = attention_multiplies(n=4, h=8, g=2, d=16, d_model=128)
     >>> m.k_proj, m.scores, m.weighted_sum
     (16384, 2048, 2048)
     >>> attention_multiplies(4, 8, 8, 16, 128).scores == m.scores
     True
+    >>> attention_multiplies(4, 8, 2, 16, 128, causal=True).scores     # 10 of 16 pairs
+    1280
     """
     func = "attention_multiplies"
     _check_int(func, "n", n)
     _group_size(func, h, g)
     _check_int(func, "d", d, low=1)
     _check_int(func, "d_model", d_model, low=1)
-    return _attention_multiplies(n, h, g, d, d_model)
+    return _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))
 
 
-def _attention_multiplies(n: int, h: int, g: int, d: int, d_model: int) -> Multiplies:
+def _attention_multiplies(n: int, h: int, g: int, d: int, d_model: int,
+                          causal: bool = False) -> Multiplies:
     """attention_multiplies for checked sizes."""
+    pairs = n * (n + 1) // 2 if causal else n * n        # (query, key) pairs attended
     return _multiplies(q_proj=n * d_model * h * d, k_proj=n * d_model * g * d,
-                       v_proj=n * d_model * g * d, scores=h * n * n * d,
-                       weighted_sum=h * n * n * d, o_proj=n * h * d * d_model)
+                       v_proj=n * d_model * g * d, scores=h * pairs * d,
+                       weighted_sum=h * pairs * d, o_proj=n * h * d * d_model)
+
+
+class BlockMultiplies(_Record):
+    """Multiplications of one transformer block (attention and MLP), by part."""
+    __slots__ = {"q_o_proj": "the Q and O projections: 2 x n x d_model x h x d",
+                 "k_v_proj": "the K and V projections: 2 x n x d_model x g x d (the only g)",
+                 "body": "scores and weighted sum: 2 x h x d x the pairs attended",
+                 "mlp": "mlp_matrices x n x d_model x d_ff",
+                 "total": "the sum of the four parts"}
+
+
+def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
+                     mlp_matrices: int = 3, causal: bool = True) -> BlockMultiplies:
+    """Return the multiplications of one transformer block over n positions.
+
+    The attention layer of attention_multiplies plus an MLP of
+    mlp_matrices matrices of d_model x d_ff (3 for the gated SwiGLU MLP of
+    Llama and Mistral, 2 for GPT-2's).  Norms, activations and the softmax
+    are not multiplications of this table.  Only k_v_proj has g in it, and
+    beside the MLP it is a small share: that is why prefill barely speeds
+    up with g, while the KV cache shrinks in proportion to g.
+
+    >>> b = block_multiplies(n=1, h=32, g=32, d=128, d_model=4096, d_ff=11008)
+    >>> b.k_v_proj == 2 * 4096 * 4096, b.mlp == 3 * 4096 * 11008
+    (True, True)
+    """
+    func = "block_multiplies"
+    _check_int(func, "n", n)
+    _group_size(func, h, g)
+    for name, value in (("d", d), ("d_model", d_model), ("d_ff", d_ff),
+                        ("mlp_matrices", mlp_matrices)):
+        _check_int(func, name, value, low=1)
+    a = _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))
+    mlp = mlp_matrices * n * d_model * d_ff
+    return BlockMultiplies(a.q_proj + a.o_proj, a.k_proj + a.v_proj, a.scores + a.weighted_sum,
+                           mlp, a.total + mlp)
 
 
 class CacheRow(_Record):
@@ -921,8 +979,11 @@ class MultipliesRow(_Record):
                  "ratio": "each term / the same term at g = h (floats), a Multiplies"}
 
 
-def multiplies_table(n: int, h: int, d: int, d_model: int) -> list[MultipliesRow]:
+def multiplies_table(n: int, h: int, d: int, d_model: int, *,
+                     causal: bool = False) -> list[MultipliesRow]:
     """Return the multiplications for every valid g of h, with ratios to MHA.
+
+    The counts are attention_multiplies(n, h, g, d, d_model, causal=causal).
 
     >>> for row in multiplies_table(n=4, h=4, d=2, d_model=8):
     ...     print(row.method, row.ratio.k_proj, row.ratio.scores)
@@ -932,10 +993,11 @@ def multiplies_table(n: int, h: int, d: int, d_model: int) -> list[MultipliesRow
     """
     for name, value in (("n", n), ("h", h), ("d", d), ("d_model", d_model)):
         _check_int("multiplies_table", name, value, low=0 if name == "n" else 1)
-    mha = _attention_multiplies(n, h, h, d, d_model)
+    _check_causal("multiplies_table", causal)
+    mha = _attention_multiplies(n, h, h, d, d_model, causal)
     rows = []
     for g in valid_g(h):
-        counts = _attention_multiplies(n, h, g, d, d_model)
+        counts = _attention_multiplies(n, h, g, d, d_model, causal)
         ratio = Multiplies(*(c / r if r else 1.0 for c, r in zip(counts, mha)))
         rows.append(MultipliesRow(_method(h, g), g, h // g, counts, ratio))
     return rows
@@ -1189,7 +1251,7 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
 _COMMANDS = {
     "tables": ("gqa_tables", "print the cache and multiplication tables for every g"),
     "report": ("gqa_report", "write report.md, or --check that it is current"),
-    "config": ("gqa_models", "size a model's KV cache from its config.json"),
+    "config": ("gqa_config", "size a model's KV cache from its config.json"),
     "bench": ("gqa_bench", "time and memory per g, measured on this machine"),
 }
 

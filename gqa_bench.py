@@ -2,8 +2,8 @@
 
     python -m gqa bench [--heads 8 --head-dim 32 --d-model 32 --context 64 --repeats 5] [--quick] [--json]
 
-For every divisor g of h, on the same weights: prefill (`layer` over n
-positions), decode (n steps of `decode_step`), the KV cache's real memory
+For every divisor g of h, on the same weights: prefill (a causal `layer`
+over n positions), decode (n steps of `decode_step`), the KV cache's real memory
 (tracemalloc around building it, with room for n positions) beside
 8 x kv_cache_elements, and the multiplications tallied during a run beside
 the formula.  The lesson it
@@ -72,14 +72,14 @@ class Work(NamedTuple):
 
 
 def workloads(s: Settings, x: list, weights: gqa.Weights, g: int) -> Work:
-    """Prefill with layer(), decode with decode_step(), on weights prepared once."""
+    """Prefill with a causal layer(), decode with decode_step(), on weights prepared once."""
     prepared = gqa.prepare_weights(weights, g)
 
     def decode() -> list:
         cache = gqa.KVCache(g, s.head_dim, capacity=len(x))
         return [gqa.decode_step(x_t, prepared, g, cache) for x_t in x]
 
-    return Work(lambda: gqa.layer(x, prepared, g), decode)
+    return Work(lambda: gqa.layer(x, prepared, g, causal=True), decode)
 
 
 def counted(s: Settings, x: list, weights: gqa.Weights, g: int, work: Work) -> Dict[str, Any]:
@@ -95,7 +95,7 @@ def counted(s: Settings, x: list, weights: gqa.Weights, g: int, work: Work) -> D
         "cache_bytes_measured": cache_memory(projected_rows(x, w.w_k), projected_rows(x, w.w_v), g, d),
         "cache_bytes_formula": 8 * gqa.kv_cache_elements(1, g, n, d),
         "prefill_multiplies_tallied": tally_prefill.multiplies().total,
-        "prefill_multiplies_formula": gqa.attention_multiplies(n, h, g, d, s.d_model).total,
+        "prefill_multiplies_formula": gqa.attention_multiplies(n, h, g, d, s.d_model, causal=True).total,
         "decode_multiplies_tallied": tally_decode.multiplies().total,
         "decode_multiplies_formula": gqa.decode_traffic(n, h, g, d, s.d_model).multiplies,
     }

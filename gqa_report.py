@@ -1,13 +1,18 @@
 """gqa_report: report.md, the lab report, written by the code.
 
-    python -m gqa report [--out report.md] [--check] [configuration options]
+    python -m gqa report [--out report.md] [--check] [--module PATH] [configuration options]
 
-Every number in the report is computed, counted or measured by gqa when the
-command runs: none is typed in.  The report is the same to the byte on every
-run, machine and Python version: seeded random numbers (gqa_tools' one
-scheme), a fixed order, fixed precision, no timings, no dates, no machine
-names.  measure() runs the lab; each section_*() function writes one section
-from its results; build_report() puts them together.
+Every number in the report is computed, counted or measured by a gqa.py when
+the command runs: none is typed in.  By default that is the gqa.py beside
+this file; --module PATH builds the report from another one, a student's,
+and a section whose functions are missing or fail says so instead.  The
+report is the same to the byte on every run, machine and Python version:
+seeded random numbers (gqa_tools' one scheme), a fixed order, fixed
+precision, no timings, no dates, no machine names.
+
+measure() runs the lab on a small configuration; each section_*() function
+writes one section from the closed forms and those measurements;
+build_report() puts the sections together.
 """
 
 from __future__ import annotations
@@ -15,17 +20,35 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Dict, List, NamedTuple, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_tools import (add_int_options, bar_chart, cache_markdown, fmt, human_bytes,
-                       int_options, markdown_table, multiplies_markdown, project, rng_for,
-                       seed_for, write_atomically)
+from gqa_tools import (add_int_options, bar_chart, block_bars, block_markdown, block_rows, fmt,
+                       human_bytes, int_options, load_module, markdown_table, multiplies_markdown,
+                       project, rng_for, seed_for, write_atomically)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
 # steps.  A citation, not a measurement: it is the one number the report quotes.
 GQA_PAPER_UPTRAINING = 0.05
+
+
+class Model(NamedTuple):
+    """A real model's block, as its config.json gives it."""
+    name: str
+    heads: int          # num_attention_heads
+    kv_heads: int       # num_key_value_heads
+    head_dim: int       # hidden_size / num_attention_heads
+    d_model: int        # hidden_size
+    d_ff: int           # intermediate_size
+    mlp_matrices: int   # gate, up and down: Llama's SwiGLU MLP
+
+
+# The whole-block view's two models, with the fields of their config.json
+# files (examples/configs/llama-2-7b.json and llama-2-70b.json; a test checks
+# that these agree with what gqa_models reads from those files).
+BLOCK_MODELS = (Model("Llama-2-7B", 32, 32, 128, 4096, 11008, 3),
+                Model("Llama-2-70B", 64, 8, 128, 8192, 28672, 3))
 
 
 class Config(NamedTuple):
@@ -46,21 +69,99 @@ class Config(NamedTuple):
     def d_model(self) -> int:
         return self.heads * self.head_dim
 
-    def command(self) -> str:
-        parts = ["python -m gqa report"]
+    def command(self, module: Optional[str] = None) -> str:
+        parts = ["python -m gqa report"] + ([f"--module {module}"] if module else [])
         for name, value in self._asdict().items():
             parts.append(f"--{name.replace('_', '-')} {value}")
         return " ".join(parts)
+
+
+# What each option means, for --help: one line each.
+OPTION_HELP = {
+    "heads": "query heads h of both configurations",
+    "head_dim": "head dim d of the real-size configuration (counted, not run)",
+    "layers": "layers of the real-size configuration",
+    "context": "positions of the real-size configuration (and of the whole-block view)",
+    "batch": "sequences decoded together, for section 7's reads per multiplication",
+    "run_head_dim": "head dim of the small configuration that the code runs",
+    "run_d_model": "model width of the small configuration",
+    "run_context": "positions of the small configuration",
+    "run_layers": "layers the small configuration decodes through",
+    "seed": "the first seed of the random weights and inputs",
+    "seeds": "how many seeds (seed, seed + 1, ...) the measured figures are averaged over",
+}
+
+
+# ---------------------------------------------------------------------------
+# The module the report is built from: every call guarded.
+# ---------------------------------------------------------------------------
+
+class Unavailable(Exception):
+    """A number the report cannot get from the module it is built from."""
+
+
+def reason(err: BaseException) -> str:
+    """Why a section could not be computed, in one line."""
+    if isinstance(err, Unavailable):
+        return str(err)
+    if isinstance(err, NotImplementedError):
+        return "a function it needs is not implemented yet"
+    return f"computing it raised {type(err).__name__}: {err}"
+
+
+class Lab:
+    """A gqa module whose functions raise Unavailable, saying why, when they cannot answer."""
+
+    def __init__(self, module: Any, label: str) -> None:
+        self.module, self.label = module, label
+
+    def __getattr__(self, name: str) -> Any:
+        obj = getattr(self.module, name, None)
+        if obj is None:
+            raise Unavailable(f"{self.label} has no `{name}`")
+        if not callable(obj) or isinstance(obj, type) and issubclass(obj, BaseException):
+            return obj
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return obj(*args, **kwargs)
+            except NotImplementedError:
+                raise Unavailable(f"`{name}` is not implemented yet") from None
+            except Unavailable:
+                raise
+            except Exception as err:
+                raise Unavailable(f"`{name}` raised {type(err).__name__}: {err}") from None
+        return call
+
+
+class Missing(NamedTuple):
+    """A measurement that could not be made, and why."""
+    why: str
+
+
+def attempt(measurement: Callable[[], Any]) -> Any:
+    """The measurement's value, or Missing(why)."""
+    try:
+        return measurement()
+    except Exception as err:            # a student's module can fail in any way
+        return Missing(reason(err))
+
+
+def need(value: Any) -> Any:
+    """The value of a measurement; Unavailable when it is Missing."""
+    if isinstance(value, Missing):
+        raise Unavailable(value.why)
+    return value
 
 
 # ---------------------------------------------------------------------------
 # Measuring: the small configuration, run for real.
 # ---------------------------------------------------------------------------
 
-def run_weights(cfg: Config, seed: int, layer: int = 0) -> gqa.Weights:
+def run_weights(lab: Lab, cfg: Config, seed: int, layer: int = 0) -> Any:
     """The small configuration's MHA weights of one layer, for one seed."""
     stream = "weights" if layer == 0 else f"weights of layer {layer}"
-    return gqa.init_weights(cfg.heads, cfg.run_d_model, cfg.run_head_dim, seed=seed_for(stream, seed))
+    return lab.init_weights(cfg.heads, cfg.run_d_model, cfg.run_head_dim, seed=seed_for(stream, seed))
 
 
 def run_input(cfg: Config, seed: int) -> List[List[float]]:
@@ -69,34 +170,33 @@ def run_input(cfg: Config, seed: int) -> List[List[float]]:
     return [[rng.uniform(-1.0, 1.0) for _ in range(cfg.run_d_model)] for _ in range(cfg.run_context)]
 
 
-def counted_cache(cfg: Config, g: int) -> int:
+def counted_cache(lab: Lab, cfg: Config, g: int) -> int:
     """Decode the small configuration through run_layers layers; return the floats cached."""
-    caches = [gqa.KVCache(g, cfg.run_head_dim) for _ in range(cfg.run_layers)]
-    weights = [gqa.prepare_weights(run_weights(cfg, cfg.seed, layer), g)
-               for layer in range(cfg.run_layers)]
+    caches = [lab.KVCache(g, cfg.run_head_dim) for _ in range(cfg.run_layers)]
+    weights = [run_weights(lab, cfg, cfg.seed, layer) for layer in range(cfg.run_layers)]
     for x_t in run_input(cfg, cfg.seed):
         for w, cache in zip(weights, caches):
-            x_t = gqa.decode_step(x_t, w, g, cache)
+            x_t = lab.decode_step(x_t, w, g, cache)
     return sum(cache.elements for cache in caches)
 
 
-def tallied_multiplies(cfg: Config, g: int) -> gqa.Multiplies:
-    """The multiplications tallied while layer() runs once on the small configuration."""
-    w, x = run_weights(cfg, cfg.seed), run_input(cfg, cfg.seed)
-    with gqa.count_multiplies() as tally:
-        gqa.layer(x, w, g)
+def tallied_multiplies(lab: Lab, cfg: Config, g: int) -> Any:
+    """The multiplications tallied while a causal layer() runs once on the small configuration."""
+    w, x = run_weights(lab, cfg, cfg.seed), run_input(cfg, cfg.seed)
+    with lab.count_multiplies() as tally:
+        lab.layer(x, w, g, causal=True)
     return tally.multiplies()
 
 
-def first_head(w: gqa.Weights, g: int) -> gqa.Weights:
+def first_head(lab: Lab, w: Any, g: int) -> Any:
     """Convert by keeping the first K/V head of each group."""
-    groups = gqa.group_heads(len(w.w_q), g)
+    groups = lab.group_heads(len(w.w_q), g)
     return w._replace(w_k=[w.w_k[grp[0]] for grp in groups], w_v=[w.w_v[grp[0]] for grp in groups])
 
 
-def random_heads(w: gqa.Weights, g: int, seed: int) -> gqa.Weights:
+def random_heads(lab: Lab, w: Any, g: int, seed: int) -> Any:
     """Convert by drawing g new random K/V heads (the scale of init_weights)."""
-    fresh = gqa.init_weights(g, len(w.w_q[0]), len(w.w_q[0][0]), seed=seed_for("random heads", seed))
+    fresh = lab.init_weights(g, len(w.w_q[0]), len(w.w_q[0][0]), seed=seed_for("random heads", seed))
     return w._replace(w_k=fresh.w_k, w_v=fresh.w_v)
 
 
@@ -122,41 +222,61 @@ class DifferenceSpread(NamedTuple):
 
 
 class Measured(NamedTuple):
-    """Everything the report measures on the small configuration."""
-    cache_counted: Dict[int, int]                   # g -> floats held by real caches
-    tallied: Dict[int, gqa.Multiplies]              # g -> tallied while layer() ran
-    difference: Dict[int, DifferenceSpread]         # g -> layer(g) against layer(h)
-    exact_mha: bool                                 # attention(g = h) == per-head MHA, every seed
-    conversion: Dict[Tuple[int, str], Spread]       # (g, conversion) -> relative L2
+    """Everything the report measures on the small configuration; any field may be Missing."""
+    cache_counted: Any          # g -> floats held by real caches
+    tallied: Any                # g -> Multiplies tallied while a causal layer() ran
+    difference: Any             # g -> DifferenceSpread of layer(g) against layer(h)
+    exact_mha: Any              # attention(g = h) == per-head MHA, on every seed
+    conversion: Any             # (g, conversion) -> Spread of the relative L2
+    head_cosine: Any            # Spread of |cosine| between two heads' projected keys
 
 
-def measure(cfg: Config) -> Measured:
-    h, gs = cfg.heads, gqa.valid_g(cfg.heads)
+def measure_outputs(lab: Lab, cfg: Config) -> Tuple[Dict[int, DifferenceSpread], Dict, bool]:
+    """Each seed's layer(g) against layer(h), each conversion's, and the exact-MHA check."""
+    h, gs = cfg.heads, lab.valid_g(cfg.heads)
     diffs: Dict[int, list] = {g: [] for g in gs}
     conv: Dict[Tuple[int, str], list] = {(g, name): [] for g in gs for name in CONVERSIONS}
     exact = True
     for seed in range(cfg.seed, cfg.seed + cfg.seeds):
-        w, x = run_weights(cfg, seed), run_input(cfg, seed)
-        mha = gqa.layer(x, w, h)
+        w, x = run_weights(lab, cfg, seed), run_input(cfg, seed)
+        mha = lab.layer(x, w, h)
         for g in gs:
-            diffs[g].append(gqa.output_difference(gqa.layer(x, w, g), mha))
-            for name, converted in (("mean", gqa.fold_weights(w, g)), ("first", first_head(w, g)),
-                                    ("random", random_heads(w, g, seed))):
-                conv[(g, name)].append(gqa.output_difference(gqa.layer(x, converted, g), mha).rel_l2)
+            diffs[g].append(lab.output_difference(lab.layer(x, w, g), mha))
+            for name, converted in (("mean", lab.fold_weights(w, g)), ("first", first_head(lab, w, g)),
+                                    ("random", random_heads(lab, w, g, seed))):
+                conv[(g, name)].append(lab.output_difference(lab.layer(x, converted, g), mha).rel_l2)
         q, k, v = ([project(x, wi) for wi in heads] for heads in (w.w_q, w.w_k, w.w_v))   # [h][n][d]
-        per_head = [gqa.single_head_attention(q[i], k[i], v[i]) for i in range(h)]
-        exact = exact and gqa.attention(q, k, v, h) == per_head
+        per_head = [lab.single_head_attention(q[i], k[i], v[i]) for i in range(h)]
+        exact = exact and lab.attention(q, k, v, h) == per_head
+    difference = {g: DifferenceSpread(*(spread([getattr(d, f) for d in diffs[g]])
+                                        for f in DifferenceSpread._fields)) for g in gs}
+    return difference, {key: spread(values) for key, values in conv.items()}, exact
+
+
+def head_cosines(lab: Lab, cfg: Config) -> Spread:
+    """|cosine| between the projected keys of every two heads, over every pair and seed."""
+    values = []
+    for seed in range(cfg.seed, cfg.seed + cfg.seeds):
+        w, x = run_weights(lab, cfg, seed), run_input(cfg, seed)
+        k = [project(x, wk) for wk in w.w_k]                             # [h][n][d]
+        values += [abs(lab.output_difference(k[i], k[j]).cosine)
+                   for i in range(len(k)) for j in range(i + 1, len(k))]
+    return spread(values)
+
+
+def measure(cfg: Config, lab: Optional[Lab] = None) -> Measured:
+    lab = lab or Lab(gqa, "gqa.py")
+    outputs = attempt(lambda: measure_outputs(lab, cfg))
+    part = (lambda i: Missing(outputs.why)) if isinstance(outputs, Missing) else outputs.__getitem__
     return Measured(
-        cache_counted={g: counted_cache(cfg, g) for g in gs},
-        tallied={g: tallied_multiplies(cfg, g) for g in gs},
-        difference={g: DifferenceSpread(*(spread([getattr(d, f) for d in diffs[g]])
-                                          for f in DifferenceSpread._fields)) for g in gs},
-        exact_mha=exact,
-        conversion={key: spread(values) for key, values in conv.items()})
+        cache_counted=attempt(lambda: {g: counted_cache(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
+        tallied=attempt(lambda: {g: tallied_multiplies(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
+        difference=part(0), conversion=part(1), exact_mha=part(2),
+        head_cosine=attempt(lambda: head_cosines(lab, cfg)))
 
 
 # ---------------------------------------------------------------------------
-# Writing: one function per section, each returning its Markdown.
+# Writing: one function per section, each returning its Markdown body.
 # ---------------------------------------------------------------------------
 
 def _spread(s: Spread) -> str:
@@ -183,133 +303,190 @@ class Labels(NamedTuple):
     label: Dict[int, str]       # g -> "GQA g=4"
 
 
-def labels(h: int) -> Labels:
-    gs = gqa.valid_g(h)
-    name = {g: gqa.method_name(h, g) for g in gs}
+def labels(lab: Lab, h: int) -> Labels:
+    gs = lab.valid_g(h)
+    name = {g: lab.method_name(h, g) for g in gs}
     return Labels(gs, name, {g: f"{name[g]} g={g}" for g in gs})
 
 
-def section_header(cfg: Config) -> str:
+def section_header(cfg: Config, lab: Lab, module: Optional[str]) -> str:
+    source = (f"`{lab.label}`, given with `--module`, not the `gqa.py` of this project: a "
+              f"section whose functions are missing or fail says so" if module else f"`{lab.label}`")
     return (f"# gqa lab report\n\n"
-            f"Written by `{cfg.command()}`. Every number below was computed, counted or measured "
-            f"by `gqa.py` when that command ran; `python -m gqa report --check` tells whether this "
-            f"file is still what the code writes. The real-size configuration (counted by the "
-            f"closed forms) has h = {cfg.heads} query heads, head dim {cfg.head_dim}, {cfg.layers} "
-            f"layers, {cfg.context:,} positions and d_model = {cfg.d_model:,}. The small "
-            f"configuration that the code actually runs has the same {cfg.heads} query heads, head "
-            f"dim {cfg.run_head_dim}, d_model {cfg.run_d_model}, {cfg.run_context} positions and "
-            f"{cfg.run_layers} layers, with random, untrained weights from seeds {cfg.seed} to "
-            f"{cfg.seed + cfg.seeds - 1}.\n")
+            f"Written by `{cfg.command(module)}`. Every number below was computed, counted or "
+            f"measured by {source} when that command ran; `python -m gqa report --check` tells "
+            f"whether this file is still what the code writes. The real-size configuration "
+            f"(counted by the closed forms) has h = {cfg.heads} query heads, head dim "
+            f"{cfg.head_dim}, {cfg.layers} layers, {cfg.context:,} positions and d_model = "
+            f"{cfg.d_model:,}. The small configuration that the code actually runs has the same "
+            f"{cfg.heads} query heads, head dim {cfg.run_head_dim}, d_model {cfg.run_d_model}, "
+            f"{cfg.run_context} positions and {cfg.run_layers} layers, with random, untrained "
+            f"weights from seeds {cfg.seed} to {cfg.seed + cfg.seeds - 1}.\n")
 
 
-def section_what_g_is(cfg: Config, lab: Labels) -> str:
-    h = cfg.heads
+def section_what_g_is(cfg: Config, lab: Lab, m: Measured) -> str:
+    h, ids = cfg.heads, labels(lab, cfg.heads)
+    try:
+        groups = {g: _ranges(lab.group_heads(h, g)) for g in ids.gs}
+        note = []
+    except Unavailable as why:
+        groups = {g: "—" for g in ids.gs}
+        note = [f"*Not shown: {why}.*\n"]
     return "\n".join([
-        "## 1. What g is\n",
         f"One knob: g, the number of key/value heads. It must divide h = {h}, and each "
         f"contiguous block of h // g query heads reads one key/value head "
         f"(`kv_head(i, h, g) = i // (h // g)`).\n",
         markdown_table(["method", "g (kv heads)", "h // g", "query heads of each key/value head"],
-                       [(lab.name[g], g, h // g, _ranges(gqa.group_heads(h, g))) for g in lab.gs]),
-        ""])
+                       [(ids.name[g], g, h // g, groups[g]) for g in ids.gs]),
+        ""] + note)
 
 
-def section_cache(cfg: Config, lab: Labels, m: Measured) -> str:
-    cache = gqa.cache_table(cfg.heads, layers=cfg.layers, length=cfg.context, head_dim=cfg.head_dim)
-    formula = {g: gqa.kv_cache_elements(cfg.run_layers, g, cfg.run_context, cfg.run_head_dim)
-               for g in lab.gs}
+def section_cache(cfg: Config, lab: Lab, m: Measured) -> str:
+    ids = labels(lab, cfg.heads)
+    cache = lab.cache_table(cfg.heads, layers=cfg.layers, length=cfg.context, head_dim=cfg.head_dim)
+    formula = {g: lab.kv_cache_elements(cfg.run_layers, g, cfg.run_context, cfg.run_head_dim)
+               for g in ids.gs}
+    counted = need(m.cache_counted)
     return "\n".join([
-        "## 2. The KV cache: what g changes\n",
         f"{cfg.layers} layers x {cfg.context:,} positions x head dim {cfg.head_dim}, one sequence; "
         f"2 x layers x g x length x head_dim numbers (K and V; queries are never cached).\n",
         markdown_table(["method", "g", "cache elements", "ratio to MHA", "bytes at 16 bits"],
                        [(r.method, r.kv_heads, f"{r.elements:,}", fmt(r.ratio),
                          f"{human_bytes(2 * r.elements)} ({2 * r.elements:,})") for r in cache]),
         "",
-        _code(bar_chart([lab.label[r.kv_heads] for r in cache], [r.elements for r in cache],
+        _code(bar_chart([ids.label[r.kv_heads] for r in cache], [r.elements for r in cache],
                         [human_bytes(2 * r.elements) for r in cache])),
         "",
         f"Counted: the small configuration decoded {cfg.run_context} positions through "
         f"{cfg.run_layers} layers with `KVCache` and `decode_step`, and the floats the caches "
         f"hold were counted from their `array('d')` storage.\n",
         markdown_table(["method", "g", "counted in real caches", "kv_cache_elements", "counted = formula"],
-                       [(lab.name[g], g, f"{m.cache_counted[g]:,}", f"{formula[g]:,}",
-                         _yes(m.cache_counted[g] == formula[g])) for g in lab.gs]),
+                       [(ids.name[g], g, f"{counted[g]:,}", f"{formula[g]:,}",
+                         _yes(counted[g] == formula[g])) for g in ids.gs]),
         ""])
 
 
-def _split_bars(cfg: Config, lab: Labels, width: int = 40) -> str:
+def _split_bars(cfg: Config, lab: Lab, ids: Labels, width: int = 40) -> str:
     """One bar per g: the attention body, the q and o projections, the k and v projections."""
-    mult = gqa.multiplies_table(cfg.context, cfg.heads, cfg.head_dim, cfg.d_model)
-    top, pad = mult[-1].counts.total, max(map(len, lab.label.values()))
+    mult = lab.multiplies_table(cfg.context, cfg.heads, cfg.head_dim, cfg.d_model, causal=True)
+    top, pad = mult[-1].counts.total, max(map(len, ids.label.values()))
     lines = []
     for r in mult:
         c = r.counts
         body = round(width * (c.scores + c.weighted_sum) / top)
         qo = round(width * (c.scores + c.weighted_sum + c.q_proj + c.o_proj) / top) - body
         kv = round(width * c.total / top) - body - qo
-        lines.append(f"{lab.label[r.kv_heads]:<{pad}}  "
+        lines.append(f"{ids.label[r.kv_heads]:<{pad}}  "
                      f"{('█' * body + '▒' * qo + '░' * kv).ljust(width)}  {fmt(r.ratio.total)} of MHA")
     return "\n".join(lines)
 
 
-def run_formula(cfg: Config, g: int) -> gqa.Multiplies:
-    return gqa.attention_multiplies(cfg.run_context, cfg.heads, g, cfg.run_head_dim, cfg.run_d_model)
+def run_formula(lab: Lab, cfg: Config, g: int) -> Any:
+    return lab.attention_multiplies(cfg.run_context, cfg.heads, g, cfg.run_head_dim,
+                                    cfg.run_d_model, causal=True)
 
 
-def section_multiplies(cfg: Config, lab: Labels, m: Measured) -> str:
+def section_multiplies(cfg: Config, lab: Lab, m: Measured) -> str:
+    ids = labels(lab, cfg.heads)
     args = (cfg.context, cfg.heads, cfg.head_dim, cfg.d_model)
-    formula = {g: run_formula(cfg, g) for g in lab.gs}
+    mha = lab.multiplies_table(*args, causal=True)[-1].counts
+    kv_share = (mha.k_proj + mha.v_proj) / mha.total
+    formula = {g: run_formula(lab, cfg, g) for g in ids.gs}
+    tallied = need(m.tallied)
     return "\n".join([
-        "## 3. Multiplications: what g does not change\n",
-        f"One layer over n = {cfg.context:,} positions (full attention), per term. Only the K and "
-        f"V projections have g in them; the attention body, scores and weighted sum "
-        f"(h x n x n x d each), is the same at every g.\n",
-        multiplies_markdown(*args), "",
+        f"One attention layer over a prompt of n = {cfg.context:,} positions, causal (a "
+        f"decoder's prefill: query i attends to positions 0 to i, n (n + 1) / 2 pairs), per "
+        f"term. Only the K and V projections have g in them; the attention body, scores and "
+        f"weighted sum (h x d x n (n + 1) / 2 each), is the same at every g.\n",
+        multiplies_markdown(*args, causal=True, lab=lab), "",
         "As a ratio to MHA:\n",
-        multiplies_markdown(*args, ratios=True), "",
+        multiplies_markdown(*args, causal=True, ratios=True, lab=lab), "",
         "Each bar is one g's total, split into the attention body (█), the q and o "
         "projections (▒) and the k and v projections (░):\n",
-        _code(_split_bars(cfg, lab)), "",
-        f"Tallied: `layer` ran once on the small configuration ({cfg.run_context} positions) "
-        f"inside `count_multiplies()`, whose tally is kept by the code that multiplies.\n",
+        _code(_split_bars(cfg, lab, ids)), "",
+        f"Within this one attention layer the K and V projections are {fmt(kv_share)} of MHA's "
+        f"multiplications, so MQA saves up to that share here. A transformer block also has "
+        f"an MLP, which g does not touch either: section 4 counts the whole block.\n",
+        f"Tallied: a causal `layer` ran once on the small configuration ({cfg.run_context} "
+        f"positions) inside `count_multiplies()`, whose tally is kept by the code that "
+        f"multiplies, and is compared with `attention_multiplies(..., causal=True)`.\n",
         markdown_table(["method", "g", "tallied total", "formula total", "scores (tallied)",
                         "k_proj (tallied)", "tallied = formula, every term"],
-                       [(lab.name[g], g, f"{m.tallied[g].total:,}", f"{formula[g].total:,}",
-                         f"{m.tallied[g].scores:,}", f"{m.tallied[g].k_proj:,}",
-                         _yes(m.tallied[g] == formula[g])) for g in lab.gs]),
+                       [(ids.name[g], g, f"{tallied[g].total:,}", f"{formula[g].total:,}",
+                         f"{tallied[g].scores:,}", f"{tallied[g].k_proj:,}",
+                         _yes(tallied[g] == formula[g])) for g in ids.gs]),
         ""])
 
 
-def section_output(cfg: Config, lab: Labels, m: Measured) -> str:
-    rel = {g: m.difference[g].rel_l2.mean for g in lab.gs}
+def section_block(cfg: Config, lab: Lab, m: Measured) -> str:
+    n, parts = cfg.context, []
+    for model in BLOCK_MODELS:
+        rows = block_rows(n, model.heads, model.kv_heads, model.head_dim, model.d_model,
+                          model.d_ff, model.mlp_matrices, lab=lab)
+        names = [f"{r.method} g={r.g}" + (" (the model)" if r.g == model.kv_heads else "")
+                 for r in rows]
+        parts += [f"**{model.name}**: d_model {model.d_model:,}, h = {model.heads}, g = "
+                  f"{model.kv_heads}, head dim {model.head_dim}, an MLP of {model.mlp_matrices} "
+                  f"matrices of {model.d_model:,} x {model.d_ff:,}; multiplications per token:\n",
+                  block_markdown(rows, n), "", _code(block_bars(names, rows)), ""]
+    llama = BLOCK_MODELS[0]
+    block = {g: lab.block_multiplies(n, llama.heads, g, llama.head_dim, llama.d_model, llama.d_ff,
+                                     mlp_matrices=llama.mlp_matrices) for g in (llama.heads, 8, 1)}
+    mha = block[llama.heads]
     return "\n".join([
-        "## 4. The output: it changes\n",
+        f"A transformer block is the attention layer and an MLP. Counted with "
+        f"`block_multiplies` for two real models' shapes (from their config.json), over a "
+        f"prompt of {n:,} positions (causal), per token: the Q and O projections, the K and V "
+        f"projections (the only part with g in it), the attention body, and the MLP.\n"] + parts + [
+        f"In Llama-2-7B's block the K and V projections are {fmt(mha.k_v_proj / mha.total)} of "
+        f"the work at {n:,} positions: MQA would save {fmt(1 - block[1].total / mha.total)} "
+        f"of it and 8 key/value heads {fmt(1 - block[8].total / mha.total)}, while its KV cache "
+        f"would fall to 1/{llama.heads} and 1/{llama.heads // 8}. That is why prefill barely "
+        f"speeds up with g and decoding, which re-reads the whole cache for every token, does.\n"])
+
+
+def section_output(cfg: Config, lab: Lab, m: Measured) -> str:
+    ids, difference = labels(lab, cfg.heads), need(m.difference)
+    rel = {g: difference[g].rel_l2.mean for g in ids.gs}
+    paragraphs = [
         f"`layer(x, weights, g)` against the MHA output `layer(x, weights, {cfg.heads})`, on the "
         f"same weights and input, over {cfg.seeds} seeds: mean (lowest to highest).\n",
         markdown_table(["method", "g", "max abs difference", "relative L2", "cosine"],
-                       [(lab.name[g], g) + tuple(_spread(s) for s in m.difference[g]) for g in lab.gs]),
+                       [(ids.name[g], g) + tuple(_spread(s) for s in difference[g]) for g in ids.gs]),
         "",
-        _code(bar_chart([lab.label[g] for g in lab.gs], [rel[g] for g in lab.gs],
-                        [f"relative L2 {fmt(rel[g])}" for g in lab.gs])),
+        _code(bar_chart([ids.label[g] for g in ids.gs], [rel[g] for g in ids.gs],
+                        [f"relative L2 {fmt(rel[g])}" for g in ids.gs])),
         "",
         f"At g = h the difference is exactly zero: `attention(q, k, v, g={cfg.heads}) == "
         f"[single_head_attention(q[i], k[i], v[i]) for each head]` was checked with `==`, "
-        f"not a tolerance, on the projected q, k, v of every seed: {_yes(m.exact_mha)}.\n"])
+        f"not a tolerance, on the projected q, k, v of every seed: {_yes(need(m.exact_mha))}.\n"]
+    if not isinstance(m.head_cosine, Missing):
+        cos = m.head_cosine
+        paragraphs.append(
+            f"Why so much, even at g = {ids.gs[-2]}: these heads are random and untrained, so "
+            f"they have nothing in common. The keys that two different heads project from the "
+            f"same input have a cosine of {fmt(cos.mean)} on average in absolute value "
+            f"({fmt(cos.low)} to {fmt(cos.high)} over every pair of heads and every seed): they "
+            f"point in unrelated directions, and their mean is a shorter vector that is like "
+            f"none of them. In a trained model, heads that learned similar things would fold "
+            f"with less change, and the GQA paper found the mean the best starting point for "
+            f"further training; how alike trained heads are, this report cannot tell: it has "
+            f"no trained model.\n")
+    return "\n".join(paragraphs)
 
 
-def section_conversion(lab: Labels, m: Measured) -> str:
-    gs = lab.gs[:-1]
+def section_conversion(cfg: Config, lab: Lab, m: Measured) -> str:
+    ids, conversion = labels(lab, cfg.heads), need(m.conversion)
+    gs = ids.gs[:-1]
     return "\n".join([
-        "## 5. Converting an MHA checkpoint: mean, first head, or random\n",
         "Three ways to make g key/value heads from h: the mean of each group (the GQA "
         "paper's choice), the first head of each group, or new random heads. Relative L2 "
         "difference from the MHA output, mean (lowest to highest) over the seeds:\n",
         markdown_table(["method", "g"] + list(CONVERSIONS),
-                       [(lab.name[g], g) + tuple(_spread(m.conversion[(g, c)]) for c in CONVERSIONS)
+                       [(ids.name[g], g) + tuple(_spread(conversion[(g, c)]) for c in CONVERSIONS)
                         for g in gs]),
         "",
-        conversion_sentence(gs, m.conversion),
+        conversion_sentence(gs, conversion),
         ""])
 
 
@@ -328,79 +505,103 @@ def conversion_sentence(gs: Sequence[int], conv: dict) -> str:
             f"training) at {len(agree)} of {len(gs)} values of g, and differs at {differ}.")
 
 
-def decode_traffic(cfg: Config, g: int, batch: int = 1) -> gqa.DecodeTraffic:
-    return gqa.decode_traffic(cfg.context, cfg.heads, g, cfg.head_dim, cfg.d_model, batch=batch)
+def decode_traffic(lab: Lab, cfg: Config, g: int, batch: int = 1) -> Any:
+    return lab.decode_traffic(cfg.context, cfg.heads, g, cfg.head_dim, cfg.d_model, batch=batch)
 
 
-def section_decoding(cfg: Config, lab: Labels) -> str:
+def section_decoding(cfg: Config, lab: Lab, m: Measured) -> str:
+    ids = labels(lab, cfg.heads)
     points = sorted({max(1, cfg.context // 8), max(1, cfg.context // 4), max(1, cfg.context // 2),
                      cfg.context})
 
     def read_at(t: int, g: int) -> int:
         """Cache elements read for token t, all layers: the step from t - 1 to t."""
-        total = gqa.decode_traffic(t, cfg.heads, g, cfg.head_dim, cfg.d_model).cache_reads
-        before = gqa.decode_traffic(t - 1, cfg.heads, g, cfg.head_dim, cfg.d_model).cache_reads
+        total = lab.decode_traffic(t, cfg.heads, g, cfg.head_dim, cfg.d_model).cache_reads
+        before = lab.decode_traffic(t - 1, cfg.heads, g, cfg.head_dim, cfg.d_model).cache_reads
         return cfg.layers * (total - before)
 
     return "\n".join([
-        "## 6. Decoding reads the whole cache for every token\n",
         f"Incremental decoding appends one position and then reads every cached K and V: "
         f"cache elements read to generate token t, all {cfg.layers} layers (from "
         f"`decode_traffic`).\n",
         markdown_table(["method", "g"] + [f"t = {t:,}" for t in points],
-                       [(lab.name[g], g) + tuple(f"{read_at(t, g):,}" for t in points)
-                        for g in lab.gs]),
+                       [(ids.name[g], g) + tuple(f"{read_at(t, g):,}" for t in points)
+                        for g in ids.gs]),
         "",
         f"Elements read (cache and weights) per multiplication over the whole "
         f"{cfg.context:,}-token decode. On hardware that does far more multiplications per "
         f"element it reads, a high ratio means the decode waits on memory; batching shares "
         f"the weight reads, but every sequence has its own cache (Shazeer 2019, section 3).\n",
         markdown_table(["method", "g", "batch 1", f"batch {cfg.batch}"],
-                       [(lab.name[g], g, fmt(decode_traffic(cfg, g).ratio),
-                         fmt(decode_traffic(cfg, g, cfg.batch).ratio)) for g in lab.gs]),
+                       [(ids.name[g], g, fmt(decode_traffic(lab, cfg, g).ratio),
+                         fmt(decode_traffic(lab, cfg, g, cfg.batch).ratio)) for g in ids.gs]),
         ""])
 
 
-def section_reading(cfg: Config, lab: Labels, m: Measured) -> str:
-    h = cfg.heads
-    cache = gqa.cache_table(h, layers=cfg.layers, length=cfg.context, head_dim=cfg.head_dim)
-    mult = gqa.multiplies_table(cfg.context, h, cfg.head_dim, cfg.d_model)
-    mqa, mha_cache, mha = cache[0], cache[-1], mult[-1].counts
-    body = mha.scores + mha.weighted_sum
-    tallied_ok = all(m.tallied[g] == run_formula(cfg, g) for g in lab.gs)
+def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
+    h, ids = cfg.heads, labels(lab, cfg.heads)
+    cache = lab.cache_table(h, layers=cfg.layers, length=cfg.context, head_dim=cfg.head_dim)
+    one_layer = lab.multiplies_table(cfg.context, h, cfg.head_dim, cfg.d_model, causal=True)
+    llama = BLOCK_MODELS[0]
+    block = {g: lab.block_multiplies(cfg.context, llama.heads, g, llama.head_dim, llama.d_model,
+                                     llama.d_ff, mlp_matrices=llama.mlp_matrices)
+             for g in (llama.heads, 1)}
+    mqa, mha_cache = cache[0], cache[-1]
+    tallied = need(m.tallied)
+    tallied_ok = all(tallied[g] == run_formula(lab, cfg, g) for g in ids.gs)
+    difference = need(m.difference)
     return "\n".join([
-        "## 7. How to read this\n",
         f"- **What g changes: memory.** The cache shrinks in proportion to g: MQA holds "
         f"{fmt(mqa.ratio)} of MHA's cache here ({human_bytes(2 * mqa.elements)} instead of "
         f"{human_bytes(2 * mha_cache.elements)} at 16 bits for {cfg.context:,} positions). "
         f"Decoding re-reads the whole cache for every token, so on memory-bound hardware a "
         f"smaller cache decodes faster: at batch {cfg.batch}, MHA reads "
-        f"{fmt(decode_traffic(cfg, h, cfg.batch).ratio)} elements per multiplication and MQA "
-        f"{fmt(decode_traffic(cfg, 1, cfg.batch).ratio)}.",
-        f"- **What g does not change: the attention body.** Scores and weighted sum are "
-        f"{body:,} multiplications per layer over {cfg.context:,} positions at every g, and they "
-        f"grow as n x n. Only the K and V projections shrink, so prefill's multiplications fall "
-        f"only to {fmt(mult[0].ratio.total)} of MHA's at g = 1, all of the saving in those two "
-        f"projections; the body's share of MHA's total, {fmt(body / mha.total)}, is untouched.",
+        f"{fmt(decode_traffic(lab, cfg, h, cfg.batch).ratio)} elements per multiplication and "
+        f"MQA {fmt(decode_traffic(lab, cfg, 1, cfg.batch).ratio)}.",
+        f"- **What g barely changes: the work of a prefill.** The attention body, scores and "
+        f"weighted sum, has no g in it. Only the K and V projections shrink: within one "
+        f"attention layer they are a large share, so MQA does {fmt(one_layer[0].ratio.total)} of "
+        f"MHA's multiplications there (section 3), but a block also has an MLP, and in "
+        f"Llama-2-7B's block at {cfg.context:,} positions MQA does "
+        f"{fmt(block[1].total / block[llama.heads].total)} of MHA's work (section 4) while "
+        f"holding 1/{llama.heads} of its cache.",
         f"- **A changed output is not a measured loss of quality.** These weights are random "
-        f"and untrained, so the relative L2 difference of {fmt(m.difference[1].rel_l2.mean)} at "
+        f"and untrained, so the relative L2 difference of {fmt(difference[1].rel_l2.mean)} at "
         f"g = 1 says how much the output changed, not how much worse a model got. Quality "
         f"is measured on a trained model and a task; the GQA paper converts a trained MHA "
         f"checkpoint by the mean and then continues training for about "
         f"{GQA_PAPER_UPTRAINING:.0%} of the original pre-training steps to recover it.",
         f"- **Exact where it must be.** At g = h the lab's function is MHA bit for bit "
-        f"({'checked' if m.exact_mha else 'NOT the case'}), and every count above that was "
-        f"tallied or counted agrees with its closed form "
+        f"({'checked' if need(m.exact_mha) else 'NOT the case'}), and every count above that "
+        f"was tallied or counted agrees with its closed form "
         f"({'all rows' if tallied_ok else 'NOT all rows'})."])
 
 
-def build_report(cfg: Config, m: Measured) -> str:
-    """Return report.md's text for a configuration and its measurements."""
-    lab = labels(cfg.heads)
-    return "\n".join([section_header(cfg), section_what_g_is(cfg, lab), section_cache(cfg, lab, m),
-                      section_multiplies(cfg, lab, m), section_output(cfg, lab, m),
-                      section_conversion(lab, m), section_decoding(cfg, lab),
-                      section_reading(cfg, lab, m)]) + "\n"
+SECTIONS = (("1. What g is", section_what_g_is),
+            ("2. The KV cache: what g changes", section_cache),
+            ("3. One attention layer's multiplications: the body has no g", section_multiplies),
+            ("4. The whole block: what share of the work g changes", section_block),
+            ("5. The output: it changes", section_output),
+            ("6. Converting an MHA checkpoint: mean, first head, or random", section_conversion),
+            ("7. Decoding reads the whole cache for every token", section_decoding),
+            ("8. How to read this", section_reading))
+
+
+def build_report(cfg: Config, m: Measured, lab: Optional[Lab] = None,
+                 module: Optional[str] = None) -> str:
+    """Return report.md's text for a configuration and its measurements.
+
+    A section that cannot be computed from lab says why, in its place.
+    """
+    lab = lab or Lab(gqa, "gqa.py")
+    parts = [section_header(cfg, lab, module)]
+    for title, section in SECTIONS:
+        try:
+            body = section(cfg, lab, m)
+        except Exception as err:            # a student's module can fail in any way
+            body = f"*Not computed from {lab.label}: {reason(err)}.*\n"
+        parts.append(f"## {title}\n\n{body}")
+    return "\n".join(parts).rstrip("\n") + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -425,7 +626,7 @@ def default_report_path() -> str:
     return "report.md"
 
 
-def check(path: str, text: str, cfg: Config) -> int:
+def check(path: str, text: str, command: str) -> int:
     """Exit status of --check: 0 when the file at path is text, 1 otherwise."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
@@ -435,7 +636,7 @@ def check(path: str, text: str, cfg: Config) -> int:
         return 1
     if old != text:
         print(f"gqa report --check: {path} differs from what the code writes now, first at "
-              f"{first_difference_line(old, text)}\nregenerate it with: {cfg.command()}",
+              f"{first_difference_line(old, text)}\nregenerate it with: {command}",
               file=sys.stderr)
         return 1
     print(f"{path} is what the code writes now")
@@ -452,16 +653,23 @@ def report_main(argv: Sequence[str]) -> int:
                              "checkout, or in the current directory when gqa is installed)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the file differs from what the code writes now")
-    add_int_options(parser, defaults)
+    parser.add_argument("--module", default=None, metavar="PATH",
+                        help="build the report from this gqa.py (a student's) instead of the project's")
+    add_int_options(parser, defaults, note=lambda name: f"; {OPTION_HELP[name]}")
     args = parser.parse_args(argv)
     cfg = int_options(parser, args, defaults)
-    path = args.out or default_report_path()
     try:
-        text = build_report(cfg, measure(cfg))
+        lab = Lab(load_module(args.module), args.module) if args.module else Lab(gqa, "gqa.py")
+    except gqa.GQAError as err:
+        print(f"gqa report: {err}", file=sys.stderr)
+        return 2
+    path = args.out or ("report.md" if args.module else default_report_path())
+    try:
+        text = build_report(cfg, measure(cfg, lab), lab, args.module)
     except (gqa.GQAError, TypeError) as err:
         parser.error(str(err))
     if args.check:
-        return check(path, text, cfg)
+        return check(path, text, cfg.command(args.module))
     try:
         write_atomically(path, text)
     except OSError as err:

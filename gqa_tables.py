@@ -1,46 +1,110 @@
-"""gqa_tables: the lab's two tables for every valid g, on the command line.
+"""gqa_tables: the lab's tables for every valid g, on the command line.
 
     python -m gqa tables [--heads 8 --head-dim 128 --layers 32 --context 4096 --d-model 1024]
+    python -m gqa tables --config examples/configs/llama-2-7b.json
+    python -m gqa tables --heads 32 --head-dim 128 --d-model 4096 --d-ff 11008
 
-What g changes (the KV cache, from gqa.cache_table) and what it does not
-(the multiplications of one layer, from gqa.multiplies_table), as counts
-and as ratios to MHA, in Markdown.
+What g changes (the KV cache, from cache_table) and what it does not (the
+multiplications of one attention layer, from multiplies_table), as counts
+and as ratios to MHA, in Markdown.  Given an MLP width (--d-ff, or a config
+that has one), also the whole block per token (block_multiplies): the share
+of the work that g changes.  --module PATH computes everything with another
+gqa.py, a student's.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+import sys
+from typing import Optional, Sequence
 
 import gqa
-from gqa_tools import cache_markdown, multiplies_markdown
+from gqa_models import ModelShape
+from gqa_tools import (block_bars, block_markdown, block_rows, cache_markdown, load_module,
+                       multiplies_markdown)
+
+DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m gqa tables",
+        description="Print the KV-cache and multiplication tables for every valid g, and the "
+                    "whole block's multiplications when the MLP width is known.")
+    parser.add_argument("--config", metavar="PATH", default=None,
+                        help="take the sizes from a model's config.json (the options below override)")
+    parser.add_argument("--heads", type=int, help="query heads h (default 8)")
+    parser.add_argument("--head-dim", type=int, help="head dim d (default 128)")
+    parser.add_argument("--layers", type=int, help="layers, for the cache (default 32)")
+    parser.add_argument("--context", type=int, help="positions: cache length and n (default 4096)")
+    parser.add_argument("--d-model", type=int, help="model width (default heads x head dim)")
+    parser.add_argument("--d-ff", type=int, help="the MLP's width: adds the whole-block view")
+    parser.add_argument("--mlp-matrices", type=int,
+                        help="d_model x d_ff matrices in the MLP (default 3, as Llama's SwiGLU)")
+    parser.add_argument("--causal", action="store_true",
+                        help="count causal attention (a decoder's prefill) in the one-layer table")
+    parser.add_argument("--module", metavar="PATH", default=None,
+                        help="compute with this gqa.py (a student's) instead of the project's")
+    args = parser.parse_args(argv)
+    args.parser = parser
+    return args
+
+
+def sizes(args: argparse.Namespace) -> tuple:
+    """(shape of the config or None, the sizes to use); options override the config."""
+    shape: Optional[ModelShape] = ModelShape.from_config(args.config) if args.config else None
+    given = {"heads": shape.heads, "head_dim": shape.head_dim, "layers": shape.layers,
+             "d_model": shape.hidden_size, "d_ff": shape.intermediate_size,
+             "mlp_matrices": shape.mlp_matrices} if shape else {}
+    for name in ("heads", "head_dim", "layers", "context", "d_model", "d_ff", "mlp_matrices"):
+        if getattr(args, name) is not None:
+            given[name] = getattr(args, name)
+        given.setdefault(name, DEFAULTS.get(name))
+        if given[name] is not None and given[name] < 1:
+            raise gqa.GQAError(f"--{name.replace('_', '-')} must be positive; got {given[name]}")
+    if given["d_model"] is None:
+        given["d_model"] = given["heads"] * given["head_dim"]
+    return shape, given
 
 
 def tables_main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m gqa tables",
-        description="Print the KV-cache and multiplication tables for every valid g.")
-    parser.add_argument("--heads", type=int, default=8, help="query heads h (default 8)")
-    parser.add_argument("--head-dim", type=int, default=128, help="head dim d (default 128)")
-    parser.add_argument("--layers", type=int, default=32, help="layers (default 32)")
-    parser.add_argument("--context", type=int, default=4096,
-                        help="positions: cache length and n (default 4096)")
-    parser.add_argument("--d-model", type=int, default=None,
-                        help="model width (default heads x head dim)")
-    args = parser.parse_args(argv)
-    d_model = args.d_model if args.d_model is not None else args.heads * args.head_dim
+    args = parse(argv)
     try:
-        cache = cache_markdown(args.heads, args.layers, args.context, args.head_dim)
-        counts = multiplies_markdown(args.context, args.heads, args.head_dim, d_model)
-        ratios = multiplies_markdown(args.context, args.heads, args.head_dim, d_model, ratios=True)
+        lab = load_module(args.module) if args.module else gqa
+        shape, s = sizes(args)
+        h, d, n = s["heads"], s["head_dim"], s["context"]
+        cache = cache_markdown(h, s["layers"], n, d, lab=lab)
+        counts = multiplies_markdown(n, h, d, s["d_model"], causal=args.causal, lab=lab)
+        ratios = multiplies_markdown(n, h, d, s["d_model"], causal=args.causal, ratios=True, lab=lab)
+        block = None
+        if s["d_ff"] and s["mlp_matrices"]:
+            block = block_rows(n, h, shape.kv_heads if shape else None, d, s["d_model"], s["d_ff"],
+                               s["mlp_matrices"], lab=lab)
     except (gqa.GQAError, TypeError) as err:
-        parser.error(str(err))
-    print(f"KV cache, {args.layers} layer(s) x {args.context} positions, head dim {args.head_dim}:\n")
+        args.parser.error(str(err))
+    except NotImplementedError as err:
+        print(f"gqa tables: {args.module}: {err}", file=sys.stderr)
+        return 2
+    kind = "causal attention" if args.causal else "full (non-causal) attention"
+    if shape:
+        print(f"{shape.name}: h={h}, g={shape.kv_heads}, head dim {d}, d_model {s['d_model']}\n")
+    print(f"KV cache, {s['layers']} layer(s) x {n} positions, head dim {d}:\n")
     print(cache)
-    print(f"\nMultiplications of one layer over n={args.context} positions, d_model={d_model}:\n")
+    print(f"\nMultiplications of one attention layer over n={n} positions, {kind}, "
+          f"d_model={s['d_model']}:\n")
     print(counts)
     print("\nThe same, as a ratio to MHA:\n")
     print(ratios)
+    if block:
+        print(f"\nThe whole block per token over {n} positions (causal), MLP of "
+              f"{s['mlp_matrices']} x {s['d_model']} x {s['d_ff']}:\n")
+        print(block_markdown(block, n))
+        print()
+        print(block_bars([f"{r.method} g={r.g}" for r in block], block))
+    else:
+        why = ("the config gives no MLP width" if shape and not s["d_ff"] else
+               f"the MLP of model type {shape.name!r} is not known" if shape else "no --d-ff")
+        print(f"\n(No whole-block view: {why}; give --d-ff and --mlp-matrices.)")
     return 0
 
 

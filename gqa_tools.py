@@ -22,7 +22,7 @@ import os
 import random
 import tempfile
 from operator import mul
-from typing import List, NamedTuple, Sequence
+from typing import List, NamedTuple, Optional, Sequence
 
 import gqa
 
@@ -123,24 +123,94 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], texts: Sequence[st
 TERMS = tuple(gqa.Multiplies.__slots__)         # q_proj, k_proj, ..., o_proj, total
 
 
-def cache_markdown(h: int, layers: int, length: int, head_dim: int) -> str:
-    """Return gqa.cache_table(...) as Markdown."""
-    rows = gqa.cache_table(h, layers=layers, length=length, head_dim=head_dim)
+def cache_markdown(h: int, layers: int, length: int, head_dim: int, *, lab=gqa) -> str:
+    """Return lab.cache_table(...) as Markdown (lab: gqa, or another module like it)."""
+    rows = lab.cache_table(h, layers=layers, length=length, head_dim=head_dim)
     return markdown_table(
         ["method", "g (kv heads)", "h // g", "cache elements", "ratio to MHA"],
         [(r.method, r.kv_heads, r.group_size, f"{r.elements:,}", fmt(r.ratio)) for r in rows])
 
 
-def multiplies_markdown(n: int, h: int, d: int, d_model: int, *, ratios: bool = False) -> str:
-    """Return gqa.multiplies_table(...) as Markdown, one row per term, one column per g.
+def multiplies_markdown(n: int, h: int, d: int, d_model: int, *, causal: bool = False,
+                        ratios: bool = False, lab=gqa) -> str:
+    """Return lab.multiplies_table(...) as Markdown, one row per term, one column per g.
 
     With ratios=True each cell is the term's ratio to MHA instead of its count.
     """
-    rows = gqa.multiplies_table(n, h, d, d_model)
+    rows = lab.multiplies_table(n, h, d, d_model, causal=causal)
     headers = ["term"] + [f"{r.method} g={r.kv_heads}" for r in rows]
     cells = [[term] + [fmt(getattr(r.ratio, term)) if ratios else f"{getattr(r.counts, term):,}"
                        for r in rows] for term in TERMS]
     return markdown_table(headers, cells)
+
+
+class Block(NamedTuple):
+    """One row of the whole-block view: a method and its block's multiplications."""
+    method: str                 # MHA, GQA or MQA
+    g: int
+    counts: "gqa.BlockMultiplies"
+
+
+def block_rows(n: int, h: int, model_g: Optional[int], d: int, d_model: int, d_ff: int,
+               mlp_matrices: int, *, lab=gqa) -> List[Block]:
+    """Causal blocks over n positions: MHA (g = h), the model's own g and MQA (g = 1),
+    or every valid g from h down when model_g is None."""
+    gs = sorted({h, model_g, 1} if model_g else set(lab.valid_g(h)), reverse=True)
+    return [Block(lab.method_name(h, g), g,
+                  lab.block_multiplies(n, h, g, d, d_model, d_ff, mlp_matrices=mlp_matrices))
+            for g in gs]
+
+
+BLOCK_PARTS = (("q_o_proj", "q and o projections", "▓"), ("k_v_proj", "k and v projections", "░"),
+               ("body", "attention body", "▒"), ("mlp", "MLP", "█"))
+
+
+def block_markdown(rows: Sequence[Block], n: int) -> str:
+    """The multiplications per token of each row's block, by part, with g's share."""
+    mha = rows[0].counts
+    return markdown_table(
+        ["method", "g"] + [name for _, name, _ in BLOCK_PARTS]
+        + ["total", "k and v share", "saved vs MHA"],
+        [(r.method, r.g) + tuple(f"{getattr(r.counts, part) // n:,}" for part, _, _ in BLOCK_PARTS)
+         + (f"{r.counts.total // n:,}", fmt(r.counts.k_v_proj / r.counts.total),
+            fmt(1 - r.counts.total / mha.total)) for r in rows])
+
+
+def block_bars(labels: Sequence[str], rows: Sequence[Block], width: int = 40) -> str:
+    """One bar per row, its parts drawn with their own blocks, scaled to the first row."""
+    top, pad = rows[0].counts.total, max(map(len, labels))
+    lines = []
+    for label, r in zip(labels, rows):
+        bar_text, done = "", 0.0
+        for part, _, char in BLOCK_PARTS:
+            done += getattr(r.counts, part)
+            bar_text += char * (round(width * done / top) - len(bar_text))
+        lines.append(f"{label:<{pad}}  {bar_text.ljust(width)}  {fmt(r.counts.total / top)} of MHA")
+    legend = ", ".join(f"{char} {name}" for _, name, char in BLOCK_PARTS)
+    return "\n".join(lines + [legend])
+
+
+# ---------------------------------------------------------------------------
+# Another gqa.py: a student's, say.
+# ---------------------------------------------------------------------------
+
+
+def load_module(path: str, what: str = "module"):
+    """Import the gqa.py at path under its own name; raise GQAError saying why it cannot be."""
+    import importlib.util
+    if not os.path.isfile(path):
+        raise gqa.GQAError(f"--{what} {path}: no such file")
+    spec = importlib.util.spec_from_file_location("gqa_under_report", path)
+    if spec is None or spec.loader is None:
+        raise gqa.GQAError(f"--{what} {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        raise gqa.GQAError(f"--{what} {path} has a syntax error, line {err.lineno}: {err.msg}") from None
+    except (Exception, SystemExit) as err:
+        raise gqa.GQAError(f"--{what} {path}: importing it raised {type(err).__name__}: {err}") from None
+    return module
 
 
 # ---------------------------------------------------------------------------

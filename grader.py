@@ -613,17 +613,19 @@ def random_weights(rng, h, d_model, d):
     return [rand_tensor(rng, h, d_model, d) for _ in range(3)] + [rand_tensor(rng, h, d, d_model)]
 
 
-@check("attention_multiplies", "the multiplications per term, as an instrumented layer counts them")
+@check("attention_multiplies", "the multiplications per term, full and causal, as an instrumented layer counts them")
 def check_multiplies(m, rng, cases):
     def one(case):
         h, g, n, d, d_model, where = draw_sizes(rng, case)
+        causal = case % 2 == 1                      # a decoder's prefill every other case
         counter = Counter()
         ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g,
-                  counter=counter)
-        got = m.call("attention_multiplies", n, h, g, d, d_model)
+                  causal=causal, counter=counter)
+        got = m.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
         expect([getattr(got, t, None) for t in TERMS + ("total",)],
                [counter.counts.get(t, 0) for t in TERMS] + [sum(counter.counts.values())],
-               where, "attention_multiplies(...) fields " + ", ".join(TERMS + ("total",)))
+               f"{where}, causal={causal}",
+               "attention_multiplies(...) fields " + ", ".join(TERMS + ("total",)))
     return run_cases(rng, cases, one)
 
 

@@ -26,6 +26,33 @@ class ClosedForms(unittest.TestCase):
                                            scores=4 * 9 * 5, weighted_sum=4 * 9 * 5,
                                            o_proj=3 * 20 * 7, total=420 + 210 + 210 + 180 + 180 + 420))
 
+    def test_causal_attention_multiplies_by_hand_and_as_tallied(self):
+        # n = 3 causal: query 0 sees 1 key, query 1 sees 2, query 2 sees 3: 6 pairs.
+        m = gqa.attention_multiplies(n=3, h=4, g=2, d=5, d_model=7, causal=True)
+        self.assertEqual((m.scores, m.weighted_sum, m.k_proj), (4 * 6 * 5, 4 * 6 * 5, 3 * 7 * 10))
+        rng = new_rng(21)
+        for trial in range(10):
+            h, g, n, _, d, _ = random_case(rng, max_h=8)
+            w = gqa.init_weights(h, 5, d, seed=trial)
+            with gqa.count_multiplies() as tally:
+                gqa.layer(rand_tensor(rng, n, 5), w, g, causal=True)
+            self.assertEqual(tally.multiplies(), gqa.attention_multiplies(n, h, g, d, 5, causal=True))
+        with self.assertRaisesRegex(TypeError, r"attention_multiplies: causal must be True or False"):
+            gqa.attention_multiplies(3, 4, 2, 5, 7, causal="no")
+
+    def test_block_multiplies_by_hand(self):
+        # Llama-2-7B, per token over 4,096 positions: q, k, v, o 4 x 4096^2, a SwiGLU MLP
+        # 3 x 4096 x 11008, and the causal body 2 x 32 x 128 x (4096 x 4097 / 2) / 4096.
+        b = gqa.block_multiplies(4096, 32, 32, 128, 4096, 11008)
+        per_token = [x // 4096 for x in b]
+        self.assertEqual(per_token, [2 * 4096 ** 2, 2 * 4096 ** 2, 32 * 128 * 4097, 3 * 4096 * 11008,
+                                     4 * 4096 ** 2 + 32 * 128 * 4097 + 3 * 4096 * 11008])
+        self.assertAlmostEqual(b.k_v_proj / b.total, 0.1531, places=4)
+        gqa8 = gqa.block_multiplies(4096, 32, 8, 128, 4096, 11008)
+        self.assertAlmostEqual(1 - gqa8.total / b.total, 0.1148, places=4)
+        full = gqa.block_multiplies(2, 1, 1, 1, 1, 1, mlp_matrices=2, causal=False)
+        self.assertEqual(full, gqa.BlockMultiplies(4, 4, 8, 4, 20))
+
     def test_only_the_kv_projections_depend_on_g(self):
         for h in (1, 6, 8, 12):
             rows = [gqa.attention_multiplies(9, h, g, 4, 16) for g in ref.divisors(h)]

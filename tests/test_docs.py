@@ -65,6 +65,16 @@ class ReadmeSamples(unittest.TestCase):
         self.assertIn(cache, README)
         self.assertIn(ratios, README)
 
+    def test_whole_block_in_the_readme_is_the_command_output(self):
+        command = "python -m gqa tables --heads 32 --head-dim 128 --d-model 4096 --d-ff 11008"
+        self.assertIn(f"`{command}`", README)
+        out = gqa_output(command.split()[3:])
+        block = out.split("The whole block")[1]
+        table = "".join(line + "\n" for line in block.splitlines() if line.startswith("|"))
+        self.assertIn(table, README)
+        bars = [line for line in block.splitlines() if "of MHA" in line]
+        self.assertTrue(bars and all(line in README for line in bars))
+
 
 if __name__ == "__main__":
     unittest.main()

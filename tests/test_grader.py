@@ -60,7 +60,7 @@ MUTANTS = [
      "return 2 * layers * kv_heads * length * head_dim * batch",
      "return layers * kv_heads * length * head_dim * batch"),
     ("a multiply counter with g in the scores term", "attention_multiplies",
-     "scores=h * n * n * d,", "scores=g * n * n * d,"),
+     "scores=h * pairs * d,", "scores=g * pairs * d,"),
     ("an MHA path that differs from g = h by rounding", "attention",
      "[[sum(vals) / group for vals", "[[sum(vals) * g / len(kv) for vals"),
     ("a decode step that forgets to append to the cache", "decode",

@@ -244,5 +244,52 @@ class CommandLine(unittest.TestCase):
             self.assertIn(message, err)
 
 
+
+class WholeBlock(unittest.TestCase):
+    """The MLP's width and matrices: read where configs give them, never guessed."""
+
+    def test_the_reports_block_models_are_what_their_configs_say(self):
+        import gqa_report
+        for model, file in zip(gqa_report.BLOCK_MODELS, ("llama-2-7b.json", "llama-2-70b.json")):
+            s = ModelShape.from_config(os.path.join(EXAMPLES, file))
+            self.assertEqual((model.heads, model.kv_heads, model.head_dim, model.d_model, model.d_ff,
+                              model.mlp_matrices),
+                             (s.heads, s.kv_heads, s.head_dim, s.hidden_size, s.intermediate_size,
+                              s.mlp_matrices), file)
+
+    def test_an_unknown_model_type_has_no_mlp_matrices(self):
+        s = shape(num_hidden_layers=2, num_attention_heads=4, hidden_size=8, intermediate_size=32,
+                  model_type="somethingnew")
+        self.assertEqual((s.intermediate_size, s.mlp_matrices), (32, None))
+        self.assertEqual(shape(num_hidden_layers=2, num_attention_heads=4, hidden_size=8).intermediate_size,
+                         None)
+
+    def tables(self, *argv):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = gqa.main(["tables", *argv])
+            except SystemExit as exit_:
+                status = exit_.code
+        return status, out.getvalue(), err.getvalue()
+
+    def test_tables_from_a_config_show_the_whole_block(self):
+        status, out, _ = self.tables("--config", os.path.join(EXAMPLES, "llama-2-70b.json"), "--context", "4096")
+        self.assertEqual(status, 0)
+        # Per token: q, o 2 x 8192 x 8192; k, v 2 x 8192 x 8 x 128; MLP 3 x 8192 x 28672;
+        # body 2 x 64 x 128 x 4097 / 2 (causal, 4,096 positions).
+        proj, kv, mlp, body = 2 * 8192 * 8192, 2 * 8192 * 8 * 128, 3 * 8192 * 28672, 64 * 128 * 4097
+        self.assertIn(f"| GQA    |  8 | {proj:>19,} | {kv:>19,} | {body:>14,} | {mlp:,} | {proj + kv + mlp + body:>13,} |",
+                      out)
+        status, out, _ = self.tables("--config", os.path.join(EXAMPLES, "mistral-7b.json"))
+        self.assertIn("No whole-block view: the config gives no MLP width", out)
+
+    def test_tables_bad_sizes_are_usage_errors(self):
+        for argv in (["--d-ff", "0"], ["--heads", "-1"], ["--config", os.path.join(EXAMPLES, "nope.json")]):
+            status, _, err = self.tables(*argv)
+            self.assertEqual(status, 2, argv)
+            self.assertNotIn("Traceback", err)
+
+
 if __name__ == "__main__":
     unittest.main()

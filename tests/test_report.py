@@ -58,11 +58,30 @@ class Contents(unittest.TestCase):
             self.assertEqual(self.measured.cache_counted[g], counted)
         self.assertEqual(self.text.count("| yes "), 2 * 4)     # two tables x the 4 divisors of 6
 
-    def test_multiplies_agree_with_the_counter(self):
-        for term in ("scores", "k_proj", "total"):
-            row = self.row("3.", f"| {term} ")[0]
-            for g in (1, 2, 3, 6):
-                self.assertIn(f"{getattr(gqa.attention_multiplies(64, 6, g, 8, 48), term):,}", row)
+    def test_multiplies_are_the_causal_counts_worked_by_hand(self):
+        # h=6, d=8, d_model=48, n=64, causal: 64 x 65 / 2 pairs of (query, key).
+        pairs = 64 * 65 // 2
+        for g in (1, 2, 3, 6):
+            proj = 64 * 48 * 8                        # one head's projection of n positions
+            expected = {"scores": 6 * pairs * 8, "k_proj": g * proj,
+                        "total": 2 * 6 * proj + 2 * g * proj + 2 * 6 * pairs * 8}
+            for term, value in expected.items():
+                self.assertIn(f"{value:,}", self.row("3.", f"| {term} ")[0], (g, term))
+        self.assertIn("causal", self.text.split("## 3.")[1].split("\n\n")[1])
+
+    def test_whole_block_for_llama_2_7b_worked_by_hand(self):
+        # Per token at 4,096 positions (causal), from the config's shapes:
+        # q, k, v, o 4 x 4096^2, MLP 3 x 4096 x 11008, body 2 x 32 x 128 x 4097 / 2.
+        section = gqa_report.section_block(gqa_report.Config(context=4096), gqa_report.Lab(gqa, "gqa.py"),
+                                           self.measured)
+        proj, mlp, body = 4096 * 4096, 3 * 4096 * 11008, 32 * 128 * 4097
+        mha = 4 * proj + mlp + body
+        self.assertIn(f"| MHA    | 32 | {2 * proj:>19,} | {2 * proj:>19,} | {body:>14,} | {mlp:,} | {mha:,} |",
+                      section)
+        self.assertIn(f"{2 * proj / mha:.4g}", section)                   # 0.1531: k and v's share
+        mqa = 2 * proj + 2 * 4096 * 128 + mlp + body
+        self.assertIn(f"MQA would save {1 - mqa / mha:.4g}", section)
+        self.assertIn("**Llama-2-70B**", section)
 
     def test_output_difference_agrees_with_a_direct_call(self):
         for g in (1, 3):
@@ -74,18 +93,27 @@ class Contents(unittest.TestCase):
                 diffs.append(gqa.output_difference(gqa.layer(x, w, g), gqa.layer(x, w, 6)))
             rel = [d.rel_l2 for d in diffs]
             expected = f"{sum(rel) / 2:.4g} ({min(rel):.4g} to {max(rel):.4g})"
-            self.assertIn(expected, self.row("4.", f"| {gqa.method_name(6, g)}    | {g} |")[0])
+            self.assertIn(expected, self.row("5.", f"| {gqa.method_name(6, g)}    | {g} |")[0])
         self.assertIn("| MHA    | 6 | 0 (0 to 0)", self.text)
         self.assertTrue(self.measured.exact_mha)
 
     def test_conversion_and_decode_sections(self):
-        self.assertIn("GQA paper", self.text.split("## 5.")[1])
-        reads = gqa.decode_traffic(64, 6, 2, 8, 48).cache_reads - gqa.decode_traffic(63, 6, 2, 8, 48).cache_reads
-        self.assertIn(f"{3 * reads:,}", self.row("6.", "| GQA    | 2 |")[0])
+        self.assertIn("GQA paper", self.text.split("## 6.")[1])
+        reads = 2 * 2 * 64 * 8                    # token 64 reads K and V: 2 x g x 64 x d
+        self.assertIn(f"{3 * reads:,}", self.row("7.", "| GQA    | 2 |")[0])
+
+    def test_the_random_heads_paragraph_states_its_measured_figure(self):
+        spread = self.measured.head_cosine
+        self.assertTrue(0 < spread.low <= spread.mean <= spread.high <= 1)
+        self.assertIn(f"a cosine of {spread.mean:.4g} on average", self.text.split("## 5.")[1])
+
+    def test_no_sentence_says_prefill_does_not_speed_up(self):
+        self.assertNotIn("does not get faster", self.text)
+        self.assertIn("prefill barely speeds up", self.text)
 
     def test_bars_are_in_code_blocks(self):
         blocks = self.text.split("```")[1::2]
-        self.assertEqual(len(blocks), 3)
+        self.assertEqual(len(blocks), 5)
         self.assertTrue(all("█" in block for block in blocks))
 
     def test_no_machine_no_time(self):
@@ -169,9 +197,6 @@ class Writing(unittest.TestCase):
             self.assertIn("error:", err)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class Dispatch(unittest.TestCase):
 
@@ -194,3 +219,76 @@ class Dispatch(unittest.TestCase):
         self.assertIn(f"| MQA    |            1 |      4 | {gqa.kv_cache_elements(32, 1, 16, 128):>14,} |",
                       out.getvalue())
         self.assertIn("| scores       |", out.getvalue())
+
+
+class FromAnotherModule(unittest.TestCase):
+    """--module PATH: the report of a student's gqa.py, whatever state it is in."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.dir.name, "report.md")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def module(self, source):
+        path = os.path.join(self.dir.name, "student_gqa.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        return path
+
+    def report(self, path):
+        status, _, err = run("--module", path, "--out", self.out, *ARGS)
+        self.assertEqual(status, 0, err)
+        with open(self.out, encoding="utf-8") as f:
+            return f.read()
+
+    def test_the_projects_own_module_gives_the_same_report_but_for_its_first_lines(self):
+        with open(gqa.__file__, encoding="utf-8") as f:
+            path = self.module(f.read())
+        text = self.report(path)
+        ours = gqa_report.build_report(SMALL, gqa_report.measure(SMALL))
+        self.assertIn(f"--module {path}", text.splitlines()[2])
+        self.assertEqual(text.split("## 1.")[1], ours.split("## 1.")[1])
+
+    def test_a_starter_with_two_steps_done_shows_them_and_says_what_is_missing(self):
+        import ast
+        import grader
+        with open(gqa.__file__, encoding="utf-8") as f:
+            source = f.read()
+        real = {n.name: n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+        starter = ast.parse(grader.make_starter(source))
+        starter.body = [real[n.name] if isinstance(n, ast.FunctionDef) and n.name in
+                        ("valid_g", "method_name") else n for n in starter.body]
+        starter.body += [real[name] for name in ("_check_int", "_group_size", "_valid_g_text", "_method")]
+        text = self.report(self.module(ast.unparse(starter)))
+        one = text.split("## 1.")[1].split("\n## ")[0]
+        for g, name in ((1, "MQA"), (2, "GQA"), (3, "GQA"), (6, "MHA")):      # steps 1 and 2
+            self.assertIn(f"| {name}    | {g:>12} | {6 // g:>6} | —", one)
+        self.assertIn("*Not shown: `group_heads` is not implemented yet.*", one)
+        self.assertIn("*Not computed from", text.split("## 2.")[1])
+        self.assertIn("`cache_table` is not implemented yet", text.split("## 2.")[1])
+        self.assertEqual(text.count("*Not computed from"), 7)              # sections 2 to 8
+
+    def test_a_module_that_cannot_be_imported_is_a_usage_error(self):
+        for source, why in (("def f(:\n", "syntax error, line 1"), ("raise ValueError('no')\n", "ValueError: no")):
+            status, _, err = run("--module", self.module(source), "--out", self.out, *ARGS)
+            self.assertEqual(status, 2)
+            self.assertIn(why, err)
+        status, _, err = run("--module", os.path.join(self.dir.name, "none.py"), *ARGS)
+        self.assertEqual((status, "no such file" in err), (2, True))
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_help_gives_every_option_a_meaning(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
+            gqa.main(["report", "--help"])
+        for name in gqa_report.Config._fields:
+            option = f"--{name.replace('_', '-')}"
+            line = next(line for line in out.getvalue().splitlines() if line.strip().startswith(option))
+            self.assertIn(gqa_report.OPTION_HELP[name], " ".join(out.getvalue().split()))
+            self.assertTrue(line)
+
+
+if __name__ == "__main__":
+    unittest.main()
