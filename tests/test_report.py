@@ -279,6 +279,17 @@ class FromAnotherModule(unittest.TestCase):
         self.assertEqual((status, "no such file" in err), (2, True))
         self.assertFalse(os.path.exists(self.out))
 
+    def test_tables_from_a_starter_is_a_clear_error(self):
+        import grader
+        with open(gqa.__file__, encoding="utf-8") as f:
+            path = self.module(grader.make_starter(f.read()))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = gqa.main(["tables", "--module", path])
+        self.assertEqual(status, 2)
+        self.assertIn("cache_table", err.getvalue())
+        self.assertNotIn("Traceback", err.getvalue())
+
     def test_help_gives_every_option_a_meaning(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
