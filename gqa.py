@@ -36,41 +36,45 @@ multi-head tensor is a list of matrices, head axis first.
 
 The lab, in order
 -----------------
-    ======================  =================================================
-    valid_g(h)              Step 1: the valid g for h, its divisors
-    method_name(h, g)       "MHA", "GQA" or "MQA"
-    kv_head(i, h, g)        which key/value head query head i reads
-    group_heads(h, g)       the query heads of each group
-    fold_kv_mean(kv, g)     Step 2: h heads -> g heads, each its group's mean
-    repeat_kv(kv, h)        Step 3: g heads -> h heads (repeat-interleave)
-    single_head_attention   Step 4: softmax(q k^T / sqrt(d)) v for one head
-    attention(q, k, v, g)   Step 5: MHA, GQA and MQA from one function
-    grouped_attention       what real models run: k, v have g heads
-    init_weights            Step 6: random MHA weights for one layer
-    fold_weights            the same weights with g K/V heads, by mean
-    prepare_weights         weights checked, folded and transposed, once
-    layer(x, weights, g)    one attention layer on MHA weights, g kv heads
-    output_difference       Step 7: max abs, relative L2 and cosine
-    ======================  =================================================
+Each function is one step; the grader checks them in this order.
+
+    ====  ======================  ============================================
+    step  function                what it does
+    ====  ======================  ============================================
+       1  valid_g(h)              the valid g for h: its divisors
+       2  method_name(h, g)       "MHA", "GQA" or "MQA"
+       3  kv_head(i, h, g)        which key/value head query head i reads
+       4  group_heads(h, g)       the query heads of each group
+       5  fold_kv_mean(kv, g)     h heads -> g heads, each its group's mean
+       6  repeat_kv(kv, h)        g heads -> h heads (repeat-interleave)
+       7  single_head_attention   softmax(q k^T / sqrt(d)) v for one head
+       8  attention(q, k, v, g)   MHA, GQA and MQA from one function
+       9  grouped_attention       what real models run: k, v have g heads
+      10  init_weights            random MHA weights for one layer
+      11  fold_weights            the same weights with g K/V heads, by mean
+      12  prepare_weights         weights checked, folded and transposed, once
+      13  layer(x, weights, g)    one attention layer on MHA weights
+      14  output_difference       max abs, relative L2 and cosine
+    ====  ======================  ============================================
 
 Counting
 --------
-    ======================  =================================================
-    kv_cache_elements       numbers held by a KV cache (closed form)
-    attention_multiplies    multiplications per term for one attention layer
-    block_multiplies        the same for a whole block, MLP included
-    cache_table             the cache for every valid g, with ratios to MHA
-    multiplies_table        the multiplications for every valid g
-    count_multiplies        tally what the code really multiplies and reads
-    ======================  =================================================
+    ====  ======================  ============================================
+      15  kv_cache_elements       numbers held by a KV cache (closed form)
+      16  attention_multiplies    multiplications per term, one attention layer
+      17  block_multiplies        the same for a whole block, MLP included
+      18  cache_table             the cache for every valid g, ratios to MHA
+      19  multiplies_table        the multiplications for every valid g
+      20  count_multiplies        tally what the code multiplies and reads
+    ====  ======================  ============================================
 
 Decoding
 --------
-    ======================  =================================================
-    KVCache                 one layer's cache, stored in array('d')
-    decode_step             one token of incremental decoding
-    decode_traffic          cache and weight reads per decoded sequence
-    ======================  =================================================
+    ====  ======================  ============================================
+      21  KVCache                 one layer's cache, stored in array('d')
+      22  decode_step             one token of incremental decoding
+      23  decode_traffic          cache and weight reads per decoded sequence
+    ====  ======================  ============================================
 
 Records
 -------
@@ -273,7 +277,8 @@ class _Record(metaclass=_Fields):
 
 
 # ---------------------------------------------------------------------------
-# Step 1. Group the query heads: h // g contiguous query heads per group.
+# Steps 1-4. Group the query heads: h // g contiguous query heads per group.
+# valid_g (1), method_name (2), kv_head (3), group_heads (4).
 # ---------------------------------------------------------------------------
 
 def valid_g(h: int) -> list[int]:
@@ -340,7 +345,7 @@ def group_heads(h: int, g: int) -> list[list[int]]:
 
 
 # ---------------------------------------------------------------------------
-# Step 2. Fold each group's key/value heads into one, by their mean.
+# Step 5. Fold each group's key/value heads into one, by their mean: fold_kv_mean.
 # ---------------------------------------------------------------------------
 
 # The GQA paper (Ainslie et al. 2023, section 2.1) converts a trained MHA
@@ -376,7 +381,7 @@ def _fold(kv: Sequence[Matrix], g: int) -> Heads:
 
 
 # ---------------------------------------------------------------------------
-# Step 3. Repeat the g key/value heads back out to h, one per query head.
+# Step 6. Repeat the g key/value heads back out to h, one per query head: repeat_kv.
 # ---------------------------------------------------------------------------
 
 def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
@@ -402,7 +407,7 @@ def _repeat(kv: Sequence[Matrix], h: int) -> Heads:
 
 
 # ---------------------------------------------------------------------------
-# Step 4. Attention for one head.
+# Step 7. Attention for one head: single_head_attention.
 # ---------------------------------------------------------------------------
 
 # The one kernel.  Every multiplication of the lab is a dot product of two
@@ -490,7 +495,8 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
 
 
 # ---------------------------------------------------------------------------
-# Step 5. MHA, GQA and MQA from one function: fold, repeat, attend.
+# Steps 8-9. MHA, GQA and MQA from one function: fold, repeat, attend.
+# attention (8), grouped_attention (9).
 # ---------------------------------------------------------------------------
 
 def _check_multihead(func: str, q: Sequence, k: Sequence, v: Sequence,
@@ -565,7 +571,8 @@ def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool) -> Heads:
 
 
 # ---------------------------------------------------------------------------
-# Step 6. One attention layer on MHA weights, run with g key/value heads.
+# Steps 10-13. One attention layer on MHA weights, run with g key/value heads.
+# init_weights (10), fold_weights (11), prepare_weights (12), layer (13).
 # ---------------------------------------------------------------------------
 
 class Weights(_Record):
@@ -757,7 +764,7 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
 
 
 # ---------------------------------------------------------------------------
-# Step 7. How much did the output change?
+# Step 14. How much did the output change? output_difference.
 # ---------------------------------------------------------------------------
 
 class Difference(_Record):
@@ -813,7 +820,9 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
 
 
 # ---------------------------------------------------------------------------
-# Counting 1. Closed forms: what g changes (the cache) and what it does not.
+# Steps 15-19, counting 1. Closed forms: what g changes (the cache) and what
+# it does not.  kv_cache_elements (15), attention_multiplies (16),
+# block_multiplies (17), cache_table (18), multiplies_table (19).
 # ---------------------------------------------------------------------------
 
 def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
@@ -1004,7 +1013,8 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
 
 
 # ---------------------------------------------------------------------------
-# Counting 2. Counted, not computed: a tally kept by the arithmetic itself.
+# Step 20, counting 2. Counted, not computed: a tally kept by the arithmetic
+# itself.  Tally and count_multiplies (20).
 # ---------------------------------------------------------------------------
 
 class Tally:
@@ -1065,7 +1075,7 @@ def count_multiplies() -> Iterator[Tally]:
 
 
 # ---------------------------------------------------------------------------
-# Decoding 1. The KV cache, in real memory.
+# Step 21, decoding 1. The KV cache, in real memory: KVCache.
 # ---------------------------------------------------------------------------
 
 class KVCache:
@@ -1148,7 +1158,8 @@ class KVCache:
 
 
 # ---------------------------------------------------------------------------
-# Decoding 2. One token at a time: the MQA paper's setting.
+# Steps 22-23, decoding 2. One token at a time, the MQA paper's setting:
+# decode_step (22), decode_traffic (23).
 # ---------------------------------------------------------------------------
 
 def _cache_views(cache: KVCache, j: int) -> tuple:

@@ -1,22 +1,35 @@
-"""grader: check a gqa.py against an independent reference, case by case.
+"""grader: a referee for gqa.py, checked step by step against an independent reference.
 
-    python grader.py                      grade gqa.py beside this file, fresh seed
-    python grader.py --seed 7             repeat a run exactly
-    python grader.py --module my/gqa.py   grade another implementation
-    python grader.py --only kv_head,layer run some checks (--list names them)
-    python grader.py --starter DIR        write a starter gqa.py for students
+    python grader.py                          grade gqa.py beside this file, fresh seed
+    python grader.py --module mylab/gqa.py    grade your own (see --starter)
+    python grader.py --starter mylab          write a starter mylab/gqa.py to fill in
+    python grader.py --only fold_kv_mean --case 7 --show
+                                              one case, its inputs as Python literals
+    python grader.py --json | --format gradescope      for course tooling
 
-Every case is drawn from random.Random(seed): h from 1 to 16 (primes
-included), g from the divisors of h, and the other sizes small.  Each check
-compares the module with the reference below, which shares no code with
-gqa.py and is built differently on purpose: it copies every key/value head
-into each query head it serves (the module indexes the shared head), loops
-over indices, and counts multiplications and cache elements by performing
-and building them, never by a formula.
+The module under test runs only in a child process: a worker that imports it
+and answers calls.  This process draws the cases, computes the expected
+values from its own copy of the inputs with the reference below, sends the
+inputs, receives the outputs as plain data and decides.  Nothing the module
+does (patching modules, printing, reading stdin, sys.exit, os._exit, an
+endless loop, crashing the interpreter) reaches the verdict: a worker that
+does not answer within --timeout seconds is killed, and one that dies is
+replaced for the next case.
 
-Output: one line per check in the lab's order, the first failing case of a
-failed check with the command that reproduces it, and a last line
-"N passed, M failed".  Exit status 0 when every check passes, 1 when one
+The reference shares no code with gqa.py and is built differently on purpose:
+it copies every key/value head into each query head it serves (the module
+indexes the shared head), loops over indices, and counts multiplications and
+cache elements by performing and building them, never by a formula.
+
+Every check runs a fixed systematic set of cases (every (h, g) with h <= 16,
+causal on and off, the refusals), the same on every run, and then --cases
+random ones from the seed: case k of a check is drawn from
+random.Random(f"{check}:{seed}:{k}"), so `--only NAME --case k` repeats it.
+
+Output: one line per step in the lab's order ("not started" for a step whose
+function still raises NotImplementedError), the first failing case of a
+failed step with the command that reproduces it, the progress, and a last
+line "N passed, M failed".  Exit status 0 when every check passes, 1 when one
 fails, 2 for a usage error or a module that cannot be imported.
 """
 
@@ -24,22 +37,24 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
-import inspect
 import json
 import math
 import os
+import queue
 import random
-import signal
+import subprocess
 import sys
-from contextlib import contextmanager
+import threading
+import time
 
+GRADER_VERSION = "2.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 REL_TOL = 1e-9          # values are compared to this relative tolerance...
 ABS_TOL = 1e-12         # ...or this absolute one, whichever is looser
-DEFAULT_CASES = 25
-CHECK_SECONDS = 20      # a check that runs longer is stopped (where signals allow)
+DEFAULT_CASES = 10      # random cases per check, after the systematic ones
+DEFAULT_TIMEOUT = 5.0   # seconds one call may take before its worker is killed
+
 
 
 # ---------------------------------------------------------------------------
@@ -218,38 +233,107 @@ def rand_tensor(rng, *shape):
     return [rand_tensor(rng, *shape[1:]) for _ in range(shape[0])]
 
 
-def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, where=()):
+
+# ---------------------------------------------------------------------------
+# Comparing: values, and the types the lab's conventions promise.
+# ---------------------------------------------------------------------------
+
+class Other:
+    """A value the worker could not send as plain data (a generator, an array, ...)."""
+
+    def __init__(self, type_name, text):
+        self.type_name, self.text = type_name, text
+
+    def __repr__(self):
+        return f"<{self.type_name} {self.text}>"
+
+
+class Record(dict):
+    """A record the module returned (a NamedTuple or a record class), by field."""
+
+    def __init__(self, type_name, fields):
+        super().__init__(fields)
+        self.type_name = type_name
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise Failure(f"the {self.type_name} returned has no field {name}; it has "
+                          f"{', '.join(self) or 'none'}") from None
+
+    def __repr__(self):
+        return f"{self.type_name}({', '.join(f'{k}={v!r}' for k, v in self.items())})"
+
+
+def decode(x):
+    """The worker's plain data back into values: lists, tuples, records, Other."""
+    if isinstance(x, list):
+        return [decode(v) for v in x]
+    if isinstance(x, dict):
+        if "$tuple" in x:
+            return tuple(decode(v) for v in x["$tuple"])
+        if "$record" in x:
+            return Record(x["$record"], {k: decode(v) for k, v in x["fields"].items()})
+        if "$array" in x:
+            held = Other(f"array('{x['$array']}')", f"of {len(x['values'])} values")
+            held.values = decode(x["values"])
+            return held
+        if "$other" in x:
+            return Other(x["$other"], x.get("repr", ""))
+        return {k: decode(v) for k, v in x.items()}      # the answer of a get or a tally
+    return x
+
+
+def kind(x):
+    if isinstance(x, Other):
+        return f"a {x.type_name}"
+    if isinstance(x, bool):
+        return f"the bool {x}"
+    return f"a {type(x).__name__}" if not isinstance(x, Record) else f"a {x.type_name} record"
+
+
+def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, where=(),
+                     loose_lists=False):
     """Return None when got matches expected, else a sentence on the first difference.
 
     Nested lists are walked in order; floats are compared with math.isclose
     (or ==, with exact=True); the first differing index is named with its
-    absolute and relative error.
+    absolute and relative error.  The types are the lab's: a list where a
+    list is expected (not a tuple, unless loose_lists), an int for a count.
     """
-    index = "".join(f"[{i}]" for i in where)
+    def at():
+        return "at " + ("".join(f"[{i}]" for i in where) or "the top")
+
     if isinstance(expected, (list, tuple)):
-        if not isinstance(got, (list, tuple)):
-            return f"at {index or 'the top'}: expected a list of {len(expected)}, got {_short(got)}"
+        if not isinstance(got, (list, tuple)) or (isinstance(got, tuple) and not loose_lists):
+            return f"{at()}: expected a list of {len(expected)}, got {kind(got)}: {_short(got)}"
         if len(got) != len(expected):
-            return (f"at {index or 'the top'}: expected {len(expected)} items, "
-                    f"got {len(got)}")
+            return f"{at()}: expected {len(expected)} items, got {len(got)}"
         for i, (a, b) in enumerate(zip(got, expected)):
-            diff = first_difference(a, b, rel, abs_tol, exact, where + (i,))
+            if a is b or type(a) is type(b) is float and a == b:
+                continue
+            diff = first_difference(a, b, rel, abs_tol, exact, where + (i,), loose_lists)
             if diff:
                 return diff
         return None
-    if isinstance(expected, float) or isinstance(got, float):
-        if not isinstance(got, (int, float)) or isinstance(got, bool):
-            return f"at {index or 'the top'}: expected {expected!r}, got {_short(got)}"
+    if isinstance(expected, float):
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return f"{at()}: expected {expected!r}, got {kind(got)}: {_short(got)}"
         if got == expected or (math.isnan(got) and math.isnan(expected)):
             return None
         if not exact and math.isclose(got, expected, rel_tol=rel, abs_tol=abs_tol):
             return None
         err = abs(got - expected)
         rel_err = err / abs(expected) if expected else math.inf
-        return (f"at {index or 'the top'}: expected {expected!r}, got {got!r} "
+        return (f"{at()}: expected {expected!r}, got {got!r} "
                 f"(abs error {err:.3g}, rel error {rel_err:.3g})")
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        if type(got) is not int:
+            return (f"{at()}: expected the int {expected}, got {kind(got)}: {_short(got)} "
+                    f"(counts are ints)")
     if got != expected or type(got) is bool and type(expected) is not bool:
-        return f"at {index or 'the top'}: expected {expected!r}, got {_short(got)}"
+        return f"{at()}: expected {expected!r}, got {_short(got)}"
     return None
 
 
@@ -259,58 +343,326 @@ def _short(x):
 
 
 # ---------------------------------------------------------------------------
-# Running the module under test: every call is guarded.
+# The worker: the only process that imports the module under test.
 # ---------------------------------------------------------------------------
+
+# Run as `python -I -c WORKER PATH`.  It keeps the protocol on private copies
+# of stdin and stdout and points fds 0, 1 and 2 at the null device, so the
+# module's prints and reads touch neither.  Requests and answers are JSON
+# lines of plain data: the module's values are encoded with their types
+# (tuples, records, arrays and other objects tagged), never pickled.
+WORKER = r'''
+import importlib.util, inspect, json, math, os, sys, traceback
+from array import array
+
+proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+sys.stdin = open(os.devnull, encoding="utf-8")
+sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")
+try:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+except Exception:
+    pass
+
+PATH = os.path.abspath(sys.argv[1])
+send_json = json.dumps
+kept = {}
+
+
+def send(message):
+    proto_out.write(send_json(message) + "\n")
+    proto_out.flush()
+
+
+def enc(x, depth=0):
+    if depth > 50:
+        return {"$other": "nesting", "repr": "deeper than 50 levels"}
+    t = type(x)
+    if x is None or t in (bool, str, int, float):
+        return x
+    if t is list:
+        return [enc(v, depth + 1) for v in x]
+    if t is tuple and not hasattr(x, "_fields"):
+        return {"$tuple": [enc(v, depth + 1) for v in x]}
+    if t is array:
+        return {"$array": x.typecode, "values": [enc(v, depth + 1) for v in x]}
+    fields = getattr(x, "_fields", None) or (list(t.__slots__) if isinstance(
+        getattr(t, "__slots__", None), dict) else None)
+    if fields:
+        return {"$record": t.__name__,
+                "fields": {f: enc(getattr(x, f, None), depth + 1) for f in fields}}
+    return {"$other": t.__name__, "repr": repr(x)[:60]}
+
+
+def dec(x):
+    if isinstance(x, dict) and "$ref" in x:
+        return kept[x["$ref"]]
+    if isinstance(x, list):
+        return [dec(v) for v in x]
+    return x
+
+
+def where(tb):
+    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == PATH]
+    return [f"{os.path.basename(PATH)}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
+            for f in frames[-3:]]
+
+
+def failure(err):
+    if isinstance(err, SystemExit):
+        message = f"called sys.exit({err.code!r})"
+    else:
+        message = str(err)
+    return {"error": {"type": type(err).__name__, "message": message[:500],
+                      "gqa_error": type(err).__name__ == "GQAError"
+                      and isinstance(err, ValueError),
+                      "where": where(err.__traceback__)}}
+
+
+def lists_in(x, found, depth=0):
+    if isinstance(x, list) and depth < 50:
+        found.add(id(x))
+        for v in x:
+            lists_in(v, found, depth + 1)
+    elif isinstance(x, tuple) and depth < 50:
+        for v in x:
+            lists_in(v, found, depth + 1)
+    return found
+
+
+def resolve(mod, name):
+    if name.startswith("$"):
+        ref, _, attr = name[1:].partition(".")
+        return getattr(kept[ref], attr)
+    if not hasattr(mod, name):
+        raise LookupError(f"the module has no {name}")
+    return getattr(mod, name)
+
+
+def call(mod, req):
+    try:
+        fn = resolve(mod, req["fn"])
+    except LookupError as err:
+        return {"error": {"type": "missing", "message": str(err), "gqa_error": False, "where": []}}
+    raw = req.get("args", [])
+    args = [dec(a) for a in raw]
+    kwargs = {k: dec(v) for k, v in req.get("kwargs", {}).items()}
+    names = [str(i) for i in range(len(args))]
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        names = list(bound.arguments)[:len(args)]
+    except TypeError as err:
+        return {"error": {"type": "signature", "message": f"{err}; its signature is "
+                          f"{req['fn']}{inspect.signature(fn)}", "gqa_error": False, "where": []}}
+    except ValueError:
+        pass
+    mine = [i for i, a in enumerate(raw) if not (isinstance(a, dict) and "$ref" in a)]
+    before = [send_json(enc(args[i])) for i in mine]
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as err:
+        return failure(err)
+    answer = {}
+    if req.get("keep"):
+        kept[req["keep"]] = value
+    if req.get("value", True):
+        answer["value"] = enc(value)
+    answer["changed"] = [names[i] for i, old in zip(mine, before) if send_json(enc(args[i])) != old]
+    if req.get("fresh"):
+        inputs = set()
+        for i in mine:
+            lists_in(args[i], inputs)
+        answer["aliased"] = bool(lists_in(value, set()) & inputs)
+    return answer
+
+
+def handle(mod, req):
+    op = req["op"]
+    if op == "call":
+        return call(mod, req)
+    if op == "batch":                      # in order; a request after an error is not run
+        answers = []
+        for r in req["calls"]:
+            answers.append(handle(mod, r))
+            if "error" in answers[-1]:
+                break
+        return {"answers": answers}
+    if op == "get":
+        obj, values = kept[req["ref"]], {}
+        for attr in req["attrs"]:
+            try:
+                values[attr] = enc(len(obj) if attr == "len" else getattr(obj, attr))
+            except BaseException as err:
+                return failure(err)
+        return {"value": values}
+    if op == "tally":
+        try:
+            with mod.count_multiplies() as tally:
+                for r in req["calls"]:
+                    answer = call(mod, r)
+                    if "error" in answer:
+                        return answer
+            fields = {f: enc(getattr(tally, f, None)) for f in req["fields"]}
+            fields["multiplies()"] = enc(tally.multiplies())
+        except BaseException as err:
+            return failure(err)
+        return {"value": fields}
+    return {"error": {"type": "protocol", "message": f"unknown op {op}", "gqa_error": False,
+                      "where": []}}
+
+
+def main():
+    sys.path.insert(0, os.path.dirname(PATH))
+    spec = importlib.util.spec_from_file_location("gqa", PATH)
+    if spec is None or spec.loader is None:
+        send({"import_error": f"{sys.argv[1]} is not a Python file (it must end in .py)"})
+        return
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["gqa"] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except SyntaxError as err:
+        send({"import_error": f"{sys.argv[1]} has a syntax error, line {err.lineno}: {err.msg}"})
+        return
+    except BaseException as err:
+        at = "; ".join(where(err.__traceback__))
+        send({"import_error": f"importing {sys.argv[1]} raised {type(err).__name__}: {err}"
+                              + (f" ({at})" if at else "")})
+        return
+    if "grader" in sys.modules:
+        send({"import_error": f"{sys.argv[1]} imports grader.py: the grader grades a module "
+                              f"that does its own work, so it refuses this one"})
+        return
+    send({"ready": True})
+    for line in proto_in:
+        try:
+            answer = handle(mod, json.loads(line))
+        except BaseException as err:
+            answer = failure(err)
+        if "grader" in sys.modules:
+            answer = {"error": {"type": "refused", "message": "the module imported grader.py "
+                                "during the call; the grader refuses to grade it",
+                                "gqa_error": False, "where": []}}
+        send(answer)
+
+
+main()
+'''
+
 
 class Failure(Exception):
     """A case that failed; the message is the whole story."""
 
 
-class Skipped(Exception):
-    pass
+class NotStarted(Failure):
+    """The step's function still raises NotImplementedError."""
 
 
-class Module:
-    """The module under test, with calls that turn its surprises into Failures."""
+class Refused(Exception):
+    """The module cannot be graded at all (it cannot be imported, or imports the grader)."""
 
-    def __init__(self, mod, label):
-        self.mod, self.label = mod, label
-        self.steps = {}                          # function name -> "step N: ..." of a starter
 
-    def get(self, name):
-        obj = getattr(self.mod, name, None)
-        if obj is None:
-            raise Failure(f"{self.label} has no {name}")
-        return obj
+class Worker:
+    """One child process running WORKER on the module; replaced when it dies or hangs.
 
-    def call(self, name, *args, **kwargs):
-        """Call mod.name(*args, **kwargs); raise Failure on a wrong signature or an exception."""
-        fn = self.get(name) if isinstance(name, str) else name
-        label = name if isinstance(name, str) else getattr(name, "__qualname__", repr(name))
+    Answers are read with select() where the system has it for pipes (POSIX),
+    and by a reader thread elsewhere (Windows); either way a call that does
+    not answer in time gets its worker killed from here.
+    """
+
+    def __init__(self, path, timeout):
+        self.path, self.timeout = path, timeout
+        self.proc = None
+        self.started = 0
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", WORKER, self.path], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.started += 1
+        self.buffer = b""
+        if os.name != "posix":
+            self.lines = queue.Queue()
+            threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
+        first = self._answer("importing the module", 2 * self.timeout + 5)
+        if "import_error" in first:
+            self.stop()
+            raise Refused(first["import_error"])
+
+    @staticmethod
+    def _read(stream, lines):
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    def _line(self, timeout):
+        """The worker's next line (bytes), None at its end; raise queue.Empty on timeout."""
+        if os.name != "posix":
+            return self.lines.get(timeout=timeout)
+        import select
+        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise queue.Empty
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+    def _answer(self, what, timeout):
         try:
-            inspect.signature(fn).bind(*args, **kwargs)
-        except TypeError as err:
-            raise Failure(f"{label} has the wrong signature: the lab calls "
-                          f"{label}({_args(args, kwargs)}), yours is "
-                          f"{label}{inspect.signature(fn)} ({err})") from None
+            line = self._line(timeout)
+        except queue.Empty:
+            self.stop()
+            raise Failure(f"{what} did not return within {timeout:g} s (is there an endless "
+                          f"loop?); the worker was stopped") from None
+        if line is None:
+            code = self.proc.wait()
+            self.proc = None
+            how = f"status {code}" if code >= 0 else f"signal {-code}"
+            raise Failure(f"the module ended its process ({how}) during {what}")
+        try:
+            return json.loads(line)
         except ValueError:
-            pass                                 # builtins without a signature
+            self.stop()
+            raise Failure(f"the worker's answer to {what} was not readable") from None
+
+    def request(self, message, what):
+        if self.proc is None:
+            self.start()
         try:
-            return fn(*args, **kwargs)
-        except NotImplementedError as err:
-            raise Failure(f"not implemented yet: {err or label}") from None
-        except Exception as err:                 # the module's bug, reported, not raised
-            raise Failure(f"{label}({_args(args, kwargs)}) raised "
-                          f"{type(err).__name__}: {err}") from None
+            self.proc.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass                            # it died: _answer says how
+        return self._answer(what, self.timeout)
+
+    def stop(self):
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait()
+            except OSError:
+                pass
+            self.proc = None
 
 
-def _args(args, kwargs):
-    parts = [_brief(a) for a in args] + [f"{k}={_brief(v)}" for k, v in kwargs.items()]
-    return ", ".join(parts)
+def ref(name):
+    """An argument that is an object kept in the worker."""
+    return {"$ref": name}
 
 
 def _brief(value):
     """A short description of an argument: numbers as they are, tensors by shape."""
+    if isinstance(value, dict) and "$ref" in value:
+        return value["$ref"]
     if isinstance(value, list):
         shape = []
         while isinstance(value, list):
@@ -321,492 +673,725 @@ def _brief(value):
     return text if len(text) <= 40 else type(value).__name__
 
 
-def load_module(path):
-    """Import the file at path as the module `gqa`; return (module, None) or (None, why)."""
-    if not os.path.isfile(path):
-        return None, f"no such file: {path}"
-    spec = importlib.util.spec_from_file_location("gqa", path)
-    mod = importlib.util.module_from_spec(spec)
-    saved = sys.modules.get("gqa")
-    sys.modules["gqa"] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except SyntaxError as err:
-        return None, f"{path} has a syntax error, line {err.lineno}: {err.msg}"
-    except (Exception, SystemExit) as err:      # anything at import time, even exit()
-        return None, f"importing {path} raised {type(err).__name__}: {err}"
-    finally:
-        if saved is not None:
-            sys.modules["gqa"] = saved
-        else:
-            sys.modules.pop("gqa", None)
-    return mod, None
+def _args(args, kwargs):
+    return ", ".join([_brief(a) for a in args] + [f"{k}={_brief(v)}" for k, v in kwargs.items()])
+
+
+class Student:
+    """The module under test, seen from here: calls go to the worker, answers come back as data.
+
+    Calls made only to set something up in the worker (value=False) wait, and
+    go with the next request that needs an answer, in one round trip.
+    """
+
+    def __init__(self, worker):
+        self.worker = worker
+        self.pending = []                   # [(request, what)] not sent yet
+
+    def _send(self, message, what):
+        """Send the pending requests and this one; return this one's answer."""
+        if not self.pending:
+            return self.worker.request(message, what)
+        queued, self.pending = self.pending, []
+        batch = {"op": "batch", "calls": [m for m, _ in queued] + [message]}
+        answers = self.worker.request(batch, what)["answers"]
+        for answer, (_, earlier) in zip(answers, queued):
+            self._check(answer, earlier, False)
+        return answers[-1]
+
+    def _raise(self, answer, what):
+        e = answer["error"]
+        if e["type"] == "NotImplementedError":
+            raise NotStarted(f"not implemented yet: {e['message'] or what}")
+        if e["type"] == "missing":
+            raise Failure(f"{e['message']} (needed for {what})")
+        if e["type"] == "signature":
+            raise Failure(f"{what} has the wrong signature: {e['message']}")
+        at = "".join(f"\n  at {frame}" for frame in e["where"])
+        raise Failure(f"{what} raised {e['type']}: {e['message']}{at}")
+
+    def _check(self, answer, what, fresh):
+        if "error" in answer:
+            self._raise(answer, what)
+        if answer.get("changed"):
+            raise Failure(f"{what} changed its argument {', '.join(answer['changed'])} in place; "
+                          f"it must leave its inputs alone and return new lists")
+        if fresh and answer.get("aliased"):
+            raise Failure(f"{what} returned lists that belong to its input; it must return "
+                          f"new lists")
+        return decode(answer.get("value"))
+
+    def call(self, fn, *args, keep=None, value=True, fresh=False, **kwargs):
+        """fn(*args, **kwargs) in the worker: its value (None with value=False, sent later)."""
+        what = f"{fn.lstrip('$')}({_args(args, kwargs)})"
+        message = {"op": "call", "fn": fn, "args": list(args), "kwargs": kwargs,
+                   "keep": keep, "value": value, "fresh": fresh}
+        if not value:
+            self.pending.append((message, what))
+            return None
+        return self._check(self._send(message, what), what, fresh)
+
+    def calls(self, fn, arg_lists):
+        """[fn(*args) for args in arg_lists], in one round trip."""
+        what = f"{fn}({_args(arg_lists[0], {})})" + (f" and {len(arg_lists) - 1} more calls"
+                                                      if len(arg_lists) > 1 else "")
+        message = {"op": "batch", "calls": [{"op": "call", "fn": fn, "args": list(a)}
+                                            for a in arg_lists]}
+        answers = self._send(message, what)["answers"]
+        return [self._check(a, f"{fn}({_args(args, {})})", False)
+                for a, args in zip(answers, arg_lists)]
+
+    def get(self, name, *attrs):
+        """Attributes of a kept object ("len" for len(obj))."""
+        what = f"{name}.{'/'.join(attrs)}"
+        return self._check(self._send({"op": "get", "ref": name, "attrs": list(attrs)}, what),
+                           what, False)
+
+    def tally(self, calls, fields):
+        """Run calls [(fn, args, kwargs)] inside count_multiplies(); the tally's fields."""
+        message = {"op": "tally", "fields": list(fields),
+                   "calls": [{"op": "call", "fn": fn, "args": list(a), "kwargs": k, "value": False}
+                             for fn, a, k in calls]}
+        return self._check(self._send(message, "count_multiplies()"),
+                           "the calls inside count_multiplies()", False)
+
+    def raises(self, fn, args, numbers, kwargs=None):
+        """fn(*args) must raise the module's GQAError, naming the numbers given."""
+        what = f"{fn}({_args(args, kwargs or {})})"
+        answer = self._send({"op": "call", "fn": fn, "args": list(args), "kwargs": kwargs or {}}, what)
+        if "error" not in answer:
+            raise Failure(f"{what} returned {_short(decode(answer.get('value')))} instead of "
+                          f"raising GQAError")
+        e = answer["error"]
+        if e["type"] in ("NotImplementedError", "missing", "signature"):
+            self._raise(answer, what)
+        if not e["gqa_error"]:
+            raise Failure(f"{what} raised {e['type']}: {e['message']}, not GQAError (a "
+                          f"ValueError subclass)")
+        missing = [str(x) for x in numbers if str(x) not in e["message"]]
+        if missing:
+            raise Failure(f"{what} raised GQAError({e['message']!r}), which does not mention "
+                          f"{', '.join(missing)}")
 
 
 # ---------------------------------------------------------------------------
-# The checks, in the lab's order.  Each takes the module, a seeded random
-# generator and a number of cases, and returns (cases passed, cases run,
-# first failure or None).
+# The steps, in the lab's order: one check per public function of gqa.py.
+# Each check is called once per case; it raises Failure on a wrong answer.
 # ---------------------------------------------------------------------------
 
-CHECKS = []
+class Step:
+    def __init__(self, number, name, summary, systematic, fn):
+        self.number, self.name, self.summary = number, name, summary
+        self.systematic, self.fn = systematic, fn
 
 
-def check(name, summary, needs=()):
+STEPS = []
+
+
+def step(number, name, summary, systematic):
     def register(fn):
-        CHECKS.append((name, summary, needs, fn))
+        STEPS.append(Step(number, name, summary, systematic, fn))
         return fn
     return register
 
 
-HAND_HG = [(8, 2), (6, 3), (4, 1), (5, 5), (12, 4), (1, 1), (9, 3), (16, 8)]
+ALL_HG = [(h, g) for h in range(1, 17) for g in divisors(h)]     # every (h, g) with h <= 16
 
 
-def draw_hg(rng, case):
-    """The hand-picked (h, g) first, then random ones: h in 1..16, g a divisor of h."""
-    if case < len(HAND_HG):
-        return HAND_HG[case]
+def draw_hg(case, rng):
+    """The systematic (h, g) pairs first, in order, then random ones."""
+    if case < len(ALL_HG):
+        return ALL_HG[case]
     h = rng.randint(1, 16)
     return h, rng.choice(divisors(h))
 
 
-def run_cases(rng, cases, one_case):
-    """Run one_case(case) for each case; collect the first failure."""
-    passed, first = 0, None
-    for case in range(cases):
-        try:
-            one_case(case)
-            passed += 1
-        except Failure as fail:
-            if first is None:
-                first = str(fail)
-            if str(fail).startswith("not implemented yet"):
-                return passed, case + 1, first
-    return passed, cases, first
+def bad_g(h, rng):
+    """A g that breaks the rule for h: a non-divisor when h has one, else out of range."""
+    return rng.choice([g for g in range(2, h) if h % g] or [0, h + 1, -1])
 
 
-def expect(got, expected, case, what, exact=False, rel=REL_TOL):
+def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False):
     """Raise a Failure naming the case, and showing both values when they are short."""
-    diff = first_difference(got, expected, rel=rel, exact=exact)
+    diff = first_difference(got, expected, rel=rel, exact=exact, loose_lists=loose)
     if diff:
         shown = ""
         if max(len(repr(got)), len(repr(expected))) <= 100:
             shown = f"expected: {expected!r}\ngot:      {got!r}\n"
-        raise Failure(f"case {case}: {what}\n{shown}first difference {diff}")
+        raise Failure(f"case {where}: {what}\n{shown}first difference {diff}")
 
 
-@check("group_heads", "the query heads of each group are contiguous blocks")
-def check_group_heads(m, rng, cases):
-    def one(case):
-        h, g = draw_hg(rng, case)
-        expect(m.call("group_heads", h, g), ref_group_heads(h, g), f"h={h}, g={g}", f"group_heads({h}, {g})")
-    return run_cases(rng, cases, one)
+def transpose(m):
+    return [[m[r][c] for r in range(len(m))] for c in range(len(m[0]))]
 
 
-@check("kv_head", "query head i reads key/value head i // (h // g)")
-def check_kv_head(m, rng, cases):
-    def one(case):
-        h, g = draw_hg(rng, case)
-        got = [m.call("kv_head", i, h, g) for i in range(h)]
-        expect(got, [ref_kv_head(i, h, g) for i in range(h)], f"h={h}, g={g}",
-               f"[kv_head(i, {h}, {g}) for i in range({h})]")
-    return run_cases(rng, cases, one)
+@step(1, "valid_g", "the valid g for h: its divisors, in increasing order", 16)
+def check_valid_g(s, case, rng, show):
+    h = case + 1 if case < 16 else rng.randint(17, 400)
+    show(h=h)
+    expect(s.call("valid_g", h), divisors(h), f"h={h}", f"valid_g({h})")
+    if case == 0:
+        s.raises("valid_g", [0], [0])
 
 
-@check("fold_kv_mean", "h heads fold to g, each the mean of its group")
-def check_fold(m, rng, cases):
-    def one(case):
-        h, g = draw_hg(rng, case)
-        rows, cols = rng.randint(1, 4), rng.randint(1, 4)
-        kv = rand_tensor(rng, h, rows, cols)
-        where = f"h={h}, g={g}, kv [{h}][{rows}][{cols}]"
-        expect(m.call("fold_kv_mean", kv, g), mean_heads(kv, g), where, "fold_kv_mean(kv, g)")
-        expect(m.call("fold_kv_mean", kv, h), kv, f"h={h}, g=h", "fold_kv_mean(kv, h) == kv, exactly",
-               exact=True)
-    return run_cases(rng, cases, one)
+@step(2, "method_name", "MHA at g = h, MQA at g = 1 < h, GQA between", len(ALL_HG))
+def check_method_name(s, case, rng, show):
+    h, g = draw_hg(case, rng)
+    show(h=h, g=g)
+    expect(s.call("method_name", h, g), "MHA" if g == h else "MQA" if g == 1 else "GQA",
+           f"h={h}, g={g}", f"method_name({h}, {g})")
+    bad = bad_g(h, rng)
+    s.raises("method_name", [h, bad], [h, bad])
 
 
-@check("repeat_kv", "g heads repeat out to h, interleaved, not tiled")
-def check_repeat(m, rng, cases):
-    def one(case):
-        h, g = draw_hg(rng, case)
-        kv = rand_tensor(rng, g, rng.randint(1, 3), rng.randint(1, 3))
-        expect(m.call("repeat_kv", kv, h), expand_kv(kv, h), f"h={h}, g={g}", "repeat_kv(kv, h)",
-               exact=True)
-    return run_cases(rng, cases, one)
+@step(3, "kv_head", "query head i reads key/value head i // (h // g)", len(ALL_HG))
+def check_kv_head(s, case, rng, show):
+    h, g = draw_hg(case, rng)
+    show(h=h, g=g)
+    expect(s.calls("kv_head", [(i, h, g) for i in range(h)]), [ref_kv_head(i, h, g) for i in range(h)],
+           f"h={h}, g={g}", f"[kv_head(i, {h}, {g}) for i in range({h})]")
+    bad = bad_g(h, rng)
+    s.raises("kv_head", [0, h, bad], [h, bad])
+    s.raises("kv_head", [h, h, g], [h])
+
+
+@step(4, "group_heads", "the query heads of each group, contiguous blocks", len(ALL_HG))
+def check_group_heads(s, case, rng, show):
+    h, g = draw_hg(case, rng)
+    show(h=h, g=g)
+    expect(s.call("group_heads", h, g), ref_group_heads(h, g), f"h={h}, g={g}", f"group_heads({h}, {g})")
+    bad = bad_g(h, rng)
+    s.raises("group_heads", [h, bad], [h, bad])
+
+
+@step(5, "fold_kv_mean", "h heads fold to g, each the mean of its group, new lists", len(ALL_HG))
+def check_fold(s, case, rng, show):
+    h, g = draw_hg(case, rng)
+    rows, cols = rng.randint(1, 3), rng.randint(1, 3)
+    kv = rand_tensor(rng, h, rows, cols)
+    show(kv=kv, g=g)
+    where = f"h={h}, g={g}, kv [{h}][{rows}][{cols}]"
+    expected = mean_heads(kv, g)                 # from the grader's own copy, before the call
+    expect(s.call("fold_kv_mean", kv, g, fresh=True), expected, where, f"fold_kv_mean(kv, {g})")
+    expect(s.call("fold_kv_mean", kv, h, fresh=True), kv, where, f"fold_kv_mean(kv, {h}) == kv, exactly",
+           exact=True)
+    bad = bad_g(h, rng)
+    s.raises("fold_kv_mean", [kv, bad], [h, bad])
+
+
+@step(6, "repeat_kv", "g heads repeat out to h, interleaved, not tiled", len(ALL_HG))
+def check_repeat(s, case, rng, show):
+    h, g = draw_hg(case, rng)
+    kv = rand_tensor(rng, g, rng.randint(1, 3), rng.randint(1, 3))
+    show(kv=kv, h=h)
+    expect(s.call("repeat_kv", kv, h), expand_kv(kv, h), f"h={h}, g={g}", f"repeat_kv(kv, {h})",
+           exact=True)
 
 
 def draw_qkv(rng, causal):
     n = rng.randint(1, 5)
-    mm = rng.randint(n if causal else 1, 7)
+    m = rng.randint(n if causal else 1, 7)
     d, dv = rng.randint(1, 6), rng.randint(1, 6)
-    q, k, v = rand_tensor(rng, n, d), rand_tensor(rng, mm, d), rand_tensor(rng, mm, dv)
+    q, k, v = rand_tensor(rng, n, d), rand_tensor(rng, m, d), rand_tensor(rng, m, dv)
     scale = rng.choice([1.0, 3.0])              # larger scores make a wrong scale show
-    q = [[x * scale for x in row] for row in q]
-    return q, k, v, f"n={n}, m={mm}, d={d}, d_v={dv}"
+    return [[x * scale for x in row] for row in q], k, v, f"n={n}, m={m}, d={d}, d_v={dv}"
 
 
-@check("single_head_attention", "softmax(q k^T / sqrt(d)) v for one head")
-def check_single(m, rng, cases):
-    def one(case):
-        q, k, v, where = draw_qkv(rng, False)
-        expect(m.call("single_head_attention", q, k, v), attend(q, k, v), where,
-               "single_head_attention(q, k, v)")
-    return run_cases(rng, cases, one)
+SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7
+    ("one query, one key", [[0.5]], [[2.0]], [[3.0]], False),
+    ("causal, n = m = 3", [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 2.0], [1.0, -1.0]],
+     [[1.0], [2.0], [4.0]], True),
+    ("causal, n = 2 of m = 4", [[1.0], [-1.0]], [[0.5], [1.0], [-2.0], [0.0]], [[1.0], [2.0], [3.0], [4.0]], True),
+    ("a single causal query sees every key", [[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]],
+     [[1.0], [0.0], [-1.0]], True),
+    ("scores of +-1000 (a softmax without its max overflows)", [[1000.0]], [[1.0], [-1.0], [0.999]],
+     [[5.0], [7.0], [9.0]], False),
+    ("scores of +-1e300", [[1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
+    ("scores of -1e300", [[-1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
+]
 
 
-@check("causal_attention", "query i sees key j when j <= i + (m - n)")
-def check_causal(m, rng, cases):
-    def one(case):
-        q, k, v, where = draw_qkv(rng, True)
-        expect(m.call("single_head_attention", q, k, v, causal=True), attend(q, k, v, True), where,
-               "single_head_attention(q, k, v, causal=True)")
-        one_q = q[-1:]
-        expect(m.call("single_head_attention", one_q, k, v, causal=True), attend(one_q, k, v), where,
-               "a single causal query sees every key")
-    return run_cases(rng, cases, one)
+@step(7, "single_head_attention", "softmax(q k^T / sqrt(d)) v; causal; large scores; refusals",
+      len(SINGLE_CASES) + 1)
+def check_single(s, case, rng, show):
+    if case == len(SINGLE_CASES):                # n > m keys cannot be causal
+        q, k, v = rand_tensor(rng, 3, 2), rand_tensor(rng, 2, 2), rand_tensor(rng, 2, 1)
+        show(q=q, k=k, v=v, causal=True)
+        s.raises("single_head_attention", [q, k, v], [3, 2], kwargs={"causal": True})
+        return
+    if case < len(SINGLE_CASES):
+        where, q, k, v, causal = SINGLE_CASES[case]
+    else:
+        causal = case % 2 == 1
+        q, k, v, where = draw_qkv(rng, causal)
+    show(q=q, k=k, v=v, causal=causal)
+    expect(s.call("single_head_attention", q, k, v, causal=causal, fresh=True), attend(q, k, v, causal),
+           f"{where}, causal={causal}", f"single_head_attention(q, k, v, causal={causal})")
 
 
 def draw_heads(rng, case, h, kv_heads):
     """q [h][n][d], k and v [kv_heads][m][d or d_v], causal every other case."""
-    n, mm, d, dv = rng.randint(1, 4), rng.randint(2, 5), rng.randint(1, 4), rng.randint(1, 4)
-    causal = case % 2 == 1 and n <= mm
+    n, m, d, dv = rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 3)
+    causal = case % 2 == 1 and n <= m
     q = rand_tensor(rng, h, n, d)
-    k, v = rand_tensor(rng, kv_heads, mm, d), rand_tensor(rng, kv_heads, mm, dv)
-    return q, k, v, causal, f"n={n}, m={mm}, d={d}, d_v={dv}, causal={causal}"
+    k, v = rand_tensor(rng, kv_heads, m, d), rand_tensor(rng, kv_heads, m, dv)
+    return q, k, v, causal, f"n={n}, m={m}, d={d}, d_v={dv}, causal={causal}"
 
 
-@check("attention", "fold, repeat, attend: exactly MHA at g = h, changed at g < h")
-def check_attention(m, rng, cases):
-    def one(case):
-        h, _ = draw_hg(rng, case)
-        q, k, v, causal, where = draw_heads(rng, case, h, h)
-        where = f"h={h}, {where}"
-        mha = [m.call("single_head_attention", q[i], k[i], v[i], causal=causal) for i in range(h)]
-        for g in divisors(h):
-            got = m.call("attention", q, k, v, g, causal=causal)
-            kc, vc = expand_kv(mean_heads(k, g), h), expand_kv(mean_heads(v, g), h)
-            expect(got, [attend(q[i], kc[i], vc[i], causal) for i in range(h)], f"{where}, g={g}",
-                   f"attention(q, k, v, g={g})")
-            if g == h:
-                expect(got, mha, where, "attention(q, k, v, g=h) must equal per-head "
-                       "single_head_attention bit for bit (==)", exact=True)
-            elif first_difference(got, mha, rel=1e-12, abs_tol=1e-12) is None:
-                raise Failure(f"case {where}, g={g}\nattention with g={g} < h={h} "
-                              f"gave the MHA output; folding K and V must change it")
-    return run_cases(rng, cases, one)
-
-
-@check("grouped_attention", "h query heads read g key/value heads by index")
-def check_grouped(m, rng, cases):
-    def one(case):
-        h, g = draw_hg(rng, case)
-        q, k, v, causal, where = draw_heads(rng, case, h, g)
-        where = f"h={h}, g={g}, {where}"
-        got = m.call("grouped_attention", q, k, v, causal=causal)
-        kc, vc = expand_kv(k, h), expand_kv(v, h)
-        expect(got, [attend(q[i], kc[i], vc[i], causal) for i in range(h)], where,
-               "grouped_attention(q, k, v)")
-        kr, vr = m.call("repeat_kv", k, h), m.call("repeat_kv", v, h)
-        expect(got, [m.call("single_head_attention", q[i], kr[i], vr[i], causal=causal)
-                     for i in range(h)], where,
-               "grouped_attention must equal repeat_kv + single_head_attention bit for bit",
-               exact=True)
-    return run_cases(rng, cases, one)
-
-
-def draw_layer(m, rng, case):
-    h, g = draw_hg(rng, case)
-    d_model, d, n = rng.randint(1, 6), rng.randint(1, 4), rng.randint(1, 4)
-    seed = rng.randrange(1000)
-    w = m.call("init_weights", h, d_model, d, seed=seed)
-    fields = []
-    for name in ("w_q", "w_k", "w_v", "w_o"):
-        if not hasattr(w, name):
-            raise Failure(f"init_weights must return a record with fields w_q, w_k, w_v, w_o; "
-                          f"got {_short(w)}")
-        fields.append(getattr(w, name))
-    shapes = [(h, d_model, d)] * 3 + [(h, d, d_model)]
-    for name, t, shape in zip(("w_q", "w_k", "w_v", "w_o"), fields, shapes):
-        got = (len(t), len(t[0]), len(t[0][0]))
-        if got != shape:
-            raise Failure(f"init_weights({h}, {d_model}, {d}, seed={seed}).{name} has shape "
-                          f"{list(got)}, expected {list(shape)}")
-    if m.call("init_weights", h, d_model, d, seed=seed) != w:
-        raise Failure(f"init_weights({h}, {d_model}, {d}, seed={seed}) gave different "
-                      f"weights on a second call")
-    x = rand_tensor(rng, n, d_model)
-    return h, g, n, d, d_model, w, fields, x, f"h={h}, g={g}, n={n}, d={d}, d_model={d_model}"
-
-
-@check("layer", "one layer on MHA weights with g key/value heads")
-def check_layer(m, rng, cases):
-    def one(case):
-        h, g, n, d, d_model, w, fields, x, where = draw_layer(m, rng, case)
-        for causal in (False, True):
-            expect(m.call("layer", x, w, g, causal=causal), ref_layer(x, *fields, g, causal),
-                   f"{where}, causal={causal}", f"layer(x, weights, g={g}, causal={causal})")
-    return run_cases(rng, cases, one)
-
-
-def raises_rule(m, name, args, numbers):
-    """Call name(*args); it must raise the module's GQAError naming the numbers given."""
-    error = m.get("GQAError")
-    if not (isinstance(error, type) and issubclass(error, ValueError)):
-        raise Failure("GQAError must be an exception class that subclasses ValueError")
-    fn = m.get(name)
-    try:
-        result = fn(*args)
-    except error as err:
-        missing = [str(x) for x in numbers if str(x) not in str(err)]
-        if missing:
-            raise Failure(f"{name}{tuple(_brief(a) for a in args)} raised GQAError({str(err)!r}), "
-                          f"which does not mention {', '.join(missing)}") from None
+@step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16)
+def check_attention(s, case, rng, show):
+    h = case + 1 if case < 16 else rng.randint(1, 16)
+    q, k, v, causal, where = draw_heads(rng, case, h, h)
+    show(q=q, k=k, v=v, causal=causal)
+    for g in divisors(h):
+        kc, vc = expand_kv(mean_heads(k, g), h), expand_kv(mean_heads(v, g), h)
+        expected = [attend(q[i], kc[i], vc[i], causal) for i in range(h)]
+        got = s.call("attention", q, k, v, g, causal=causal, fresh=True)
+        expect(got, expected, f"h={h}, g={g}, {where}", f"attention(q, k, v, g={g}, causal={causal})")
+    bad = bad_g(h, rng)
+    s.raises("attention", [q, k, v, bad], [h, bad])
+    try:                                         # the lab's claim, where single_head_attention works
+        mha = [s.call("single_head_attention", q[i], k[i], v[i], causal=causal) for i in range(h)]
+    except Failure:
         return
-    except NotImplementedError as err:
-        raise Failure(f"not implemented yet: {err or name}") from None
-    except Exception as err:
-        raise Failure(f"{name}{tuple(_brief(a) for a in args)} raised {type(err).__name__}: {err}, "
-                      f"not GQAError") from None
-    raise Failure(f"{name}{tuple(_brief(a) for a in args)} returned {_short(result)} "
-                  f"instead of raising GQAError")
+    if first_difference(mha, expected) is None:
+        expect(got, mha, f"h={h}, {where}", "attention(q, k, v, g=h) must equal per-head "
+               "single_head_attention bit for bit (==)", exact=True)
 
 
-@check("errors", "a g that does not divide h, or is out of range, raises GQAError")
-def check_errors(m, rng, cases):
-    def one(case):
-        h = rng.choice([4, 6, 8, 9, 12, 15, 16])
-        bad = rng.choice([g for g in range(2, h) if h % g]) if case % 3 == 0 else \
-            rng.choice([0, h + 1, -1, 2 * h])
-        q = rand_tensor(rng, h, 2, 2)
-        raises_rule(m, "group_heads", (h, bad), (h, bad))
-        raises_rule(m, "kv_head", (0, h, bad), (h, bad))
-        raises_rule(m, "fold_kv_mean", (q, bad), (h, bad))
-        raises_rule(m, "attention", (q, q, q, bad), (h, bad))
-    return run_cases(rng, cases, one)
+@step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG))
+def check_grouped(s, case, rng, show):
+    h, g = draw_hg(case, rng)
+    q, k, v, causal, where = draw_heads(rng, case, h, g)
+    show(q=q, k=k, v=v, causal=causal)
+    kc, vc = expand_kv(k, h), expand_kv(v, h)
+    expect(s.call("grouped_attention", q, k, v, causal=causal, fresh=True),
+           [attend(q[i], kc[i], vc[i], causal) for i in range(h)], f"h={h}, g={g}, {where}",
+           f"grouped_attention(q, k, v, causal={causal})")
 
 
-@check("kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers")
-def check_cache_elements(m, rng, cases):
-    def one(case):
-        layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
-                                       rng.randint(1, 4), rng.randint(1, 2))
-        built = nested([batch, layers, 2, g, length, d])     # a real cache, K and V
-        expect(m.call("kv_cache_elements", layers, g, length, d, batch=batch), count_leaves(built),
-               f"layers={layers}, kv_heads={g}, length={length}, head_dim={d}, batch={batch}",
-               "kv_cache_elements(...) against the elements of a cache built as nested lists")
-    return run_cases(rng, cases, one)
+def random_weights(rng, h, d_model, d, kv_heads=None):
+    """w_q [h][d_model][d], w_k and w_v [kv_heads or h][d_model][d], w_o [h][d][d_model]."""
+    kv = kv_heads or h
+    return [rand_tensor(rng, h, d_model, d), rand_tensor(rng, kv, d_model, d),
+            rand_tensor(rng, kv, d_model, d), rand_tensor(rng, h, d, d_model)]
+
+
+def send_weights(s, fields, name="w"):
+    """Make the module's Weights record from the grader's lists, kept in the worker as name."""
+    w_q, w_k, w_v, w_o = fields
+    s.call("Weights", w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, keep=name, value=False)
+    return ref(name)
+
+
+def draw_sizes(rng, case):
+    """(h, g) as draw_hg gives them, and small n, d, d_model."""
+    h, g = draw_hg(case, rng)
+    n, d, d_model = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4)
+    return h, g, n, d, d_model, f"h={h}, g={g}, n={n}, d={d}, d_model={d_model}"
+
+
+@step(10, "init_weights", "random MHA weights: shapes, scale, the same for the same seed", 8)
+def check_init_weights(s, case, rng, show):
+    h, _, _, d, d_model, _ = draw_sizes(rng, case * 7)
+    seed = rng.randrange(1000)
+    show(h=h, d_model=d_model, d=d, seed=seed)
+    what = f"init_weights({h}, {d_model}, {d}, seed={seed})"
+    w = s.call("init_weights", h, d_model, d, seed=seed)
+    if not isinstance(w, Record):
+        raise Failure(f"{what} must return a Weights record; got {kind(w)}")
+    for name, shape, fan_in in (("w_q", (h, d_model, d), d_model), ("w_k", (h, d_model, d), d_model),
+                                ("w_v", (h, d_model, d), d_model), ("w_o", (h, d, d_model), h * d)):
+        t = getattr(w, name)
+        bound = math.sqrt(3.0 / fan_in) * (1 + 1e-12)
+        expect(t, nested(list(shape), 0.0), f"h={h}, d_model={d_model}, d={d}", f"{what}.{name}",
+               rel=math.inf)                     # any values: the shape and the types
+        if any(abs(x) > bound for x in _leaves(t)):
+            raise Failure(f"{what}.{name} has a value beyond sqrt(3 / fan_in) = {bound:.4g}: "
+                          f"uniform weights of variance 1 / fan_in stay within it")
+    expect(s.call("init_weights", h, d_model, d, seed=seed), w, f"seed={seed}",
+           f"{what} twice gives the same weights", exact=True)
+    if h * d_model * d > 1 and s.call("init_weights", h, d_model, d, seed=seed + 1) == w:
+        raise Failure(f"{what} and seed={seed + 1} gave the same weights")
+
+
+def _leaves(t):
+    if isinstance(t, (list, tuple)):
+        for x in t:
+            yield from _leaves(x)
+    else:
+        yield t
+
+
+@step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG))
+def check_fold_weights(s, case, rng, show):
+    h, g, _, d, d_model, where = draw_sizes(rng, case)
+    fields = random_weights(rng, h, d_model, d)
+    show(weights=fields, g=g)
+    folded = s.call("fold_weights", send_weights(s, fields), g)
+    w_q, w_k, w_v, w_o = fields
+    expect([folded.w_q, folded.w_k, folded.w_v, folded.w_o],
+           [w_q, mean_heads(w_k, g), mean_heads(w_v, g), w_o], where, f"fold_weights(weights, {g})")
+    again = s.call("fold_weights", send_weights(s, [w_q, mean_heads(w_k, g), mean_heads(w_v, g), w_o],
+                                                "folded"), g)
+    expect(again.w_k, mean_heads(w_k, g), where, "fold_weights of weights that already have g heads")
+
+
+@step(12, "prepare_weights", "weights checked, folded and transposed once", len(ALL_HG))
+def check_prepare(s, case, rng, show):
+    h, g, _, d, d_model, where = draw_sizes(rng, case)
+    fields = random_weights(rng, h, d_model, d)
+    show(weights=fields, g=g)
+    p = s.call("prepare_weights", send_weights(s, fields), g)
+    w_q, w_k, w_v, w_o = fields
+    stacked = [row for head in w_o for row in head]                        # [h*d][d_model]
+    expect([p.h, p.g, p.d_model, p.d], [h, g, d_model, d], where, "prepare_weights(...).h, g, d_model, d")
+    expect([p.q_cols, p.k_cols, p.v_cols, p.o_cols],
+           [[transpose(x) for x in w_q], [transpose(x) for x in mean_heads(w_k, g)],
+            [transpose(x) for x in mean_heads(w_v, g)], transpose(stacked)], where,
+           "prepare_weights(weights, g): q_cols, k_cols, v_cols, o_cols", loose=True)
+
+
+@step(13, "layer", "one layer on MHA weights with g key/value heads, causal or not", len(ALL_HG))
+def check_layer(s, case, rng, show):
+    h, g, n, d, d_model, where = draw_sizes(rng, case)
+    fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
+    show(x=x, weights=fields, g=g)
+    w = send_weights(s, fields)
+    for causal in (False, True):
+        expect(s.call("layer", x, w, g, causal=causal, fresh=True), ref_layer(x, *fields, g, causal),
+               f"{where}, causal={causal}", f"layer(x, weights, g={g}, causal={causal})")
+
+
+def ref_difference(a, b):
+    """max |a - b|, ||a - b|| / ||b|| and a.b / (||a|| ||b||), with math.fsum."""
+    fa, fb = list(_leaves(a)), list(_leaves(b))
+    diff = [x - y for x, y in zip(fa, fb)]
+    bb = math.fsum(y * y for y in fb)
+    aa = math.fsum(x * x for x in fa)
+    rel = math.sqrt(math.fsum(z * z for z in diff) / bb) if bb else (0.0 if not any(diff) else math.inf)
+    cos = math.fsum(x * y for x, y in zip(fa, fb)) / math.sqrt(aa * bb) if aa and bb else math.nan
+    return [max(map(abs, diff), default=0.0), rel, cos]
+
+
+@step(14, "output_difference", "max abs, relative L2 and cosine of two outputs", 3)
+def check_difference(s, case, rng, show):
+    rows, cols = rng.randint(1, 3), rng.randint(1, 4)
+    a = rand_tensor(rng, rows, cols)
+    b = a if case == 0 else [[0.0] * cols for _ in range(rows)] if case == 1 else rand_tensor(rng, rows, cols)
+    show(a=a, b=b)
+    got = s.call("output_difference", a, b)
+    expect([got.max_abs, got.rel_l2, got.cosine], ref_difference(a, b), f"[{rows}][{cols}]",
+           "output_difference(a, b): max_abs, rel_l2, cosine")
+
+
+@step(15, "kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers", 0)
+def check_cache_elements(s, case, rng, show):
+    layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
+                                   rng.randint(1, 4), rng.randint(1, 2))
+    show(layers=layers, kv_heads=g, length=length, head_dim=d, batch=batch)
+    built = nested([batch, layers, 2, g, length, d])     # a real cache, K and V
+    expect(s.call("kv_cache_elements", layers, g, length, d, batch=batch), count_leaves(built),
+           f"layers={layers}, kv_heads={g}, length={length}, head_dim={d}, batch={batch}",
+           "kv_cache_elements(...) against the elements of a cache built as nested lists")
 
 
 TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")
 
 
-def draw_sizes(rng, case):
-    """(h, g) as draw_hg gives them, and small n, d, d_model, for the counting checks."""
-    h, g = draw_hg(rng, case)
-    n, d, d_model = rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 4)
-    return h, g, n, d, d_model, f"n={n}, h={h}, g={g}, d={d}, d_model={d_model}"
+@step(16, "attention_multiplies", "multiplications per term, full and causal, as counted", len(ALL_HG))
+def check_multiplies(s, case, rng, show):
+    h, g, n, d, d_model, where = draw_sizes(rng, case)
+    causal = case % 2 == 1
+    show(n=n, h=h, g=g, d=d, d_model=d_model, causal=causal)
+    counter = Counter()
+    ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, causal, counter)
+    got = s.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
+    expect([getattr(got, t) for t in TERMS + ("total",)],
+           [counter.counts.get(t, 0) for t in TERMS] + [sum(counter.counts.values())],
+           f"{where}, causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)))
 
 
-def random_weights(rng, h, d_model, d):
-    """w_q, w_k, w_v [h][d_model][d] and w_o [h][d][d_model], uniform in [-1, 1]."""
-    return [rand_tensor(rng, h, d_model, d) for _ in range(3)] + [rand_tensor(rng, h, d, d_model)]
+@step(17, "block_multiplies", "a whole block's multiplications, its MLP included", 8)
+def check_block(s, case, rng, show):
+    h, g, n, d, d_model, where = draw_sizes(rng, case * 6)
+    d_ff, matrices = rng.randint(1, 5), rng.choice([2, 3])
+    show(n=n, h=h, g=g, d=d, d_model=d_model, d_ff=d_ff, mlp_matrices=matrices)
+    counter = Counter()
+    ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, True, counter)
+    for _ in range(n):                          # the MLP, multiplied out one product at a time
+        for _ in range(matrices):
+            for _ in range(d_model * d_ff):
+                counter.times("mlp", 1.0, 1.0)
+    c = counter.counts
+    got = s.call("block_multiplies", n, h, g, d, d_model, d_ff, mlp_matrices=matrices)
+    expect([got.q_o_proj, got.k_v_proj, got.body, got.mlp, got.total],
+           [c["q_proj"] + c["o_proj"], c["k_proj"] + c["v_proj"], c["scores"] + c["weighted_sum"],
+            c["mlp"], sum(c.values())], f"{where}, d_ff={d_ff}, mlp_matrices={matrices}",
+           "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total")
 
 
-@check("attention_multiplies", "the multiplications per term, full and causal, as an instrumented layer counts them")
-def check_multiplies(m, rng, cases):
-    def one(case):
-        h, g, n, d, d_model, where = draw_sizes(rng, case)
-        causal = case % 2 == 1                      # a decoder's prefill every other case
+@step(18, "cache_table", "the cache for every divisor g, with ratios to MHA", 16)
+def check_cache_table(s, case, rng, show):
+    h = case + 1 if case < 16 else rng.randint(1, 16)
+    layers, length, d = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3)
+    show(h=h, layers=layers, length=length, head_dim=d)
+    rows = s.call("cache_table", h, layers=layers, length=length, head_dim=d)
+    sizes = {g: count_leaves(nested([layers, 2, g, length, d])) for g in divisors(h)}
+    expect([[r.method, r.kv_heads, r.group_size, r.elements, r.ratio] for r in rows],
+           [["MHA" if g == h else "MQA" if g == 1 else "GQA", g, h // g, sizes[g], sizes[g] / sizes[h]]
+            for g in divisors(h)], f"h={h}, layers={layers}, length={length}, head_dim={d}",
+           "cache_table rows (method, kv_heads, group_size, elements, ratio)")
+
+
+@step(19, "multiplies_table", "the multiplications for every divisor g, with ratios to MHA", 16)
+def check_multiplies_table(s, case, rng, show):
+    h = case + 1 if case < 16 else rng.randint(1, 16)
+    n, d, d_model, causal = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4), case % 2 == 1
+    show(n=n, h=h, d=d, d_model=d_model, causal=causal)
+    rows = s.call("multiplies_table", n, h, d, d_model, causal=causal)
+    counts = {}
+    for g in divisors(h):
         counter = Counter()
-        ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g,
-                  causal=causal, counter=counter)
-        got = m.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
-        expect([getattr(got, t, None) for t in TERMS + ("total",)],
-               [counter.counts.get(t, 0) for t in TERMS] + [sum(counter.counts.values())],
-               f"{where}, causal={causal}",
-               "attention_multiplies(...) fields " + ", ".join(TERMS + ("total",)))
-    return run_cases(rng, cases, one)
+        ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, causal, counter)
+        counts[g] = sum(counter.counts.values())
+    expect([[r.kv_heads, r.group_size, r.counts.total, r.ratio.total] for r in rows],
+           [[g, h // g, counts[g], counts[g] / counts[h]] for g in divisors(h)],
+           f"n={n}, h={h}, d={d}, d_model={d_model}, causal={causal}",
+           "multiplies_table rows (kv_heads, group_size, counts.total, ratio.total)")
 
 
-@check("tables", "cache_table and multiplies_table: one row per divisor g, ratios to MHA")
-def check_tables(m, rng, cases):
-    def one(case):
-        h = draw_hg(rng, case)[0]
-        layers, length, d, n, d_model = (rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3),
-                                         rng.randint(1, 3), rng.randint(1, 4))
-        where = f"h={h}, layers={layers}, length={length}, head_dim={d}"
-        rows = m.call("cache_table", h, layers=layers, length=length, head_dim=d)
-        sizes = {g: count_leaves(nested([layers, 2, g, length, d])) for g in divisors(h)}
-        got = [[getattr(r, f, None) for f in ("kv_heads", "group_size", "elements", "ratio")]
-               for r in rows]
-        expect(got, [[g, h // g, sizes[g], sizes[g] / sizes[h]] for g in divisors(h)], where,
-               "cache_table rows (kv_heads, group_size, elements, ratio)")
-        names = [r.method for r in rows]
-        expected = ["MHA" if g == h else "MQA" if g == 1 else "GQA" for g in divisors(h)]
-        expect(names, expected, where, "cache_table methods")
-        mult = m.call("multiplies_table", n, h, d, d_model)
-        expect([[r.kv_heads, r.ratio.scores, r.ratio.k_proj] for r in mult],
-               [[g, 1.0, g / h] for g in divisors(h)], f"n={n}, h={h}, d={d}, d_model={d_model}",
-               "multiplies_table rows (kv_heads, ratio.scores, ratio.k_proj)")
-    return run_cases(rng, cases, one)
+@step(20, "count_multiplies", "the tally kept while the code runs: every field", len(ALL_HG))
+def check_tally(s, case, rng, show):
+    h, g, n, d, d_model, where = draw_sizes(rng, case)
+    fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
+    show(x=x, weights=fields, g=g)
+    w = send_weights(s, fields)
+    counter = Counter()
+    causal = case % 2 == 1
+    ref_layer(x, *fields, g, causal, counter)
+    used = [fields[0], mean_heads(fields[1], g), mean_heads(fields[2], g), fields[3]]
+    tally = s.tally([("layer", [x, w, g], {"causal": causal})], TERMS + ("weight_reads",))
+    expected = [counter.counts.get(t, 0) for t in TERMS]
+    expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected + [count_leaves(used)],
+           f"{where}, causal={causal}", "tally fields " + ", ".join(TERMS) + ", weight_reads after layer()")
+    expect([getattr(tally["multiplies()"], t) for t in TERMS + ("total",)], expected + [sum(expected)],
+           where, "tally.multiplies() after layer()")
+    s.call("KVCache", g, d, keep="cache", value=False)
+    decoding = Counter()
+    ref_decode(x, *fields, g, decoding)
+    tally = s.tally([("decode_step", [x_t, w, g, ref("cache")], {}) for x_t in x],
+                    ("cache_reads", "weight_reads"))
+    expect([tally["cache_reads"], tally["weight_reads"]],
+           [decoding.counts["cache_reads"], decoding.counts["weight_reads"]], where,
+           "tally fields cache_reads, weight_reads after decoding x row by row")
 
 
-@check("count_multiplies", "the tally kept while layer runs equals the reference's own count",
-       needs=("layer",))
-def check_tally(m, rng, cases):
-    def one(case):
-        h, g, n, d, d_model, w, fields, x, where = draw_layer(m, rng, case)
+@step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, in order", 16)
+def check_kv_cache(s, case, rng, show):
+    g, d, n = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 5)
+    capacity = [0, n, max(1, n // 2)][case % 3]
+    rows = [(rand_tensor(rng, g, d), rand_tensor(rng, g, d)) for _ in range(n)]
+    show(g=g, d=d, capacity=capacity, rows=rows)
+    where = f"g={g}, d={d}, capacity={capacity}, {n} positions"
+    s.call("KVCache", g, d, capacity=capacity, keep="cache", value=False)
+    for k, v in rows:
+        s.call("$cache.append", k, v, value=False)
+    state = s.get("cache", "len", "elements", "nbytes", "k", "v")
+    elements = count_leaves(nested([2, g, n, d]))
+    expect([state["len"], state["elements"], state["nbytes"]], [n, elements, 8 * elements], where,
+           "len(cache), cache.elements, cache.nbytes")
+    for name, pick in (("k", 0), ("v", 1)):
+        for j in range(g):
+            held = state[name][j]
+            if not isinstance(held, Other) or not held.type_name.startswith("array"):
+                raise Failure(f"case {where}: cache.{name}[{j}] must be an array('d'); got {kind(held)}")
+            expect(held.values[:n * d], [x for r in rows for x in r[pick][j]], where,
+                   f"cache.{name}[{j}]: the rows appended, in order", exact=True)
+    s.raises("$cache.append", [rows[0][0] + [[0.0] * d], rows[0][1]], [g])       # g + 1 heads
+    expect(s.get("cache", "len")["len"], n, where, "len(cache) after a refused append")
+
+
+@step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG))
+def check_decode(s, case, rng, show):
+    h, g, n, d, d_model, where = draw_sizes(rng, case)
+    fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
+    show(x=x, weights=fields, g=g)
+    w = send_weights(s, fields)
+    s.call("KVCache", g, d, keep="cache", value=False)
+    got = [s.call("decode_step", x_t, w, g, ref("cache"), fresh=True) for x_t in x]
+    expect(got, ref_layer(x, *fields, g, causal=True), where,
+           "decode_step row by row against the reference causal layer")
+    elements = count_leaves(nested([2, g, n, d]))
+    state = s.get("cache", "len", "elements")
+    expect([state["len"], state["elements"]], [n, elements], where, "len(cache), cache.elements")
+
+
+@step(23, "decode_traffic", "cache and weight reads of n decode steps, batched", len(ALL_HG))
+def check_traffic(s, case, rng, show):
+    h, g, n, d, d_model, where = draw_sizes(rng, case)
+    batch = [1, 2, 3][case % 3]
+    show(n=n, h=h, g=g, d=d, d_model=d_model, batch=batch)
+    fields = random_weights(rng, h, d_model, d)
+    counters = []
+    for _ in range(batch):                      # every sequence of the batch, decoded for real
         counter = Counter()
-        ref_layer(x, *fields, g, counter=counter)
-        with m.call("count_multiplies") as tally:
-            m.call("layer", x, w, g)
-        expect([getattr(tally, t, None) for t in TERMS], [counter.counts.get(t, 0) for t in TERMS],
-               where, "tally fields " + ", ".join(TERMS) + " after layer(x, weights, g)")
-    return run_cases(rng, cases, one)
-
-
-@check("decode", "KVCache and decode_step equal full causal attention, position by position")
-def check_decode(m, rng, cases):
-    def one(case):
-        h, g, n, d, d_model, w, fields, x, where = draw_layer(m, rng, case)
-        cache = m.call("KVCache", g, d)
-        got = [m.call("decode_step", x_t, w, g, cache) for x_t in x]
-        expect(got, ref_layer(x, *fields, g, causal=True), where,
-               "decode_step row by row against the reference causal layer")
-        built = nested([2, g, n, d])
-        expect([m.call(len, cache), cache.elements, cache.nbytes],
-               [n, count_leaves(built), 8 * count_leaves(built)], where,
-               "len(cache), cache.elements, cache.nbytes after decoding n positions")
-    return run_cases(rng, cases, one)
-
-
-@check("decode_traffic", "cache and weight reads of n decode steps, counted by a reference decoder")
-def check_traffic(m, rng, cases):
-    def one(case):
-        h, g, n, d, d_model, where = draw_sizes(rng, case)
-        counter = Counter()
-        ref_decode(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, counter)
-        got = m.call("decode_traffic", n, h, g, d, d_model)
-        expect([got.cache_reads, got.weight_reads, got.multiplies],
-               [counter.counts["cache_reads"], counter.counts["weight_reads"],
-                sum(counter.counts.get(t, 0) for t in TERMS)],
-               where, "decode_traffic(...) cache_reads, weight_reads, multiplies")
-    return run_cases(rng, cases, one)
+        ref_decode(rand_tensor(rng, n, d_model), *fields, g, counter)
+        counters.append(counter.counts)
+    got = s.call("decode_traffic", n, h, g, d, d_model, batch=batch)
+    expect([got.cache_reads, got.weight_reads, got.multiplies],
+           [sum(c["cache_reads"] for c in counters), counters[0]["weight_reads"],
+            sum(sum(c.get(t, 0) for t in TERMS) for c in counters)],
+           f"{where}, batch={batch}", "decode_traffic(...) cache_reads, weight_reads "
+           "(read once per step for the whole batch), multiplies")
 
 
 # ---------------------------------------------------------------------------
-# Grading: run the checks, report like a teacher.
+# Grading: run the steps, report like a teacher.
 # ---------------------------------------------------------------------------
 
 def check_names():
-    return [name for name, _, _, _ in CHECKS]
+    return [st.name for st in STEPS]
 
 
-@contextmanager
-def time_limit(seconds, name):
-    """Stop a check that runs too long (on systems with SIGALRM)."""
-    if not hasattr(signal, "SIGALRM") or seconds <= 0:
-        yield
-        return
-
-    def stop(signum, frame):
-        raise Failure(f"{name} took longer than {seconds} s: is there an endless loop?")
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def grade(mod, label, seed, cases=DEFAULT_CASES, only=None):
-    """Run the checks on an imported module; return a list of result dicts."""
-    module = Module(mod, label)
-    results, failed = [], set()
-    for name, summary, needs, fn in CHECKS:
-        if only and name not in only:
-            continue
-        result = {"name": name, "summary": summary, "seed": seed, "passed": False,
-                  "skipped": False, "cases": 0, "cases_passed": 0, "message": ""}
-        blocked = [n for n in needs if n in failed]
-        if blocked:
-            result.update(skipped=True, message=f"skipped: needs {', '.join(blocked)}, which failed")
-            failed.add(name)
-            results.append(result)
-            continue
-        rng = random.Random(f"{name}:{seed}")     # the same cases with or without --only
+def run_step(st, student, seed, cases, only_case=None):
+    """Run one step's cases; return its result dict."""
+    ids = [only_case] if only_case is not None else range(st.systematic + cases)
+    result = {"step": st.number, "name": st.name, "summary": st.summary, "status": "passed",
+              "cases": 0, "cases_passed": 0, "message": "", "case": None, "inputs": None}
+    for k in ids:
+        shown = {}
+        student.pending = []
+        result["cases"] += 1
         try:
-            with time_limit(CHECK_SECONDS, name):
-                passed, ran, first = fn(module, rng, cases)
-        except Failure as fail:
-            passed, ran, first = 0, 1, str(fail)
-        except NotImplementedError as err:
-            passed, ran, first = 0, 1, f"not implemented yet: {err}"
-        except Exception as err:                 # e.g. a missing field of a returned record
-            passed, ran, first = 0, 1, f"{type(err).__name__}: {err}"
-        result.update(cases=ran, cases_passed=passed, passed=first is None, message=first or "")
-        if first is not None:
-            failed.add(name)
-        results.append(result)
-    return results
+            st.fn(student, k, random.Random(f"{st.name}:{seed}:{k}"), shown.update)
+            result["cases_passed"] += 1
+            if only_case is not None:
+                result["inputs"] = shown
+        except NotStarted as err:
+            if result["cases_passed"] == 0:
+                result.update(status="not started", message=str(err), case=k, inputs=shown)
+                return result
+            result.update(status="failed", message=f"case {k}: {err}", case=k, inputs=shown)
+            return result
+        except (Failure, Refused) as err:
+            if result["status"] == "passed":
+                result.update(status="failed", message=str(err), case=k, inputs=shown)
+            if student.worker.proc is None:     # it hung or died: one such case per step
+                return result
+    return result
 
 
-def reproduce(args, name=None):
-    """The command that repeats this run (or one check of it) exactly."""
-    parts = ["python grader.py", f"--seed {args.seed}"]
+def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None):
+    """Grade the module at path; return the list of step results.
+
+    Raises Refused when the module cannot be imported (or imports the grader).
+    """
+    worker = Worker(path, timeout)
+    try:
+        worker.start()
+        student = Student(worker)
+        return [run_step(st, student, seed, cases, case) for st in STEPS
+                if not only or st.name in only]
+    finally:
+        worker.stop()
+
+
+def reproduce(args, name=None, case=None):
+    """The command that repeats this run, or one step of it, or one case."""
+    parts = ["python grader.py"]
     if args.module != DEFAULT_MODULE:
-        parts.insert(1, f"--module {args.module}")
+        parts.append(f"--module {args.module}")
+    parts.append(f"--seed {args.seed}")
     if name:
         parts.append(f"--only {name}")
-    if args.cases != DEFAULT_CASES:
+    if case is not None:
+        parts.append(f"--case {case} --show")
+    elif args.cases != DEFAULT_CASES:
         parts.append(f"--cases {args.cases}")
+    if args.timeout != DEFAULT_TIMEOUT:
+        parts.append(f"--timeout {args.timeout:g}")
     return " ".join(parts)
 
 
-def print_report(results, args, out=sys.stdout):
-    width = max(len(r["name"]) for r in results) if results else 0
+def progress(results):
+    """'5 of 23 steps done; next: step 6, repeat_kv'."""
+    done = [r for r in results if r["status"] == "passed"]
+    todo = [r for r in results if r["status"] != "passed"]
+    text = f"{len(done)} of {len(results)} steps done"
+    if todo:
+        text += f"; next: step {todo[0]['step']}, {todo[0]['name']}"
+    return text
+
+
+def literal(value):
+    text = repr(value)
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def print_report(results, args, out=None):
+    out = out or sys.stdout
+    width = max((len(r["name"]) for r in results), default=0)
     for r in results:
-        if r["skipped"]:
-            status, count = "SKIP", ""
-        else:
-            status = "PASS" if r["passed"] else "FAIL"
-            count = f"{r['cases_passed']}/{r['cases']} cases"
-        if args.quiet and status == "PASS":
+        status = {"passed": "PASS", "failed": "FAIL", "not started": "----"}[r["status"]]
+        if args.quiet and status != "FAIL":
             continue
-        print(f"  {status}  {r['name'].ljust(width)}  {count:<12}  {r['summary']}", file=out)
+        count = "not started" if status == "----" else f"{r['cases_passed']}/{r['cases']} cases"
+        print(f"  step {r['step']:>2}  {status}  {r['name'].ljust(width)}  {count:<13} {r['summary']}",
+              file=out)
         if status == "FAIL":
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)
-            print(f"        reproduce: {reproduce(args, r['name'])}", file=out)
-        elif status == "SKIP":
-            print(f"        {r['message']}", file=out)
+            print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
+        if args.show and r["inputs"] and (status == "FAIL" or args.case is not None):
+            print(f"        inputs of case {r['case'] if r['case'] is not None else args.case}:", file=out)
+            for name, value in r["inputs"].items():
+                print(f"          {name} = {literal(value)}", file=out)
+
+
+def gradescope(results, weights, error=None):
+    """Gradescope's results.json: a score and one test per step."""
+    tests = []
+    for r in results:
+        w = float(weights.get(r["name"], 1.0))
+        tests.append({"name": f"step {r['step']}: {r['name']}", "score": w if r["status"] == "passed" else 0.0,
+                      "max_score": w, "status": "passed" if r["status"] == "passed" else "failed",
+                      "output": r["message"] or r["summary"]})
+    doc = {"score": sum(t["score"] for t in tests), "tests": tests}
+    if error:
+        doc["output"] = error
+    return doc
 
 
 # ---------------------------------------------------------------------------
 # A starter for students: gqa.py's signatures and docstrings, bodies stubbed.
 # ---------------------------------------------------------------------------
 
+# The step of each public name, as the checks above number them; a class's
+# methods belong to the step of its class (Tally is count_multiplies').
+STEP_OF = {st.name: st.number for st in STEPS}
+STEP_OF["Tally"] = STEP_OF["count_multiplies"]
+
+
 def make_starter(source):
     """Return the source of a starter gqa.py: public functions and methods stubbed.
 
-    Keeps the module docstring, imports, public classes and constants; drops
-    private helpers and the command line; replaces each public function's
-    body by its docstring and raise NotImplementedError("step N: NAME: ...").
+    Keeps the module docstring, imports, records, private base classes and
+    constants; drops private helpers and the command line; replaces each
+    public function's body by its docstring and
+    raise NotImplementedError("step N: NAME: ..."), N being the grader's step.
     """
     tree = ast.parse(source)
-    step = 0
 
-    def stub(fn, qualname):
-        nonlocal step
-        step += 1
+    def stub(fn, qualname, owner):
         doc = ast.get_docstring(fn)
         summary = doc.splitlines()[0] if doc else ""
         body = [ast.Expr(ast.Constant(doc))] if doc else []
-        message = f"step {step}: {qualname}" + (f": {summary}" if summary else "")
+        number = STEP_OF.get(owner)
+        label = f"step {number}: {qualname}" if number else f"{qualname} (not graded)"
         body.append(ast.Raise(ast.Call(ast.Name("NotImplementedError", ast.Load()),
-                                       [ast.Constant(message)], []), None))
+                                       [ast.Constant(label + (f": {summary}" if summary else ""))],
+                                       []), None))
         fn.body = body
 
     kept = []
@@ -814,15 +1399,13 @@ def make_starter(source):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if node.name.startswith("_") or node.name == "main":
                 continue
-            stub(node, node.name)
+            stub(node, node.name, node.name)
         elif isinstance(node, ast.ClassDef):
-            if node.name.startswith("_"):            # a private base class: kept whole
-                kept.append(node)
-                continue
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_")
-                                                           or item.name in ("__init__", "__len__")):
-                    stub(item, f"{node.name}.{item.name}")
+            if not node.name.startswith("_"):        # a private base class is kept whole
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_")
+                                                               or item.name in ("__init__", "__len__")):
+                        stub(item, f"{node.name}.{item.name}", node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id.startswith("_") and t.id != "__all__"
@@ -835,14 +1418,12 @@ def make_starter(source):
         kept.append(node)
     tree.body = kept
     header = ('# A starter for the gqa lab, written by `python grader.py --starter`.\n'
-              '# Replace each `raise NotImplementedError` with your code, in order, and run\n'
+              '# Replace each `raise NotImplementedError` with your code, step by step, and run\n'
               '# `python grader.py --module THIS_FILE` to see your progress.\n')
     return header + ast.unparse(tree) + "\n"
 
 
 def write_starter(directory, source_path=DEFAULT_MODULE):
-    if sys.version_info < (3, 9):
-        raise SystemExit("grader: --starter needs Python 3.9 or newer")
     with open(source_path, encoding="utf-8") as f:
         text = make_starter(f.read())
     os.makedirs(directory, exist_ok=True)
@@ -861,39 +1442,75 @@ def write_starter(directory, source_path=DEFAULT_MODULE):
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python grader.py",
-        description="Check a gqa.py against an independent reference, with random (h, g).")
+        description="Grade a gqa.py step by step against an independent reference; the "
+                    "module runs in a child process and cannot change the verdict.")
     parser.add_argument("--module", default=DEFAULT_MODULE, metavar="PATH",
                         help="the gqa.py to grade (default: the one beside grader.py)")
     parser.add_argument("--seed", type=int, default=None,
-                        help="the seed of every case (default: a fresh one, printed)")
+                        help="the seed of the random cases (default: a fresh one, printed)")
     parser.add_argument("--cases", type=int, default=DEFAULT_CASES, metavar="K",
-                        help=f"random cases per check (default {DEFAULT_CASES})")
+                        help=f"random cases per step, after the systematic ones (default {DEFAULT_CASES})")
     parser.add_argument("--only", default=None, metavar="NAMES",
-                        help="run only these checks, comma-separated (see --list)")
-    parser.add_argument("--list", action="store_true", help="name the checks, in order, and exit")
+                        help="grade only these steps, comma-separated (see --list)")
+    parser.add_argument("--case", type=int, default=None, metavar="K",
+                        help="run only case K of the one step given with --only")
+    parser.add_argument("--show", action="store_true",
+                        help="print the inputs of a failing case (or of --case) as Python literals")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                        help=f"seconds a call may take before it fails (default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--list", action="store_true", help="name the steps, in order, and exit")
     parser.add_argument("--json", action="store_true",
-                        help="print the result as JSON (one object per check) instead of text")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="print only failures and the summary")
+                        help="print one JSON document: the score and each step's result")
+    parser.add_argument("--format", choices=("text", "json", "gradescope"), default=None,
+                        help="text (default), json (as --json), or gradescope (its results.json)")
+    parser.add_argument("--weights", metavar="FILE", default=None,
+                        help="with --format gradescope: a JSON object of step name -> points "
+                             "(default 1 each)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only failures and the summary")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also print the wall time")
     parser.add_argument("--starter", metavar="DIR",
                         help="write a starter gqa.py for students into DIR and exit")
     args = parser.parse_args(argv)
-    if args.cases < 1:
-        parser.error(f"--cases must be at least 1; got {args.cases}")
-    if args.only:
-        args.only = [n.strip() for n in args.only.split(",") if n.strip()]
-        unknown = [n for n in args.only if n not in check_names()]
+    args.format = args.format or ("json" if args.json else "text")
+    if args.cases < 0:
+        parser.error(f"--cases must be at least 0; got {args.cases}")
+    if not (0 < args.timeout <= 3600):
+        parser.error(f"--timeout must be more than 0 and at most 3600 seconds; got {args.timeout:g}")
+    if args.only is not None:
+        names = [n.strip() for n in args.only.split(",")]
+        unknown = [n or "''" for n in names if n not in check_names()]
+        if unknown or not names:
+            parser.error(f"no step named {', '.join(unknown)}; the steps are: {', '.join(check_names())}")
+        args.only = names
+    if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
+        parser.error("--case K needs --only with one step name, and K at least 0")
+    args.weight_map = {}
+    if args.weights:
+        try:
+            with open(args.weights, encoding="utf-8") as f:
+                args.weight_map = json.load(f)
+            if not isinstance(args.weight_map, dict) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                    for v in args.weight_map.values()):
+                raise ValueError("not an object of step name -> points")
+        except (OSError, ValueError) as err:
+            parser.error(f"--weights {args.weights}: {err}")
+        unknown = sorted(set(args.weight_map) - set(check_names()))
         if unknown:
-            parser.error(f"no check named {', '.join(unknown)}; the checks are: "
-                         f"{', '.join(check_names())}")
+            parser.error(f"--weights {args.weights}: no step named {', '.join(unknown)}")
     return args
+
+
+def emit(doc):
+    json.dump(doc, sys.stdout, indent=2)
+    print()
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.list:
-        for name, summary, _, _ in CHECKS:
-            print(f"{name:<22} {summary}")
+        for st in STEPS:
+            print(f"step {st.number:>2}  {st.name:<22} {st.summary}")
         return 0
     if args.starter:
         try:
@@ -906,29 +1523,48 @@ def main(argv=None):
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(10 ** 6)
     label = "gqa.py" if args.module == DEFAULT_MODULE else args.module
-    mod, why = load_module(args.module)
-    if mod is None:
-        print(f"grader: cannot import the module to grade: {why}", file=sys.stderr)
+    if args.format == "text" and not args.quiet:
+        print(f"grading {label} with seed {args.seed} (grader {GRADER_VERSION}; the systematic "
+              f"cases and {args.cases} random ones per step; floats to rel {REL_TOL:g}, abs "
+              f"{ABS_TOL:g}; repeat with: {reproduce(args)})")
+    start = time.perf_counter()
+    try:
+        if not os.path.isfile(args.module):
+            raise Refused(f"no such file: {args.module}")
+        results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case)
+    except Refused as err:
+        why = f"cannot grade {label}: {err}"
+        if args.format == "json":
+            emit({"grader": GRADER_VERSION, "module": label, "seed": args.seed, "error": why,
+                  "score": 0.0, "passed": 0, "failed": 0, "steps": []})
+        elif args.format == "gradescope":
+            emit(gradescope([], {}, error=why))
+        else:
+            print(f"grader: {why}", file=sys.stderr)
         return 2
-    if not args.json and not args.quiet:
-        print(f"grading {label} with seed {args.seed} ({args.cases} cases per check; floats to "
-              f"rel {REL_TOL:g}, abs {ABS_TOL:g}; repeat with: {reproduce(args)})")
-    results = grade(mod, os.path.basename(label), args.seed, args.cases, args.only)
-    passed = sum(r["passed"] for r in results)
-    skipped = sum(r["skipped"] for r in results)
-    failed = len(results) - passed - skipped
-    if args.json:
-        json.dump({"module": label, "seed": args.seed, "cases": args.cases, "passed": passed,
-                   "failed": failed, "skipped": skipped,
-                   "checks": [{k: r[k] for k in ("name", "passed", "skipped", "cases",
-                                                 "cases_passed", "message", "seed")}
-                              for r in results]}, sys.stdout, indent=2)
-        print()
+    passed = sum(r["status"] == "passed" for r in results)
+    failed = len(results) - passed
+    if args.format == "json":
+        emit({"grader": GRADER_VERSION, "module": label, "seed": args.seed, "cases": args.cases,
+              "score": passed / len(results) if results else 0.0, "passed": passed,
+              "failed": failed, "progress": progress(results), "steps": results})
+    elif args.format == "gradescope":
+        emit(gradescope(results, args.weight_map))
     else:
         print_report(results, args)
-        print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+        print(progress(results))
+        if args.verbose:
+            print(f"graded in {time.perf_counter() - start:.2f} s of wall time")
+        print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("grader: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:                      # `python grader.py | head`: the reader left
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -48,6 +48,7 @@ class ReadmeSamples(unittest.TestCase):
         run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--seed", "1"],
                              capture_output=True, text=True, cwd=ROOT, timeout=120)
         self.assertEqual(sample("python grader.py --seed 1"), run.stdout)
+        self.assertEqual(run.returncode, 0)          # the real module passes every step
 
     def test_config_sample(self):
         command = ("python -m gqa config examples/configs/llama-2-70b.json --context 4096 --batch 16 "
