@@ -17,8 +17,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import gqa
 from gqa import GQAError
-from gqa_models import (DTYPE_BYTES, ModelShape, cache_bytes, decode_roofline, dtype_bytes,
-                        max_requests, parse_bandwidth, parse_flops, parse_size, tensor_parallel)
+from gqa_models import (DTYPE_BYTES, LayerGroup, ModelShape, cache_bytes, decode_roofline,
+                        device_cache_bytes, dtype_bytes, max_requests, parse_bandwidth, parse_flops,
+                        parse_size, tensor_parallel)
 from gqa_tools import human_bytes, text_table
 
 # Named hardware for the decode estimate, each with its source.  Peak figures:
@@ -36,44 +37,66 @@ HARDWARE = {
 # The command: one table, or the same as JSON.
 # ---------------------------------------------------------------------------
 
+def columns(shape: ModelShape) -> List[Dict[str, Any]]:
+    """What to size: the model beside MHA and MQA (GQA family), or beside MHA (MLA).
+
+    Each column is a label, a ModelShape and the g its attention layers use.
+    """
+    if shape.gqa_family:
+        gs = sorted({shape.heads, shape.kv_heads, 1}, reverse=True)
+        return [{"label": "model" if g == shape.kv_heads else gqa.method_name(shape.heads, g),
+                 "method": gqa.method_name(shape.heads, g), "kv_heads": g, "shape": shape} for g in gs]
+    as_mha = shape._replace(groups=tuple(
+        LayerGroup("full", g.layers, shape.heads, shape.head_dim) if g.rule == "mla" else g
+        for g in shape.groups))
+    return [{"label": "model", "method": shape.method, "kv_heads": shape.kv_heads, "shape": shape},
+            {"label": "as MHA", "method": "MHA", "kv_heads": shape.heads, "shape": as_mha}]
+
+
 def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory: Optional[int],
               weights: int, weight_dtype: str, devices: int, bandwidth: Optional[float],
-              flops: Optional[float], hardware: Optional[str] = None) -> Dict[str, Any]:
+              flops: Optional[float], hardware: Optional[str] = None, source: Optional[int] = None,
+              context_from: str = "given with --context") -> Dict[str, Any]:
     """Everything the command prints, as plain data with exact byte counts."""
-    columns = [("MHA", shape.heads), ("model", shape.kv_heads), ("MQA", 1)]
+    model = shape._asdict()
+    model["groups"] = [dict(g._asdict(), describe=g.describe()) for g in shape.groups]
+    model["notes"] = list(shape.notes)
     out: Dict[str, Any] = {
-        "model": shape._asdict(), "method": shape.method,
-        "settings": {"context": context, "batch": batch, "dtype": dtype,
-                     "bytes_per_value": dtype_bytes(dtype), "tp": devices, "memory": memory,
-                     "weights": weights},
+        "model": model, "method": shape.method, "layer_groups": shape.layer_summary(),
+        "settings": {"context": context, "context_from": context_from, "batch": batch,
+                     "source": source, "dtype": dtype, "bytes_per_value": dtype_bytes(dtype),
+                     "tp": devices, "memory": memory, "weights": weights},
         "columns": [],
     }
-    for label, g in columns:
-        per_token = cache_bytes(shape, dtype=dtype, kv_heads=g)
-        per_request = cache_bytes(shape, context=context, batch=batch, dtype=dtype, kv_heads=g)
-        col: Dict[str, Any] = {"label": label, "method": gqa.method_name(shape.heads, g),
-                               "kv_heads": g, "bytes_per_token": per_token,
-                               "bytes_per_request": per_request,
-                               "ratio_to_mha": per_token / cache_bytes(shape, dtype=dtype,
-                                                                      kv_heads=shape.heads)}
+    mha_token = cache_bytes(columns(shape)[-1 if not shape.gqa_family else 0]["shape"], dtype=dtype,
+                            kv_heads=shape.heads)
+    for c in columns(shape):
+        s, g = c["shape"], c["kv_heads"]
+        col: Dict[str, Any] = {"label": c["label"], "method": c["method"], "kv_heads": g,
+                               "bytes_per_token": cache_bytes(s, dtype=dtype, kv_heads=g),
+                               "bytes_per_request": cache_bytes(s, context=context, batch=batch,
+                                                                dtype=dtype, kv_heads=g, source=source)}
+        col["ratio_to_mha"] = col["bytes_per_token"] / mha_token if mha_token else 1.0
         try:
             split = tensor_parallel(shape.heads, g, devices)
-            device_bytes = cache_bytes(shape, context=context, batch=batch, dtype=dtype,
-                                       kv_heads=split.kv_heads_per_device)
+            device_bytes = device_cache_bytes(s, context=context, batch=batch, dtype=dtype,
+                                              kv_heads=g, devices=devices, source=source)
             col["tp"] = {"kv_heads_per_device": split.kv_heads_per_device,
-                         "replication": split.replication,
+                         "replication": devices if s.method == "MLA" else split.replication,
                          "bytes_per_device": device_bytes,
                          "bytes_all_devices": device_bytes * devices}
         except GQAError as err:
             col["tp"] = {"error": str(err)}
         if memory is not None and "error" not in col["tp"]:
-            col["max_requests"] = max_requests(memory, weights // devices,
-                                               col["tp"]["bytes_per_device"])
+            col["max_requests"] = max_requests(memory, weights // devices, col["tp"]["bytes_per_device"])
         if bandwidth and flops and "error" not in col["tp"]:
-            r = decode_roofline(shape, context=context, batch=batch, dtype=dtype, weights=weights,
-                                weight_dtype=weight_dtype, bandwidth=bandwidth, flops=flops,
-                                kv_heads=g, devices=devices)
-            col["decode"] = r._asdict()
+            try:
+                col["decode"] = decode_roofline(
+                    s, context=context, batch=batch, dtype=dtype, weights=weights,
+                    weight_dtype=weight_dtype, bandwidth=bandwidth, flops=flops, kv_heads=g,
+                    devices=devices, source=source)._asdict()
+            except GQAError as err:
+                col["decode"] = {"error": str(err)}
         out["columns"].append(col)
     if bandwidth and flops:
         out["hardware"] = {"bandwidth": bandwidth, "flops": flops,
@@ -85,62 +108,105 @@ def render(s: Dict[str, Any]) -> str:
     """The summary as a compact, aligned table with its notes."""
     m, st, cols = s["model"], s["settings"], s["columns"]
 
-    def each(cell) -> List[str]:
-        """One cell per column, or 'refused' where tensor parallelism refused that g."""
-        return [cell(c) if "error" not in c["tp"] else "refused" for c in cols]
+    def each(cell, estimate: bool = False) -> List[str]:
+        """One cell per column, or 'refused' where tensor parallelism (or the estimate) refused it."""
+        return [cell(c) if "error" not in c["tp"] and not (estimate and "error" in c["decode"])
+                else "refused" for c in cols]
 
     rows = [("bytes per token", [human_bytes(c["bytes_per_token"]) for c in cols]),
             ("bytes per request", [human_bytes(c["bytes_per_request"]) for c in cols]),
             ("ratio to MHA", [f"{c['ratio_to_mha']:.4g}" for c in cols])]
     if st["tp"] > 1:
-        rows += [(f"kv heads per device (tp={st['tp']})", each(lambda c: str(c["tp"]["kv_heads_per_device"]))),
+        rows += [(f"kv heads per device (tp={st['tp']})",
+                  each(lambda c: "latent" if c["method"] == "MLA" else str(c["tp"]["kv_heads_per_device"]))),
                  ("each kv head held by", each(lambda c: f"{c['tp']['replication']} device(s)")),
                  ("cache per device", each(lambda c: human_bytes(c["tp"]["bytes_per_device"]))),
                  ("cache, all devices", each(lambda c: human_bytes(c["tp"]["bytes_all_devices"])))]
     if st["memory"] is not None:
         rows.append(("requests that fit", each(lambda c: f"{c['max_requests']:,}")))
     if "hardware" in s:
-        rows += [("decode step (roofline)", each(lambda c: f"{c['decode']['seconds'] * 1e3:.3g} ms")),
-                 ("bound by", each(lambda c: c["decode"]["bound"]))]
-    head = [""] + [f"this model, {c['method']} g={c['kv_heads']}" if c["label"] == "model"
-                   else f"{c['method']} g={c['kv_heads']}" for c in cols]
+        rows += [("decode step (roofline)", each(lambda c: f"{c['decode']['seconds'] * 1e3:.3g} ms", True)),
+                 ("bound by", each(lambda c: c["decode"]["bound"], True))]
+    head = [""] + [f"this model, {c['method']}" + (f" g={c['kv_heads']}" if c["method"] != "MLA" else "")
+                   if c["label"] == "model" else
+                   ("as MHA" if c["label"] == "as MHA" else f"{c['method']} g={c['kv_heads']}")
+                   for c in cols]
+    warnings = [n for n in m["notes"] if n.startswith("WARNING")]
+    return "\n".join(warnings + [headline(s),
+                                 f"KV cache in {st['dtype']} ({st['bytes_per_value']} bytes per value), "
+                                 f"context {st['context']:,} ({st['context_from']}), batch {st['batch']}; "
+                                 f"exact bytes with --json", "",
+                                 text_table(head, [[label] + values for label, values in rows]), ""]
+                     + [f"- {n}" for n in notes(s)])
 
-    notes = []
+
+def headline(s: Dict[str, Any]) -> str:
+    m = s["model"]
+    groups = m["groups"]
+    what = {"mla": "MLA", "none": "no cache"}
+    if s["method"] == "MLA":
+        latent = groups[0]["latent"]
+        return (f"{m['name']}: MLA, {m['layers']} layers, h={m['heads']} query heads; each layer "
+                f"caches one latent of {latent} values per token (kv_lora_rank + qk_rope_head_dim), "
+                f"shared by all heads")
+    each_head = "s" if m["heads"] > m["kv_heads"] else ""
+    kinds = "" if len(groups) == 1 and groups[0]["rule"] == "full" else f" ({s['layer_groups']})"
+    del what
+    return (f"{m['name']}: {s['method']}, {m['layers']} layers{kinds}, h={m['heads']} query heads, "
+            f"g={m['kv_heads']} key/value heads ({m['heads'] // m['kv_heads']} query head{each_head} "
+            f"each), head dim {m['head_dim']}, hidden size {m['hidden_size']}")
+
+
+def notes(s: Dict[str, Any]) -> List[str]:
+    m, st, cols = s["model"], s["settings"], s["columns"]
+    out = [n for n in m["notes"] if not n.startswith("WARNING")]
+    for g in m["groups"]:
+        if g["rule"] in ("sliding", "chunked"):
+            out.append(f"{g['layers']} {g['rule']} layers hold at most {g['window']:,} positions; "
+                       f"'bytes per token' is what a token adds while the context is shorter")
+        if g["rule"] == "none":
+            out.append(f"{g['layers']} {g['note']} hold a state of fixed size instead of a KV cache; "
+                       f"it is not counted here")
+        if g["rule"] == "cross":
+            out.append(f"cross-attention: {g['layers']} decoder layers hold K and V of every source "
+                       f"token ({st['source'] or st['context']:,}, --source)")
+    if s["method"] == "MLA":
+        out.append("as MHA: the same layers with 2 x h x head_dim values per token, the comparison "
+                   "DeepSeek-V2 makes; under tensor parallelism every device holds the whole latent")
     if st["memory"] is not None:
-        notes.append(f"requests that fit: ({human_bytes(st['memory'])} per device - "
-                     f"{human_bytes(st['weights'])} of weights / {st['tp']} device(s)) // one "
-                     f"request's cache per device"
-                     + ("" if st["weights"] else "; give --weights for the weights' share"))
-    notes += [f"{c['method']} g={c['kv_heads']}: {c['tp']['error']}" for c in cols if "error" in c["tp"]]
+        out.append(f"requests that fit: ({human_bytes(st['memory'])} per device - "
+                   f"{human_bytes(st['weights'])} of weights / {st['tp']} device(s)) // one "
+                   f"request's cache per device"
+                   + ("" if st["weights"] else "; give --weights for the weights' share"))
+    out += [f"{c['method']} g={c['kv_heads']}: {c['tp']['error']}" for c in cols if "error" in c["tp"]]
+    out += [c["decode"]["error"] for c in cols if "error" in c.get("decode", {})][:1]
     if "hardware" in s:
         hw = s["hardware"]
-        notes.append(f"decode step: a roofline model, not a measurement: the larger of bytes read "
-                     f"/ {hw['bandwidth'] / 1e9:,.0f} GB/s and FLOPs / {hw['flops'] / 1e12:,.0f} "
-                     f"TFLOP/s ({hw['source']}), for one new token in each of the request's "
-                     f"{st['batch']} sequence(s)"
-                     + ("" if st["weights"] else "; without --weights it counts the cache alone"))
+        out.append(f"decode step: a roofline model, not a measurement: the larger of bytes read "
+                   f"/ {hw['bandwidth'] / 1e9:,.0f} GB/s and FLOPs / {hw['flops'] / 1e12:,.0f} "
+                   f"TFLOP/s ({hw['source']}), for one new token in each of the request's "
+                   f"{st['batch']} sequence(s)"
+                   + ("" if st["weights"] else "; without --weights it counts the cache alone"))
     else:
-        notes.append("give --bandwidth and --flops (or --hardware NAME) for a decode-time estimate")
+        out.append("give --bandwidth and --flops (or --hardware NAME) for a decode-time estimate")
+    return out
 
-    each_head = "s" if m["heads"] > m["kv_heads"] else ""
-    return "\n".join([
-        f"{m['name']}: {s['method']}, {m['layers']} layers, h={m['heads']} query heads, "
-        f"g={m['kv_heads']} key/value heads ({m['heads'] // m['kv_heads']} query head{each_head} "
-        f"each), head dim {m['head_dim']}, hidden size {m['hidden_size']}",
-        f"KV cache in {st['dtype']} ({st['bytes_per_value']} bytes per value), context "
-        f"{st['context']:,}, batch {st['batch']}; exact bytes with --json", "",
-        text_table(head, [[label] + values for label, values in rows]), ""]
-        + [f"- {n}" for n in notes])
+
+OVERRIDES = ("layers", "heads", "kv_heads", "head_dim", "window")
 
 
 def config_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m gqa config",
-        description="Size a model's KV cache from its config.json: method, bytes per token, "
-                    "requests that fit, tensor parallelism, and a roofline decode estimate.")
-    parser.add_argument("path", help="a config.json (for example examples/configs/mistral-7b.json)")
-    parser.add_argument("--context", type=int, default=4096, help="tokens per request (default 4096)")
+        description="Size a model's KV cache from its config.json: method, the rule of each group "
+                    "of layers, bytes per token and per request, requests that fit, tensor "
+                    "parallelism, and a roofline decode estimate.")
+    parser.add_argument("path", help="a config.json (for example examples/configs/mistral-7b-v0.1.json)")
+    parser.add_argument("--context", type=int, default=None,
+                        help="tokens per request (default: the model's own maximum, else 4096)")
     parser.add_argument("--batch", type=int, default=1, help="sequences per request (default 1)")
+    parser.add_argument("--source", type=int, default=None,
+                        help="encoder-decoder models: source tokens per sequence (default: --context)")
     parser.add_argument("--dtype", default="bf16", help=f"cache dtype: {', '.join(DTYPE_BYTES)} (default bf16)")
     parser.add_argument("--memory", default=None, help="free memory per device, e.g. 80GiB")
     parser.add_argument("--weights", default="0", help="the weights' size, all devices, e.g. 140GB (default 0)")
@@ -150,13 +216,30 @@ def config_main(argv: Sequence[str]) -> int:
     parser.add_argument("--flops", default=None, help="compute rate per device, e.g. 312TFLOPS")
     parser.add_argument("--hardware", choices=sorted(HARDWARE), default=None,
                         help="named bandwidth and compute rate, with their source")
+    for name in OVERRIDES:
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
+                            help=f"set {name.replace('_', ' ')} by hand, for a config that cannot be read")
+    parser.add_argument("--ignore", action="append", default=[], metavar="FIELD",
+                        help="size as full attention where FIELD's value is not understood (a warning)")
     parser.add_argument("--json", action="store_true", help="print the same as JSON, exact bytes")
     args = parser.parse_args(argv)
     try:
-        for name in ("context", "batch", "tp"):
-            if getattr(args, name) < 1:
-                raise GQAError(f"--{name} must be positive; got {getattr(args, name)}")
-        shape = ModelShape.from_config(args.path)
+        for name in ("batch", "tp") + OVERRIDES:
+            value = getattr(args, name)
+            if value is not None and not 1 <= value <= 10 ** 12:
+                raise GQAError(f"--{name.replace('_', '-')} must be between 1 and 10**12; got {value}")
+        for name in ("context", "source"):
+            value = getattr(args, name)
+            if value is not None and not 1 <= value <= 10 ** 12:
+                raise GQAError(f"--{name} must be between 1 and 10**12; got {value}")
+        overrides = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k) is not None}
+        shape = ModelShape.from_config(args.path, ignore=args.ignore, overrides=overrides)
+        if args.context is not None:
+            context, context_from = args.context, "given with --context"
+        elif shape.max_context:
+            context, context_from = shape.max_context, f"the model's {shape.max_context_field}"
+        else:
+            context, context_from = 4096, "the config gives no maximum; the default 4096"
         if shape.heads % args.tp:
             valid = ", ".join(str(n) for n in gqa.valid_g(shape.heads))
             raise GQAError(f"--tp {args.tp} does not divide the model's {shape.heads} query heads; "
@@ -170,9 +253,10 @@ def config_main(argv: Sequence[str]) -> int:
             bandwidth, flops = HARDWARE[args.hardware][:2]
         if bool(bandwidth) != bool(flops):
             raise GQAError("give both --bandwidth and --flops (or --hardware) for the decode estimate")
-        summary = summarize(shape, context=args.context, batch=args.batch, dtype=args.dtype,
+        summary = summarize(shape, context=context, batch=args.batch, dtype=args.dtype,
                             memory=memory, weights=weights, weight_dtype=args.weight_dtype,
-                            devices=args.tp, bandwidth=bandwidth, flops=flops, hardware=args.hardware)
+                            devices=args.tp, bandwidth=bandwidth, flops=flops, hardware=args.hardware,
+                            source=args.source, context_from=context_from)
     except GQAError as err:
         print(f"gqa config: {err}", file=sys.stderr)
         return 2

@@ -50,12 +50,14 @@ class ReadmeSamples(unittest.TestCase):
         self.assertEqual(sample("python grader.py --seed 1"), run.stdout)
         self.assertEqual(run.returncode, 0)          # the real module passes every step
 
-    def test_config_sample(self):
-        command = ("python -m gqa config examples/configs/llama-2-70b.json --context 4096 --batch 16 "
-                   "--memory 80GiB --weights 140GB --tp 8 --hardware h100-sxm")
-        argv = command.split()[3:]
-        argv[1] = os.path.join(ROOT, argv[1])
-        self.assertEqual(sample(command), gqa_output(argv))
+    def test_config_samples(self):
+        for command in ("python -m gqa config examples/configs/llama-2-70b.json --context 4096 --batch 16 "
+                        "--memory 80GiB --weights 140GB --tp 8 --hardware h100-sxm",
+                        "python -m gqa config examples/configs/gemma-3-12b.json --context 32768",
+                        "python -m gqa config examples/configs/deepseek-v3.json --context 32768 --tp 8"):
+            argv = command.split()[3:]
+            argv[1] = os.path.join(ROOT, argv[1])
+            self.assertEqual(sample(command), gqa_output(argv), command)
 
     def test_tables_in_the_readme_are_the_command_output(self):
         command = "python -m gqa tables --heads 8 --head-dim 128 --layers 32 --context 4096 --d-model 1024"

@@ -36,14 +36,13 @@ class Examples(unittest.TestCase):
         known = [
             ("llama-2-7b.json", "MHA", 32, 32, 128, 2 * 32 * 32 * 128 * 2),
             ("llama-2-70b.json", "GQA", 64, 8, 128, 2 * 80 * 8 * 128 * 2),
-            ("mistral-7b.json", "GQA", 32, 8, 128, 2 * 32 * 8 * 128 * 2),
+            ("mistral-7b-v0.1.json", "GQA", 32, 8, 128, 2 * 32 * 8 * 128 * 2),
             ("falcon-40b.json", "GQA", 128, 8, 64, 2 * 60 * 8 * 64 * 2),
             ("falcon-7b.json", "MQA", 71, 1, 64, 2 * 32 * 1 * 64 * 2),
             ("qwen2-7b.json", "GQA", 28, 4, 128, 2 * 28 * 4 * 128 * 2),
             ("gemma-2b.json", "MQA", 8, 1, 256, 2 * 18 * 1 * 256 * 2),
             ("starcoder.json", "MQA", 48, 1, 128, 2 * 40 * 1 * 128 * 2),
         ]
-        self.assertEqual(sorted(k[0] for k in known), sorted(os.listdir(EXAMPLES)))
         for name, method, h, g, d, per_token in known:
             s = ModelShape.from_config(os.path.join(EXAMPLES, name))
             self.assertEqual((s.method, s.heads, s.kv_heads, s.head_dim), (method, h, g, d), name)
@@ -121,7 +120,7 @@ class Errors(unittest.TestCase):
             shape(num_hidden_layers=2, hidden_size=64)
         with self.assertRaisesRegex(GQAError, r"no layer count: tried num_hidden_layers, n_layer, num_layers"):
             shape(num_attention_heads=2, hidden_size=64)
-        with self.assertRaisesRegex(GQAError, r"no hidden size: tried hidden_size, n_embd, d_model"):
+        with self.assertRaisesRegex(GQAError, r"no hidden size and no head_dim: tried hidden_size, n_embd, d_model"):
             shape(num_attention_heads=2, num_hidden_layers=2)
 
     def test_g_not_dividing_h(self):
@@ -132,13 +131,13 @@ class Errors(unittest.TestCase):
             shape(num_attention_heads=32, num_key_value_heads=64, num_hidden_layers=2, hidden_size=4096)
 
     def test_non_positive_and_non_integer_numbers(self):
-        with self.assertRaisesRegex(GQAError, r"num_hidden_layers must be positive; got 0"):
+        with self.assertRaisesRegex(GQAError, r"num_hidden_layers must be between 1 and 10\*\*12; got 0"):
             shape(num_attention_heads=2, num_hidden_layers=0, hidden_size=64)
-        with self.assertRaisesRegex(GQAError, r"num_key_value_heads must be positive; got -1"):
+        with self.assertRaisesRegex(GQAError, r"num_key_value_heads must be between 1 and 10\*\*12; got -1"):
             shape(num_attention_heads=2, num_hidden_layers=1, hidden_size=64, num_key_value_heads=-1)
-        with self.assertRaisesRegex(GQAError, r"n_head must be a whole number; got 8.5"):
+        with self.assertRaisesRegex(GQAError, r"n_head must be a whole number; got .8.5."):
             shape(n_head=8.5, n_layer=1, n_embd=64)
-        with self.assertRaisesRegex(GQAError, r"n_head must be a whole number; got True"):
+        with self.assertRaisesRegex(GQAError, r"n_head must be a whole number; got .True."):
             shape(n_head=True, n_layer=1, n_embd=64)
         with self.assertRaisesRegex(GQAError, r"hidden size 100 is not a multiple of 8 query heads"):
             shape(n_head=8, n_layer=1, n_embd=100)
@@ -234,7 +233,7 @@ class CommandLine(unittest.TestCase):
         llama = os.path.join(EXAMPLES, "llama-2-70b.json")
         for argv, message in (([llama, "--memory", "80 gigs"], "is not a size"),
                               ([llama, "--dtype", "fp4"], "dtype 'fp4' is not one of"),
-                              ([llama, "--context", "0"], "--context must be positive"),
+                              ([llama, "--context", "0"], "--context must be between 1 and 10**12; got 0"),
                               ([llama, "--bandwidth", "2TB/s"], "give both --bandwidth and --flops"),
                               ([llama, "--tp", "3"], "--tp 3 does not divide the model's 64 query heads; "
                                                      "valid --tp: 1, 2, 4, 8, 16, 32, 64"),
@@ -281,7 +280,7 @@ class WholeBlock(unittest.TestCase):
         proj, kv, mlp, body = 2 * 8192 * 8192, 2 * 8192 * 8 * 128, 3 * 8192 * 28672, 64 * 128 * 4097
         self.assertIn(f"| GQA    |  8 | {proj:>19,} | {kv:>19,} | {body:>14,} | {mlp:,} | {proj + kv + mlp + body:>13,} |",
                       out)
-        status, out, _ = self.tables("--config", os.path.join(EXAMPLES, "mistral-7b.json"))
+        status, out, _ = self.tables("--config", os.path.join(EXAMPLES, "mistral-7b-v0.1.json"))
         self.assertIn("No whole-block view: the config gives no MLP width", out)
 
     def test_tables_bad_sizes_are_usage_errors(self):
@@ -289,6 +288,122 @@ class WholeBlock(unittest.TestCase):
             status, _, err = self.tables(*argv)
             self.assertEqual(status, 2, argv)
             self.assertNotIn("Traceback", err)
+
+
+
+def example(name, **options):
+    return ModelShape.from_config(os.path.join(EXAMPLES, name), **options)
+
+
+class Families(unittest.TestCase):
+    """Every family sized by its own rule; the figures are worked by hand here, from the
+    fields of the example configs (bf16: 2 bytes a value)."""
+
+    def test_every_example_is_sized_here_or_above(self):
+        covered = {"llama-2-7b.json", "llama-2-70b.json", "mistral-7b-v0.1.json", "falcon-40b.json",
+                   "falcon-7b.json", "qwen2-7b.json", "gemma-2b.json", "starcoder.json",
+                   "deepseek-v3.json", "jamba-v0.1.json", "gpt-oss-20b.json", "gemma-3-12b.json",
+                   "t5-11b.json", "dbrx-base.json", "mpt-7b.json", "llava-1.5-7b.json"}
+        self.assertEqual(covered, set(os.listdir(EXAMPLES)))
+
+    def test_mla_caches_one_latent_per_token_and_layer(self):
+        s = example("deepseek-v3.json")
+        self.assertEqual(s.method, "MLA")
+        self.assertEqual([(g.rule, g.layers, g.latent) for g in s.groups], [("mla", 61, 512 + 64)])
+        self.assertEqual(cache_bytes(s, dtype="bf16"), 61 * 576 * 2)                  # 35,136 values
+        self.assertEqual(cache_bytes(s, context=32768, dtype="bf16"), 61 * 576 * 32768 * 2)
+        self.assertEqual(s.max_context, 163840)
+        status, out, _ = run(os.path.join(EXAMPLES, "deepseek-v3.json"), "--context", "32768", "--json")
+        data = json.loads(out)
+        model, as_mha = data["columns"]
+        self.assertEqual(model["bytes_per_request"], 61 * 576 * 32768 * 2)
+        self.assertEqual(as_mha["bytes_per_token"], 61 * 2 * 128 * 128 * 2)       # DeepSeek-V2's comparison
+        status, out, _ = run(os.path.join(EXAMPLES, "deepseek-v3.json"), "--context", "32768", "--tp", "8")
+        self.assertRegex(out, r"cache per device +2.145 GiB")                        # the whole latent on each
+
+    def test_hybrids_count_only_their_attention_layers(self):
+        jamba = example("jamba-v0.1.json")                # attention where i % 8 == 4: 4 of 32 layers
+        self.assertEqual([(g.rule, g.layers) for g in jamba.groups], [("none", 28), ("full", 4)])
+        self.assertEqual(cache_bytes(jamba, dtype="bf16"), 4 * 2 * 8 * 128 * 2)
+        nemotron = shape(num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=2, hidden_size=64,
+                         hybrid_override_pattern="M-M*-M")
+        self.assertEqual([(g.rule, g.layers) for g in nemotron.groups], [("none", 3), ("full", 1)])
+        minimax = shape(num_hidden_layers=4, num_attention_heads=8, hidden_size=64, attn_type_list=[0, 0, 0, 1])
+        self.assertEqual(cache_bytes(minimax, dtype="fp8"), 1 * 2 * 8 * 8)
+        qwen3_next = shape(num_hidden_layers=48, num_attention_heads=16, num_key_value_heads=2, head_dim=256,
+                           hidden_size=2048, full_attention_interval=4)
+        self.assertEqual([(g.rule, g.layers) for g in qwen3_next.groups], [("none", 36), ("full", 12)])
+
+    def test_windows_and_chunks_stop_a_requests_cache_growing(self):
+        gemma = example("gemma-3-12b.json")              # no head_dim: the class default, 256
+        self.assertEqual(gemma.head_dim, 256)
+        self.assertEqual([(g.rule, g.layers, g.window) for g in gemma.groups],
+                         [("sliding", 40, 1024), ("full", 8, None)])
+        per_layer = 2 * 8 * 256 * 2
+        self.assertEqual(cache_bytes(gemma, context=32768, dtype="bf16"),
+                         40 * per_layer * 1024 + 8 * per_layer * 32768)
+        oss = example("gpt-oss-20b.json")
+        self.assertEqual(cache_bytes(oss, context=32768, dtype="bf16"),
+                         12 * 2 * 8 * 64 * 2 * 128 + 12 * 2 * 8 * 64 * 2 * 32768)
+        mistral = example("mistral-7b-v0.1.json")
+        self.assertEqual(cache_bytes(mistral, context=32768, dtype="bf16"), 32 * 2 * 8 * 128 * 2 * 4096)
+        gemma2 = shape(model_type="gemma2", num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                       hidden_size=64, sliding_window=16)
+        self.assertEqual([(g.rule, g.layers) for g in gemma2.groups], [("sliding", 2), ("full", 2)])
+        llama4 = shape(num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, hidden_size=64,
+                       attention_chunk_size=8, no_rope_layers=[1, 1, 1, 0])
+        self.assertEqual(cache_bytes(llama4, context=100, dtype="fp8"), 3 * 2 * 2 * 8 * 8 + 1 * 2 * 2 * 8 * 100)
+        qwen2 = shape(num_hidden_layers=2, num_attention_heads=4, hidden_size=32, sliding_window=8,
+                      use_sliding_window=False)
+        self.assertEqual([g.rule for g in qwen2.groups], ["full"])
+        v02 = shape(model_type="mistral", num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
+                    sliding_window=None)                 # an explicit null: no window
+        self.assertEqual([g.rule for g in v02.groups], ["full"])
+
+    def test_other_spellings(self):
+        dbrx = example("dbrx-base.json")
+        self.assertEqual((dbrx.layers, dbrx.heads, dbrx.kv_heads, dbrx.head_dim), (40, 48, 8, 128))
+        mpt = example("mpt-7b.json")
+        self.assertEqual((mpt.layers, mpt.heads, mpt.kv_heads, mpt.head_dim, mpt.max_context),
+                         (32, 32, 32, 128, 2048))
+        llava = example("llava-1.5-7b.json")             # the Llama defaults fill the text_config
+        self.assertEqual((llava.layers, llava.heads, llava.kv_heads, llava.head_dim), (32, 32, 32, 128))
+        self.assertTrue(any("llama default" in n for n in llava.notes))
+
+    def test_encoder_decoder_caches_its_tokens_and_the_source(self):
+        t5 = example("t5-11b.json")                      # head dim d_kv = 128, not 1024 / 128
+        self.assertEqual((t5.heads, t5.head_dim, t5.layers), (128, 128, 24))
+        self.assertEqual(cache_bytes(t5, context=100, source=500, dtype="bf16"),
+                         24 * 2 * 128 * 128 * 2 * (100 + 500))
+
+    def test_never_a_silent_wrong_number(self):
+        base = dict(num_hidden_layers=2, num_attention_heads=4, hidden_size=32)
+        with self.assertRaisesRegex(GQAError, r"layer_types 'mystery_attention' is not understood.*--ignore layer_types"):
+            shape(**base, layer_types=["full_attention", "mystery_attention"])
+        warned = ModelShape.from_config(dict(base, layer_types=["full_attention", "mystery_attention"]),
+                                        ignore=["layer_types"])
+        self.assertTrue(warned.notes[0].startswith("WARNING: layer_types 'mystery_attention'"))
+        with self.assertRaisesRegex(GQAError, r"kv_lora_rank without qk_rope_head_dim"):
+            shape(**base, kv_lora_rank=512)
+        with self.assertRaisesRegex(GQAError, r"attention_chunk_size .* not understood"):
+            shape(**base, attention_chunk_size=8)
+        with self.assertRaisesRegex(GQAError, r"layer_types must list the 2 layers"):
+            shape(**base, layer_types=["full_attention"])
+        with self.assertRaisesRegex(GQAError, r"attn_config.attn_type 'grouped_query_attention' without kv_n_heads"):
+            shape(n_layers=2, n_heads=4, d_model=32, attn_config={"attn_type": "grouped_query_attention"})
+
+    def test_the_command_says_which_rule_and_which_context(self):
+        status, out, _ = run(os.path.join(EXAMPLES, "gemma-3-12b.json"))
+        self.assertEqual(status, 0)
+        self.assertIn("48 layers (40 sliding window 1,024; 8 full attention)", out.splitlines()[0])
+        self.assertIn("context 131,072 (the model's max_position_embeddings)", out)
+        status, out, _ = run(os.path.join(EXAMPLES, "t5-11b.json"))
+        self.assertIn("the config gives no maximum; the default 4096", out)
+        status, out, _ = run(os.path.join(EXAMPLES, "jamba-v0.1.json"), "--layers", "8")
+        self.assertIn("--layers 8 given by hand", out)
+        path = os.path.join(EXAMPLES, "llama-2-7b.json")
+        status, out, _ = run(path, "--window", "1024", "--context", "4096", "--json")
+        self.assertEqual(json.loads(out)["columns"][0]["bytes_per_request"], 32 * 2 * 32 * 128 * 2 * 1024)
 
 
 if __name__ == "__main__":
