@@ -117,15 +117,24 @@ Exceptions
 ----------
 A size or shape that breaks the lab's rules raises GQAError, a subclass of
 ValueError; its message names the function, the rule and the numbers given.
-A size that is not an int (or is a bool), or data that is not nested lists,
-raises TypeError.  NaN and infinities in the data are not errors: they
-propagate as IEEE floats do.
+A size that is not an int (or is a bool), data that is not nested lists (or
+tuples, or array('d') rows) of ints and floats, or a causal flag that is not
+a bool, raises TypeError.  NaN in the data is not an error: it propagates.  An
+infinite score takes all of a softmax's weight, and finite inputs never
+overflow the softmax, the mean fold or output_difference.
+
+Limits: a size or count is at most MAX_SIZE (10**12); one call allocates at
+most MAX_ALLOCATION (10**8) floats; a KVCache has at most MAX_KV_HEADS (65,536)
+heads.  Past them a GQAError says so before any work: a larger value could
+only hang or exhaust memory in pure Python.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+import sys
+import traceback
 from array import array
 from contextlib import contextmanager
 from itertools import chain
@@ -160,27 +169,56 @@ class GQAError(ValueError):
 # input ends in a GQAError or TypeError that says what was wrong.
 # ---------------------------------------------------------------------------
 
-def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0) -> int:
+# Limits: past them nothing here could finish in minutes, or fit in memory.
+MAX_SIZE = 10 ** 12         # h, g, or any count a function takes
+MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)
+MAX_KV_HEADS = 2 ** 16      # heads of one KVCache (each holds two arrays)
+_FLOAT_MAX = sys.float_info.max
+_INF = math.inf
+_NUMBERS = frozenset((int, float))
+
+
+def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0,
+               high: int = MAX_SIZE) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{func}: {name} must be an int, "
-                        f"not {type(value).__name__} ({value!r})")
+                        f"not {type(value).__name__} ({_brief(value)})")
     if low is not None and value < low:
         rule = "positive" if low == 1 else f"at least {low}"
-        raise GQAError(f"{func}: {name} must be {rule}; got {name}={value}")
+        raise GQAError(f"{func}: {name} must be {rule}; got {name}={_brief(value)}")
+    if value > high:
+        raise GQAError(f"{func}: {name} must be at most {high:,}; got {name}={_brief(value)}")
     return value
+
+
+def _brief(value: object) -> str:
+    """A value in a message, never thousands of characters long."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 30 else f"an int of {len(str(abs(value)))} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_causal(func: str, causal: object) -> bool:
+    if not isinstance(causal, bool):
+        raise TypeError(f"{func}: causal must be True or False, not {type(causal).__name__} "
+                        f"({_brief(causal)})")
+    return causal
 
 
 def _valid_g_text(h: int) -> str:
     """The end of every message about a bad g: 'valid g for h=8: 1, 2, 4, 8'."""
-    return f"valid g for h={h}: {', '.join(map(str, valid_g(h)))}"
+    gs = valid_g(h)                             # O(sqrt(h)), and h is at most MAX_SIZE
+    if len(gs) > 12:                            # a few, and how many there are
+        return (f"valid g for h={h}: {', '.join(map(str, gs[:6]))}, ..., "
+                f"{', '.join(map(str, gs[-3:]))} ({len(gs)} in all)")
+    return f"valid g for h={h}: {', '.join(map(str, gs))}"
 
 
 def _group_size(func: str, h: object, g: object) -> int:
     """Check h query heads and g key/value heads; return h // g."""
     _check_int(func, "h", h, low=1)
-    _check_int(func, "g", g, low=None)
+    _check_int(func, "g", g, low=None, high=MAX_SIZE * MAX_SIZE)
     if not 1 <= g <= h:
-        raise GQAError(f"{func}: g must be between 1 and h; got g={g}, h={h}; {_valid_g_text(h)}")
+        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; {_valid_g_text(h)}")
     if h % g:
         raise GQAError(f"{func}: g={g} does not divide h={h}; got g={g}, h={h}; {_valid_g_text(h)}")
     return h // g
@@ -191,9 +229,26 @@ def _check_list(func: str, what: str, value: object, expected: str) -> None:
         raise TypeError(f"{func}: {what} must be {expected}, not {type(value).__name__}")
 
 
+def _check_values(func: str, what: str, row: Sequence) -> None:
+    """Every value of a row is an int or a float that a float can hold (one C-speed pass)."""
+    if isinstance(row, array):
+        if row.typecode not in "fd":
+            raise TypeError(f"{func}: {what} is an array('{row.typecode}'); use array('d')")
+        return
+    kinds = set(map(type, row))
+    if kinds <= {float}:
+        return
+    if not kinds <= _NUMBERS:
+        bad = next(x for x in row if type(x) not in _NUMBERS)
+        raise TypeError(f"{func}: {what} holds {type(bad).__name__} {_brief(bad)}; "
+                        f"values must be int or float")
+    if any(abs(x) > _FLOAT_MAX for x in row if type(x) is int):
+        raise GQAError(f"{func}: {what} holds an int beyond the largest float")
+
+
 def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
                   rows: Optional[int] = None) -> int:
-    """Check that mat is a list of equal rows; return the row width."""
+    """Check that mat is a list of equal rows of numbers; return the row width."""
     _check_list(func, what, mat, "a list of rows")
     if rows is not None and len(mat) != rows:
         raise GQAError(f"{func}: {what} must have {rows} rows; got {len(mat)}")
@@ -205,6 +260,9 @@ def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = 
         elif len(row) != width:
             raise GQAError(f"{func}: {what} row {r} has {len(row)} values, "
                            f"expected {width} (ragged rows)")
+    if not set(map(type, chain.from_iterable(mat))) <= {float}:     # one pass, at C speed
+        for r, row in enumerate(mat):                               # the slow path names the row
+            _check_values(func, f"{what} row {r}", row)
     return 0 if width is None else width
 
 
@@ -375,9 +433,17 @@ def _fold(kv: Sequence[Matrix], g: int) -> Heads:
     folded = []
     for j in range(g):
         members = kv[j * group:(j + 1) * group]                  # [h//g][rows][cols]
-        folded.append([[sum(vals) / group for vals in zip(*rows)]
+        folded.append([[_mean(vals, group) for vals in zip(*rows)]
                        for rows in zip(*members)])               # [rows][cols]
     return folded                                                 # [g][rows][cols]
+
+
+def _mean(vals: tuple, n: int) -> float:
+    """The mean of n numbers; finite for finite numbers, even when their sum is not."""
+    mean = sum(vals) / n
+    if (mean == _INF or mean == -_INF) and all(abs(x) <= _FLOAT_MAX for x in vals):
+        return sum(x / n for x in vals)                   # each scaled first: no overflow
+    return mean
 
 
 # ---------------------------------------------------------------------------
@@ -443,6 +509,8 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool) -> Matr
         seen = i + 1 + m - n if causal else m              # query i sees keys 0..seen-1
         s = _dots(keys[:seen] if seen < m else keys, qi)   # [seen], scores before the scale
         top = max(s)                                       # subtracted: exp cannot overflow
+        if top == _INF:                                    # a score beyond the float range:
+            s, top = [0.0 if x == _INF else -_INF for x in s], 0.0     # it takes all the weight
         e = [exp((x - top) * scale) for x in s]            # [seen], softmax numerators
         z = sum(e)
         cols = v_cols if seen == m else [c[:seen] for c in v_cols]    # [d_v][seen]
@@ -455,18 +523,20 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool) -> Matr
 
 def _check_qkv(func: str, q: Sequence, k: Sequence, v: Sequence, causal: bool) -> None:
     """Check one head's q [n][d], k [m][d], v [m][d_v]."""
+    _check_causal(func, causal)
     d = _check_matrix(func, "q", q)
+    dk = _check_matrix(func, "k", k)
     m = len(k)
     if m == 0:
         raise GQAError(f"{func}: there are no keys (k has 0 rows)")
     if q and d == 0:
         raise GQAError(f"{func}: head dim d must be positive; q rows have 0 values")
-    dk = _check_matrix(func, "k", k)
     if q and dk != d:
         raise GQAError(f"{func}: q and k head dims differ: q has d={d}, k has d={dk}")
+    dv = _check_matrix(func, "v", v)
     if len(v) != m:
         raise GQAError(f"{func}: k and v row counts differ: k has m={m}, v has {len(v)}")
-    if _check_matrix(func, "v", v) == 0:
+    if dv == 0:
         raise GQAError(f"{func}: v rows have 0 values")
     if causal and len(q) > m:
         raise GQAError(f"{func}: causal attention needs at least as many keys as "
@@ -479,7 +549,8 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
     """Return softmax(q k^T / sqrt(d)) v for one head.
 
     q [n][d], k [m][d], v [m][d_v] -> [n][d_v].  The softmax subtracts each
-    row's maximum, so large finite scores do not overflow.  With causal=True
+    row's maximum, so large finite scores do not overflow, and a score that
+    is infinite (or beyond the float range) takes all the weight.  With causal=True
     the queries are the last n of the m positions: query i sees key j when
     j <= i + (m - n).  A single query (a decode step) sees every key.
 
@@ -599,6 +670,9 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
     """
     for name, value in (("h", h), ("d_model", d_model), ("d", d)):
         _check_int("init_weights", name, value, low=1)
+    if 4 * h * d_model * d > MAX_ALLOCATION:
+        raise GQAError(f"init_weights: 4 x h x d_model x d = 4 x {h} x {d_model} x {d} weights is "
+                       f"more than the {MAX_ALLOCATION:,} floats one call may allocate")
     if isinstance(seed, bool) or not isinstance(seed, (int, str)):
         raise TypeError(f"init_weights: seed must be an int or a str, "
                         f"not {type(seed).__name__} ({seed!r})")
@@ -752,6 +826,7 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
     >>> [len(row) for row in layer([[1.0, 0.0], [0.0, 1.0]], w, g=1)]
     [2, 2]
     """
+    _check_causal("layer", causal)
     w = _weights_for("layer", weights, g)
     _check_matrix("layer", "x", x, cols=w.d_model)
     if not x:
@@ -774,18 +849,30 @@ class Difference(_Record):
                  "cosine": "a . b / (||a|| ||b||)"}
 
 
-def _pairs(a: object, b: object, where: tuple = ()) -> Iterator[tuple]:
-    """Yield (x, y) for each pair of numbers of two nested lists of one shape."""
-    nested = isinstance(a, (list, tuple)), isinstance(b, (list, tuple))
-    if not any(nested):
-        yield a, b
-        return
-    if not all(nested) or len(a) != len(b):
-        size = lambda t: len(t) if isinstance(t, (list, tuple)) else "a number"
-        raise GQAError(f"output_difference: a and b differ in shape at index "
-                       f"{list(where)}: {size(a)} vs {size(b)}")
-    for i, (x, y) in enumerate(zip(a, b)):
-        yield from _pairs(x, y, where + (i,))
+def _flatten(a: object, b: object) -> tuple:
+    """The numbers of two nested lists of one shape (at most 3 levels), as two flat lists."""
+    sequences = (list, tuple, array)
+    fa, fb, stack = [], [], [(a, b, ())]
+    while stack:
+        x, y, where = stack.pop()
+        nested = isinstance(x, sequences), isinstance(y, sequences)
+        if not any(nested):
+            for name, value in (("a", x), ("b", y)):
+                if type(value) not in _NUMBERS:
+                    raise TypeError(f"output_difference: {name} holds {type(value).__name__} "
+                                    f"{_brief(value)} at {list(where)}; values must be int or float")
+            fa.append(x)
+            fb.append(y)
+            continue
+        if not all(nested) or len(x) != len(y):
+            size = lambda t: len(t) if isinstance(t, sequences) else "a number"
+            raise GQAError(f"output_difference: a and b differ in shape at index "
+                           f"{list(where)}: {size(x)} vs {size(y)}")
+        if len(where) == 3:
+            raise GQAError("output_difference: a and b nest deeper than 3 levels; they must be a "
+                           "matrix [n][d] or a multi-head tensor [h][n][d]")
+        stack.extend((xi, yi, where + (i,)) for i, (xi, yi) in reversed(list(enumerate(zip(x, y)))))
+    return fa, fb
 
 
 def output_difference(a: Sequence, b: Sequence) -> Difference:
@@ -793,15 +880,17 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
 
     a and b are nested lists of one shape (a matrix, or a multi-head
     tensor).  rel_l2 is inf when b is all zeros and a is not; cosine is nan
-    when either is all zeros.
+    when either is all zeros.  A NaN anywhere makes every field NaN, and no
+    field overflows for finite inputs that it can represent.
 
     >>> output_difference([[3.0, 4.0]], [[3.0, 4.0]])
     Difference(max_abs=0.0, rel_l2=0.0, cosine=1.0)
     >>> output_difference([[0.0, 4.0]], [[3.0, 4.0]])
     Difference(max_abs=3.0, rel_l2=0.6, cosine=0.8)
     """
-    pairs = list(_pairs(a, b))
-    fa, fb = [x for x, _ in pairs], [y for _, y in pairs]
+    fa, fb = _flatten(a, b)
+    if any(map(math.isnan, fa)) or any(map(math.isnan, fb)):
+        return Difference(max_abs=math.nan, rel_l2=math.nan, cosine=math.nan)
     diff = [x - y for x, y in zip(fa, fb)]
     max_abs = max(map(abs, diff), default=0.0)
     # Norms of values divided by their largest magnitude cannot under- or
@@ -810,7 +899,7 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
     sa, sb = max(map(abs, fa), default=0.0), max(map(abs, fb), default=0.0)
     ua = [x / sa for x in fa] if sa else []
     ub = [y / sb for y in fb] if sb else []
-    ud = [z / sb for z in diff] if sb else []
+    ud = [x / sb - y / sb for x, y in zip(fa, fb)] if sb else []     # scaled, then subtracted
     aa, bb, dd = (math.fsum(map(mul, u, u)) for u in (ua, ub, ud))
     rel_l2 = math.sqrt(dd / bb) if bb else (0.0 if max_abs == 0 else math.inf)
     cosine = math.fsum(map(mul, ua, ub)) / math.sqrt(aa * bb) if aa and bb else math.nan
@@ -866,13 +955,6 @@ def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
                 weighted_sum: int, o_proj: int) -> Multiplies:
     return Multiplies(q_proj, k_proj, v_proj, scores, weighted_sum, o_proj,
                       q_proj + k_proj + v_proj + scores + weighted_sum + o_proj)
-
-
-def _check_causal(func: str, causal: object) -> bool:
-    if not isinstance(causal, bool):
-        raise TypeError(f"{func}: causal must be True or False, not {type(causal).__name__} "
-                        f"({causal!r})")
-    return causal
 
 
 def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
@@ -1094,16 +1176,29 @@ class KVCache:
     (1, 12, 96)
     """
 
-    __slots__ = ("g", "d", "k", "v", "_length")
+    __slots__ = ("_g", "_d", "k", "v", "_length")
 
     def __init__(self, g: int, d: int, *, capacity: int = 0) -> None:
-        self.g = _check_int("KVCache", "g", g, low=1)
-        self.d = _check_int("KVCache", "d", d, low=1)
+        self._g = _check_int("KVCache", "g", g, low=1, high=MAX_KV_HEADS)
+        self._d = _check_int("KVCache", "d", d, low=1, high=MAX_ALLOCATION)
         room = _check_int("KVCache", "capacity", capacity) * d
+        if 2 * g * room > MAX_ALLOCATION or 2 * g > MAX_ALLOCATION:
+            raise GQAError(f"KVCache: g x capacity x d = {g} x {capacity} x {d} values for K and "
+                           f"V is more than the {MAX_ALLOCATION:,} floats one call may allocate")
         # array * N allocates exactly N items; appending over-allocates.
         self.k = [array("d", [0.0]) * room for _ in range(g)]     # [g][capacity*d], row-major
         self.v = [array("d", [0.0]) * room for _ in range(g)]     # [g][capacity*d], row-major
         self._length = 0                                         # positions held
+
+    @property
+    def g(self) -> int:
+        """Return the number of key/value heads (set when the cache is made)."""
+        return self._g
+
+    @property
+    def d(self) -> int:
+        """Return the head dim (set when the cache is made)."""
+        return self._d
 
     def __len__(self) -> int:
         """Return the number of positions held."""
@@ -1132,13 +1227,16 @@ class KVCache:
         """
         new = []
         for name, rows in (("k_rows", k_rows), ("v_rows", v_rows)):
+            _check_list("KVCache.append", name, rows, "a list of g rows")
             if len(rows) != self.g:
                 raise GQAError(f"KVCache.append: {name} has {len(rows)} heads; "
                                f"this cache holds g={self.g}")
             for j, row in enumerate(rows):
+                _check_list("KVCache.append", f"{name} head {j}", row, "a list of floats")
                 if len(row) != self.d:
                     raise GQAError(f"KVCache.append: {name} head {j} has {len(row)} "
                                    f"values; this cache holds d={self.d}")
+                _check_values("KVCache.append", f"{name} head {j}", row)
             new.append([array("d", row) for row in rows])
         self._write(*new)
 
@@ -1152,6 +1250,16 @@ class KVCache:
                 else:
                     arr.extend(row)
         self._length += 1
+
+    def _sizes(self) -> tuple:
+        """What _restore needs to undo the appends that follow."""
+        return self._length, [len(a) for a in chain(self.k, self.v)]
+
+    def _restore(self, sizes: tuple) -> None:
+        """Undo the appends made since _sizes(): as if they had never been."""
+        self._length, lengths = sizes
+        for arr, n in zip(chain(self.k, self.v), lengths):
+            del arr[n:]
 
     def __repr__(self) -> str:
         return f"KVCache(g={self.g}, d={self.d}, len={len(self)})"
@@ -1199,19 +1307,25 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     if len(x_t) != w.d_model:
         raise GQAError(f"decode_step: x_t has {len(x_t)} values; the weights need "
                        f"d_model={w.d_model}")
+    _check_values("decode_step", "x_t", x_t)
     x = [x_t]                                                      # [1][d_model]
     q = [_project(x, cols, "q_proj")[0] for cols in w.q_cols]      # [h][d]
     k = [_project(x, cols, "k_proj")[0] for cols in w.k_cols]      # [g][d]
     v = [_project(x, cols, "v_proj")[0] for cols in w.v_cols]      # [g][d]
+    before = cache._sizes()
     cache._write(k, v)
-    views = [_cache_views(cache, j) for j in range(g)]            # [g] x ([m][d], [d][m])
-    group = w.h // g                                               # kv_head(i) = i // group
     try:
+        views = [_cache_views(cache, j) for j in range(g)]        # [g] x ([m][d], [d][m])
+        group = w.h // g                                           # kv_head(i) = i // group
         heads = [_attend([q[i]], *views[i // group], causal=False)
                  for i in range(w.h)]                              # [h][1][d]
-    finally:
         del views                 # release the views, so the cache can grow again
-    return _output(heads, w.o_cols)[0]                             # [d_model]
+        return _output(heads, w.o_cols)[0]                         # [d_model]
+    except BaseException as err:  # even Ctrl-C: the cache is left as it was
+        traceback.clear_frames(err.__traceback__)                  # frees the views it holds
+        views = None  # noqa: F841 (this frame's own views: the cache can shrink back now)
+        cache._restore(before)
+        raise
 
 
 class DecodeTraffic(_Record):
@@ -1281,16 +1395,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args and args[0] not in ("-h", "--help"):
             print(f"gqa: unknown command {args[0]!r}", file=sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
+    for stream in (sys.stdout, sys.stderr):  # a path the terminal cannot show is escaped, not fatal
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     tool = importlib.import_module(_COMMANDS[args[0]][0])
     try:
         return tool.main(args[0], args[1:])
     except BrokenPipeError:                  # `gqa tables | head`: the reader left early
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # as the Python docs advise
         return 1
+    except KeyboardInterrupt:                # Ctrl-C: one line; a report is written whole or not at all
+        print(f"gqa {args[0]}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
     import sys
 
     import gqa                       # run the importable module, not a second __main__ copy
-    sys.exit(gqa.main())
+    try:
+        sys.exit(gqa.main())
+    except KeyboardInterrupt:        # Ctrl-C while a tool is being imported
+        sys.exit(130)

@@ -37,6 +37,10 @@ class Settings(NamedTuple):
 
 QUICK = Settings(heads=4, head_dim=8, d_model=32, context=16, repeats=2)
 
+# Past these a pure-Python bench would take hours or run out of memory.
+LIMITS = {"heads": 64, "head_dim": 256, "d_model": 1024, "context": 1024, "repeats": 100,
+          "seed": 10 ** 9}
+
 
 def projected_rows(x: list, heads: list) -> list:
     """The K (or V) rows decode_step appends: x [n][d_model], heads [g][d_model][d] -> [n][g][d]."""
@@ -193,11 +197,11 @@ def bench_main(argv: Sequence[str]) -> int:
     defaults = Settings()
     parser = argparse.ArgumentParser(prog="python -m gqa bench",
                                      description="Time and memory per g, measured on this machine.")
-    add_int_options(parser, defaults, note=lambda name: f"; quick mode {getattr(QUICK, name)}")
+    add_int_options(parser, defaults, LIMITS, note=lambda name: f"; quick mode {getattr(QUICK, name)}")
     parser.add_argument("--quick", action="store_true", help="a small run, in about a second")
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args(argv)
-    s = int_options(parser, args, QUICK if args.quick else defaults)
+    s = int_options(parser, args, QUICK if args.quick else defaults, LIMITS)
     tty = sys.stderr.isatty()
 
     def progress(text: str) -> None:

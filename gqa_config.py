@@ -227,11 +227,13 @@ def config_main(argv: Sequence[str]) -> int:
         for name in ("batch", "tp") + OVERRIDES:
             value = getattr(args, name)
             if value is not None and not 1 <= value <= 10 ** 12:
-                raise GQAError(f"--{name.replace('_', '-')} must be between 1 and 10**12; got {value}")
+                raise GQAError(f"--{name.replace('_', '-')} must be between 1 and 10**12; "
+                               f"got {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}")
         for name in ("context", "source"):
             value = getattr(args, name)
             if value is not None and not 1 <= value <= 10 ** 12:
-                raise GQAError(f"--{name} must be between 1 and 10**12; got {value}")
+                raise GQAError(f"--{name} must be between 1 and 10**12; "
+                               f"got {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}")
         overrides = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k) is not None}
         shape = ModelShape.from_config(args.path, ignore=args.ignore, overrides=overrides)
         if args.context is not None:
@@ -247,11 +249,11 @@ def config_main(argv: Sequence[str]) -> int:
         dtype_bytes(args.dtype), dtype_bytes(args.weight_dtype)
         memory = parse_size(args.memory, "--memory") if args.memory is not None else None
         weights = parse_size(args.weights, "--weights")
-        bandwidth = parse_bandwidth(args.bandwidth) if args.bandwidth else None
-        flops = parse_flops(args.flops) if args.flops else None
+        bandwidth = parse_bandwidth(args.bandwidth) if args.bandwidth is not None else None
+        flops = parse_flops(args.flops) if args.flops is not None else None
         if args.hardware:
             bandwidth, flops = HARDWARE[args.hardware][:2]
-        if bool(bandwidth) != bool(flops):
+        if (bandwidth is None) != (flops is None):
             raise GQAError("give both --bandwidth and --flops (or --hardware) for the decode estimate")
         summary = summarize(shape, context=context, batch=args.batch, dtype=args.dtype,
                             memory=memory, weights=weights, weight_dtype=args.weight_dtype,

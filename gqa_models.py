@@ -572,30 +572,45 @@ _UNITS = {"b": 1, "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12,
 _SI = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
 
 
+MAX_BYTES = 10 ** 18         # an exabyte: no device has more memory, or reads faster per second
+MAX_FLOPS = 10 ** 21         # a zettaFLOP per second
+
+
+def _bounded(value: float, text: str, what: str, top: float) -> float:
+    if not 0 < value <= top:
+        raise GQAError(f"{what} {str(text)[:40]!r} must be more than 0 and at most {top:.0e}")
+    return value
+
+
 def parse_size(text: str, what: str = "size") -> int:
-    """Bytes from '80GiB', '80GB', '1.5 TiB' or a plain number of bytes.
+    """Bytes from '80GiB', '80GB', '1.5 TiB' or a plain number of bytes (0 allowed, at most 1e18).
 
     >>> parse_size("80GiB"), parse_size("80GB"), parse_size("4096")
     (85899345920, 80000000000, 4096)
     """
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    match = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([A-Za-z]*)\s*", str(text)[:100])
     unit = match.group(2).lower() if match else None
     if not match or unit not in _UNITS and unit != "":
-        raise GQAError(f"{what} {text!r} is not a size: give bytes, or a number with one of "
+        raise GQAError(f"{what} {str(text)[:40]!r} is not a size: give bytes, or a number with one of "
                        f"B, KB, MB, GB, TB, KiB, MiB, GiB, TiB (for example 80GiB)")
-    return int(round(float(match.group(1)) * _UNITS[unit or "b"]))
+    value = float(match.group(1)) * _UNITS[unit or "b"]
+    if value > MAX_BYTES:
+        raise GQAError(f"{what} {str(text)[:40]!r} must be at most {MAX_BYTES:.0e} bytes")
+    return int(round(value))
 
 
 def parse_bandwidth(text: str) -> float:
-    """Bytes per second from '2039GB/s', '3.35TB/s' or a plain number."""
-    return float(parse_size(re.sub(r"/s\s*$", "", str(text)), "bandwidth"))
+    """Bytes per second from '2039GB/s', '3.35TB/s' or a plain number (more than 0)."""
+    return _bounded(float(parse_size(re.sub(r"/s\s*$", "", str(text)[:100]), "bandwidth")),
+                    text, "bandwidth", MAX_BYTES)
 
 
 def parse_flops(text: str) -> float:
-    """FLOP per second from '312T', '312TFLOPS', '3.12e14' or '989 TFLOP/s'."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([kKmMgGtTpP]?)"
-                         r"\s*(?:FLOPS|FLOP/s|flops|flop/s)?\s*", str(text))
+    """FLOP per second from '312T', '312TFLOPS', '3.12e14' or '989 TFLOP/s' (more than 0)."""
+    match = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?(?:[eE][+-]?\d{1,3})?)\s*([kKmMgGtTpP]?)"
+                         r"\s*(?:FLOPS|FLOP/s|flops|flop/s)?\s*", str(text)[:100])
     if not match:
-        raise GQAError(f"compute rate {text!r} is not a rate: give FLOP/s as a number, "
+        raise GQAError(f"compute rate {str(text)[:40]!r} is not a rate: give FLOP/s as a number, "
                        f"with an optional k, M, G, T or P (for example 312T or 312TFLOPS)")
-    return float(match.group(1)) * _SI[match.group(2).lower()]
+    return _bounded(float(match.group(1)) * _SI[match.group(2).lower()], text, "compute rate",
+                    MAX_FLOPS)

@@ -23,9 +23,10 @@ import sys
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_tools import (add_int_options, bar_chart, block_bars, block_markdown, block_rows, fmt,
-                       human_bytes, int_options, load_module, markdown_table, multiplies_markdown,
-                       project, rng_for, seed_for, write_atomically)
+from gqa_tools import (WriteRefused, add_int_options, bar_chart, block_bars, block_markdown,
+                       block_rows, fmt, human_bytes, int_options, load_module, markdown_table,
+                       multiplies_markdown, project, rng_for, seed_for, write_atomically,
+                       write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
@@ -75,6 +76,13 @@ class Config(NamedTuple):
             parts.append(f"--{name.replace('_', '-')} {value}")
         return " ".join(parts)
 
+
+# The largest value of each option: the closed forms take any size, but the
+# small configuration is run in pure Python, and past these a report would
+# take far more than minutes.
+LIMITS = {"heads": 256, "head_dim": 65536, "layers": 10 ** 6, "context": 10 ** 9, "batch": 10 ** 9,
+          "run_head_dim": 64, "run_d_model": 512, "run_context": 256, "run_layers": 8,
+          "seed": 10 ** 9, "seeds": 100}
 
 # What each option means, for --help: one line each.
 OPTION_HELP = {
@@ -630,9 +638,13 @@ def check(path: str, text: str, command: str) -> int:
     """Exit status of --check: 0 when the file at path is text, 1 otherwise."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
-            old = f.read()
+            old = f.read(len(text) + 2)
     except OSError as err:
         print(f"gqa report --check: cannot read {path}: {err.strerror}", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError:
+        print(f"gqa report --check: {path} is not UTF-8 text: it differs from what the code "
+              f"writes now\nregenerate it with: {command}", file=sys.stderr)
         return 1
     if old != text:
         print(f"gqa report --check: {path} differs from what the code writes now, first at "
@@ -655,15 +667,23 @@ def report_main(argv: Sequence[str]) -> int:
                         help="write nothing; exit 1 if the file differs from what the code writes now")
     parser.add_argument("--module", default=None, metavar="PATH",
                         help="build the report from this gqa.py (a student's) instead of the project's")
-    add_int_options(parser, defaults, note=lambda name: f"; {OPTION_HELP[name]}")
+    add_int_options(parser, defaults, LIMITS, note=lambda name: f"; {OPTION_HELP[name]}")
     args = parser.parse_args(argv)
-    cfg = int_options(parser, args, defaults)
+    cfg = int_options(parser, args, defaults, LIMITS)
+    if args.out == "":
+        parser.error("--out must name a file; got an empty path")
+    path = args.out or ("report.md" if args.module else default_report_path())
+    if not args.check:
+        try:
+            write_target(path)
+        except WriteRefused as why:
+            print(f"gqa report: will not write {path}: {why}", file=sys.stderr)
+            return 2
     try:
         lab = Lab(load_module(args.module), args.module) if args.module else Lab(gqa, "gqa.py")
     except gqa.GQAError as err:
         print(f"gqa report: {err}", file=sys.stderr)
         return 2
-    path = args.out or ("report.md" if args.module else default_report_path())
     try:
         text = build_report(cfg, measure(cfg, lab), lab, args.module)
     except (gqa.GQAError, TypeError) as err:
@@ -671,12 +691,12 @@ def report_main(argv: Sequence[str]) -> int:
     if args.check:
         return check(path, text, cfg.command(args.module))
     try:
-        write_atomically(path, text)
-    except OSError as err:
-        print(f"gqa report: cannot write {path}: {err.strerror or err}; nothing was changed",
-              file=sys.stderr)
-        return 1
-    print(f"wrote {path}")
+        target = write_atomically(path, text)
+    except (OSError, WriteRefused) as err:
+        why = getattr(err, "strerror", None) or err
+        print(f"gqa report: cannot write {path}: {why}; nothing was changed", file=sys.stderr)
+        return 2
+    print(f"wrote {path}" + (f" (through the link, to {target})" if os.path.islink(path) else ""))
     return 0
 
 

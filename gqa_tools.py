@@ -232,22 +232,30 @@ def project(x: List[List[float]], w: List[List[float]]) -> List[List[float]]:
 # ---------------------------------------------------------------------------
 
 
-def add_int_options(parser: argparse.ArgumentParser, defaults: NamedTuple,
+def add_int_options(parser: argparse.ArgumentParser, defaults: NamedTuple, limits: dict,
                     note=lambda name: "") -> None:
     """Add an int option --some-name for each field some_name of defaults, None when not given."""
     for name, value in defaults._asdict().items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
-                            help=f"(default {value}{note(name)})")
+                            help=f"(default {value}, at most {limits[name]:,}{note(name)})")
 
 
-def int_options(parser: argparse.ArgumentParser, args: argparse.Namespace, base: NamedTuple):
-    """Return base with the options given on the command line; each positive, a seed at least 0."""
+def int_options(parser: argparse.ArgumentParser, args: argparse.Namespace, base: NamedTuple,
+                limits: dict):
+    """Return base with the options given on the command line.
+
+    Each must be positive (a seed at least 0) and at most its limit: past
+    the limits a pure-Python run could only take hours or run out of memory.
+    """
     values = {name: getattr(base, name) if getattr(args, name) is None else getattr(args, name)
               for name in base._fields}
     for name, value in values.items():
+        option = f"--{name.replace('_', '-')}"
         if value < (0 if name == "seed" else 1):
             rule = "at least 0" if name == "seed" else "positive"
-            parser.error(f"--{name.replace('_', '-')} must be {rule}; got {value}")
+            parser.error(f"{option} must be {rule}; got {value}")
+        if value > limits[name]:
+            parser.error(f"{option} must be at most {limits[name]:,}; got {value if value < 10 ** 30 else 'a larger number'}")
     return type(base)(**values)
 
 
@@ -256,17 +264,51 @@ def int_options(parser: argparse.ArgumentParser, args: argparse.Namespace, base:
 # ---------------------------------------------------------------------------
 
 
-def write_atomically(path: str, text: str) -> None:
-    """Write text to path through a temporary file and os.replace: all or nothing."""
-    directory = os.path.dirname(os.path.abspath(path))
+class WriteRefused(Exception):
+    """A path the tools will not write to, and why."""
+
+
+def write_target(path: str) -> str:
+    """The file a write to path replaces: path itself, or the file a symlink points to.
+
+    Refuses an empty path and anything that is not a regular file (a
+    directory, a device such as /dev/null, a FIFO): replacing those would
+    destroy them.
+    """
+    if not path:
+        raise WriteRefused("the path is empty")
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isfile(target):
+        raise WriteRefused("it is not a regular file (a directory, a device or a pipe); "
+                           "only a file is replaced")
+    return target
+
+
+def write_atomically(path: str, text: str) -> str:
+    """Write text to path through a temporary file and os.replace: all or nothing.
+
+    A symlink is written through (its target is replaced, the link stays);
+    an existing file keeps its mode, a new one gets the usual mode (0666 less
+    the umask).  Return the file written.
+    """
+    target = write_target(path)
+    directory = os.path.dirname(target)
+    if os.path.exists(target):
+        mode = os.stat(target).st_mode & 0o7777
+    else:
+        mask = os.umask(0)
+        os.umask(mask)
+        mode = 0o666 & ~mask
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
-        os.replace(tmp, path)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+    return target

@@ -1377,7 +1377,8 @@ def make_starter(source):
     """Return the source of a starter gqa.py: public functions and methods stubbed.
 
     Keeps the module docstring, imports, records, private base classes and
-    constants; drops private helpers and the command line; replaces each
+    constants (a student's helpers may use them); drops private helpers, the
+    kernels and the command line; replaces each
     public function's body by its docstring and
     raise NotImplementedError("step N: NAME: ..."), N being the grader's step.
     """
@@ -1406,11 +1407,6 @@ def make_starter(source):
                     if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_")
                                                                or item.name in ("__init__", "__len__")):
                         stub(item, f"{node.name}.{item.name}", node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id.startswith("_") and t.id != "__all__"
-                   for t in targets):
-                continue
         elif isinstance(node, ast.If) and ("__name__" in ast.dump(node.test) or all(
                 isinstance(n, ast.FunctionDef) and n.name.startswith("_")
                 for n in node.body + node.orelse)):

@@ -406,5 +406,50 @@ class Families(unittest.TestCase):
         self.assertEqual(json.loads(out)["columns"][0]["bytes_per_request"], 32 * 2 * 32 * 128 * 2 * 1024)
 
 
+
+class Hardened(unittest.TestCase):
+    """Whatever the file or the option, one line on stderr and exit 2: no traceback, no hang."""
+
+    def write(self, data):
+        tmp = tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False)
+        with tmp:
+            tmp.write(data)
+        self.addCleanup(os.unlink, tmp.name)
+        return tmp.name
+
+    def refused(self, *argv, says):
+        status, out, err = run(*argv)
+        self.assertEqual(status, 2, argv)
+        self.assertIn(says, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertLess(len(err), 400)
+
+    def test_files_that_are_not_config_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "fifo")
+            os.mkfifo(fifo)
+            self.refused(fifo, says="not a regular file")                  # would block in open()
+        self.refused("/dev/zero", says="not a regular file")               # would read for ever
+        self.refused(self.write('{"a": 1}'.encode("utf-16")), says="not UTF-8 text")
+        self.refused(self.write(b"\x00\xff" * 100), says="not UTF-8 text")
+        self.refused(self.write(b"[" * 100000 + b"]" * 100000), says="cannot be read as JSON")
+        self.refused(self.write(b"{\"num_hidden_layers\": " + b"9" * 5000 + b"}"), says=".json")   # read or refused by JSON
+        self.refused(self.write(b" " * (5 << 20)), says="larger than 4 MiB")
+
+    def test_numbers_out_of_range(self):
+        llama = os.path.join(EXAMPLES, "llama-2-7b.json")
+        self.refused(self.write(json.dumps({"num_hidden_layers": 10 ** 320, "num_attention_heads": 8,
+                                            "hidden_size": 64}).encode()), says="num_hidden_layers")
+        self.refused(llama, "--context", str(10 ** 320), says="--context must be between 1 and 10**12")
+        self.refused(llama, "--memory", "9" * 400, says="--memory")
+        self.refused(llama, "--bandwidth", "0", "--flops", "0", says="must be more than 0")
+        self.refused(llama, "--bandwidth", "2TB/s", "--flops", "1e400", says="must be more than 0")
+        self.refused(self.write(json.dumps({"num_hidden_layers": 2, "num_attention_heads": 2 ** 61 - 1,
+                                            "num_key_value_heads": 7, "hidden_size": 64}).encode()),
+                     says="num_attention_heads")
+        status, out, _ = run(llama, "--bandwidth", "2TB/s", "--flops", "1e15", "--json")
+        self.assertNotIn("Infinity", out)
+
+
 if __name__ == "__main__":
     unittest.main()

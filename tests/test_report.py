@@ -161,7 +161,7 @@ class Writing(unittest.TestCase):
     def test_missing_directory_fails_clearly(self):
         path = os.path.join(self.dir.name, "no", "such", "report.md")
         status, _, err = run("--out", path, *ARGS)
-        self.assertEqual(status, 1)
+        self.assertEqual(status, 2)
         self.assertIn(f"cannot write {path}", err)
         self.assertFalse(os.path.exists(os.path.dirname(path)))
 
@@ -170,7 +170,7 @@ class Writing(unittest.TestCase):
             f.write("the old report\n")
         with mock.patch("gqa_report.os.replace", side_effect=PermissionError(13, "Permission denied")):
             status, _, err = run("--out", self.path, *ARGS)
-        self.assertEqual(status, 1)
+        self.assertEqual(status, 2)
         self.assertIn("Permission denied; nothing was changed", err)
         with open(self.path, encoding="utf-8") as f:
             self.assertEqual(f.read(), "the old report\n")
@@ -186,9 +186,54 @@ class Writing(unittest.TestCase):
             status, _, err = run("--out", self.path, *ARGS)
         finally:
             os.chmod(self.dir.name, 0o755)
-        self.assertEqual(status, 1)
+        self.assertEqual(status, 2)
         with open(self.path, encoding="utf-8") as f:
             self.assertEqual(f.read(), "the old report\n")
+
+    def test_what_is_not_a_regular_file_is_never_replaced(self):
+        fifo = os.path.join(self.dir.name, "pipe")
+        os.mkfifo(fifo)
+        for path, says in (("", "must name a file"), (self.dir.name, "not a regular file"),
+                           (os.devnull, "not a regular file"), (fifo, "not a regular file")):
+            status, _, err = run("--out", path, *ARGS)
+            self.assertEqual(status, 2, path)
+            self.assertIn(says, err)
+        self.assertTrue(os.path.exists(os.devnull) and not os.path.isfile(os.devnull))
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["pipe"])        # no temporary file left
+
+    def test_a_symlink_is_written_through_and_the_mode_is_kept(self):
+        target = os.path.join(self.dir.name, "real.md")
+        with open(target, "w", encoding="utf-8") as f:
+            f.write("old\n")
+        os.chmod(target, 0o640)
+        link = os.path.join(self.dir.name, "link.md")
+        os.symlink(target, link)
+        status, out, _ = run("--out", link, *ARGS)
+        self.assertEqual(status, 0)
+        self.assertIn("through the link", out)
+        self.assertTrue(os.path.islink(link))
+        self.assertEqual(os.stat(target).st_mode & 0o777, 0o640)
+        with open(target, encoding="utf-8") as f:
+            self.assertTrue(f.read().startswith("# gqa lab report"))
+        status, _, _ = run("--out", self.path, *ARGS)                       # a new file: not 0600
+        mask = os.umask(0)
+        os.umask(mask)
+        self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o666 & ~mask)
+
+    def test_check_of_a_file_that_is_not_utf8(self):
+        with open(self.path, "wb") as f:
+            f.write(b"\xff\xfe not text")
+        status, _, err = run("--check", "--out", self.path, *ARGS)
+        self.assertEqual(status, 1)
+        self.assertIn("is not UTF-8 text", err)
+
+    def test_sizes_past_their_limits_are_refused_before_any_work(self):
+        for argv in (["--heads", "100000"], ["--run-context", str(10 ** 6)], ["--seeds", str(10 ** 9)],
+                     ["--run-layers", str(10 ** 8)], ["--head-dim", str(10 ** 400)], ["--run-d-model", str(10 ** 8)]):
+            status, _, err = run(*argv)
+            self.assertEqual(status, 2, argv)
+            self.assertIn("must be at most", err)
+            self.assertLess(len(err), 1000)
 
     def test_bad_options(self):
         for argv in (["--heads", "0"], ["--seeds", "-1"], ["--heads", "x"]):
@@ -297,7 +342,7 @@ class FromAnotherModule(unittest.TestCase):
         for name in gqa_report.Config._fields:
             option = f"--{name.replace('_', '-')}"
             line = next(line for line in out.getvalue().splitlines() if line.strip().startswith(option))
-            self.assertIn(gqa_report.OPTION_HELP[name], " ".join(out.getvalue().split()))
+            self.assertIn(gqa_report.OPTION_HELP[name], " ".join(out.getvalue().split()).replace("- ", "-"))
             self.assertTrue(line)
 
 
