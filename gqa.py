@@ -76,6 +76,13 @@ Decoding
       23  decode_traffic          cache and weight reads per decoded sequence
     ====  ======================  ============================================
 
+Learning
+--------
+    ====  ======================  ============================================
+      24  grouped_attention_backward  the gradients of q, k and v
+      25  layer_backward          the gradients of one layer's x and weights
+    ====  ======================  ============================================
+
 Records
 -------
 Results with named fields are small records: Weights, PreparedWeights,
@@ -138,7 +145,7 @@ import traceback
 from array import array
 from contextlib import contextmanager
 from itertools import chain
-from operator import mul
+from operator import add, mul
 from random import Random
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
@@ -153,6 +160,7 @@ __all__ = [
     "CacheRow", "cache_table", "MultipliesRow", "multiplies_table",
     "Tally", "count_multiplies",
     "KVCache", "decode_step", "DecodeTraffic", "decode_traffic",
+    "grouped_attention_backward", "layer_backward",
 ]
 
 Matrix = List[List[float]]      # [rows][cols]
@@ -1366,6 +1374,151 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     multiplies = batch * (n * d_model * d * (2 * h + 2 * g) + 2 * h * d * positions)
     ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0
     return DecodeTraffic(cache_reads, weight_reads, multiplies, ratio)
+
+
+# ---------------------------------------------------------------------------
+# Steps 24-25, learning: the backward pass.  grouped_attention_backward (24),
+# layer_backward (25).
+# ---------------------------------------------------------------------------
+
+def _transpose(rows: Sequence) -> list:
+    return list(zip(*rows))
+
+
+def _mm(a: Sequence, b_cols: Sequence) -> Matrix:
+    """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]; not tallied."""
+    return [_dots(b_cols, row) for row in a]
+
+
+def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
+                     causal: bool) -> tuple:
+    """One query head's gradients for checked input: (dq [n][d], dk [m][d], dv [m][d_v]).
+
+    softmax(q keys^T / sqrt(d)) v, differentiated: dv = p^T d_out,
+    dp = d_out v^T, ds = p (dp - rowsum(p dp)), dq = ds k / sqrt(d) and
+    dk = ds^T q / sqrt(d).  Masked pairs have p = ds = 0 exactly.
+    """
+    n, m = len(q), len(keys)
+    scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp
+    p_rows, ds_rows = [], []                                   # [n][m] each, zeros where masked
+    for i, qi in enumerate(q):
+        seen = i + 1 + m - n if causal else m
+        s = _dots(keys[:seen] if seen < m else keys, qi)      # [seen], as _attend makes them
+        top = max(s)
+        if top == _INF:
+            s, top = [0.0 if x == _INF else -_INF for x in s], 0.0
+        e = [exp((x - top) * scale) for x in s]
+        z = sum(e)
+        p = [x / z for x in e]                                 # [seen]
+        dp = _dots(v_rows[:seen] if seen < m else v_rows, d_out[i])      # [seen]: d_out_i . v_j
+        c = _dots([p], dp)[0]                                  # sum_j p_j dp_j
+        pad = [0.0] * (m - seen)
+        p_rows.append(p + pad)
+        ds_rows.append([pj * (dpj - c) for pj, dpj in zip(p, dp)] + pad)
+    dq = [[x * scale for x in _dots(_transpose(keys), ds)] for ds in ds_rows]        # [n][d]
+    dk = [[x * scale for x in _dots(_transpose(q), col)] for col in _transpose(ds_rows)]  # [m][d]
+    dv = [_dots(_transpose(d_out), col) for col in _transpose(p_rows)]                # [m][d_v]
+    return dq, dk, dv
+
+
+def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix],
+                               d_out: Sequence[Matrix], *, causal: bool = False) -> tuple:
+    """Return (dq, dk, dv): the gradients of sum(out * d_out) for out = grouped_attention(q, k, v).
+
+    q [h][n][d], k [g][m][d], v [g][m][d_v], d_out [h][n][d_v] -> dq [h][n][d],
+    dk [g][m][d], dv [g][m][d_v]: the shapes of q, k and v.  The lesson is
+    one line: the gradient of a shared key/value head is the sum of the
+    gradients that its h // g query heads send it.  At g = h each head's
+    gradients are its own, as in MHA.
+
+    >>> q = [[[1.0]], [[2.0]]]                        # h=2 query heads, one key/value head
+    >>> k, v = [[[0.0], [1.0]]], [[[1.0], [3.0]]]
+    >>> dq, dk, dv = grouped_attention_backward(q, k, v, d_out=[[[1.0]], [[1.0]]])
+    >>> [len(dq), len(dk), len(dv)]                  # [h], [g], [g] heads
+    [2, 1, 1]
+    >>> round(dv[0][0][0] + dv[0][1][0], 12)         # each query head's weights sum to 1: dv sums to 2
+    2.0
+    """
+    func = "grouped_attention_backward"
+    _check_multihead(func, q, k, v, causal)
+    h, g = len(q), len(k)
+    if h % g:
+        raise GQAError(f"{func}: k and v have g={g} heads, which does not divide h={h} query "
+                       f"heads; {_valid_g_text(h)}")
+    _, rows, cols = _check_heads(func, "d_out", d_out, rows=len(q[0]), cols=len(v[0][0]))
+    if len(d_out) != h:
+        raise GQAError(f"{func}: d_out must have h={h} heads, one per query head; got {len(d_out)}")
+    if not q[0]:
+        return [[] for _ in range(h)], [[[0.0] * len(k[0][0]) for _ in k[0]] for _ in k], \
+            [[[0.0] * len(v[0][0]) for _ in v[0]] for _ in v]
+    return _grouped_backward(q, k, v, d_out, causal)
+
+
+def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence, causal: bool) -> tuple:
+    """grouped_attention_backward for checked input."""
+    h, g = len(q), len(k)
+    group = h // g                                              # kv_head(i) = i // group
+    dq, dk, dv = [], [None] * g, [None] * g
+    for i in range(h):
+        j = i // group
+        dq_i, dk_i, dv_i = _attend_backward(q[i], k[j], v[j], d_out[i], causal)
+        dq.append(dq_i)                                         # [n][d]
+        # The shared head's gradient: the sum of what its h // g query heads send it.
+        dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]
+        dv[j] = dv_i if dv[j] is None else [list(map(add, a, b)) for a, b in zip(dv[j], dv_i)]
+    return dq, dk, dv                                           # [h][n][d], [g][m][d], [g][m][d_v]
+
+
+def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
+                   causal: bool = False) -> tuple:
+    """Return (dx, grads): the gradients of sum(y * d_y) for y = layer(x, weights, g, causal=causal).
+
+    x [n][d_model], d_y [n][d_model] -> dx [n][d_model] and grads, a Weights
+    record with the shapes of weights.  When weights holds h K/V heads and
+    g < h, the gradient flows back through the mean fold: each of a group's
+    h // g heads gets its folded head's gradient divided by h // g.
+
+    >>> w = init_weights(h=2, d_model=3, d=2, seed=0)
+    >>> dx, grads = layer_backward([[1.0, 0.0, -1.0]], w, 1, [[1.0, 1.0, 1.0]])
+    >>> len(dx[0]), [len(grads.w_q), len(grads.w_k), len(grads.w_o)]
+    (3, [2, 2, 2])
+    """
+    func = "layer_backward"
+    _check_causal(func, causal)
+    h, d_model, d = _check_weights(func, weights, g)
+    _check_matrix(func, "x", x, cols=d_model)
+    _check_matrix(func, "d_y", d_y, cols=d_model, rows=len(x))
+    n = len(x)
+    if not x:
+        zero = lambda t: [[[0.0] * len(r) for r in head] for head in t]
+        return [], Weights(*(zero(t) for t in weights))
+    folded = _folded(weights, g)                                 # w_k, w_v: [g][d_model][d]
+    q = [_mm(x, _transpose(wq)) for wq in weights.w_q]           # [h][n][d]
+    k = [_mm(x, _transpose(wk)) for wk in folded.w_k]            # [g][n][d]
+    v = [_mm(x, _transpose(wv)) for wv in folded.w_v]            # [g][n][d]
+    heads = _grouped(q, k, [_transpose(vj) for vj in v], causal)  # [h][n][d]
+    d_y_cols = _transpose(d_y)                                   # [d_model][n]
+    d_w_o = [_mm(_transpose(hd), d_y_cols) for hd in heads]      # [h][d][d_model]: head^T d_y
+    d_heads = [_mm(d_y, wo) for wo in weights.w_o]               # [h][n][d]: d_y w_o[i]^T
+    dq, dk, dv = _grouped_backward(q, k, v, d_heads, causal)
+    x_cols = _transpose(x)                                       # [d_model][n]
+    d_w_q = [_mm(x_cols, _transpose(t)) for t in dq]             # [h][d_model][d]: x^T dq
+    d_w_k = [_mm(x_cols, _transpose(t)) for t in dk]             # [g][d_model][d]
+    d_w_v = [_mm(x_cols, _transpose(t)) for t in dv]             # [g][d_model][d]
+    dx = [[0.0] * d_model for _ in range(n)]                     # [n][d_model]
+    for grads_t, w_t in ((dq, weights.w_q), (dk, folded.w_k), (dv, folded.w_v)):
+        for gt, wt in zip(grads_t, w_t):                          # dx += dt w^T, head by head
+            dx = [list(map(add, row, part)) for row, part in zip(dx, _mm(gt, wt))]
+    return dx, Weights(w_q=d_w_q, w_k=_unfold(d_w_k, len(weights.w_k)),
+                       w_v=_unfold(d_w_v, len(weights.w_v)), w_o=d_w_o)
+
+
+def _unfold(grads: Heads, heads: int) -> Heads:
+    """The gradient of g folded heads, sent back through the mean fold to `heads` heads."""
+    group = heads // len(grads)
+    if group == 1:
+        return grads
+    return [[[x / group for x in row] for row in grads[i // group]] for i in range(heads)]
 
 
 # ---------------------------------------------------------------------------

@@ -214,6 +214,79 @@ def ref_decode(xs, w_q, w_k, w_v, w_o, g, counter):
     return ys
 
 
+def ref_attend_backward(q, k, v, d_out, causal=False):
+    """One head's gradients by index loops: (dq, dk, dv) of sum(attend(q, k, v) * d_out)."""
+    n, m, d, dv = len(q), len(k), len(q[0]), len(v[0])
+    dq, dk, dvv = nested([n, d]), nested([m, d]), nested([m, dv])
+    root = math.sqrt(d)
+    for i in range(n):
+        last = i + (m - n) if causal else m - 1
+        scores = [sum(q[i][c] * k[j][c] for c in range(d)) / root for j in range(last + 1)]
+        top = max(scores)
+        weights = [math.exp(s - top) for s in scores]
+        z = sum(weights)
+        p = [w / z for w in weights]
+        dp = [sum(d_out[i][c] * v[j][c] for c in range(dv)) for j in range(last + 1)]
+        mean_dp = sum(p[j] * dp[j] for j in range(last + 1))
+        for j in range(last + 1):
+            ds = p[j] * (dp[j] - mean_dp)
+            for c in range(d):
+                dq[i][c] += ds * k[j][c] / root
+                dk[j][c] += ds * q[i][c] / root
+            for c in range(dv):
+                dvv[j][c] += p[j] * d_out[i][c]
+    return dq, dk, dvv
+
+
+def ref_grouped_backward(q, k, v, d_out, causal=False):
+    """Copy each K/V head into every query head it serves, take per-head gradients, then
+    add the copies' gradients back, group by group."""
+    h, g = len(q), len(k)
+    kc, vc = expand_kv(k, h), expand_kv(v, h)
+    per_head = [ref_attend_backward(q[i], kc[i], vc[i], d_out[i], causal) for i in range(h)]
+    dk, dv = [], []
+    for group in ref_group_heads(h, g):
+        for grads, t in ((dk, 1), (dv, 2)):
+            total = [list(row) for row in per_head[group[0]][t]]
+            for i in group[1:]:
+                total = [[a + b for a, b in zip(r1, r2)] for r1, r2 in zip(total, per_head[i][t])]
+            grads.append(total)
+    return [ph[0] for ph in per_head], dk, dv
+
+
+def transpose_ref(m):
+    return [[m[r][c] for r in range(len(m))] for c in range(len(m[0]))]
+
+
+def ref_layer_backward(x, w_q, w_k, w_v, w_o, g, d_y, causal=False):
+    """(dx, [d w_q, d w_k, d w_v, d w_o]) of sum(ref_layer(...) * d_y), by the chain rule."""
+    h = len(w_q)
+    fk = mean_heads(w_k, g) if len(w_k) != g else w_k
+    fv = mean_heads(w_v, g) if len(w_v) != g else w_v
+    q = [matmul(x, w_q[i]) for i in range(h)]
+    k = [matmul(x, fk[j]) for j in range(g)]
+    v = [matmul(x, fv[j]) for j in range(g)]
+    kc, vc = expand_kv(k, h), expand_kv(v, h)
+    heads = [attend(q[i], kc[i], vc[i], causal) for i in range(h)]
+    d_w_o = [matmul(transpose_ref(heads[i]), d_y) for i in range(h)]
+    d_heads = [matmul(d_y, transpose_ref(w_o[i])) for i in range(h)]
+    dq, dk, dv = ref_grouped_backward(q, k, v, d_heads, causal)
+    xt = transpose_ref(x)
+    d_w_q = [matmul(xt, t) for t in dq]
+    d_fk, d_fv = [matmul(xt, t) for t in dk], [matmul(xt, t) for t in dv]
+    dx = nested([len(x), len(x[0])])
+    for grads, weights in ((dq, w_q), (dk, fk), (dv, fv)):
+        for t, w in zip(grads, weights):
+            part = matmul(t, transpose_ref(w))
+            dx = [[a + b for a, b in zip(r1, r2)] for r1, r2 in zip(dx, part)]
+
+    def unfold(grads, heads):
+        if heads == g:
+            return grads
+        return [[[value / (h // g) for value in row] for row in grads[i // (h // g)]] for i in range(heads)]
+    return dx, [d_w_q, unfold(d_fk, len(w_k)), unfold(d_fv, len(w_v)), d_w_o]
+
+
 def nested(shape, fill=0.0):
     """A real nested list of the given shape."""
     if not shape:
@@ -1244,6 +1317,39 @@ def check_traffic(s, case, rng, show):
             sum(sum(c.get(t, 0) for t in TERMS) for c in counters)],
            f"{where}, batch={batch}", "decode_traffic(...) cache_reads, weight_reads "
            "(read once per step for the whole batch), multiplies")
+
+
+@step(24, "grouped_attention_backward", "gradients of q, k, v: a shared head sums its group's",
+      len(ALL_HG))
+def check_backward(s, case, rng, show):
+    h, g = draw_hg(case, rng)
+    q, k, v, causal, where = draw_heads(rng, case, h, g)
+    d_out = rand_tensor(rng, h, len(q[0]), len(v[0][0]))
+    show(q=q, k=k, v=v, d_out=d_out, causal=causal)
+    got = s.call("grouped_attention_backward", q, k, v, d_out, causal=causal, fresh=True)
+    if not isinstance(got, (list, tuple)) or len(got) != 3:
+        raise Failure(f"case h={h}, g={g}: grouped_attention_backward must return (dq, dk, dv); "
+                      f"got {_short(got)}")
+    expect(list(got), list(ref_grouped_backward(q, k, v, d_out, causal)), f"h={h}, g={g}, {where}",
+           "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=1e-8)
+
+
+@step(25, "layer_backward", "gradients of one layer's x and weights, through the mean fold",
+      len(ALL_HG))
+def check_layer_backward(s, case, rng, show):
+    h, g, n, d, d_model, where = draw_sizes(rng, case)
+    folded = case % 3 == 2                       # weights that already have g K/V heads
+    fields = random_weights(rng, h, d_model, d, g if folded else None)
+    x, d_y, causal = rand_tensor(rng, n, d_model), rand_tensor(rng, n, d_model), case % 2 == 1
+    show(x=x, weights=fields, g=g, d_y=d_y, causal=causal)
+    got = s.call("layer_backward", x, send_weights(s, fields), g, d_y, causal=causal, fresh=True)
+    if not isinstance(got, (list, tuple)) or len(got) != 2 or not isinstance(got[1], Record):
+        raise Failure(f"case {where}: layer_backward must return (dx, a Weights record of "
+                      f"gradients); got {_short(got)}")
+    dx, grads = ref_layer_backward(x, *fields, g, d_y, causal)
+    expect([got[0], got[1].w_q, got[1].w_k, got[1].w_v, got[1].w_o], [dx] + grads,
+           f"{where}, causal={causal}, K/V heads given {len(fields[1])}",
+           "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=1e-8)
 
 
 # ---------------------------------------------------------------------------

@@ -61,13 +61,15 @@ MUTANTS = [
     ("a fold that returns its input itself at g = h", "fold_kv_mean",
      "    return _fold(kv, g)\n", "    return kv if g == h else _fold(kv, g)\n"),
     ("a missing 1/sqrt(d) scale", "single_head_attention",
-     "scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp", "scale, exp = 1.0, math.exp"),
+     "scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp\n    out = []",
+     "scale, exp = 1.0, math.exp\n    out = []"),
     ("softmax over the wrong axis", "single_head_attention", "_attend", WRONG_AXIS_ATTEND),
     ("a softmax without its max subtracted", "single_head_attention",
      "top = max(s)                                       # subtracted: exp cannot overflow",
      "top = 0.0"),
     ("a causal mask off by one", "single_head_attention",
-     "seen = i + 1 + m - n if causal", "seen = min(m, i + 2 + m - n) if causal"),
+     "seen = i + 1 + m - n if causal else m              # query i sees",
+     "seen = min(m, i + 2 + m - n) if causal else m              # query i sees"),
     ("an MHA path that rounds the keys (not MHA to the last bit at g = h)", "attention",
      "k_rep = _repeat(_fold(k, g), h)",
      "k_rep = _repeat([[[x * 3.0 / 3.0 for x in r] for r in m] for m in _fold(k, g)], h)"),
@@ -101,6 +103,13 @@ MUTANTS = [
      "    cache._write(k, v)\n", "    cache._length += 1\n"),
     ("decode traffic counting h cache heads", "decode_traffic",
      "cache_reads = 2 * g * d * positions * batch", "cache_reads = 2 * h * d * positions * batch"),
+    ("a backward pass that forgets to sum a shared head's gradients over its group",
+     "grouped_attention_backward",
+     "dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]",
+     "dk[j] = dk_i"),
+    ("a backward pass through the fold that forgets to divide by h // g", "layer_backward",
+     "return [[[x / group for x in row] for row in grads[i // group]] for i in range(heads)]",
+     "return [[list(row) for row in grads[i // group]] for i in range(heads)]"),
     ("decode traffic reading the weights once per sequence of the batch", "decode_traffic",
      "weight_reads = n * d_model * d * (2 * h + 2 * g)",
      "weight_reads = batch * n * d_model * d * (2 * h + 2 * g)"),
@@ -334,8 +343,8 @@ class Starter(unittest.TestCase):
         self.assertEqual(graded.returncode, 1)
         lines = graded.stdout.splitlines()
         self.assertEqual(len(lines), 1 + len(grader.STEPS) + 2)        # no failure blocks
-        self.assertIn("step  4  ----  group_heads", graded.stdout)
-        self.assertEqual(lines[-2], "0 of 23 steps done; next: step 1, valid_g")
+        self.assertRegex(graded.stdout, r"step  4  ----  group_heads +not started")
+        self.assertEqual(lines[-2], f"0 of {len(grader.STEPS)} steps done; next: step 1, valid_g")
         self.assertEqual(again.returncode, 2)                       # never overwrites
         self.assertIn("exists already", again.stderr)
 
@@ -380,8 +389,9 @@ class Starter(unittest.TestCase):
             run = run_main("--module", path, "--seed", "1", "--cases", "1")
         self.assertEqual([r["name"] for r in results if r["status"] == "passed"], sorted(
             done, key=grader.check_names().index))
-        self.assertEqual(grader.progress(results), "6 of 23 steps done; next: step 7, single_head_attention")
-        self.assertIn("step  7  ----  single_head_attention  not started", run.stdout)
+        self.assertEqual(grader.progress(results),
+                         f"6 of {len(grader.STEPS)} steps done; next: step 7, single_head_attention")
+        self.assertRegex(run.stdout, r"step  7  ----  single_head_attention +not started")
 
 
 if __name__ == "__main__":
