@@ -195,7 +195,7 @@ def notes(s: Dict[str, Any]) -> List[str]:
 OVERRIDES = ("layers", "heads", "kv_heads", "head_dim", "window")
 
 
-def config_main(argv: Sequence[str]) -> int:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m gqa config",
         description="Size a model's KV cache from its config.json: method, the rule of each group "
@@ -222,18 +222,21 @@ def config_main(argv: Sequence[str]) -> int:
     parser.add_argument("--ignore", action="append", default=[], metavar="FIELD",
                         help="size as full attention where FIELD's value is not understood (a warning)")
     parser.add_argument("--json", action="store_true", help="print the same as JSON, exact bytes")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    for name in ("batch", "tp", "context", "source") + OVERRIDES:
+        value = getattr(args, name)
+        if value is not None and not 1 <= value <= 10 ** 12:
+            raise GQAError(f"--{name.replace('_', '-')} must be between 1 and 10**12; "
+                           f"got {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}")
+
+
+def config_main(argv: Sequence[str]) -> int:
+    args = make_parser().parse_args(argv)
     try:
-        for name in ("batch", "tp") + OVERRIDES:
-            value = getattr(args, name)
-            if value is not None and not 1 <= value <= 10 ** 12:
-                raise GQAError(f"--{name.replace('_', '-')} must be between 1 and 10**12; "
-                               f"got {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}")
-        for name in ("context", "source"):
-            value = getattr(args, name)
-            if value is not None and not 1 <= value <= 10 ** 12:
-                raise GQAError(f"--{name} must be between 1 and 10**12; "
-                               f"got {str(value)[:20]}{'...' if len(str(value)) > 20 else ''}")
+        _check_counts(args)
         overrides = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k) is not None}
         shape = ModelShape.from_config(args.path, ignore=args.ignore, overrides=overrides)
         if args.context is not None:
@@ -248,7 +251,6 @@ def config_main(argv: Sequence[str]) -> int:
                            f"valid --tp: {valid}")
         dtype_bytes(args.dtype), dtype_bytes(args.weight_dtype)
         memory = parse_size(args.memory, "--memory") if args.memory is not None else None
-        weights = parse_size(args.weights, "--weights")
         bandwidth = parse_bandwidth(args.bandwidth) if args.bandwidth is not None else None
         flops = parse_flops(args.flops) if args.flops is not None else None
         if args.hardware:
@@ -256,16 +258,14 @@ def config_main(argv: Sequence[str]) -> int:
         if (bandwidth is None) != (flops is None):
             raise GQAError("give both --bandwidth and --flops (or --hardware) for the decode estimate")
         summary = summarize(shape, context=context, batch=args.batch, dtype=args.dtype,
-                            memory=memory, weights=weights, weight_dtype=args.weight_dtype,
-                            devices=args.tp, bandwidth=bandwidth, flops=flops, hardware=args.hardware,
-                            source=args.source, context_from=context_from)
+                            memory=memory, weights=parse_size(args.weights, "--weights"),
+                            weight_dtype=args.weight_dtype, devices=args.tp, bandwidth=bandwidth,
+                            flops=flops, hardware=args.hardware, source=args.source,
+                            context_from=context_from)
     except GQAError as err:
         print(f"gqa config: {err}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        print(render(summary))
+    print(json.dumps(summary, indent=2) if args.json else render(summary))
     return 0
 
 

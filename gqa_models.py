@@ -310,7 +310,11 @@ def _attention_sizes(where: str, config: Dict[str, Any], overrides: Dict[str, in
 
 def _layer_rules(where: str, config: Dict[str, Any], model_type: str, layers: int,
                  ignore: Tuple[str, ...], notes: List[str]) -> List[str]:
-    """What each decoder layer caches: "full", "sliding", "chunked" or "none:<what>"."""
+    """What each decoder layer caches: "full", "sliding", "chunked" or "none:<what>".
+
+    One branch per spelling, in one function on purpose: their order is the
+    precedence (an explicit layer_types first, a bare sliding_window last).
+    """
     def unknown(field: str, value: object) -> None:
         if field in ignore:
             notes.append(f"WARNING: {field} {str(value)[:60]!r} is not understood and was ignored "
