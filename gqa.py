@@ -78,18 +78,17 @@ Decoding
 
 Learning
 --------
-    ====  ======================  ============================================
+    ====  ==========================  ========================================
       24  grouped_attention_backward  the gradients of q, k and v
-      25  layer_backward          the gradients of one layer's x and weights
-    ====  ======================  ============================================
+      25  layer_backward              the gradients of a layer's x and weights
+    ====  ==========================  ========================================
 
 Records
 -------
 Results with named fields are small records: Weights, PreparedWeights,
 Difference, Multiplies, BlockMultiplies, CacheRow, MultipliesRow and
-DecodeTraffic.  Read a
-field by name (diff.rel_l2), unpack them like tuples, compare them with ==,
-and make a changed copy with record._replace(field=value).
+DecodeTraffic.  Read a field by name (diff.rel_l2), unpack them like tuples,
+compare them with ==, and make a changed copy with record._replace(field=value).
 
 Example
 -------
