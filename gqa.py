@@ -186,21 +186,23 @@ _NUMBERS = frozenset((int, float))
 
 
 def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0,
-               high: int = MAX_SIZE) -> int:
+               high: Optional[int] = MAX_SIZE) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{func}: {name} must be an int, "
                         f"not {type(value).__name__} ({_brief(value)})")
     if low is not None and value < low:
         rule = "positive" if low == 1 else f"at least {low}"
         raise GQAError(f"{func}: {name} must be {rule}; got {name}={_brief(value)}")
-    if value > high:
+    if high is not None and value > high:
         raise GQAError(f"{func}: {name} must be at most {high:,}; got {name}={_brief(value)}")
     return value
 
 
 def _brief(value: object) -> str:
     """A value in a message, never thousands of characters long."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 30 else f"an int of {len(str(abs(value)))} digits"
+    if isinstance(value, int) and abs(value) >= 10 ** 30:         # repr of a huge int is slow
+        return f"an int of {value.bit_length()} bits"
+    text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -223,7 +225,7 @@ def _valid_g_text(h: int) -> str:
 def _group_size(func: str, h: object, g: object) -> int:
     """Check h query heads and g key/value heads; return h // g."""
     _check_int(func, "h", h, low=1)
-    _check_int(func, "g", g, low=None, high=MAX_SIZE * MAX_SIZE)
+    _check_int(func, "g", g, low=None, high=None)              # 1 <= g <= h is checked next
     if not 1 <= g <= h:
         raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; {_valid_g_text(h)}")
     if h % g:
