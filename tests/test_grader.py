@@ -227,6 +227,16 @@ class Referee(unittest.TestCase):
                 self.assertIn(says, results["kv_head"]["message"])
                 self.assertEqual(results["group_heads"]["status"], "passed")    # a fresh worker
 
+    def test_the_reader_thread_used_where_select_cannot_read_pipes(self):
+        # Windows has no select() on pipes: the grader reads the worker with a thread
+        # there.  The same path, run here, still times out and still grades.
+        from unittest import mock
+        with mock.patch.object(grader.os, "name", "nt"):
+            graded = grade_source(in_kv_head("    while True:\n        pass\n"),
+                                  only=["kv_head", "group_heads"], timeout=0.5)
+        self.assertIn("did not return within 0.5 s", graded["kv_head"]["message"])
+        self.assertEqual(graded["group_heads"]["status"], "passed")
+
     def test_patching_the_graders_modules_changes_nothing(self):
         # A wrong module that patches math.isclose, random and the grader's own
         # functions (in its own process, where they are not the grader's).
