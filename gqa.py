@@ -1532,6 +1532,7 @@ _COMMANDS = {
     "report": ("gqa_report", "write report.md, or --check that it is current"),
     "config": ("gqa_config", "size a model's KV cache from its config.json"),
     "bench": ("gqa_bench", "time and memory per g, measured on this machine"),
+    "uptrain": ("gqa_uptrain", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
 }
 
 

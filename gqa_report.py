@@ -23,7 +23,8 @@ import sys
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_tools import (WriteRefused, add_int_options, bar_chart, block_bars, block_markdown,
+import gqa_train
+from gqa_tools import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
                        block_rows, fmt, human_bytes, int_options, load_module, markdown_table,
                        multiplies_markdown, project, rng_for, seed_for, write_atomically,
                        write_target)
@@ -237,6 +238,7 @@ class Measured(NamedTuple):
     exact_mha: Any              # attention(g = h) == per-head MHA, on every seed
     conversion: Any             # (g, conversion) -> Spread of the relative L2
     head_cosine: Any            # Spread of |cosine| between two heads' projected keys
+    training: Any = None        # gqa_train.run(QUICK): the uptraining lab's quick recipe
 
 
 def measure_outputs(lab: Lab, cfg: Config) -> Tuple[Dict[int, DifferenceSpread], Dict, bool]:
@@ -280,7 +282,9 @@ def measure(cfg: Config, lab: Optional[Lab] = None) -> Measured:
         cache_counted=attempt(lambda: {g: counted_cache(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
         tallied=attempt(lambda: {g: tallied_multiplies(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
         difference=part(0), conversion=part(1), exact_mha=part(2),
-        head_cosine=attempt(lambda: head_cosines(lab, cfg)))
+        head_cosine=attempt(lambda: head_cosines(lab, cfg)),
+        training=attempt(lambda: gqa_train.run(gqa_train.QUICK._replace(seed=cfg.seed)))
+        if lab.module is gqa else Missing("not run for another module"))
 
 
 # ---------------------------------------------------------------------------
@@ -578,11 +582,81 @@ def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
         f"g = 1 says how much the output changed, not how much worse a model got. Quality "
         f"is measured on a trained model and a task; the GQA paper converts a trained MHA "
         f"checkpoint by the mean and then continues training for about "
-        f"{GQA_PAPER_UPTRAINING:.0%} of the original pre-training steps to recover it.",
+        f"{GQA_PAPER_UPTRAINING:.0%} of the original pre-training steps to recover it."
+        + _training_sentence(m),
         f"- **Exact where it must be.** At g = h the lab's function is MHA bit for bit "
         f"({'checked' if need(m.exact_mha) else 'NOT the case'}), and every count above that "
         f"was tallied or counted agrees with its closed form "
         f"({'all rows' if tallied_ok else 'NOT all rows'})."])
+
+
+def section_training(cfg: Config, lab: Lab, m: Measured) -> str:
+    """The uptraining lab's quick recipe (gqa_train), run with the project's gqa.py."""
+    if lab.module is not gqa:
+        raise Unavailable("this section trains with the project's gqa.py, so it is left out of a "
+                          "report built from another module (run `python -m gqa uptrain` for it)")
+    result = need(m.training)
+    r, runs = result["recipe"], result["runs"]
+    pre = runs[0]
+    ups = [x for x in runs if x["kind"] == "uptrain"]
+    last = max(r["budgets"])
+    final = {(x["g"], x["conversion"]): x for x in ups if x["steps"] == last}
+    start = {(x["g"], x["conversion"]): x for x in ups if x["steps"] == 0}
+    gs = sorted({x["g"] for x in ups})
+    same = [x for x in runs if x["kind"] == "same cache"]
+    order = {g: sorted(gqa_train.CONVERSIONS, key=lambda c: -final[(g, c)]["accuracy"]) for g in gs}
+    paper = list(gqa_train.CONVERSIONS)
+    agrees = [g for g in gs if order[g] == paper]
+    return "\n".join([
+        f"Everything above runs on random, untrained weights. Here a model is trained: "
+        f"`gqa_train` pre-trains an MHA model (h = {r['heads']}, head dim {r['head_dim']}, d_model "
+        f"{r['d_model']}) on a task that needs attention (at every position, name the tokens "
+        f"1 to {r['offsets']} positions back), converts it to each g < h by the mean of each group, "
+        f"its first head or new random heads, and trains on with the same recipe; held-out "
+        f"accuracy on sequences of their own seed. The pre-trained model reached "
+        f"{pre['accuracy']:.3f} after {r['pretrain']} steps of {r['batch']} sequences.\n",
+        markdown_table(["g", "conversion"] + [f"{s} steps" for s in (0,) + tuple(r["budgets"])],
+                       [(g, c) + tuple(f"{x['accuracy']:.3f}" for x in ups
+                                       if x["g"] == g and x["conversion"] == c)
+                        for g in gs for c in gqa_train.CONVERSIONS]),
+        "",
+        _code("\n".join(f"g={g} {c:<6}  " + "  ".join(
+            f"{bar(x['accuracy'], 1.0, 8):<8}" for x in ups if x["g"] == g and x["conversion"] == c)
+            + f"  {final[(g, c)]['accuracy']:.2f} after {last} steps"
+            for g in gs for c in gqa_train.CONVERSIONS)),
+        "",
+        f"Converting changes the output (the 0-step column); {last} more steps "
+        f"({last / r['pretrain']:.0%} of the pre-training) bring the mean conversion back to "
+        + ", ".join(f"{final[(g, 'mean')]['accuracy']:.3f} at g = {g}" for g in gs)
+        + f". After those steps the ordering mean > first > random, the GQA paper's, "
+        f"{'holds at every g' if len(agrees) == len(gs) else 'holds at ' + ', '.join(f'g = {g}' for g in agrees) or 'holds at no g'}"
+        + ("" if len(agrees) == len(gs) else "; elsewhere it is " + "; ".join(
+            f"g = {g}: {' > '.join(order[g])}" for g in gs if g not in agrees))
+        + ". Before any training the first head scores "
+        + ", ".join(f"{start[(g, 'first')]['accuracy']:.3f}" for g in gs)
+        + " against the mean's " + ", ".join(f"{start[(g, 'mean')]['accuracy']:.3f}" for g in gs)
+        + ": an untrained conversion's accuracy does not predict how well it trains.\n",
+        f"Same cache, three ways: at MQA's cache size ({same[0]['cache_per_token']} values per "
+        f"token), trained from scratch for {r['pretrain']} steps (the MQA paper's Table 1 "
+        f"comparison; the paper also matched parameter counts, this does not).\n",
+        markdown_table(["model", "held-out accuracy", "loss"],
+                       [(x["conversion"], f"{x['accuracy']:.3f}", f"{x['loss']:.3f}") for x in same]),
+        ""])
+
+
+def _training_sentence(m: Measured) -> str:
+    """What section 8 measured, in one sentence, when it ran."""
+    if isinstance(m.training, Missing) or m.training is None:
+        return ""
+    r, runs = m.training["recipe"], m.training["runs"]
+    last = max(r["budgets"])
+    back = [x for x in runs if x["kind"] == "uptrain" and x["conversion"] == "mean" and x["steps"] == last]
+    start = [x for x in runs if x["kind"] == "uptrain" and x["conversion"] == "mean" and x["steps"] == 0]
+    return (f" Section 8 measures it on a small trained model: converted by the mean, its held-out "
+            f"accuracy falls from {runs[0]['accuracy']:.3f} to "
+            + ", ".join(f"{x['accuracy']:.3f} (g = {x['g']})" for x in start)
+            + f", and {last} more steps ({last / r['pretrain']:.0%} of its pre-training) bring it back to "
+            + ", ".join(f"{x['accuracy']:.3f}" for x in back) + ".")
 
 
 SECTIONS = (("1. What g is", section_what_g_is),
@@ -592,7 +666,8 @@ SECTIONS = (("1. What g is", section_what_g_is),
             ("5. The output: it changes", section_output),
             ("6. Converting an MHA checkpoint: mean, first head, or random", section_conversion),
             ("7. Decoding reads the whole cache for every token", section_decoding),
-            ("8. How to read this", section_reading))
+            ("8. Converting is not training: does quality come back?", section_training),
+            ("9. How to read this", section_reading))
 
 
 def build_report(cfg: Config, m: Measured, lab: Optional[Lab] = None,

@@ -12,6 +12,21 @@ from unittest import mock
 
 import gqa
 import gqa_report
+import gqa_train
+
+# The report trains the uptraining lab's quick recipe (section 8), which takes
+# seconds; these tests run it on a tiny recipe instead.  CI checks the real one.
+TINY = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, vocab=3, length=4, offsets=2, batch=2,
+                        pretrain=6, budgets=(2, 4), held_out=4, seed=5)
+_QUICK = gqa_train.QUICK
+
+
+def setUpModule():
+    gqa_train.QUICK = TINY
+
+
+def tearDownModule():
+    gqa_train.QUICK = _QUICK
 
 SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
                           run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
@@ -107,13 +122,23 @@ class Contents(unittest.TestCase):
         self.assertTrue(0 < spread.low <= spread.mean <= spread.high <= 1)
         self.assertIn(f"a cosine of {spread.mean:.4g} on average", self.text.split("## 5.")[1])
 
+    def test_the_training_section_reports_what_was_measured(self):
+        section = self.text.split("## 8.")[1].split("\n## ")[0]
+        runs = self.measured.training["runs"]
+        self.assertIn(f"reached {runs[0]['accuracy']:.3f} after 6 steps of 2 sequences", section)
+        for x in runs:
+            if x["kind"] == "uptrain" and x["steps"] == 4:
+                self.assertIn(f"{x['accuracy']:.3f}", section)
+        self.assertIn("Same cache, three ways", section)
+        self.assertIn("Section 8 measures it", self.text.split("## 9.")[1])
+
     def test_no_sentence_says_prefill_does_not_speed_up(self):
         self.assertNotIn("does not get faster", self.text)
         self.assertIn("prefill barely speeds up", self.text)
 
     def test_bars_are_in_code_blocks(self):
         blocks = self.text.split("```")[1::2]
-        self.assertEqual(len(blocks), 5)
+        self.assertEqual(len(blocks), 6)
         self.assertTrue(all("█" in block for block in blocks))
 
     def test_no_machine_no_time(self):
@@ -294,7 +319,8 @@ class FromAnotherModule(unittest.TestCase):
         text = self.report(path)
         ours = gqa_report.build_report(SMALL, gqa_report.measure(SMALL))
         self.assertIn(f"--module {path}", text.splitlines()[2])
-        self.assertEqual(text.split("## 1.")[1], ours.split("## 1.")[1])
+        self.assertEqual(text.split("## 1.")[1].split("## 8.")[0], ours.split("## 1.")[1].split("## 8.")[0])
+        self.assertIn("trains with the project's gqa.py", text.split("## 8.")[1])
 
     def test_a_starter_with_two_steps_done_shows_them_and_says_what_is_missing(self):
         import ast
@@ -313,7 +339,7 @@ class FromAnotherModule(unittest.TestCase):
         self.assertIn("*Not shown: `group_heads` is not implemented yet.*", one)
         self.assertIn("*Not computed from", text.split("## 2.")[1])
         self.assertIn("`cache_table` is not implemented yet", text.split("## 2.")[1])
-        self.assertEqual(text.count("*Not computed from"), 7)              # sections 2 to 8
+        self.assertEqual(text.count("*Not computed from"), 8)              # sections 2 to 9
 
     def test_a_module_that_cannot_be_imported_is_a_usage_error(self):
         for source, why in (("def f(:\n", "syntax error, line 1"), ("raise ValueError('no')\n", "ValueError: no")):
