@@ -118,6 +118,7 @@ Command line
     python -m gqa report         write report.md (--check: is it current?)
     python -m gqa config PATH    size a real model's KV cache from its config.json
     python -m gqa bench          time and memory per g, on this machine
+    python -m gqa uptrain        convert a trained MHA model, train on, measure quality
 
 Exceptions
 ----------
