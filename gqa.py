@@ -256,20 +256,30 @@ def _check_values(func: str, what: str, row: Sequence) -> None:
         raise GQAError(f"{func}: {what} holds an int beyond the largest float")
 
 
+_ROWS = frozenset((list, tuple, array))
+
+
 def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
                   rows: Optional[int] = None) -> int:
-    """Check that mat is a list of equal rows of numbers; return the row width."""
+    """Check that mat is a list of equal rows of numbers; return the row width.
+
+    Three passes at C speed (row types, row lengths, value types); only when
+    one finds something wrong does a row-by-row pass name the row.
+    """
     _check_list(func, what, mat, "a list of rows")
     if rows is not None and len(mat) != rows:
         raise GQAError(f"{func}: {what} must have {rows} rows; got {len(mat)}")
-    width = cols
-    for r, row in enumerate(mat):
-        _check_list(func, f"{what} row {r}", row, "a list of floats")
-        if width is None:
-            width = len(row)
-        elif len(row) != width:
-            raise GQAError(f"{func}: {what} row {r} has {len(row)} values, "
-                           f"expected {width} (ragged rows)")
+    widths = set(map(len, mat)) if set(map(type, mat)) <= _ROWS else None
+    width = cols if not widths else next(iter(widths))
+    if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):
+        width = cols
+        for r, row in enumerate(mat):                               # name the first bad row
+            _check_list(func, f"{what} row {r}", row, "a list of floats")
+            if width is None:
+                width = len(row)
+            elif len(row) != width:
+                raise GQAError(f"{func}: {what} row {r} has {len(row)} values, "
+                               f"expected {width} (ragged rows)")
     if not set(map(type, chain.from_iterable(mat))) <= {float}:     # one pass, at C speed
         for r, row in enumerate(mat):                               # the slow path names the row
             _check_values(func, f"{what} row {r}", row)
@@ -487,19 +497,31 @@ def _repeat(kv: Sequence[Matrix], h: int) -> Heads:
 # ---------------------------------------------------------------------------
 
 # The one kernel.  Every multiplication of the lab is a dot product of two
-# rows of equal length, and every one goes through _dots: rows [m][d] and
-# x [d] -> [row . x for each row], [m].  Python 3.12's math.sumprod is one C
-# loop and correctly rounded, 2 to 3 times faster than sum(map(mul, ...)),
-# which is the fastest dot product of Python 3.9 to 3.11.
+# rows of equal length, and every one is done here: _dots, rows [m][d] and
+# x [d] -> [row . x for each row], [m]; and _mm, the same for every row of a
+# matrix, a [n][k] @ b [k][p] with b given by its columns [p][k] -> [n][p].
+# Python 3.12's math.sumprod is one C loop and correctly rounded, 2 to 3
+# times faster than sum(map(mul, ...)), which is the fastest dot product of
+# Python 3.9 to 3.11.  Both orders of arguments match, so _mm(a, b_cols)[i]
+# is _dots(b_cols, a[i]) to the last bit.
 if hasattr(math, "sumprod"):
     def _dots(rows: Sequence, x: Sequence) -> List[float]:
         """[row . x for row in rows]: rows [m][d], x [d] -> [m]."""
         sumprod = math.sumprod
         return [sumprod(row, x) for row in rows]
+
+    def _mm(a: Sequence, b_cols: Sequence) -> Matrix:
+        """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
+        sumprod = math.sumprod
+        return [[sumprod(col, row) for col in b_cols] for row in a]
 else:                                                    # Python 3.9 to 3.11
     def _dots(rows: Sequence, x: Sequence) -> List[float]:
         """[row . x for row in rows]: rows [m][d], x [d] -> [m]."""
         return [sum(map(mul, row, x)) for row in rows]
+
+    def _mm(a: Sequence, b_cols: Sequence) -> Matrix:
+        """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
+        return [[sum(map(mul, col, row)) for col in b_cols] for row in a]
 
 # The multiplications performed are tallied here, by the code that performs
 # them, when count_multiplies() is active (see "Counting" below).
@@ -809,7 +831,7 @@ def _weights_for(func: str, weights: Union[Weights, PreparedWeights], g: int) ->
 
 def _project(x: Sequence, w_cols: Sequence, term: str) -> Matrix:
     """x [n][k] @ w [k][p], w given by its columns [p][k] -> [n][p]."""
-    out = [_dots(w_cols, row) for row in x]
+    out = _mm(x, w_cols)
     if _tally is not None:
         setattr(_tally, term, getattr(_tally, term) + len(x) * len(w_cols) * len(w_cols[0]))
         _tally.weight_reads += len(w_cols) * len(w_cols[0])
@@ -1385,11 +1407,6 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
 
 def _transpose(rows: Sequence) -> list:
     return list(zip(*rows))
-
-
-def _mm(a: Sequence, b_cols: Sequence) -> Matrix:
-    """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]; not tallied."""
-    return [_dots(b_cols, row) for row in a]
 
 
 def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,

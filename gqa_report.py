@@ -179,10 +179,18 @@ def run_input(cfg: Config, seed: int) -> List[List[float]]:
     return [[rng.uniform(-1.0, 1.0) for _ in range(cfg.run_d_model)] for _ in range(cfg.run_context)]
 
 
+def ready(lab: Lab, w: Any, g: int) -> Any:
+    """prepare_weights(w, g), checked once for a whole decode, where the module has it; else w."""
+    try:
+        return lab.prepare_weights(w, g)
+    except Unavailable:
+        return w
+
+
 def counted_cache(lab: Lab, cfg: Config, g: int) -> int:
     """Decode the small configuration through run_layers layers; return the floats cached."""
     caches = [lab.KVCache(g, cfg.run_head_dim) for _ in range(cfg.run_layers)]
-    weights = [run_weights(lab, cfg, cfg.seed, layer) for layer in range(cfg.run_layers)]
+    weights = [ready(lab, run_weights(lab, cfg, cfg.seed, layer), g) for layer in range(cfg.run_layers)]
     for x_t in run_input(cfg, cfg.seed):
         for w, cache in zip(weights, caches):
             x_t = lab.decode_step(x_t, w, g, cache)
@@ -604,14 +612,14 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> str:
     start = {(x["g"], x["conversion"]): x for x in ups if x["steps"] == 0}
     gs = sorted({x["g"] for x in ups})
     same = [x for x in runs if x["kind"] == "same cache"]
-    order = {g: sorted(gqa_train.CONVERSIONS, key=lambda c: -final[(g, c)]["accuracy"]) for g in gs}
-    paper = list(gqa_train.CONVERSIONS)
-    agrees = [g for g in gs if order[g] == paper]
+    order = {g: ranking({c: final[(g, c)]["accuracy"] for c in gqa_train.CONVERSIONS}) for g in gs}
+    before = {g: ranking({c: start[(g, c)]["accuracy"] for c in gqa_train.CONVERSIONS}) for g in gs}
+    agrees = [g for g in gs if order[g] == "mean > first > random"]
     return "\n".join([
         f"Everything above runs on random, untrained weights. Here a model is trained: "
         f"`gqa_train` pre-trains an MHA model (h = {r['heads']}, head dim {r['head_dim']}, d_model "
-        f"{r['d_model']}) on a task that needs attention (at every position, name the tokens "
-        f"1 to {r['offsets']} positions back), converts it to each g < h by the mean of each group, "
+        f"{r['d_model']}) on a task that needs attention (at every position, name each of the "
+        f"{r['offsets']} tokens before it), converts it to each g < h by the mean of each group, "
         f"its first head or new random heads, and trains on with the same recipe; held-out "
         f"accuracy on sequences of their own seed. The pre-trained model reached "
         f"{pre['accuracy']:.3f} after {r['pretrain']} steps of {r['batch']} sequences.\n",
@@ -629,19 +637,34 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> str:
         f"({last / r['pretrain']:.0%} of the pre-training) bring the mean conversion back to "
         + ", ".join(f"{final[(g, 'mean')]['accuracy']:.3f} at g = {g}" for g in gs)
         + f". After those steps the ordering mean > first > random, the GQA paper's, "
-        f"{'holds at every g' if len(agrees) == len(gs) else 'holds at ' + ', '.join(f'g = {g}' for g in agrees) or 'holds at no g'}"
+        f"{'holds at every g' if len(agrees) == len(gs) else 'holds at ' + (', '.join(f'g = {g}' for g in agrees) or 'no g')}"
         + ("" if len(agrees) == len(gs) else "; elsewhere it is " + "; ".join(
-            f"g = {g}: {' > '.join(order[g])}" for g in gs if g not in agrees))
-        + ". Before any training the first head scores "
-        + ", ".join(f"{start[(g, 'first')]['accuracy']:.3f}" for g in gs)
-        + " against the mean's " + ", ".join(f"{start[(g, 'mean')]['accuracy']:.3f}" for g in gs)
-        + ": an untrained conversion's accuracy does not predict how well it trains.\n",
+            f"g = {g}: {order[g]}" for g in gs if g not in agrees))
+        + ". " + _before_training(gs, before, order) + "\n",
         f"Same cache, three ways: at MQA's cache size ({same[0]['cache_per_token']} values per "
         f"token), trained from scratch for {r['pretrain']} steps (the MQA paper's Table 1 "
         f"comparison; the paper also matched parameter counts, this does not).\n",
         markdown_table(["model", "held-out accuracy", "loss"],
                        [(x["conversion"], f"{x['accuracy']:.3f}", f"{x['loss']:.3f}") for x in same]),
         ""])
+
+
+def ranking(accuracy: Dict[str, float]) -> str:
+    """'mean > first = random': highest first, '=' where two are equal."""
+    names = sorted(accuracy, key=lambda c: -accuracy[c])           # stable: ties keep their order
+    text = names[0]
+    for a, b in zip(names, names[1:]):
+        text += f" {'=' if accuracy[a] == accuracy[b] else '>'} {b}"
+    return text
+
+
+def _before_training(gs: Sequence[int], before: dict, after: dict) -> str:
+    """How the ordering of the conversions before any training compares with the one after."""
+    if all(before[g] == after[g] for g in gs):
+        return "The ordering is the same before any training: it starts where it ends."
+    return ("Before any training the ordering is "
+            + "; ".join(f"{before[g]} at g = {g}" for g in gs)
+            + ": an untrained conversion's accuracy does not predict how well it trains.")
 
 
 def _training_sentence(m: Measured) -> str:

@@ -654,7 +654,7 @@ class Worker:
 
     def start(self):
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", WORKER, self.path], stdin=subprocess.PIPE,
+            [sys.executable, "-I", "-S", "-c", WORKER, self.path], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.started += 1
         self.buffer = b""
@@ -1360,7 +1360,7 @@ def check_names():
     return [st.name for st in STEPS]
 
 
-def run_step(st, student, seed, cases, only_case=None):
+def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
     """Run one step's cases; return its result dict."""
     ids = [only_case] if only_case is not None else range(st.systematic + cases)
     result = {"step": st.number, "name": st.name, "summary": st.summary, "status": "passed",
@@ -1383,13 +1383,16 @@ def run_step(st, student, seed, cases, only_case=None):
         except (Failure, Refused) as err:
             if result["status"] == "passed":
                 result.update(status="failed", message=str(err), case=k, inputs=shown)
-            if student.worker.proc is None:     # it hung or died: one such case per step
+            if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
                 return result
     return result
 
 
-def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None):
+def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None,
+          fail_fast=False):
     """Grade the module at path; return the list of step results.
+
+    With fail_fast, each step stops at its first failing case.
 
     Raises Refused when the module cannot be imported (or imports the grader).
     """
@@ -1397,7 +1400,7 @@ def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, c
     try:
         worker.start()
         student = Student(worker)
-        return [run_step(st, student, seed, cases, case) for st in STEPS
+        return [run_step(st, student, seed, cases, case, fail_fast) for st in STEPS
                 if not only or st.name in only]
     finally:
         worker.stop()
@@ -1568,6 +1571,8 @@ def parse_args(argv):
     parser.add_argument("--weights", metavar="FILE", default=None,
                         help="with --format gradescope: a JSON object of step name -> points "
                              "(default 1 each)")
+    parser.add_argument("-x", "--fail-fast", action="store_true",
+                        help="stop each step at its first failing case (faster; the counts are partial)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only failures and the summary")
     parser.add_argument("-v", "--verbose", action="store_true", help="also print the wall time")
     parser.add_argument("--starter", metavar="DIR",
@@ -1633,7 +1638,8 @@ def main(argv=None):
     try:
         if not os.path.isfile(args.module):
             raise Refused(f"no such file: {args.module}")
-        results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case)
+        results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case,
+                        args.fail_fast)
     except Refused as err:
         why = f"cannot grade {label}: {err}"
         if args.format == "json":
