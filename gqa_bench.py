@@ -23,7 +23,8 @@ import tracemalloc
 from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 
 import gqa
-from gqa_tools import add_int_options, human_bytes, int_options, project, rng_for, seed_for, text_table
+from gqa_tools import (add_int_options, human_bytes, int_options, progress_line, project, rng_for,
+                       seed_for, text_table)
 
 
 class Settings(NamedTuple):
@@ -202,17 +203,11 @@ def bench_main(argv: Sequence[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = parser.parse_args(argv)
     s = int_options(parser, args, QUICK if args.quick else defaults, LIMITS)
-    tty = sys.stderr.isatty()
-
-    def progress(text: str) -> None:
-        print(f"\rbench: {text} ...", end="" if tty else "\n", file=sys.stderr, flush=True)
-
     try:
-        result = run(s, progress)
+        with progress_line("bench") as progress:
+            result = run(s, progress)
     except gqa.GQAError as err:
         parser.error(str(err))
-    if tty:
-        print("\r" + " " * 40 + "\r", end="", file=sys.stderr)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 

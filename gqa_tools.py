@@ -1,9 +1,11 @@
 """gqa_tools: what the command-line tools share, and nothing else.
 
-The tools (gqa_tables, gqa_report, gqa_models, gqa_bench) each import gqa
-and this module, never each other.  Here: plain and Markdown tables, bars,
-number formats, the integer options of `report` and `bench`, a projection
-kept outside the tally, the one seeding scheme, and an all-or-nothing write.
+The commands (gqa_tables, gqa_report, gqa_config, gqa_bench, gqa_uptrain)
+import gqa, this module and the libraries gqa_models and gqa_train, never
+each other.  Here: plain and Markdown tables, bars, number formats, the
+integer options of `report` and `bench`, a projection kept outside the
+tally, the one seeding scheme, a progress line on stderr, and an
+all-or-nothing write.
 
 Seeds
 -----
@@ -18,11 +20,13 @@ by random.Random, so the draws are the same on every Python version.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
+import sys
 import tempfile
 from operator import mul
-from typing import List, NamedTuple, Optional, Sequence
+from typing import Callable, Iterator, List, NamedTuple, Optional, Sequence
 
 import gqa
 
@@ -257,6 +261,25 @@ def int_options(parser: argparse.ArgumentParser, args: argparse.Namespace, base:
         if value > limits[name]:
             parser.error(f"{option} must be at most {limits[name]:,}; got {value if value < 10 ** 30 else 'a larger number'}")
     return type(base)(**values)
+
+
+@contextlib.contextmanager
+def progress_line(tool: str) -> Iterator[Callable[[str], None]]:
+    """Yield a function that shows progress on stderr as "tool: text ...".
+
+    On a terminal each message overwrites the last and the line is cleared
+    at the end; otherwise each is a line of its own, so a log keeps them.
+    """
+    tty = sys.stderr.isatty()
+
+    def show(text: str) -> None:
+        print(f"\r{tool}: {text} ...", end="" if tty else "\n", file=sys.stderr, flush=True)
+
+    try:
+        yield show
+    finally:
+        if tty:
+            print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Sequence
 
+from gqa_tools import progress_line
 from gqa_train import QUICK, Recipe, render, run
 
 
@@ -29,14 +29,8 @@ def uptrain_main(argv: Sequence[str]) -> int:
     if not 0 <= args.seed <= 10 ** 9:
         parser.error(f"--seed must be between 0 and 1,000,000,000; got {args.seed}")
     recipe = (QUICK if args.quick else Recipe())._replace(seed=args.seed)
-    tty = sys.stderr.isatty()
-
-    def progress(text: str) -> None:
-        print(f"\ruptrain: {text} ...", end="" if tty else "\n", file=sys.stderr, flush=True)
-
-    result = run(recipe, progress)
-    if tty:
-        print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+    with progress_line("uptrain") as progress:
+        result = run(recipe, progress)
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0
 

@@ -15,6 +15,8 @@ does (patching modules, printing, reading stdin, sys.exit, os._exit, an
 endless loop, crashing the interpreter) reaches the verdict: a worker that
 does not answer within --timeout seconds is killed, and one that dies is
 replaced for the next case.
+The worker is started as `python -I -S`: no environment variables, no
+site-packages, so the module sees the standard library only, as the lab asks.
 
 The reference shares no code with gqa.py and is built differently on purpose:
 it copies every key/value head into each query head it serves (the module

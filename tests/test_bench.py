@@ -9,6 +9,7 @@ import unittest
 
 import gqa
 import gqa_bench
+import gqa_tools
 
 
 class Bench(unittest.TestCase):
@@ -54,6 +55,22 @@ class Bench(unittest.TestCase):
         self.assertIn("memory: g/h of MHA, measured", text)
         self.assertIn("read the ratios across g, not the absolute times", text)
         self.assertEqual(len([line for line in text.splitlines() if line.startswith(("MQA", "GQA", "MHA"))]), 3)
+
+    def test_progress_line_on_a_terminal_overwrites_and_clears(self):
+        class Terminal(io.StringIO):
+            def isatty(self):
+                return True
+
+        err = Terminal()
+        with contextlib.redirect_stderr(err):
+            with gqa_tools.progress_line("bench") as show:
+                show("run 1 of 2")
+                show("run 2 of 2")
+        text = err.getvalue()
+        self.assertNotIn("\n", text)                   # one line, rewritten in place
+        self.assertEqual(text.split("\r")[1:3], ["bench: run 1 of 2 ...", "bench: run 2 of 2 ..."])
+        self.assertEqual(text.split("\r")[-1], "")      # and cleared at the end
+        self.assertEqual(set(text.split("\r")[-2]), {" "})
 
 
 if __name__ == "__main__":
