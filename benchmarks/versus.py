@@ -1,7 +1,7 @@
 """Time this gqa.py against another one, side by side in one process.
 
-    git show v0.1:gqa.py > /tmp/gqa_before.py
-    python benchmarks/versus.py /tmp/gqa_before.py [--repeats 9] [--seed 0]
+    git show b4f82dc:gqa.py > before.py       # any revision, any other gqa.py
+    python benchmarks/versus.py before.py [--repeats 9] [--seed 0]
 
 Loads both modules, builds one set of weights and one input from
 random.Random, and times, interleaved (before, after, before, after, ...):
