@@ -693,21 +693,45 @@ SECTIONS = (("1. What g is", section_what_g_is),
             ("9. How to read this", section_reading))
 
 
-def build_report(cfg: Config, m: Measured, lab: Optional[Lab] = None,
-                 module: Optional[str] = None) -> str:
-    """Return report.md's text for a configuration and its measurements.
+class Part(NamedTuple):
+    """One piece of report.md: its heading ("" for the header), its Markdown and its figures.
+
+    figures holds (file name, SVG text) pairs, written beside report.md; the
+    body links them.  A Part is plain data, so a report built from a student's
+    module in another process comes back as a list of them.
+    """
+    title: str
+    body: str
+    figures: Tuple[Tuple[str, str], ...] = ()
+
+
+def build_parts(cfg: Config, m: Measured, lab: Optional[Lab] = None,
+                module: Optional[str] = None) -> List[Part]:
+    """Return report.md's header and sections as Parts, in order.
 
     A section that cannot be computed from lab says why, in its place.
     """
     lab = lab or Lab(gqa, "gqa.py")
-    parts = [section_header(cfg, lab, module)]
+    parts = [Part("", section_header(cfg, lab, module))]
     for title, section in SECTIONS:
         try:
             body = section(cfg, lab, m)
         except Exception as err:            # a student's module can fail in any way
             body = f"*Not computed from {lab.label}: {reason(err)}.*\n"
-        parts.append(f"## {title}\n\n{body}")
-    return "\n".join(parts).rstrip("\n") + "\n"
+        parts.append(Part(title, body))
+    return parts
+
+
+def assemble(parts: Sequence[Part]) -> str:
+    """report.md's text from its Parts."""
+    return "\n".join(p.body if not p.title else f"## {p.title}\n\n{p.body}"
+                     for p in parts).rstrip("\n") + "\n"
+
+
+def build_report(cfg: Config, m: Measured, lab: Optional[Lab] = None,
+                 module: Optional[str] = None) -> str:
+    """Return report.md's text for a configuration and its measurements."""
+    return assemble(build_parts(cfg, m, lab, module))
 
 
 # ---------------------------------------------------------------------------
