@@ -36,29 +36,34 @@ DTYPE_BYTES = {"fp32": 4, "float32": 4, "fp16": 2, "float16": 2, "bf16": 2, "bfl
 # ---------------------------------------------------------------------------
 
 RULES = {
-    "full": "full attention: 2 x g x head_dim values per token",
+    "full": "full attention: 2 x g x head_dim values per token, for every position",
     "sliding": "a sliding window: the same per token, for the last `window` positions only",
     "chunked": "chunked attention: the same per token, within the current chunk only",
     "mla": "multi-head latent attention: one latent of kv_lora_rank + qk_rope_head_dim per token",
-    "cross": "cross-attention: 2 x g x head_dim values per source token",
-    "none": "no KV cache: a state of fixed size (state-space or linear attention)",
+    "shared": "no cache of its own: the layer reads the cache of an earlier layer of its type",
+    "cross": "cross-attention: 2 x g x head_dim values per source token (an encoder's output)",
+    "image": "vision cross-attention: 2 x g x head_dim values per image token",
+    "none": "no KV cache: a state of fixed size per sequence (state-space, linear attention, "
+            "recurrence, convolution), named and not counted",
 }
 
 
 class LayerGroup(NamedTuple):
-    """Layers that cache by one rule (see RULES)."""
+    """Layers that cache by one rule (see RULES), with the same shapes."""
     rule: str
     layers: int
     kv_heads: int = 0           # g, for attention rules
     head_dim: int = 0
     window: Optional[int] = None    # positions held at most: the window, or the chunk
     latent: int = 0             # values per token and layer, for "mla"
-    note: str = ""              # what a "none" layer is (mamba, linear attention)
+    note: str = ""              # what a "none" or "shared" layer is, and its state
+    fields: Tuple[str, ...] = ()        # the config fields this group was read from
+    layer_ids: Tuple[int, ...] = ()     # which layers (0-based)
 
     @property
     def attention(self) -> bool:
         """True when the cache has key/value heads, so g applies."""
-        return self.rule in ("full", "sliding", "chunked", "cross")
+        return self.rule in ("full", "sliding", "chunked", "cross", "image")
 
     def values_per_token(self, kv_heads: Optional[int] = None) -> int:
         """Values one layer of the group caches per position (kv_heads overrides g)."""
@@ -66,55 +71,167 @@ class LayerGroup(NamedTuple):
             return 2 * (self.kv_heads if kv_heads is None else kv_heads) * self.head_dim
         return self.latent
 
-    def positions(self, context: int, source: int) -> int:
-        """Positions one layer holds at this context (source: the encoder's length)."""
-        if self.rule == "none":
+    def positions(self, context: int, source: int, image: int = 0) -> int:
+        """Positions one layer holds at this context (source: the encoder's length; image:
+        the image tokens)."""
+        if self.rule in ("none", "shared"):
             return 0
         if self.rule == "cross":
             return source
+        if self.rule == "image":
+            return image
         return min(context, self.window) if self.window else context
+
+    def holds(self) -> str:
+        """The positions one layer of the group holds, in words."""
+        return {"full": "every position", "mla": "every position",
+                "sliding": f"the last {self.window or 0:,} positions",
+                "chunked": f"the current chunk of {self.window or 0:,} positions",
+                "cross": "every source token", "image": "every image token",
+                "shared": "nothing of its own", "none": "no positions: a state of fixed size"}[self.rule]
 
     def describe(self) -> str:
         if self.rule == "mla":
             return f"{self.layers} MLA (latent {self.latent} per token)"
         if self.rule == "none":
-            return f"{self.layers} {self.note or 'without a KV cache'} (no KV cache)"
+            return f"{self.layers} {self.note.split(' (')[0] or 'layers without a KV cache'} (no KV cache)"
+        if self.rule == "shared":
+            return f"{self.layers} sharing an earlier layer's cache"
         if self.rule in ("sliding", "chunked"):
             what = f"sliding window {self.window:,}" if self.rule == "sliding" else f"chunked, chunk {self.window:,}"
         else:
-            what = "full attention" if self.rule == "full" else "cross-attention"
+            what = {"full": "full attention", "cross": "cross-attention",
+                    "image": "cross-attention to the image"}[self.rule]
         return f"{self.layers} {what}"
 
 
 # ---------------------------------------------------------------------------
-# Reading a config.
+# The families: one row per model type, each with its example config.
 # ---------------------------------------------------------------------------
 
-# The defaults of the model classes that real configs rely on when they leave
-# a field out, by model_type; each is the default of that class's config in HF
-# transformers (configuration_<type>.py).
-MODEL_DEFAULTS: Dict[str, Dict[str, Any]] = {
-    # LlamaConfig: a LLaVA-1.5 text_config gives only its model_type and a few fields.
-    "llama": {"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 4096,
-              "intermediate_size": 11008, "max_position_embeddings": 2048},
-    # Gemma3TextConfig: head_dim 256 (not hidden_size / heads), 5 local : 1 global.
-    "gemma3_text": {"head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6},
-    # Gemma2Config: head_dim 256, a window of 4096 on every other layer.
-    "gemma2": {"head_dim": 256, "sliding_window": 4096},
-    # MistralConfig: a window of 4096 on every layer (v0.1; later configs set it null).
-    "mistral": {"sliding_window": 4096},
-    # T5Config: d_kv 64, 8 heads, 6 layers; the decoder has num_layers unless told.
-    "t5": {"d_kv": 64, "num_heads": 8, "num_layers": 6, "d_model": 512},
+class Family(NamedTuple):
+    """A model type the sizer knows: how its config says which layer caches what."""
+    name: str                   # the family, as people call it
+    layout: str                 # where the config says which layer is which
+    example: str                # its example in examples/configs/
+    reader: str = "decoder"     # decoder, mla, encoder_decoder or state
+    defaults: Dict[str, Any] = {}       # the model class's defaults a config may leave out
+    state: Tuple[str, Tuple[str, ...]] = ("", ())   # a "none" layer: what it is, its fields
+    harmless: Tuple[str, ...] = ()      # the family's own keys known not to change the cache
+
+
+# Each row's defaults are those of the model class's config in HF transformers
+# (src/transformers/models/<type>/configuration_<type>.py), used only where a
+# config leaves the field out, and quoted in the output when they are.
+FAMILIES: Dict[str, Family] = {
+    "llama": Family("Llama", "every layer full", "llama-2-70b.json",
+                    defaults={"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 4096,
+                              "intermediate_size": 11008, "max_position_embeddings": 2048}),
+    "mistral": Family("Mistral", "sliding_window on every layer (null: none)", "mistral-7b-v0.1.json",
+                      defaults={"sliding_window": 4096}),
+    "qwen2": Family("Qwen2", "sliding_window only with use_sliding_window", "qwen2-7b.json"),
+    "gemma": Family("Gemma", "every layer full", "gemma-2b.json"),
+    "gemma2": Family("Gemma-2", "sliding on even layers, full on odd (the class's rule)", "gemma-2-9b.json",
+                     defaults={"head_dim": 256, "sliding_window": 4096}),
+    "gemma3_text": Family("Gemma-3", "sliding_window_pattern: every P-th layer full", "gemma-3-12b.json",
+                          defaults={"head_dim": 256, "sliding_window": 4096, "sliding_window_pattern": 6}),
+    "gemma3n_text": Family("Gemma-3n", "layer_types; the last num_kv_shared_layers share the cache",
+                           "gemma-3n-e4b.json",
+                           defaults={"num_kv_shared_layers": 15, "sliding_window": 512, "head_dim": 256},
+                           harmless=("hidden_size_per_layer_input", "vocab_size_per_layer_input",
+                                     "altup_active_idx", "altup_coef_clip", "altup_correct_scale",
+                                     "altup_num_inputs", "laurel_rank")),
+    "gemma4_text": Family("Gemma-4", "layer_types; global layers with their own g and head dim; "
+                          "num_kv_shared_layers", "gemma-4-31b.json",
+                          defaults={"num_kv_shared_layers": 0, "sliding_window": 512, "head_dim": 256,
+                                    "global_head_dim": 512, "attention_k_eq_v": False},
+                          harmless=("hidden_size_per_layer_input", "vocab_size_per_layer_input",
+                                    "enable_moe_block", "use_double_wide_mlp")),
+    "falcon": Family("Falcon", "every layer full; multi_query", "falcon-40b.json"),
+    "gpt_bigcode": Family("GPT-BigCode (StarCoder)", "every layer full; multi_query", "starcoder.json"),
+    "mpt": Family("MPT", "every layer full; attn_config", "mpt-7b.json"),
+    "dbrx": Family("DBRX", "every layer full; attn_config", "dbrx-base.json"),
+    "gpt_oss": Family("gpt-oss", "layer_types", "gpt-oss-20b.json"),
+    "llama4_text": Family("Llama-4", "attention_chunk_size; no_rope_layers, else every "
+                          "no_rope_layer_interval-th layer full (the class default)", "llama-4-scout.json",
+                          defaults={"no_rope_layer_interval": 4},
+                          harmless=("attn_temperature_tuning", "floor_scale", "attn_scale",
+                                    "intermediate_size_mlp", "for_llm_compressor")),
+    "deepseek_v3": Family("DeepSeek-V3 (MLA)", "every layer MLA", "deepseek-v3.json", reader="mla"),
+    "deepseek_v2": Family("DeepSeek-V2 (MLA)", "every layer MLA", "deepseek-v3.json", reader="mla"),
+    "kimi_k2": Family("Kimi-K2 (MLA)", "every layer MLA", "deepseek-v3.json", reader="mla"),
+    "kimi_linear": Family("Kimi Linear", "linear_attn_config.full_attn_layers, 1-based: MLA; "
+                          "kda_layers: linear attention", "kimi-linear-48b-a3b.json",
+                          state=("Kimi Delta Attention", ("linear_attn_config.num_heads",
+                                                          "linear_attn_config.head_dim",
+                                                          "linear_attn_config.short_conv_kernel_size")),
+                          harmless=("mla_use_nope", "mla_use_output_gate", "use_grouped_topk",
+                                    "num_expert_group", "model_max_length")),
+    "jamba": Family("Jamba", "attn_layer_period and attn_layer_offset", "jamba-v0.1.json",
+                    state=("Mamba", ("mamba_d_state", "mamba_d_conv", "mamba_expand")),
+                    harmless=("expert_layer_period", "expert_layer_offset", "mamba_dt_rank",
+                              "mamba_conv_bias", "mamba_proj_bias", "use_mamba_kernels")),
+    "qwen3_next": Family("Qwen3-Next", "full_attention_interval: every n-th layer full, the rest "
+                         "linear attention", "qwen3-next-80b-a3b.json",
+                         state=("Gated DeltaNet", ("linear_num_value_heads", "linear_num_key_heads",
+                                                   "linear_key_head_dim", "linear_value_head_dim",
+                                                   "linear_conv_kernel_dim"))),
+    "lfm2": Family("LFM2", "full_attn_idxs, 0-based: attention; the rest short convolutions",
+                   "lfm2-1.2b.json", state=("short-convolution", ("conv_L_cache",)),
+                   harmless=("conv_bias", "conv_dim", "conv_dim_out", "conv_use_xavier_init",
+                             "block_dim", "block_ff_dim", "block_multiple_of", "block_ffn_dim_multiplier",
+                             "block_auto_adjust_ff_dim", "block_mlp_init_scale", "block_out_init_scale",
+                             "block_norm_eps", "block_use_swiglu", "block_use_xavier_init")),
+    "recurrent_gemma": Family("RecurrentGemma (Griffin)", "block_types, repeated over the layers: "
+                              "attention in a window of attention_window_size, the rest RG-LRU",
+                              "recurrentgemma-2b.json",
+                              defaults={"block_types": ["recurrent", "recurrent", "attention"],
+                                        "attention_window_size": 2048},
+                              state=("RG-LRU", ("lru_width", "conv1d_width")),
+                              harmless=("embeddings_scale_by_sqrt_dim", "logits_soft_cap",
+                                        "final_w_init_variance_scale", "w_init_variance_scale")),
+    "mamba": Family("Mamba", "no attention: every layer a state-space layer", "mamba-130m.json",
+                    reader="state", state=("Mamba", ("state_size", "conv_kernel", "expand")),
+                    harmless=("time_step_rank", "time_step_scale", "time_step_min", "time_step_max",
+                              "time_step_init_scheme", "time_step_floor", "use_conv_bias",
+                              "use_mambapy", "residual_in_fp32")),
+    "mamba2": Family("Mamba-2", "no attention: every layer a state-space layer", "mamba-codestral-7b.json",
+                     reader="state", state=("Mamba-2", ("num_heads", "head_dim", "state_size", "n_groups",
+                                                        "conv_kernel", "expand")),
+                     harmless=("chunk_size", "time_step_rank", "time_step_min", "time_step_max",
+                               "time_step_floor", "time_step_limit", "use_conv_bias",
+                               "residual_in_fp32", "norm_before_gate")),
+    "mllama_text_model": Family("Llama-3.2-Vision (Mllama)", "cross_attention_layers, 0-based: "
+                                "cross-attention to the image; the rest full", "llama-3.2-11b-vision.json"),
+    "t5": Family("T5", "encoder-decoder: the decoder's self-attention and cross-attention", "t5-11b.json",
+                 reader="encoder_decoder",
+                 defaults={"d_kv": 64, "num_heads": 8, "num_layers": 6, "d_model": 512},
+                 harmless=("relative_attention_num_buckets", "relative_attention_max_distance",
+                           "feed_forward_proj", "d_ff", "output_past", "dense_act_fn", "is_gated_act")),
+    "whisper": Family("Whisper", "encoder-decoder: decoder_layers self-attention and cross-attention "
+                      "to max_source_positions audio frames", "whisper-large-v3.json",
+                      reader="encoder_decoder",
+                      harmless=("num_mel_bins", "encoder_ffn_dim", "decoder_ffn_dim", "median_filter_width",
+                                "use_weighted_layer_sum", "classifier_proj_size", "apply_spec_augment",
+                                "mask_time_prob", "mask_time_length", "mask_time_min_masks",
+                                "mask_feature_prob", "mask_feature_length", "mask_feature_min_masks",
+                                "suppress_tokens", "begin_suppress_tokens", "forced_decoder_ids",
+                                "scale_embedding", "max_length")),
 }
 
+# Multimodal wrappers: the model type of the whole, and that of its text model
+# when the text_config does not say.
+WRAPPERS = {"llava": "llama", "gemma3": "gemma3_text", "gemma3n": "gemma3n_text",
+            "gemma4": "gemma4_text", "llama4": "llama4_text", "mllama": "mllama_text_model"}
+
 # The spellings real configs use, in the order they are tried.
-QUERY_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
+QUERY_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "decoder_attention_heads")
 LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 HIDDEN = ("hidden_size", "n_embd", "d_model")
 KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
 MLP_WIDTH = ("intermediate_size", "n_inner", "ffn_hidden_size")
 MAX_CONTEXT = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length",
-               "seq_length")
+               "seq_length", "max_target_positions")
 
 # The MLP's matrices of d_model x d_ff, by model_type, as the model classes of
 # HF transformers build them: gate, up and down projections (SwiGLU or GeGLU)
@@ -124,18 +241,126 @@ MAX_CONTEXT = ("max_position_embeddings", "n_positions", "max_seq_len", "max_seq
 MLP_MATRICES = {"llama": 3, "mistral": 3, "qwen2": 3, "gemma": 3,
                 "gpt2": 2, "gpt_bigcode": 2, "falcon": 2}
 
-# layer_types values, and what each layer caches.
-LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding",
+# layer_types values, and what each layer caches.  "attention" is Granite-4.0-H's
+# spelling beside "mamba"; "conv" is LFM2's short convolution.
+LAYER_TYPES = {"full_attention": "full", "attention": "full", "sliding_attention": "sliding",
                "chunked_attention": "chunked", "linear_attention": "none:linear attention",
-               "mamba": "none:mamba"}
+               "mamba": "none:Mamba", "conv": "none:short-convolution"}
+
+# ---------------------------------------------------------------------------
+# Never silent: every key is read, known not to change the cache, or refused.
+# ---------------------------------------------------------------------------
+
+# A key that names structure.  One the sizer does not read is an error naming
+# it, unless --ignore KEY (then a warning on the first line of the output).
+STRUCTURAL = re.compile(r"layer|block|attn|attention|window|chunk|kv|key_value|shar(e|ing)|global|"
+                        r"local|ssm|mamba|state|linear|recurr|lru|conv|cross|encoder|decoder|hybrid|"
+                        r"pattern|interval|period|head|cache|sparse|span")
+
+# Keys known not to change the cache: vocabulary and token ids, position
+# encodings (rope), mixture-of-experts routing, dropout, initialisation,
+# normalisation, biases, scalings, and the bookkeeping of HF transformers.
+HARMLESS = re.compile(r"dropout|layerdrop|pdrop|_eps$|epsilon|bias|softcap|token_id|token_index|"
+                      r"^vocab|_vocab|init|multiplier|scaling|rope|rotary|expert|moe|router|routed|"
+                      r"topk|top_k|dtype|quant|_act$|activation|tie_word|output_|return_|label|"
+                      r"logits|gradient|temperature|norm|^architectures$|^transformers_version$|"
+                      r"^auto_map$|tokenizer|task_specific|finetuning|problem_type")
+HARMLESS_KEYS = frozenset((
+    "_name_or_path", "_commit_hash", "_attn_implementation_autoset", "_attn_implementation",
+    "use_cache", "attention_bias", "attention_dropout", "attn_logit_softcapping", "is_decoder",
+    "decoder_start_token_id", "tie_encoder_decoder", "cache_implementation",
+    "moe_layer_freq", "moe_layers", "mlp_only_layers", "decoder_sparse_step", "first_k_dense_replace",
+    "interleave_moe_layer_step", "shared_expert_intermediate_size", "shared_intermediate_size",
+    "n_shared_experts", "num_shared_experts", "attention_multiplier", "pretraining_tp",
+    "use_qk_norm", "qk_layernorm", "query_pre_attn_scalar", "attn_output_gate", "head_dim_scale",
+    "vision_config", "audio_config", "vision_feature_layer", "vision_feature_select_strategy",
+    "multimodal_projector_bias", "projector_hidden_act", "mm_tokens_per_image", "image_seq_length",
+    "clip_qkv", "qk_ln", "qk_gn", "attn_impl", "attn_uses_sequence_id", "softmax_scale", "alibi",
+    "alibi_bias_max", "prefix_lm", "fused_qkv",
+    # Speculative-decoding layers (DeepSeek's and Qwen's multi-token prediction): not run by default.
+    "num_nextn_predict_layers", "mtp_num_hidden_layers",
+))
+
+
+class _Keys:
+    """One config object: hands out its values and the model class's defaults, and
+    remembers which keys were read."""
+
+    def __init__(self, where: str, data: Dict[str, Any], defaults: Dict[str, Any], model_type: str,
+                 notes: List[str]):
+        self.where, self.data, self.defaults, self.model_type = where, data, defaults, model_type
+        self.notes, self.read = notes, set()          # type: List[str], set
+        self.nested = []        # type: List[Tuple[str, _Keys]]  # objects inside it that were read
+
+    def get(self, key: str) -> Any:
+        """The key's value (an explicit null stays null), else the class default, quoted."""
+        self.read.add(key)
+        if key in self.data:
+            return self.data[key]
+        if key in self.defaults:
+            value = self.defaults[key]
+            note = f"{key} {_show(value)} is the {self.model_type} default (the config does not set it)"
+            if note not in self.notes:
+                self.notes.append(note)
+            return value
+        return None
+
+    def num(self, names: Sequence[str], what: str, default: Optional[int] = None) -> Tuple[int, str]:
+        """(value, name) of the first of names set (null counts as unset), as a positive int."""
+        for name in names:
+            value = self.get(name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise GQAError(f"config {self.where}: {name} must be a whole number; got {str(value)[:40]!r}")
+            if not 1 <= value <= 10 ** 12:
+                raise GQAError(f"config {self.where}: {name} must be between 1 and 10**12; got {str(value)[:40]}")
+            return value, name
+        if default is not None:
+            return default, ""
+        raise GQAError(f"config {self.where}: no {what}: tried {', '.join(names)}")
+
+    def int(self, names: Sequence[str], what: str, default: Optional[int] = None) -> int:
+        return self.num(names, what, default)[0]
+
+    def account(self, ignore: Sequence[str], notes: List[str], family: Optional[Family],
+                prefix: str = "") -> None:
+        """Refuse a structural key that was not read; with --ignore KEY, warn instead."""
+        for key, value in self.data.items():
+            name = prefix + key
+            if key in self.read or key in HARMLESS_KEYS or (family and key in family.harmless):
+                continue
+            if HARMLESS.search(key) or not STRUCTURAL.search(key):
+                continue
+            if name in ignore or key in ignore:
+                notes.append(f"WARNING: {name} {_show(value)} is not read (--ignore {name}): "
+                             f"the sizes do not take it into account")
+                continue
+            raise GQAError(f"config {self.where}: {name} {_show(value)} is not read by the sizer, and "
+                           f"its name says it may change the cache (layers, attention, windows, "
+                           f"sharing, state); give --ignore {name} to size the model without it, "
+                           f"or size it by hand (--layers, --kv-heads, --head-dim, --window)")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# The config fields that each hand-given size (--layers, ...) overrules.
+OVERRULED = {"layers": LAYERS + ("num_decoder_layers", "decoder_layers"), "heads": QUERY_HEADS,
+             "kv_heads": KV_HEADS, "head_dim": ("head_dim", "d_kv"), "window": ("sliding_window",)}
+
+# One row serves several model types of one family.
+ALIASES = {"deepseek_v2": "deepseek_v3", "kimi_k2": "deepseek_v3"}
 
 
 class ModelShape(NamedTuple):
     """A model's attention shape, as its config.json gives it, and its layer groups."""
     name: str
     layers: int
-    heads: int          # h, query heads
-    kv_heads: int       # g, key/value heads (of the attention layers)
+    heads: int          # h, query heads (0: no attention at all)
+    kv_heads: int       # g, key/value heads (of the attention layers; 0: none)
     head_dim: int       # d
     hidden_size: int    # d_model
     intermediate_size: Optional[int] = None     # d_ff, when the config gives it
@@ -143,22 +368,35 @@ class ModelShape(NamedTuple):
     groups: Tuple[LayerGroup, ...] = ()         # what each group of layers caches
     max_context: Optional[int] = None           # the model's own longest context
     max_context_field: str = ""                 # the field that said so
-    notes: Tuple[str, ...] = ()                 # warnings: fields ignored, overrides given
+    notes: Tuple[str, ...] = ()                 # warnings: fields ignored, defaults, overrides
+    model_type: str = ""                        # the row of FAMILIES it was read by ("" if none)
+    source_tokens: Optional[int] = None         # encoder positions a request holds, when fixed
+    source_field: str = ""
+    image_tokens: Optional[int] = None          # image tokens a request's cross-attention holds
+    image_field: str = ""
 
     @property
     def method(self) -> str:
         if any(group.rule == "mla" for group in self.groups):
             return "MLA"
+        if not self.heads:
+            return "no KV cache"
         return gqa.method_name(self.heads, self.kv_heads)
 
     @property
     def gqa_family(self) -> bool:
         """True when g is the knob of every cached layer, so MHA and MQA columns mean something."""
-        return all(group.attention or group.rule == "none" for group in self.groups)
+        return bool(self.heads) and all(group.rule != "mla" for group in self.groups)
 
     def layer_summary(self) -> str:
         """'40 sliding window 1,024; 8 full attention' (of 48 layers)."""
-        return "; ".join(group.describe() for group in self.groups)
+        parts = []
+        for group in self.groups:
+            text = group.describe()
+            if group.attention and (group.kv_heads, group.head_dim) != (self.kv_heads, self.head_dim):
+                text += f" (g={group.kv_heads}, head dim {group.head_dim})"
+            parts.append(text)
+        return "; ".join(parts)
 
     @classmethod
     def from_config(cls, source: Union[str, "os.PathLike[str]", Dict[str, Any]], *,
@@ -166,12 +404,14 @@ class ModelShape(NamedTuple):
                     ) -> "ModelShape":
         """Read a config.json (a path, or the parsed dict) into a ModelShape.
 
-        ignore names fields whose values the reader does not understand but
-        that may be passed over (each becomes a note); overrides sets layers,
-        heads, kv_heads, head_dim or window by hand (each quoted in the notes).
+        Every key is read, known not to change the cache, or refused: ignore
+        names keys to pass over instead (each becomes a warning).  overrides
+        sets layers, heads, kv_heads, head_dim or window by hand (each quoted
+        in the notes).  A model_type with no row in FAMILIES is sized with a
+        warning, first in the notes, naming it and the fields used.
 
-        >>> ModelShape.from_config({"n_layer": 40, "n_head": 48, "n_embd": 6144,
-        ...                         "multi_query": True}).kv_heads
+        >>> ModelShape.from_config({"model_type": "gpt_bigcode", "n_layer": 40, "n_head": 48,
+        ...                         "n_embd": 6144, "multi_query": True}).kv_heads
         1
         """
         if isinstance(source, dict):
@@ -210,94 +450,143 @@ def _load_json(path: str) -> Dict[str, Any]:
     return config
 
 
-def _field(where: str, config: Dict[str, Any], names: Sequence[str], what: str,
-           default: Optional[int] = None) -> int:
-    """The first of names that the config sets (null counts as unset), as a positive int."""
-    for name in names:
-        value = config.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise GQAError(f"config {where}: {name} must be a whole number; got {str(value)[:40]!r}")
-        if not 1 <= value <= 10 ** 12:
-            raise GQAError(f"config {where}: {name} must be between 1 and 10**12; got {str(value)[:40]}")
-        return value
-    if default is not None:
-        return default
-    raise GQAError(f"config {where}: no {what}: tried {', '.join(names)}")
+def _name(where: str, top: Dict[str, Any], text: Dict[str, Any]) -> str:
+    return str(top.get("_name_or_path") or text.get("_name_or_path") or top.get("model_type") or
+               text.get("model_type") or os.path.splitext(os.path.basename(where.split(" (")[0]))[0])
 
 
-def _name(where: str, config: Dict[str, Any]) -> str:
-    return str(config.get("_name_or_path") or config.get("model_type") or
-               os.path.splitext(os.path.basename(where.split(" (")[0]))[0])
+class _Read(NamedTuple):
+    """What a reader found, before it becomes a ModelShape."""
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    hidden: int
+    groups: Tuple[LayerGroup, ...]
+    source: Optional[int] = None
+    source_field: str = ""
+    image: Optional[int] = None
+    image_field: str = ""
 
 
 def _shape(where: str, top: Dict[str, Any], ignore: Tuple[str, ...],
            overrides: Dict[str, int]) -> ModelShape:
-    config, notes = top, [f"--{k.replace('_', '-')} {v} given by hand" for k, v in overrides.items()]
-    if isinstance(top.get("text_config"), dict):
-        where, config = f"{where} (text_config)", top["text_config"]
-    model_type = str(config.get("model_type") or top.get("model_type") or "")
-    if model_type == "llava":                          # an old text_config without its own type
-        model_type = "llama"
-    config = {**MODEL_DEFAULTS.get(model_type, {}), **config}     # an explicit null stays null
-    defaulted = [k for k in MODEL_DEFAULTS.get(model_type, {}) if k not in (top.get("text_config") or top)]
-    for key in defaulted:
-        notes.append(f"{key} {config[key]} is the {model_type} default (the config does not set it)")
-    name = _name(where, top if top.get("_name_or_path") else config)
-    if config.get("is_encoder_decoder") or model_type == "t5":
-        return _encoder_decoder(where, name, config, notes, overrides)
-    if config.get("kv_lora_rank") is not None:
-        return _mla(where, name, config, notes, overrides)
-    return _decoder(where, name, config, model_type, notes, ignore, overrides)
+    notes: List[str] = [f"--{k.replace('_', '-')} {v} given by hand" for k, v in overrides.items()]
+    top_type = str(top.get("model_type") or "")
+    text = top
+    if "text_config" in top:
+        text = top["text_config"]
+        if not isinstance(text, dict) or not text:
+            raise GQAError(f"config {where}: text_config is {'empty' if text in ({}, None) else 'not an object'}: "
+                           f"the text model's sizes are not given (the model class would fill every "
+                           f"one with its defaults); give them, or size the model by hand")
+        where = f"{where} (text_config)"
+    model_type = str(text.get("model_type") or WRAPPERS.get(top_type) or top_type)
+    model_type = ALIASES.get(model_type, model_type)
+    family = FAMILIES.get(model_type)
+    keys = _Keys(where, text, family.defaults if family else {}, model_type, notes)
+    top_keys = keys if text is top else _Keys(where.split(" (")[0], top, {}, top_type, notes)
+    keys.get("model_type"), top_keys.get("model_type"), top_keys.get("text_config")
+    reader = family.reader if family else (
+        "encoder_decoder" if keys.get("is_encoder_decoder") else
+        "mla" if keys.get("kv_lora_rank") is not None and keys.get("linear_attn_config") is None else "decoder")
+    if reader == "encoder_decoder":
+        found = _encoder_decoder(keys, overrides)
+    elif reader == "mla":
+        found = _mla(keys, overrides)
+    elif reader == "state":
+        found = _state_model(keys, family, overrides)
+    else:
+        found = _decoder(keys, top_keys, model_type, family, ignore, overrides)
+    max_context, field = _context(keys)
+    width = keys.int(MLP_WIDTH, "MLP width", default=0) if reader == "decoder" else 0
+    keys.get("is_encoder_decoder")
+    for name in overrides:          # a field given by hand overrules the config's: read, and set aside
+        keys.read.update(OVERRULED.get(name, ()))
+    if keys is not top_keys:
+        top_keys.account(ignore, notes, FAMILIES.get(WRAPPERS.get(top_type, ""), family))
+    keys.account(ignore, notes, family)
+    for prefix, inner in keys.nested:
+        inner.account(ignore, notes, family, prefix)
+    if family is None:
+        used = sorted(k for k in keys.read if k in text and k not in ("model_type", "_name_or_path"))
+        notes.insert(0, f"WARNING: model_type {model_type or '(none)'!r} has no row in the sizer's table "
+                        f"of families: sized by the generic rules from "
+                        f"{', '.join(used) or 'no fields'}; check the layers against the model's code")
+    warnings = [n for n in notes if n.startswith("WARNING")]
+    notes = warnings + [n for n in notes if not n.startswith("WARNING")]
+    return ModelShape(_name(where, top, text), found.layers, found.heads, found.kv_heads, found.head_dim,
+                      found.hidden, width or None, MLP_MATRICES.get(model_type) if width else None,
+                      found.groups, max_context, field, tuple(notes), model_type if family else "",
+                      found.source, found.source_field, found.image, found.image_field)
 
 
-def _context(where: str, config: Dict[str, Any]) -> Tuple[Optional[int], str]:
+def _context(keys: _Keys) -> Tuple[Optional[int], str]:
     for name in MAX_CONTEXT:
-        if config.get(name) is not None:
-            return _field(where, config, (name,), "context"), name
+        if keys.get(name) is not None:
+            return keys.num((name,), "context")
     return None, ""
 
 
-def _kv_heads(where: str, config: Dict[str, Any], heads: int) -> int:
+def _kv_heads(keys: _Keys, heads: int) -> Tuple[int, str]:
     """g, from every spelling: Falcon's multi_query, ChatGLM's groups, MPT and DBRX's attn_config."""
-    attn = config.get("attn_config")
+    attn = keys.get("attn_config")
     if isinstance(attn, dict):                  # MPT, DBRX
-        if attn.get("kv_n_heads") is not None:
-            return _field(f"{where} attn_config", attn, ("kv_n_heads",), "key/value head count")
-        kind = attn.get("attn_type", "multihead_attention")
+        inner = _Keys(f"{keys.where} attn_config", attn, {}, keys.model_type, keys.notes)
+        keys.nested.append(("attn_config.", inner))
+        window = inner.get("sliding_window_size")
+        if window not in (None, -1):
+            raise GQAError(f"config {keys.where}: attn_config.sliding_window_size {_show(window)}: "
+                           f"a window here is not read; size it with --window")
+        if inner.get("kv_n_heads") is not None:
+            return inner.int(("kv_n_heads",), "key/value head count"), "attn_config.kv_n_heads"
+        kind = inner.get("attn_type")
+        kind = "multihead_attention" if kind is None else kind
         if kind == "multiquery_attention":
-            return 1
+            return 1, "attn_config.attn_type"
         if kind != "multihead_attention":
-            raise GQAError(f"config {where}: attn_config.attn_type {kind!r} without kv_n_heads: "
+            raise GQAError(f"config {keys.where}: attn_config.attn_type {kind!r} without kv_n_heads: "
                            f"the key/value heads are unknown")
-        return heads
+        return heads, "attn_config.attn_type"
     names = KV_HEADS
-    if config.get("multi_query_attention") is False:       # ChatGLM: the group count is unused
+    keys.get("new_decoder_architecture")
+    if keys.get("multi_query_attention") is False:       # ChatGLM: the group count is unused
         names = tuple(n for n in KV_HEADS if n != "multi_query_group_num")
-    if config.get("multi_query") is True and not config.get("new_decoder_architecture"):
-        return 1        # Falcon and GPT-BigCode multi-query, whatever num_kv_heads says
-    return _field(where, config, names, "key/value head count", default=heads)
+        keys.get("multi_query_group_num")
+    if keys.get("multi_query") is True and not keys.get("new_decoder_architecture"):
+        for name in names:
+            keys.get(name)          # read, and overruled
+        return 1, "multi_query"      # Falcon and GPT-BigCode multi-query, whatever num_kv_heads says
+    value, name = keys.num(names, "key/value head count", default=heads)
+    return value, name or "(no key/value head count: g = h)"
 
 
-def _attention_sizes(where: str, config: Dict[str, Any], overrides: Dict[str, int]) -> tuple:
-    """(layers, heads, kv_heads, head_dim, hidden) of a decoder, overrides applied."""
-    layers = overrides.get("layers") or _field(where, config, LAYERS, "layer count")
-    heads = overrides.get("heads") or _field(where, config, QUERY_HEADS, "query head count")
-    hidden = _field(where, config, HIDDEN, "hidden size", default=0)
-    kv_heads = overrides.get("kv_heads") or _kv_heads(where, config, heads)
+def _attention_sizes(keys: _Keys, overrides: Dict[str, int]) -> Tuple[int, int, int, int, int, List[str]]:
+    """(layers, heads, kv_heads, head_dim, hidden, the fields they came from), overrides applied."""
+    layers, f_layers = (overrides["layers"], "--layers") if overrides.get("layers") else \
+        keys.num(LAYERS, "layer count")
+    heads, f_heads = (overrides["heads"], "--heads") if overrides.get("heads") else \
+        keys.num(QUERY_HEADS, "query head count")
+    hidden, f_hidden = keys.num(HIDDEN, "hidden size", default=0)
+    kv_heads, f_kv = (overrides["kv_heads"], "--kv-heads") if overrides.get("kv_heads") else \
+        _kv_heads(keys, heads)
     if overrides.get("head_dim"):
-        head_dim = overrides["head_dim"]
-    elif config.get("head_dim") is not None:
-        head_dim = _field(where, config, ("head_dim",), "head dim")
+        head_dim, f_dim = overrides["head_dim"], "--head-dim"
+    elif keys.get("head_dim") is not None:
+        head_dim, f_dim = keys.num(("head_dim",), "head dim")
     elif not hidden:
-        raise GQAError(f"config {where}: no hidden size and no head_dim: tried "
+        raise GQAError(f"config {keys.where}: no hidden size and no head_dim: tried "
                        f"{', '.join(HIDDEN)}, head_dim (or give --head-dim)")
     elif hidden % heads:
-        raise GQAError(f"config {where}: hidden size {hidden} is not a multiple of {heads} "
+        raise GQAError(f"config {keys.where}: hidden size {hidden} is not a multiple of {heads} "
                        f"query heads and there is no head_dim to say the head dim")
     else:
-        head_dim = hidden // heads
+        head_dim, f_dim = hidden // heads, f"{f_hidden} / {f_heads}"
+    _check_divides(keys.where, heads, kv_heads)
+    return layers, heads, kv_heads, head_dim, hidden, [f_layers, f_heads, f_kv, f_dim]
+
+
+def _check_divides(where: str, heads: int, kv_heads: int) -> None:
     try:
         gqa.method_name(heads, kv_heads)
     except GQAError:
@@ -305,138 +594,354 @@ def _attention_sizes(where: str, config: Dict[str, Any], overrides: Dict[str, in
         raise GQAError(f"config {where}: the model could not be loaded: {kv_heads} key/value "
                        f"heads do not divide {heads} query heads; g would divide for "
                        f"g = {valid}") from None
-    return layers, heads, kv_heads, head_dim, hidden
 
 
-def _layer_rules(where: str, config: Dict[str, Any], model_type: str, layers: int,
-                 ignore: Tuple[str, ...], notes: List[str]) -> List[str]:
-    """What each decoder layer caches: "full", "sliding", "chunked" or "none:<what>".
+def _index_list(keys: _Keys, name: str, value: Any, layers: int, base: int) -> List[int]:
+    """A list of layer indices (base 0 or 1, as the family's code reads them), 0-based."""
+    if not isinstance(value, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in value):
+        raise GQAError(f"config {keys.where}: {name} must be a list of layer indices; got {_show(value)}")
+    bad = [i for i in value if not base <= i < layers + base]
+    if bad or len(set(value)) != len(value):
+        raise GQAError(f"config {keys.where}: {name} must list distinct layers from {base} to "
+                       f"{layers - 1 + base} ({base}-based, of {layers} layers); got {_show(value)}")
+    return [i - base for i in value]
 
-    One branch per spelling, in one function on purpose: their order is the
-    precedence (an explicit layer_types first, a bare sliding_window last).
+
+def _state_note(keys: _Keys, family: Optional[Family], fallback: str) -> str:
+    """'Mamba layers (state: mamba_d_state 16, mamba_d_conv 4, mamba_expand 2)'."""
+    what, fields = family.state if family and family.state[0] else (fallback, ())
+    shown = []
+    for field in fields:
+        if field.startswith("linear_attn_config."):
+            inner = keys.get("linear_attn_config") or {}
+            value = inner.get(field.split(".", 1)[1]) if isinstance(inner, dict) else None
+        else:
+            value = keys.get(field)
+        if value is not None:
+            shown.append(f"{field} {_show(value)}")
+    return f"{what} layers" + (f" (state: {', '.join(shown)})" if shown else "")
+
+
+def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int,
+             ignore: Tuple[str, ...]) -> Tuple[List[str], List[str]]:
+    """What each decoder layer caches, and the fields that said so.
+
+    Each layer is "full", "sliding", "chunked", "mla", "image", "mlp" (no
+    attention) or "none:<what>".  One branch per spelling, in one function on
+    purpose: their order is the precedence; where two spellings say the same
+    thing, they must agree.
     """
     def unknown(field: str, value: object) -> None:
         if field in ignore:
-            notes.append(f"WARNING: {field} {str(value)[:60]!r} is not understood and was ignored "
-                         f"(--ignore {field}): the sizes assume full attention there")
+            keys.notes.append(f"WARNING: {field} {_show(value)} is not understood and was ignored "
+                              f"(--ignore {field}): the sizes assume full attention there")
             return
-        raise GQAError(f"config {where}: {field} {str(value)[:60]!r} is not understood, and it "
+        raise GQAError(f"config {keys.where}: {field} {_show(value)} is not understood, and it "
                        f"changes the cache; give --ignore {field} to size the model as if it were "
                        f"full attention, or size it by hand (--layers, --kv-heads, --window)")
 
-    types = config.get("layer_types")
+    def state(what: str) -> str:
+        return "none:" + _state_note(keys, family, what)
+
+    rules: Optional[List[str]] = None
+    fields: List[str] = []
+    types = keys.get("layer_types")
+    if types is None and model_type in ("gemma3n_text", "gemma4_text"):
+        period = 5 if model_type == "gemma3n_text" else 6          # the class's own default
+        types = ["full_attention" if (i + 1) % period == 0 or (model_type == "gemma4_text" and i == layers - 1)
+                 else "sliding_attention" for i in range(layers)]
+        keys.notes.append(f"layer_types: the {model_type} default (the config does not set it): every "
+                          f"{period}th layer full, the rest sliding")
     if types is not None:
         if not isinstance(types, list) or len(types) != layers:
-            raise GQAError(f"config {where}: layer_types must list the {layers} layers; "
-                           f"got {str(types)[:60]}")
+            raise GQAError(f"config {keys.where}: layer_types must list the {layers} layers; "
+                           f"got {_show(types)}")
         rules = []
         for t in types:
-            if t in LAYER_TYPES:
-                rules.append(LAYER_TYPES[t])
+            if isinstance(t, str) and t in LAYER_TYPES:
+                kind = LAYER_TYPES[t]
+                rules.append(state(kind[5:]) if kind.startswith("none:") else kind)
             else:
                 unknown("layer_types", t)
                 rules.append("full")
-        return rules
-    if config.get("hybrid_override_pattern") is not None:          # Nemotron-H: M mamba, * attention
-        pattern = str(config["hybrid_override_pattern"])
+        fields.append("layer_types")
+    idxs = keys.get("full_attn_idxs")
+    if idxs is not None:                                          # LFM2: attention at these, 0-based
+        at = set(_index_list(keys, "full_attn_idxs", idxs, layers, 0))
+        from_idxs = ["full" if i in at else state("short-convolution") for i in range(layers)]
+        if rules is not None and [r == "full" for r in rules] != [r == "full" for r in from_idxs]:
+            raise GQAError(f"config {keys.where}: full_attn_idxs {_show(idxs)} and layer_types disagree "
+                           f"on which layers are attention")
+        rules = rules or from_idxs
+        fields.append("full_attn_idxs")
+    named = [n for n in ("_block_types", "block_types") if keys.data.get(n) is not None]
+    if rules is None and (named or model_type == "recurrent_gemma"):     # RecurrentGemma
+        name = named[0] if named else "block_types"
+        blocks = keys.get(name)
+        if not isinstance(blocks, list) or not blocks or set(blocks) - {"recurrent", "attention"}:
+            raise GQAError(f"config {keys.where}: {name} must be a list of 'recurrent' and 'attention'; "
+                           f"got {_show(blocks)}")
+        rules = ["sliding" if blocks[i % len(blocks)] == "attention" else state("recurrent")
+                 for i in range(layers)]                           # repeated over the layers
+        fields += [name, "attention_window_size"]
+    linear = keys.get("linear_attn_config")
+    if rules is None and isinstance(linear, dict):                 # Kimi Linear: 1-based lists
+        inner = _Keys(f"{keys.where} linear_attn_config", linear, {}, model_type, keys.notes)
+        keys.nested.append(("linear_attn_config.", inner))
+        full = set(_index_list(inner, "full_attn_layers", inner.get("full_attn_layers"), layers, 1))
+        kda = inner.get("kda_layers")
+        if kda is not None and set(_index_list(inner, "kda_layers", kda, layers, 1)) != set(range(layers)) - full:
+            raise GQAError(f"config {keys.where}: linear_attn_config: full_attn_layers and kda_layers must "
+                           f"share the {layers} layers between them (1-based)")
+        for name in ("num_heads", "head_dim", "short_conv_kernel_size"):
+            inner.get(name)
+        rules = ["mla" if i in full else state("linear attention") for i in range(layers)]
+        fields.append("linear_attn_config.full_attn_layers")
+    pattern = keys.get("hybrid_override_pattern")
+    if rules is None and pattern is not None:                     # Nemotron-H: M mamba, * attention
+        pattern = str(pattern)
         if len(pattern) != layers or set(pattern) - set("M*-E"):
             unknown("hybrid_override_pattern", pattern)
-            return ["full"] * layers
-        return ["full" if c == "*" else "none:mamba" if c == "M" else "mlp" for c in pattern]
-    if config.get("attn_layer_period") is not None:               # Jamba: attention every period
-        period = _field(where, config, ("attn_layer_period",), "attention period")
-        offset = config.get("attn_layer_offset") or 0
-        return ["full" if i % period == offset else "none:mamba" for i in range(layers)]
-    if config.get("attn_type_list") is not None:                  # MiniMax: 1 softmax, 0 linear
-        kinds = config["attn_type_list"]
+            rules = ["full"] * layers
+        else:
+            rules = ["full" if c == "*" else state("Mamba") if c == "M" else "mlp" for c in pattern]
+        fields.append("hybrid_override_pattern")
+    if rules is None and keys.get("attn_layer_period") is not None:    # Jamba: attention every period
+        period = keys.int(("attn_layer_period",), "attention period")
+        offset = keys.get("attn_layer_offset") or 0
+        rules = ["full" if i % period == offset else state("Mamba") for i in range(layers)]
+        fields += ["attn_layer_period", "attn_layer_offset"]
+    kinds = keys.get("attn_type_list")
+    if rules is None and kinds is not None:                       # MiniMax: 1 softmax, 0 linear
         if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {0, 1}:
             unknown("attn_type_list", kinds)
-            return ["full"] * layers
-        return ["full" if k == 1 else "none:linear attention" for k in kinds]
-    if config.get("full_attention_interval") is not None:         # Qwen3-Next: every n-th is full
-        n = _field(where, config, ("full_attention_interval",), "full attention interval")
-        return ["full" if (i + 1) % n == 0 else "none:linear attention" for i in range(layers)]
-    if config.get("attention_chunk_size") is not None:            # Llama-4: chunked, but NoPE layers
-        if not isinstance(config.get("no_rope_layers"), list) or len(config["no_rope_layers"]) != layers:
-            unknown("attention_chunk_size", config["attention_chunk_size"])
-            return ["full"] * layers
-        return ["chunked" if r else "full" for r in config["no_rope_layers"]]
-    window = config.get("sliding_window")
-    if window is None or config.get("use_sliding_window") is False:
-        return ["full"] * layers
-    if config.get("use_sliding_window") and config.get("max_window_layers") not in (None, layers):
-        unknown("max_window_layers", config["max_window_layers"])
-        return ["full"] * layers
-    if config.get("sliding_window_pattern") is not None:          # Gemma-3: every P-th is global
-        p = _field(where, config, ("sliding_window_pattern",), "sliding window pattern")
-        return ["full" if (i + 1) % p == 0 else "sliding" for i in range(layers)]
-    if model_type == "gemma2":                                    # every other layer, from 0
-        return ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
-    return ["sliding"] * layers
-
-
-def _groups(rules: List[str], kv_heads: int, head_dim: int, window: Optional[int],
-            chunk: Optional[int]) -> Tuple[LayerGroup, ...]:
-    """Count the layers of each rule, in the order they first appear."""
-    counts: Dict[str, int] = {}
-    for rule in rules:
-        if rule != "mlp":                                         # a layer with no attention at all
-            counts[rule] = counts.get(rule, 0) + 1
-    groups = []
-    for rule, n in counts.items():
-        if rule.startswith("none"):
-            groups.append(LayerGroup("none", n, note=rule.partition(":")[2] + " layers"))
+            rules = ["full"] * layers
         else:
-            groups.append(LayerGroup(rule, n, kv_heads, head_dim,
-                                     window if rule == "sliding" else chunk if rule == "chunked" else None))
-    return tuple(groups)
+            rules = ["full" if k == 1 else state("lightning-attention") for k in kinds]
+        fields.append("attn_type_list")
+    interval = keys.get("full_attention_interval")
+    if interval is not None:                                      # Qwen3-Next: every n-th is full
+        n = keys.int(("full_attention_interval",), "full attention interval")
+        from_interval = ["full" if (i + 1) % n == 0 else state("linear attention") for i in range(layers)]
+        if rules is not None and [r == "full" for r in rules] != [r == "full" for r in from_interval]:
+            raise GQAError(f"config {keys.where}: full_attention_interval {n} and layer_types disagree "
+                           f"on which layers are full attention")
+        rules = rules or from_interval
+        fields.append("full_attention_interval")
+    chunk = keys.get("attention_chunk_size")
+    if chunk is not None and (rules is None or "chunked" in rules):      # Llama-4
+        no_rope = keys.get("no_rope_layers")
+        if not no_rope and model_type == "llama4_text" and rules is None:
+            # Llama4TextConfig: an empty or missing list means every interval-th layer is full (NoPE).
+            n = keys.int(("no_rope_layer_interval",), "no-rope layer interval")
+            no_rope = [int((i + 1) % n != 0) for i in range(layers)]
+            keys.notes.append(f"no_rope_layers: the llama4_text default (the config gives no list): every "
+                              f"{n}th layer (no_rope_layer_interval) is full attention, the rest chunked")
+            fields.append("no_rope_layer_interval")
+        if rules is None:
+            if not isinstance(no_rope, list) or len(no_rope) != layers:
+                unknown("attention_chunk_size", chunk)
+                rules = ["full"] * layers
+            else:
+                rules = ["chunked" if r else "full" for r in no_rope]
+                fields.append("no_rope_layers")
+        fields.append("attention_chunk_size")
+    cross = keys.get("cross_attention_layers")
+    if cross is not None:                                         # Mllama: cross-attention, 0-based
+        at = set(_index_list(keys, "cross_attention_layers", cross, layers, 0))
+        rules = ["image" if i in at else r for i, r in enumerate(rules or ["full"] * layers)]
+        fields.append("cross_attention_layers")
+    window = keys.get("sliding_window")
+    use = keys.get("use_sliding_window")
+    if rules is None and window is not None and use is not False:
+        if use and keys.get("max_window_layers") not in (None, layers):
+            unknown("max_window_layers", keys.get("max_window_layers"))
+            rules = ["full"] * layers
+        elif keys.get("sliding_window_pattern") is not None:      # Gemma-3: every P-th is global
+            p = keys.int(("sliding_window_pattern",), "sliding window pattern")
+            rules = ["full" if (i + 1) % p == 0 else "sliding" for i in range(layers)]
+            fields.append("sliding_window_pattern")
+        elif model_type == "gemma2":                              # every other layer, from 0
+            rules = ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
+            fields.append("model_type gemma2")
+        else:
+            rules = ["sliding"] * layers
+        fields.append("sliding_window")
+    elif window is not None and rules is not None and "sliding" not in rules:
+        keys.get("sliding_window_pattern")          # a window no layer uses: read, and moot
+    if rules is not None and "sliding" in rules:
+        keys.get("sliding_window_pattern")          # said again beside layer_types: moot
+    keys.get("max_window_layers")
+    return rules or ["full"] * layers, fields or ["every layer"]
 
 
-def _decoder(where: str, name: str, config: Dict[str, Any], model_type: str, notes: List[str],
-             ignore: Tuple[str, ...], overrides: Dict[str, int]) -> ModelShape:
-    layers, heads, kv_heads, head_dim, hidden = _attention_sizes(where, config, overrides)
-    rules = _layer_rules(where, config, model_type, layers, ignore, notes)
-    window = overrides.get("window") or (
-        _field(where, config, ("sliding_window",), "sliding window") if "sliding" in rules else None)
-    if overrides.get("window") and "sliding" not in rules:
+def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
+             ignore: Tuple[str, ...], overrides: Dict[str, int]) -> _Read:
+    layers, heads, kv_heads, head_dim, hidden, shape_fields = _attention_sizes(keys, overrides)
+    rules, layout_fields = _layouts(keys, model_type, family, layers, ignore)
+    if overrides.get("window"):
+        window, window_field = overrides["window"], "--window"
         rules = ["sliding" if r == "full" else r for r in rules]
-    chunk = _field(where, config, ("attention_chunk_size",), "chunk") if "chunked" in rules else None
-    max_context, field = _context(where, config)
-    return ModelShape(name, layers, heads, kv_heads, head_dim, hidden,
-                      _field(where, config, MLP_WIDTH, "MLP width", default=0) or None,
-                      MLP_MATRICES.get(model_type), _groups(rules, kv_heads, head_dim, window, chunk),
-                      max_context, field, tuple(notes))
+    elif "sliding" in rules:
+        if "attention_window_size" in layout_fields:
+            window, window_field = keys.num(("attention_window_size",), "attention window")
+        else:
+            window, window_field = keys.num(("sliding_window",), "sliding window")
+            if keys.get("use_bidirectional_attention") == "all":    # Gemma-4: the class halves it
+                window = window // 2 + 1
+                window_field = "sliding_window // 2 + 1 (use_bidirectional_attention 'all')"
+    else:
+        window, window_field = None, ""
+    chunk = keys.int(("attention_chunk_size",), "chunk") if "chunked" in rules else None
+    latent, latent_fields = 0, []
+    if "mla" in rules:
+        latent, latent_fields = _latent(keys)
+    # Per-layer-type shapes: Gemma-4's global (full) layers have their own head dim, and their own
+    # g when attention_k_eq_v (Gemma4TextConfig.__post_init__'s per_layer_config).
+    global_shape = (kv_heads, head_dim, [])
+    if model_type == "gemma4_text":
+        g_dim, f_dim = keys.num(("global_head_dim",), "global head dim")
+        g_kv, f_kv = kv_heads, shape_fields[2]
+        if keys.get("attention_k_eq_v") and keys.get("num_global_key_value_heads") is not None:
+            g_kv, f_kv = keys.num(("num_global_key_value_heads",), "global key/value heads")
+            _check_divides(keys.where, heads, g_kv)
+        global_shape = (g_kv, g_dim, [f_kv, f_dim, "attention_k_eq_v"])
+    # KV sharing (Gemma-3n, Gemma-4): the last num_kv_shared_layers layers read the cache of the
+    # last earlier layer of their own type (Gemma3nTextConfig.kv_sharing_roles).
+    shared_from: Dict[int, int] = {}
+    if model_type in ("gemma3n_text", "gemma4_text"):
+        n_shared = keys.get("num_kv_shared_layers") or 0
+        if isinstance(n_shared, bool) or not isinstance(n_shared, int) or not 0 <= n_shared < layers:
+            raise GQAError(f"config {keys.where}: num_kv_shared_layers must be a whole number from 0 to "
+                           f"{layers - 1}; got {_show(n_shared)}")
+        first = layers - n_shared
+        for i in range(first, layers):
+            earlier = [j for j in range(first) if rules[j] == rules[i]]
+            if not earlier:
+                raise GQAError(f"config {keys.where}: layer {i} shares the cache of an earlier "
+                               f"{rules[i]} layer, and there is none before layer {first}")
+            shared_from[i] = earlier[-1]
+    elif keys.data.get("num_kv_shared_layers"):
+        keys.get("num_kv_shared_layers")
+        unknown_sharing = keys.data["num_kv_shared_layers"]
+        if "num_kv_shared_layers" not in ignore:
+            raise GQAError(f"config {keys.where}: num_kv_shared_layers {_show(unknown_sharing)}: which layers "
+                           f"share which cache is known only for Gemma-3n and Gemma-4; give "
+                           f"--ignore num_kv_shared_layers to count every layer as caching")
+        keys.notes.append(f"WARNING: num_kv_shared_layers {_show(unknown_sharing)} is ignored "
+                          f"(--ignore num_kv_shared_layers): every layer is counted as caching")
+    specs: List[Tuple[Any, ...]] = []
+    for i, rule in enumerate(rules):
+        if i in shared_from:
+            j = shared_from[i]
+            specs.append(("shared", 0, 0, None, 0, f"layers reading the cache of layer {j} ({rules[j]})",
+                          ("num_kv_shared_layers",) + tuple(layout_fields)))
+        elif rule == "mla":
+            specs.append(("mla", 0, 0, None, latent, "", tuple(latent_fields + layout_fields)))
+        elif rule.startswith("none:"):
+            specs.append(("none", 0, 0, None, 0, rule[5:], tuple(layout_fields)))
+        elif rule == "mlp":
+            continue
+        else:
+            g, d, extra = global_shape if rule == "full" and global_shape[2] else (kv_heads, head_dim, [])
+            where_from = (shape_fields[2:] if not extra else extra) + layout_fields
+            held = window if rule == "sliding" else chunk if rule == "chunked" else None
+            if held:
+                where_from = where_from + [window_field if rule == "sliding" else "attention_chunk_size"]
+            specs.append((rule, g, d, held, 0, "", tuple(dict.fromkeys(where_from))))
+    groups = _group(specs)
+    image, image_field = (None, "")
+    if any(g.rule == "image" for g in groups):
+        image, image_field = _image_tokens(keys, top)
+    return _Read(layers, heads, kv_heads, head_dim, hidden, groups, image=image, image_field=image_field)
 
 
-def _mla(where: str, name: str, config: Dict[str, Any], notes: List[str],
-         overrides: Dict[str, int]) -> ModelShape:
-    """DeepSeek-V2/V3 (and Kimi-K2): every layer caches one latent per token."""
-    if config.get("qk_rope_head_dim") is None:
-        raise GQAError(f"config {where}: kv_lora_rank without qk_rope_head_dim: the latent "
+def _group(specs: List[Tuple[Any, ...]]) -> Tuple[LayerGroup, ...]:
+    """Layers with the same rule and shapes, in the order they first appear."""
+    ids: Dict[Tuple[Any, ...], List[int]] = {}
+    for i, spec in enumerate(specs):
+        ids.setdefault(spec[:6], []).append(i)
+    fields = {spec[:6]: spec[6] for spec in specs}
+    return tuple(LayerGroup(rule, len(ids[key]), g, d, held, latent, note, fields[key], tuple(ids[key]))
+                 for key in ids for rule, g, d, held, latent, note in [key])
+
+
+def _latent(keys: _Keys) -> Tuple[int, List[str]]:
+    if keys.get("qk_rope_head_dim") is None:
+        raise GQAError(f"config {keys.where}: kv_lora_rank without qk_rope_head_dim: the latent "
                        f"that MLA caches is kv_lora_rank + qk_rope_head_dim, and the second is unknown")
-    rank = _field(where, config, ("kv_lora_rank",), "latent rank")
-    rope = _field(where, config, ("qk_rope_head_dim",), "rope head dim")
-    layers = overrides.get("layers") or _field(where, config, LAYERS, "layer count")
-    heads = overrides.get("heads") or _field(where, config, QUERY_HEADS, "query head count")
-    v_dim = _field(where, config, ("v_head_dim", "qk_nope_head_dim"), "value head dim")
-    max_context, field = _context(where, config)
-    return ModelShape(name, layers, heads, heads, v_dim, _field(where, config, HIDDEN, "hidden size", 0),
-                      None, None, (LayerGroup("mla", layers, latent=rank + rope),),
-                      max_context, field, tuple(notes))
+    rank = keys.int(("kv_lora_rank",), "latent rank")
+    rope = keys.int(("qk_rope_head_dim",), "rope head dim")
+    return rank + rope, ["kv_lora_rank", "qk_rope_head_dim"]
 
 
-def _encoder_decoder(where: str, name: str, config: Dict[str, Any], notes: List[str],
-                     overrides: Dict[str, int]) -> ModelShape:
-    """T5: the decoder caches its own tokens, and the encoder's output for cross-attention."""
-    heads = overrides.get("heads") or _field(where, config, QUERY_HEADS, "query head count")
-    layers = overrides.get("layers") or _field(where, config, ("num_decoder_layers",) + LAYERS, "layer count")
-    head_dim = overrides.get("head_dim") or _field(where, config, ("d_kv", "head_dim"), "head dim")
-    kv_heads = overrides.get("kv_heads") or _kv_heads(where, config, heads)
-    max_context, field = _context(where, config)
-    return ModelShape(name, layers, heads, kv_heads, head_dim, _field(where, config, HIDDEN, "hidden size", 0),
-                      None, None, (LayerGroup("full", layers, kv_heads, head_dim),
-                                   LayerGroup("cross", layers, kv_heads, head_dim)),
-                      max_context, field, tuple(notes))
+def _image_tokens(keys: _Keys, top: _Keys) -> Tuple[int, str]:
+    """Mllama: an image's tokens, max_num_tiles x ((image_size // patch_size)^2 + 1), as vLLM's
+    get_max_mllama_image_tokens counts them."""
+    vision = top.get("vision_config")
+    if not isinstance(vision, dict):
+        raise GQAError(f"config {keys.where}: cross-attention layers to an image, and no vision_config "
+                       f"to say how many tokens an image has; give --image-tokens")
+    inner = _Keys(f"{top.where} vision_config", vision, {}, "mllama_vision_model", keys.notes)
+    tiles = inner.int(("max_num_tiles",), "tiles per image")
+    size = inner.int(("image_size",), "image size")
+    patch = inner.int(("patch_size",), "patch size")
+    return tiles * ((size // patch) ** 2 + 1), (
+        f"vision_config: max_num_tiles {tiles} x ((image_size {size} // patch_size {patch})^2 + 1)")
+
+
+def _mla(keys: _Keys, overrides: Dict[str, int]) -> _Read:
+    """DeepSeek-V2/V3 (and Kimi-K2): every layer caches one latent per token."""
+    latent, fields = _latent(keys)
+    layers = overrides.get("layers") or keys.int(LAYERS, "layer count")
+    heads = overrides.get("heads") or keys.int(QUERY_HEADS, "query head count")
+    v_dim = keys.int(("v_head_dim", "qk_nope_head_dim"), "value head dim")
+    for name in ("qk_nope_head_dim", "q_lora_rank", "num_key_value_heads"):
+        keys.get(name)          # the query's sizes, and a g that MLA does not use
+    return _Read(layers, heads, heads, v_dim, keys.int(HIDDEN, "hidden size", 0),
+                 (LayerGroup("mla", layers, latent=latent, fields=tuple(fields + ["num_hidden_layers"]),
+                             layer_ids=tuple(range(layers))),))
+
+
+def _encoder_decoder(keys: _Keys, overrides: Dict[str, int]) -> _Read:
+    """T5, Whisper, BART: the decoder caches its own tokens, and the encoder's output for
+    cross-attention; the encoder itself caches nothing while the decoder generates."""
+    heads, f_heads = (overrides["heads"], "--heads") if overrides.get("heads") else \
+        keys.num(("decoder_attention_heads",) + QUERY_HEADS, "query head count")
+    layers, f_layers = (overrides["layers"], "--layers") if overrides.get("layers") else \
+        keys.num(("num_decoder_layers", "decoder_layers") + LAYERS, "layer count")
+    hidden = keys.int(HIDDEN, "hidden size", 0)
+    if overrides.get("head_dim"):
+        head_dim, f_dim = overrides["head_dim"], "--head-dim"
+    elif keys.get("d_kv") is not None or keys.get("head_dim") is not None:
+        head_dim, f_dim = keys.num(("d_kv", "head_dim"), "head dim")
+    elif hidden and hidden % heads == 0:
+        head_dim, f_dim = hidden // heads, "d_model / " + f_heads
+    else:
+        raise GQAError(f"config {keys.where}: no head dim: tried d_kv, head_dim, d_model / heads")
+    kv_heads, f_kv = (overrides["kv_heads"], "--kv-heads") if overrides.get("kv_heads") else \
+        _kv_heads(keys, heads)
+    _check_divides(keys.where, heads, kv_heads)
+    for name in ("encoder_layers", "encoder_attention_heads", "num_layers"):
+        keys.get(name)          # the encoder's: it caches nothing while the decoder generates
+    fields = (f_layers, f_heads, f_kv, f_dim)
+    source, source_field = None, ""
+    if keys.get("max_source_positions") is not None:          # Whisper: 30 s of audio, 1,500 frames
+        source, source_field = keys.num(("max_source_positions",), "source positions")
+    ids = tuple(range(layers))
+    return _Read(layers, heads, kv_heads, head_dim, hidden,
+                 (LayerGroup("full", layers, kv_heads, head_dim, fields=fields, layer_ids=ids),
+                  LayerGroup("cross", layers, kv_heads, head_dim, fields=fields, layer_ids=ids)),
+                 source, source_field)
+
+
+def _state_model(keys: _Keys, family: Optional[Family], overrides: Dict[str, int]) -> _Read:
+    """Mamba, Mamba-2: no attention anywhere; every layer holds a state of fixed size."""
+    layers = overrides.get("layers") or keys.int(LAYERS, "layer count")
+    note = _state_note(keys, family, "state-space")
+    fields = tuple(f for f in (family.state[1] if family else ()) if f in keys.data)
+    return _Read(layers, 0, 0, 0, keys.int(HIDDEN, "hidden size", 0),
+                 (LayerGroup("none", layers, note=note, fields=fields, layer_ids=tuple(range(layers))),))
 
 
 # ---------------------------------------------------------------------------
@@ -452,15 +957,17 @@ def dtype_bytes(dtype: str) -> int:
 
 
 def cache_bytes(shape: ModelShape, *, context: int = 1, batch: int = 1, dtype: str = "bf16",
-                kv_heads: Optional[int] = None, source: Optional[int] = None) -> int:
+                kv_heads: Optional[int] = None, source: Optional[int] = None,
+                image_tokens: Optional[int] = None) -> int:
     """Bytes of KV cache for batch sequences of context tokens, layer group by layer group.
 
     An attention layer holds 2 x g x head_dim values per position, for
     every position (full), the last `window` (sliding) or the current chunk
     (chunked); an MLA layer holds its latent per position; cross-attention
-    holds source positions (default: context); a state-space layer holds no
-    cache.  kv_heads overrides g, to ask what MHA (g = h) or MQA (g = 1)
-    would need.  With context=1 it is the bytes one token adds.
+    holds source positions (default: the model's own, else context) or
+    image tokens (default: the model's own); a layer that shares another's
+    cache, or holds a state of fixed size, holds no KV cache.  kv_heads
+    overrides g, to ask what MHA (g = h) or MQA (g = 1) would need.
 
     >>> s = ModelShape.from_config({"num_hidden_layers": 2, "num_attention_heads": 4,
     ...                             "hidden_size": 32, "sliding_window": 3})
@@ -468,14 +975,37 @@ def cache_bytes(shape: ModelShape, *, context: int = 1, batch: int = 1, dtype: s
     384
     """
     groups = shape.groups or (LayerGroup("full", shape.layers, shape.kv_heads, shape.head_dim),)
-    return _bytes(groups, context, batch, dtype, kv_heads, source)
+    return _bytes(groups, context, batch, dtype, kv_heads, _source(shape, context, source),
+                  _image(shape, image_tokens))
+
+
+def _source(shape: ModelShape, context: int, source: Optional[int]) -> int:
+    return source if source is not None else shape.source_tokens or context
+
+
+def _image(shape: ModelShape, image_tokens: Optional[int]) -> int:
+    return image_tokens if image_tokens is not None else shape.image_tokens or 0
+
+
+def per_position(shape: ModelShape, *, dtype: str = "bf16", kv_heads: Optional[int] = None) -> Dict[str, int]:
+    """Bytes one position adds, apart: a generated token (its own layers), a source token
+    (cross-attention to an encoder) and an image token (cross-attention to an image).
+
+    >>> t5 = ModelShape.from_config({"model_type": "t5", "num_layers": 2, "num_heads": 4,
+    ...                              "d_kv": 8, "d_model": 32})
+    >>> per_position(t5, dtype="fp8")                # 2 layers x 2 x 4 heads x 8, each
+    {'token': 128, 'source': 128, 'image': 0}
+    """
+    groups = shape.groups or (LayerGroup("full", shape.layers, shape.kv_heads, shape.head_dim),)
+    return {"token": _bytes(groups, 1, 1, dtype, kv_heads, 0, 0),
+            "source": _bytes([g for g in groups if g.rule == "cross"], 0, 1, dtype, kv_heads, 1, 0),
+            "image": _bytes([g for g in groups if g.rule == "image"], 0, 1, dtype, kv_heads, 0, 1)}
 
 
 def _bytes(groups: Sequence[LayerGroup], context: int, batch: int, dtype: str,
-           kv_heads: Optional[int], source: Optional[int]) -> int:
-    src = context if source is None else source
+           kv_heads: Optional[int], source: int, image: int) -> int:
     return batch * dtype_bytes(dtype) * sum(
-        g.layers * g.values_per_token(kv_heads) * g.positions(context, src) for g in groups)
+        g.layers * g.values_per_token(kv_heads) * g.positions(context, source, image) for g in groups)
 
 
 def max_requests(memory: int, weights: int, request_bytes: int) -> int:
@@ -524,22 +1054,30 @@ class Roofline(NamedTuple):
 
 
 def device_cache_bytes(shape: ModelShape, *, context: int, batch: int, dtype: str,
-                       kv_heads: int, devices: int, source: Optional[int] = None) -> int:
+                       kv_heads: Optional[int], devices: int, source: Optional[int] = None,
+                       image_tokens: Optional[int] = None) -> int:
     """The cache one of `devices` tensor-parallel devices holds.
 
-    Attention layers split their key/value heads (tensor_parallel); an MLA
-    latent is not split by heads, so every device holds all of it.
+    Each attention group splits its key/value heads (tensor_parallel; kv_heads
+    None keeps each group's own g); an MLA latent is not split by heads, so
+    every device holds all of it.
     """
-    split = tensor_parallel(shape.heads, kv_heads, devices)
+    src, img = _source(shape, context, source), _image(shape, image_tokens)
     groups = shape.groups or (LayerGroup("full", shape.layers, shape.kv_heads, shape.head_dim),)
-    return (_bytes([g for g in groups if g.attention], context, batch, dtype,
-                   split.kv_heads_per_device, source)
-            + _bytes([g for g in groups if g.rule == "mla"], context, batch, dtype, None, source))
+    total = 0
+    for group in groups:
+        if group.attention:
+            split = tensor_parallel(shape.heads, group.kv_heads if kv_heads is None else kv_heads, devices)
+            total += _bytes([group], context, batch, dtype, split.kv_heads_per_device, src, img)
+        elif group.rule == "mla":
+            total += _bytes([group], context, batch, dtype, None, src, img)
+    return total
 
 
 def decode_roofline(shape: ModelShape, *, context: int, batch: int, dtype: str, weights: int,
-                    weight_dtype: str, bandwidth: float, flops: float, kv_heads: int,
-                    devices: int = 1, source: Optional[int] = None) -> Roofline:
+                    weight_dtype: str, bandwidth: float, flops: float, kv_heads: Optional[int],
+                    devices: int = 1, source: Optional[int] = None,
+                    image_tokens: Optional[int] = None) -> Roofline:
     """Estimate one decode step (a token for each of batch sequences): a roofline model.
 
     Per device: bytes = weights / N + batch x the cache it holds at this
@@ -553,13 +1091,13 @@ def decode_roofline(shape: ModelShape, *, context: int, batch: int, dtype: str, 
     if any(g.rule == "mla" for g in shape.groups):
         raise GQAError("decode_roofline: not estimated for MLA layers, whose attention "
                        "arithmetic (the latent absorbed into the projections) this model does not count")
-    src = context if source is None else source
+    src, img = _source(shape, context, source), _image(shape, image_tokens)
     bytes_read = weights // devices + device_cache_bytes(
         shape, context=context, batch=batch, dtype=dtype, kv_heads=kv_heads, devices=devices,
-        source=source)
+        source=source, image_tokens=image_tokens)
     params = weights // dtype_bytes(weight_dtype)
     groups = shape.groups or (LayerGroup("full", shape.layers, shape.kv_heads, shape.head_dim),)
-    body = sum(2 * g.layers * shape.heads * g.head_dim * g.positions(context, src)
+    body = sum(2 * g.layers * shape.heads * g.head_dim * g.positions(context, src, img)
                for g in groups if g.attention)
     work = 2 * batch * (params + body) // devices
     memory_s, compute_s = bytes_read / bandwidth, work / flops
