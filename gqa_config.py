@@ -17,9 +17,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import gqa
 from gqa import GQAError
-from gqa_models import (DTYPE_BYTES, LayerGroup, ModelShape, cache_bytes, decode_roofline,
+from gqa_models import (DTYPE_BYTES, RULES, ModelShape, cache_bytes, decode_roofline,
                         device_cache_bytes, dtype_bytes, max_requests, parse_bandwidth, parse_flops,
-                        parse_size, tensor_parallel)
+                        parse_size, per_position, tensor_parallel)
 from gqa_tools import human_bytes, text_table
 
 # Named hardware for the decode estimate, each with its source.  Peak figures:
@@ -40,61 +40,89 @@ HARDWARE = {
 def columns(shape: ModelShape) -> List[Dict[str, Any]]:
     """What to size: the model beside MHA and MQA (GQA family), or beside MHA (MLA).
 
-    Each column is a label, a ModelShape and the g its attention layers use.
+    Each column is a label, a ModelShape, the g it shows, and the g it sizes
+    the attention layers with (None: each group's own, as the config says).
     """
+    if not shape.heads:
+        return [{"label": "model", "method": shape.method, "kv_heads": 0, "override": None, "shape": shape}]
     if shape.gqa_family:
         gs = sorted({shape.heads, shape.kv_heads, 1}, reverse=True)
         return [{"label": "model" if g == shape.kv_heads else gqa.method_name(shape.heads, g),
-                 "method": gqa.method_name(shape.heads, g), "kv_heads": g, "shape": shape} for g in gs]
+                 "method": gqa.method_name(shape.heads, g), "kv_heads": g,
+                 "override": None if g == shape.kv_heads else g, "shape": shape} for g in gs]
     as_mha = shape._replace(groups=tuple(
-        LayerGroup("full", g.layers, shape.heads, shape.head_dim) if g.rule == "mla" else g
+        g._replace(rule="full", kv_heads=shape.heads, head_dim=shape.head_dim, latent=0) if g.rule == "mla" else g
         for g in shape.groups))
-    return [{"label": "model", "method": shape.method, "kv_heads": shape.kv_heads, "shape": shape},
-            {"label": "as MHA", "method": "MHA", "kv_heads": shape.heads, "shape": as_mha}]
+    return [{"label": "model", "method": shape.method, "kv_heads": shape.kv_heads, "override": None,
+             "shape": shape},
+            {"label": "as MHA", "method": "MHA", "kv_heads": shape.heads, "override": shape.heads,
+             "shape": as_mha}]
+
+
+def group_data(shape: ModelShape, *, context: int, source: int, image_tokens: int) -> List[Dict[str, Any]]:
+    """Each layer group as plain data: its rule and what it means, the fields it was read
+    from, its layers, and the positions one of its layers holds at this context."""
+    return [{"rule": g.rule, "rule_means": RULES[g.rule], "layers": g.layers,
+             "layer_ids": list(g.layer_ids), "fields": list(g.fields), "kv_heads": g.kv_heads,
+             "head_dim": g.head_dim, "window": g.window, "latent": g.latent, "note": g.note,
+             "holds": g.holds(), "positions_held": g.positions(context, source, image_tokens),
+             "describe": g.describe()} for g in shape.groups]
 
 
 def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory: Optional[int],
               weights: int, weight_dtype: str, devices: int, bandwidth: Optional[float],
               flops: Optional[float], hardware: Optional[str] = None, source: Optional[int] = None,
-              context_from: str = "given with --context") -> Dict[str, Any]:
+              context_from: str = "given with --context", source_from: str = "",
+              image_tokens: Optional[int] = None, image_from: str = "") -> Dict[str, Any]:
     """Everything the command prints, as plain data with exact byte counts."""
+    source = source if source is not None else shape.source_tokens or context
+    image = image_tokens if image_tokens is not None else shape.image_tokens or 0
     model = shape._asdict()
-    model["groups"] = [dict(g._asdict(), describe=g.describe()) for g in shape.groups]
+    model["groups"] = group_data(shape, context=context, source=source, image_tokens=image)
     model["notes"] = list(shape.notes)
     out: Dict[str, Any] = {
         "model": model, "method": shape.method, "layer_groups": shape.layer_summary(),
         "settings": {"context": context, "context_from": context_from, "batch": batch,
-                     "source": source, "dtype": dtype, "bytes_per_value": dtype_bytes(dtype),
+                     "source": source, "source_from": source_from or "as --context",
+                     "image_tokens": image, "image_from": image_from,
+                     "dtype": dtype, "bytes_per_value": dtype_bytes(dtype),
                      "tp": devices, "memory": memory, "weights": weights},
         "columns": [],
     }
-    mha_token = cache_bytes(columns(shape)[-1 if not shape.gqa_family else 0]["shape"], dtype=dtype,
-                            kv_heads=shape.heads)
-    for c in columns(shape):
-        s, g = c["shape"], c["kv_heads"]
+    cols = columns(shape)
+    mha = next((c for c in cols if c["method"] == "MHA"), None)
+    mha_token = per_position(mha["shape"], dtype=dtype, kv_heads=mha["override"])["token"] if mha else 0
+    for c in cols:
+        s, g, override = c["shape"], c["kv_heads"], c["override"]
+        each = per_position(s, dtype=dtype, kv_heads=override)
         col: Dict[str, Any] = {"label": c["label"], "method": c["method"], "kv_heads": g,
-                               "bytes_per_token": cache_bytes(s, dtype=dtype, kv_heads=g),
-                               "bytes_per_request": cache_bytes(s, context=context, batch=batch,
-                                                                dtype=dtype, kv_heads=g, source=source)}
-        col["ratio_to_mha"] = col["bytes_per_token"] / mha_token if mha_token else 1.0
+                               "bytes_per_token": each["token"],
+                               "bytes_per_source_token": each["source"],
+                               "bytes_per_image_token": each["image"],
+                               "bytes_per_request": cache_bytes(s, context=context, batch=batch, dtype=dtype,
+                                                                kv_heads=override, source=source,
+                                                                image_tokens=image)}
+        col["ratio_to_mha"] = col["bytes_per_token"] / mha_token if mha_token else None
         try:
-            split = tensor_parallel(shape.heads, g, devices)
             device_bytes = device_cache_bytes(s, context=context, batch=batch, dtype=dtype,
-                                              kv_heads=g, devices=devices, source=source)
-            col["tp"] = {"kv_heads_per_device": split.kv_heads_per_device,
-                         "replication": devices if s.method == "MLA" else split.replication,
+                                              kv_heads=override, devices=devices, source=source,
+                                              image_tokens=image)
+            split = tensor_parallel(shape.heads, g, devices) if shape.heads else None
+            col["tp"] = {"kv_heads_per_device": split.kv_heads_per_device if split else 0,
+                         "replication": devices if s.method == "MLA" else split.replication if split else 1,
                          "bytes_per_device": device_bytes,
                          "bytes_all_devices": device_bytes * devices}
         except GQAError as err:
             col["tp"] = {"error": str(err)}
         if memory is not None and "error" not in col["tp"]:
-            col["max_requests"] = max_requests(memory, weights // devices, col["tp"]["bytes_per_device"])
+            col["max_requests"] = (max_requests(memory, weights // devices, col["tp"]["bytes_per_device"])
+                                   if col["tp"]["bytes_per_device"] else None)
         if bandwidth and flops and "error" not in col["tp"]:
             try:
                 col["decode"] = decode_roofline(
                     s, context=context, batch=batch, dtype=dtype, weights=weights,
-                    weight_dtype=weight_dtype, bandwidth=bandwidth, flops=flops, kv_heads=g,
-                    devices=devices, source=source)._asdict()
+                    weight_dtype=weight_dtype, bandwidth=bandwidth, flops=flops, kv_heads=override,
+                    devices=devices, source=source, image_tokens=image)._asdict()
             except GQAError as err:
                 col["decode"] = {"error": str(err)}
         out["columns"].append(col)
@@ -105,7 +133,7 @@ def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory
 
 
 def render(s: Dict[str, Any]) -> str:
-    """The summary as a compact, aligned table with its notes."""
+    """The summary as a compact, aligned table with its notes; warnings on the first lines."""
     m, st, cols = s["model"], s["settings"], s["columns"]
 
     def each(cell, estimate: bool = False) -> List[str]:
@@ -113,29 +141,41 @@ def render(s: Dict[str, Any]) -> str:
         return [cell(c) if "error" not in c["tp"] and not (estimate and "error" in c["decode"])
                 else "refused" for c in cols]
 
-    rows = [("bytes per token", [human_bytes(c["bytes_per_token"]) for c in cols]),
-            ("bytes per request", [human_bytes(c["bytes_per_request"]) for c in cols]),
-            ("ratio to MHA", [f"{c['ratio_to_mha']:.4g}" for c in cols])]
-    if st["tp"] > 1:
+    rules = {g["rule"] for g in m["groups"]}
+    rows = [("bytes per token", [human_bytes(c["bytes_per_token"]) for c in cols])]
+    if "cross" in rules:
+        rows.append(("bytes per source token", [human_bytes(c["bytes_per_source_token"]) for c in cols]))
+    if "image" in rules:
+        rows.append(("bytes per image token", [human_bytes(c["bytes_per_image_token"]) for c in cols]))
+    rows.append(("bytes per request", [human_bytes(c["bytes_per_request"]) for c in cols]))
+    if m["heads"]:
+        rows.append(("ratio to MHA", [f"{c['ratio_to_mha']:.4g}" if c["ratio_to_mha"] is not None else "-"
+                                      for c in cols]))
+    if st["tp"] > 1 and m["heads"]:
         rows += [(f"kv heads per device (tp={st['tp']})",
                   each(lambda c: "latent" if c["method"] == "MLA" else str(c["tp"]["kv_heads_per_device"]))),
                  ("each kv head held by", each(lambda c: f"{c['tp']['replication']} device(s)")),
                  ("cache per device", each(lambda c: human_bytes(c["tp"]["bytes_per_device"]))),
                  ("cache, all devices", each(lambda c: human_bytes(c["tp"]["bytes_all_devices"])))]
     if st["memory"] is not None:
-        rows.append(("requests that fit", each(lambda c: f"{c['max_requests']:,}")))
+        rows.append(("requests that fit", each(lambda c: f"{c['max_requests']:,}" if c["max_requests"] is not None
+                                                else "no KV cache to limit them")))
     if "hardware" in s:
         rows += [("decode step (roofline)", each(lambda c: f"{c['decode']['seconds'] * 1e3:.3g} ms", True)),
                  ("bound by", each(lambda c: c["decode"]["bound"], True))]
-    head = [""] + [f"this model, {c['method']}" + (f" g={c['kv_heads']}" if c["method"] != "MLA" else "")
+    head = [""] + [f"this model, {c['method']}" + (f" g={c['kv_heads']}" if c["method"] not in ("MLA", "no KV cache") else "")
                    if c["label"] == "model" else
                    ("as MHA" if c["label"] == "as MHA" else f"{c['method']} g={c['kv_heads']}")
                    for c in cols]
     warnings = [n for n in m["notes"] if n.startswith("WARNING")]
+    sizes = f"context {st['context']:,} ({st['context_from']})"
+    if "cross" in rules:
+        sizes += f", source {st['source']:,} ({st['source_from']})"
+    if "image" in rules:
+        sizes += f", image tokens {st['image_tokens']:,} ({st['image_from']})"
     return "\n".join(warnings + [headline(s),
                                  f"KV cache in {st['dtype']} ({st['bytes_per_value']} bytes per value), "
-                                 f"context {st['context']:,} ({st['context_from']}), batch {st['batch']}; "
-                                 f"exact bytes with --json", "",
+                                 f"{sizes}, batch {st['batch']}; exact bytes with --json", "",
                                  text_table(head, [[label] + values for label, values in rows]), ""]
                      + [f"- {n}" for n in notes(s)])
 
@@ -143,15 +183,19 @@ def render(s: Dict[str, Any]) -> str:
 def headline(s: Dict[str, Any]) -> str:
     m = s["model"]
     groups = m["groups"]
-    what = {"mla": "MLA", "none": "no cache"}
-    if s["method"] == "MLA":
+    if not m["heads"]:
+        return (f"{m['name']}: no KV cache: {m['layers']} layers, each holding a state of fixed size "
+                f"per sequence; 0 bytes per token")
+    if s["method"] == "MLA" and len(groups) == 1:
         latent = groups[0]["latent"]
         return (f"{m['name']}: MLA, {m['layers']} layers, h={m['heads']} query heads; each layer "
                 f"caches one latent of {latent} values per token (kv_lora_rank + qk_rope_head_dim), "
                 f"shared by all heads")
+    if s["method"] == "MLA":
+        return (f"{m['name']}: MLA, {m['layers']} layers ({s['layer_groups']}), h={m['heads']} query heads; "
+                f"each MLA layer caches one latent per token (kv_lora_rank + qk_rope_head_dim)")
     each_head = "s" if m["heads"] > m["kv_heads"] else ""
     kinds = "" if len(groups) == 1 and groups[0]["rule"] == "full" else f" ({s['layer_groups']})"
-    del what
     return (f"{m['name']}: {s['method']}, {m['layers']} layers{kinds}, h={m['heads']} query heads, "
             f"g={m['kv_heads']} key/value heads ({m['heads'] // m['kv_heads']} query head{each_head} "
             f"each), head dim {m['head_dim']}, hidden size {m['hidden_size']}")
@@ -167,9 +211,16 @@ def notes(s: Dict[str, Any]) -> List[str]:
         if g["rule"] == "none":
             out.append(f"{g['layers']} {g['note']} hold a state of fixed size instead of a KV cache; "
                        f"it is not counted here")
+        if g["rule"] == "shared":
+            out.append(f"{g['layers']} layers {g['note']} (num_kv_shared_layers): they add no cache of their own")
         if g["rule"] == "cross":
             out.append(f"cross-attention: {g['layers']} decoder layers hold K and V of every source "
-                       f"token ({st['source'] or st['context']:,}, --source)")
+                       f"token ({st['source']:,}, {st['source_from']}); 'bytes per token' is "
+                       f"a generated token's self-attention alone")
+        if g["rule"] == "image":
+            out.append(f"cross-attention to the image: {g['layers']} layers hold K and V of "
+                       f"{st['image_tokens']:,} image tokens ({st['image_from']}; --image-tokens), "
+                       f"not of the text's tokens")
     if s["method"] == "MLA":
         out.append("as MHA: the same layers with 2 x h x head_dim values per token, the comparison "
                    "DeepSeek-V2 makes; under tensor parallelism every device holds the whole latent")
@@ -206,7 +257,11 @@ def make_parser() -> argparse.ArgumentParser:
                         help="tokens per request (default: the model's own maximum, else 4096)")
     parser.add_argument("--batch", type=int, default=1, help="sequences per request (default 1)")
     parser.add_argument("--source", type=int, default=None,
-                        help="encoder-decoder models: source tokens per sequence (default: --context)")
+                        help="encoder-decoder models: source tokens per sequence (default: the model's "
+                             "own, as Whisper's max_source_positions, else --context)")
+    parser.add_argument("--image-tokens", type=int, default=None,
+                        help="vision cross-attention: image tokens per sequence (default: one image "
+                             "as the config sizes it)")
     parser.add_argument("--dtype", default="bf16", help=f"cache dtype: {', '.join(DTYPE_BYTES)} (default bf16)")
     parser.add_argument("--memory", default=None, help="free memory per device, e.g. 80GiB")
     parser.add_argument("--weights", default="0", help="the weights' size, all devices, e.g. 140GB (default 0)")
@@ -220,13 +275,14 @@ def make_parser() -> argparse.ArgumentParser:
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
                             help=f"set {name.replace('_', ' ')} by hand, for a config that cannot be read")
     parser.add_argument("--ignore", action="append", default=[], metavar="FIELD",
-                        help="size as full attention where FIELD's value is not understood (a warning)")
+                        help="pass over FIELD, a key the sizer does not read or a value it does not "
+                             "understand (sized as full attention there): a warning on the first line")
     parser.add_argument("--json", action="store_true", help="print the same as JSON, exact bytes")
     return parser
 
 
 def _check_counts(args: argparse.Namespace) -> None:
-    for name in ("batch", "tp", "context", "source") + OVERRIDES:
+    for name in ("batch", "tp", "context", "source", "image_tokens") + OVERRIDES:
         value = getattr(args, name)
         if value is not None and not 1 <= value <= 10 ** 12:
             raise GQAError(f"--{name.replace('_', '-')} must be between 1 and 10**12; "
@@ -245,6 +301,13 @@ def config_main(argv: Sequence[str]) -> int:
             context, context_from = shape.max_context, f"the model's {shape.max_context_field}"
         else:
             context, context_from = 4096, "the config gives no maximum; the default 4096"
+        if args.source is not None:
+            source_from = "given with --source"
+        elif shape.source_tokens:
+            source_from = f"the model's {shape.source_field}"
+        else:
+            source_from = "as --context"
+        image_from = "given with --image-tokens" if args.image_tokens is not None else shape.image_field
         if shape.heads % args.tp:
             valid = ", ".join(str(n) for n in gqa.valid_g(shape.heads))
             raise GQAError(f"--tp {args.tp} does not divide the model's {shape.heads} query heads; "
@@ -261,7 +324,8 @@ def config_main(argv: Sequence[str]) -> int:
                             memory=memory, weights=parse_size(args.weights, "--weights"),
                             weight_dtype=args.weight_dtype, devices=args.tp, bandwidth=bandwidth,
                             flops=flops, hardware=args.hardware, source=args.source,
-                            context_from=context_from)
+                            context_from=context_from, source_from=source_from,
+                            image_tokens=args.image_tokens, image_from=image_from)
     except GQAError as err:
         print(f"gqa config: {err}", file=sys.stderr)
         return 2

@@ -96,7 +96,7 @@ class LayerGroup(NamedTuple):
         if self.rule == "none":
             return f"{self.layers} {self.note.split(' (')[0] or 'layers without a KV cache'} (no KV cache)"
         if self.rule == "shared":
-            return f"{self.layers} sharing an earlier layer's cache"
+            return f"{self.layers} {self.note.split(' (')[0]}"
         if self.rule in ("sliding", "chunked"):
             what = f"sliding window {self.window:,}" if self.rule == "sliding" else f"chunked, chunk {self.window:,}"
         else:
@@ -157,9 +157,7 @@ FAMILIES: Dict[str, Family] = {
                           defaults={"no_rope_layer_interval": 4},
                           harmless=("attn_temperature_tuning", "floor_scale", "attn_scale",
                                     "intermediate_size_mlp", "for_llm_compressor")),
-    "deepseek_v3": Family("DeepSeek-V3 (MLA)", "every layer MLA", "deepseek-v3.json", reader="mla"),
-    "deepseek_v2": Family("DeepSeek-V2 (MLA)", "every layer MLA", "deepseek-v3.json", reader="mla"),
-    "kimi_k2": Family("Kimi-K2 (MLA)", "every layer MLA", "deepseek-v3.json", reader="mla"),
+    "deepseek_v3": Family("DeepSeek-V2, V3, R1; Kimi-K2 (MLA)", "every layer MLA", "deepseek-v3.json", reader="mla"),
     "kimi_linear": Family("Kimi Linear", "linear_attn_config.full_attn_layers, 1-based: MLA; "
                           "kda_layers: linear attention", "kimi-linear-48b-a3b.json",
                           state=("Kimi Delta Attention", ("linear_attn_config.num_heads",
@@ -796,13 +794,15 @@ def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
     latent, latent_fields = 0, []
     if "mla" in rules:
         latent, latent_fields = _latent(keys)
+        head_dim = keys.int(("v_head_dim",), "value head dim", default=head_dim)   # as MHA would
     # Per-layer-type shapes: Gemma-4's global (full) layers have their own head dim, and their own
     # g when attention_k_eq_v (Gemma4TextConfig.__post_init__'s per_layer_config).
     global_shape = (kv_heads, head_dim, [])
     if model_type == "gemma4_text":
         g_dim, f_dim = keys.num(("global_head_dim",), "global head dim")
         g_kv, f_kv = kv_heads, shape_fields[2]
-        if keys.get("attention_k_eq_v") and keys.get("num_global_key_value_heads") is not None:
+        global_kv = keys.get("num_global_key_value_heads")      # read; used only with attention_k_eq_v
+        if keys.get("attention_k_eq_v") and global_kv is not None:
             g_kv, f_kv = keys.num(("num_global_key_value_heads",), "global key/value heads")
             _check_divides(keys.where, heads, g_kv)
         global_shape = (g_kv, g_dim, [f_kv, f_dim, "attention_k_eq_v"])
@@ -834,7 +834,7 @@ def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
     for i, rule in enumerate(rules):
         if i in shared_from:
             j = shared_from[i]
-            specs.append(("shared", 0, 0, None, 0, f"layers reading the cache of layer {j} ({rules[j]})",
+            specs.append(("shared", 0, 0, None, 0, f"reading the cache of layer {j} ({rules[j]})",
                           ("num_kv_shared_layers",) + tuple(layout_fields)))
         elif rule == "mla":
             specs.append(("mla", 0, 0, None, latent, "", tuple(latent_fields + layout_fields)))
@@ -872,6 +872,8 @@ def _latent(keys: _Keys) -> Tuple[int, List[str]]:
                        f"that MLA caches is kv_lora_rank + qk_rope_head_dim, and the second is unknown")
     rank = keys.int(("kv_lora_rank",), "latent rank")
     rope = keys.int(("qk_rope_head_dim",), "rope head dim")
+    for name in ("qk_nope_head_dim", "q_lora_rank", "v_head_dim"):
+        keys.get(name)          # the query's and the value's sizes: not what MLA caches
     return rank + rope, ["kv_lora_rank", "qk_rope_head_dim"]
 
 

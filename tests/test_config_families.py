@@ -1,0 +1,327 @@
+"""The sizer's table of families: every row sized from its real example config, with
+the bytes worked by hand here; and the rule that no key is skipped in silence.
+
+Every example in examples/configs/ is a real, public config.json, trimmed to the
+fields that matter and a few harmless ones; the source of each is named beside
+its test.  Each expected figure is written out from the config's numbers
+(bf16: 2 bytes a value), never computed by the sizer's helpers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import unittest
+
+import gqa
+from gqa import GQAError
+from gqa_models import FAMILIES, ModelShape, cache_bytes, per_position
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples", "configs")
+
+
+def example(name, **options):
+    return ModelShape.from_config(os.path.join(EXAMPLES, name), **options)
+
+
+def shape(**config):
+    return ModelShape.from_config(config)
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = gqa.main(["config", *argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+def rules(s):
+    return [(g.rule, g.layers) for g in s.groups]
+
+
+# Bytes per token (bf16) of every family's example, worked by hand from its config:
+# layers x 2 (K and V) x g x head_dim x 2 bytes, for the layers that cache.
+PER_TOKEN = {
+    "llama-2-7b.json": 32 * 2 * 32 * 128 * 2,
+    "llama-2-70b.json": 80 * 2 * 8 * 128 * 2,
+    "mistral-7b-v0.1.json": 32 * 2 * 8 * 128 * 2,
+    "qwen2-7b.json": 28 * 2 * 4 * 128 * 2,
+    "gemma-2b.json": 18 * 2 * 1 * 256 * 2,
+    "gemma-2-9b.json": 42 * 2 * 8 * 256 * 2,
+    "gemma-3-12b.json": 48 * 2 * 8 * 256 * 2,
+    "gemma-3n-e4b.json": (16 + 4) * 2 * 2 * 256 * 2,               # 15 of 35 layers share
+    "gemma-4-31b.json": 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2,
+    "falcon-40b.json": 60 * 2 * 8 * 64 * 2,
+    "falcon-7b.json": 32 * 2 * 1 * 64 * 2,
+    "starcoder.json": 40 * 2 * 1 * 128 * 2,
+    "mpt-7b.json": 32 * 2 * 32 * 128 * 2,
+    "dbrx-base.json": 40 * 2 * 8 * 128 * 2,
+    "gpt-oss-20b.json": 24 * 2 * 8 * 64 * 2,
+    "llama-4-scout.json": 48 * 2 * 8 * 128 * 2,
+    "deepseek-v3.json": 61 * (512 + 64) * 2,
+    "kimi-linear-48b-a3b.json": 7 * (512 + 64) * 2,                # 7 MLA layers of 27
+    "jamba-v0.1.json": 4 * 2 * 8 * 128 * 2,                         # 4 attention layers of 32
+    "qwen3-next-80b-a3b.json": 12 * 2 * 2 * 256 * 2,                # 12 full layers of 48
+    "lfm2-1.2b.json": 6 * 2 * 8 * (2048 // 32) * 2,                 # 6 attention layers of 16
+    "recurrentgemma-2b.json": 8 * 2 * 1 * 256 * 2,                  # 8 attention layers of 26
+    "mamba-130m.json": 0,
+    "mamba-codestral-7b.json": 0,
+    "llama-3.2-11b-vision.json": 32 * 2 * 8 * 128 * 2,              # 32 self-attention layers of 40
+    "t5-11b.json": 24 * 2 * 128 * 128 * 2,                          # the decoder's self-attention
+    "whisper-large-v3.json": 32 * 2 * 20 * (1280 // 20) * 2,        # the decoder's self-attention
+    "llava-1.5-7b.json": 32 * 2 * 32 * 128 * 2,                     # LlamaConfig's defaults
+}
+
+
+class Table(unittest.TestCase):
+
+    def test_every_row_has_its_example_and_a_figure_worked_by_hand(self):
+        files = set(os.listdir(EXAMPLES))
+        for model_type, family in FAMILIES.items():
+            self.assertIn(family.example, files, model_type)
+            self.assertIn(family.example, PER_TOKEN, model_type)
+        self.assertEqual(set(PER_TOKEN), files)
+
+    def test_every_example_is_read_by_its_own_row_without_a_warning(self):
+        for name, expected in PER_TOKEN.items():
+            s = example(name)
+            self.assertEqual(per_position(s, dtype="bf16")["token"], expected, name)
+            self.assertFalse([n for n in s.notes if n.startswith("WARNING")], name)
+            self.assertIn(s.model_type, FAMILIES, name)
+        for model_type, family in FAMILIES.items():
+            self.assertEqual(example(family.example).model_type, model_type)
+
+
+class Mechanisms(unittest.TestCase):
+    """The seven ways a confident number came out wrong, each on a real config."""
+
+    def test_layers_that_share_a_cache_add_none(self):
+        # google/gemma-3n-E4B config.json (text_config, trimmed).  transformers'
+        # configuration_gemma3n.py, kv_sharing_roles: the last num_kv_shared_layers (15)
+        # layers read the cache of the last earlier layer of their own type.
+        s = example("gemma-3n-e4b.json")
+        self.assertEqual(rules(s), [("sliding", 16), ("full", 4), ("shared", 12), ("shared", 3)])
+        shared = [g for g in s.groups if g.rule == "shared"]
+        self.assertEqual([g.note for g in shared], ["reading the cache of layer 18 (sliding)",
+                                                    "reading the cache of layer 19 (full)"])
+        per_layer = 2 * 2 * 256 * 2
+        self.assertEqual(cache_bytes(s, context=32768), 16 * per_layer * 512 + 4 * per_layer * 32768)
+        self.assertEqual(cache_bytes(s, context=100), 20 * per_layer * 100)   # not 35 layers' worth
+
+    def test_global_layers_with_their_own_heads_and_head_dim(self):
+        # google/gemma-4-31B-it config.json (text_config, trimmed).  transformers'
+        # configuration_gemma4.py: full-attention layers take global_head_dim, and
+        # num_global_key_value_heads when attention_k_eq_v.
+        s = example("gemma-4-31b.json")
+        self.assertEqual([(g.rule, g.layers, g.kv_heads, g.head_dim) for g in s.groups],
+                         [("sliding", 50, 16, 256), ("full", 10, 4, 512)])
+        self.assertEqual(cache_bytes(s, context=32768),
+                         50 * 2 * 16 * 256 * 2 * 1024 + 10 * 2 * 4 * 512 * 2 * 32768)
+        # without attention_k_eq_v the class keeps num_key_value_heads on global layers
+        plain = shape(model_type="gemma4_text", num_hidden_layers=2, num_attention_heads=8,
+                      num_key_value_heads=4, num_global_key_value_heads=1, head_dim=16,
+                      global_head_dim=32, hidden_size=64, sliding_window=8,
+                      layer_types=["sliding_attention", "full_attention"])
+        self.assertEqual([(g.kv_heads, g.head_dim) for g in plain.groups], [(4, 16), (4, 32)])
+        status, out, _ = run(os.path.join(EXAMPLES, "gemma-4-31b.json"), "--tp", "4", "--json")
+        model = json.loads(out)["columns"][1]
+        # 16 local heads over 4 devices: 4 each; 4 global heads: 1 each
+        self.assertEqual(model["tp"]["bytes_per_device"],
+                         50 * 2 * 4 * 256 * 2 * 1024 + 10 * 2 * 1 * 512 * 2 * 4096)
+
+    def test_layouts_as_index_lists_and_block_types(self):
+        # LiquidAI/LFM2-1.2B config.json (trimmed): full_attn_idxs, 0-based.
+        lfm2 = example("lfm2-1.2b.json")
+        self.assertEqual(rules(lfm2), [("none", 10), ("full", 6)])
+        self.assertEqual([g.layer_ids for g in lfm2.groups if g.rule == "full"], [(2, 5, 8, 10, 12, 14)])
+        # moonshotai/Kimi-Linear-48B-A3B-Instruct config.json (trimmed): full_attn_layers
+        # 1-based, as its configuration_kimi.py reads them (is_kda_layer: layer_idx + 1).
+        kimi = example("kimi-linear-48b-a3b.json")
+        self.assertEqual(rules(kimi), [("none", 20), ("mla", 7)])
+        self.assertEqual([g.layer_ids for g in kimi.groups if g.rule == "mla"], [(3, 7, 11, 15, 19, 23, 26)])
+        self.assertEqual(cache_bytes(kimi, context=1000), 7 * 576 * 2 * 1000)
+        # google/recurrentgemma-2b config.json (trimmed): _block_types repeated over 26
+        # layers; attention in a window of attention_window_size.
+        rg = example("recurrentgemma-2b.json")
+        self.assertEqual([(g.rule, g.layers, g.window) for g in rg.groups],
+                         [("none", 18, None), ("sliding", 8, 2048)])
+        self.assertEqual(cache_bytes(rg, context=32768), 8 * 2 * 1 * 256 * 2 * 2048)
+        # that is 52 times less than all 26 layers caching 32,768 positions
+        self.assertEqual(26 * 32768 // (8 * 2048), 52)
+
+    def test_index_lists_out_of_range_or_disagreeing_are_refused(self):
+        base = dict(model_type="lfm2", num_hidden_layers=4, num_attention_heads=4, hidden_size=32)
+        with self.assertRaisesRegex(GQAError, r"full_attn_idxs must list distinct layers from 0 to 3"):
+            shape(**base, full_attn_idxs=[1, 4])
+        with self.assertRaisesRegex(GQAError, r"full_attn_idxs \[1, 3\] and layer_types disagree"):
+            shape(**base, full_attn_idxs=[1, 3], layer_types=["conv", "conv", "full_attention", "conv"])
+        kimi = dict(model_type="kimi_linear", num_hidden_layers=4, num_attention_heads=4, hidden_size=32,
+                    kv_lora_rank=8, qk_rope_head_dim=4)
+        with self.assertRaisesRegex(GQAError, r"full_attn_layers must list distinct layers from 1 to 4 \(1-based"):
+            shape(**kimi, linear_attn_config={"full_attn_layers": [0, 2]})
+        with self.assertRaisesRegex(GQAError, r"share the 4 layers between them"):
+            shape(**kimi, linear_attn_config={"full_attn_layers": [4], "kda_layers": [1, 2]})
+
+    def test_a_pure_state_space_model_caches_nothing_and_names_its_state(self):
+        # mistralai/Mamba-Codestral-7B-v0.1 config.json (trimmed): its num_heads and
+        # head_dim are the SSM's, not attention's (it was once sized 2 x 64 x 128 x 64).
+        m2 = example("mamba-codestral-7b.json")
+        self.assertEqual((m2.heads, m2.method, rules(m2)), (0, "no KV cache", [("none", 64)]))
+        self.assertEqual(cache_bytes(m2, context=100000), 0)
+        self.assertIn("num_heads 128, head_dim 64, state_size 128", m2.groups[0].note)
+        # state-spaces/mamba-130m-hf config.json (trimmed): Mamba-1 has no head count at all.
+        m1 = example("mamba-130m.json")
+        self.assertEqual((cache_bytes(m1, context=4096), rules(m1)), (0, [("none", 24)]))
+        self.assertIn("state_size 16, conv_kernel 4, expand 2", m1.groups[0].note)
+        status, out, _ = run(os.path.join(EXAMPLES, "mamba-130m.json"), "--memory", "80GiB", "--tp", "2")
+        self.assertEqual(status, 0)
+        self.assertIn("no KV cache: 24 layers", out.splitlines()[0])
+        self.assertRegex(out, r"bytes per token +0 B")
+        self.assertIn("no KV cache to limit them", out)
+
+    def test_vision_cross_attention_holds_the_image_not_the_text(self):
+        # meta-llama/Llama-3.2-11B-Vision-Instruct config.json (trimmed).  An image's tokens as
+        # vLLM counts them (vllm/model_executor/models/mllama.py, get_max_mllama_image_tokens):
+        # max_num_tiles x ((image_size // 14)^2 + 1) = 4 x (40 x 40 + 1).
+        s = example("llama-3.2-11b-vision.json")
+        self.assertEqual(rules(s), [("full", 32), ("image", 8)])
+        self.assertEqual(s.image_tokens, 4 * (40 * 40 + 1))
+        per_layer = 2 * 8 * 128 * 2
+        self.assertEqual(cache_bytes(s, context=1000), 32 * per_layer * 1000 + 8 * per_layer * 6404)
+        self.assertEqual(cache_bytes(s, context=1000, image_tokens=0), 32 * per_layer * 1000)
+        status, out, _ = run(os.path.join(EXAMPLES, "llama-3.2-11b-vision.json"), "--context", "1000",
+                             "--image-tokens", "1601", "--json")
+        model = json.loads(out)["columns"][1]
+        self.assertEqual((model["bytes_per_token"], model["bytes_per_image_token"]),
+                         (32 * per_layer, 8 * per_layer))
+        self.assertEqual(model["bytes_per_request"], 32 * per_layer * 1000 + 8 * per_layer * 1601)
+
+    def test_encoder_decoder_tokens_and_source_tokens_apart(self):
+        # openai/whisper-large-v3 config.json (trimmed): decoder_layers, decoder_attention_heads,
+        # d_model; the source is max_source_positions (1,500 frames), the context
+        # max_target_positions (448).
+        w = example("whisper-large-v3.json")
+        per_layer = 2 * 20 * 64 * 2
+        self.assertEqual((w.layers, w.heads, w.head_dim, w.source_tokens, w.max_context),
+                         (32, 20, 64, 1500, 448))
+        self.assertEqual(per_position(w), {"token": 32 * per_layer, "source": 32 * per_layer, "image": 0})
+        self.assertEqual(cache_bytes(w, context=448), 32 * per_layer * 448 + 32 * per_layer * 1500)
+        status, out, _ = run(os.path.join(EXAMPLES, "whisper-large-v3.json"))
+        self.assertIn("context 448 (the model's max_target_positions), source 1,500 (the model's "
+                      "max_source_positions)", out)
+        self.assertRegex(out, r"bytes per token +160 KiB")
+        self.assertRegex(out, r"bytes per source token +160 KiB")
+        # T5 (t5-11b config.json): 500 source tokens and 100 generated, on separate lines
+        status, out, _ = run(os.path.join(EXAMPLES, "t5-11b.json"), "--context", "100", "--source", "500",
+                             "--json")
+        model = json.loads(out)["columns"][0]
+        t5_layer = 2 * 128 * 128 * 2
+        self.assertEqual((model["bytes_per_token"], model["bytes_per_source_token"]),
+                         (24 * t5_layer, 24 * t5_layer))
+        self.assertEqual(model["bytes_per_request"], 24 * t5_layer * (100 + 500))
+
+    def test_a_class_default_that_sets_the_layout_is_read_and_quoted(self):
+        # meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config, trimmed): an
+        # empty no_rope_layers.  transformers' configuration_llama4.py: then every
+        # no_rope_layer_interval-th (4th) layer is full, the rest chunked (8,192).
+        s = example("llama-4-scout.json")
+        self.assertEqual([(g.rule, g.layers, g.window) for g in s.groups],
+                         [("chunked", 36, 8192), ("full", 12, None)])
+        self.assertEqual([g.layer_ids[:3] for g in s.groups], [(0, 1, 2), (3, 7, 11)])
+        per_layer = 2 * 8 * 128 * 2
+        self.assertEqual(cache_bytes(s, context=32768), 36 * per_layer * 8192 + 12 * per_layer * 32768)
+        self.assertTrue(any("no_rope_layers: the llama4_text default" in n for n in s.notes))
+
+    def test_granite_and_lfm2_layer_type_spellings(self):
+        # Granite-4.0-H writes "attention" beside "mamba"; LFM2 "conv" beside "full_attention".
+        s = shape(model_type="granitemoehybrid", num_hidden_layers=4, num_attention_heads=4,
+                  num_key_value_heads=2, hidden_size=32, layer_types=["mamba", "attention", "mamba", "mamba"])
+        self.assertEqual(rules(s), [("none", 3), ("full", 1)])
+        self.assertEqual(cache_bytes(s, context=10, dtype="fp8"), 1 * 2 * 2 * 8 * 10)
+
+    def test_an_empty_text_config_is_refused(self):
+        with self.assertRaisesRegex(GQAError, r"text_config is empty"):
+            shape(model_type="llava", text_config={})
+
+
+class NeverSilent(unittest.TestCase):
+    """Every key is read, known not to change the cache, or refused by name."""
+
+    base = dict(model_type="llama", num_hidden_layers=2, num_attention_heads=4, hidden_size=32)
+
+    def test_an_unread_structural_key_is_an_error_naming_it(self):
+        for key in ("num_kv_shared_layers", "global_head_dim", "attention_window_size", "layers_block_type",
+                    "cross_attention_layers_extra", "ssm_state_size", "encoder_layers", "local_window"):
+            with self.assertRaisesRegex(GQAError, key):
+                shape(**self.base, **{key: 3})
+
+    def test_ignore_turns_it_into_a_warning_on_the_first_line(self):
+        s = ModelShape.from_config(dict(self.base, global_head_dim=512), ignore=["global_head_dim"])
+        self.assertTrue(s.notes[0].startswith("WARNING: global_head_dim 512 is not read"))
+        path = os.path.join(EXAMPLES, "gemma-2b.json")
+        status, out, _ = run(path, "--ignore", "hidden_size")        # a read key: nothing to warn of
+        self.assertFalse(out.startswith("WARNING"))
+
+    def test_keys_known_not_to_change_the_cache_pass(self):
+        harmless = dict(vocab_size=32000, rope_theta=1e4, rope_scaling={"type": "linear"}, num_experts=8,
+                        num_experts_per_tok=2, attention_dropout=0.0, initializer_range=0.02,
+                        bos_token_id=1, tie_word_embeddings=False, rms_norm_eps=1e-6, torch_dtype="bfloat16",
+                        use_cache=True, moe_layer_freq=1, something_new=3)
+        s = shape(**self.base, **harmless)
+        self.assertEqual(cache_bytes(s, dtype="fp8"), 2 * 2 * 4 * 8)
+
+    def test_nested_objects_are_accounted_too(self):
+        with self.assertRaisesRegex(GQAError, r"attn_config\.sliding_layers"):
+            shape(model_type="mpt", n_layers=2, n_heads=4, d_model=32,
+                  attn_config={"attn_type": "multihead_attention", "sliding_layers": 2})
+        with self.assertRaisesRegex(GQAError, r"config: global_window 5 is not read"):
+            shape(model_type="gemma3", global_window=5,
+                  text_config={"model_type": "gemma3_text", "num_hidden_layers": 2, "num_attention_heads": 2,
+                               "hidden_size": 16, "sliding_window_pattern": 2})
+
+    def test_a_model_type_without_a_row_warns_first_naming_it_and_the_fields(self):
+        s = shape(model_type="brand_new", num_hidden_layers=2, num_attention_heads=4, hidden_size=32)
+        self.assertEqual(s.notes[0], "WARNING: model_type 'brand_new' has no row in the sizer's table of "
+                                     "families: sized by the generic rules from hidden_size, "
+                                     "num_attention_heads, num_hidden_layers; check the layers against "
+                                     "the model's code")
+        path = os.path.join(ROOT, "examples", "configs", "llama-2-7b.json")
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+        config["model_type"] = "brand_new"
+        status, out, _ = run(*self._write(config))
+        self.assertTrue(out.startswith("WARNING: model_type 'brand_new'"), out[:80])
+
+    def _write(self, config):
+        import tempfile
+        tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8")
+        with tmp:
+            json.dump(config, tmp)
+        self.addCleanup(os.unlink, tmp.name)
+        return [tmp.name]
+
+    def test_kv_sharing_outside_its_families_is_refused(self):
+        with self.assertRaisesRegex(GQAError, r"num_kv_shared_layers 1: which layers share"):
+            shape(**self.base, num_kv_shared_layers=1)
+
+
+class Json(unittest.TestCase):
+
+    def test_each_group_carries_its_rule_fields_and_positions(self):
+        status, out, _ = run(os.path.join(EXAMPLES, "gemma-3-12b.json"), "--context", "2048", "--json")
+        groups = json.loads(out)["model"]["groups"]
+        sliding, full = groups
+        self.assertEqual((sliding["rule"], sliding["layers"], sliding["positions_held"]), ("sliding", 40, 1024))
+        self.assertEqual((full["rule"], full["positions_held"]), ("full", 2048))
+        self.assertEqual(full["layer_ids"], [5, 11, 17, 23, 29, 35, 41, 47])
+        self.assertIn("sliding_window_pattern", sliding["fields"])
+        self.assertIn("sliding_window", sliding["fields"])
+        self.assertEqual(sliding["holds"], "the last 1,024 positions")
+        self.assertTrue(full["rule_means"].startswith("full attention"))
+
+
+if __name__ == "__main__":
+    unittest.main()
