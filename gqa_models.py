@@ -130,6 +130,11 @@ FAMILIES: Dict[str, Family] = {
     "mistral": Family("Mistral", "sliding_window on every layer (null: none)", "mistral-7b-v0.1.json",
                       defaults={"sliding_window": 4096}),
     "qwen2": Family("Qwen2", "sliding_window only with use_sliding_window", "qwen2-7b.json"),
+    "qwen3": Family("Qwen3", "sliding_window only with use_sliding_window", "qwen3-8b.json"),
+    "qwen3_moe": Family("Qwen3-MoE", "sliding_window only with use_sliding_window", "qwen3-30b-a3b.json"),
+    "mixtral": Family("Mixtral", "sliding_window on every layer (null: none)", "mixtral-8x7b.json"),
+    "phi3": Family("Phi-3", "sliding_window on every layer", "phi-3-mini-4k.json"),
+    "starcoder2": Family("StarCoder2", "sliding_window on every layer", "starcoder2-15b.json"),
     "gemma": Family("Gemma", "every layer full", "gemma-2b.json"),
     "gemma2": Family("Gemma-2", "sliding on even layers, full on odd (the class's rule)", "gemma-2-9b.json",
                      defaults={"head_dim": 256, "sliding_window": 4096}),
@@ -303,6 +308,11 @@ class _Keys:
             return value
         return None
 
+    def seen(self, key: str) -> Any:
+        """The key's value, without the class default: a key looked at and set aside."""
+        self.read.add(key)
+        return self.data.get(key)
+
     def num(self, names: Sequence[str], what: str, default: Optional[int] = None) -> Tuple[int, str]:
         """(value, name) of the first of names set (null counts as unset), as a positive int."""
         for name in names:
@@ -343,6 +353,15 @@ class _Keys:
 def _show(value: Any) -> str:
     text = json.dumps(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def family_table() -> str:
+    """FAMILIES as a markdown table: family, model_type, where the layout is said, example."""
+    rows = ["| family | model_type | which layer caches what | example |", "| --- | --- | --- | --- |"]
+    for model_type, family in FAMILIES.items():
+        types = ", ".join(f"`{t}`" for t in [model_type] + [a for a, b in ALIASES.items() if b == model_type])
+        rows.append(f"| {family.name} | {types} | {family.layout} | `{family.example}` |")
+    return "\n".join(rows) + "\n"
 
 
 # The config fields that each hand-given size (--layers, ...) overrules.
@@ -550,10 +569,10 @@ def _kv_heads(keys: _Keys, heads: int) -> Tuple[int, str]:
     keys.get("new_decoder_architecture")
     if keys.get("multi_query_attention") is False:       # ChatGLM: the group count is unused
         names = tuple(n for n in KV_HEADS if n != "multi_query_group_num")
-        keys.get("multi_query_group_num")
+        keys.seen("multi_query_group_num")
     if keys.get("multi_query") is True and not keys.get("new_decoder_architecture"):
         for name in names:
-            keys.get(name)          # read, and overruled
+            keys.seen(name)         # read, and overruled
         return 1, "multi_query"      # Falcon and GPT-BigCode multi-query, whatever num_kv_heads says
     value, name = keys.num(names, "key/value head count", default=heads)
     return value, name or "(no key/value head count: g = h)"
@@ -663,6 +682,10 @@ def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int
                 unknown("layer_types", t)
                 rules.append("full")
         fields.append("layer_types")
+        if model_type == "gemma4_text" and rules[-1] != "full":  # Gemma4TextConfig forces it
+            rules[-1] = "full"
+            keys.notes.append("layer_types: the last layer is full attention, as the gemma4_text "
+                              "class forces it")
     idxs = keys.get("full_attn_idxs")
     if idxs is not None:                                          # LFM2: attention at these, 0-based
         at = set(_index_list(keys, "full_attn_idxs", idxs, layers, 0))
@@ -762,14 +785,13 @@ def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int
         elif model_type == "gemma2":                              # every other layer, from 0
             rules = ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
             fields.append("model_type gemma2")
+            keys.notes.append("layer_types: the gemma2 default (the config does not set it): "
+                              "sliding on even layers, full on odd")
         else:
             rules = ["sliding"] * layers
         fields.append("sliding_window")
-    elif window is not None and rules is not None and "sliding" not in rules:
-        keys.get("sliding_window_pattern")          # a window no layer uses: read, and moot
-    if rules is not None and "sliding" in rules:
-        keys.get("sliding_window_pattern")          # said again beside layer_types: moot
-    keys.get("max_window_layers")
+    for name in ("sliding_window_pattern", "_sliding_window_pattern", "max_window_layers"):
+        keys.seen(name)         # said again beside layer_types, or moot without a window
     return rules or ["full"] * layers, fields or ["every layer"]
 
 
@@ -873,7 +895,7 @@ def _latent(keys: _Keys) -> Tuple[int, List[str]]:
     rank = keys.int(("kv_lora_rank",), "latent rank")
     rope = keys.int(("qk_rope_head_dim",), "rope head dim")
     for name in ("qk_nope_head_dim", "q_lora_rank", "v_head_dim"):
-        keys.get(name)          # the query's and the value's sizes: not what MLA caches
+        keys.seen(name)         # the query's and the value's sizes: not what MLA caches
     return rank + rope, ["kv_lora_rank", "qk_rope_head_dim"]
 
 
@@ -898,8 +920,7 @@ def _mla(keys: _Keys, overrides: Dict[str, int]) -> _Read:
     layers = overrides.get("layers") or keys.int(LAYERS, "layer count")
     heads = overrides.get("heads") or keys.int(QUERY_HEADS, "query head count")
     v_dim = keys.int(("v_head_dim", "qk_nope_head_dim"), "value head dim")
-    for name in ("qk_nope_head_dim", "q_lora_rank", "num_key_value_heads"):
-        keys.get(name)          # the query's sizes, and a g that MLA does not use
+    keys.seen("num_key_value_heads")        # a g that MLA does not use
     return _Read(layers, heads, heads, v_dim, keys.int(HIDDEN, "hidden size", 0),
                  (LayerGroup("mla", layers, latent=latent, fields=tuple(fields + ["num_hidden_layers"]),
                              layer_ids=tuple(range(layers))),))
@@ -925,7 +946,7 @@ def _encoder_decoder(keys: _Keys, overrides: Dict[str, int]) -> _Read:
         _kv_heads(keys, heads)
     _check_divides(keys.where, heads, kv_heads)
     for name in ("encoder_layers", "encoder_attention_heads", "num_layers"):
-        keys.get(name)          # the encoder's: it caches nothing while the decoder generates
+        keys.seen(name)         # the encoder's: it caches nothing while the decoder generates
     fields = (f_layers, f_heads, f_kv, f_dim)
     source, source_field = None, ""
     if keys.get("max_source_positions") is not None:          # Whisper: 30 s of audio, 1,500 frames

@@ -49,6 +49,11 @@ PER_TOKEN = {
     "llama-2-70b.json": 80 * 2 * 8 * 128 * 2,
     "mistral-7b-v0.1.json": 32 * 2 * 8 * 128 * 2,
     "qwen2-7b.json": 28 * 2 * 4 * 128 * 2,
+    "qwen3-8b.json": 36 * 2 * 8 * 128 * 2,
+    "qwen3-30b-a3b.json": 48 * 2 * 4 * 128 * 2,
+    "mixtral-8x7b.json": 32 * 2 * 8 * (4096 // 32) * 2,
+    "phi-3-mini-4k.json": 32 * 2 * 32 * (3072 // 32) * 2,
+    "starcoder2-15b.json": 40 * 2 * 4 * (6144 // 48) * 2,
     "gemma-2b.json": 18 * 2 * 1 * 256 * 2,
     "gemma-2-9b.json": 42 * 2 * 8 * 256 * 2,
     "gemma-3-12b.json": 48 * 2 * 8 * 256 * 2,
@@ -93,6 +98,17 @@ class Table(unittest.TestCase):
             self.assertIn(s.model_type, FAMILIES, name)
         for model_type, family in FAMILIES.items():
             self.assertEqual(example(family.example).model_type, model_type)
+
+
+    def test_windows_cap_a_requests_cache(self):
+        # (file, context, bytes per request in bf16, worked by hand)
+        for name, context, expected in (
+                ("phi-3-mini-4k.json", 4096, 32 * 2 * 32 * 96 * 2 * 2047),
+                ("starcoder2-15b.json", 16384, 40 * 2 * 4 * 128 * 2 * 4096),
+                ("gemma-2-9b.json", 8192, 21 * 2 * 8 * 256 * 2 * 4096 + 21 * 2 * 8 * 256 * 2 * 8192),
+                ("qwen3-8b.json", 40960, 36 * 2 * 8 * 128 * 2 * 40960),          # use_sliding_window false
+                ("mixtral-8x7b.json", 32768, 32 * 2 * 8 * 128 * 2 * 32768)):     # sliding_window null
+            self.assertEqual(cache_bytes(example(name), context=context), expected, name)
 
 
 class Mechanisms(unittest.TestCase):
