@@ -17,7 +17,7 @@ import unittest
 
 import gqa
 from gqa import GQAError
-from gqa_models import FAMILIES, ModelShape, cache_bytes, per_position
+from gqa_models import FAMILIES, RULES, ModelShape, cache_bytes, family_table, per_position
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples", "configs")
@@ -322,6 +322,18 @@ class NeverSilent(unittest.TestCase):
     def test_kv_sharing_outside_its_families_is_refused(self):
         with self.assertRaisesRegex(GQAError, r"num_kv_shared_layers 1: which layers share"):
             shape(**self.base, num_kv_shared_layers=1)
+
+
+class Readme(unittest.TestCase):
+
+    def test_the_readme_lists_every_rule_and_every_family(self):
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            section = f.read().split("## Size a real model")[1].split("\n## ")[0]
+        self.assertIn(family_table(), section)
+        listed = {line.split("|")[1].strip() for line in section.splitlines()
+                  if line.startswith("| ") and not line.startswith("| family")}
+        for rule in RULES:
+            self.assertIn(rule, listed, rule)
 
 
 class Json(unittest.TestCase):

@@ -54,7 +54,9 @@ class ReadmeSamples(unittest.TestCase):
         for command in ("python -m gqa config examples/configs/llama-2-70b.json --context 4096 --batch 16 "
                         "--memory 80GiB --weights 140GB --tp 8 --hardware h100-sxm",
                         "python -m gqa config examples/configs/gemma-3-12b.json --context 32768",
-                        "python -m gqa config examples/configs/deepseek-v3.json --context 32768 --tp 8"):
+                        "python -m gqa config examples/configs/deepseek-v3.json --context 32768 --tp 8",
+                        "python -m gqa config examples/configs/gemma-3n-e4b.json --context 32768",
+                        "python -m gqa config examples/configs/whisper-large-v3.json"):
             argv = command.split()[3:]
             argv[1] = os.path.join(ROOT, argv[1])
             self.assertEqual(sample(command), gqa_output(argv), command)
