@@ -828,6 +828,9 @@ def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
             g_kv, f_kv = keys.num(("num_global_key_value_heads",), "global key/value heads")
             _check_divides(keys.where, heads, g_kv)
         global_shape = (g_kv, g_dim, [f_kv, f_dim, "attention_k_eq_v"])
+        if keys.get("attention_k_eq_v"):
+            keys.notes.append("attention_k_eq_v true: the global layers' values are their keys; counted as "
+                              "a key and a value per position, as a cache that stores both holds them")
     # KV sharing (Gemma-3n, Gemma-4): the last num_kv_shared_layers layers read the cache of the
     # last earlier layer of their own type (Gemma3nTextConfig.kv_sharing_roles).
     shared_from: Dict[int, int] = {}

@@ -159,6 +159,9 @@ class Mechanisms(unittest.TestCase):
         self.assertEqual(rules(kimi), [("none", 20), ("mla", 7)])
         self.assertEqual([g.layer_ids for g in kimi.groups if g.rule == "mla"], [(3, 7, 11, 15, 19, 23, 26)])
         self.assertEqual(cache_bytes(kimi, context=1000), 7 * 576 * 2 * 1000)
+        status, out, _ = run(os.path.join(EXAMPLES, "kimi-linear-48b-a3b.json"), "--json")
+        as_mha = json.loads(out)["columns"][1]              # the same 7 layers, h=32, v_head_dim 128
+        self.assertEqual((as_mha["label"], as_mha["bytes_per_token"]), ("as MHA", 7 * 2 * 32 * 128 * 2))
         # google/recurrentgemma-2b config.json (trimmed): _block_types repeated over 26
         # layers; attention in a window of attention_window_size.
         rg = example("recurrentgemma-2b.json")
@@ -186,6 +189,7 @@ class Mechanisms(unittest.TestCase):
         # head_dim are the SSM's, not attention's (it was once sized 2 x 64 x 128 x 64).
         m2 = example("mamba-codestral-7b.json")
         self.assertEqual((m2.heads, m2.method, rules(m2)), (0, "no KV cache", [("none", 64)]))
+        self.assertFalse(m2.gqa_family)                     # no g to compare: no MHA or MQA column
         self.assertEqual(cache_bytes(m2, context=100000), 0)
         self.assertIn("num_heads 128, head_dim 64, state_size 128", m2.groups[0].note)
         # state-spaces/mamba-130m-hf config.json (trimmed): Mamba-1 has no head count at all.
