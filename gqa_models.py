@@ -174,6 +174,21 @@ FAMILIES: Dict[str, Family] = {
                     state=("Mamba", ("mamba_d_state", "mamba_d_conv", "mamba_expand")),
                     harmless=("expert_layer_period", "expert_layer_offset", "mamba_dt_rank",
                               "mamba_conv_bias", "mamba_proj_bias", "use_mamba_kernels")),
+    "nemotron_h": Family("Nemotron-H", "hybrid_override_pattern: * attention, M Mamba-2, - and E an "
+                         "MLP alone", "nemotron-nano-9b-v2.json",
+                         state=("Mamba-2", ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups",
+                                            "conv_kernel")),
+                         harmless=("mamba_hidden_act", "mamba_proj_bias", "use_conv_bias", "chunk_size",
+                                   "expand", "time_step_min", "time_step_max", "time_step_floor",
+                                   "time_step_limit", "residual_in_fp32", "rescale_prenorm_residual",
+                                   "num_logits_to_keep", "mlp_hidden_act")),
+    "falcon_h1": Family("Falcon-H1", "attention and a Mamba-2 mixer side by side in every layer",
+                        "falcon-h1-7b.json",
+                        state=("Mamba-2", ("mamba_n_heads", "mamba_d_head",
+                                                                   "mamba_d_state", "mamba_n_groups",
+                                                                   "mamba_d_conv", "mamba_d_ssm", "mamba_expand")),
+                        harmless=("mamba_chunk_size", "mamba_conv_bias", "mamba_proj_bias",
+                                  "mamba_norm_before_gate", "mamba_use_mlp", "num_logits_to_keep")),
     "qwen3_next": Family("Qwen3-Next", "full_attention_interval: every n-th layer full, the rest "
                          "linear attention", "qwen3-next-80b-a3b.json",
                          state=("Gated DeltaNet", ("linear_num_value_heads", "linear_num_key_heads",
@@ -662,6 +677,8 @@ def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int
 
     rules: Optional[List[str]] = None
     fields: List[str] = []
+    if model_type == "falcon_h1" and keys.get("attn_layer_indices") is not None:
+        unknown("attn_layer_indices", keys.get("attn_layer_indices"))
     types = keys.get("layer_types")
     if types is None and model_type in ("gemma3n_text", "gemma4_text"):
         period = 5 if model_type == "gemma3n_text" else 6          # the class's own default
@@ -875,6 +892,12 @@ def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
                 where_from = where_from + [window_field if rule == "sliding" else "attention_chunk_size"]
             specs.append((rule, g, d, held, 0, "", tuple(dict.fromkeys(where_from))))
     groups = _group(specs)
+    if "mlp" in rules:
+        keys.notes.append(f"{rules.count('mlp')} layers are an MLP alone: no attention, no state")
+    if model_type == "falcon_h1":           # a Mamba-2 mixer beside the attention of every layer
+        note = _state_note(keys, family, "Mamba-2").replace(" layers", " mixers beside the attention", 1)
+        groups += (LayerGroup("none", layers, note=note,
+                              fields=("model_type falcon_h1",), layer_ids=tuple(range(layers))),)
     image, image_field = (None, "")
     if any(g.rule == "image" for g in groups):
         image, image_field = _image_tokens(keys, top)
