@@ -639,9 +639,16 @@ def _index_list(keys: _Keys, name: str, value: Any, layers: int, base: int) -> L
     return [i - base for i in value]
 
 
+# The spellings of a state's sizes, read and quoted for a family without a row.
+STATE_FIELD = re.compile(r"^(mamba_|ssm_|linear_(num|key|value|conv)|conv_|short_conv|lru_|n_groups$|"
+                         r"state_size$|expand$|conv_kernel$)")
+
+
 def _state_note(keys: _Keys, family: Optional[Family], fallback: str) -> str:
     """'Mamba layers (state: mamba_d_state 16, mamba_d_conv 4, mamba_expand 2)'."""
     what, fields = family.state if family and family.state[0] else (fallback, ())
+    if not fields:          # no row: the keys that name a state are its fields, quoted
+        fields = tuple(k for k in keys.data if STATE_FIELD.match(k) and not HARMLESS.search(k))
     shown = []
     for field in fields:
         if field.startswith("linear_attn_config."):

@@ -260,8 +260,12 @@ class Mechanisms(unittest.TestCase):
     def test_granite_and_lfm2_layer_type_spellings(self):
         # Granite-4.0-H writes "attention" beside "mamba"; LFM2 "conv" beside "full_attention".
         s = shape(model_type="granitemoehybrid", num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=2, hidden_size=32, layer_types=["mamba", "attention", "mamba", "mamba"])
+                  num_key_value_heads=2, hidden_size=32, layer_types=["mamba", "attention", "mamba", "mamba"],
+                  mamba_d_state=128, mamba_n_heads=8, mamba_conv_bias=True)
         self.assertEqual(rules(s), [("none", 3), ("full", 1)])
+        # no row: a warning first, and the state's own keys quoted rather than refused
+        self.assertTrue(s.notes[0].startswith("WARNING: model_type 'granitemoehybrid' has no row"))
+        self.assertEqual(s.groups[0].note, "Mamba layers (state: mamba_d_state 128, mamba_n_heads 8)")
         self.assertEqual(cache_bytes(s, context=10, dtype="fp8"), 1 * 2 * 2 * 8 * 10)
 
     def test_an_empty_text_config_is_refused(self):
