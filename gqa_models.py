@@ -9,8 +9,16 @@ fast could it decode.  A library for the tools: `python -m gqa config`
 (gqa_config.py) prints its answers, `python -m gqa tables --config` and the
 report read shapes with it.  Standard library only: json and arithmetic.
 
->>> shape = ModelShape.from_config({"num_hidden_layers": 80, "num_attention_heads": 64,
-...                                 "num_key_value_heads": 8, "hidden_size": 8192})
+Each group of layers caches by one rule (RULES); which layer follows which,
+and the class defaults a config may leave out, are known per model_type, one
+row of FAMILIES per family.  Never a silent wrong number: every key of a
+config is read, or known not to change the cache (HARMLESS), or, when its
+name says it may (STRUCTURAL), an error naming it, unless it is ignored on
+purpose; a model_type with no row is sized with a warning naming it.
+
+>>> shape = ModelShape.from_config({"model_type": "llama", "num_hidden_layers": 80,
+...                                 "num_attention_heads": 64, "num_key_value_heads": 8,
+...                                 "hidden_size": 8192})
 >>> shape.method, shape.head_dim
 ('GQA', 128)
 >>> cache_bytes(shape, dtype="bf16")                 # one token: 2 x 80 x 8 x 128 x 2 bytes
