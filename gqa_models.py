@@ -290,7 +290,7 @@ HARMLESS = re.compile(r"dropout|layerdrop|pdrop|_eps$|epsilon|bias|softcap|token
                       r"^vocab|_vocab|init|multiplier|scaling|rope|rotary|expert|moe|router|routed|"
                       r"topk|top_k|dtype|quant|_act$|activation|tie_word|output_|return_|label|"
                       r"logits|gradient|temperature|norm|^architectures$|^transformers_version$|"
-                      r"^auto_map$|tokenizer|task_specific|finetuning|problem_type")
+                      r"^auto_map$|tokenizer|task_specific|finetuning|problem_type|softmax")
 HARMLESS_KEYS = frozenset((
     "_name_or_path", "_commit_hash", "_attn_implementation_autoset", "_attn_implementation",
     "use_cache", "attention_bias", "attention_dropout", "attn_logit_softcapping", "is_decoder",
@@ -301,7 +301,8 @@ HARMLESS_KEYS = frozenset((
     "use_qk_norm", "qk_layernorm", "query_pre_attn_scalar", "attn_output_gate", "head_dim_scale",
     "vision_config", "audio_config", "vision_feature_layer", "vision_feature_select_strategy",
     "multimodal_projector_bias", "projector_hidden_act", "mm_tokens_per_image", "image_seq_length",
-    "clip_qkv", "qk_ln", "qk_gn", "attn_impl", "attn_uses_sequence_id", "softmax_scale", "alibi",
+    "parallel_attn", "pre_allocate_kv_cache", "scale_attn_weights", "reorder_and_upcast_attn",
+    "scale_attn_by_inverse_layer_idx", "clip_qkv", "qk_ln", "qk_gn", "attn_impl", "attn_uses_sequence_id", "softmax_scale", "alibi",
     "alibi_bias_max", "prefix_lm", "fused_qkv",
     # Speculative-decoding layers (DeepSeek's and Qwen's multi-token prediction): not run by default.
     "num_nextn_predict_layers", "mtp_num_hidden_layers",
@@ -622,8 +623,18 @@ def _attention_sizes(keys: _Keys, overrides: Dict[str, int]) -> Tuple[int, int, 
                        f"query heads and there is no head_dim to say the head dim")
     else:
         head_dim, f_dim = hidden // heads, f"{f_hidden} / {f_heads}"
+    for names, used, value in ((LAYERS, f_layers, layers), (QUERY_HEADS, f_heads, heads), (HIDDEN, f_hidden, hidden)):
+        _agree(keys, names, used, value)
     _check_divides(keys.where, heads, kv_heads)
     return layers, heads, kv_heads, head_dim, hidden, [f_layers, f_heads, f_kv, f_dim]
+
+
+def _agree(keys: _Keys, names: Sequence[str], used: str, value: int) -> None:
+    """Where a config gives one size under two spellings, they must agree."""
+    for name in names:
+        other = keys.seen(name)
+        if name != used and other is not None and other != value and used in keys.data:
+            raise GQAError(f"config {keys.where}: {name} {_show(other)} and {used} {value} disagree")
 
 
 def _check_divides(where: str, heads: int, kv_heads: int) -> None:
@@ -731,6 +742,8 @@ def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int
     if rules is None and (named or model_type == "recurrent_gemma"):     # RecurrentGemma
         name = named[0] if named else "block_types"
         blocks = keys.get(name)
+        if len(named) == 2 and keys.get(named[1]) != blocks:
+            raise GQAError(f"config {keys.where}: _block_types and block_types disagree")
         if not isinstance(blocks, list) or not blocks or set(blocks) - {"recurrent", "attention"}:
             raise GQAError(f"config {keys.where}: {name} must be a list of 'recurrent' and 'attention'; "
                            f"got {_show(blocks)}")
@@ -824,6 +837,10 @@ def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int
         fields.append("sliding_window")
     for name in ("sliding_window_pattern", "_sliding_window_pattern", "max_window_layers"):
         keys.seen(name)         # said again beside layer_types, or moot without a window
+    size = keys.seen("sliding_window_size")             # an older spelling beside sliding_window
+    if size is not None and size != window:
+        raise GQAError(f"config {keys.where}: sliding_window_size {_show(size)} and sliding_window "
+                       f"{_show(window)} disagree")
     return rules or ["full"] * layers, fields or ["every layer"]
 
 
@@ -986,7 +1003,7 @@ def _encoder_decoder(keys: _Keys, overrides: Dict[str, int]) -> _Read:
     kv_heads, f_kv = (overrides["kv_heads"], "--kv-heads") if overrides.get("kv_heads") else \
         _kv_heads(keys, heads)
     _check_divides(keys.where, heads, kv_heads)
-    for name in ("encoder_layers", "encoder_attention_heads", "num_layers"):
+    for name in ("encoder_layers", "encoder_attention_heads", "num_layers", "num_hidden_layers"):
         keys.seen(name)         # the encoder's: it caches nothing while the decoder generates
     fields = (f_layers, f_heads, f_kv, f_dim)
     source, source_field = None, ""
@@ -1001,7 +1018,8 @@ def _encoder_decoder(keys: _Keys, overrides: Dict[str, int]) -> _Read:
 
 def _state_model(keys: _Keys, family: Optional[Family], overrides: Dict[str, int]) -> _Read:
     """Mamba, Mamba-2: no attention anywhere; every layer holds a state of fixed size."""
-    layers = overrides.get("layers") or keys.int(LAYERS, "layer count")
+    layers, used = (overrides["layers"], "--layers") if overrides.get("layers") else keys.num(LAYERS, "layer count")
+    _agree(keys, LAYERS, used, layers)
     note = _state_note(keys, family, "state-space")
     fields = tuple(f for f in (family.state[1] if family else ()) if f in keys.data)
     return _Read(layers, 0, 0, 0, keys.int(HIDDEN, "hidden size", 0),

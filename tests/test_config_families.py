@@ -329,6 +329,29 @@ class NeverSilent(unittest.TestCase):
         self.addCleanup(os.unlink, tmp.name)
         return [tmp.name]
 
+    def test_keys_published_configs_carry_beside_the_sizes(self):
+        # Falcon-7B's parallel_attn, StarCoder's attention_softmax_in_fp32, Whisper's
+        # num_hidden_layers (the encoder's) and layerdrops: read or known, not refused.
+        falcon = shape(model_type="falcon", num_hidden_layers=32, num_attention_heads=71, hidden_size=4544,
+                       multi_query=True, parallel_attn=True, apply_residual_connection_post_layernorm=False)
+        self.assertEqual(cache_bytes(falcon, dtype="fp8"), 32 * 2 * 1 * 64)
+        code = shape(model_type="gpt_bigcode", n_layer=2, n_head=4, n_embd=32, multi_query=True,
+                     attention_softmax_in_fp32=True, pre_allocate_kv_cache=False, scale_attn_weights=True)
+        self.assertEqual(cache_bytes(code, dtype="fp8"), 2 * 2 * 1 * 8)
+        whisper = shape(model_type="whisper", is_encoder_decoder=True, d_model=64, decoder_layers=2,
+                        decoder_attention_heads=4, encoder_layers=3, num_hidden_layers=3, decoder_layerdrop=0.0)
+        self.assertEqual(per_position(whisper, dtype="fp8")["token"], 2 * 2 * 4 * 16)
+
+    def test_two_spellings_of_one_size_must_agree(self):
+        with self.assertRaisesRegex(GQAError, r"num_heads 16 and num_attention_heads 32 disagree"):
+            shape(model_type="lfm2", num_hidden_layers=2, num_attention_heads=32, num_heads=16,
+                  hidden_size=2048, full_attn_idxs=[1])
+        self.assertEqual(shape(model_type="lfm2", num_hidden_layers=2, num_attention_heads=32, num_heads=32,
+                               hidden_size=2048, full_attn_idxs=[1]).heads, 32)
+        with self.assertRaisesRegex(GQAError, r"sliding_window_size 2048 and sliding_window 4096 disagree"):
+            shape(model_type="gemma2", num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
+                  sliding_window=4096, sliding_window_size=2048)
+
     def test_kv_sharing_outside_its_families_is_refused(self):
         with self.assertRaisesRegex(GQAError, r"num_kv_shared_layers 1: which layers share"):
             shape(**self.base, num_kv_shared_layers=1)
