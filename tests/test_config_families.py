@@ -257,6 +257,22 @@ class Mechanisms(unittest.TestCase):
         self.assertEqual(cache_bytes(s, context=32768), 36 * per_layer * 8192 + 12 * per_layer * 32768)
         self.assertTrue(any("no_rope_layers: the llama4_text default" in n for n in s.notes))
 
+    def test_other_class_defaults_are_quoted_where_used(self):
+        # RecurrentGemmaConfig: block_types (recurrent, recurrent, attention), window 2048.
+        rg = shape(model_type="recurrent_gemma", num_hidden_layers=6, num_attention_heads=2,
+                   num_key_value_heads=1, head_dim=4, hidden_size=8)
+        self.assertEqual([(g.rule, g.layer_ids) for g in rg.groups], [("none", (0, 1, 3, 4)), ("sliding", (2, 5))])
+        self.assertIn("block_types [\"recurrent\", \"recurrent\", \"attention\"] is the recurrent_gemma default "
+                      "(the config does not set it)", rg.notes)
+        self.assertIn("attention_window_size 2048 is the recurrent_gemma default (the config does not set it)",
+                      rg.notes)
+        # Gemma3nTextConfig: every 5th layer full; 15 layers share (of 20 here: 4 and 1 are left).
+        g3n = shape(model_type="gemma3n_text", num_hidden_layers=20, num_attention_heads=2,
+                    num_key_value_heads=1, head_dim=4, hidden_size=8)
+        self.assertEqual(rules(g3n), [("sliding", 4), ("full", 1), ("shared", 12), ("shared", 3)])
+        self.assertTrue(any(n.startswith("layer_types: the gemma3n_text default") for n in g3n.notes))
+        self.assertTrue(any(n.startswith("num_kv_shared_layers 15 is the gemma3n_text default") for n in g3n.notes))
+
     def test_granite_and_lfm2_layer_type_spellings(self):
         # Granite-4.0-H writes "attention" beside "mamba"; LFM2 "conv" beside "full_attention".
         s = shape(model_type="granitemoehybrid", num_hidden_layers=4, num_attention_heads=4,
