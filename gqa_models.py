@@ -197,6 +197,8 @@ FAMILIES: Dict[str, Family] = {
                                                                    "mamba_d_conv", "mamba_d_ssm", "mamba_expand")),
                         harmless=("mamba_chunk_size", "mamba_conv_bias", "mamba_proj_bias",
                                   "mamba_norm_before_gate", "mamba_use_mlp", "num_logits_to_keep")),
+    "minimax_m1": Family("MiniMax-M1, MiniMax-Text-01", "attn_type_list: 1 softmax attention, 0 lightning "
+                         "(linear) attention", "minimax-m1-80k.json", state=("lightning-attention", ())),
     "qwen3_next": Family("Qwen3-Next", "full_attention_interval: every n-th layer full, the rest "
                          "linear attention", "qwen3-next-80b-a3b.json",
                          state=("Gated DeltaNet", ("linear_num_value_heads", "linear_num_key_heads",
@@ -393,7 +395,8 @@ OVERRULED = {"layers": LAYERS + ("num_decoder_layers", "decoder_layers"), "heads
              "kv_heads": KV_HEADS, "head_dim": ("head_dim", "d_kv"), "window": ("sliding_window",)}
 
 # One row serves several model types of one family.
-ALIASES = {"deepseek_v2": "deepseek_v3", "kimi_k2": "deepseek_v3"}
+ALIASES = {"deepseek_v2": "deepseek_v3", "kimi_k2": "deepseek_v3", "minimax": "minimax_m1",
+           "minimax_text_01": "minimax_m1"}
 
 
 class ModelShape(NamedTuple):

@@ -70,6 +70,7 @@ PER_TOKEN = {
     "kimi-linear-48b-a3b.json": 7 * (512 + 64) * 2,                # 7 MLA layers of 27
     "jamba-v0.1.json": 4 * 2 * 8 * 128 * 2,                         # 4 attention layers of 32
     "qwen3-next-80b-a3b.json": 12 * 2 * 2 * 256 * 2,                # 12 full layers of 48
+    "minimax-m1-80k.json": 10 * 2 * 8 * 128 * 2,                    # 10 softmax layers of 80
     "nemotron-nano-9b-v2.json": 4 * 2 * 8 * 128 * 2,                # 4 '*' in its pattern of 56
     "falcon-h1-7b.json": 44 * 2 * 2 * 128 * 2,                      # attention in every layer
     "lfm2-1.2b.json": 6 * 2 * 8 * (2048 // 32) * 2,                 # 6 attention layers of 16
