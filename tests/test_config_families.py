@@ -297,7 +297,8 @@ class NeverSilent(unittest.TestCase):
 
     def test_an_unread_structural_key_is_an_error_naming_it(self):
         for key in ("num_kv_shared_layers", "global_head_dim", "attention_window_size", "layers_block_type",
-                    "cross_attention_layers_extra", "ssm_state_size", "encoder_layers", "local_window"):
+                    "cross_attention_layers_extra", "ssm_state_size", "encoder_layers", "local_window",
+                    "chunk_count", "linear_num_heads", "decoder_block_count", "mamba_expand"):
             with self.assertRaisesRegex(GQAError, key):
                 shape(**self.base, **{key: 3})
 
