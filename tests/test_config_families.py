@@ -385,6 +385,9 @@ class Readme(unittest.TestCase):
                   if line.startswith("| ") and not line.startswith("| family")}
         for rule in RULES:
             self.assertIn(rule, listed, rule)
+        rule_table = section.split("| rule |")[1].split("\n\n")[0]
+        for family in FAMILIES.values():
+            self.assertIn(family.name.split(" (")[0].split(",")[0], rule_table, family.name)
 
 
 class Json(unittest.TestCase):
