@@ -43,44 +43,46 @@ def rules(s):
 
 
 # Bytes per token (bf16) of every family's example, worked by hand from its config:
-# layers x 2 (K and V) x g x head_dim x 2 bytes, for the layers that cache.
+# layers x 2 (K and V) x g x head_dim x 2 bytes, for the layers that cache.  Each
+# example is the published config.json of the Hugging Face Hub repository named
+# beside it, trimmed to the fields that matter and a few harmless ones.
 PER_TOKEN = {
-    "llama-2-7b.json": 32 * 2 * 32 * 128 * 2,
-    "llama-2-70b.json": 80 * 2 * 8 * 128 * 2,
-    "mistral-7b-v0.1.json": 32 * 2 * 8 * 128 * 2,
-    "qwen2-7b.json": 28 * 2 * 4 * 128 * 2,
-    "qwen3-8b.json": 36 * 2 * 8 * 128 * 2,
-    "qwen3-30b-a3b.json": 48 * 2 * 4 * 128 * 2,
-    "mixtral-8x7b.json": 32 * 2 * 8 * (4096 // 32) * 2,
-    "phi-3-mini-4k.json": 32 * 2 * 32 * (3072 // 32) * 2,
-    "starcoder2-15b.json": 40 * 2 * 4 * (6144 // 48) * 2,
-    "gemma-2b.json": 18 * 2 * 1 * 256 * 2,
-    "gemma-2-9b.json": 42 * 2 * 8 * 256 * 2,
-    "gemma-3-12b.json": 48 * 2 * 8 * 256 * 2,
-    "gemma-3n-e4b.json": (16 + 4) * 2 * 2 * 256 * 2,               # 15 of 35 layers share
-    "gemma-4-31b.json": 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2,
-    "falcon-40b.json": 60 * 2 * 8 * 64 * 2,
-    "falcon-7b.json": 32 * 2 * 1 * 64 * 2,
-    "starcoder.json": 40 * 2 * 1 * 128 * 2,
-    "mpt-7b.json": 32 * 2 * 32 * 128 * 2,
-    "dbrx-base.json": 40 * 2 * 8 * 128 * 2,
-    "gpt-oss-20b.json": 24 * 2 * 8 * 64 * 2,
-    "llama-4-scout.json": 48 * 2 * 8 * 128 * 2,
-    "deepseek-v3.json": 61 * (512 + 64) * 2,
-    "kimi-linear-48b-a3b.json": 7 * (512 + 64) * 2,                # 7 MLA layers of 27
-    "jamba-v0.1.json": 4 * 2 * 8 * 128 * 2,                         # 4 attention layers of 32
-    "qwen3-next-80b-a3b.json": 12 * 2 * 2 * 256 * 2,                # 12 full layers of 48
-    "minimax-m1-80k.json": 10 * 2 * 8 * 128 * 2,                    # 10 softmax layers of 80
-    "nemotron-nano-9b-v2.json": 4 * 2 * 8 * 128 * 2,                # 4 '*' in its pattern of 56
-    "falcon-h1-7b.json": 44 * 2 * 2 * 128 * 2,                      # attention in every layer
-    "lfm2-1.2b.json": 6 * 2 * 8 * (2048 // 32) * 2,                 # 6 attention layers of 16
-    "recurrentgemma-2b.json": 8 * 2 * 1 * 256 * 2,                  # 8 attention layers of 26
-    "mamba-130m.json": 0,
-    "mamba-codestral-7b.json": 0,
-    "llama-3.2-11b-vision.json": 32 * 2 * 8 * 128 * 2,              # 32 self-attention layers of 40
-    "t5-11b.json": 24 * 2 * 128 * 128 * 2,                          # the decoder's self-attention
-    "whisper-large-v3.json": 32 * 2 * 20 * (1280 // 20) * 2,        # the decoder's self-attention
-    "llava-1.5-7b.json": 32 * 2 * 32 * 128 * 2,                     # LlamaConfig's defaults
+    "llama-2-7b.json": 32 * 2 * 32 * 128 * 2,                       # meta-llama/Llama-2-7b-hf
+    "llama-2-70b.json": 80 * 2 * 8 * 128 * 2,                       # meta-llama/Llama-2-70b-hf
+    "mistral-7b-v0.1.json": 32 * 2 * 8 * 128 * 2,                   # mistralai/Mistral-7B-v0.1
+    "qwen2-7b.json": 28 * 2 * 4 * 128 * 2,                          # Qwen/Qwen2-7B
+    "qwen3-8b.json": 36 * 2 * 8 * 128 * 2,                          # Qwen/Qwen3-8B
+    "qwen3-30b-a3b.json": 48 * 2 * 4 * 128 * 2,                     # Qwen/Qwen3-30B-A3B
+    "mixtral-8x7b.json": 32 * 2 * 8 * (4096 // 32) * 2,             # mistralai/Mixtral-8x7B-v0.1
+    "phi-3-mini-4k.json": 32 * 2 * 32 * (3072 // 32) * 2,           # microsoft/Phi-3-mini-4k-instruct
+    "starcoder2-15b.json": 40 * 2 * 4 * (6144 // 48) * 2,           # bigcode/starcoder2-15b
+    "gemma-2b.json": 18 * 2 * 1 * 256 * 2,                          # google/gemma-2b
+    "gemma-2-9b.json": 42 * 2 * 8 * 256 * 2,                        # google/gemma-2-9b
+    "gemma-3-12b.json": 48 * 2 * 8 * 256 * 2,                       # google/gemma-3-12b-it
+    "gemma-3n-e4b.json": (16 + 4) * 2 * 2 * 256 * 2,                # google/gemma-3n-E4B; 15 of 35 share
+    "gemma-4-31b.json": 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2,   # google/gemma-4-31B-it
+    "falcon-40b.json": 60 * 2 * 8 * 64 * 2,                         # tiiuae/falcon-40b
+    "falcon-7b.json": 32 * 2 * 1 * 64 * 2,                          # tiiuae/falcon-7b
+    "starcoder.json": 40 * 2 * 1 * 128 * 2,                         # bigcode/starcoder
+    "mpt-7b.json": 32 * 2 * 32 * 128 * 2,                           # mosaicml/mpt-7b
+    "dbrx-base.json": 40 * 2 * 8 * 128 * 2,                         # databricks/dbrx-base
+    "gpt-oss-20b.json": 24 * 2 * 8 * 64 * 2,                        # openai/gpt-oss-20b
+    "llama-4-scout.json": 48 * 2 * 8 * 128 * 2,                     # meta-llama/Llama-4-Scout-17B-16E-Instruct
+    "deepseek-v3.json": 61 * (512 + 64) * 2,                        # deepseek-ai/DeepSeek-V3
+    "kimi-linear-48b-a3b.json": 7 * (512 + 64) * 2,                 # moonshotai/Kimi-Linear-48B-A3B-Instruct
+    "jamba-v0.1.json": 4 * 2 * 8 * 128 * 2,                         # ai21labs/Jamba-v0.1; 4 of 32 layers
+    "qwen3-next-80b-a3b.json": 12 * 2 * 2 * 256 * 2,                # Qwen/Qwen3-Next-80B-A3B-Instruct; 12 of 48
+    "minimax-m1-80k.json": 10 * 2 * 8 * 128 * 2,                    # MiniMaxAI/MiniMax-M1-80k; 10 of 80
+    "nemotron-nano-9b-v2.json": 4 * 2 * 8 * 128 * 2,                # nvidia/NVIDIA-Nemotron-Nano-9B-v2; 4 '*'
+    "falcon-h1-7b.json": 44 * 2 * 2 * 128 * 2,                      # tiiuae/Falcon-H1-7B-Instruct; every layer
+    "lfm2-1.2b.json": 6 * 2 * 8 * (2048 // 32) * 2,                 # LiquidAI/LFM2-1.2B; 6 of 16 layers
+    "recurrentgemma-2b.json": 8 * 2 * 1 * 256 * 2,                  # google/recurrentgemma-2b; 8 of 26
+    "mamba-130m.json": 0,                                           # state-spaces/mamba-130m-hf
+    "mamba-codestral-7b.json": 0,                                   # mistralai/Mamba-Codestral-7B-v0.1
+    "llama-3.2-11b-vision.json": 32 * 2 * 8 * 128 * 2,              # meta-llama/Llama-3.2-11B-Vision-Instruct
+    "t5-11b.json": 24 * 2 * 128 * 128 * 2,                          # t5-11b; the decoder's self-attention
+    "whisper-large-v3.json": 32 * 2 * 20 * (1280 // 20) * 2,        # openai/whisper-large-v3; the same
+    "llava-1.5-7b.json": 32 * 2 * 32 * 128 * 2,                     # llava-hf/llava-1.5-7b-hf; LlamaConfig defaults
 }
 
 
