@@ -172,12 +172,31 @@ class Canvas:
         self.items.append(element)
 
     def text(self, x: float, y: float, text: str, *, size: float = 12, anchor: str = "start",
-             weight: str = "", colour: str = INK, class_: str = "") -> None:
-        """Add text whose baseline starts (anchor start), centres or ends at x, y."""
+             weight: str = "", colour: str = INK, class_: str = "", halo: bool = False) -> None:
+        """Add text whose baseline starts (anchor start), centres or ends at x, y.
+
+        halo=True outlines the letters in the background colour, so that text
+        drawn over lines stays readable.
+        """
         attrs = _attrs(class_=class_, x=num(x), y=num(y), font_size=num(size) if size != 12 else "",
                        text_anchor=anchor if anchor != "start" else "", font_weight=weight,
                        fill=colour if colour != INK else "")
+        if halo:
+            attrs += f' stroke="{BACKGROUND}" stroke-width="3" paint-order="stroke"'
         self.add(f"<text{attrs}>{escape(text)}</text>")
+
+    def lines_of_text(self, x: float, y: float, text: str, width: float, *, size: float = 11,
+                      colour: str = MUTED) -> float:
+        """Add text broken into lines at most `width` wide (estimated); return the last baseline."""
+        line = ""
+        for word in text.split():
+            if line and text_width(f"{line} {word}", size) > width:
+                self.text(x, y, line, size=size, colour=colour)
+                line, y = word, y + size * 1.35
+            else:
+                line = f"{line} {word}" if line else word
+        self.text(x, y, line, size=size, colour=colour)
+        return y
 
     def line(self, x1: float, y1: float, x2: float, y2: float, colour: str = INK,
              width: float = 1, dash: str = "", class_: str = "", title: str = "") -> None:
@@ -336,11 +355,33 @@ class Axes(Canvas):
                          f'{num(lo)}H{num(px + w)}M{num(px - w)} {num(hi)}H{num(px + w)}" '
                          f'stroke="{INK}" stroke-width="1.5" fill="none"/>')
 
+    def hbars(self, ys: Sequence[float], values: Sequence[float], fill: str, *,
+              height: float = 0.6, titles: Sequence[str] = (),
+              lows: Sequence[float] = (), highs: Sequence[float] = ()) -> None:
+        """Add horizontal bars from 0 (or the axis' foot) to each value; whiskers from lows to highs."""
+        base = self.x(max(self.xaxis.lo, 0.0))
+        half = height / 2 * self.height / (self.yaxis.hi - self.yaxis.lo)
+        for i, (b, v) in enumerate(zip(ys, values)):
+            px, py = self.x(v), self.y(b)
+            self.rect(min(px, base), py - half, abs(px - base), 2 * half, fill, stroke=INK,
+                      class_="bar", title=titles[i] if titles else "")
+            if lows:
+                lo, hi, w = self.x(lows[i]), self.x(highs[i]), min(half / 2, 7)
+                self.add(f'<path class="whisker" d="M{num(lo)} {num(py)}H{num(hi)}M{num(lo)} '
+                         f'{num(py - w)}V{num(py + w)}M{num(hi)} {num(py - w)}V{num(py + w)}" '
+                         f'stroke="{INK}" stroke-width="1.5" fill="none"/>')
+
+    def vline(self, value: float, label: str, colour: str = MUTED, dash: str = "2 3") -> None:
+        """Add a vertical reference line, its label at its foot, right of it."""
+        px = self.x(value)
+        self.line(px, self.top, px, self.top + self.height, colour, 1.2, dash, class_="reference")
+        self.text(px + 4, self.top + self.height - 6, label, colour=colour, size=11, halo=True)
+
     def hline(self, value: float, label: str, colour: str = INK, dash: str = "5 3") -> None:
-        """Add a horizontal reference line across the plot, its label above its left end."""
+        """Add a horizontal reference line across the plot, its label below its left end."""
         py = self.y(value)
         self.line(self.left, py, self.left + self.width, py, colour, 1.2, dash, class_="reference")
-        self.text(self.left + 4, py - 5, label, colour=colour, size=11)
+        self.text(self.left + 4, py + 14, label, colour=colour, size=11, halo=True)
 
     def end_labels(self, entries: Sequence[Tuple[float, str, Style]], gap: float = 15) -> None:
         """Label lines right of their ends: (last y value, text, style), pushed apart to stay readable."""
@@ -497,4 +538,116 @@ def decoding_figure(positions: Sequence[int], series: Sequence[Tuple[str, Sequen
                 titles=[f"{label}, t = {t:,}: {v:,} elements" for t, v in zip(positions, values)])
         ends.append((values[-1] * bytes_per_element, label, st))
     ax.end_labels(ends)
+    return fig.svg()
+
+
+# ---------------------------------------------------------------------------
+# The uptraining lab's figures (the report's section 8), from plain data.
+# ---------------------------------------------------------------------------
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def uptraining_figure(task: str, budgets: Sequence[int],
+                      accuracy: Mapping[Tuple[int, str], Sequence[Sequence[float]]],
+                      pretrained: Sequence[float], *,
+                      conversions: Sequence[str] = ("mean", "first", "random"),
+                      mark: Optional[Tuple[int, str]] = None) -> str:
+    """Held-out accuracy against uptraining steps: one panel per g, one line per conversion.
+
+    task: the task's name, for the title ("name the tokens before").
+    budgets: the steps after which accuracy was measured, from 0 (right
+        after the conversion), e.g. (0, 3, 6, 12).
+    accuracy: {(g, conversion): [[seed 0, seed 1, ...] after budgets[0],
+        [...] after budgets[1], ...]}, one accuracy per seed, for every g
+        and every conversion named in `conversions`.
+    pretrained: the pre-trained MHA model's accuracy, one per seed.
+    mark: (steps, label) draws a dotted vertical line there, e.g.
+        (3, "5 % of pre-training").
+
+    Each line is the mean over the seeds, its band the lowest to the
+    highest seed; the pre-trained model's mean is a dashed reference line.
+    """
+    gs = sorted({g for g, _ in accuracy})
+    seeds = len(pretrained)
+    for key, rows in accuracy.items():
+        if len(rows) != len(budgets) or any(len(r) != seeds for r in rows):
+            raise ValueError(f"uptraining_figure: accuracy[{key!r}] must hold {len(budgets)} lists of "
+                             f"{seeds} accuracies (one per budget, one per seed)")
+    reference = _mean(pretrained)
+    panel_w, gap, left0, top = 230.0, 56.0, 62.0, 80.0
+    width = left0 + len(gs) * panel_w + (len(gs) - 1) * gap + 24
+    height = 420.0
+    desc = (f"Held-out accuracy on the task {task!r} against uptraining steps after converting a "
+            f"pre-trained MHA model (accuracy {reference:.3f}, the mean of {seeds} seeds) to g key/value "
+            f"heads. " + " ".join(
+                f"At g = {g}: " + "; ".join(
+                    f"{c} " + ", ".join(f"{_mean(row):.3f}" for row in accuracy[(g, c)])
+                    for c in conversions) + "." for g in gs)
+            + f" Steps: {', '.join(map(str, budgets))}; each value the mean over the seeds, the band "
+            f"the lowest to the highest seed.")
+    fig = Figure(width, height, f"Uptraining after the conversion: {task}", desc)
+    x, y = nice_ticks(0, max(budgets), cover=False, most=4), nice_ticks(0, 1)
+    for p, g in enumerate(gs):
+        ax = fig.axes(left0 + p * (panel_w + gap), top, panel_w, 240, x=x, y=y, title=f"g = {g}",
+                      ylabel="held-out accuracy" if p == 0 else "", xlabel="uptraining steps")
+        if mark is not None:
+            ax.vline(mark[0], mark[1])
+        ax.hline(reference, f"pre-trained MHA {reference:.3f}", dash="6 3")
+        for k, c in enumerate(conversions):
+            rows = accuracy[(g, c)]
+            ax.band(budgets, [min(r) for r in rows], [max(r) for r in rows], style(k))
+        for k, c in enumerate(conversions):
+            rows = accuracy[(g, c)]
+            ax.plot(budgets, [_mean(r) for r in rows], style(k),
+                    titles=[f"g = {g}, {c}, {b} steps: mean {_mean(r):.3f} over {seeds} seeds "
+                            f"({min(r):.3f} to {max(r):.3f})" for b, r in zip(budgets, rows)])
+    fig.text(left0 - 50, height - 38, "conversion:", colour=MUTED)
+    fig.legend(left0 + 32, height - 38, [(c, style(k)) for k, c in enumerate(conversions)])
+    fig.text(left0 - 50, height - 16, f"line: the mean of {seeds} seeds; band: lowest to highest seed",
+             colour=MUTED)
+    return fig.svg()
+
+
+def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Sequence[float]]], *, note: str) -> str:
+    """At one cache size, held-out accuracy of each model: a bar per model, one panel per task.
+
+    accuracy: {task: {model: [accuracy of each seed]}}, the models in the
+        order to draw them (top down), the same models for every task.
+    note: what is equal, e.g. "6 cached values per token; trained from
+        scratch for 60 steps".
+
+    Each bar is the mean over the seeds, its whisker the lowest to the
+    highest seed; the mean is written beside the whisker.
+    """
+    tasks = list(accuracy)
+    models = list(accuracy[tasks[0]]) if tasks else []
+    if not models or any(list(accuracy[t]) != models for t in tasks):
+        raise ValueError("equal_cache_figure: every task needs the same models, in one order")
+    left = max(text_width(m, 12) for m in models) + 22
+    panel_w, bar_h = 300.0, 30.0
+    panel_h = bar_h * len(models)
+    step = panel_h + 86
+    width, height = left + panel_w + 64, 52 + len(tasks) * step + 34
+    desc = ("Held-out accuracy at one cache size (" + note + "), the mean over the seeds with the "
+            "lowest and highest seed: " + " ".join(
+                f"{t}: " + "; ".join(f"{m} {_mean(v):.3f} ({min(v):.3f} to {max(v):.3f})"
+                                     for m, v in accuracy[t].items()) + "." for t in tasks))
+    fig = Figure(width, height, "Same cache, three ways: which model uses it best", desc)
+    y = Ticks(-0.5, len(models) - 0.5, tuple((float(len(models) - 1 - i), m) for i, m in enumerate(models)))
+    positions = [float(len(models) - 1 - i) for i in range(len(models))]
+    for p, t in enumerate(tasks):
+        ax = fig.axes(left, 82 + p * step, panel_w, panel_h, x=nice_ticks(0, 1, most=5), y=y,
+                      title=f"task: {t}", xlabel="held-out accuracy" if p == len(tasks) - 1 else "",
+                      grid=False)
+        values = [accuracy[t][m] for m in models]
+        ax.hbars(positions, [_mean(v) for v in values], PALETTE[5],
+                 titles=[f"{t}, {m}: mean {_mean(v):.3f} ({min(v):.3f} to {max(v):.3f}, "
+                         f"{len(v)} seeds)" for m, v in zip(models, values)],
+                 lows=[min(v) for v in values], highs=[max(v) for v in values])
+        for pos, v in zip(positions, values):
+            ax.text(ax.x(max(v)) + 6, ax.y(pos) + 4, f"{_mean(v):.3f}", size=11)
+    fig.lines_of_text(12, height - 30, note + "; bar: the mean over the seeds, whisker: lowest to "
+                      "highest.", width - 24)
     return fig.svg()

@@ -97,6 +97,10 @@ class Axis:
         (p0, v0), (p1, v1) = self.ticks[0], self.ticks[-1]
         self.per_pixel = (v1 - v0) / (p1 - p0)
         self.p0, self.v0 = p0, v0
+        # values grow rightwards and upwards, evenly
+        assert self.per_pixel > 0 if which == "xtick" else self.per_pixel < 0, (which, self.ticks)
+        for p, v in self.ticks:
+            assert abs(self.value(p) - v) <= abs(self.per_pixel) * 0.02, (which, self.ticks)
 
     def value(self, pixel):
         return self.v0 + (pixel - self.p0) * self.per_pixel
@@ -432,6 +436,87 @@ class FromAStudentsModule(unittest.TestCase):
         row = table(part.body, "method", "g", "q0")[1][1]      # g = 4
         self.assertEqual(row[2:], ["0", "1", "2", "3", "0", "1", "2", "3"])
         self.assertEqual([f for f, _ in part.figures], ["grouping.svg"])
+
+
+# ---------------------------------------------------------------------------
+# The uptraining figures (section 8), on made-up data.
+# ---------------------------------------------------------------------------
+
+CONVERSIONS = ("mean", "first", "random")
+
+
+def made_up_training(seed, seeds=5, budgets=(0, 3, 6, 12), gs=(1, 2)):
+    rng = random.Random(f"made up:{seed}")
+    accuracy = {(g, c): [[rng.uniform(0.1, 0.95) for _ in range(seeds)] for _ in budgets]
+                for g in gs for c in CONVERSIONS}
+    return budgets, accuracy, [rng.uniform(0.9, 1.0) for _ in range(seeds)]
+
+
+class TrainingFigures(SvgChecks):
+
+    def test_lines_are_the_means_and_bands_the_spread_of_the_seeds(self):
+        for seed in range(3):
+            budgets, accuracy, pretrained = made_up_training(seed, budgets=((0, 3, 6, 12), (0, 15, 30, 60))[seed % 2])
+            svg = gqa_figures.uptraining_figure("name the tokens before", budgets, accuracy, pretrained,
+                                                mark=(budgets[1], "5 % of pre-training"))
+            root = self.check_svg(svg, f"uptraining {seed}")
+            panels = all_axes(root)
+            self.assertEqual(len(panels), 2)
+            for g, axes in zip((1, 2), panels):
+                self.assertIn(f"g = {g}", [t.text for t in axes.iter(f"{SVG}text")])
+                x, y = Axis(axes, "xtick"), Axis(axes, "ytick")
+                lines = [el for el in axes.iter(f"{SVG}polyline") if "line" in classes(el)]
+                bands = [el for el in axes.iter(f"{SVG}polygon") if "band" in classes(el)]
+                self.assertEqual((len(lines), len(bands)), (3, 3))
+                for c, line, band in zip(CONVERSIONS, lines, bands):
+                    rows = accuracy[(g, c)]
+                    drawn = polyline(line)
+                    outline = polyline(band)                  # highs left to right, then lows back
+                    n = len(budgets)
+                    for i, (b, seeds) in enumerate(zip(budgets, rows)):
+                        mean = sum(seeds) / len(seeds)
+                        self.assertNear(x.value(drawn[i][0]), b, abs(x.per_pixel) * 0.01)
+                        self.assertNear(y.value(drawn[i][1]), mean, abs(y.per_pixel) * 0.01, (g, c, b))
+                        self.assertNear(y.value(outline[i][1]), max(seeds), abs(y.per_pixel) * 0.01)
+                        self.assertNear(y.value(outline[2 * n - 1 - i][1]), min(seeds), abs(y.per_pixel) * 0.01)
+                refs = [el for el in axes.iter(f"{SVG}line") if "reference" in classes(el)]
+                heights = sorted({round(y.value(float(el.get("y1"))), 4) for el in refs if el.get("y1") == el.get("y2")})
+                self.assertEqual(heights, [round(sum(pretrained) / len(pretrained), 4)])
+
+    def test_ragged_data_is_refused(self):
+        budgets, accuracy, pretrained = made_up_training(0)
+        accuracy[(1, "mean")][2] = accuracy[(1, "mean")][2][:-1]
+        with self.assertRaises(ValueError):
+            gqa_figures.uptraining_figure("t", budgets, accuracy, pretrained)
+
+    def test_equal_cache_bars_are_means_with_their_spread(self):
+        rng = random.Random("made up:bars")
+        models = ("h heads, 1 K/V head (MQA)", "1 head (MHA, h = 1)", "h heads of dim d / h (MHA)")
+        data = {task: {m: [rng.uniform(0.3, 1.0) for _ in range(5)] for m in models}
+                for task in ("name the tokens before", "recall")}
+        root = self.check_svg(gqa_figures.equal_cache_figure(data, note="6 values per token"), "equal cache")
+        panels = all_axes(root)
+        self.assertEqual(len(panels), 2)
+        for task, axes in zip(data, panels):
+            x = Axis(axes, "xtick")
+            marks = [float(el.get("y1")) for el in axes.iter(f"{SVG}line") if "ytick" in classes(el)]
+            names = [t.text for t in axes.iter(f"{SVG}text") if "ytick" in classes(t)]
+            at = dict(zip(names, marks))
+            self.assertEqual(sorted(at, key=at.get), list(models))          # top down, in order
+            bars = [el for el in axes.iter(f"{SVG}rect") if "bar" in classes(el)]
+            whiskers = [el for el in axes.iter(f"{SVG}path") if "whisker" in classes(el)]
+            self.assertEqual((len(bars), len(whiskers)), (3, 3))
+            for m, bar, whisker in zip(models, bars, whiskers):
+                seeds = data[task][m]
+                self.assertNear(x.value(float(bar.get("x"))), 0, 1e-9)
+                end = float(bar.get("x")) + float(bar.get("width"))
+                self.assertNear(x.value(end), sum(seeds) / 5, abs(x.per_pixel) * 0.01, (task, m))
+                self.assertNear(float(bar.get("y")) + float(bar.get("height")) / 2, at[m], 0.02)
+                xs = [p[0] for p in path_points(whisker.get("d"))]
+                self.assertNear(x.value(min(xs)), min(seeds), abs(x.per_pixel) * 0.01)
+                self.assertNear(x.value(max(xs)), max(seeds), abs(x.per_pixel) * 0.01)
+        with self.assertRaises(ValueError):
+            gqa_figures.equal_cache_figure({"a": {"x": [1.0]}, "b": {"y": [1.0]}}, note="")
 
 
 # ---------------------------------------------------------------------------
