@@ -8,6 +8,7 @@ compared with the numbers of the Markdown table beside the figure.
 from __future__ import annotations
 
 import contextlib
+import doctest
 import io
 import math
 import os
@@ -30,6 +31,12 @@ SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, ru
                           run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
 NOTHING_MEASURED = gqa_report.Measured(*[gqa_report.Missing("not measured in this test")] * 6)
 UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
+
+
+def load_tests(loader, tests, ignore):
+    """These tests, and the examples of gqa_figures' docstrings."""
+    tests.addTests(doctest.DocTestSuite(gqa_figures))
+    return tests
 
 
 # ---------------------------------------------------------------------------
