@@ -61,8 +61,11 @@ class Style(NamedTuple):
 
 
 def style(i: int) -> Style:
-    """Return series i's style; seven series are distinct by colour, dash and marker."""
-    return Style(PALETTE[i % len(PALETTE)], DASHES[i % len(DASHES)], MARKERS[i % len(MARKERS)])
+    """Return series i's style: seven are distinct by colour, dash and marker, and past
+    seven each colour comes back with another dash and marker."""
+    turn = i // len(PALETTE)
+    return Style(PALETTE[i % len(PALETTE)], DASHES[(i + turn) % len(DASHES)],
+                 MARKERS[(i + 2 * turn) % len(MARKERS)])
 
 
 def num(x: float) -> str:
@@ -499,7 +502,8 @@ def g_changes_figure(h: int, gs: Sequence[int], names: Mapping[int, str], cache:
 
 
 def _byte_unit(top: float) -> Tuple[str, float]:
-    for unit, size in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+    for unit, size in (("EiB", 2 ** 60), ("PiB", 2 ** 50), ("TiB", 2 ** 40), ("GiB", 2 ** 30),
+                       ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if top >= size:
             return unit, float(size)
     return "B", 1.0
@@ -527,8 +531,10 @@ def decoding_figure(positions: Sequence[int], series: Sequence[Tuple[str, Sequen
                      f"{label}: " + ", ".join(f"{_bytes_text(v * bytes_per_element)} at t = {t:,}"
                                               for t, v in zip(positions, values))
                      for label, values in series) + ".")
-    ax = fig.axes(70, 74, width - 70 - right_margin, height - 74 - 62,
-                  x=nice_ticks(0, max(positions), cover=False), y=nice_ticks(0, top, scale=size),
+    y = nice_ticks(0, top, scale=size)
+    left = max(70.0, max(text_width(label, 12) for _, label in y.ticks) + 14)
+    ax = fig.axes(left, 74, width - left - right_margin, height - 74 - 62,
+                  x=nice_ticks(0, max(positions), cover=False), y=y,
                   ylabel=f"{unit} read per new token (16-bit K and V)",
                   xlabel="position t of the new token")
     ends = []

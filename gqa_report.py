@@ -11,8 +11,12 @@ seeded random numbers (gqa_tools' one scheme), a fixed order, fixed
 precision, no timings, no dates, no machine names.
 
 measure() runs the lab on a small configuration; each section_*() function
-writes one section from the closed forms and those measurements;
-build_report() puts the sections together.
+writes one section from the closed forms and those measurements, and returns
+its Markdown, or its Markdown and its figures (SVG text drawn by
+gqa_figures from the numbers of the table beside each); build_parts() and
+assemble() put the sections together.  The figures are written into a folder
+beside the report, report-figures/ beside report.md, and --check compares
+them too.
 """
 
 from __future__ import annotations
@@ -636,11 +640,13 @@ def section_decoding(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
         markdown_table(["method", "g"] + [f"t = {t:,}" for t in points],
                        [(ids.name[g], g) + tuple(f"{v:,}" for v in reads[g]) for g in ids.gs]),
         "",
+        "The same, drawn in bytes at 16 bits (2 bytes an element):\n",
         figure_link("decoding.svg",
-                    f"Cache bytes read to generate the token at position t, at 16 bits, one line per "
-                    f"g: straight lines from zero whose slopes are in proportion to g, "
-                    f"{human_bytes(2 * reads[ids.gs[-1]][-1])} for MHA at t = {points[-1]:,} and "
-                    f"{human_bytes(2 * reads[ids.gs[0]][-1])} for g = {ids.gs[0]}"),
+                    f"Cache bytes read to generate the token at position t, one line per g: straight "
+                    f"lines through zero whose slopes are in proportion to g, "
+                    f"{human_bytes(2 * reads[ids.gs[-1]][-1])} for {ids.label[ids.gs[-1]]} at t = "
+                    f"{points[-1]:,} and {human_bytes(2 * reads[ids.gs[0]][-1])} for "
+                    f"{ids.label[ids.gs[0]]}"),
         "",
         f"Elements read (cache and weights) per multiplication over the whole "
         f"{cfg.context:,}-token decode. On hardware that does far more multiplications per "

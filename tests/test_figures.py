@@ -289,6 +289,8 @@ class Pieces(unittest.TestCase):
         for field in range(3):
             self.assertEqual(len({s[field] for s in styles}), 7)
         self.assertNotIn("#F0E442", [s.colour for s in styles])         # Okabe-Ito's yellow: not on white
+        styles = [gqa_figures.style(i) for i in range(21)]
+        self.assertEqual(len(set(styles)), 21)                           # past seven, still no two alike
 
     def test_end_labels_keep_apart_and_stay_in_the_figure(self):
         placed = gqa_figures._spread_out([100, 101, 102, 300, 301], 15, 50, 310)
