@@ -25,6 +25,7 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
@@ -32,8 +33,7 @@ import gqa_figures
 import gqa_train
 from gqa_tools import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
                        block_rows, fmt, human_bytes, int_options, load_module, markdown_table,
-                       multiplies_markdown, project, rng_for, seed_for, write_atomically,
-                       write_target)
+                       multiplies_markdown, project, rng_for, seed_for, write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
@@ -510,7 +510,10 @@ def section_block(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     block = {g: lab.block_multiplies(n, llama.heads, g, llama.head_dim, llama.d_model, llama.d_ff,
                                      mlp_matrices=llama.mlp_matrices) for g in (llama.heads, 8, 1)}
     mha = block[llama.heads]
-    drawn, figures = what_g_changes(cfg, lab)
+    try:
+        drawn, figures = what_g_changes(cfg, lab)
+    except Exception as err:                # a student's module can fail in any way
+        drawn, figures = f"*Figure not drawn: {reason(err)}.*\n", ()
     return "\n".join([
         f"A transformer block is the attention layer and an MLP. Counted with "
         f"`block_multiplies` for two real models' shapes (from their config.json), over a "
@@ -933,29 +936,57 @@ def check(path: str, text: str, command: str, figures: Sequence[Tuple[str, str]]
     return 0
 
 
+def _staged(target: str, text: str) -> str:
+    """Write text to a temporary file beside target, with the mode target has (or a new file's); return it."""
+    if os.path.exists(target):
+        mode = os.stat(target).st_mode & 0o7777
+    else:
+        mask = os.umask(0)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
 def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> str:
     """Write the figures into the folder beside path, then the report; return the report's file.
 
-    Each file is written atomically; .svg files of the folder that the
-    report no longer draws are removed.  When a write fails, a folder this
-    call made is removed again, and the report is not written.
+    All or nothing, as far as the file system allows: every file is written
+    to a temporary file first, and only when all are written are they moved
+    into place (os.replace), the report last.  A failure leaves the old
+    files, and no folder this call made.  .svg files of the folder that the
+    report no longer draws are removed.  A symlink is written through, as
+    gqa_tools.write_atomically does.
     """
-    write_target(path)
+    target = write_target(path)
     folder = figures_folder(path)
     made = bool(figures) and not os.path.lexists(folder)
+    if figures and not made and not os.path.isdir(folder):
+        raise WriteRefused(f"{folder} is there and is not a folder; the figures go in it")
     if made:
         os.mkdir(folder)
-    elif figures and not os.path.isdir(folder):
-        raise WriteRefused(f"{folder} is there and is not a folder; the figures go in it")
-    written = []
+    staged: List[Tuple[str, str]] = []
     try:
         for name, svg in figures:
-            written.append(write_atomically(os.path.join(folder, name), svg))
-        target = write_atomically(path, text)
+            final = write_target(os.path.join(folder, name))
+            staged.append((_staged(final, svg), final))
+        staged.append((_staged(target, text), target))
+        for tmp, final in staged:
+            os.replace(tmp, final)
     except BaseException:
-        if made:
-            for file in written:
-                os.unlink(file)
+        for tmp, _ in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        if made:                            # everything in it is this call's
+            for name in os.listdir(folder):
+                os.unlink(os.path.join(folder, name))
             os.rmdir(folder)
         raise
     names = {name for name, _ in figures}

@@ -585,6 +585,23 @@ class Writing(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.folder)), names)
         self.assertEqual(run("--check", "--out", self.path, *ARGS)[0], 0)
 
+    def test_a_failed_write_changes_nothing(self):
+        run("--out", self.path, *ARGS)
+        with open(os.path.join(self.folder, "grouping.svg"), "w", encoding="utf-8") as f:
+            f.write("old figure")
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write("old report")
+        with mock.patch("gqa_report.os.replace", side_effect=OSError(28, "No space left on device")):
+            status, _, err = run("--out", self.path, *ARGS)
+        self.assertEqual(status, 2)
+        self.assertIn("No space left on device; nothing was changed", err)
+        with open(os.path.join(self.folder, "grouping.svg"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), "old figure")
+        with open(self.path, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "old report")
+        leftovers = [n for d in (self.dir.name, self.folder) for n in os.listdir(d) if n.startswith(".")]
+        self.assertEqual(leftovers, [])
+
     def test_a_file_where_the_folder_goes_is_refused(self):
         with open(self.folder, "w", encoding="utf-8") as f:
             f.write("a file\n")
