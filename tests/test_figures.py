@@ -440,6 +440,13 @@ class FromAStudentsModule(unittest.TestCase):
         self.assertEqual(part.figures, ())
         self.assertIn("`kv_head(4, 8, 4)` returned 4, not a key/value head 0 to 3", part.body)
 
+    def test_a_figure_that_fails_leaves_its_section_and_says_why(self):
+        with mock.patch("gqa_figures.g_changes_figure", side_effect=ValueError("num: not finite")):
+            part = gqa_report.build_parts(SMALL, NOTHING_MEASURED)[4]
+        self.assertEqual((part.title[:2], part.figures), ("4.", ()))
+        self.assertIn("**Llama-2-7B**", part.body)
+        self.assertIn("*Figure not drawn: computing it raised ValueError: num: not finite.*", part.body)
+
     def test_a_wrong_but_valid_answer_is_drawn_as_it_is(self):
         part = self.body(lambda i, h, g: i % g)                 # strided: the common mistake
         row = table(part.body, "method", "g", "q0")[1][1]      # g = 4
