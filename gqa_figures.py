@@ -551,6 +551,11 @@ def decoding_figure(positions: Sequence[int], series: Sequence[Tuple[str, Sequen
 # The uptraining lab's figures (the report's section 8), from plain data.
 # ---------------------------------------------------------------------------
 
+def _title_width(title: str) -> float:
+    """The width a figure needs for its title (15 px, bold: a tenth wider than text_width)."""
+    return 1.1 * text_width(title, 15) + 32
+
+
 def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
@@ -583,7 +588,13 @@ def uptraining_figure(task: str, budgets: Sequence[int],
                              f"{seeds} accuracies (one per budget, one per seed)")
     reference = _mean(pretrained)
     panel_w, gap, left0, top = 230.0, 56.0, 62.0, 80.0
-    width = left0 + len(gs) * panel_w + (len(gs) - 1) * gap + 24
+    title = f"Uptraining after the conversion: {task}"
+    spread = (f"line: the mean of {seeds} seeds; band: lowest to highest seed" if seeds > 1
+              else "one seed")
+    legend_w = 90 + sum(26 + 5 + text_width(c, 12) + 18 for c in conversions)
+    panels_w = left0 + len(gs) * panel_w + (len(gs) - 1) * gap + 24
+    width = max(panels_w, _title_width(title), left0 - 50 + max(legend_w, text_width(spread, 12)) + 12)
+    left0 += (width - panels_w) / 2                 # the panels centred under a wider title
     height = 420.0
     desc = (f"Held-out accuracy on the task {task!r} against uptraining steps after converting a "
             f"pre-trained MHA model (accuracy {reference:.3f}, the mean of {seeds} seeds) to g key/value "
@@ -593,7 +604,7 @@ def uptraining_figure(task: str, budgets: Sequence[int],
                     for c in conversions) + "." for g in gs)
             + f" Steps: {', '.join(map(str, budgets))}; each value the mean over the seeds, the band "
             f"the lowest to the highest seed.")
-    fig = Figure(width, height, f"Uptraining after the conversion: {task}", desc)
+    fig = Figure(width, height, title, desc)
     x, y = nice_ticks(0, max(budgets), cover=False, most=4), nice_ticks(0, 1)
     for p, g in enumerate(gs):
         ax = fig.axes(left0 + p * (panel_w + gap), top, panel_w, 240, x=x, y=y, title=f"g = {g}",
@@ -611,8 +622,7 @@ def uptraining_figure(task: str, budgets: Sequence[int],
                             f"({min(r):.3f} to {max(r):.3f})" for b, r in zip(budgets, rows)])
     fig.text(left0 - 50, height - 38, "conversion:", colour=MUTED)
     fig.legend(left0 + 32, height - 38, [(c, style(k)) for k, c in enumerate(conversions)])
-    fig.text(left0 - 50, height - 16, f"line: the mean of {seeds} seeds; band: lowest to highest seed",
-             colour=MUTED)
+    fig.text(left0 - 50, height - 16, spread, colour=MUTED)
     return fig.svg()
 
 
@@ -635,12 +645,13 @@ def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Sequence[float]]], *,
     panel_w, bar_h = 300.0, 30.0
     panel_h = bar_h * len(models)
     step = panel_h + 86
-    width, height = left + panel_w + 64, 52 + len(tasks) * step + 34
+    title = "Same cache, three ways: which model uses it best"
+    width, height = max(left + panel_w + 64, _title_width(title)), 52 + len(tasks) * step + 34
     desc = ("Held-out accuracy at one cache size (" + note + "), the mean over the seeds with the "
             "lowest and highest seed: " + " ".join(
                 f"{t}: " + "; ".join(f"{m} {_mean(v):.3f} ({min(v):.3f} to {max(v):.3f})"
                                      for m, v in accuracy[t].items()) + "." for t in tasks))
-    fig = Figure(width, height, "Same cache, three ways: which model uses it best", desc)
+    fig = Figure(width, height, title, desc)
     y = Ticks(-0.5, len(models) - 0.5, tuple((float(len(models) - 1 - i), m) for i, m in enumerate(models)))
     positions = [float(len(models) - 1 - i) for i in range(len(models))]
     for p, t in enumerate(tasks):

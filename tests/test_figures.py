@@ -499,6 +499,13 @@ class TrainingFigures(SvgChecks):
                 heights = sorted({round(y.value(float(el.get("y1"))), 4) for el in refs if el.get("y1") == el.get("y2")})
                 self.assertEqual(heights, [round(sum(pretrained) / len(pretrained), 4)])
 
+    def test_one_g_and_one_seed_still_fit(self):
+        budgets, accuracy, pretrained = made_up_training(7, seeds=1, gs=(1,))
+        svg = gqa_figures.uptraining_figure("name the tokens 1 and 2 positions back", budgets, accuracy,
+                                            pretrained)
+        self.check_svg(svg, "one g, one seed")
+        self.check_svg(gqa_figures.equal_cache_figure({"t": {"MQA": [0.5]}}, note="n"), "one bar")
+
     def test_ragged_data_is_refused(self):
         budgets, accuracy, pretrained = made_up_training(0)
         accuracy[(1, "mean")][2] = accuracy[(1, "mean")][2][:-1]
