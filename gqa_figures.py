@@ -11,6 +11,14 @@ each a function or a method that returns or adds SVG text.
     nice_ticks(lo, hi)                   ticks at 1, 2 or 5 x 10^k
     style(i)                             colour, dash and marker of series i
 
+The figures, each from plain data (numbers in, SVG text out):
+
+    grouping_figure          which key/value head each query head reads
+    g_changes_figure         the KV cache per g beside the multiplications per g
+    decoding_figure          the cache read for every new token, per g
+    uptraining_figure        accuracy against uptraining steps, over seeds
+    equal_cache_figure       accuracy at one cache size, over seeds
+
     >>> nice_ticks(0, 4096, cover=False).values
     [0.0, 1000.0, 2000.0, 3000.0, 4000.0]
     >>> fig = Figure(200, 120, "A line", "One line through two points.")
@@ -25,18 +33,17 @@ the decimals of their step, and nothing depends on dict order, time or
 machine.  Every element lies inside the view box: text widths are estimated
 (text_width()) on the wide side, and the layouts leave room for them.
 
-Colours are Okabe and Ito's palette (2008), distinct for the common colour
-vision deficiencies; each series has its own dash and marker as well, so
-that the figures also read in greyscale.  The figures of report.md are made
-by the section functions of gqa_report.py; uptraining_figure() and
-equal_cache_figure() draw the uptraining lab's results from plain data.
+The colours stay distinct for colour-blind readers, and each series has its
+own dash and marker as well, so that the figures also read in greyscale.
+gqa_report's sections call the figure functions with the numbers of the
+table they put beside each figure.
 """
 
 from __future__ import annotations
 
 import math
 from html import escape
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 # ---------------------------------------------------------------------------
 # Numbers, text and styles.

@@ -599,6 +599,23 @@ class Writing(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.folder)), names)
         self.assertEqual(run("--check", "--out", self.path, *ARGS)[0], 0)
 
+    def test_a_students_module_draws_its_own_figures(self):
+        student = os.path.join(self.dir.name, "student_gqa.py")
+        with open(gqa.__file__, encoding="utf-8") as f:
+            source = f.read()
+        with open(student, "w", encoding="utf-8") as f:        # the lab, with a strided kv_head
+            f.write(source.replace("    return query_head // group\n", "    return query_head % g\n"))
+        out = os.path.join(self.dir.name, "report.md")
+        status, _, err = run("--module", student, "--out", out, *ARGS)
+        self.assertEqual(status, 0, err)
+        with open(os.path.join(self.dir.name, "report-figures", "grouping.svg"), encoding="utf-8") as f:
+            drawn = f.read()
+        ours = dict(gqa_report.figures_of(gqa_report.build_parts(SMALL, NOTHING_MEASURED)))
+        self.assertNotEqual(drawn, ours["grouping.svg"])
+        with open(out, encoding="utf-8") as f:
+            row = table(section(f.read(), 1), "method", "g", "q0")[1][1]
+        self.assertEqual(row, ["GQA", "4", "0", "1", "2", "3", "0", "1", "2", "3"])     # i % g, as drawn
+
     def test_a_failed_write_changes_nothing(self):
         run("--out", self.path, *ARGS)
         with open(os.path.join(self.folder, "grouping.svg"), "w", encoding="utf-8") as f:
