@@ -42,6 +42,7 @@ table they put beside each figure.
 from __future__ import annotations
 
 import math
+import xml.etree.ElementTree as ET
 from html import escape
 from typing import List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
@@ -675,3 +676,45 @@ def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Sequence[float]]], *,
     fig.lines_of_text(12, height - 30, note + "; bar: the mean over the seeds, whisker: lowest to "
                       "highest.", width - 24)
     return fig.svg()
+
+
+# ---------------------------------------------------------------------------
+# What a figure may contain: checked where figures come from another process.
+# ---------------------------------------------------------------------------
+
+_ELEMENTS = {"svg", "title", "desc", "g", "rect", "text", "line", "polyline", "polygon", "path"}
+_ATTRIBUTES = {"viewBox", "width", "height", "font-family", "font-size", "font-weight", "role",
+               "class", "x", "y", "x1", "y1", "x2", "y2", "rx", "points", "d", "fill", "fill-opacity",
+               "stroke", "stroke-width", "stroke-dasharray", "stroke-linejoin", "paint-order",
+               "text-anchor"}
+
+
+def not_a_figure(svg: str) -> Optional[str]:
+    """Why svg is not a figure this module could have drawn (a script, a link, ...), or None.
+
+    Only the elements and attributes these figures use are allowed: SVG
+    text that comes back from a student's process is written to disk only
+    when it passes.
+
+    >>> not_a_figure(Figure(100, 50, "t", "d").svg()) is None
+    True
+    >>> not_a_figure('<svg xmlns="http://www.w3.org/2000/svg"><script>x</script></svg>')
+    'it has a <script> element'
+    """
+    if "<!" in svg or "<?" in svg:
+        return "it has a declaration, a comment or an entity"
+    try:
+        root = ET.fromstring(svg)
+    except ET.ParseError as err:
+        return f"it is not well-formed XML ({err})"
+    ns = "{http://www.w3.org/2000/svg}"
+    if root.tag != f"{ns}svg":
+        return "its root is not an SVG element"
+    for el in root.iter():
+        name = el.tag[len(ns):] if el.tag.startswith(ns) else el.tag
+        if name not in _ELEMENTS:
+            return f"it has a <{name}> element"
+        for attr in el.attrib:
+            if attr not in _ATTRIBUTES:
+                return f"its <{name}> has a {attr} attribute"
+    return None

@@ -846,13 +846,21 @@ def assemble(parts: Sequence[Part], folder: str = "report-figures") -> str:
 
 
 def figures_of(parts: Sequence[Part]) -> List[Tuple[str, str]]:
-    """Every Part's figures, in order; two with one name are a bug of the sections."""
+    """Every Part's figures, in order, each checked: a plain file name, and SVG that draws only.
+
+    ValueError when a name could leave the folder, two figures share one,
+    or an SVG holds what the figures never do (a script, a link): Parts may
+    come back from another process.
+    """
     figures = [fig for p in parts for fig in p.figures]
     names = [name for name, _ in figures]
     for name, svg in figures:
         if not (isinstance(name, str) and FIGURE_NAME.fullmatch(name) and isinstance(svg, str)):
             raise ValueError(f"a figure must be a file name such as grouping.svg and its SVG text; "
                              f"got {name!r}")
+        why = gqa_figures.not_a_figure(svg)
+        if why:
+            raise ValueError(f"figure {name} is not one the report draws: {why}")
     if len(set(names)) != len(names):
         raise ValueError(f"two figures share a file name: {sorted(names)}")
     return figures
@@ -1030,7 +1038,11 @@ def report_main(argv: Sequence[str]) -> int:
     except (gqa.GQAError, TypeError) as err:
         parser.error(str(err))
     text = assemble(parts, os.path.basename(figures_folder(path)))
-    figures = figures_of(parts)
+    try:
+        figures = figures_of(parts)
+    except ValueError as err:
+        print(f"gqa report: {err}; nothing was written", file=sys.stderr)
+        return 2
     if args.check:
         return check(path, text, cfg.command(args.module), figures)
     try:

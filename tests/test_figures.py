@@ -641,13 +641,22 @@ class Writing(unittest.TestCase):
         self.assertIn("is not a folder", err)
         self.assertFalse(os.path.exists(self.path))
 
-    def test_a_figure_name_from_another_process_cannot_leave_the_folder(self):
+    def test_a_figure_from_another_process_cannot_leave_the_folder_or_run_a_script(self):
         for name in ("../report.md", ".hidden.svg", "a/b.svg", "x.md"):
             with self.assertRaises(ValueError):
                 gqa_report.figures_of([gqa_report.Part("t", "b", ((name, "<svg/>"),))])
+        svg = '<svg xmlns="http://www.w3.org/2000/svg"/>'
         with self.assertRaises(ValueError):
-            gqa_report.figures_of([gqa_report.Part("t", "b", (("a.svg", "<svg/>"),)),
-                                   gqa_report.Part("u", "c", (("a.svg", "<svg/>"),))])
+            gqa_report.figures_of([gqa_report.Part("t", "b", (("a.svg", svg),)),
+                                   gqa_report.Part("u", "c", (("a.svg", svg),))])
+        for bad in ('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+                    '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>',
+                    '<svg xmlns="http://www.w3.org/2000/svg"><a href="http://x"><text>x</text></a></svg>',
+                    '<!DOCTYPE svg [<!ENTITY a "aaaa">]><svg xmlns="http://www.w3.org/2000/svg"/>',
+                    '<html/>', 'not xml <'):
+            with self.assertRaises(ValueError, msg=bad):
+                gqa_report.figures_of([gqa_report.Part("t", "b", (("a.svg", bad),))])
+        self.assertEqual(len(gqa_report.figures_of(gqa_report.build_parts(SMALL, NOTHING_MEASURED))), 3)
 
 
 if __name__ == "__main__":
