@@ -811,9 +811,11 @@ def figures_folder(path: str) -> str:
 class Part(NamedTuple):
     """One piece of report.md: its heading ("" for the header), its Markdown and its figures.
 
-    figures holds (file name, SVG text) pairs, written beside report.md; the
-    body links them.  A Part is plain data, so a report built from a student's
-    module in another process comes back as a list of them.
+    figures holds (file name, SVG text) pairs, written into the folder beside
+    the report (report-figures/ beside report.md); the body links them as
+    figures/NAME, and assemble() points the links at that folder.  A Part is
+    plain data, so a report built from a student's module in another process
+    comes back as a list of them (figures_of() checks what comes back).
     """
     title: str
     body: str
