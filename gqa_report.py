@@ -11,23 +11,29 @@ seeded random numbers (gqa_tools' one scheme), a fixed order, fixed
 precision, no timings, no dates, no machine names.
 
 measure() runs the lab on a small configuration; each section_*() function
-writes one section from the closed forms and those measurements;
-build_report() puts the sections together.
+writes one section from the closed forms and those measurements, and returns
+its Markdown, or its Markdown and its figures (SVG text drawn by
+gqa_figures from the numbers of the table beside each); build_parts() and
+assemble() put the sections together.  The figures are written into a folder
+beside the report, report-figures/ beside report.md, and --check compares
+them too.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+import tempfile
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
+import gqa_figures
 import gqa_train
 from gqa_tools import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
                        block_rows, fmt, human_bytes, int_options, load_module, markdown_table,
-                       multiplies_markdown, project, rng_for, seed_for, write_atomically,
-                       write_target)
+                       multiplies_markdown, project, rng_for, seed_for, write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
@@ -299,6 +305,20 @@ def measure(cfg: Config, lab: Optional[Lab] = None) -> Measured:
 # Writing: one function per section, each returning its Markdown body.
 # ---------------------------------------------------------------------------
 
+# A section's figures: (file name, SVG text) pairs, written into the report's
+# figure folder; its body links them with figure_link().
+Figures = Tuple[Tuple[str, str], ...]
+
+
+def figure_link(name: str, alt: str) -> str:
+    """Markdown that shows a figure: alt text says what it shows.
+
+    Links point into FIGURES; assemble() points them at the folder beside
+    the report being written.
+    """
+    return f"![{alt}]({FIGURES}/{name})"
+
+
 def _spread(s: Spread) -> str:
     return f"{fmt(s.mean)} ({fmt(s.low)} to {fmt(s.high)})"
 
@@ -344,8 +364,16 @@ def section_header(cfg: Config, lab: Lab, module: Optional[str]) -> str:
             f"weights from seeds {cfg.seed} to {cfg.seed + cfg.seeds - 1}.\n")
 
 
-def section_what_g_is(cfg: Config, lab: Lab, m: Measured) -> str:
+def section_what_g_is(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     h, ids = cfg.heads, labels(lab, cfg.heads)
+    try:
+        drawn, figures = grouping(lab)
+    except Unavailable as why:
+        drawn, figures = f"*Figure not drawn: {why}.*\n", ()
+    return _table_of_groups(cfg, lab, h, ids) + "\n" + drawn, figures
+
+
+def _table_of_groups(cfg: Config, lab: Lab, h: int, ids: "Labels") -> str:
     try:
         groups = {g: _ranges(lab.group_heads(h, g)) for g in ids.gs}
         note = []
@@ -359,6 +387,35 @@ def section_what_g_is(cfg: Config, lab: Lab, m: Measured) -> str:
         markdown_table(["method", "g (kv heads)", "h // g", "query heads of each key/value head"],
                        [(ids.name[g], g, h // g, groups[g]) for g in ids.gs]),
         ""] + note)
+
+
+# The grouping figure's h: eight query heads, as in the GQA paper's Figure 2.
+GROUPING_HEADS = 8
+
+
+def grouping(lab: Lab) -> Tuple[str, Figures]:
+    """The grouping at h = 8, g = 8, 4, 2, 1: a table of kv_head and its figure."""
+    h = GROUPING_HEADS
+    gs = sorted(lab.valid_g(h), reverse=True)
+    reads = {g: [lab.kv_head(i, h, g) for i in range(h)] for g in gs}
+    for g in gs:
+        for i, j in enumerate(reads[g]):
+            if type(j) is not int or not 0 <= j < g:
+                raise Unavailable(f"`kv_head({i}, {h}, {g})` returned {j!r}, not a key/value head "
+                                  f"0 to {g - 1}")
+    names = {g: lab.method_name(h, g) for g in gs}
+    svg = gqa_figures.grouping_figure(h, [(names[g], g, reads[g]) for g in gs])
+    body = "\n".join([
+        f"Drawn for h = {h}, as in the GQA paper's Figure 2: the key/value head that each query head "
+        f"reads, `kv_head(i, {h}, g)`, at g = {', '.join(map(str, gs))}.\n",
+        markdown_table(["method", "g"] + [f"q{i}" for i in range(h)],
+                       [(names[g], g) + tuple(reads[g]) for g in gs]),
+        "",
+        figure_link("grouping.svg", f"For h = {h} query heads at g = {', '.join(map(str, gs))}: "
+                    f"each query head joined to the key/value head it reads; groups of "
+                    f"{', '.join(str(h // g) for g in gs)} neighbouring query heads share one"),
+        ""])
+    return body, (("grouping.svg", svg),)
 
 
 def section_cache(cfg: Config, lab: Lab, m: Measured) -> str:
@@ -438,7 +495,7 @@ def section_multiplies(cfg: Config, lab: Lab, m: Measured) -> str:
         ""])
 
 
-def section_block(cfg: Config, lab: Lab, m: Measured) -> str:
+def section_block(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     n, parts = cfg.context, []
     for model in BLOCK_MODELS:
         rows = block_rows(n, model.heads, model.kv_heads, model.head_dim, model.d_model,
@@ -453,6 +510,10 @@ def section_block(cfg: Config, lab: Lab, m: Measured) -> str:
     block = {g: lab.block_multiplies(n, llama.heads, g, llama.head_dim, llama.d_model, llama.d_ff,
                                      mlp_matrices=llama.mlp_matrices) for g in (llama.heads, 8, 1)}
     mha = block[llama.heads]
+    try:
+        drawn, figures = what_g_changes(cfg, lab)
+    except Exception as err:                # a student's module can fail in any way
+        drawn, figures = f"*Figure not drawn: {reason(err)}.*\n", ()
     return "\n".join([
         f"A transformer block is the attention layer and an MLP. Counted with "
         f"`block_multiplies` for two real models' shapes (from their config.json), over a "
@@ -462,7 +523,39 @@ def section_block(cfg: Config, lab: Lab, m: Measured) -> str:
         f"the work at {n:,} positions: MQA would save {fmt(1 - block[1].total / mha.total)} "
         f"of it and 8 key/value heads {fmt(1 - block[8].total / mha.total)}, while its KV cache "
         f"would fall to 1/{llama.heads} and 1/{llama.heads // 8}. That is why prefill barely "
-        f"speeds up with g and decoding, which re-reads the whole cache for every token, does.\n"])
+        f"speeds up with g and decoding, which re-reads the whole cache for every token, does.\n",
+        drawn]), figures
+
+
+def what_g_changes(cfg: Config, lab: Lab) -> Tuple[str, Figures]:
+    """Llama-2-7B at every g: its KV cache, one layer's and the block's work, as fractions of MHA."""
+    llama, n = BLOCK_MODELS[0], cfg.context
+    h, d, d_model = llama.heads, llama.head_dim, llama.d_model
+    ids = labels(lab, h)
+    cache = {r.kv_heads: r.ratio for r in lab.cache_table(h, layers=cfg.layers, length=n, head_dim=d)}
+    layer = {g: lab.attention_multiplies(n, h, g, d, d_model, causal=True).total for g in ids.gs}
+    block = {g: lab.block_multiplies(n, h, g, d, d_model, llama.d_ff,
+                                     mlp_matrices=llama.mlp_matrices).total for g in ids.gs}
+    table = {g: (cache[g], layer[g] / layer[h], block[g] / block[h]) for g in ids.gs}
+    svg = gqa_figures.g_changes_figure(
+        h, ids.gs, ids.name, {g: t[0] for g, t in table.items()}, {g: t[1] for g, t in table.items()},
+        {g: t[2] for g, t in table.items()},
+        cache_note=f"K and V of every layer, {n:,} positions",
+        work_note=f"{llama.name}, a {n:,}-position prefill")
+    body = "\n".join([
+        f"Every g of {llama.name}'s attention (h = {h}), as a fraction of MHA's: the KV cache "
+        f"(section 2), the multiplications of one attention layer (section 3) and of the whole "
+        f"block with its MLP, over {n:,} positions (causal).\n",
+        markdown_table(["method", "g", "KV cache", "one attention layer", "whole block"],
+                       [(ids.name[g], g) + tuple(fmt(v) for v in table[g]) for g in ids.gs]),
+        "",
+        figure_link("what-g-changes.svg",
+                    f"Two panels against g = {', '.join(map(str, ids.gs))}: the KV cache falls in "
+                    f"proportion to g, to {fmt(table[1][0])} of MHA's at g = 1, while one attention "
+                    f"layer's multiplications fall only to {fmt(table[1][1])} and the whole block's "
+                    f"to {fmt(table[1][2])}"),
+        ""])
+    return body, (("what-g-changes.svg", svg),)
 
 
 def section_output(cfg: Config, lab: Lab, m: Measured) -> str:
@@ -529,7 +622,7 @@ def decode_traffic(lab: Lab, cfg: Config, g: int, batch: int = 1) -> Any:
     return lab.decode_traffic(cfg.context, cfg.heads, g, cfg.head_dim, cfg.d_model, batch=batch)
 
 
-def section_decoding(cfg: Config, lab: Lab, m: Measured) -> str:
+def section_decoding(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     ids = labels(lab, cfg.heads)
     points = sorted({max(1, cfg.context // 8), max(1, cfg.context // 4), max(1, cfg.context // 2),
                      cfg.context})
@@ -540,13 +633,23 @@ def section_decoding(cfg: Config, lab: Lab, m: Measured) -> str:
         before = lab.decode_traffic(t - 1, cfg.heads, g, cfg.head_dim, cfg.d_model).cache_reads
         return cfg.layers * (total - before)
 
+    reads = {g: [read_at(t, g) for t in points] for g in ids.gs}
+    svg = gqa_figures.decoding_figure(points, [(ids.label[g], reads[g]) for g in ids.gs],
+                                      layers=cfg.layers)
     return "\n".join([
         f"Incremental decoding appends one position and then reads every cached K and V: "
         f"cache elements read to generate token t, all {cfg.layers} layers (from "
         f"`decode_traffic`).\n",
         markdown_table(["method", "g"] + [f"t = {t:,}" for t in points],
-                       [(ids.name[g], g) + tuple(f"{read_at(t, g):,}" for t in points)
-                        for g in ids.gs]),
+                       [(ids.name[g], g) + tuple(f"{v:,}" for v in reads[g]) for g in ids.gs]),
+        "",
+        "The same, drawn in bytes at 16 bits (2 bytes an element):\n",
+        figure_link("decoding.svg",
+                    f"Cache bytes read to generate the token at position t, one line per g: straight "
+                    f"lines through zero whose slopes are in proportion to g, "
+                    f"{human_bytes(2 * reads[ids.gs[-1]][-1])} for {ids.label[ids.gs[-1]]} at t = "
+                    f"{points[-1]:,} and {human_bytes(2 * reads[ids.gs[0]][-1])} for "
+                    f"{ids.label[ids.gs[0]]}"),
         "",
         f"Elements read (cache and weights) per multiplication over the whole "
         f"{cfg.context:,}-token decode. On hardware that does far more multiplications per "
@@ -555,7 +658,7 @@ def section_decoding(cfg: Config, lab: Lab, m: Measured) -> str:
         markdown_table(["method", "g", "batch 1", f"batch {cfg.batch}"],
                        [(ids.name[g], g, fmt(decode_traffic(lab, cfg, g).ratio),
                          fmt(decode_traffic(lab, cfg, g, cfg.batch).ratio)) for g in ids.gs]),
-        ""])
+        ""]), (("decoding.svg", svg),)
 
 
 def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
@@ -693,12 +796,26 @@ SECTIONS = (("1. What g is", section_what_g_is),
             ("9. How to read this", section_reading))
 
 
+# The folder of figures beside report.md: report-figures/ (beside myreport.md,
+# myreport-figures/), so that two reports in one directory keep their own.
+# A section's body links its figures as FIGURES/name.
+FIGURES = "figures"
+
+
+def figures_folder(path: str) -> str:
+    """The folder of figures beside the report at path: its name without .md, then -figures."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.join(os.path.dirname(path), f"{stem}-figures")
+
+
 class Part(NamedTuple):
     """One piece of report.md: its heading ("" for the header), its Markdown and its figures.
 
-    figures holds (file name, SVG text) pairs, written beside report.md; the
-    body links them.  A Part is plain data, so a report built from a student's
-    module in another process comes back as a list of them.
+    figures holds (file name, SVG text) pairs, written into the folder beside
+    the report (report-figures/ beside report.md); the body links them as
+    figures/NAME, and assemble() points the links at that folder.  A Part is
+    plain data, so a report built from a student's module in another process
+    comes back as a list of them (figures_of() checks what comes back).
     """
     title: str
     body: str
@@ -715,17 +832,44 @@ def build_parts(cfg: Config, m: Measured, lab: Optional[Lab] = None,
     parts = [Part("", section_header(cfg, lab, module))]
     for title, section in SECTIONS:
         try:
-            body = section(cfg, lab, m)
+            written: Union[str, Tuple[str, Figures]] = section(cfg, lab, m)
+            body, figures = (written, ()) if isinstance(written, str) else written
         except Exception as err:            # a student's module can fail in any way
-            body = f"*Not computed from {lab.label}: {reason(err)}.*\n"
-        parts.append(Part(title, body))
+            body, figures = f"*Not computed from {lab.label}: {reason(err)}.*\n", ()
+        parts.append(Part(title, body, tuple(figures)))
     return parts
 
 
-def assemble(parts: Sequence[Part]) -> str:
-    """report.md's text from its Parts."""
-    return "\n".join(p.body if not p.title else f"## {p.title}\n\n{p.body}"
+def assemble(parts: Sequence[Part], folder: str = "report-figures") -> str:
+    """report.md's text from its Parts, its figures linked in folder (relative to it)."""
+    text = "\n".join(p.body if not p.title else f"## {p.title}\n\n{p.body}"
                      for p in parts).rstrip("\n") + "\n"
+    return text.replace(f"]({FIGURES}/", f"]({folder}/")
+
+
+def figures_of(parts: Sequence[Part]) -> List[Tuple[str, str]]:
+    """Every Part's figures, in order, each checked: a plain file name, and SVG that draws only.
+
+    ValueError when a name could leave the folder, two figures share one,
+    or an SVG holds what the figures never do (a script, a link): Parts may
+    come back from another process.
+    """
+    figures = [fig for p in parts for fig in p.figures]
+    names = [name for name, _ in figures]
+    for name, svg in figures:
+        if not (isinstance(name, str) and FIGURE_NAME.fullmatch(name) and isinstance(svg, str)):
+            raise ValueError(f"a figure must be a file name such as grouping.svg and its SVG text; "
+                             f"got {name!r}")
+        why = gqa_figures.not_a_figure(svg)
+        if why:
+            raise ValueError(f"figure {name} is not one the report draws: {why}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"two figures share a file name: {sorted(names)}")
+    return figures
+
+
+# What a figure's file name may be: no folder, no dot file, nothing but .svg.
+FIGURE_NAME = re.compile(r"[a-z0-9][a-z0-9-]*\.svg")
 
 
 def build_report(cfg: Config, m: Measured, lab: Optional[Lab] = None,
@@ -756,25 +900,110 @@ def default_report_path() -> str:
     return "report.md"
 
 
-def check(path: str, text: str, command: str) -> int:
-    """Exit status of --check: 0 when the file at path is text, 1 otherwise."""
+def _differs(path: str, text: str) -> Optional[str]:
+    """Why the file at path is not text, or None when it is."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
             old = f.read(len(text) + 2)
     except OSError as err:
-        print(f"gqa report --check: cannot read {path}: {err.strerror}", file=sys.stderr)
-        return 1
+        return f"cannot read {path}: {err.strerror}"
     except UnicodeDecodeError:
-        print(f"gqa report --check: {path} is not UTF-8 text: it differs from what the code "
-              f"writes now\nregenerate it with: {command}", file=sys.stderr)
-        return 1
+        return f"{path} is not UTF-8 text: it differs from what the code writes now"
     if old != text:
-        print(f"gqa report --check: {path} differs from what the code writes now, first at "
-              f"{first_difference_line(old, text)}\nregenerate it with: {command}",
-              file=sys.stderr)
+        return (f"{path} differs from what the code writes now, first at "
+                f"{first_difference_line(old, text)}")
+    return None
+
+
+def _svg_files(folder: str) -> List[str]:
+    try:
+        return sorted(name for name in os.listdir(folder) if name.endswith(".svg"))
+    except OSError:
+        return []
+
+
+def check(path: str, text: str, command: str, figures: Sequence[Tuple[str, str]] = ()) -> int:
+    """Exit status of --check: 0 when the report at path is text and its figures are figures, 1 otherwise.
+
+    Every figure is compared; an .svg file in the figure folder that the
+    report does not draw is a difference too.
+    """
+    folder = figures_folder(path)
+    problems = [_differs(path, text)] + [_differs(os.path.join(folder, name), svg)
+                                         for name, svg in figures]
+    names = {name for name, _ in figures}
+    problems += [f"{os.path.join(folder, name)} is not a figure of the report: the code does "
+                 f"not write it" for name in _svg_files(folder) if name not in names]
+    problems = [p for p in problems if p]
+    for problem in problems:
+        print(f"gqa report --check: {problem}", file=sys.stderr)
+    if problems:
+        print(f"regenerate it with: {command}", file=sys.stderr)
         return 1
-    print(f"{path} is what the code writes now")
+    print(f"{path} is what the code writes now" + (f", and so are its {len(figures)} figure"
+                                                    f"{'s' if len(figures) > 1 else ''} in {folder}"
+                                                    if figures else ""))
     return 0
+
+
+def _staged(target: str, text: str) -> str:
+    """Write text to a temporary file beside target, with the mode target has (or a new file's); return it."""
+    if os.path.exists(target):
+        mode = os.stat(target).st_mode & 0o7777
+    else:
+        mask = os.umask(0)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> str:
+    """Write the figures into the folder beside path, then the report; return the report's file.
+
+    All or nothing, as far as the file system allows: every file is written
+    to a temporary file first, and only when all are written are they moved
+    into place (os.replace), the report last.  A failure leaves the old
+    files, and no folder this call made.  .svg files of the folder that the
+    report no longer draws are removed.  A symlink is written through, as
+    gqa_tools.write_atomically does.
+    """
+    target = write_target(path)
+    folder = figures_folder(path)
+    made = bool(figures) and not os.path.lexists(folder)
+    if figures and not made and not os.path.isdir(folder):
+        raise WriteRefused(f"{folder} is there and is not a folder; the figures go in it")
+    if made:
+        os.mkdir(folder)
+    staged: List[Tuple[str, str]] = []
+    try:
+        for name, svg in figures:
+            final = write_target(os.path.join(folder, name))
+            staged.append((_staged(final, svg), final))
+        staged.append((_staged(target, text), target))
+        for tmp, final in staged:
+            os.replace(tmp, final)
+    except BaseException:
+        for tmp, _ in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        if made:                            # everything in it is this call's
+            for name in os.listdir(folder):
+                os.unlink(os.path.join(folder, name))
+            os.rmdir(folder)
+        raise
+    names = {name for name, _ in figures}
+    for name in _svg_files(folder):
+        if name not in names:
+            os.unlink(os.path.join(folder, name))
+    return target
 
 
 def report_main(argv: Sequence[str]) -> int:
@@ -807,18 +1036,26 @@ def report_main(argv: Sequence[str]) -> int:
         print(f"gqa report: {err}", file=sys.stderr)
         return 2
     try:
-        text = build_report(cfg, measure(cfg, lab), lab, args.module)
+        parts = build_parts(cfg, measure(cfg, lab), lab, args.module)
     except (gqa.GQAError, TypeError) as err:
         parser.error(str(err))
-    if args.check:
-        return check(path, text, cfg.command(args.module))
+    text = assemble(parts, os.path.basename(figures_folder(path)))
     try:
-        target = write_atomically(path, text)
+        figures = figures_of(parts)
+    except ValueError as err:
+        print(f"gqa report: {err}; nothing was written", file=sys.stderr)
+        return 2
+    if args.check:
+        return check(path, text, cfg.command(args.module), figures)
+    try:
+        target = write_report(path, text, figures)
     except (OSError, WriteRefused) as err:
         why = getattr(err, "strerror", None) or err
         print(f"gqa report: cannot write {path}: {why}; nothing was changed", file=sys.stderr)
         return 2
-    print(f"wrote {path}" + (f" (through the link, to {target})" if os.path.islink(path) else ""))
+    print(f"wrote {path}" + (f" (through the link, to {target})" if os.path.islink(path) else "")
+          + (f" and {len(figures)} figure{'s' if len(figures) > 1 else ''} in {figures_folder(path)}"
+             if figures else ""))
     return 0
 
 

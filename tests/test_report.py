@@ -87,8 +87,8 @@ class Contents(unittest.TestCase):
     def test_whole_block_for_llama_2_7b_worked_by_hand(self):
         # Per token at 4,096 positions (causal), from the config's shapes:
         # q, k, v, o 4 x 4096^2, MLP 3 x 4096 x 11008, body 2 x 32 x 128 x 4097 / 2.
-        section = gqa_report.section_block(gqa_report.Config(context=4096), gqa_report.Lab(gqa, "gqa.py"),
-                                           self.measured)
+        section, _ = gqa_report.section_block(gqa_report.Config(context=4096), gqa_report.Lab(gqa, "gqa.py"),
+                                              self.measured)
         proj, mlp, body = 4096 * 4096, 3 * 4096 * 11008, 32 * 128 * 4097
         mha = 4 * proj + mlp + body
         self.assertIn(f"| MHA    | 32 | {2 * proj:>19,} | {2 * proj:>19,} | {body:>14,} | {mlp:,} | {mha:,} |",

@@ -1,0 +1,663 @@
+"""The report's figures: valid SVG, inside their view box, and the table beside them, drawn.
+
+Each SVG is read back with xml.etree, by code of this file: the plotted
+points are recovered from their pixel positions through the axis ticks, and
+compared with the numbers of the Markdown table beside the figure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import io
+import math
+import os
+import random
+import re
+import tempfile
+import types
+import unittest
+import xml.etree.ElementTree as ET
+from decimal import Decimal
+from unittest import mock
+
+import gqa
+import gqa_figures
+import gqa_report
+
+SVG = "{http://www.w3.org/2000/svg}"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
+                          run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
+NOTHING_MEASURED = gqa_report.Measured(*[gqa_report.Missing("not measured in this test")] * 6)
+UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
+
+
+def load_tests(loader, tests, ignore):
+    """These tests, and the examples of gqa_figures' docstrings."""
+    tests.addTests(doctest.DocTestSuite(gqa_figures))
+    return tests
+
+
+# ---------------------------------------------------------------------------
+# Reading an SVG back.
+# ---------------------------------------------------------------------------
+
+def numbers(text):
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text)]
+
+
+def classes(el):
+    return el.get("class", "").split()
+
+
+def title(el):
+    t = el.find(f"{SVG}title")
+    return t.text if t is not None else ""
+
+
+def centre(el):
+    """The centre of a marker path's bounding box (it is drawn centred on its point)."""
+    pairs = path_points(el.get("d"))
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    return (min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2
+
+
+def path_points(d):
+    """Absolute points of a path of M, L, H, V, Z and circles drawn as two relative arcs."""
+    points, x, y = [], 0.0, 0.0
+    for cmd, args in re.findall(r"([MLHVaZ])([^MLHVaZ]*)", d):
+        v = numbers(args)
+        if cmd in "ML":
+            for i in range(0, len(v), 2):
+                x, y = v[i], v[i + 1]
+                points.append((x, y))
+        elif cmd == "H":
+            x = v[0]
+            points.append((x, y))
+        elif cmd == "V":
+            y = v[0]
+            points.append((x, y))
+        elif cmd == "a":                         # a circle: rx ry rot large sweep dx dy
+            r, dx = v[0], v[5]
+            points += [(x + dx / 2, y - r), (x + dx / 2, y + r)]
+            x += dx
+            points.append((x, y))
+    return points
+
+
+def polyline(el):
+    v = numbers(el.get("points"))
+    return list(zip(v[0::2], v[1::2]))
+
+
+class Axis:
+    """Pixel <-> value along one axis, from its tick marks and their labels (any two ticks)."""
+
+    def __init__(self, axes, which, scale=1.0):
+        marks = [el for el in axes.iter(f"{SVG}line") if which in classes(el)]
+        labels = [el for el in axes.iter(f"{SVG}text") if which in classes(el)]
+        assert len(marks) == len(labels) >= 2, (which, len(marks), len(labels))
+        pos = [float(m.get("x1" if which == "xtick" else "y1")) for m in marks]
+        val = [float(t.text.replace(",", "")) * scale for t in labels]
+        self.ticks = list(zip(pos, val))
+        (p0, v0), (p1, v1) = self.ticks[0], self.ticks[-1]
+        self.per_pixel = (v1 - v0) / (p1 - p0)
+        self.p0, self.v0 = p0, v0
+        # values grow rightwards and upwards, evenly
+        assert self.per_pixel > 0 if which == "xtick" else self.per_pixel < 0, (which, self.ticks)
+        for p, v in self.ticks:
+            assert abs(self.value(p) - v) <= abs(self.per_pixel) * 0.02, (which, self.ticks)
+
+    def value(self, pixel):
+        return self.v0 + (pixel - self.p0) * self.per_pixel
+
+
+def area(axes):
+    rect = next(el for el in axes.iter(f"{SVG}rect") if "plot-area" in classes(el))
+    x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
+    return x, y, x + w, y + h
+
+
+def all_axes(root):
+    return [g for g in root.iter(f"{SVG}g") if "axes" in classes(g)]
+
+
+def markers(axes):
+    return [el for el in axes.iter(f"{SVG}path") if "marker" in classes(el)]
+
+
+def cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def table(body, *first):
+    """The header and rows (lists of cells) of the Markdown table whose header starts with `first`."""
+    lines = body.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith("|") and cells(line)[:len(first)] == list(first))
+    rows = [cells(lines[start])]
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(cells(line))
+    return rows[0], rows[1:]
+
+
+def section(text, number):
+    return text.split(f"\n## {number}. ")[1].split("\n## ")[0]
+
+
+def linked(body):
+    """(alt text, path) of every image in a Markdown body."""
+    return re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", body)
+
+
+class SvgChecks(unittest.TestCase):
+    """What every figure must be, whatever it draws."""
+
+    def check_svg(self, svg, name="figure"):
+        root = ET.fromstring(svg)
+        self.assertEqual(root.tag, f"{SVG}svg", name)
+        box = numbers(root.get("viewBox"))
+        self.assertEqual(box[:2], [0, 0], name)
+        width, height = box[2], box[3]
+        self.assertEqual((float(root.get("width")), float(root.get("height"))), (width, height))
+        first = list(root)[:3]
+        self.assertEqual([el.tag for el in first], [f"{SVG}title", f"{SVG}desc", f"{SVG}rect"], name)
+        self.assertTrue(first[0].text.strip() and len(first[1].text) > 40, name)
+        background = first[2]
+        self.assertEqual([background.get(k) for k in ("x", "y", "width", "height", "fill")],
+                         ["0", "0", num(width), num(height), "#ffffff"], name)
+        for el in root.iter():
+            for key, value in el.attrib.items():
+                if key in ("x", "y", "x1", "y1", "x2", "y2", "width", "height", "points", "d"):
+                    for v in numbers(value):
+                        self.assertTrue(math.isfinite(v), (name, el.tag, key, value))
+                if key in ("x", "x1", "x2"):
+                    self.assertTrue(0 <= float(value) <= width, (name, el.tag, key, value))
+                if key in ("y", "y1", "y2"):
+                    self.assertTrue(0 <= float(value) <= height, (name, el.tag, key, value))
+            if el.tag == f"{SVG}polyline" or el.tag == f"{SVG}polygon":
+                for x, y in polyline(el):
+                    self.assertTrue(0 <= x <= width and 0 <= y <= height, (name, x, y))
+            if el.tag == f"{SVG}text":
+                self.check_text(el, width, height, name)
+        for axes in all_axes(root):
+            self.check_inside(axes, name)
+        return root
+
+    def check_text(self, el, width, height, name):
+        """The text's box, at 0.6 em a character (DejaVu Sans, the widest usual font, averages less), is inside the view box."""
+        size = float(el.get("font-size", "12"))
+        w = 0.6 * size * len(el.text)
+        x, y = float(el.get("x")), float(el.get("y"))
+        left = {"start": x, "middle": x - w / 2, "end": x - w}[el.get("text-anchor", "start")]
+        self.assertTrue(0 <= left and left + w <= width, (name, el.text, left, w, width))
+        self.assertTrue(y - size >= 0 and y + 0.3 * size <= height, (name, el.text, y))
+
+    def check_inside(self, axes, name):
+        """Every plotted point lies inside its plot area."""
+        x0, y0, x1, y1 = area(axes)
+        points = []
+        for el in axes.iter():
+            kind = classes(el)
+            if "marker" in kind:
+                points.append(centre(el))
+            elif "line" in kind or "band" in kind:
+                points += polyline(el)
+            elif "bar" in kind:
+                x, y = float(el.get("x")), float(el.get("y"))
+                points += [(x, y), (x + float(el.get("width")), y + float(el.get("height")))]
+            elif "whisker" in kind:
+                points += path_points(el.get("d"))
+            elif "reference" in kind:
+                points += [(float(el.get("x1")), float(el.get("y1"))), (float(el.get("x2")), float(el.get("y2")))]
+        self.assertTrue(points, name)
+        for x, y in points:
+            self.assertTrue(x0 - 0.01 <= x <= x1 + 0.01 and y0 - 0.01 <= y <= y1 + 0.01,
+                            (name, (x, y), (x0, y0, x1, y1)))
+
+    def assertNear(self, got, expected, tolerance, msg=None):
+        self.assertLessEqual(abs(got - expected), tolerance, (msg, got, expected))
+
+
+def num(x):
+    """A coordinate as the figures write it, written here another way."""
+    text = "%.2f" % x
+    while text.endswith("0"):
+        text = text[:-1]
+    return text[:-1] if text.endswith(".") else text
+
+
+# ---------------------------------------------------------------------------
+# The drawing module's pieces.
+# ---------------------------------------------------------------------------
+
+class Pieces(unittest.TestCase):
+
+    def test_ticks_worked_by_hand(self):
+        cases = [((0, 4096, False), [0, 1000, 2000, 3000, 4000], (0, 4096)),
+                 ((0, 0.85, True), [0, 0.2, 0.4, 0.6, 0.8, 1], (0, 1)),
+                 ((3, 97, True), [0, 20, 40, 60, 80, 100], (0, 100)),
+                 ((0, 7, True), [0, 2, 4, 6, 8], (0, 8)),
+                 ((0.0012, 0.0049, True), [0.001, 0.002, 0.003, 0.004, 0.005], (0.001, 0.005))]
+        for (lo, hi, cover), values, limits in cases:
+            t = gqa_figures.nice_ticks(lo, hi, cover=cover)
+            self.assertEqual(t.values, values, (lo, hi))
+            self.assertEqual((t.lo, t.hi), limits, (lo, hi))
+        gib = gqa_figures.nice_ticks(0, 2 * 2 ** 30, scale=2 ** 30)
+        self.assertEqual([label for _, label in gib.ticks], ["0.0", "0.5", "1.0", "1.5", "2.0"])
+        self.assertEqual(gib.values[3], 1.5 * 2 ** 30)
+
+    def test_ticks_are_one_two_or_five_times_a_power_of_ten(self):
+        rng = random.Random("ticks:0")
+        for _ in range(300):
+            lo = rng.choice([0.0, rng.uniform(-1e3, 1e3)]) * 10 ** rng.randint(-4, 6)
+            hi = lo + rng.uniform(1e-3, 1e3) * 10 ** rng.randint(-3, 6)
+            most = rng.randint(3, 8)
+            cover = rng.random() < 0.5
+            t = gqa_figures.nice_ticks(lo, hi, most=most, cover=cover)
+            labels = [Decimal(label.replace(",", "")) for _, label in t.ticks]
+            steps = {b - a for a, b in zip(labels, labels[1:])}
+            self.assertEqual(len(steps), 1, (lo, hi, labels))
+            mantissa = steps.pop().normalize().as_tuple()
+            self.assertEqual(len(mantissa.digits), 1, (lo, hi, labels))
+            self.assertIn(mantissa.digits[0], (1, 2, 5), (lo, hi, labels))
+            self.assertLessEqual(len(labels) - 1, most, (lo, hi))
+            self.assertGreaterEqual(len(labels), 2, (lo, hi))
+            for value, label in t.ticks:
+                self.assertAlmostEqual(value, float(label.replace(",", "")), delta=abs(value) * 1e-12)
+            self.assertTrue(t.lo <= lo and hi <= t.hi, (lo, hi, t))     # the data lies on the axis
+            slack = 1e-6 * (t.hi - t.lo)
+            self.assertTrue(t.lo - slack <= t.values[0] and t.values[-1] <= t.hi + slack, (lo, hi, t))
+            if cover:                           # and the axis ends at ticks, or within a hair of them
+                self.assertTrue(abs(t.hi - t.values[-1]) <= slack and abs(t.lo - t.values[0]) <= slack,
+                                (lo, hi, t))
+            else:
+                self.assertEqual((t.lo, t.hi), (lo, hi))
+
+    def test_coordinates_have_two_decimals_at_most(self):
+        for x, text in ((12.0, "12"), (3.14159, "3.14"), (-0.001, "0"), (2.5, "2.5"), (-7.126, "-7.13")):
+            self.assertEqual(gqa_figures.num(x), text)
+        for bad in (float("nan"), float("inf")):
+            with self.assertRaises(ValueError):
+                gqa_figures.num(bad)
+
+    def test_styles_differ_in_colour_dash_and_marker(self):
+        styles = [gqa_figures.style(i) for i in range(7)]
+        for field in range(3):
+            self.assertEqual(len({s[field] for s in styles}), 7)
+        self.assertNotIn("#F0E442", [s.colour for s in styles])         # Okabe-Ito's yellow: not on white
+        styles = [gqa_figures.style(i) for i in range(21)]
+        self.assertEqual(len(set(styles)), 21)                           # past seven, still no two alike
+
+    def test_end_labels_keep_apart_and_stay_in_the_figure(self):
+        placed = gqa_figures._spread_out([100, 101, 102, 300, 301], 15, 50, 310)
+        self.assertEqual(placed, [100, 115, 130, 295, 310])
+        self.assertEqual(gqa_figures._spread_out([40, 200], 15, 50, 310), [50, 200])
+
+
+# ---------------------------------------------------------------------------
+# The report's figures, against the tables beside them.
+# ---------------------------------------------------------------------------
+
+class ReportFigures(SvgChecks):
+    """Figures and tables of one report: the committed one, and one built here for h = 6."""
+
+    def reports(self):
+        """(name, report text, {file name: SVG}) of each report checked."""
+        with open(os.path.join(ROOT, "report.md"), encoding="utf-8") as f:
+            committed = f.read()
+        folder = os.path.join(ROOT, "report-figures")
+        on_disk = {}
+        for name in sorted(os.listdir(folder)):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                on_disk[name] = f.read()
+        parts = gqa_report.build_parts(SMALL, NOTHING_MEASURED)
+        return [("report.md", committed, on_disk),
+                ("h = 6", gqa_report.assemble(parts), dict(gqa_report.figures_of(parts)))]
+
+    def setUp(self):
+        if not hasattr(ReportFigures, "_reports"):
+            ReportFigures._reports = self.reports()
+
+    def test_every_figure_is_linked_with_alt_text_and_passes_the_svg_checks(self):
+        for name, text, figures in self._reports:
+            links = linked(text)
+            self.assertEqual(sorted(path for _, path in links),
+                             sorted(f"report-figures/{f}" for f in figures), name)
+            self.assertTrue(all(len(alt) > 40 for alt, _ in links), name)
+            for file, svg in figures.items():
+                self.check_svg(svg, f"{name}: {file}")
+
+    def test_the_grouping_figure_joins_each_query_head_to_the_head_in_its_table(self):
+        for name, text, figures in self._reports:
+            _, rows = table(section(text, 1), "method", "g", "q0")
+            root = ET.fromstring(figures["grouping.svg"])
+            panels = [g for g in root.iter(f"{SVG}g") if "panel" in classes(g)]
+            self.assertEqual(len(panels), len(rows) == 4 and 4, name)
+            for panel, row in zip(panels, rows):
+                g = int(row[1])
+                caption = next(t.text for t in panel.iter(f"{SVG}text") if "caption" in classes(t))
+                self.assertEqual(caption, f"{row[0]}, g = {g}")
+                reads = self.drawn_edges(panel)
+                self.assertEqual(reads, [int(c) for c in row[2:]], (name, g))
+                self.assertEqual(reads, [i * g // 8 for i in range(8)], (name, g))    # worked by hand
+
+    def drawn_edges(self, panel):
+        """Which key/value box each query box's edge ends on, from the geometry alone."""
+        def boxes(kind):
+            found = []
+            for r in panel.iter(f"{SVG}rect"):
+                if kind in classes(r):
+                    x, y, w, h = (float(r.get(k)) for k in ("x", "y", "width", "height"))
+                    found.append((x + w / 2, y, y + h))
+            return sorted(found)
+        queries, kvs = boxes("query"), boxes("kv")
+        reads = [None] * len(queries)
+        for e in panel.iter(f"{SVG}line"):
+            if "edge" not in classes(e):
+                continue
+            x1, y1, x2, y2 = (float(e.get(k)) for k in ("x1", "y1", "x2", "y2"))
+            i = [k for k, (x, top, bottom) in enumerate(queries) if abs(x - x1) < 0.02 and abs(bottom - y1) < 0.02]
+            j = [k for k, (x, top, bottom) in enumerate(kvs) if abs(x - x2) < 0.02 and abs(top - y2) < 0.02]
+            self.assertEqual((len(i), len(j)), (1, 1), e.attrib)
+            self.assertIsNone(reads[i[0]])
+            reads[i[0]] = j[0]
+        return reads
+
+    def test_the_g_figure_draws_the_fractions_of_its_table(self):
+        for name, text, figures in self._reports:
+            _, rows = table(section(text, 4), "method", "g", "KV cache")
+            gs = [int(r[1]) for r in rows]
+            self.assertEqual(gs, gqa.valid_g(32))                       # Llama-2-7B's h
+            root = ET.fromstring(figures["what-g-changes.svg"])
+            cache_axes, work_axes = all_axes(root)
+            for axes, columns in ((cache_axes, [2]), (work_axes, [3, 4])):
+                y = Axis(axes, "ytick")
+                at = {t.text: float(t.get("x")) for t in axes.iter(f"{SVG}text") if "xtick" in classes(t)}
+                self.assertEqual(list(at), [str(g) for g in gs])         # a category per g, in order
+                drawn = markers(axes)
+                self.assertEqual(len(drawn), len(columns) * len(gs))
+                for k, column in enumerate(columns):
+                    for i, row in enumerate(rows):
+                        px, py = centre(drawn[k * len(gs) + i])
+                        self.assertNear(px, at[row[1]], 0.02)
+                        self.assertNear(y.value(py), float(row[column]), 0.0051, (name, row, column))
+                        self.assertIn(f"{row[column]} of MHA", title(drawn[k * len(gs) + i]))
+        # by hand, at 4,096 positions: the cache falls to 1/32, one layer's work to 0.6125, the
+        # block's to 0.8517 (section 3's total and section 4's MQA row)
+        self.assertEqual(self._reports[0][0], "report.md")
+        self.assertEqual(table(section(self._reports[0][1], 4), "method", "g", "KV cache")[1][0][2:],
+                         ["0.03125", "0.6125", "0.8517"])
+
+    def test_the_decoding_figure_draws_the_reads_of_its_table(self):
+        for name, text, figures in self._reports:
+            body = section(text, 7)
+            header, rows = table(body, "method", "g")
+            positions = [int(c.replace("t = ", "").replace(",", "")) for c in header[2:]]
+            root = ET.fromstring(figures["decoding.svg"])
+            (axes,) = all_axes(root)
+            unit = next(t.text for t in axes.iter(f"{SVG}text") if " read per new token" in t.text)
+            x, y = Axis(axes, "xtick"), Axis(axes, "ytick", scale=UNITS[unit.split()[0]])
+            lines = [el for el in axes.iter(f"{SVG}polyline") if "line" in classes(el)]
+            self.assertEqual(len(lines), len(rows))
+            for line, row in zip(lines, rows):
+                for (px, py), t, cell in zip(polyline(line), positions, row[2:]):
+                    self.assertNear(x.value(px), t, abs(x.per_pixel) * 0.01)
+                    expected = 2 * int(cell.replace(",", ""))          # 16-bit: 2 bytes an element
+                    self.assertNear(y.value(py), expected, abs(y.per_pixel) * 0.01, (name, row, t))
+            # by hand: token t reads K and V, g heads, head dim, every layer
+            g, t = int(rows[-1][1]), positions[-1]
+            layers, d = (32, 128) if name == "report.md" else (SMALL.layers, SMALL.head_dim)
+            self.assertEqual(rows[-1][-1], f"{2 * g * t * d * layers:,}")
+            ends = [t for t in root.iter(f"{SVG}text") if t.text in {f"{r[0]} g={r[1]}" for r in rows}]
+            ys = sorted(float(t.get("y")) for t in ends)
+            self.assertEqual(len(ys), len(rows))
+            self.assertTrue(all(b - a >= 12 for a, b in zip(ys, ys[1:])), ys)    # labels do not overlap
+
+
+class FromAStudentsModule(unittest.TestCase):
+    """A module whose kv_head fails, or answers out of range, draws no grouping figure and says why."""
+
+    def body(self, kv_head):
+        fake = types.SimpleNamespace(valid_g=gqa.valid_g, method_name=gqa.method_name,
+                                     group_heads=gqa.group_heads, kv_head=kv_head)
+        parts = gqa_report.build_parts(SMALL, NOTHING_MEASURED, gqa_report.Lab(fake, "student.py"))
+        return parts[1]
+
+    def test_not_implemented(self):
+        def kv_head(i, h, g):
+            raise NotImplementedError
+        part = self.body(kv_head)
+        self.assertEqual(part.figures, ())
+        self.assertIn("*Figure not drawn: `kv_head` is not implemented yet.*", part.body)
+        self.assertNotIn("![", part.body)
+
+    def test_out_of_range(self):
+        part = self.body(lambda i, h, g: i)
+        self.assertEqual(part.figures, ())
+        self.assertIn("`kv_head(4, 8, 4)` returned 4, not a key/value head 0 to 3", part.body)
+
+    def test_a_figure_that_fails_leaves_its_section_and_says_why(self):
+        with mock.patch("gqa_figures.g_changes_figure", side_effect=ValueError("num: not finite")):
+            part = gqa_report.build_parts(SMALL, NOTHING_MEASURED)[4]
+        self.assertEqual((part.title[:2], part.figures), ("4.", ()))
+        self.assertIn("**Llama-2-7B**", part.body)
+        self.assertIn("*Figure not drawn: computing it raised ValueError: num: not finite.*", part.body)
+
+    def test_a_wrong_but_valid_answer_is_drawn_as_it_is(self):
+        part = self.body(lambda i, h, g: i % g)                 # strided: the common mistake
+        row = table(part.body, "method", "g", "q0")[1][1]      # g = 4
+        self.assertEqual(row[2:], ["0", "1", "2", "3", "0", "1", "2", "3"])
+        self.assertEqual([f for f, _ in part.figures], ["grouping.svg"])
+
+
+# ---------------------------------------------------------------------------
+# The uptraining figures (section 8), on made-up data.
+# ---------------------------------------------------------------------------
+
+CONVERSIONS = ("mean", "first", "random")
+
+
+def made_up_training(seed, seeds=5, budgets=(0, 3, 6, 12), gs=(1, 2)):
+    rng = random.Random(f"made up:{seed}")
+    accuracy = {(g, c): [[rng.uniform(0.1, 0.95) for _ in range(seeds)] for _ in budgets]
+                for g in gs for c in CONVERSIONS}
+    return budgets, accuracy, [rng.uniform(0.9, 1.0) for _ in range(seeds)]
+
+
+class TrainingFigures(SvgChecks):
+
+    def test_lines_are_the_means_and_bands_the_spread_of_the_seeds(self):
+        for seed in range(3):
+            budgets, accuracy, pretrained = made_up_training(seed, budgets=((0, 3, 6, 12), (0, 15, 30, 60))[seed % 2])
+            svg = gqa_figures.uptraining_figure("name the tokens before", budgets, accuracy, pretrained,
+                                                mark=(budgets[1], "5 % of pre-training"))
+            root = self.check_svg(svg, f"uptraining {seed}")
+            panels = all_axes(root)
+            self.assertEqual(len(panels), 2)
+            for g, axes in zip((1, 2), panels):
+                self.assertIn(f"g = {g}", [t.text for t in axes.iter(f"{SVG}text")])
+                x, y = Axis(axes, "xtick"), Axis(axes, "ytick")
+                lines = [el for el in axes.iter(f"{SVG}polyline") if "line" in classes(el)]
+                bands = [el for el in axes.iter(f"{SVG}polygon") if "band" in classes(el)]
+                self.assertEqual((len(lines), len(bands)), (3, 3))
+                for c, line, band in zip(CONVERSIONS, lines, bands):
+                    rows = accuracy[(g, c)]
+                    drawn = polyline(line)
+                    outline = polyline(band)                  # highs left to right, then lows back
+                    n = len(budgets)
+                    for i, (b, seeds) in enumerate(zip(budgets, rows)):
+                        mean = sum(seeds) / len(seeds)
+                        self.assertNear(x.value(drawn[i][0]), b, abs(x.per_pixel) * 0.01)
+                        self.assertNear(y.value(drawn[i][1]), mean, abs(y.per_pixel) * 0.01, (g, c, b))
+                        self.assertNear(y.value(outline[i][1]), max(seeds), abs(y.per_pixel) * 0.01)
+                        self.assertNear(y.value(outline[2 * n - 1 - i][1]), min(seeds), abs(y.per_pixel) * 0.01)
+                refs = [el for el in axes.iter(f"{SVG}line") if "reference" in classes(el)]
+                heights = sorted({round(y.value(float(el.get("y1"))), 4) for el in refs if el.get("y1") == el.get("y2")})
+                self.assertEqual(heights, [round(sum(pretrained) / len(pretrained), 4)])
+
+    def test_one_g_and_one_seed_still_fit(self):
+        budgets, accuracy, pretrained = made_up_training(7, seeds=1, gs=(1,))
+        svg = gqa_figures.uptraining_figure("name the tokens 1 and 2 positions back", budgets, accuracy,
+                                            pretrained)
+        self.check_svg(svg, "one g, one seed")
+        self.check_svg(gqa_figures.equal_cache_figure({"t": {"MQA": [0.5]}}, note="n"), "one bar")
+
+    def test_ragged_data_is_refused(self):
+        budgets, accuracy, pretrained = made_up_training(0)
+        accuracy[(1, "mean")][2] = accuracy[(1, "mean")][2][:-1]
+        with self.assertRaises(ValueError):
+            gqa_figures.uptraining_figure("t", budgets, accuracy, pretrained)
+
+    def test_equal_cache_bars_are_means_with_their_spread(self):
+        rng = random.Random("made up:bars")
+        models = ("h heads, 1 K/V head (MQA)", "1 head (MHA, h = 1)", "h heads of dim d / h (MHA)")
+        data = {task: {m: [rng.uniform(0.3, 1.0) for _ in range(5)] for m in models}
+                for task in ("name the tokens before", "recall")}
+        root = self.check_svg(gqa_figures.equal_cache_figure(data, note="6 values per token"), "equal cache")
+        panels = all_axes(root)
+        self.assertEqual(len(panels), 2)
+        for task, axes in zip(data, panels):
+            x = Axis(axes, "xtick")
+            marks = [float(el.get("y1")) for el in axes.iter(f"{SVG}line") if "ytick" in classes(el)]
+            names = [t.text for t in axes.iter(f"{SVG}text") if "ytick" in classes(t)]
+            at = dict(zip(names, marks))
+            self.assertEqual(sorted(at, key=at.get), list(models))          # top down, in order
+            bars = [el for el in axes.iter(f"{SVG}rect") if "bar" in classes(el)]
+            whiskers = [el for el in axes.iter(f"{SVG}path") if "whisker" in classes(el)]
+            self.assertEqual((len(bars), len(whiskers)), (3, 3))
+            for m, bar, whisker in zip(models, bars, whiskers):
+                seeds = data[task][m]
+                self.assertNear(x.value(float(bar.get("x"))), 0, 1e-9)
+                end = float(bar.get("x")) + float(bar.get("width"))
+                self.assertNear(x.value(end), sum(seeds) / 5, abs(x.per_pixel) * 0.01, (task, m))
+                self.assertNear(float(bar.get("y")) + float(bar.get("height")) / 2, at[m], 0.02)
+                xs = [p[0] for p in path_points(whisker.get("d"))]
+                self.assertNear(x.value(min(xs)), min(seeds), abs(x.per_pixel) * 0.01)
+                self.assertNear(x.value(max(xs)), max(seeds), abs(x.per_pixel) * 0.01)
+        with self.assertRaises(ValueError):
+            gqa_figures.equal_cache_figure({"a": {"x": [1.0]}, "b": {"y": [1.0]}}, note="")
+
+
+# ---------------------------------------------------------------------------
+# Writing and checking the figures beside the report.
+# ---------------------------------------------------------------------------
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            mock.patch("gqa_report.measure", return_value=NOTHING_MEASURED):
+        try:
+            status = gqa.main(["report", *argv])
+        except SystemExit as exit_:
+            status = exit_.code
+    return status, out.getvalue(), err.getvalue()
+
+
+ARGS = [a for name, value in SMALL._asdict().items() for a in (f"--{name.replace('_', '-')}", str(value))]
+
+
+class Writing(unittest.TestCase):
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "my.md")
+        self.folder = os.path.join(self.dir.name, "my-figures")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_figures_are_written_beside_the_report_and_checked(self):
+        status, out, err = run("--out", self.path, *ARGS)
+        self.assertEqual(status, 0, err)
+        names = sorted(os.listdir(self.folder))
+        self.assertIn("grouping.svg", names)
+        with open(self.path, encoding="utf-8") as f:
+            self.assertIn("](my-figures/grouping.svg)", f.read())
+        status, out, _ = run("--check", "--out", self.path, *ARGS)
+        self.assertEqual(status, 0)
+        self.assertIn(f"so are its {len(names)} figures", out)
+
+    def test_check_names_a_changed_a_missing_and_an_extra_figure(self):
+        run("--out", self.path, *ARGS)
+        names = sorted(os.listdir(self.folder))
+        with open(os.path.join(self.folder, names[0]), "a", encoding="utf-8") as f:
+            f.write(" ")
+        os.unlink(os.path.join(self.folder, names[1]))
+        with open(os.path.join(self.folder, "old.svg"), "w", encoding="utf-8") as f:
+            f.write("<svg/>")
+        status, _, err = run("--check", "--out", self.path, *ARGS)
+        self.assertEqual(status, 1)
+        self.assertIn(f"{names[0]} differs from what the code writes now", err)
+        self.assertIn(f"cannot read {os.path.join(self.folder, names[1])}", err)
+        self.assertIn("old.svg is not a figure of the report", err)
+        self.assertIn("regenerate it with: python -m gqa report", err)
+        self.assertEqual(run("--out", self.path, *ARGS)[0], 0)             # writing mends all three
+        self.assertEqual(sorted(os.listdir(self.folder)), names)
+        self.assertEqual(run("--check", "--out", self.path, *ARGS)[0], 0)
+
+    def test_a_students_module_draws_its_own_figures(self):
+        student = os.path.join(self.dir.name, "student_gqa.py")
+        with open(gqa.__file__, encoding="utf-8") as f:
+            source = f.read()
+        with open(student, "w", encoding="utf-8") as f:        # the lab, with a strided kv_head
+            f.write(source.replace("    return query_head // group\n", "    return query_head % g\n"))
+        out = os.path.join(self.dir.name, "report.md")
+        status, _, err = run("--module", student, "--out", out, *ARGS)
+        self.assertEqual(status, 0, err)
+        with open(os.path.join(self.dir.name, "report-figures", "grouping.svg"), encoding="utf-8") as f:
+            drawn = f.read()
+        ours = dict(gqa_report.figures_of(gqa_report.build_parts(SMALL, NOTHING_MEASURED)))
+        self.assertNotEqual(drawn, ours["grouping.svg"])
+        with open(out, encoding="utf-8") as f:
+            row = table(section(f.read(), 1), "method", "g", "q0")[1][1]
+        self.assertEqual(row, ["GQA", "4", "0", "1", "2", "3", "0", "1", "2", "3"])     # i % g, as drawn
+
+    def test_a_failed_write_changes_nothing(self):
+        run("--out", self.path, *ARGS)
+        with open(os.path.join(self.folder, "grouping.svg"), "w", encoding="utf-8") as f:
+            f.write("old figure")
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write("old report")
+        with mock.patch("gqa_report.os.replace", side_effect=OSError(28, "No space left on device")):
+            status, _, err = run("--out", self.path, *ARGS)
+        self.assertEqual(status, 2)
+        self.assertIn("No space left on device; nothing was changed", err)
+        with open(os.path.join(self.folder, "grouping.svg"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), "old figure")
+        with open(self.path, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "old report")
+        leftovers = [n for d in (self.dir.name, self.folder) for n in os.listdir(d) if n.startswith(".")]
+        self.assertEqual(leftovers, [])
+
+    def test_a_file_where_the_folder_goes_is_refused(self):
+        with open(self.folder, "w", encoding="utf-8") as f:
+            f.write("a file\n")
+        status, _, err = run("--out", self.path, *ARGS)
+        self.assertEqual(status, 2)
+        self.assertIn("is not a folder", err)
+        self.assertFalse(os.path.exists(self.path))
+
+    def test_a_figure_from_another_process_cannot_leave_the_folder_or_run_a_script(self):
+        for name in ("../report.md", ".hidden.svg", "a/b.svg", "x.md"):
+            with self.assertRaises(ValueError):
+                gqa_report.figures_of([gqa_report.Part("t", "b", ((name, "<svg/>"),))])
+        svg = '<svg xmlns="http://www.w3.org/2000/svg"/>'
+        with self.assertRaises(ValueError):
+            gqa_report.figures_of([gqa_report.Part("t", "b", (("a.svg", svg),)),
+                                   gqa_report.Part("u", "c", (("a.svg", svg),))])
+        for bad in ('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+                    '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>',
+                    '<svg xmlns="http://www.w3.org/2000/svg"><a href="http://x"><text>x</text></a></svg>',
+                    '<!DOCTYPE svg [<!ENTITY a "aaaa">]><svg xmlns="http://www.w3.org/2000/svg"/>',
+                    '<html/>', 'not xml <'):
+            with self.assertRaises(ValueError, msg=bad):
+                gqa_report.figures_of([gqa_report.Part("t", "b", (("a.svg", bad),))])
+        self.assertEqual(len(gqa_report.figures_of(gqa_report.build_parts(SMALL, NOTHING_MEASURED))), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()
