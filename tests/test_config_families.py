@@ -78,9 +78,11 @@ def rules(s):
 #   mamba-codestral-7b: huggingface.co/mlx-community/Mamba-Codestral-7B-v0.1-8bit
 #     and huggingface.co/Molbap/code2 (the Transformers conversion); the mistralai
 #     file itself was not read
-#   qwen3-next-80b-a3b: transcriptions of the release's config.json in public test
-#     code (an MLX conversion's and a quantized release's); the Instruct file itself
-#     was not read
+#   qwen3-next-80b-a3b: only configs of the same architecture: Qwen3NextConfig's
+#     defaults (documented as the Instruct model's: 48 layers, 16/2 heads, hidden
+#     2048, vocab 151936) and Qwen3-Next release configs transcribed in public test
+#     code (head_dim 256, interval 4, linear 16/32 heads of 128, 512 experts, 10 per
+#     token, 262144); the Instruct file itself was not read
 #   llama-3.2-11b-vision: huggingface.co/OPEA/Llama-3.2-11B-Vision-Instruct-int4-sym-inc
 #     (text_config); github.com/danbev/learning-ai, notes/llama.cpp/llama-3-2-vision.md
 #     (vision_config quoted)
