@@ -46,6 +46,46 @@ def rules(s):
 # layers x 2 (K and V) x g x head_dim x 2 bytes, for the layers that cache.  Each
 # example is the published config.json of the Hugging Face Hub repository named
 # beside it, trimmed to the fields that matter and a few harmless ones.
+#
+# Where each was checked, value by value, against a public copy of that file (the
+# Hub file itself is the authority; these are where copies of it were read):
+#   qwen3-8b, qwen3-30b-a3b: github.com/citsjtu2020/LLM-Prof, sglang/Model_Config.md
+#   mixtral-8x7b, gemma-2b: github.com/mlc-ai/mlc-llm, python/mlc_llm/model/model_preset.py
+#   gemma-2-9b: the same file (gemma2_9b), and Hub configs saved from google/gemma-2-9b,
+#     e.g. huggingface.co/ashercn97/blanked-v011/blob/main/config.json
+#     (query_pre_attn_scalar 256; copies saved before mid-2024 say 224, not cache-relevant)
+#   qwen2-7b: Hub configs saved from Qwen/Qwen2-7B, e.g.
+#     huggingface.co/alielfilali01/PG7BB/blob/main/config.json
+#   llama-2-7b, llama-2-70b: github.com/scaleapi/llm-engine,
+#     model-engine/tests/unit/domain/test_llm_use_cases.py (max_position_embeddings
+#     4096; mlc-llm's presets carry the first upload's 2048)
+#   mistral-7b-v0.1: Hub configs saved from mistralai/Mistral-7B-v0.1, e.g.
+#     huggingface.co/Zangs3011/mistral-7b-metamath/blob/main/config.json (sliding_window 4096)
+#   phi-3-mini-4k: github.com/NVIDIA/TensorRT-LLM,
+#     tests/unittest/_torch/modeling/test_modeling_phi3.py; the scaleapi file above
+#   starcoder2-15b: huggingface.co/OpenVINO/starcoder2-15b-int8-ov/blob/main/config.json
+#     (_name_or_path bigcode/starcoder2-15b)
+#   starcoder: huggingface.co/bigcode/starcoder-co-format/blob/main/config.json
+#     (_name_or_path bigcode/starcoder)
+#   falcon-40b: huggingface.co/tiiuae/falcon-40b/blob/refs%2Fpr%2F111/config.json (the
+#     in-library checkpoint: no multi_query key; re-saved copies add "multi_query": true)
+#   falcon-7b: huggingface.co/renede/falcon-7b-qlora-chat-support-bot-faq-alzkb-version-test
+#     (the tiiuae/falcon-7b file as moved into the library); configs re-saved by
+#     transformers add "num_kv_heads": 71, which multi_query overrides (one K/V head)
+#   whisper-large-v3: huggingface.co/FL33TW00D-HF/whisper-large-v3/blob/main/config.json
+#     (_name_or_path openai/whisper-large-v3)
+#   mamba-130m: huggingface.co/ArthurZ/mamba-130m/blob/main/config.json
+#   mamba-codestral-7b: huggingface.co/mlx-community/Mamba-Codestral-7B-v0.1-8bit
+#     and huggingface.co/Molbap/code2 (the Transformers conversion); the mistralai
+#     file itself was not read
+#   qwen3-next-80b-a3b: only configs of the same architecture: Qwen3NextConfig's
+#     defaults (documented as the Instruct model's: 48 layers, 16/2 heads, hidden
+#     2048, vocab 151936) and Qwen3-Next release configs transcribed in public test
+#     code (head_dim 256, interval 4, linear 16/32 heads of 128, 512 experts, 10 per
+#     token, 262144); the Instruct file itself was not read
+#   llama-3.2-11b-vision: huggingface.co/OPEA/Llama-3.2-11B-Vision-Instruct-int4-sym-inc
+#     (text_config); github.com/danbev/learning-ai, notes/llama.cpp/llama-3-2-vision.md
+#     (vision_config quoted)
 PER_TOKEN = {
     "llama-2-7b.json": 32 * 2 * 32 * 128 * 2,                       # meta-llama/Llama-2-7b-hf
     "llama-2-70b.json": 80 * 2 * 8 * 128 * 2,                       # meta-llama/Llama-2-70b-hf
