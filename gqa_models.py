@@ -160,7 +160,7 @@ FAMILIES: Dict[str, Family] = {
                                     "global_head_dim": 512, "attention_k_eq_v": False},
                           harmless=("hidden_size_per_layer_input", "vocab_size_per_layer_input",
                                     "enable_moe_block", "use_double_wide_mlp")),
-    "falcon": Family("Falcon", "every layer full; multi_query", "falcon-40b.json"),
+    "falcon": Family("Falcon", "every layer full; num_kv_heads, or multi_query (7B)", "falcon-40b.json"),
     "gpt_bigcode": Family("GPT-BigCode (StarCoder)", "every layer full; multi_query", "starcoder.json"),
     "mpt": Family("MPT", "every layer full; attn_config", "mpt-7b.json"),
     "dbrx": Family("DBRX", "every layer full; attn_config", "dbrx-base.json"),
