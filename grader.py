@@ -909,8 +909,7 @@ class Worker:
         try:
             first = self._answer(f"importing {self.label}", wait)
         except OutOfTime:
-            raise Refused(f"importing {self.label} did not finish before the run's time budget "
-                          f"ran out") from None
+            raise
         except Failure as err:
             raise Refused(str(err)) from None
         if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
@@ -959,6 +958,8 @@ class Worker:
         fd = self.proc.stdout.fileno()
         while True:
             at = self.buffer.find(b"\n", self.scanned)
+            if at > ANSWER_CAP:
+                raise OverflowError
             if at >= 0:
                 line = bytes(self.buffer[:at])
                 del self.buffer[:at + 1]
@@ -1180,7 +1181,9 @@ class Student:
         answers = self.worker.exchange([m for m, _ in pairs], [w for _, w in pairs])
         for answer, (_, what) in zip(answers, pairs):
             if not _well_formed(answer):
-                raise Failure(f"the worker's answer to {what} was malformed")
+                self.worker.stop()
+                raise Failure(f"the worker's answer to {what} was malformed; the worker was "
+                              f"stopped")
         return answers
 
     def _send(self, message, what):
@@ -1216,7 +1219,9 @@ class Student:
         try:
             return decode(answer.get("value"))
         except Exception:                   # a tagged value without its parts, nested too deep
-            raise Failure(f"the worker's answer to {what} was malformed") from None
+            self.worker.stop()
+            raise Failure(f"the worker's answer to {what} was malformed; the worker was "
+                          f"stopped") from None
 
     def call(self, fn, *args, keep=None, value=True, fresh=False, **kwargs):
         """fn(*args, **kwargs) in the worker: its value (None with value=False, sent later)."""

@@ -1,0 +1,374 @@
+"""The referee against hostile modules: each test writes a small module into a
+temporary folder and grades it with a disposable copy of grader.py (attacks
+that would edit files edit the copies).  What no module may do in either run
+(crash or stall the grader, print a second document) is tested in both; what
+only the sealed run closes (reading the grader, reaching its process, its
+files and its results) is tested in a sealed run as root, and shown to work
+in the self-check, so that each test could fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+
+import grader
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
+    SOURCE = _f.read()
+STARTER = grader.make_starter(SOURCE)
+ROOT_POSIX = os.name == "posix" and hasattr(os, "geteuid") and os.geteuid() == 0
+NOT_ROOT = "a sealed run drops privileges only as root; this test runs as another user"
+
+
+class Copy:
+    """A private folder holding copies of grader.py and the solution gqa.py beside it,
+    and another holding the module under test."""
+
+    def __init__(self, module_source):
+        self.dir = tempfile.mkdtemp()
+        os.chmod(self.dir, 0o700)
+        self.grader = os.path.join(self.dir, "grader.py")
+        shutil.copy(os.path.join(ROOT, "grader.py"), self.grader)
+        shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(self.dir, "gqa.py"))
+        self.sub = tempfile.mkdtemp()
+        self.module = os.path.join(self.sub, "gqa.py")
+        with open(self.module, "w", encoding="utf-8") as f:
+            f.write(module_source)
+        self.results = os.path.join(self.dir, "results.json")
+
+    def run(self, *args, timeout=60):
+        return subprocess.run([sys.executable, self.grader, "--module", self.module, *args],
+                              capture_output=True, text=True, timeout=timeout, cwd=self.dir)
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.sub, ignore_errors=True)
+
+
+def one_document(test, run):
+    """The run's stdout parsed as exactly one JSON document."""
+    text = run.stdout
+    doc, end = json.JSONDecoder().raw_decode(text)
+    test.assertEqual(text[end:].strip(), "", "more than one document")
+    return doc
+
+
+def in_each(jobs):
+    """fn() for each fn, two at a time (each grades in its own worker process)."""
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda fn: fn(), jobs))
+
+
+def grade_source(source, **options):
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "gqa.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    try:
+        return {r["name"]: r for r in grader.grade(path, 1, **options)}
+    finally:
+        shutil.rmtree(folder)
+
+
+# A module that tries, at import, every way out that the sealed run closes;
+# each harmless when it works (it opens, it does not write).  valid_g raises
+# what happened, so it comes back in the grader's message.
+ESCAPES = STARTER + r'''
+import os as _os, json as _json
+_R = {}
+
+
+def _try(name, fn):
+    try:
+        fn()
+        _R[name] = "ok"
+    except BaseException as err:
+        _R[name] = type(err).__name__
+
+
+_ppid = _os.getppid()
+with open(f"/proc/{_ppid}/cmdline", "rb") as _f:
+    _argv = [a.decode() for a in _f.read().split(b"\0")]
+_grader = next(a for a in _argv if a.endswith("grader.py"))
+_folder = _os.path.dirname(_grader)
+
+
+def _load_grader():                  # under another name: the name-only refusal's bypass
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("not_the_grader", _grader)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+def _plant():
+    path = _os.path.join(_folder, "queue.py")
+    _os.close(_os.open(path, _os.O_WRONLY | _os.O_CREAT))
+    _os.remove(path)
+
+
+def _fork():
+    if _os.fork() == 0:
+        _os._exit(0)
+
+
+_try("read_grader", lambda: open(_grader).close())
+_try("load_grader", _load_grader)
+_try("read_solution", lambda: open(_os.path.join(_folder, "gqa.py")).close())
+_try("plant", _plant)
+_try("edit_grader", lambda: open(_grader, "a").close())
+_try("results", lambda: open(_os.path.join(_folder, "results.json"), "a").close())
+_try("stdout", lambda: open(f"/proc/{_ppid}/fd/1", "w").close())
+_try("memory", lambda: open(f"/proc/{_ppid}/mem", "r+b").close())
+_try("environ", lambda: open(f"/proc/{_ppid}/environ", "rb").close())
+_try("signal", lambda: _os.kill(_ppid, 0))
+_try("fork", _fork)
+_R["uid"] = _os.getuid()
+_R["env"] = sorted(_os.environ) if len(_os.environ) < 5 else len(_os.environ)
+_R["cwd"] = sorted(_os.listdir("."))
+
+
+def valid_g(h):
+    raise RuntimeError("REPORT" + _json.dumps(_R, separators=(",", ":")))
+'''
+ESCAPES_TRIED = ("read_grader", "load_grader", "read_solution", "plant", "edit_grader", "results",
+                 "stdout", "memory", "environ", "signal", "fork")
+
+
+def escapes_report(doc):
+    message = doc["steps"][0]["message"]
+    return json.loads(message.split("REPORT", 1)[1].splitlines()[0])
+
+
+@unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
+class SealedAsRoot(unittest.TestCase):
+    """Every way out tried at once: open in the self-check, shut in the sealed run."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.copy = Copy(ESCAPES)
+        cls.sealed, cls.selfcheck = in_each([
+            lambda: cls.copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
+                                 "--out", cls.copy.results),
+            lambda: cls.copy.run("--json", "--only", "valid_g", "--cases", "0")])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.copy.close()
+
+    def test_the_self_check_lets_the_module_reach_everything(self):
+        # What the README says: the self-check is a learning tool, not a referee
+        # a module cannot reach.  Here the attacks work, which proves they are real.
+        report = escapes_report(one_document(self, self.selfcheck))
+        self.assertEqual({k: report[k] for k in ESCAPES_TRIED}, dict.fromkeys(ESCAPES_TRIED, "ok"))
+
+    def test_the_sealed_run_closes_every_way_out(self):
+        doc = one_document(self, self.sealed)
+        self.assertEqual(doc["sealed"], "sealed")
+        report = escapes_report(doc)
+        for name in ESCAPES_TRIED:
+            with self.subTest(escape=name):
+                self.assertNotEqual(report[name], "ok")
+        self.assertEqual(report["uid"], 65534)                  # nobody
+        self.assertEqual([k for k in report["env"] if k != "LC_CTYPE"], ["PATH"])
+        self.assertEqual(report["cwd"], ["gqa.py"])             # a private folder: the copy alone
+
+    def test_the_results_are_the_graders_own_and_only_it_can_write_them(self):
+        doc = one_document(self, self.sealed)
+        with open(self.copy.results, encoding="utf-8") as f:
+            self.assertEqual(json.load(f), doc)
+        self.assertEqual((doc["score"], doc["passed"], self.sealed.returncode), (0.0, 0, 1))
+        self.assertEqual(sorted(os.listdir(self.copy.dir)), ["gqa.py", "grader.py", "results.json"])
+
+    def test_a_sealed_run_refuses_a_grader_the_worker_could_read(self):
+        os.chmod(self.copy.dir, 0o755)
+        try:
+            run = self.copy.run("--format", "gradescope", "--only", "valid_g")
+        finally:
+            os.chmod(self.copy.dir, 0o700)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("could open files in the grader's folder", one_document(self, run)["output"])
+
+    def test_the_worker_runs_with_its_limits(self):
+        probe = STARTER + (
+            "\nimport resource as _r\n_L = [_r.getrlimit(getattr(_r, n))[0] for n in "
+            "('RLIMIT_CPU', 'RLIMIT_AS', 'RLIMIT_NPROC', 'RLIMIT_FSIZE', 'RLIMIT_NOFILE')]\n"
+            "def valid_g(h):\n    raise RuntimeError('LIMITS' + repr(_L))\n")
+        copy = Copy(probe)
+        try:
+            run = copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0", "--budget", "20")
+        finally:
+            copy.close()
+        message = one_document(self, run)["steps"][0]["message"]
+        limits = eval(message.split("LIMITS", 1)[1].splitlines()[0])
+        self.assertEqual(limits, [25, grader.LIMITS["memory"], 0, grader.LIMITS["file_size"],
+                                  grader.LIMITS["open_files"]])
+
+
+class NeverCrashNeverStall(unittest.TestCase):
+    """Whatever the worker sends, or does not send, the grader decides and says why."""
+
+    def test_forged_answers_fail_their_case(self):
+        # The module replaces the worker's loop: it answers the first request with a forged line.
+        forged = [
+            ('{"n": 1, "i": 0, "error": {}}', "was malformed"),
+            ('{"n": 1, "i": 0, "value": {"$record": "Weights"}}', "was malformed"),
+            ('{"n": 1, "i": 0, "error": {"type": "X", "message": 5}}', "was malformed"),
+            ('[' * 100000 + ']' * 100000, "not readable"),
+            ('{"n": 1, "i": 0, "value": ' + '[' * 100000 + ']' * 100000 + '}', "not readable"),
+            ('{"n": 7, "i": 0, "value": [1]}', "out of turn"),
+            ('not json', "not readable"),
+            ('"x"' + ' ' * (grader.ANSWER_CAP + 10), "longer than 32 MiB"),
+        ]
+
+        def module(line):
+            return SOURCE + (
+                "\nimport __main__, itertools as _it\n"
+                "_serve = __main__.w_serve\n"
+                "def _forge(mod, requests):\n"
+                "    line = requests.readline()\n"
+                "    if '\"valid_g\"' not in line:\n"
+                "        return _serve(mod, _it.chain([line], requests))\n"
+                f"    __main__.W['out'].write({line!r} + '\\n')\n"
+                "    __main__.W['out'].flush()\n"
+                "    requests.readline()\n"
+                "__main__.w_serve = _forge\n")
+        graded = in_each([lambda i=i, line=line: grade_source(
+            module(line), only=["valid_g", "kv_head"] if i == 0 else ["valid_g"], cases=0,
+            timeout=2.0) for i, (line, _) in enumerate(forged)])
+        for (line, says), results in zip(forged, graded):
+            with self.subTest(forged=line[:40]):
+                self.assertEqual(results["valid_g"]["status"], "failed")
+                self.assertIn(says, results["valid_g"]["message"])
+        self.assertEqual(graded[0]["kv_head"]["status"], "passed")        # in a fresh worker
+
+    def test_a_step_that_is_not_a_function_is_a_failed_step(self):
+        results = grade_source(SOURCE + "\nkv_head = None\ngroup_heads = 3\n",
+                               only=["kv_head", "group_heads", "repeat_kv"], cases=0)
+        self.assertIn("kv_head is None, not a function", results["kv_head"]["message"])
+        self.assertIn("group_heads is a int: 3, not a function", results["group_heads"]["message"])
+        self.assertEqual(results["repeat_kv"]["status"], "passed")
+
+    def test_a_timeout_names_the_call_that_hung(self):
+        source = SOURCE.replace("    return query_head // group\n",
+                                "    while (query_head, h, g) == (5, 6, 1):\n        pass\n"
+                                "    return query_head // group\n", 1)
+        self.assertNotEqual(source, SOURCE)
+        message = grade_source(source, only=["kv_head"], cases=0, timeout=0.3)["kv_head"]["message"]
+        self.assertIn("kv_head(5, 6, 1) did not return within 0.3 s", message)
+
+    def test_answers_just_under_the_timeout_end_at_the_budget(self):
+        slow = SOURCE + ("\nimport time as _time, functools as _ft\n"
+                         "def _slow(f):\n    @_ft.wraps(f)\n"
+                         "    def g(*a, **k):\n        _time.sleep(0.1)\n        return f(*a, **k)\n"
+                         "    return g\n"
+                         "valid_g, method_name, kv_head = _slow(valid_g), _slow(method_name), _slow(kv_head)\n")
+        results = grade_source(slow, only=["valid_g", "method_name", "kv_head"], timeout=2.0,
+                               budget=0.5, cases=0)
+        self.assertEqual(results["valid_g"]["message"], grader.BUDGET_NOTE + " (--budget 0.5 s)")
+        self.assertEqual(results["kv_head"]["message"], grader.BUDGET_NOTE + " (--budget 0.5 s)")
+        self.assertEqual(results["kv_head"]["cases"], 0)
+
+    def test_a_worker_that_stops_reading_cannot_block_the_grader(self):
+        source = SOURCE + ("\nimport __main__, time as _time\n"
+                           "__main__.w_serve = lambda mod, requests: _time.sleep(60)\n")
+        folder = tempfile.mkdtemp()
+        path = os.path.join(folder, "gqa.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        worker = grader.Worker(path, 0.3)
+        try:
+            with self.assertRaisesRegex(grader.Failure, r"big\(\) did not read its request within 0.3 s"):
+                worker.exchange([{"op": "call", "fn": "valid_g", "args": ["x" * (1 << 20)]}], ["big()"])
+            self.assertIsNone(worker.proc)
+        finally:
+            worker.stop()
+            shutil.rmtree(folder)
+
+    def test_a_grandchild_dies_with_the_worker(self):
+        # In the self-check as well: the worker's whole process group is killed.
+        if os.name != "posix" or not ROOT_POSIX:
+            self.skipTest("a non-root worker may not fork at all (its process limit is 0)")
+        source = SOURCE + ("\nimport os as _os, time as _time\n"
+                           "_child = _os.fork()\n"
+                           "if _child == 0:\n    _time.sleep(60)\n    _os._exit(0)\n"
+                           "def valid_g(h):\n    raise RuntimeError(f'CHILD{_child}')\n")
+        message = grade_source(source, only=["valid_g"], cases=0)["valid_g"]["message"]
+        pid = int(message.split("CHILD", 1)[1].split()[0])
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "gone"
+        self.assertIn(state, ("gone", "Z", "X"))
+
+    def test_one_document_whatever_the_module_does(self):
+        cases = [("while True:\n    pass\n", "did not finish within the run's time budget (0.8 s)"),
+                 ("import os\nos._exit(0)\n", "ended its process (status 0)"),
+                 ("kv_head = None\n", None),
+                 ("raise SystemExit(3)\n", "raised SystemExit"),
+                 ("x = [0] * (1 << 40)\n", "MemoryError")]
+
+        def run(body, fmt):
+            copy = Copy(STARTER + body)
+            try:
+                return copy.run("--format", fmt, "--budget", "0.8", "--only", "valid_g,kv_head",
+                                "--cases", "0")
+            finally:
+                copy.close()
+        runs = in_each([lambda b=b: run(b, "json") for b, _ in cases])
+        for (body, says), result in zip(cases, runs):
+            with self.subTest(module=body):
+                doc = one_document(self, result)
+                self.assertNotIn("Traceback", result.stderr)
+                if says:
+                    self.assertEqual(result.returncode, 2)
+                    self.assertIn(says, doc["error"])
+                else:
+                    self.assertEqual(result.returncode, 1)
+                    self.assertIn("kv_head is None", doc["steps"][1]["message"])
+
+
+class Folder(unittest.TestCase):
+
+    def test_planted_standard_modules_beside_the_grader_never_run(self):
+        # Standard modules' names planted beside grader.py (the module's own folder is its own).
+        copy = Copy(STARTER)
+        try:
+            for name in ("__future__", "json", "queue", "argparse", "select", "random", "ast"):
+                with open(os.path.join(copy.dir, name + ".py"), "w", encoding="utf-8") as f:
+                    f.write("raise SystemExit('planted module ran')\n")
+            run = copy.run("--json", "--cases", "1")
+        finally:
+            copy.close()
+        doc = one_document(self, run)
+        self.assertEqual((run.returncode, doc["passed"]), (1, 0))
+        self.assertEqual({s["status"] for s in doc["steps"]}, {"not started"})
+        self.assertNotIn("planted", run.stdout + run.stderr)
+
+    def test_gradescope_format_and_weights(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            weights = os.path.join(tmp, "weights.json")
+            with open(weights, "w", encoding="utf-8") as f:
+                json.dump({"kv_head": 3, "layer": 2}, f)
+            copy = Copy(SOURCE.replace("return query_head // group", "return query_head % g"))
+            try:
+                run = copy.run("--seed", "1", "--format", "gradescope", "--weights", weights,
+                               "--only", "kv_head,layer", "--cases", "1")
+            finally:
+                copy.close()
+        data = one_document(self, run)
+        self.assertEqual(data["score"], 2.0)
+        self.assertEqual([(t["name"], t["score"], t["max_score"], t["status"]) for t in data["tests"]],
+                         [("step 3: kv_head", 0.0, 3.0, "failed"), ("step 13: layer", 2.0, 2.0, "passed")])
+        if not ROOT_POSIX:
+            self.assertTrue(data["output"].startswith("partly sealed:"))
+
+
+if __name__ == "__main__":
+    unittest.main()
