@@ -195,29 +195,6 @@ def block_bars(labels: Sequence[str], rows: Sequence[Block], width: int = 40) ->
 
 
 # ---------------------------------------------------------------------------
-# Another gqa.py: a student's, say.
-# ---------------------------------------------------------------------------
-
-
-def load_module(path: str, what: str = "module"):
-    """Import the gqa.py at path under its own name; raise GQAError saying why it cannot be."""
-    import importlib.util
-    if not os.path.isfile(path):
-        raise gqa.GQAError(f"--{what} {path}: no such file")
-    spec = importlib.util.spec_from_file_location("gqa_under_report", path)
-    if spec is None or spec.loader is None:
-        raise gqa.GQAError(f"--{what} {path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as err:
-        raise gqa.GQAError(f"--{what} {path} has a syntax error, line {err.lineno}: {err.msg}") from None
-    except (Exception, SystemExit) as err:
-        raise gqa.GQAError(f"--{what} {path}: importing it raised {type(err).__name__}: {err}") from None
-    return module
-
-
-# ---------------------------------------------------------------------------
 # Arithmetic outside the tally.
 # ---------------------------------------------------------------------------
 

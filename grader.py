@@ -1061,7 +1061,10 @@ class Worker:
         """With run: each item the child sends, until it is done; Failure when it ends otherwise."""
         self.start_run()
         while True:
-            line = self._answer(f"the child process running {self.run['target']}", self.timeout)
+            try:
+                line = self._answer(self.what, self.timeout)
+            except OutOfTime:
+                raise Failure(f"{self.what} did not finish within its time budget") from None
             if not isinstance(line, dict):
                 self.stop()
                 raise Failure("the child process sent something that is not an item")
@@ -1108,19 +1111,21 @@ class Worker:
         return code
 
 
-def run_in_child(path, target, args=(), *, paths=(), label=None, item_timeout=60.0,
-                 budget=DEFAULT_BUDGET):
+def run_in_child(path, target, args=(), *, paths=(), label=None, what="running the module",
+                 item_timeout=60.0, budget=DEFAULT_BUDGET):
     """Yield what the project's function target ("module:function") yields when called as
     target(the module at path, *args) in a worker, each item as plain JSON data.
 
     The worker has the grader's limits, its own session (killed at the end),
-    a deadline per item and one for the whole run.  Raises Refused when the
+    a deadline per item and one for the whole run; what names the work in
+    messages ("building the report did not return within 60 s").  Raises Refused when the
     module cannot be imported, Failure (after the items that came) when the
     child hangs, dies, runs out of the budget or sends something else.  The
     caller's process never imports the module.
     """
     worker = Worker(path, item_timeout, Seal(budget=budget), time.monotonic() + budget,
                     label=label, run={"target": target, "args": list(args)}, paths=list(paths))
+    worker.what = what
     try:
         yield from worker.items()
     finally:

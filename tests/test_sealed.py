@@ -370,5 +370,75 @@ class Folder(unittest.TestCase):
             self.assertTrue(data["output"].startswith("partly sealed:"))
 
 
+class ToolsThroughTheWorker(unittest.TestCase):
+    """report --module and tables --module run the module in the grader's worker: its
+    endless loop, os._exit or memory bomb is a section's note, never a hang or a silent 0."""
+
+    SMALL = ["--heads", "4", "--head-dim", "4", "--layers", "2", "--context", "16", "--batch", "2",
+             "--run-head-dim", "2", "--run-d-model", "4", "--run-context", "3", "--run-layers", "1",
+             "--seed", "1", "--seeds", "1"]
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def module(self, body, name="student.py"):
+        path = os.path.join(self.dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(SOURCE + body)
+        return path
+
+    def gqa_main(self, *argv):
+        import contextlib
+        import io
+        from unittest import mock
+
+        import gqa
+        import gqa_report
+        import gqa_tables
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                mock.patch.object(gqa_report, "CHILD_TIMEOUT", 1.0), \
+                mock.patch.object(gqa_tables, "CHILD_TIMEOUT", 1.0):
+            try:
+                status = gqa.main(list(argv))
+            except SystemExit as exit_:
+                status = exit_.code
+        return status, out.getvalue(), err.getvalue()
+
+    def test_report_notes_what_never_came_back(self):
+        bodies = [("\ndef cache_table(*a, **k):\n    while True:\n        pass\n",
+                   "building the report did not return within 1 s"),
+                  ("\ndef cache_table(*a, **k):\n    import os\n    os._exit(0)\n",
+                   "the module ended its process (status 0) during building the report"),
+                  ("\ndef cache_table(*a, **k):\n    return [0] * (1 << 40)\n", "MemoryError")]
+        for i, (body, says) in enumerate(bodies):
+            with self.subTest(module=body):
+                out = os.path.join(self.dir, f"report{i}.md")
+                status, _, err = self.gqa_main("report", "--module", self.module(body, f"m{i}.py"),
+                                               "--out", out, *self.SMALL)
+                self.assertEqual(status, 0, err)
+                with open(out, encoding="utf-8") as f:
+                    text = f.read()
+                self.assertIn(says, text.split("## 2.")[1].split("## 3.")[0])
+                self.assertEqual(text.count("\n## "), 9)
+
+    def test_report_check_of_a_module_that_exits_is_not_a_silent_success(self):
+        out = os.path.join(self.dir, "report.md")
+        status, _, err = self.gqa_main("report", "--module", self.module(""), "--out", out, *self.SMALL)
+        self.assertEqual(status, 0, err)
+        status, _, err = self.gqa_main("report", "--check", "--module", self.module(
+            "\nimport os\nos._exit(0)\n"), "--out", out, *self.SMALL)
+        self.assertEqual(status, 1)
+        self.assertIn("ended its process (status 0)", err)
+
+    def test_tables_of_a_module_that_hangs_is_a_clear_error(self):
+        status, out, err = self.gqa_main("tables", "--module", self.module(
+            "\ndef cache_table(*a, **k):\n    while True:\n        pass\n"))
+        self.assertEqual(status, 2)
+        self.assertIn("computing the tables did not return within 1 s", err)
+        self.assertNotIn("Traceback", err)
+
+
 if __name__ == "__main__":
     unittest.main()
