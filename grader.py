@@ -2023,6 +2023,7 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 set -u
 chmod 700 /autograder/source
 mkdir -p /autograder/results
+chmod 755 /autograder/results
 cd /autograder/source
 python3 grader.py --sealed --format gradescope --module /autograder/submission/gqa.py \\
     --out /autograder/results/results.json{options} > /dev/null

@@ -370,6 +370,50 @@ class Folder(unittest.TestCase):
             self.assertTrue(data["output"].startswith("partly sealed:"))
 
 
+class Autograder(unittest.TestCase):
+
+    def test_the_zip_has_gradescopes_layout_and_its_run_writes_the_results(self):
+        import zipfile
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        copy = Copy(STARTER)
+        self.addCleanup(copy.close)
+        weights = os.path.join(folder, "w.json")
+        with open(weights, "w", encoding="utf-8") as f:
+            json.dump({"kv_head": 2}, f)
+        made = subprocess.run([sys.executable, copy.grader, "--autograder", folder, "--cases", "1",
+                               "--weights", weights], capture_output=True, text=True, timeout=60)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
+            self.assertEqual(sorted(z.namelist()),
+                             ["grader.py", "run_autograder", "setup.sh", "weights.json"])
+            self.assertEqual(z.getinfo("run_autograder").external_attr >> 16 & 0o777, 0o755)
+            with open(copy.grader, "rb") as f:
+                self.assertEqual(z.read("grader.py"), f.read())
+            run = z.read("run_autograder").decode()
+            setup = z.read("setup.sh").decode()
+            z.extractall(os.path.join(folder, "source"))
+        self.assertNotRegex(setup, r"apt|pip|install ")                    # installs nothing
+        self.assertIn("--sealed --format gradescope --module /autograder/submission/gqa.py", run)
+        self.assertIn("--out /autograder/results/results.json --weights weights.json --cases 1", run)
+        if not ROOT_POSIX:
+            self.skipTest(NOT_ROOT)
+        # Gradescope's folders under a temporary root, the submission a starter.
+        os.makedirs(os.path.join(folder, "submission"))
+        shutil.copy(copy.module, os.path.join(folder, "submission", "gqa.py"))
+        script = os.path.join(folder, "run_autograder")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(run.replace("/autograder", folder).replace("python3 ", f"{sys.executable} "))
+        done = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60)
+        self.assertEqual((done.returncode, done.stdout), (0, ""), done.stderr)
+        with open(os.path.join(folder, "results", "results.json"), encoding="utf-8") as f:
+            results = json.load(f)
+        self.assertEqual(results["score"], 0.0)
+        self.assertEqual(len(results["tests"]), len(grader.STEPS))
+        self.assertEqual(results["tests"][2]["max_score"], 2.0)
+        self.assertNotIn("output", results)                                   # fully sealed
+
+
 class ToolsThroughTheWorker(unittest.TestCase):
     """report --module and tables --module run the module in the grader's worker: its
     endless loop, os._exit or memory bomb is a section's note, never a hang or a silent 0."""
