@@ -6,17 +6,23 @@
     python grader.py --only fold_kv_mean --case 7 --show
                                               one case, its inputs as Python literals
     python grader.py --json | --format gradescope      for course tooling
+    python grader.py --autograder dist        dist/autograder.zip for Gradescope
 
-The module under test runs only in a child process: a worker that imports it
-and answers calls.  This process draws the cases, computes the expected
+The module under test runs only in a child process: a worker that imports
+it and answers calls.  This process draws the cases, computes the expected
 values from its own copy of the inputs with the reference below, sends the
 inputs, receives the outputs as plain data and decides.  Nothing the module
 does (patching modules, printing, reading stdin, sys.exit, os._exit, an
-endless loop, crashing the interpreter) reaches the verdict: a worker that
-does not answer within --timeout seconds is killed, and one that dies is
-replaced for the next case.
-The worker is started as `python -I -S`: no environment variables, no
-site-packages, so the module sees the standard library only, as the lab asks.
+endless loop, crashing the interpreter, sending garbage) reaches the verdict:
+every read and write has a deadline (--timeout per call, --budget in all), a
+worker that does not answer in time is killed with its process group, and
+one that dies is replaced for the next case.  The worker is started as
+`python -I -S` (no site-packages, no PYTHON* variables) with limits on CPU,
+memory, processes, file size and open files.  That is the self-check, a
+learning tool: the worker runs as the student, beside grader.py.  --sealed
+(implied by --format gradescope) is the teacher's run: the module alone in a
+private folder, an environment of PATH only and, as root, the user nobody,
+which can reach neither the grader nor its files nor its results.
 
 The reference shares no code with gqa.py and is built differently on purpose:
 it copies every key/value head into each query head it serves (the module
