@@ -2108,9 +2108,9 @@ def parse_args(argv):
     parser.add_argument("--starter", metavar="DIR",
                         help="write a starter gqa.py for students into DIR and exit")
     parser.add_argument("--sealed", action="store_true",
-                        help="the teacher's grading run: the module in a private folder, no "
-                             "environment, limits, and (as root) another user; implied by "
-                             "--format gradescope")
+                        help="the teacher's grading run: the module alone in a private "
+                             "folder, PATH its only variable, limits, and (as root) another "
+                             "user; implied by --format gradescope")
     parser.add_argument("--user", metavar="NAME", default=None,
                         help="with --sealed, as root: the worker's user (default nobody)")
     parser.add_argument("--out", metavar="PATH", default=None,
