@@ -847,7 +847,7 @@ class Seal:
         if self.dir is None:
             return path
         import shutil
-        copy = os.path.join(self.dir, "gqa.py")
+        copy = os.path.join(self.dir, os.path.basename(path))
         if os.path.exists(copy):
             os.remove(copy)
         shutil.copyfile(path, copy)
@@ -934,7 +934,8 @@ class Worker:
         except OSError:
             return
         uid, gid = self.seal.drop
-        if (set(status["Uid"].split()) != {str(uid)} or set(status["Gid"].split()) != {str(gid)}
+        if (set(status.get("Uid", "").split()) != {str(uid)}
+                or set(status.get("Gid", "").split()) != {str(gid)}
                 or status.get("Groups", "").split() not in ([], [str(gid)])):
             self.stop()
             raise Refused(f"the worker did not run as uid {uid}, gid {gid}; nothing was graded")
