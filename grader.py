@@ -506,8 +506,8 @@ def w_where(tb):
             for f in frames[-3:]]
 
 
-def w_error(kind, message):
-    return {"error": {"type": kind, "message": message, "gqa_error": False, "where": []}}
+def w_error(type_name, message):
+    return {"error": {"type": type_name, "message": message, "gqa_error": False, "where": []}}
 
 
 def w_failure(err):
@@ -534,8 +534,8 @@ def w_lists_in(x, found, depth=0):
 
 def w_resolve(mod, name):
     if name.startswith("$"):
-        ref, _, attr = name[1:].partition(".")
-        return getattr(W["kept"][ref], attr)
+        kept, _, attr = name[1:].partition(".")
+        return getattr(W["kept"][kept], attr)
     if not hasattr(mod, name):
         raise LookupError(f"the module has no {name}")
     fn = getattr(mod, name)

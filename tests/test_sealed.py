@@ -145,6 +145,35 @@ def escapes_report(doc):
     return json.loads(message.split("REPORT", 1)[1].splitlines()[0])
 
 
+class WorkerCode(unittest.TestCase):
+    """The worker is code in grader.py that tests can call; its process runs that region
+    alone, so the module it imports has no reference within reach."""
+
+    def test_the_worker_runs_its_region_alone(self):
+        import ast
+        tree = ast.parse(grader.WORKER)
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.assertIn("w_main", names)
+        self.assertTrue(all(name.startswith(("w_", "_w_")) for name in names), names)
+        with open(grader.__file__, encoding="utf-8") as f:
+            everything = {n.name for n in ast.parse(f.read()).body
+                          if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        self.assertEqual(sorted(used & (everything - names)), [])    # the reference, checks, runner
+
+    def test_values_go_as_plain_data_with_their_types(self):
+        from array import array
+        self.assertEqual(grader.w_enc((1, [2.5, None])), {"$tuple": [1, [2.5, None]]})
+        self.assertEqual(grader.w_enc(array("d", [1.0])), {"$array": "d", "values": [1.0]})
+        self.assertEqual(grader.w_enc(object())["$other"], "object")
+        deep = []
+        for _ in range(60):
+            deep = [deep]
+        encoded = json.dumps(grader.w_enc(deep))
+        self.assertIn('"$other": "nesting"', encoded)
+        self.assertEqual(grader.decode(grader.w_enc((1, [2.0]))), (1, [2.0]))
+
+
 @unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
 class SealedAsRoot(unittest.TestCase):
     """Every way out tried at once: open in the self-check, shut in the sealed run."""
