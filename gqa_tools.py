@@ -2,7 +2,8 @@
 
 The commands (gqa_tables, gqa_report, gqa_config, gqa_bench, gqa_uptrain)
 import gqa, this module and the libraries gqa_models and gqa_train, never
-each other.  Here: plain and Markdown tables, bars, number formats, the
+each other; with --module they run a student's gqa.py through the grader's
+worker (grader.run_in_child), never in their own process.  Here: plain and Markdown tables, bars, number formats, the
 integer options of `report` and `bench`, a projection kept outside the
 tally, the one seeding scheme, a progress line on stderr, and an
 all-or-nothing write.

@@ -835,6 +835,8 @@ class Seal:
                               f"(chmod 700 {HERE})")
             if out:
                 folder = os.path.dirname(os.path.abspath(out))
+                if not os.path.isdir(folder):
+                    raise Refused(f"--out {out}: no such folder {folder}")
                 if reachable(folder, entry.pw_uid, gids, 2):
                     raise Refused(f"the worker's user {name} could write into {folder}, where "
                                   f"--out {out} goes; choose a folder only the grader can write")
