@@ -1925,7 +1925,8 @@ def print_report(results, args, out=None):
         if status == "FAIL":
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)
-            print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
+            if not r["message"].startswith(BUDGET_NOTE):
+                print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
         if args.show and r["inputs"] and (status == "FAIL" or args.case is not None):
             print(f"        inputs of case {r['case'] if r['case'] is not None else args.case}:", file=out)
             for name, value in r["inputs"].items():
