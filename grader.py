@@ -22,7 +22,8 @@ memory, processes, file size and open files.  That is the self-check, a
 learning tool: the worker runs as the student, beside grader.py.  --sealed
 (implied by --format gradescope) is the teacher's run: the module alone in a
 private folder, an environment of PATH only and, as root, the user nobody,
-which can reach neither the grader nor its files nor its results.
+which cannot signal, trace, read or write the grader, its folder or its
+results.
 
 The reference shares no code with gqa.py and is built differently on purpose:
 it copies every key/value head into each query head it serves (the module
