@@ -223,6 +223,20 @@ class SealedAsRoot(unittest.TestCase):
         self.assertEqual(run.returncode, 2)
         self.assertIn("could open files in the grader's folder", one_document(self, run)["output"])
 
+    def test_a_worker_that_kept_root_is_refused(self):
+        # The grader does not take the worker's word for the drop: it reads /proc.
+        from unittest import mock
+        kept_root = grader.WORKER.replace("os.setuid(uid)", "os.setuid(0)")
+        self.assertNotEqual(kept_root, grader.WORKER)
+        with mock.patch.object(grader, "HERE", self.copy.dir), \
+                mock.patch.object(grader, "WORKER", kept_root):
+            seal = grader.Seal(sealed=True)
+            try:
+                with self.assertRaisesRegex(grader.Refused, "did not run as uid 65534"):
+                    grade_source(STARTER, cases=0, only=["valid_g"], seal=seal)
+            finally:
+                seal.close()
+
     def test_the_worker_runs_with_its_limits(self):
         probe = STARTER + (
             "\nimport resource as _r\n_L = [_r.getrlimit(getattr(_r, n))[0] for n in "
