@@ -2188,8 +2188,42 @@ def write_out(path, doc):
         raise
 
 
+def asked_format(argv):
+    """The document format argv asks for ("json", "gradescope" or None), read as argparse
+    would (abbreviations too), for the one place argparse cannot print it: a usage error."""
+    fmt = None
+    for i, arg in enumerate(argv):
+        name, _, value = arg.partition("=")
+        if len(name) >= 3 and "--json".startswith(name):
+            fmt = fmt or "json"
+        elif len(name) >= 4 and "--format".startswith(name):
+            value = value or (argv[i + 1] if i + 1 < len(argv) else "")
+            fmt = value if value in ("json", "gradescope") else fmt
+    return fmt
+
+
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    fmt = asked_format(argv)
+    if fmt is None:
+        args = parse_args(argv)
+    else:                                 # a usage error is a document too
+        import contextlib
+        import io
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(said):
+                args = parse_args(argv)
+        except SystemExit as exit_:
+            sys.stderr.write(said.getvalue())
+            if not exit_.code:
+                raise
+            why = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else "usage error"
+            emit(gradescope([], {}, error=why) if fmt == "gradescope" else
+                 {"grader": GRADER_VERSION, "error": why, "score": 0.0, "passed": 0, "failed": 0,
+                  "steps": []})
+            return 2
+        sys.stderr.write(said.getvalue())
     if args.list:
         for st in STEPS:
             print(f"step {st.number:>2}  {st.name:<22} {st.summary}")

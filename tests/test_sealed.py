@@ -330,6 +330,21 @@ class NeverCrashNeverStall(unittest.TestCase):
             time.sleep(0.01)
         self.assertIn(state, ("gone", "Z", "X"))
 
+    def test_a_usage_error_is_one_document_too(self):
+        import contextlib
+        import io
+        for argv, key in ((["--json", "--cases", "-1"], "error"),
+                          (["--format=gradescope", "--budget", "0"], "output"),
+                          (["--budget", "x", "--form", "json"], "error")):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = grader.main(argv)
+            with self.subTest(argv=argv):
+                self.assertEqual(status, 2)
+                doc = one_document(self, subprocess.CompletedProcess(argv, status, out.getvalue()))
+                self.assertIn("error: ", doc[key])
+                self.assertIn("usage:", err.getvalue())
+
     def test_one_document_whatever_the_module_does(self):
         cases = [("import os\nos._exit(0)\n", "ended its process (status 0)"),
                  ("kv_head = None\n", None),
