@@ -5,7 +5,9 @@
 Every number in the report is computed, counted or measured by a gqa.py when
 the command runs: none is typed in.  By default that is the gqa.py beside
 this file; --module PATH builds the report from another one, a student's,
-and a section whose functions are missing or fail says so instead.  The
+in a child process with the grader's limits and deadlines (this process
+never imports it), and a section whose functions are missing or fail, or
+that never came back, says so instead.  The
 report is the same to the byte on every run, machine and Python version:
 seeded random numbers (gqa_tools' one scheme), a fixed order, fixed
 precision, no timings, no dates, no machine names.
@@ -26,13 +28,13 @@ import os
 import re
 import sys
 import tempfile
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
 import gqa_figures
 import gqa_train
 from gqa_tools import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
-                       block_rows, fmt, human_bytes, int_options, load_module, markdown_table,
+                       block_rows, fmt, human_bytes, int_options, markdown_table,
                        multiplies_markdown, project, rng_for, seed_for, write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
@@ -879,6 +881,61 @@ def build_report(cfg: Config, m: Measured, lab: Optional[Lab] = None,
 
 
 # ---------------------------------------------------------------------------
+# Another module, a student's: built in a child process, assembled here.
+# ---------------------------------------------------------------------------
+
+CHILD_TIMEOUT = 120.0       # seconds the child may take to send a part (the measuring comes first)
+CHILD_BUDGET = 300.0        # seconds it may take in all
+
+
+def child_parts(module: Any, cfg_values: List[int], label: str) -> Iterator[list]:
+    """In the child process (grader.run_in_child): the report's Parts built from module,
+    each as plain data [title, body, [[file name, SVG], ...]]."""
+    cfg, lab = Config(*cfg_values), Lab(module, label)
+    for part in build_parts(cfg, measure(cfg, lab), lab, label):
+        yield [part.title, part.body, [list(f) for f in part.figures]]
+
+
+def _as_part(item: Any) -> Optional[Part]:
+    """A Part from what the child sent; None when it is not one."""
+    if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+            and isinstance(item[1], str) and isinstance(item[2], list)):
+        return None
+    figures = tuple(tuple(f) for f in item[2])
+    if not all(len(f) == 2 and all(isinstance(x, str) for x in f) for f in figures):
+        return None
+    return Part(item[0], item[1], figures)
+
+
+def parts_from_child(cfg: Config, path: str) -> List[Part]:
+    """The report's Parts built from the gqa.py at path in a sandboxed child process
+    (the grader's worker: its limits, its own session, a deadline per part and one in
+    all); this process never imports the module.  A part that never came (the child
+    hung, exited or ran out of memory) is that section's note saying why.  Raises
+    GQAError when the module cannot be imported."""
+    import grader
+    if not os.path.isfile(path):
+        raise gqa.GQAError(f"--module {path}: no such file")
+    came: Dict[str, Part] = {}
+    why = "the child process building the report did not send it"
+    try:
+        for item in grader.run_in_child(path, "gqa_report:child_parts", [list(cfg), path],
+                                        paths=[os.path.dirname(os.path.abspath(__file__))],
+                                        label=path, what="building the report",
+                                        item_timeout=CHILD_TIMEOUT, budget=CHILD_BUDGET):
+            part = _as_part(item)
+            if part is not None and part.title not in came:
+                came[part.title] = part
+    except grader.Refused as err:
+        raise gqa.GQAError(f"--module {path}: {err}") from None
+    except grader.Failure as err:
+        why = str(err)
+    header = came.get("") or Part("", section_header(cfg, Lab(None, path), path))
+    return [header] + [came.get(title) or Part(title, f"*Not computed from {path}: {why}.*\n")
+                       for title, _ in SECTIONS]
+
+
+# ---------------------------------------------------------------------------
 # The command: write atomically, or check.
 # ---------------------------------------------------------------------------
 
@@ -1031,13 +1088,17 @@ def report_main(argv: Sequence[str]) -> int:
             print(f"gqa report: will not write {path}: {why}", file=sys.stderr)
             return 2
     try:
-        lab = Lab(load_module(args.module), args.module) if args.module else Lab(gqa, "gqa.py")
+        if args.module:
+            parts = parts_from_child(cfg, args.module)
+        else:
+            lab = Lab(gqa, "gqa.py")
+            parts = build_parts(cfg, measure(cfg, lab), lab)
     except gqa.GQAError as err:
-        print(f"gqa report: {err}", file=sys.stderr)
-        return 2
-    try:
-        parts = build_parts(cfg, measure(cfg, lab), lab, args.module)
-    except (gqa.GQAError, TypeError) as err:
+        if args.module:
+            print(f"gqa report: {err}", file=sys.stderr)
+            return 2
+        parser.error(str(err))
+    except TypeError as err:
         parser.error(str(err))
     text = assemble(parts, os.path.basename(figures_folder(path)))
     try:

@@ -9,19 +9,19 @@ multiplications of one attention layer, from multiplies_table), as counts
 and as ratios to MHA, in Markdown.  Given an MLP width (--d-ff, or a config
 that has one), also the whole block per token (block_multiplies): the share
 of the work that g changes.  --module PATH computes everything with another
-gqa.py, a student's.
+gqa.py, a student's, in a child process with the grader's limits.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import gqa
 from gqa_models import ModelShape
-from gqa_tools import (block_bars, block_markdown, block_rows, cache_markdown, load_module,
-                       multiplies_markdown)
+from gqa_tools import block_bars, block_markdown, block_rows, cache_markdown, multiplies_markdown
 
 DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
 
@@ -67,24 +67,76 @@ def sizes(args: argparse.Namespace) -> tuple:
     return shape, given
 
 
+def texts(lab, s: dict, model_g: Optional[int], causal: bool) -> dict:
+    """The tables' Markdown (and the block's bars) computed with lab: gqa or another module."""
+    h, d, n = s["heads"], s["head_dim"], s["context"]
+    out = {"cache": cache_markdown(h, s["layers"], n, d, lab=lab),
+           "counts": multiplies_markdown(n, h, d, s["d_model"], causal=causal, lab=lab),
+           "ratios": multiplies_markdown(n, h, d, s["d_model"], causal=causal, ratios=True, lab=lab),
+           "block": None, "bars": None}
+    if s["d_ff"] and s["mlp_matrices"]:
+        block = block_rows(n, h, model_g, d, s["d_model"], s["d_ff"], s["mlp_matrices"], lab=lab)
+        out["block"] = block_markdown(block, n)
+        out["bars"] = block_bars([f"{r.method} g={r.g}" for r in block], block)
+    return out
+
+
+def child_texts(module, s: dict, model_g: Optional[int], causal: bool) -> Iterator[dict]:
+    """In the child process of --module (grader.run_in_child): the texts, or why not."""
+    try:
+        yield texts(module, s, model_g, causal)
+    except NotImplementedError as err:
+        yield {"not_implemented": str(err)}
+    except (ValueError, TypeError) as err:      # the module's GQAError is a ValueError
+        yield {"usage_error": str(err)}
+
+
+def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -> dict:
+    """texts() computed with the gqa.py at path in a sandboxed child process (the grader's
+    worker, its limits and deadlines); raise GQAError saying why when it cannot be."""
+    import grader
+    if not os.path.isfile(path):
+        raise gqa.GQAError(f"--module {path}: no such file")
+    try:
+        for item in grader.run_in_child(path, "gqa_tables:child_texts", [s, model_g, causal],
+                                        paths=[os.path.dirname(os.path.abspath(__file__))],
+                                        label=path, what="computing the tables",
+                                        item_timeout=CHILD_TIMEOUT, budget=2 * CHILD_TIMEOUT):
+            if isinstance(item, dict):
+                return item
+    except grader.Refused as err:
+        raise gqa.GQAError(f"--module {path}: {err}") from None
+    except grader.Failure as err:
+        raise gqa.GQAError(f"--module {path}: {err}") from None
+    raise gqa.GQAError(f"--module {path}: the child process sent no tables")
+
+
+CHILD_TIMEOUT = 60.0        # seconds the tables of another module may take
+
+
 def tables_main(argv: Sequence[str]) -> int:
     args = parse(argv)
     try:
-        lab = load_module(args.module) if args.module else gqa
         shape, s = sizes(args)
-        h, d, n = s["heads"], s["head_dim"], s["context"]
-        cache = cache_markdown(h, s["layers"], n, d, lab=lab)
-        counts = multiplies_markdown(n, h, d, s["d_model"], causal=args.causal, lab=lab)
-        ratios = multiplies_markdown(n, h, d, s["d_model"], causal=args.causal, ratios=True, lab=lab)
-        block = None
-        if s["d_ff"] and s["mlp_matrices"]:
-            block = block_rows(n, h, shape.kv_heads if shape else None, d, s["d_model"], s["d_ff"],
-                               s["mlp_matrices"], lab=lab)
     except (gqa.GQAError, TypeError) as err:
         args.parser.error(str(err))
-    except NotImplementedError as err:
-        print(f"gqa tables: {args.module}: {err}", file=sys.stderr)
+    h, d, n = s["heads"], s["head_dim"], s["context"]
+    model_g = shape.kv_heads if shape else None
+    try:
+        out = (texts_from_child(args.module, s, model_g, args.causal) if args.module
+               else texts(gqa, s, model_g, args.causal))
+    except gqa.GQAError as err:
+        print(f"gqa tables: {err}", file=sys.stderr)
         return 2
+    except TypeError as err:
+        args.parser.error(str(err))
+    if "usage_error" in out:
+        args.parser.error(str(out["usage_error"]))
+    if "not_implemented" in out:
+        print(f"gqa tables: {args.module}: {out['not_implemented']}", file=sys.stderr)
+        return 2
+    cache, counts, ratios = out["cache"], out["counts"], out["ratios"]
+    block = out["block"]
     kind = "causal attention" if args.causal else "full (non-causal) attention"
     if shape:
         print(f"{shape.name}: h={h}, g={shape.kv_heads}, head dim {d}, d_model {s['d_model']}\n")
@@ -98,9 +150,9 @@ def tables_main(argv: Sequence[str]) -> int:
     if block:
         print(f"\nThe whole block per token over {n} positions (causal), MLP of "
               f"{s['mlp_matrices']} x {s['d_model']} x {s['d_ff']}:\n")
-        print(block_markdown(block, n))
+        print(block)
         print()
-        print(block_bars([f"{r.method} g={r.g}" for r in block], block))
+        print(out["bars"])
     else:
         why = ("the config gives no MLP width" if shape and not s["d_ff"] else
                f"the MLP of model type {shape.name!r} is not known" if shape else "no --d-ff")

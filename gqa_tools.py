@@ -2,7 +2,8 @@
 
 The commands (gqa_tables, gqa_report, gqa_config, gqa_bench, gqa_uptrain)
 import gqa, this module and the libraries gqa_models and gqa_train, never
-each other.  Here: plain and Markdown tables, bars, number formats, the
+each other; with --module they run a student's gqa.py through the grader's
+worker (grader.run_in_child), never in their own process.  Here: plain and Markdown tables, bars, number formats, the
 integer options of `report` and `bench`, a projection kept outside the
 tally, the one seeding scheme, a progress line on stderr, and an
 all-or-nothing write.
@@ -192,29 +193,6 @@ def block_bars(labels: Sequence[str], rows: Sequence[Block], width: int = 40) ->
         lines.append(f"{label:<{pad}}  {bar_text.ljust(width)}  {fmt(r.counts.total / top)} of MHA")
     legend = ", ".join(f"{char} {name}" for _, name, char in BLOCK_PARTS)
     return "\n".join(lines + [legend])
-
-
-# ---------------------------------------------------------------------------
-# Another gqa.py: a student's, say.
-# ---------------------------------------------------------------------------
-
-
-def load_module(path: str, what: str = "module"):
-    """Import the gqa.py at path under its own name; raise GQAError saying why it cannot be."""
-    import importlib.util
-    if not os.path.isfile(path):
-        raise gqa.GQAError(f"--{what} {path}: no such file")
-    spec = importlib.util.spec_from_file_location("gqa_under_report", path)
-    if spec is None or spec.loader is None:
-        raise gqa.GQAError(f"--{what} {path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as err:
-        raise gqa.GQAError(f"--{what} {path} has a syntax error, line {err.lineno}: {err.msg}") from None
-    except (Exception, SystemExit) as err:
-        raise gqa.GQAError(f"--{what} {path}: importing it raised {type(err).__name__}: {err}") from None
-    return module
 
 
 # ---------------------------------------------------------------------------

@@ -6,17 +6,24 @@
     python grader.py --only fold_kv_mean --case 7 --show
                                               one case, its inputs as Python literals
     python grader.py --json | --format gradescope      for course tooling
+    python grader.py --autograder dist        dist/autograder.zip for Gradescope
 
-The module under test runs only in a child process: a worker that imports it
-and answers calls.  This process draws the cases, computes the expected
+The module under test runs only in a child process: a worker that imports
+it and answers calls.  This process draws the cases, computes the expected
 values from its own copy of the inputs with the reference below, sends the
 inputs, receives the outputs as plain data and decides.  Nothing the module
 does (patching modules, printing, reading stdin, sys.exit, os._exit, an
-endless loop, crashing the interpreter) reaches the verdict: a worker that
-does not answer within --timeout seconds is killed, and one that dies is
-replaced for the next case.
-The worker is started as `python -I -S`: no environment variables, no
-site-packages, so the module sees the standard library only, as the lab asks.
+endless loop, crashing the interpreter, sending garbage) reaches the verdict:
+every read and write has a deadline (--timeout per call, --budget in all), a
+worker that does not answer in time is killed with its process group, and
+one that dies is replaced for the next case.  The worker is started as
+`python -I -S` (no site-packages, no PYTHON* variables) with limits on CPU,
+memory, processes, file size and open files.  That is the self-check, a
+learning tool: the worker runs as the student, beside grader.py.  --sealed
+(implied by --format gradescope) is the teacher's run: the module alone in a
+private folder, an environment of PATH only and, as root, the user nobody,
+which cannot signal, trace, read or write the grader, its folder or its
+results.
 
 The reference shares no code with gqa.py and is built differently on purpose:
 it copies every key/value head into each query head it serves (the module
@@ -35,7 +42,14 @@ line "N passed, M failed".  Exit status 0 when every check passes, 1 when one
 fails, 2 for a usage error or a module that cannot be imported.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: it imports a module named
+# __future__, and a file of that name planted beside grader.py would run
+# first.  The grader's folder leaves sys.path before anything is imported, so
+# every module the grader imports is the standard library's.
+import sys
+
+if __name__ == "__main__" and not sys.flags.isolated and not getattr(sys.flags, "safe_path", False):
+    del sys.path[0]                      # the script's folder, put there by `python grader.py`
 
 import argparse
 import ast
@@ -44,8 +58,9 @@ import math
 import os
 import queue
 import random
+import select
+import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -56,6 +71,8 @@ REL_TOL = 1e-9          # values are compared to this relative tolerance...
 ABS_TOL = 1e-12         # ...or this absolute one, whichever is looser
 DEFAULT_CASES = 10      # random cases per check, after the systematic ones
 DEFAULT_TIMEOUT = 5.0   # seconds one call may take before its worker is killed
+DEFAULT_BUDGET = 300.0  # seconds a whole run may take; a correct module takes about one
+BUDGET_NOTE = "not graded: the run's time budget ran out"
 
 
 
@@ -421,73 +438,80 @@ def _short(x):
 # The worker: the only process that imports the module under test.
 # ---------------------------------------------------------------------------
 
-# Run as `python -I -c WORKER PATH`.  It keeps the protocol on private copies
+# Everything between the two worker banners below is the worker's whole
+# program.  The grader reads this text from its own file and runs it as
+# `python -I -S -c TEXT CONFIG`, so the worker holds none of the reference;
+# in the grader the same functions are only defined (the tests call them).
+# Their names start with w_.  The worker keeps the protocol on private copies
 # of stdin and stdout and points fds 0, 1 and 2 at the null device, so the
-# module's prints and reads touch neither.  Requests and answers are JSON
-# lines of plain data: the module's values are encoded with their types
-# (tuples, records, arrays and other objects tagged), never pickled.
-WORKER = r'''
-import importlib.util, inspect, json, math, os, sys, traceback
+# module's prints and reads touch neither.  A request is one JSON line,
+# {"n": N, "items": [...]}; the worker answers each item with a line of its
+# own, {"n": N, "i": I, ...}, and stops at the first error.  The module's
+# values are encoded as plain data with their types (tuples, records,
+# arrays and other objects tagged), never pickled.
+
+# >>> the worker >>>
+import json
+import os
+import sys
 from array import array
 
-proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
-proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-null = os.open(os.devnull, os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(null, fd)
-sys.stdin = open(os.devnull, encoding="utf-8")
-sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")
-try:
-    import resource
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-except Exception:
-    pass
-
-PATH = os.path.abspath(sys.argv[1])
-send_json = json.dumps
-kept = {}
+W = {}                           # the worker's state: its protocol stream, kept objects, the path
+W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC",
+            "file_size": "RLIMIT_FSIZE", "open_files": "RLIMIT_NOFILE"}
+# Imported before the worker gives up root: the standard library may not be
+# readable by the worker's user (an interpreter under root's home, say).
+W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "random", "itertools", "functools",
+             "operator", "contextlib", "typing", "collections", "dataclasses", "statistics",
+             "copy", "abc", "enum", "re", "fractions", "numbers", "string", "bisect", "heapq",
+             "time", "cmath", "decimal", "struct", "weakref", "types", "warnings")
 
 
-def send(message):
-    proto_out.write(send_json(message) + "\n")
-    proto_out.flush()
+def w_send(message):
+    W["out"].write(json.dumps(message) + "\n")
+    W["out"].flush()
 
 
-def enc(x, depth=0):
+def w_enc(x, depth=0):
     if depth > 50:
         return {"$other": "nesting", "repr": "deeper than 50 levels"}
     t = type(x)
     if x is None or t in (bool, str, int, float):
         return x
     if t is list:
-        return [enc(v, depth + 1) for v in x]
+        return [w_enc(v, depth + 1) for v in x]
     if t is tuple and not hasattr(x, "_fields"):
-        return {"$tuple": [enc(v, depth + 1) for v in x]}
+        return {"$tuple": [w_enc(v, depth + 1) for v in x]}
     if t is array:
-        return {"$array": x.typecode, "values": [enc(v, depth + 1) for v in x]}
+        return {"$array": x.typecode, "values": [w_enc(v, depth + 1) for v in x]}
     fields = getattr(x, "_fields", None) or (list(t.__slots__) if isinstance(
         getattr(t, "__slots__", None), dict) else None)
     if fields:
         return {"$record": t.__name__,
-                "fields": {f: enc(getattr(x, f, None), depth + 1) for f in fields}}
+                "fields": {f: w_enc(getattr(x, f, None), depth + 1) for f in fields}}
     return {"$other": t.__name__, "repr": repr(x)[:60]}
 
 
-def dec(x):
+def w_dec(x):
     if isinstance(x, dict) and "$ref" in x:
-        return kept[x["$ref"]]
+        return W["kept"][x["$ref"]]
     if isinstance(x, list):
-        return [dec(v) for v in x]
+        return [w_dec(v) for v in x]
     return x
 
 
-def where(tb):
-    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == PATH]
-    return [f"{os.path.basename(PATH)}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
+def w_where(tb):
+    import traceback
+    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == W["path"]]
+    return [f"{os.path.basename(W['path'])}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
             for f in frames[-3:]]
 
 
-def failure(err):
+def w_error(type_name, message):
+    return {"error": {"type": type_name, "message": message, "gqa_error": False, "where": []}}
+
+
+def w_failure(err):
     if isinstance(err, SystemExit):
         message = f"called sys.exit({err.code!r})"
     else:
@@ -495,138 +519,240 @@ def failure(err):
     return {"error": {"type": type(err).__name__, "message": message[:500],
                       "gqa_error": type(err).__name__ == "GQAError"
                       and isinstance(err, ValueError),
-                      "where": where(err.__traceback__)}}
+                      "where": w_where(err.__traceback__)}}
 
 
-def lists_in(x, found, depth=0):
+def w_lists_in(x, found, depth=0):
     if isinstance(x, list) and depth < 50:
         found.add(id(x))
         for v in x:
-            lists_in(v, found, depth + 1)
+            w_lists_in(v, found, depth + 1)
     elif isinstance(x, tuple) and depth < 50:
         for v in x:
-            lists_in(v, found, depth + 1)
+            w_lists_in(v, found, depth + 1)
     return found
 
 
-def resolve(mod, name):
+def w_resolve(mod, name):
     if name.startswith("$"):
-        ref, _, attr = name[1:].partition(".")
-        return getattr(kept[ref], attr)
+        kept, _, attr = name[1:].partition(".")
+        return getattr(W["kept"][kept], attr)
     if not hasattr(mod, name):
         raise LookupError(f"the module has no {name}")
-    return getattr(mod, name)
+    fn = getattr(mod, name)
+    if not callable(fn):
+        raise LookupError(f"{name} is {_w_kind(fn)}, not a function")
+    return fn
 
 
-def call(mod, req):
+def _w_kind(x):
+    return "None" if x is None else f"a {type(x).__name__}: {repr(x)[:40]}"
+
+
+def w_call(mod, req):
+    import inspect
     try:
-        fn = resolve(mod, req["fn"])
+        fn = w_resolve(mod, req["fn"])
     except LookupError as err:
-        return {"error": {"type": "missing", "message": str(err), "gqa_error": False, "where": []}}
+        return w_error("missing", str(err))
     raw = req.get("args", [])
-    args = [dec(a) for a in raw]
-    kwargs = {k: dec(v) for k, v in req.get("kwargs", {}).items()}
+    args = [w_dec(a) for a in raw]
+    kwargs = {k: w_dec(v) for k, v in req.get("kwargs", {}).items()}
     names = [str(i) for i in range(len(args))]
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-        names = list(bound.arguments)[:len(args)]
-    except TypeError as err:
-        return {"error": {"type": "signature", "message": f"{err}; its signature is "
-                          f"{req['fn']}{inspect.signature(fn)}", "gqa_error": False, "where": []}}
-    except ValueError:
-        pass
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        try:
+            names = list(signature.bind(*args, **kwargs).arguments)[:len(args)]
+        except TypeError as err:
+            return w_error("signature", f"{err}; its signature is {req['fn']}{signature}")
     mine = [i for i, a in enumerate(raw) if not (isinstance(a, dict) and "$ref" in a)]
-    before = [send_json(enc(args[i])) for i in mine]
+    before = [json.dumps(w_enc(args[i])) for i in mine]
     try:
         value = fn(*args, **kwargs)
     except BaseException as err:
-        return failure(err)
+        return w_failure(err)
     answer = {}
     if req.get("keep"):
-        kept[req["keep"]] = value
+        W["kept"][req["keep"]] = value
     if req.get("value", True):
-        answer["value"] = enc(value)
-    answer["changed"] = [names[i] for i, old in zip(mine, before) if send_json(enc(args[i])) != old]
+        answer["value"] = w_enc(value)
+    answer["changed"] = [names[i] for i, old in zip(mine, before)
+                         if json.dumps(w_enc(args[i])) != old]
     if req.get("fresh"):
         inputs = set()
         for i in mine:
-            lists_in(args[i], inputs)
-        answer["aliased"] = bool(lists_in(value, set()) & inputs)
+            w_lists_in(args[i], inputs)
+        answer["aliased"] = bool(w_lists_in(value, set()) & inputs)
     return answer
 
 
-def handle(mod, req):
+def w_handle(mod, req):
     op = req["op"]
     if op == "call":
-        return call(mod, req)
-    if op == "batch":                      # in order; a request after an error is not run
-        answers = []
-        for r in req["calls"]:
-            answers.append(handle(mod, r))
-            if "error" in answers[-1]:
-                break
-        return {"answers": answers}
+        return w_call(mod, req)
     if op == "get":
-        obj, values = kept[req["ref"]], {}
+        obj, values = W["kept"][req["ref"]], {}
         for attr in req["attrs"]:
             try:
-                values[attr] = enc(len(obj) if attr == "len" else getattr(obj, attr))
+                values[attr] = w_enc(len(obj) if attr == "len" else getattr(obj, attr))
             except BaseException as err:
-                return failure(err)
+                return w_failure(err)
         return {"value": values}
     if op == "tally":
         try:
             with mod.count_multiplies() as tally:
                 for r in req["calls"]:
-                    answer = call(mod, r)
+                    answer = w_call(mod, r)
                     if "error" in answer:
                         return answer
-            fields = {f: enc(getattr(tally, f, None)) for f in req["fields"]}
-            fields["multiplies()"] = enc(tally.multiplies())
+            fields = {f: w_enc(getattr(tally, f, None)) for f in req["fields"]}
+            fields["multiplies()"] = w_enc(tally.multiplies())
         except BaseException as err:
-            return failure(err)
+            return w_failure(err)
         return {"value": fields}
-    return {"error": {"type": "protocol", "message": f"unknown op {op}", "gqa_error": False,
-                      "where": []}}
+    return w_error("protocol", f"unknown op {op}")
 
 
-def main():
-    sys.path.insert(0, os.path.dirname(PATH))
-    spec = importlib.util.spec_from_file_location("gqa", PATH)
+def w_serve(mod, requests):
+    """Answer each request's items, one line each, until the grader closes the pipe."""
+    for line in requests:
+        try:
+            request = json.loads(line)
+            n, items = request["n"], request["items"]
+        except BaseException as err:
+            w_send(dict(w_failure(err), n=None, i=0))
+            continue
+        for i, item in enumerate(items):
+            try:
+                answer = w_handle(mod, item)
+                if W["refuse_grader"] and "grader" in sys.modules:
+                    answer = w_error("refused", "the module imported grader.py during the call; "
+                                     "the grader refuses to grade it")
+                text = json.dumps(dict(answer, n=n, i=i))
+            except BaseException as err:
+                answer = w_failure(err)
+                text = json.dumps(dict(answer, n=n, i=i))
+            W["out"].write(text + "\n")
+            W["out"].flush()
+            if "error" in answer:
+                break
+
+
+def w_run(mod, run):
+    """Send each item that the project's function target(module, *args) yields, then done."""
+    import importlib
+    module_name, _, function = run["target"].partition(":")
+    try:
+        target = getattr(importlib.import_module(module_name), function)
+        for item in target(mod, *run.get("args", [])):
+            w_send({"item": item})
+    except BaseException as err:
+        w_send(w_failure(err))
+        return
+    w_send({"done": True})
+
+
+def w_limit(resource, limits):
+    """Lower this process's limits (never above the hard limits it was given)."""
+    for name, value in limits.items():
+        which = getattr(resource, W_LIMITS[name], None)
+        if which is None:
+            continue
+        soft, hard = value, value + 1 if name == "cpu" else value
+        old_hard = resource.getrlimit(which)[1]
+        if old_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, old_hard), min(hard, old_hard)
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def w_main(argv):
+    config = json.loads(argv[1])
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    W.update(out=os.fdopen(os.dup(1), "w", encoding="utf-8"), kept={},
+             path=os.path.abspath(config["path"]), refuse_grader=config.get("refuse_grader", True))
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")
+    sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    sys.dont_write_bytecode = True
+    import importlib
+    import importlib.util
+    try:
+        import resource
+    except ImportError:                  # Windows: no limits
+        resource = None
+    if config.get("drop"):
+        for name in W_PRELOAD:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+        uid, gid = config["drop"]
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+        except OSError as err:
+            w_send({"import_error": f"the worker could not become uid {uid}: {err}"})
+            return
+    if resource is not None:
+        w_limit(resource, config.get("limits", {}))
+    sys.path[:0] = config.get("paths", [])
+    name, shown = config.get("name", "gqa"), config.get("shown", config["path"])
+    spec = importlib.util.spec_from_file_location(name, W["path"])
     if spec is None or spec.loader is None:
-        send({"import_error": f"{sys.argv[1]} is not a Python file (it must end in .py)"})
+        w_send({"import_error": f"{shown} is not a Python file (it must end in .py)"})
         return
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["gqa"] = mod
+    if config.get("register", True):
+        sys.modules[name] = mod
     try:
         spec.loader.exec_module(mod)
     except SyntaxError as err:
-        send({"import_error": f"{sys.argv[1]} has a syntax error, line {err.lineno}: {err.msg}"})
+        w_send({"import_error": f"{shown} has a syntax error, line {err.lineno}: {err.msg}"})
         return
     except BaseException as err:
-        at = "; ".join(where(err.__traceback__))
-        send({"import_error": f"importing {sys.argv[1]} raised {type(err).__name__}: {err}"
-                              + (f" ({at})" if at else "")})
+        at = "; ".join(w_where(err.__traceback__))
+        w_send({"import_error": f"importing {shown} raised {type(err).__name__}: {err}"
+                                + (f" ({at})" if at else "")})
         return
-    if "grader" in sys.modules:
-        send({"import_error": f"{sys.argv[1]} imports grader.py: the grader grades a module "
-                              f"that does its own work, so it refuses this one"})
+    if W["refuse_grader"] and "grader" in sys.modules:
+        w_send({"import_error": f"{shown} imports grader.py: the grader grades a module "
+                                f"that does its own work, so it refuses this one"})
         return
-    send({"ready": True})
-    for line in proto_in:
-        try:
-            answer = handle(mod, json.loads(line))
-        except BaseException as err:
-            answer = failure(err)
-        if "grader" in sys.modules:
-            answer = {"error": {"type": "refused", "message": "the module imported grader.py "
-                                "during the call; the grader refuses to grade it",
-                                "gqa_error": False, "where": []}}
-        send(answer)
+    if config.get("run"):
+        w_run(mod, config["run"])
+        return
+    w_send({"ready": True})
+    w_serve(mod, requests)
+# <<< the worker <<<
 
 
-main()
-'''
+def _worker_source():
+    """The worker's program: this file's text between the worker banners, then its call."""
+    with open(os.path.abspath(__file__), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("# >>> the worker >>>\n")
+    end = text.index("# <<< the worker <<<\n", start)
+    return text[start:end] + "\nw_main(sys.argv)\n"
+
+
+WORKER = _worker_source()            # read once: an edit of this file later changes no run
+ANSWER_CAP = 32 << 20                # bytes: a longer answer line fails its case
+IMPORT_TIMEOUT = 10.0                # seconds the module's import may take (at least)
+# What a worker may use, on POSIX: seconds of CPU (its whole life), bytes of
+# address space, processes beyond itself (none: no fork, no thread), bytes
+# per file written, open files.
+LIMITS = {"cpu": DEFAULT_BUDGET, "memory": 2 << 30, "processes": 0, "file_size": 1 << 20,
+          "open_files": 64}
 
 
 class Failure(Exception):
@@ -637,50 +763,221 @@ class NotStarted(Failure):
     """The step's function still raises NotImplementedError."""
 
 
+class OutOfTime(Failure):
+    """The run's time budget ran out."""
+
+
 class Refused(Exception):
     """The module cannot be graded at all (it cannot be imported, or imports the grader)."""
+
+
+def _allowed(st, uid, gids, bit):
+    """Whether uid (in gids) has permission bit (4 read, 2 write, 1 search) on st, by its mode."""
+    if st.st_uid == uid:
+        return bool(st.st_mode >> 6 & bit)
+    if st.st_gid in gids:
+        return bool(st.st_mode >> 3 & bit)
+    return bool(st.st_mode & bit)
+
+
+def reachable(path, uid, gids, bit):
+    """Whether uid could reach path (search on every folder above it) with permission bit.
+
+    By the mode bits only (access control lists are not read); uid 0 reaches everything.
+    """
+    if uid == 0:
+        return True
+    path = os.path.realpath(path)
+    folder = os.path.dirname(path)
+    while True:
+        if not _allowed(os.stat(folder), uid, gids, 1):
+            return False
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return _allowed(os.stat(path), uid, gids, bit)
+
+
+class Seal:
+    """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
+    a sealed run adds a private folder holding only a copy of the module, an
+    environment of PATH alone, and, when the grader is root, another user.
+
+    partly is None for a fully sealed run, else the reason it is only partly sealed.
+    Raises Refused when a sealed run cannot be made safe here.
+    """
+
+    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET):
+        self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
+        self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
+        if not sealed:
+            return
+        if os.name != "posix":
+            raise Refused("a sealed run needs a POSIX system (Linux, macOS): its limits, "
+                          "sessions and users do not exist here")
+        if os.geteuid() != 0:
+            self.partly = ("the grader is not running as root, so the worker runs as the same "
+                           "user and could reach the grader's files and process")
+        else:
+            import pwd
+            name = user or "nobody"
+            try:
+                entry = pwd.getpwnam(name)
+            except KeyError:
+                raise Refused(f"--user {name}: no such user") from None
+            if entry.pw_uid == 0:
+                raise Refused(f"--user {name}: the worker's user must not be root")
+            self.drop = (entry.pw_uid, entry.pw_gid)
+            self.user, gids = name, {entry.pw_gid}
+            if reachable(HERE, entry.pw_uid, gids, 1):
+                raise Refused(f"the worker's user {name} could open files in the grader's folder "
+                              f"{HERE} (grader.py, a solution); make it private first "
+                              f"(chmod 700 {HERE})")
+            if out:
+                folder = os.path.dirname(os.path.abspath(out))
+                if not os.path.isdir(folder):
+                    raise Refused(f"--out {out}: no such folder {folder}")
+                if reachable(folder, entry.pw_uid, gids, 2):
+                    raise Refused(f"the worker's user {name} could write into {folder}, where "
+                                  f"--out {out} goes; choose a folder only the grader can write")
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="gqa-sealed-")
+        os.chmod(self.dir, 0o755)             # the worker reads it, it writes nothing here
+
+    def place(self, path):
+        """The module's copy in the private folder (written afresh), or path when not sealed."""
+        if self.dir is None:
+            return path
+        import shutil
+        copy = os.path.join(self.dir, os.path.basename(path))
+        if os.path.exists(copy):
+            os.remove(copy)
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o644)
+        return copy
+
+    def env(self):
+        return {"PATH": os.defpath} if self.sealed else None
+
+    def close(self):
+        if self.dir is not None:
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
 
 
 class Worker:
     """One child process running WORKER on the module; replaced when it dies or hangs.
 
-    Answers are read with select() where the system has it for pipes (POSIX),
-    and by a reader thread elsewhere (Windows); either way a call that does
-    not answer in time gets its worker killed from here.
+    On POSIX the worker starts in a session of its own, and the whole process
+    group is killed when it stops.  Answers are read with select() on POSIX and
+    by a reader thread elsewhere (Windows), requests written without blocking
+    (or by a thread); every read and write has a deadline: the call's timeout,
+    or the end of the run's budget when that comes first.
     """
 
-    def __init__(self, path, timeout):
-        self.path, self.timeout = path, timeout
+    def __init__(self, path, timeout, seal=None, budget_end=None, label=None, run=None,
+                 paths=None):
+        self.path, self.timeout, self.label = path, timeout, label or path
+        self.seal = seal or Seal()
+        self.budget_end = budget_end if budget_end is not None else time.monotonic() + DEFAULT_BUDGET
+        self.run, self.paths = run, paths
         self.proc = None
         self.started = 0
+        self.sent = 0
+        self.budget_text = ""
+
+    def out_of_time(self):
+        return time.monotonic() >= self.budget_end
+
+    def _popen(self):
+        placed = self.seal.place(self.path)
+        config = {"path": placed, "shown": self.label, "limits": self.seal.limits,
+                  "drop": self.seal.drop, "refuse_grader": self.run is None,
+                  "paths": self.paths if self.paths is not None else [os.path.dirname(placed)]}
+        if self.run is not None:
+            config.update(run=self.run, name="gqa_under_tool", register=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", WORKER, json.dumps(config)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=self.seal.dir, env=self.seal.env(), start_new_session=os.name == "posix")
+        self.started += 1
+        self.buffer, self.scanned = bytearray(), 0
+        if os.name == "posix":
+            os.set_blocking(self.proc.stdin.fileno(), False)
+        else:
+            self.lines = queue.Queue()
+            threading.Thread(target=self._read, args=(self.proc.stdout, self.lines),
+                             daemon=True).start()
 
     def start(self):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", WORKER, self.path], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.started += 1
-        self.buffer = b""
-        if os.name != "posix":
-            self.lines = queue.Queue()
-            threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
-        first = self._answer("importing the module", 2 * self.timeout + 5)
-        if "import_error" in first:
+        """Start a worker and import the module; raise Refused when it cannot be imported."""
+        self._popen()
+        wait = max(IMPORT_TIMEOUT, 2 * self.timeout + 5)
+        try:
+            first = self._answer(f"importing {self.label}", wait)
+        except OutOfTime:
+            raise
+        except Failure as err:
+            raise Refused(str(err)) from None
+        if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
             self.stop()
-            raise Refused(first["import_error"])
+            why = first.get("import_error") if isinstance(first, dict) else None
+            raise Refused(why if isinstance(why, str) else f"the worker's first answer for "
+                          f"{self.label} was not readable")
+        if self.seal.drop:
+            self._check_user()
+
+    def _check_user(self):
+        """Where /proc exists: the worker's real, effective, saved uid and gid are the drop's."""
+        try:
+            with open(f"/proc/{self.proc.pid}/status", encoding="utf-8") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            return
+        uid, gid = self.seal.drop
+        if (set(status.get("Uid", "").split()) != {str(uid)}
+                or set(status.get("Gid", "").split()) != {str(gid)}
+                or status.get("Groups", "").split() not in ([], [str(gid)])):
+            self.stop()
+            raise Refused(f"the worker did not run as uid {uid}, gid {gid}; nothing was graded")
 
     @staticmethod
     def _read(stream, lines):
-        for line in stream:
-            lines.put(line)
-        lines.put(None)
+        while True:
+            line = stream.readline(ANSWER_CAP + 1)
+            if not line or len(line) > ANSWER_CAP:
+                lines.put(None if not line else b"")
+                return
+            lines.put(line.rstrip(b"\n"))
 
-    def _line(self, timeout):
-        """The worker's next line (bytes), None at its end; raise queue.Empty on timeout."""
+    def _deadline(self, timeout):
+        """(deadline, whether it is the budget's)."""
+        mine = time.monotonic() + timeout
+        return (self.budget_end, True) if self.budget_end < mine else (mine, False)
+
+    def _line(self, deadline):
+        """The worker's next line (bytes), None at its end; raise queue.Empty at the deadline
+        and OverflowError for a line longer than ANSWER_CAP."""
         if os.name != "posix":
-            return self.lines.get(timeout=timeout)
-        import select
-        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout
-        while b"\n" not in self.buffer:
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            if line == b"":
+                raise OverflowError
+            return line
+        fd = self.proc.stdout.fileno()
+        while True:
+            at = self.buffer.find(b"\n", self.scanned)
+            if at > ANSWER_CAP:
+                raise OverflowError
+            if at >= 0:
+                line = bytes(self.buffer[:at])
+                del self.buffer[:at + 1]
+                self.scanned = 0
+                return line
+            self.scanned = len(self.buffer)
+            if self.scanned > ANSWER_CAP:
+                raise OverflowError
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 raise queue.Empty
@@ -688,45 +985,161 @@ class Worker:
             if not chunk:
                 return None
             self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return line
+
+    def _write(self, data, what):
+        """Send data to the worker, by the call's deadline; a dead worker is left to _answer."""
+        deadline, budget = self._deadline(self.timeout)
+        if os.name != "posix":
+            def write():
+                try:
+                    self.proc.stdin.write(data)
+                    self.proc.stdin.flush()
+                except OSError:
+                    pass
+            writer = threading.Thread(target=write, daemon=True)
+            writer.start()
+            writer.join(max(0.0, deadline - time.monotonic()))
+            if writer.is_alive():
+                self._stalled(what, budget, "did not read its request within")
+            return
+        fd, view = self.proc.stdin.fileno(), memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                self._stalled(what, budget, "did not read its request within")
+            try:
+                view = view[os.write(fd, view[:1 << 16]):]
+            except BlockingIOError:
+                continue
+            except OSError:
+                return
+
+    def _stalled(self, what, budget, how):
+        self.stop()
+        if budget:
+            raise OutOfTime(BUDGET_NOTE)
+        raise Failure(f"{what} {how} {self.timeout:g} s (is there an endless loop?); the worker "
+                      f"was stopped")
 
     def _answer(self, what, timeout):
+        deadline, budget = self._deadline(timeout)
         try:
-            line = self._line(timeout)
+            line = self._line(deadline)
         except queue.Empty:
             self.stop()
+            if budget:
+                raise OutOfTime(BUDGET_NOTE) from None
             raise Failure(f"{what} did not return within {timeout:g} s (is there an endless "
                           f"loop?); the worker was stopped") from None
+        except OverflowError:
+            self.stop()
+            raise Failure(f"the answer to {what} was longer than {ANSWER_CAP >> 20} MiB; the "
+                          f"worker was stopped") from None
         if line is None:
-            code = self.proc.wait()
-            self.proc = None
-            how = f"status {code}" if code >= 0 else f"signal {-code}"
+            code = self.stop()
+            how = f"status {code}" if code is None or code >= 0 else f"signal {-code}"
             raise Failure(f"the module ended its process ({how}) during {what}")
         try:
             return json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.stop()
             raise Failure(f"the worker's answer to {what} was not readable") from None
 
-    def request(self, message, what):
+    def exchange(self, items, whats):
+        """Send items in one request; return their answers, up to the first error.
+
+        Each answer has the call's own deadline, so a timeout names the call that hung.
+        """
         if self.proc is None:
             self.start()
-        try:
-            self.proc.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
-            self.proc.stdin.flush()
-        except OSError:
-            pass                            # it died: _answer says how
-        return self._answer(what, self.timeout)
+        self.sent += 1
+        self._write((json.dumps({"n": self.sent, "items": items}) + "\n").encode("utf-8"),
+                    whats[0])
+        answers = []
+        for i, what in enumerate(whats):
+            answer = self._answer(what, self.timeout)
+            if not isinstance(answer, dict) or answer.get("n") != self.sent or answer.get("i") != i:
+                self.stop()
+                raise Failure(f"the worker's answer to {what} was out of turn or not an answer; "
+                              f"the worker was stopped")
+            answers.append(answer)
+            if "error" in answer:
+                break
+        return answers
+
+    def items(self):
+        """With run: each item the child sends, until it is done; Failure when it ends otherwise."""
+        self.start_run()
+        while True:
+            try:
+                line = self._answer(self.what, self.timeout)
+            except OutOfTime:
+                raise Failure(f"{self.what} did not finish within its time budget") from None
+            if not isinstance(line, dict):
+                self.stop()
+                raise Failure("the child process sent something that is not an item")
+            if "item" in line:
+                yield line["item"]
+            elif line.get("done") is True:
+                return
+            elif "import_error" in line and isinstance(line["import_error"], str):
+                self.stop()
+                raise Refused(line["import_error"])
+            else:
+                error = line.get("error")
+                self.stop()
+                if isinstance(error, dict):
+                    raise Failure(f"it raised {error.get('type')}: {error.get('message')}")
+                raise Failure("the child process sent something that is not an item")
+
+    def start_run(self):
+        self._popen()
 
     def stop(self):
-        if self.proc is not None:
-            try:
-                self.proc.kill()
-                self.proc.wait()
+        """Kill the worker and its process group; return its exit status (None if not known)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        if os.name == "posix":
+            try:                             # before wait(): the group's id cannot be reused yet
+                os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
                 pass
-            self.proc = None
+        try:
+            proc.kill()
+        except OSError:
+            pass
+        try:
+            code = proc.wait(10)
+        except subprocess.TimeoutExpired:
+            code = None
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        return code
+
+
+def run_in_child(path, target, args=(), *, paths=(), label=None, what="running the module",
+                 item_timeout=60.0, budget=DEFAULT_BUDGET):
+    """Yield what the project's function target ("module:function") yields when called as
+    target(the module at path, *args) in a worker, each item as plain JSON data.
+
+    The worker has the grader's limits, its own session (killed at the end),
+    a deadline per item and one for the whole run; what names the work in
+    messages ("building the report did not return within 60 s").  Raises Refused when the
+    module cannot be imported, Failure (after the items that came) when the
+    child hangs, dies, runs out of the budget or sends something else.  The
+    caller's process never imports the module.
+    """
+    worker = Worker(path, item_timeout, Seal(budget=budget), time.monotonic() + budget,
+                    label=label, run={"target": target, "args": list(args)}, paths=list(paths))
+    worker.what = what
+    try:
+        yield from worker.items()
+    finally:
+        worker.stop()
 
 
 def ref(name):
@@ -752,26 +1165,50 @@ def _args(args, kwargs):
     return ", ".join([_brief(a) for a in args] + [f"{k}={_brief(v)}" for k, v in kwargs.items()])
 
 
+def _well_formed(answer):
+    """Whether an answer has the shape the protocol gives it (its values are checked later)."""
+    e = answer.get("error")
+    if e is not None:
+        if not (isinstance(e, dict) and isinstance(e.get("type"), str)
+                and isinstance(e.get("message"), str) and isinstance(e.get("where", []), list)
+                and all(isinstance(x, str) for x in e.get("where", []))):
+            return False
+        e.setdefault("where", [])
+        e["gqa_error"] = e.get("gqa_error") is True
+    changed = answer.get("changed", [])
+    return isinstance(changed, list) and all(isinstance(c, str) for c in changed)
+
+
 class Student:
     """The module under test, seen from here: calls go to the worker, answers come back as data.
 
     Calls made only to set something up in the worker (value=False) wait, and
-    go with the next request that needs an answer, in one round trip.
+    go with the next request that needs an answer, in one round trip.  The
+    worker's flags about its own calls (an argument changed, an input
+    returned) can only fail a case, never pass one.
     """
 
     def __init__(self, worker):
         self.worker = worker
         self.pending = []                   # [(request, what)] not sent yet
 
+    def _exchange(self, pairs):
+        answers = self.worker.exchange([m for m, _ in pairs], [w for _, w in pairs])
+        for answer, (_, what) in zip(answers, pairs):
+            if not _well_formed(answer):
+                self.worker.stop()
+                raise Failure(f"the worker's answer to {what} was malformed; the worker was "
+                              f"stopped")
+        return answers
+
     def _send(self, message, what):
         """Send the pending requests and this one; return this one's answer."""
-        if not self.pending:
-            return self.worker.request(message, what)
         queued, self.pending = self.pending, []
-        batch = {"op": "batch", "calls": [m for m, _ in queued] + [message]}
-        answers = self.worker.request(batch, what)["answers"]
+        answers = self._exchange(queued + [(message, what)])
         for answer, (_, earlier) in zip(answers, queued):
             self._check(answer, earlier, False)
+        if len(answers) != len(queued) + 1:
+            raise Failure(f"the worker did not answer {what}")
         return answers[-1]
 
     def _raise(self, answer, what):
@@ -794,7 +1231,12 @@ class Student:
         if fresh and answer.get("aliased"):
             raise Failure(f"{what} returned lists that belong to its input; it must return "
                           f"new lists")
-        return decode(answer.get("value"))
+        try:
+            return decode(answer.get("value"))
+        except Exception:                   # a tagged value without its parts, nested too deep
+            self.worker.stop()
+            raise Failure(f"the worker's answer to {what} was malformed; the worker was "
+                          f"stopped") from None
 
     def call(self, fn, *args, keep=None, value=True, fresh=False, **kwargs):
         """fn(*args, **kwargs) in the worker: its value (None with value=False, sent later)."""
@@ -808,13 +1250,14 @@ class Student:
 
     def calls(self, fn, arg_lists):
         """[fn(*args) for args in arg_lists], in one round trip."""
-        what = f"{fn}({_args(arg_lists[0], {})})" + (f" and {len(arg_lists) - 1} more calls"
-                                                      if len(arg_lists) > 1 else "")
-        message = {"op": "batch", "calls": [{"op": "call", "fn": fn, "args": list(a)}
-                                            for a in arg_lists]}
-        answers = self._send(message, what)["answers"]
-        return [self._check(a, f"{fn}({_args(args, {})})", False)
-                for a, args in zip(answers, arg_lists)]
+        queued, self.pending = self.pending, []
+        pairs = queued + [({"op": "call", "fn": fn, "args": list(a)}, f"{fn}({_args(a, {})})")
+                          for a in arg_lists]
+        answers = self._exchange(pairs)
+        values = [self._check(a, what, False) for a, (_, what) in zip(answers, pairs)]
+        if len(values) != len(pairs):
+            raise Failure(f"the worker did not answer {pairs[len(values)][1]}")
+        return values[len(queued):]
 
     def get(self, name, *attrs):
         """Attributes of a kept object ("len" for len(obj))."""
@@ -835,8 +1278,8 @@ class Student:
         what = f"{fn}({_args(args, kwargs or {})})"
         answer = self._send({"op": "call", "fn": fn, "args": list(args), "kwargs": kwargs or {}}, what)
         if "error" not in answer:
-            raise Failure(f"{what} returned {_short(decode(answer.get('value')))} instead of "
-                          f"raising GQAError")
+            raise Failure(f"{what} returned {_short(self._check(answer, what, False))} instead "
+                          f"of raising GQAError")
         e = answer["error"]
         if e["type"] in ("NotImplementedError", "missing", "signature"):
             self._raise(answer, what)
@@ -1363,7 +1806,8 @@ def check_names():
 
 
 def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
-    """Run one step's cases; return its result dict."""
+    """Run one step's cases; return its result dict.  Nothing the worker sends raises
+    from here: an answer the grader cannot check fails its case, saying why."""
     ids = [only_case] if only_case is not None else range(st.systematic + cases)
     result = {"step": st.number, "name": st.name, "summary": st.summary, "status": "passed",
               "cases": 0, "cases_passed": 0, "message": "", "case": None, "inputs": None}
@@ -1376,34 +1820,63 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
             result["cases_passed"] += 1
             if only_case is not None:
                 result["inputs"] = shown
+        except OutOfTime:
+            result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text,
+                          case=None, inputs=None)
+            return result
         except NotStarted as err:
             if result["cases_passed"] == 0:
                 result.update(status="not started", message=str(err), case=k, inputs=shown)
                 return result
             result.update(status="failed", message=f"case {k}: {err}", case=k, inputs=shown)
             return result
-        except (Failure, Refused) as err:
+        except (Failure, Refused, Exception) as err:
+            if not isinstance(err, (Failure, Refused)):
+                err = f"the grader could not check this case's answer ({type(err).__name__}: {err})"
             if result["status"] == "passed":
                 result.update(status="failed", message=str(err), case=k, inputs=shown)
             if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
                 return result
+        if student.worker.out_of_time():
+            if result["status"] == "passed" and k != ids[-1]:
+                result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text)
+            return result
     return result
 
 
+def not_graded(st, why):
+    return {"step": st.number, "name": st.name, "summary": st.summary, "status": "failed",
+            "cases": 0, "cases_passed": 0, "message": why, "case": None, "inputs": None}
+
+
 def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None,
-          fail_fast=False):
+          fail_fast=False, budget=DEFAULT_BUDGET, seal=None, label=None):
     """Grade the module at path; return the list of step results.
 
-    With fail_fast, each step stops at its first failing case.
+    With fail_fast, each step stops at its first failing case.  The run ends
+    after budget seconds: the steps not reached say so.  seal: how the
+    worker is shut in (default: limits and a session of its own, on POSIX).
 
     Raises Refused when the module cannot be imported (or imports the grader).
     """
-    worker = Worker(path, timeout)
+    worker = Worker(path, timeout, seal, time.monotonic() + budget, label=label)
+    worker.budget_text = f" (--budget {budget:g} s)"
     try:
-        worker.start()
+        try:
+            worker.start()
+        except OutOfTime:
+            raise Refused(f"importing {label or path} did not finish within the run's time "
+                          f"budget ({budget:g} s)") from None
         student = Student(worker)
-        return [run_step(st, student, seed, cases, case, fail_fast) for st in STEPS
-                if not only or st.name in only]
+        results = []
+        for st in STEPS:
+            if only and st.name not in only:
+                continue
+            if worker.out_of_time():
+                results.append(not_graded(st, BUDGET_NOTE + worker.budget_text))
+            else:
+                results.append(run_step(st, student, seed, cases, case, fail_fast))
+        return results
     finally:
         worker.stop()
 
@@ -1453,7 +1926,8 @@ def print_report(results, args, out=None):
         if status == "FAIL":
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)
-            print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
+            if not r["message"].startswith(BUDGET_NOTE):
+                print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
         if args.show and r["inputs"] and (status == "FAIL" or args.case is not None):
             print(f"        inputs of case {r['case'] if r['case'] is not None else args.case}:", file=out)
             for name, value in r["inputs"].items():
@@ -1543,6 +2017,65 @@ def write_starter(directory, source_path=DEFAULT_MODULE):
 
 
 # ---------------------------------------------------------------------------
+# Gradescope: an autograder.zip in one command.
+# ---------------------------------------------------------------------------
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, when it builds the image.  The grader needs the
+# standard library of Python 3.9 or later and nothing else: nothing is installed.
+python3 -c 'import sys; assert sys.version_info >= (3, 9), sys.version'
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this as root for every submission.  The grader's folder is
+# made private first, so the student's module (run as the user nobody) can
+# read neither grader.py nor anything beside it, and only the grader writes
+# the results.
+set -u
+chmod 700 /autograder/source
+mkdir -p /autograder/results
+chmod 755 /autograder/results
+cd /autograder/source
+python3 grader.py --sealed --format gradescope --module /autograder/submission/gqa.py \\
+    --out /autograder/results/results.json{options} > /dev/null
+exit 0
+"""
+
+
+def write_autograder(directory, args):
+    """Write directory/autograder.zip: setup.sh, run_autograder, this grader (and the weights)."""
+    import zipfile
+    options = ""
+    if args.weights:
+        options += " --weights weights.json"
+    if args.cases != DEFAULT_CASES:
+        options += f" --cases {args.cases}"
+    if args.timeout != DEFAULT_TIMEOUT:
+        options += f" --timeout {args.timeout:g}"
+    if args.budget != DEFAULT_BUDGET:
+        options += f" --budget {args.budget:g}"
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "autograder.zip")
+    with open(os.path.abspath(__file__), "rb") as f:
+        source = f.read()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text, mode in (("setup.sh", SETUP_SH, 0o755),
+                                 ("run_autograder", RUN_AUTOGRADER.format(options=options), 0o755),
+                                 ("grader.py", source, 0o644)):
+            info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, text)
+        if args.weights:
+            with open(args.weights, "rb") as f:
+                weights = f.read()
+            info = zipfile.ZipInfo("weights.json", date_time=(2024, 1, 1, 0, 0, 0))
+            info.external_attr = 0o100644 << 16
+            z.writestr(info, weights)
+    return path
+
+
+# ---------------------------------------------------------------------------
 # Command line.
 # ---------------------------------------------------------------------------
 
@@ -1579,8 +2112,29 @@ def parse_args(argv):
     parser.add_argument("-v", "--verbose", action="store_true", help="also print the wall time")
     parser.add_argument("--starter", metavar="DIR",
                         help="write a starter gqa.py for students into DIR and exit")
+    parser.add_argument("--sealed", action="store_true",
+                        help="the teacher's grading run: the module alone in a private "
+                             "folder, PATH its only variable, limits, and (as root) another "
+                             "user; implied by --format gradescope")
+    parser.add_argument("--user", metavar="NAME", default=None,
+                        help="with --sealed, as root: the worker's user (default nobody)")
+    parser.add_argument("--out", metavar="PATH", default=None,
+                        help="also write the run's JSON document (Gradescope's with --format "
+                             "gradescope) to PATH, once the worker is gone")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET, metavar="S",
+                        help=f"seconds the whole run may take (default {DEFAULT_BUDGET:g}); the "
+                             f"steps not reached by then are not graded")
+    parser.add_argument("--autograder", metavar="DIR",
+                        help="write DIR/autograder.zip for Gradescope (this grader, sealed) and exit")
     args = parser.parse_args(argv)
     args.format = args.format or ("json" if args.json else "text")
+    args.sealed = args.sealed or args.format == "gradescope"
+    if not (0 < args.budget <= 86400):
+        parser.error(f"--budget must be more than 0 and at most 86400 seconds; got {args.budget:g}")
+    if args.user is not None and not args.sealed:
+        parser.error("--user goes with --sealed (or --format gradescope)")
+    if args.out == "":
+        parser.error("--out must name a file; got an empty path")
     if args.cases < 0:
         parser.error(f"--cases must be at least 0; got {args.cases}")
     if not (0 < args.timeout <= 3600):
@@ -1615,8 +2169,61 @@ def emit(doc):
     print()
 
 
+def write_out(path, doc):
+    """Write doc to path whole or not at all (a temporary file beside it, then renamed)."""
+    import tempfile
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".grader-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def asked_format(argv):
+    """The document format argv asks for ("json", "gradescope" or None), read as argparse
+    would (abbreviations too), for the one place argparse cannot print it: a usage error."""
+    fmt = None
+    for i, arg in enumerate(argv):
+        name, _, value = arg.partition("=")
+        if len(name) >= 3 and "--json".startswith(name):
+            fmt = fmt or "json"
+        elif len(name) >= 4 and "--format".startswith(name):
+            value = value or (argv[i + 1] if i + 1 < len(argv) else "")
+            fmt = value if value in ("json", "gradescope") else fmt
+    return fmt
+
+
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    fmt = asked_format(argv)
+    if fmt is None:
+        args = parse_args(argv)
+    else:                                 # a usage error is a document too
+        import contextlib
+        import io
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(said):
+                args = parse_args(argv)
+        except SystemExit as exit_:
+            sys.stderr.write(said.getvalue())
+            if not exit_.code:
+                raise
+            why = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else "usage error"
+            emit(gradescope([], {}, error=why) if fmt == "gradescope" else
+                 {"grader": GRADER_VERSION, "error": why, "score": 0.0, "passed": 0, "failed": 0,
+                  "steps": []})
+            return 2
+        sys.stderr.write(said.getvalue())
     if args.list:
         for st in STEPS:
             print(f"step {st.number:>2}  {st.name:<22} {st.summary}")
@@ -1629,43 +2236,77 @@ def main(argv=None):
             return 2
         print(f"wrote {path}; grade it with: python grader.py --module {path}")
         return 0
+    if args.autograder:
+        try:
+            path = write_autograder(args.autograder, args)
+        except OSError as err:
+            print(f"grader: cannot write the autograder: {err}", file=sys.stderr)
+            return 2
+        print(f"wrote {path}; upload it as the assignment's autograder on Gradescope")
+        return 0
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(10 ** 6)
     label = "gqa.py" if args.module == DEFAULT_MODULE else args.module
-    if args.format == "text" and not args.quiet:
-        print(f"grading {label} with seed {args.seed} (grader {GRADER_VERSION}; the systematic "
-              f"cases and {args.cases} random ones per step; floats to rel {REL_TOL:g}, abs "
-              f"{ABS_TOL:g}; repeat with: {reproduce(args)})")
     start = time.perf_counter()
+    seal, results, why, partly = None, None, None, None
     try:
+        seal = Seal(args.sealed, args.user, args.out, args.budget)
+        if seal.partly:
+            partly = f"partly sealed: {seal.partly}"
+            print(f"grader: {partly}", file=sys.stdout if args.format == "text" else sys.stderr)
+        if args.format == "text" and not args.quiet:
+            print(f"grading {label} with seed {args.seed} (grader {GRADER_VERSION}; the systematic "
+                  f"cases and {args.cases} random ones per step; floats to rel {REL_TOL:g}, abs "
+                  f"{ABS_TOL:g}; repeat with: {reproduce(args)})")
+            sys.stdout.flush()
         if not os.path.isfile(args.module):
             raise Refused(f"no such file: {args.module}")
         results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case,
-                        args.fail_fast)
+                        args.fail_fast, args.budget, seal, label)
     except Refused as err:
         why = f"cannot grade {label}: {err}"
-        if args.format == "json":
-            emit({"grader": GRADER_VERSION, "module": label, "seed": args.seed, "error": why,
-                  "score": 0.0, "passed": 0, "failed": 0, "steps": []})
-        elif args.format == "gradescope":
-            emit(gradescope([], {}, error=why))
+    except Exception as err:              # the grader's own fault: still one document
+        why = f"cannot grade {label}: the grader failed ({type(err).__name__}: {err})"
+    finally:
+        if seal is not None:
+            seal.close()
+    # From here on the worker and its process group are gone: only the grader's state counts.
+    if why is not None:
+        if args.format == "gradescope":
+            doc = gradescope([], {}, error=why)
         else:
-            print(f"grader: {why}", file=sys.stderr)
-        return 2
-    passed = sum(r["status"] == "passed" for r in results)
-    failed = len(results) - passed
-    if args.format == "json":
-        emit({"grader": GRADER_VERSION, "module": label, "seed": args.seed, "cases": args.cases,
-              "score": passed / len(results) if results else 0.0, "passed": passed,
-              "failed": failed, "progress": progress(results), "steps": results})
-    elif args.format == "gradescope":
-        emit(gradescope(results, args.weight_map))
+            doc = {"grader": GRADER_VERSION, "module": label, "seed": args.seed, "error": why,
+                   "score": 0.0, "passed": 0, "failed": 0, "steps": []}
+    else:
+        passed = sum(r["status"] == "passed" for r in results)
+        failed = len(results) - passed
+        doc = (gradescope(results, args.weight_map) if args.format == "gradescope" else
+               {"grader": GRADER_VERSION, "module": label, "seed": args.seed, "cases": args.cases,
+                "score": passed / len(results) if results else 0.0, "passed": passed,
+                "failed": failed, "progress": progress(results), "steps": results})
+    if args.sealed and args.format != "gradescope":
+        doc["sealed"] = partly or "sealed"
+    elif partly:
+        doc["output"] = (partly + "\n" + doc.get("output", "")).rstrip("\n")
+    if args.out:
+        try:
+            write_out(args.out, doc)
+        except OSError as err:
+            print(f"grader: cannot write {args.out}: {err}", file=sys.stderr)
+            if why is None:
+                why = f"cannot write {args.out}"
+    if args.format != "text":
+        emit(doc)
+    elif why is not None:
+        print(f"grader: {why}", file=sys.stderr)
     else:
         print_report(results, args)
         print(progress(results))
         if args.verbose:
             print(f"graded in {time.perf_counter() - start:.2f} s of wall time")
         print(f"{passed} passed, {failed} failed")
+    if why is not None:
+        return 2
     return 0 if failed == 0 else 1
 
 

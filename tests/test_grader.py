@@ -320,19 +320,6 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(json.loads(run_main("--seed", "5", "--json", "--only", "kv_head,layer",
                                              "--cases", "1").stdout), data)
 
-    def test_gradescope_format_and_weights(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            weights = os.path.join(tmp, "weights.json")
-            with open(weights, "w", encoding="utf-8") as f:
-                json.dump({"kv_head": 3, "layer": 2}, f)
-            with Module(mutate(*MUTANTS[0][2:])) as path:
-                run = run_main("--module", path, "--seed", "1", "--format", "gradescope",
-                                 "--weights", weights, "--only", "kv_head,layer", "--cases", "1")
-        data = json.loads(run.stdout)
-        self.assertEqual(data["score"], 2.0)
-        self.assertEqual([(t["name"], t["score"], t["max_score"], t["status"]) for t in data["tests"]],
-                         [("step 3: kv_head", 0.0, 3.0, "failed"), ("step 13: layer", 2.0, 2.0, "passed")])
-
     def test_list_quiet_and_usage_errors(self):
         listed = run_main("--list")
         self.assertEqual([line.split()[2] for line in listed.stdout.splitlines()], grader.check_names())

@@ -1,0 +1,645 @@
+"""The referee against hostile modules: each test writes a small module into a
+temporary folder and grades it with a disposable copy of grader.py (attacks
+that would edit files edit the copies).  What no module may do in either run
+(crash or stall the grader, print a second document) is tested in both; what
+only the sealed run closes (reading the grader, reaching its process, its
+files and its results) is tested in a sealed run as root, and shown to work
+in the self-check, so that each test could fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+
+import grader
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
+    SOURCE = _f.read()
+STARTER = grader.make_starter(SOURCE)
+ROOT_POSIX = os.name == "posix" and hasattr(os, "geteuid") and os.geteuid() == 0
+NOT_ROOT = "a sealed run drops privileges only as root; this test runs as another user"
+
+
+class Copy:
+    """A private folder holding copies of grader.py and the solution gqa.py beside it,
+    and another holding the module under test."""
+
+    def __init__(self, module_source):
+        self.dir = tempfile.mkdtemp()
+        os.chmod(self.dir, 0o700)
+        self.grader = os.path.join(self.dir, "grader.py")
+        shutil.copy(os.path.join(ROOT, "grader.py"), self.grader)
+        shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(self.dir, "gqa.py"))
+        self.sub = tempfile.mkdtemp()
+        self.module = os.path.join(self.sub, "gqa.py")
+        with open(self.module, "w", encoding="utf-8") as f:
+            f.write(module_source)
+        self.results = os.path.join(self.dir, "results.json")
+
+    def run(self, *args, timeout=60):
+        return subprocess.run([sys.executable, self.grader, "--module", self.module, *args],
+                              capture_output=True, text=True, timeout=timeout, cwd=self.dir)
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.sub, ignore_errors=True)
+
+
+def main_in(here, *argv):
+    """grader.main(argv) in this process, as if grader.py stood in the folder here; the
+    module still runs in a worker.  Returns what a subprocess run would (code, stdout, stderr)."""
+    import contextlib
+    import io
+    from unittest import mock
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            mock.patch.object(grader, "HERE", here):
+        code = grader.main(list(argv))
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def one_document(test, run):
+    """The run's stdout parsed as exactly one JSON document."""
+    text = run.stdout
+    doc, end = json.JSONDecoder().raw_decode(text)
+    test.assertEqual(text[end:].strip(), "", "more than one document")
+    return doc
+
+
+def in_each(jobs):
+    """fn() for each fn, two at a time (each grades in its own worker process)."""
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda fn: fn(), jobs))
+
+
+def grade_source(source, **options):
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, "gqa.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    try:
+        return {r["name"]: r for r in grader.grade(path, 1, **options)}
+    finally:
+        shutil.rmtree(folder)
+
+
+# A module that tries, at import, every way out that the sealed run closes;
+# each harmless when it works (it opens, it does not write).  valid_g raises
+# what happened, so it comes back in the grader's message.
+ESCAPES = STARTER + r'''
+import os as _os, json as _json
+_R = {}
+
+
+def _try(name, fn):
+    try:
+        fn()
+        _R[name] = "ok"
+    except BaseException as err:
+        _R[name] = type(err).__name__[:6]
+
+
+_ppid = _os.getppid()
+with open(f"/proc/{_ppid}/cmdline", "rb") as _f:
+    _argv = [a.decode() for a in _f.read().split(b"\0")]
+_grader = next(a for a in _argv if a.endswith("grader.py"))
+_folder = _os.path.dirname(_grader)
+
+
+def _load_grader():                  # under another name: the name-only refusal's bypass
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("not_the_grader", _grader)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+def _plant():
+    path = _os.path.join(_folder, "queue.py")
+    _os.close(_os.open(path, _os.O_WRONLY | _os.O_CREAT))
+    _os.remove(path)
+
+
+def _fork():
+    if _os.fork() == 0:
+        _os._exit(0)
+
+
+_try("read_grader", lambda: open(_grader).close())
+_try("load_grader", _load_grader)
+_try("read_solution", lambda: open(_os.path.join(_folder, "gqa.py")).close())
+_try("plant", _plant)
+_try("edit_grader", lambda: open(_grader, "a").close())
+_try("results", lambda: open(_os.path.join(_folder, "results.json"), "a").close())
+_try("stdout", lambda: open(f"/proc/{_ppid}/fd/1", "w").close())
+_try("memory", lambda: open(f"/proc/{_ppid}/mem", "r+b").close())
+_try("environ", lambda: open(f"/proc/{_ppid}/environ", "rb").close())
+_try("signal", lambda: _os.kill(_ppid, 0))
+_try("fork", _fork)
+_R["uid"] = _os.getuid()
+_R["env"] = sorted(_os.environ) if len(_os.environ) < 5 else len(_os.environ)
+_R["cwd"] = sorted(_os.listdir("."))
+try:
+    import resource as _r
+    _R["limits"] = [_r.getrlimit(getattr(_r, n))[0] for n in
+                    ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_NOFILE")]
+except ImportError:
+    pass
+
+
+def valid_g(h):
+    raise RuntimeError("REPORT" + _json.dumps(_R, separators=(",", ":")))
+'''
+ESCAPES_TRIED = ("read_grader", "load_grader", "read_solution", "plant", "edit_grader", "results",
+                 "stdout", "memory", "environ", "signal", "fork")
+
+
+def escapes_report(doc):
+    message = doc["steps"][0]["message"]
+    return json.loads(message.split("REPORT", 1)[1].splitlines()[0])
+
+
+class WorkerCode(unittest.TestCase):
+    """The worker is code in grader.py that tests can call; its process runs that region
+    alone, so the module it imports has no reference within reach."""
+
+    def test_the_worker_runs_its_region_alone(self):
+        import ast
+        tree = ast.parse(grader.WORKER)
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.assertIn("w_main", names)
+        self.assertTrue(all(name.startswith(("w_", "_w_")) for name in names), names)
+        with open(grader.__file__, encoding="utf-8") as f:
+            everything = {n.name for n in ast.parse(f.read()).body
+                          if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        import symtable
+
+        def free(table):                    # the names a function takes from the module
+            found = {sym.get_name() for sym in table.get_symbols() if sym.is_global()}
+            for child in table.get_children():
+                found |= free(child)
+            return found
+        used = free(symtable.symtable(grader.WORKER, "worker", "exec"))
+        self.assertEqual(sorted(used & (everything - names)), [])    # the reference, checks, runner
+
+    def test_values_go_as_plain_data_with_their_types(self):
+        from array import array
+        self.assertEqual(grader.w_enc((1, [2.5, None])), {"$tuple": [1, [2.5, None]]})
+        self.assertEqual(grader.w_enc(array("d", [1.0])), {"$array": "d", "values": [1.0]})
+        self.assertEqual(grader.w_enc(object())["$other"], "object")
+        deep = []
+        for _ in range(60):
+            deep = [deep]
+        encoded = json.dumps(grader.w_enc(deep))
+        self.assertIn('"$other": "nesting"', encoded)
+        self.assertEqual(grader.decode(grader.w_enc((1, [2.0]))), (1, [2.0]))
+
+
+@unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
+class SealedAsRoot(unittest.TestCase):
+    """Every way out tried at once: open in the self-check, shut in the sealed run."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.copy = Copy(ESCAPES)
+        cls.sealed, cls.selfcheck = in_each([
+            lambda: cls.copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
+                                 "--out", cls.copy.results),
+            lambda: cls.copy.run("--json", "--only", "valid_g", "--cases", "0")])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.copy.close()
+
+    def test_the_self_check_lets_the_module_reach_everything(self):
+        # What the README says: the self-check is a learning tool, not a referee
+        # a module cannot reach.  Here the attacks work, which proves they are real.
+        report = escapes_report(one_document(self, self.selfcheck))
+        self.assertEqual({k: report[k] for k in ESCAPES_TRIED}, dict.fromkeys(ESCAPES_TRIED, "ok"))
+
+    def test_the_sealed_run_closes_every_way_out(self):
+        doc = one_document(self, self.sealed)
+        self.assertEqual(doc["sealed"], "sealed")
+        report = escapes_report(doc)
+        for name in ESCAPES_TRIED:
+            with self.subTest(escape=name):
+                self.assertNotEqual(report[name], "ok")
+        self.assertEqual(report["uid"], 65534)                  # nobody
+        self.assertEqual([k for k in report["env"] if k != "LC_CTYPE"], ["PATH"])
+        self.assertEqual(report["cwd"], ["gqa.py"])             # a private folder: the copy alone
+
+    def test_the_results_are_the_graders_own_and_only_it_can_write_them(self):
+        doc = one_document(self, self.sealed)
+        with open(self.copy.results, encoding="utf-8") as f:
+            self.assertEqual(json.load(f), doc)
+        self.assertEqual((doc["score"], doc["passed"], self.sealed.returncode), (0.0, 0, 1))
+        self.assertEqual(sorted(os.listdir(self.copy.dir)), ["gqa.py", "grader.py", "results.json"])
+
+    def test_a_sealed_run_refuses_a_grader_the_worker_could_read(self):
+        os.chmod(self.copy.dir, 0o755)
+        try:
+            run = main_in(self.copy.dir, "--module", self.copy.module, "--format", "gradescope",
+                          "--only", "valid_g")
+        finally:
+            os.chmod(self.copy.dir, 0o700)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("could open files in the grader's folder", one_document(self, run)["output"])
+
+    def test_a_worker_that_kept_root_is_refused(self):
+        # The grader does not take the worker's word for the drop: it reads /proc.
+        from unittest import mock
+        kept_root = grader.WORKER.replace("os.setuid(uid)", "os.setuid(0)")
+        self.assertNotEqual(kept_root, grader.WORKER)
+        with mock.patch.object(grader, "HERE", self.copy.dir), \
+                mock.patch.object(grader, "WORKER", kept_root):
+            seal = grader.Seal(sealed=True)
+            try:
+                with self.assertRaisesRegex(grader.Refused, "did not run as uid 65534"):
+                    grade_source(STARTER, cases=0, only=["valid_g"], seal=seal)
+            finally:
+                seal.close()
+
+    def test_the_worker_runs_with_its_limits(self):
+        limits = escapes_report(one_document(self, self.sealed))["limits"]
+        self.assertEqual(limits, [int(grader.DEFAULT_BUDGET) + 5, grader.LIMITS["memory"], 0,
+                                  grader.LIMITS["file_size"], grader.LIMITS["open_files"]])
+
+
+class NeverCrashNeverStall(unittest.TestCase):
+    """Whatever the worker sends, or does not send, the grader decides and says why."""
+
+    def test_forged_answers_fail_their_case(self):
+        # The module replaces the worker's loop: it answers the first request with a forged line.
+        forged = [
+            ('{"n": 1, "i": 0, "error": {}}', "was malformed"),
+            ('{"n": 1, "i": 0, "value": {"$record": "Weights"}}', "was malformed"),
+            ('{"n": 1, "i": 0, "error": {"type": "X", "message": 5}}', "was malformed"),
+            ('[' * 100000 + ']' * 100000, "not readable"),
+            ('{"n": 1, "i": 0, "value": ' + '[' * 100000 + ']' * 100000 + '}', "not readable"),
+            ('{"n": 7, "i": 0, "value": [1]}', "out of turn"),
+            ('not json', "not readable"),
+            ('"x"' + ' ' * (1 << 20), "longer than 1 MiB"),
+        ]
+
+        def module(line, first):
+            # The first module is the lab, to show that the next step gets a fresh worker.
+            return (SOURCE if first else "def valid_g(h):\n    return [1]\n") + (
+                "\nimport __main__, itertools as _it\n"
+                "_serve = __main__.w_serve\n"
+                "def _forge(mod, requests):\n"
+                "    line = requests.readline()\n"
+                "    if '\"valid_g\"' not in line:\n"
+                "        return _serve(mod, _it.chain([line], requests))\n"
+                f"    __main__.W['out'].write({line!r} + '\\n')\n"
+                "    __main__.W['out'].flush()\n"
+                "    requests.readline()\n"
+                "__main__.w_serve = _forge\n")
+        from unittest import mock
+        with mock.patch.object(grader, "ANSWER_CAP", 1 << 20):
+            graded = in_each([lambda i=i, line=line: grade_source(
+                module(line, i == 0), only=["valid_g", "kv_head"] if i == 0 else ["valid_g"],
+                cases=0, timeout=2.0) for i, (line, _) in enumerate(forged)])
+        for (line, says), results in zip(forged, graded):
+            with self.subTest(forged=line[:40]):
+                self.assertEqual(results["valid_g"]["status"], "failed")
+                self.assertIn(says, results["valid_g"]["message"])
+        self.assertEqual(graded[0]["kv_head"]["status"], "passed")        # in a fresh worker
+
+    def test_a_step_that_is_not_a_function_is_a_failed_step(self):
+        results = grade_source(SOURCE + "\nkv_head = None\ngroup_heads = 3\n",
+                               only=["kv_head", "group_heads", "repeat_kv"], cases=0)
+        self.assertIn("kv_head is None, not a function", results["kv_head"]["message"])
+        self.assertIn("group_heads is a int: 3, not a function", results["group_heads"]["message"])
+        self.assertEqual(results["repeat_kv"]["status"], "passed")
+
+    def test_a_grandchild_dies_with_the_worker(self):
+        # In the self-check as well: the worker's whole process group is killed.
+        if os.name != "posix" or not ROOT_POSIX:
+            self.skipTest("a non-root worker may not fork at all (its process limit is 0)")
+        source = SOURCE + ("\nimport os as _os, time as _time\n"
+                           "_child = _os.fork()\n"
+                           "if _child == 0:\n    _time.sleep(60)\n    _os._exit(0)\n"
+                           "def valid_g(h):\n    raise RuntimeError(f'CHILD{_child}')\n")
+        message = grade_source(source, only=["valid_g"], cases=0)["valid_g"]["message"]
+        pid = int(message.split("CHILD", 1)[1].split()[0])
+        import time
+        deadline = time.monotonic() + 10          # SIGKILL is sent; its end takes a moment
+        while True:
+            try:
+                with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = "gone"
+            if state in ("gone", "Z", "X") or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        self.assertIn(state, ("gone", "Z", "X"))
+
+    def test_a_usage_error_is_one_document_too(self):
+        import contextlib
+        import io
+        for argv, key in ((["--json", "--cases", "-1"], "error"),
+                          (["--format=gradescope", "--budget", "0"], "output"),
+                          (["--budget", "x", "--form", "json"], "error")):
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = grader.main(argv)
+            with self.subTest(argv=argv):
+                self.assertEqual(status, 2)
+                doc = one_document(self, subprocess.CompletedProcess(argv, status, out.getvalue()))
+                self.assertIn("error: ", doc[key])
+                self.assertIn("usage:", err.getvalue())
+
+    def test_one_document_whatever_the_module_does(self):
+        cases = [("import os\nos._exit(0)\n", "ended its process (status 0)"),
+                 ("kv_head = None\n", None),
+                 ("raise SystemExit(3)\n", "raised SystemExit"),
+                 ("x = [0] * (1 << 40)\n", "MemoryError")]
+
+        def run(body):
+            copy = Copy(STARTER + body)
+            try:
+                return main_in(copy.dir, "--module", copy.module, "--json", "--only",
+                               "valid_g,kv_head", "--cases", "0")
+            finally:
+                copy.close()
+        runs = [run(body) for body, _ in cases]
+        for (body, says), result in zip(cases, runs):
+            with self.subTest(module=body):
+                doc = one_document(self, result)
+                self.assertNotIn("Traceback", result.stderr)
+                if says:
+                    self.assertEqual(result.returncode, 2)
+                    self.assertIn(says, doc["error"])
+                else:
+                    self.assertEqual(result.returncode, 1)
+                    self.assertIn("kv_head is None", doc["steps"][1]["message"])
+
+
+class Stalls(unittest.TestCase):
+    """Whatever stalls costs its deadline and no more: each waits, so they wait together."""
+
+    SLEEP = "    import time\n    time.sleep(600)\n"
+
+    @classmethod
+    def setUpClass(cls):
+        from unittest import mock
+
+        import gqa_report
+        import gqa_tables
+        cls.dir = tempfile.mkdtemp()
+        jobs = {"hung call": cls.hung_call, "budget": cls.budget, "not reading": cls.not_reading,
+                "import": cls.loop_at_import,
+                "report": lambda: gqa_report.parts_from_child(
+                    gqa_report.Config(heads=4, head_dim=4, layers=2, context=16, batch=2,
+                                      run_head_dim=2, run_d_model=4, run_context=3, run_layers=1,
+                                      seed=1, seeds=1), cls.write("def valid_g(h):\n" + cls.SLEEP)),
+                "tables": lambda: cls.raised(lambda: gqa_tables.texts_from_child(
+                    cls.write("def cache_table(*a, **k):\n" + cls.SLEEP, "t.py"),
+                    {"heads": 4, "head_dim": 4, "layers": 2, "context": 16, "d_model": 16,
+                     "d_ff": None, "mlp_matrices": 3}, None, False))}
+        with mock.patch.object(gqa_report, "CHILD_TIMEOUT", 0.5), \
+                mock.patch.object(gqa_tables, "CHILD_TIMEOUT", 0.5), \
+                ThreadPoolExecutor(len(jobs)) as pool:
+            futures = {name: pool.submit(job) for name, job in jobs.items()}
+            cls.done = {name: f.result() for name, f in futures.items()}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir)
+
+    @classmethod
+    def write(cls, source, name="gqa.py"):
+        path = os.path.join(cls.dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        return path
+
+    @staticmethod
+    def raised(fn):
+        try:
+            fn()
+        except Exception as err:
+            return err
+        return None
+
+    @staticmethod
+    def hung_call():
+        source = SOURCE.replace("    return query_head // group\n",
+                                "    if (query_head, h, g) == (5, 6, 1):\n"
+                                "        import time\n        time.sleep(600)\n"
+                                "    return query_head // group\n", 1)
+        assert source != SOURCE
+        return grade_source(source, only=["kv_head"], cases=0, timeout=0.3)
+
+    @staticmethod
+    def budget():
+        slow = SOURCE + ("\nimport time as _time, functools as _ft\n"
+                         "def _slow(f):\n    @_ft.wraps(f)\n"
+                         "    def g(*a, **k):\n        _time.sleep(0.1)\n        return f(*a, **k)\n"
+                         "    return g\n"
+                         "valid_g, method_name, kv_head = _slow(valid_g), _slow(method_name), _slow(kv_head)\n")
+        return grade_source(slow, only=["valid_g", "method_name", "kv_head"], timeout=2.0,
+                            budget=0.5, cases=0)
+
+    @classmethod
+    def not_reading(cls):
+        path = cls.write(SOURCE + "\nimport __main__, time as _time\n"
+                                  "__main__.w_serve = lambda mod, requests: _time.sleep(60)\n", "r.py")
+        worker = grader.Worker(path, 0.3)
+        try:
+            err = cls.raised(lambda: worker.exchange(
+                [{"op": "call", "fn": "valid_g", "args": ["x" * (1 << 20)]}], ["big()"]))
+            return err, worker.proc
+        finally:
+            worker.stop()
+
+    @staticmethod
+    def loop_at_import():
+        copy = Copy(STARTER + "import time\ntime.sleep(600)\n")       # a loop that costs no CPU
+        try:
+            return copy.run("--format", "gradescope", "--budget", "0.5")
+        finally:
+            copy.close()
+
+    def test_a_timeout_names_the_call_that_hung(self):
+        self.assertIn("kv_head(5, 6, 1) did not return within 0.3 s",
+                      self.done["hung call"]["kv_head"]["message"])
+
+    def test_answers_just_under_the_timeout_end_at_the_budget(self):
+        results = self.done["budget"]
+        self.assertEqual(results["valid_g"]["message"], grader.BUDGET_NOTE + " (--budget 0.5 s)")
+        self.assertEqual(results["kv_head"]["message"], grader.BUDGET_NOTE + " (--budget 0.5 s)")
+        self.assertEqual(results["kv_head"]["cases"], 0)
+
+    def test_a_worker_that_stops_reading_cannot_block_the_grader(self):
+        err, proc = self.done["not reading"]
+        self.assertIsInstance(err, grader.Failure)
+        self.assertIn("big() did not read its request within 0.3 s", str(err))
+        self.assertIsNone(proc)
+
+    def test_an_endless_loop_at_import_is_one_document_saying_so(self):
+        run = self.done["import"]
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("did not finish within the run's time budget (0.5 s)",
+                      one_document(self, run)["output"])
+
+    def test_report_notes_a_module_that_hangs_in_every_section(self):
+        parts = self.done["report"]
+        self.assertEqual(len(parts), 10)
+        for part in parts[1:]:
+            self.assertIn("building the report did not return within 0.5 s", part.body)
+
+    def test_tables_of_a_module_that_hangs_is_a_clear_error(self):
+        err = self.done["tables"]
+        self.assertIn("computing the tables did not return within 0.5 s", str(err))
+
+
+class Folder(unittest.TestCase):
+
+    def test_planted_standard_modules_beside_the_grader_never_run(self):
+        # Standard modules' names planted beside grader.py (the module's own folder is its own).
+        copy = Copy(STARTER)
+        try:
+            for name in ("__future__", "json", "queue", "argparse", "select", "random", "ast"):
+                with open(os.path.join(copy.dir, name + ".py"), "w", encoding="utf-8") as f:
+                    f.write("raise SystemExit('planted module ran')\n")
+            run = copy.run("--json", "--cases", "1")
+        finally:
+            copy.close()
+        doc = one_document(self, run)
+        self.assertEqual((run.returncode, doc["passed"]), (1, 0))
+        self.assertEqual({s["status"] for s in doc["steps"]}, {"not started"})
+        self.assertNotIn("planted", run.stdout + run.stderr)
+
+    def test_gradescope_format_and_weights(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            weights = os.path.join(tmp, "weights.json")
+            with open(weights, "w", encoding="utf-8") as f:
+                json.dump({"kv_head": 3, "layer": 2}, f)
+            copy = Copy(SOURCE.replace("return query_head // group", "return query_head % g"))
+            try:
+                run = main_in(copy.dir, "--module", copy.module, "--seed", "1", "--format",
+                              "gradescope", "--weights", weights, "--only", "kv_head,layer",
+                              "--cases", "1")
+            finally:
+                copy.close()
+        data = one_document(self, run)
+        self.assertEqual(data["score"], 2.0)
+        self.assertEqual([(t["name"], t["score"], t["max_score"], t["status"]) for t in data["tests"]],
+                         [("step 3: kv_head", 0.0, 3.0, "failed"), ("step 13: layer", 2.0, 2.0, "passed")])
+        if not ROOT_POSIX:
+            self.assertTrue(data["output"].startswith("partly sealed:"))
+
+
+class Autograder(unittest.TestCase):
+
+    def test_the_zip_has_gradescopes_layout_and_its_run_writes_the_results(self):
+        import zipfile
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        copy = Copy(STARTER)
+        self.addCleanup(copy.close)
+        weights = os.path.join(folder, "w.json")
+        with open(weights, "w", encoding="utf-8") as f:
+            json.dump({"kv_head": 2}, f)
+        made = main_in(copy.dir, "--autograder", folder, "--cases", "1", "--weights", weights)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
+            self.assertEqual(sorted(z.namelist()),
+                             ["grader.py", "run_autograder", "setup.sh", "weights.json"])
+            self.assertEqual(z.getinfo("run_autograder").external_attr >> 16 & 0o777, 0o755)
+            with open(grader.__file__, "rb") as f:
+                self.assertEqual(z.read("grader.py"), f.read())
+            run = z.read("run_autograder").decode()
+            setup = z.read("setup.sh").decode()
+            z.extractall(os.path.join(folder, "source"))
+        self.assertNotRegex(setup, r"apt|pip|install ")                    # installs nothing
+        self.assertIn("--sealed --format gradescope --module /autograder/submission/gqa.py", run)
+        self.assertIn("--out /autograder/results/results.json --weights weights.json --cases 1", run)
+        if not ROOT_POSIX:
+            self.skipTest(NOT_ROOT)
+        # Gradescope's folders under a temporary root, the submission a starter.
+        os.makedirs(os.path.join(folder, "submission"))
+        shutil.copy(copy.module, os.path.join(folder, "submission", "gqa.py"))
+        script = os.path.join(folder, "run_autograder")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(run.replace("/autograder", folder).replace("python3 ", f"{sys.executable} "))
+        done = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60)
+        self.assertEqual((done.returncode, done.stdout), (0, ""), done.stderr)
+        with open(os.path.join(folder, "results", "results.json"), encoding="utf-8") as f:
+            results = json.load(f)
+        self.assertEqual(results["score"], 0.0)
+        self.assertEqual(len(results["tests"]), len(grader.STEPS))
+        self.assertEqual(results["tests"][2]["max_score"], 2.0)
+        self.assertNotIn("output", results)                                   # fully sealed
+
+
+class ToolsThroughTheWorker(unittest.TestCase):
+    """report --module and tables --module run the module in the grader's worker: its
+    endless loop, os._exit or memory bomb is a section's note, never a hang or a silent 0."""
+
+    SMALL = ["--heads", "4", "--head-dim", "4", "--layers", "2", "--context", "16", "--batch", "2",
+             "--run-head-dim", "2", "--run-d-model", "4", "--run-context", "3", "--run-layers", "1",
+             "--seed", "1", "--seeds", "1"]
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def module(self, body, name="student.py"):
+        path = os.path.join(self.dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(SOURCE + body)
+        return path
+
+    def gqa_main(self, *argv):
+        import contextlib
+        import io
+        from unittest import mock
+
+        import gqa
+        import gqa_report
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                mock.patch.object(gqa_report, "CHILD_TIMEOUT", 10.0):
+            try:
+                status = gqa.main(list(argv))
+            except SystemExit as exit_:
+                status = exit_.code
+        return status, out.getvalue(), err.getvalue()
+
+    def test_report_notes_what_never_came_back(self):
+        # valid_g is the first function the report calls: each ends the child early.
+        bodies = [("\ndef valid_g(h):\n    import os\n    os._exit(0)\n",
+                   "the module ended its process (status 0) during building the report"),
+                  ("\ndef valid_g(h):\n    return [0] * (1 << 40)\n", "MemoryError")]
+        for i, (body, says) in enumerate(bodies):
+            with self.subTest(module=body):
+                out = os.path.join(self.dir, f"report{i}.md")
+                status, _, err = self.gqa_main("report", "--module", self.module(body, f"m{i}.py"),
+                                               "--out", out, *self.SMALL)
+                self.assertEqual(status, 0, err)
+                with open(out, encoding="utf-8") as f:
+                    text = f.read()
+                self.assertIn(says, text.split("## 2.")[1].split("## 3.")[0])
+                self.assertEqual(text.count("\n## "), 9)
+
+    def test_report_check_of_a_module_that_exits_is_not_a_silent_success(self):
+        out = os.path.join(self.dir, "report.md")
+        status, _, err = self.gqa_main("report", "--module", self.module(""), "--out", out, *self.SMALL)
+        self.assertEqual(status, 0, err)
+        status, _, err = self.gqa_main("report", "--check", "--module", self.module(
+            "\nimport os\nos._exit(0)\n"), "--out", out, *self.SMALL)
+        self.assertEqual(status, 1)
+        self.assertIn("ended its process (status 0)", err)
+
+
+
+if __name__ == "__main__":
+    unittest.main()
