@@ -113,7 +113,49 @@ MUTANTS = [
     ("decode traffic reading the weights once per sequence of the batch", "decode_traffic",
      "weight_reads = n * d_model * d * (2 * h + 2 * g)",
      "weight_reads = batch * n * d_model * d * (2 * h + 2 * g)"),
+    # The promises below are about values at the edges, identity, state and documented rules.
+    ("init_weights drawing w_k before w_q", "init_weights",
+     "Weights(w_q=draw(h, d_model, d, d_model),       # [h][d_model][d]\n"
+     "                   w_k=draw(h, d_model, d, d_model),",
+     "Weights(w_k=draw(h, d_model, d, d_model),       # [h][d_model][d]\n"
+     "                   w_q=draw(h, d_model, d, d_model),"),
+    ("init_weights with variance 1 / (3 fan_in)", "init_weights",
+     "a = math.sqrt(3.0 / fan_in)", "a = math.sqrt(1.0 / fan_in)"),
+    ("init_weights accepting h = 0", "init_weights",
+     '_check_int("init_weights", name, value, low=1)', '_check_int("init_weights", name, value, low=0)'),
+    ("a mean fold that overflows for two values of 1e308", "fold_kv_mean",
+     "if (mean == _INF or mean == -_INF) and all(abs(x) <= _FLOAT_MAX for x in vals):", "if False:"),
+    ("ragged rows not refused", "single_head_attention",
+     "if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):",
+     "if widths is None or (cols is not None and widths - {cols}):"),
+    ("repeat_kv accepting an h that g does not divide", "repeat_kv",
+     '    _group_size("repeat_kv", h, g)\n', ""),
+    ("grouped_attention accepting g that does not divide h", "grouped_attention",
+     "    if h % g:\n        raise GQAError(f\"grouped_attention: k and v have g={g} heads",
+     "    if False:\n        raise GQAError(f\"grouped_attention: k and v have g={g} heads"),
+    ("prepare_weights folding the caller's Weights in place", "prepare_weights",
+     "    return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))\n",
+     "    weights.w_k[:], weights.w_v[:] = fold(weights.w_k), fold(weights.w_v)\n    return weights\n"),
+    ("output_difference squaring unscaled values (nan for 1e200, 0 for 1e-200)", "output_difference",
+     "sa, sb = max(map(abs, fa), default=0.0), max(map(abs, fb), default=0.0)",
+     "sa, sb = 1.0 if fa else 0.0, 1.0 if fb else 0.0"),
+    ("output_difference returning None", "output_difference",
+     "    return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)\n", "    return None\n"),
+    ("kv_cache_elements accepting kv_heads = 0", "kv_cache_elements",
+     '_check_int(func, "kv_heads", kv_heads, low=1)', '_check_int(func, "kv_heads", kv_heads, low=0)'),
+    ("a nested count_multiplies that adds nothing to the outer tally", "count_multiplies",
+     "setattr(outer, name, getattr(outer, name) + getattr(tally, name))", "pass"),
+    ("a KVCache whose len is its capacity", "KVCache",
+     '"""Return the number of positions held."""\n        return self._length',
+     '"""Return the number of positions held."""\n        return len(self.k[0]) // self.d'),
 ]
+
+# Mutants whose --show output, pasted into python beside them, must repeat their failure.
+SHOWN = ["strided grouping (i % g)", "sum instead of mean in the fold", "a missing 1/sqrt(d) scale",
+         "repeat_kv accepting an h that g does not divide", "init_weights drawing w_k before w_q",
+         "prepare_weights folding the caller's Weights in place", "output_difference returning None",
+         "a nested count_multiplies that adds nothing to the outer tally",
+         "a KVCache whose len is its capacity", "a decode step that forgets to append to the cache"]
 
 # Modules that misbehave in kv_head: (name, the body's new line, what the failure says)
 MISBEHAVING = [
@@ -206,6 +248,16 @@ class Mutants(unittest.TestCase):
                 self.assertEqual(list(results), [step])
                 self.assertEqual(results[step]["status"], "failed", f"{name}: step {step} passed")
                 self.assertTrue(results[step]["message"])
+
+    def test_every_step_has_systematic_cases(self):
+        # So --cases 0 never passes a step on no case at all.
+        for st in grader.STEPS:
+            self.assertGreater(st.systematic, 0, st.name)
+        results = grade_source(SOURCE, cases=0, only=["kv_cache_elements", "output_difference"])
+        for r in results.values():
+            self.assertEqual(r["status"], "passed")
+            self.assertEqual(r["cases"], r["cases_passed"])
+            self.assertGreater(r["cases"], 0)
 
     def test_a_module_wrong_at_one_pair_fails_on_every_seed(self):
         # The systematic cases hold every (h, g) with h <= 16, whatever the seed.
@@ -308,8 +360,48 @@ class CommandLine(unittest.TestCase):
         self.assertIn(f"reproduce: python grader.py --module {path} --seed 3 --only kv_head --case 6 --show",
                       run.stdout)
         self.assertEqual(one.returncode, 1)
-        self.assertIn("inputs of case 6:\n          h = 4\n          g = 2", one.stdout)
+        self.assertIn("\nfrom gqa import *\n[kv_head(0, 4, 2), kv_head(1, 4, 2), kv_head(2, 4, 2), "
+                      "kv_head(3, 4, 2)]\n", one.stdout)
         self.assertRegex(one.stdout.splitlines()[-1], r"^0 passed, 1 failed$")
+
+    def test_show_prints_the_refused_call_itself(self):
+        # method_name(h, g) passes; the failing call is the refusal with a bad g.
+        accepting = mutate('    _group_size("method_name", h, g)\n', "")
+        with Module(accepting) as path:
+            run = run_main("--module", path, "--seed", "1", "--only", "2", "--case", "0", "--show", "--json")
+        step = json.loads(run.stdout)["steps"][0]
+        self.assertRegex(step["message"], r"returned '[MGQ]{2}A' instead of raising GQAError")
+        self.assertRegex(step["message"], r"method_name\(1, (0|2|-1)\)")
+        bad = int(step["message"].split("method_name(1, ")[1].split(")")[0])
+        self.assertEqual(step["inputs"], {"arg0": 1, "arg1": bad})
+        self.assertEqual(step["show"], f"from gqa import *\nmethod_name(1, {bad})\n")
+
+    def test_what_show_prints_repeats_the_failure_when_pasted(self):
+        # Each mutant's shown call, run in a fresh interactive interpreter beside the
+        # mutant and beside the real gqa.py, gives different results.
+        chosen = [m for m in MUTANTS if m[0] in SHOWN]
+        self.assertEqual(len(chosen), len(SHOWN))
+        repl = ("import code, sys\nconsole = code.InteractiveConsole()\n"
+                "for line in sys.stdin.read().splitlines():\n    console.push(line)\nconsole.push('')\n")
+
+        def paste(text, source):
+            with Module(source) as path:
+                return subprocess.run([sys.executable, "-c", repl], input=text, capture_output=True,
+                                      text=True, cwd=os.path.dirname(path), timeout=60)
+
+        graded = grade_all([(mutate(old, new), {"only": [step], "cases": 0, "seed": 2})
+                            for _, step, old, new in chosen])
+        shows = [(results[step]["show"], results[step]) for (_, step, _, _), results in zip(chosen, graded)]
+        for (name, step, old, new), (text, result) in zip(chosen, shows):
+            with self.subTest(mutant=name):
+                self.assertEqual(result["status"], "failed")
+                self.assertTrue(text.startswith("from gqa import *\n"), text)
+                self.assertNotIn("...", text)
+                compile(text.replace("\n\n", "\n"), "shown", "exec")       # whole Python, never cut
+                wrong, right = paste(text, mutate(old, new)), paste(text, SOURCE)
+                self.assertNotRegex(right.stderr, r"\b(Syntax|Name|Type|Attribute|Index)Error",
+                                    f"{name}: the paste does not run on the real module")
+                self.assertNotEqual((wrong.stdout, wrong.stderr), (right.stdout, right.stderr), name)
 
     def test_json_is_one_document_with_a_score(self):
         run = run_main("--seed", "5", "--json", "--only", "kv_head,layer", "--cases", "1")
@@ -338,7 +430,11 @@ class CommandLine(unittest.TestCase):
         self.assertEqual([line.split()[2] for line in listed.stdout.splitlines()], grader.check_names())
         quiet = run_main("-q", "--seed", "1", "--cases", "0", "--only", "valid_g,kv_head")
         self.assertEqual(quiet.stdout.strip().splitlines()[-1], "2 passed, 0 failed")
-        for bad in (["--only", "nope"], ["--only", ","], ["--only", ""], ["--cases", "-1"],
+        by_number = run_main("-q", "--seed", "1", "--cases", "0", "--only", "3,1", "--json")
+        self.assertEqual([s["name"] for s in json.loads(by_number.stdout)["steps"]], ["valid_g", "kv_head"])
+        self.assertIn(f"0 to {grader.MAX_CASES:,}", " ".join(run_main("--help").stdout.split()))
+        for bad in (["--only", "nope"], ["--only", ","], ["--only", ""], ["--cases", "-1"], ["--only", "26"],
+                    ["--cases", str(grader.MAX_CASES + 1)],
                     ["--seed", "x"], ["--case", "3"], ["--timeout", "0"]):
             run = run_main(*bad)
             self.assertEqual(run.returncode, 2, bad)
@@ -355,8 +451,12 @@ class Starter(unittest.TestCase):
             again = run_grader("--starter", tmp)
         self.assertEqual(graded.returncode, 1)
         lines = graded.stdout.splitlines()
-        self.assertEqual(len(lines), 1 + len(grader.STEPS) + 2)        # no failure blocks
+        self.assertEqual(len(lines), 1 + len(grader.STEPS) + 2 + 2)    # two notes, no failure blocks
+        self.assertRegex(graded.stdout, r"step 22  ----  decode_step +not started .*\n +needs step 21, "
+                         r"KVCache: not started\n")
         self.assertRegex(graded.stdout, r"step  4  ----  group_heads +not started")
+        self.assertRegex(graded.stdout, r"step 20  ----  count_multiplies +not started .*\n +step 20, "
+                         r"count_multiplies, means going back to steps 7, 9 and 13 to count")
         self.assertEqual(lines[-2], f"0 of {len(grader.STEPS)} steps done; next: step 1, valid_g")
         self.assertEqual(again.returncode, 2)                       # never overwrites
         self.assertIn("exists already", again.stderr)
@@ -387,6 +487,23 @@ class Starter(unittest.TestCase):
         for st in grader.STEPS:
             self.assertRegex(SOURCE, rf"# .*\b{st.name} \({st.number}\)|# Step {st.number}\. .*{st.name}"
                              rf"|# Step {st.number}, .*{st.name}")
+
+    def test_a_step_that_needs_a_later_one_says_so(self):
+        # count_multiplies written, KVCache not: step 20 is not started because of step 21.
+        for stub in ('raise NotImplementedError("step 21: KVCache.__init__: not yet")', "raise NotImplementedError"):
+            source = mutate('self._g = _check_int("KVCache", "g", g, low=1, high=MAX_KV_HEADS)', stub)
+            with Module(source) as path:
+                run = run_main("--module", path, "--seed", "1", "--only", "count_multiplies,KVCache", "--cases", "0")
+                as_json = json.loads(run_main("--module", path, "--seed", "1", "--only", "20", "--cases", "0",
+                                              "--json").stdout)
+            with self.subTest(stub=stub):
+                self.assertRegex(run.stdout, r"step 20  ----  count_multiplies +not started .*\n"
+                                 r" +needs step 21, KVCache: not started\n +step 20, count_multiplies, "
+                                 r"means going back to steps 7, 9 and 13")
+                self.assertIn("next: step 20, count_multiplies (it needs step 21, KVCache, first)", run.stdout)
+                step = as_json["steps"][0]
+                self.assertEqual((step["needs"], step["touches"]), ([{"step": 21, "name": "KVCache"}], [7, 9, 13]))
+                self.assertIn("needs step 21, KVCache: not started", step["notes"])
 
     def test_half_finished_starter_reports_progress(self):
         # Fill in the first six steps with gqa.py's own code (and its private helpers).
