@@ -3,8 +3,9 @@
     python grader.py                          grade gqa.py beside this file, fresh seed
     python grader.py --module mylab/gqa.py    grade your own (see --starter)
     python grader.py --starter mylab          write a starter mylab/gqa.py to fill in
-    python grader.py --only fold_kv_mean --case 7 --show
-                                              one case, its inputs as Python literals
+    python grader.py --only 5 --case 7 --show
+                                              one case of step 5; its failing call as
+                                              Python to paste beside the module
     python grader.py --json | --format gradescope      for course tooling
 
 The module under test runs only in a child process: a worker that imports it
@@ -29,9 +30,10 @@ random ones from the seed: case k of a check is drawn from
 random.Random(f"{check}:{seed}:{k}"), so `--only NAME --case k` repeats it.
 
 Output: one line per step in the lab's order ("not started" for a step whose
-function still raises NotImplementedError), the first failing case of a
-failed step with the command that reproduces it, the progress, and a last
-line "N passed, M failed".  Exit status 0 when every check passes, 1 when one
+function still raises NotImplementedError, with the other step it waits for
+and the earlier steps it sends the student back to), the first failing case
+of a failed step with the command that reproduces it, the progress, and a
+last line "N passed, M failed".  Exit status 0 when every check passes, 1 when one
 fails, 2 for a usage error or a module that cannot be imported.
 """
 
@@ -1111,7 +1113,8 @@ class Case:
         return self.student.call(fn, *args, keep=keep, value=value, fresh=fresh, **kwargs)
 
     def calls(self, fn, arg_lists):
-        self._note(Statement("[" + ", ".join(call_text(fn, a, {})[0] for a in arg_lists) + "]"))
+        self._note(Statement("[" + ", ".join(call_text(fn, a, {})[0] for a in arg_lists) + "]",
+                             inputs={"calls": [list(a) for a in arg_lists]}))
         return self.student.calls(fn, arg_lists)
 
     def get(self, name, *attrs):
@@ -1130,7 +1133,7 @@ class Case:
 
     def raises(self, fn, args, numbers, kwargs=None):
         code, hoisted, inputs = call_text(fn, args, kwargs or {})
-        self._note(Statement(code, hoisted, inputs=inputs))
+        self._note(Statement(code, hoisted, fn.startswith("$"), inputs))  # a method: the state after
         return self.student.raises(fn, args, numbers, kwargs)
 
     def failing(self):

@@ -213,6 +213,17 @@ def grade_all(jobs):
         return list(pool.map(lambda job: grade_source(job[0], **job[1]), jobs))
 
 
+_GRADED_MUTANTS = []
+
+
+def graded_mutants():
+    """Every mutant graded once, by the step that must catch it (shared by the tests)."""
+    if not _GRADED_MUTANTS:
+        _GRADED_MUTANTS.extend(grade_all([(mutate(old, new), {"only": [step], "cases": 1})
+                                          for _, step, old, new in MUTANTS]))
+    return _GRADED_MUTANTS
+
+
 def run_grader(*args, timeout=120):
     """python grader.py ARGS, as its own process."""
     return subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), *args],
@@ -241,8 +252,7 @@ class Mutants(unittest.TestCase):
         # Each mutant is graded by the one step that should catch it: the
         # whole grader on every mutant proves no more and takes far longer.
         self.assertGreaterEqual(len(MUTANTS), 24)
-        graded = grade_all([(mutate(old, new), {"only": [step], "cases": 1}) for _, step, old, new in MUTANTS])
-        for (name, step, old, new), results in zip(MUTANTS, graded):
+        for (name, step, old, new), results in zip(MUTANTS, graded_mutants()):
             with self.subTest(mutant=name):
                 self.assertIn(step, grader.check_names())
                 self.assertEqual(list(results), [step])
@@ -386,11 +396,10 @@ class CommandLine(unittest.TestCase):
 
         def paste(text, source):
             with Module(source) as path:
-                return subprocess.run([sys.executable, "-c", repl], input=text, capture_output=True,
+                return subprocess.run([sys.executable, "-S", "-c", repl], input=text, capture_output=True,
                                       text=True, cwd=os.path.dirname(path), timeout=60)
 
-        graded = grade_all([(mutate(old, new), {"only": [step], "cases": 0, "seed": 2})
-                            for _, step, old, new in chosen])
+        graded = [results for m, results in zip(MUTANTS, graded_mutants()) if m[0] in SHOWN]
         shows = [(results[step]["show"], results[step]) for (_, step, _, _), results in zip(chosen, graded)]
         for (name, step, old, new), (text, result) in zip(chosen, shows):
             with self.subTest(mutant=name):
@@ -398,7 +407,8 @@ class CommandLine(unittest.TestCase):
                 self.assertTrue(text.startswith("from gqa import *\n"), text)
                 self.assertNotIn("...", text)
                 compile(text.replace("\n\n", "\n"), "shown", "exec")       # whole Python, never cut
-                wrong, right = paste(text, mutate(old, new)), paste(text, SOURCE)
+                with ThreadPoolExecutor(2) as pool:
+                    wrong, right = pool.map(paste, [text, text], [mutate(old, new), SOURCE])
                 self.assertNotRegex(right.stderr, r"\b(Syntax|Name|Type|Attribute|Index)Error",
                                     f"{name}: the paste does not run on the real module")
                 self.assertNotEqual((wrong.stdout, wrong.stderr), (right.stdout, right.stderr), name)
