@@ -1109,8 +1109,19 @@ class Case:
         code, hoisted, inputs = call_text(fn, args, kwargs)
         if keep:
             code, setup = f"{keep} = {call_text(fn, args, kwargs, hoist=False)[0]}", True
-        self._note(Statement(code, hoisted, setup or fn.startswith("$"), inputs))
-        return self.student.call(fn, *args, keep=keep, value=value, fresh=fresh, **kwargs)
+        st = self._note(Statement(code, hoisted, setup or fn.startswith("$"), inputs))
+        try:
+            return self.student.call(fn, *args, keep=keep, value=value, fresh=fresh, **kwargs)
+        except Failure as err:                  # what the paste must print to show it
+            names = [name for name, _ in hoisted]
+            if names and "in place" in str(err):
+                st.code = ("import copy\n" + "".join(f"{n}_before = copy.deepcopy({n})\n" for n in names)
+                           + f"out = {code}\n" + " and ".join(f"{n} == {n}_before" for n in names))
+            elif names and "belong to its input" in str(err):
+                st.code = ("def ids(t): return {id(t)}.union(*map(ids, t)) if isinstance(t, (list, tuple)) "
+                           "else set()\n\n" + f"out = {code}\n"
+                           + f"bool(ids(out) & ({' | '.join(f'ids({n})' for n in names)}))")
+            raise
 
     def calls(self, fn, arg_lists):
         self._note(Statement("[" + ", ".join(call_text(fn, a, {})[0] for a in arg_lists) + "]",

@@ -155,7 +155,8 @@ SHOWN = ["strided grouping (i % g)", "sum instead of mean in the fold", "a missi
          "repeat_kv accepting an h that g does not divide", "init_weights drawing w_k before w_q",
          "prepare_weights folding the caller's Weights in place", "output_difference returning None",
          "a nested count_multiplies that adds nothing to the outer tally",
-         "a KVCache whose len is its capacity", "a decode step that forgets to append to the cache"]
+         "a KVCache whose len is its capacity", "a decode step that forgets to append to the cache",
+         "a fold that changes its input in place", "a fold that returns its input itself at g = h"]
 
 # Modules that misbehave in kv_head: (name, the body's new line, what the failure says)
 MISBEHAVING = [
