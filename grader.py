@@ -118,6 +118,13 @@ def rand_tensor(rng, *shape):
     return [rand_tensor(rng, *shape[1:]) for _ in range(shape[0])]
 
 
+def random_weights(rng, h, d_model, d, kv_heads=None):
+    """w_q [h][d_model][d], w_k and w_v [kv_heads or h][d_model][d], w_o [h][d][d_model]."""
+    kv = kv_heads or h
+    return [rand_tensor(rng, h, d_model, d), rand_tensor(rng, kv, d_model, d),
+            rand_tensor(rng, kv, d_model, d), rand_tensor(rng, h, d, d_model)]
+
+
 def transpose(m):
     return [[m[r][c] for r in range(len(m))] for c in range(len(m[0]))]
 
@@ -461,13 +468,6 @@ def ref_layer_backward(x, w_q, w_k, w_v, w_o, g, d_y, causal=False):
             return grads
         return [[[value / (h // g) for value in row] for row in grads[i // (h // g)]] for i in range(heads)]
     return dx, [d_w_q, unfold(d_fk, len(w_k)), unfold(d_fv, len(w_v)), d_w_o]
-
-
-def random_weights(rng, h, d_model, d, kv_heads=None):
-    """w_q [h][d_model][d], w_k and w_v [kv_heads or h][d_model][d], w_o [h][d][d_model]."""
-    kv = kv_heads or h
-    return [rand_tensor(rng, h, d_model, d), rand_tensor(rng, kv, d_model, d),
-            rand_tensor(rng, kv, d_model, d), rand_tensor(rng, h, d, d_model)]
 
 
 # ---------------------------------------------------------------------------
@@ -1151,8 +1151,9 @@ class Case:
         """The statement the failure is about."""
         return self.blamed or (self.statements[-1] if self.statements else None)
 
-    def show(self):
-        """The Python that repeats the failing call: the setup it needs, then the call."""
+    def show(self, whole=False):
+        """The Python that repeats the failing call: the setup it needs, then the call
+        (whole: every call of the case, in order)."""
         last = self.failing()
         if last is None:
             return ""
@@ -1160,7 +1161,7 @@ class Case:
         for st in self.statements:
             if st is last:
                 break
-            if st.setup:
+            if st.setup or whole:
                 lines.append(st.text())
         lines.append(last.text())
         return "\n".join(lines) + "\n"
@@ -1623,6 +1624,18 @@ def check_tally(s, case, rng):
            "tally fields cache_reads, weight_reads after decoding x row by row")
 
 
+def cache_arrays(state, name, g, where):
+    """cache.k or cache.v as the lab promises it: a list of g array('d'); a Failure if not."""
+    held = state[name]
+    if not isinstance(held, list) or len(held) != g:
+        raise Failure(f"case {where}: cache.{name} must be a list of g={g} array('d'); got {kind(held)}: "
+                      f"{_short(held)}")
+    for j, a in enumerate(held):
+        if not isinstance(a, Other) or not a.type_name.startswith("array"):
+            raise Failure(f"case {where}: cache.{name}[{j}] must be an array('d'); got {kind(a)}")
+    return held
+
+
 @step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, any capacity", 16)
 def check_kv_cache(s, case, rng):
     g, d, n = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 5)
@@ -1640,16 +1653,13 @@ def check_kv_cache(s, case, rng):
            "len(cache), cache.elements, cache.nbytes")
     state = s.get("cache", "k", "v")
     for name, store in (("k", built.k), ("v", built.v)):
-        for j in range(g):
-            held = state[name][j]
-            if not isinstance(held, Other) or not held.type_name.startswith("array"):
-                raise Failure(f"case {where}: cache.{name}[{j}] must be an array('d'); got {kind(held)}")
+        for j, held in enumerate(cache_arrays(state, name, g, where)):
             expect(held.values[:n * d], [x for row in store[j] for x in row], where,
                    f"cache.{name}[{j}]: the rows appended, in order", exact=True)
     s.raises("$cache.append", [rows[0][0] + [[0.0] * d], rows[0][1]], [g])       # g + 1 heads
     s.raises("$cache.append", [rows[0][0], rows[0][1][:-1] + [[0.0] * (d + 1)]], [d])  # a bad v
     state = s.get("cache", "len", "k")
-    expect([state["len"]] + [held.values[:n * d] for held in state["k"]],
+    expect([state["len"]] + [held.values[:n * d] for held in cache_arrays(state, "k", g, where)],
            [n] + [[x for row in built.k[j] for x in row] for j in range(g)], where,
            "len(cache) and cache.k after refused appends (nothing is stored unless both are valid)")
 
@@ -1752,7 +1762,7 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
             st.fn(shown, k, random.Random(f"{st.name}:{seed}:{k}"))
             result["cases_passed"] += 1
             if only_case is not None:
-                result.update(inputs=shown.inputs(), show=shown.show())
+                result.update(inputs=shown.inputs(), show=shown.show(whole=True))
         except NotStarted as err:
             blocked = blocked_by(st, str(err))
             if blocked:
@@ -1858,8 +1868,10 @@ def print_report(results, args, out=None):
             print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
         if args.show and r["show"] and (status == "FAIL" or args.case is not None):
             case = r["case"] if r["case"] is not None else args.case
-            folder = os.path.dirname(args.module) or "."
-            print(f"        the call of case {case}, to paste into python started in {folder}:\n", file=out)
+            folder = os.path.relpath(os.path.dirname(os.path.abspath(args.module)))
+            what = "the call" if status == "FAIL" else "the calls"
+            print(f"        {what} of case {case}, to paste into python started in "
+                  f"{'this folder' if folder == '.' else folder}:\n", file=out)
             print(r["show"], file=out)
 
 

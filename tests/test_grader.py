@@ -485,6 +485,14 @@ class Starter(unittest.TestCase):
             self.assertEqual(ast.get_docstring(fn), ast.get_docstring(public(real)[name]), name)
             self.assertIn(f"step {grader.STEP_OF[name]}: {name}", ast.unparse(fn.body[-1]))
 
+    def test_the_reference_reads_beside_the_lab(self):
+        # One reference function per step, named after the lab's and in the lab's order.
+        import inspect
+        refs = sorted((inspect.getsourcelines(obj)[1], name) for name, obj in vars(grader).items()
+                      if name.startswith("ref_") or name == "RefKVCache")
+        self.assertEqual([name for _, name in refs],
+                         ["RefKVCache" if st.name == "KVCache" else f"ref_{st.name}" for st in grader.STEPS])
+
     def test_one_step_numbering_in_gqa_py_and_the_grader(self):
         # The module docstring's tables and the section banners number the steps as the grader does.
         import re
