@@ -1830,7 +1830,7 @@ def and_list(numbers):
 def step_notes(r):
     """What a step that is not done needs and touches: 'needs step 21, KVCache: not started'."""
     st = STEPS[r["step"] - 1]
-    notes = [f"needs step {n['step']}, {n['name']}: not started" for n in r["needs"]]
+    notes = [f"needs step {n['step']}, {n['name']}: not started" for n in r.get("needs", [])]
     if st.touches and r["status"] != "passed":
         notes.append(f"step {st.number}, {st.name}, means going back to step"
                      f"{'s' if len(st.touches) > 1 else ''} {and_list(st.touches)} {st.why}".rstrip())
@@ -1844,7 +1844,7 @@ def progress(results):
     text = f"{len(done)} of {len(results)} steps done"
     if todo:
         text += f"; next: step {todo[0]['step']}, {todo[0]['name']}"
-        if todo[0]["needs"]:
+        if todo[0].get("needs"):
             text += " (it needs " + " and ".join(f"step {n['step']}, {n['name']}"
                                                  for n in todo[0]["needs"]) + ", first)"
     return text
@@ -1860,13 +1860,13 @@ def print_report(results, args, out=None):
         count = "not started" if status == "----" else f"{r['cases_passed']}/{r['cases']} cases"
         print(f"  step {r['step']:>2}  {status}  {r['name'].ljust(width)}  {count:<13} {r['summary']}",
               file=out)
-        for note in r["notes"]:
+        for note in r.get("notes", []):
             print(f"        {note}", file=out)
         if status == "FAIL":
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)
             print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
-        if args.show and r["show"] and (status == "FAIL" or args.case is not None):
+        if args.show and r.get("show") and (status == "FAIL" or args.case is not None):
             case = r["case"] if r["case"] is not None else args.case
             folder = os.path.relpath(os.path.dirname(os.path.abspath(args.module)))
             what = "the call" if status == "FAIL" else "the calls"
