@@ -225,6 +225,31 @@ def graded_mutants():
     return _GRADED_MUTANTS
 
 
+# Pastes each text into a fresh interactive console, as a student pastes into python,
+# and prints what each showed: [[stdout, stderr], ...] (file paths left out).
+PASTE = """
+import code, contextlib, io, json, re, sys
+sys.path.insert(0, ".")
+shown = []
+for text in json.load(sys.stdin):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        console = code.InteractiveConsole({})
+        for line in text.splitlines() + [""]:
+            console.push(line)
+    shown.append([out.getvalue(), re.sub(r'File "[^"]*"', "File", err.getvalue())])
+print(json.dumps(shown))
+"""
+
+
+def paste(texts, source):
+    """What each text shows when pasted into python started beside source (a fresh one)."""
+    with Module(source) as path:
+        run = subprocess.run([sys.executable, "-I", "-S", "-c", PASTE], input=json.dumps(texts),
+                             capture_output=True, text=True, cwd=os.path.dirname(path), timeout=60)
+    return json.loads(run.stdout)
+
+
 def run_grader(*args, timeout=120):
     """python grader.py ARGS, as its own process."""
     return subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), *args],
@@ -392,27 +417,23 @@ class CommandLine(unittest.TestCase):
         # mutant and beside the real gqa.py, gives different results.
         chosen = [m for m in MUTANTS if m[0] in SHOWN]
         self.assertEqual(len(chosen), len(SHOWN))
-        repl = ("import code, sys\nconsole = code.InteractiveConsole()\n"
-                "for line in sys.stdin.read().splitlines():\n    console.push(line)\nconsole.push('')\n")
-
-        def paste(text, source):
-            with Module(source) as path:
-                return subprocess.run([sys.executable, "-S", "-c", repl], input=text, capture_output=True,
-                                      text=True, cwd=os.path.dirname(path), timeout=60)
-
         graded = [results for m, results in zip(MUTANTS, graded_mutants()) if m[0] in SHOWN]
-        shows = [(results[step]["show"], results[step]) for (_, step, _, _), results in zip(chosen, graded)]
-        for (name, step, old, new), (text, result) in zip(chosen, shows):
+        texts = [results[step]["show"] for (_, step, _, _), results in zip(chosen, graded)]
+        for (name, step, old, new), text, results in zip(chosen, texts, graded):
             with self.subTest(mutant=name):
-                self.assertEqual(result["status"], "failed")
+                self.assertEqual(results[step]["status"], "failed")
                 self.assertTrue(text.startswith("from gqa import *\n"), text)
                 self.assertNotIn("...", text)
                 compile(text.replace("\n\n", "\n"), "shown", "exec")       # whole Python, never cut
-                with ThreadPoolExecutor(2) as pool:
-                    wrong, right = pool.map(paste, [text, text], [mutate(old, new), SOURCE])
-                self.assertNotRegex(right.stderr, r"\b(Syntax|Name|Type|Attribute|Index)Error",
+        # Each mutant's paste in a python of its own; the real module's in one python.
+        jobs = [([text], mutate(old, new)) for (_, _, old, new), text in zip(chosen, texts)] + [(texts, SOURCE)]
+        with ThreadPoolExecutor(2) as pool:
+            outcomes = list(pool.map(lambda job: paste(*job), jobs))
+        for (name, _, _, _), (wrong,), right in zip(chosen, outcomes[:-1], outcomes[-1]):
+            with self.subTest(mutant=name):
+                self.assertNotRegex(right[1], r"\b(Syntax|Name|Type|Attribute|Index)Error",
                                     f"{name}: the paste does not run on the real module")
-                self.assertNotEqual((wrong.stdout, wrong.stderr), (right.stdout, right.stderr), name)
+                self.assertNotEqual(wrong, right, name)
 
     def test_json_is_one_document_with_a_score(self):
         run = run_main("--seed", "5", "--json", "--only", "kv_head,layer", "--cases", "1")
