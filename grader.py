@@ -1186,13 +1186,74 @@ class Step:
 STEPS = []
 
 
-def step(number, name, summary, systematic, needs=(), touches=(), why=""):
+def step(number, name, summary, systematic, needs=(), touches=(), why="", refusals=None):
     """Register a check.  needs: the later steps whose functions it calls too;
-    touches: the earlier steps a student goes back to for it, and why."""
+    touches: the earlier steps a student goes back to for it, and why; refusals(s, rng):
+    the refusals its docstring states, one more systematic case after the others."""
     def register(fn):
-        STEPS.append(Step(number, name, summary, systematic, fn, needs, touches, why))
+        check = fn
+        if refusals:
+            def check(s, case, rng):
+                if case == systematic:
+                    return refusals(s, rng)
+                return fn(s, case - (case > systematic), rng)
+        STEPS.append(Step(number, name, summary, systematic + bool(refusals), check, needs, touches, why))
         return fn
     return register
+
+
+# The refusals each step's docstring states, beyond those its check draws: calls that
+# must raise GQAError naming the numbers given.
+def refuse_repeat_kv(s, rng):
+    s.raises("repeat_kv", [[], 2], [])                                       # no heads
+
+
+def refuse_single(s, rng):
+    s.raises("single_head_attention", [[[1.0]], [], []], [])                 # no keys
+    s.raises("single_head_attention", [[[1.0, 2.0]], [[1.0]], [[1.0]]], [2, 1])   # d differs
+    s.raises("single_head_attention", [[[1.0]], [[1.0], [2.0]], [[1.0], [2.0], [3.0]]], [2, 3])
+
+
+def refuse_attention(s, rng):
+    s.raises("attention", [[[[1.0]], [[1.0]]], [[[1.0]]], [[[1.0]]], 1], [2, 1])   # k, v not h heads
+
+
+def refuse_grouped(s, rng):
+    s.raises("grouped_attention", [[[[1.0]], [[1.0]]], [[[1.0]], [[1.0]]], [[[1.0]]]], [2, 1])
+
+
+def refuse_fold_weights(s, rng):
+    w_q, w_k, w_v, w_o = random_weights(rng, 4, 3, 2)
+    s.raises("fold_weights", [send_weights(s, [w_q, w_k[:3], w_v, w_o]), 2], [3, 4, 2])
+    s.raises("fold_weights", [send_weights(s, [w_q, w_k, w_v, [h[:1] for h in w_o]]), 2], [])
+
+
+def refuse_layer(s, rng):
+    s.call("prepare_weights", send_weights(s, random_weights(rng, 2, 3, 2)), 1, keep="p", value=False)
+    s.raises("layer", [rand_tensor(rng, 1, 3), ref("p"), 2], [1, 2])      # prepared for another g
+
+
+def refuse_difference(s, rng):
+    s.raises("output_difference", [[[[[1.0]]]], [[[[1.0]]]]], [])           # deeper than 3 levels
+
+
+def refuse_cache_elements(s, rng):
+    s.raises("kv_cache_elements", [1, 1, 1, 0], [0])                         # head_dim 0
+    s.raises("kv_cache_elements", [-1, 1, 1, 1], [-1])                       # a negative count
+
+
+def refuse_kv_cache(s, rng):
+    s.raises("KVCache", [0, 2], [0])
+    s.raises("KVCache", [2, 0], [0])
+
+
+def refuse_decode(s, rng):
+    w = send_weights(s, random_weights(rng, 2, 3, 2))
+    s.call("KVCache", 2, 2, keep="cache", value=False)
+    s.raises("decode_step", [[1.0, 2.0, 3.0], w, 1, ref("cache")], [2, 1])  # a cache for another g
+    s.call("KVCache", 1, 2, keep="cache", value=False)
+    s.raises("decode_step", [[1.0, 2.0], w, 1, ref("cache")], [2, 3])       # x_t not d_model long
+    expect(s.get("cache", "len")["len"], 0, "a refused decode_step", "len(cache) after refused steps")
 
 
 ALL_HG = [(h, g) for h in range(1, 17) for g in ref_valid_g(h)]     # every (h, g) with h <= 16
@@ -1299,7 +1360,8 @@ def check_fold(s, case, rng):
     s.raises("fold_kv_mean", [kv, bad], [h, bad])
 
 
-@step(6, "repeat_kv", "g heads repeat out to h, interleaved, not tiled", len(ALL_HG))
+@step(6, "repeat_kv", "g heads repeat out to h, interleaved, not tiled", len(ALL_HG),
+      refusals=refuse_repeat_kv)
 def check_repeat(s, case, rng):
     h, g = draw_hg(case, rng)
     kv = rand_tensor(rng, g, rng.randint(1, 3), rng.randint(1, 3))
@@ -1333,7 +1395,7 @@ SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7
 
 
 @step(7, "single_head_attention", "softmax(q k^T / sqrt(d)) v; causal; large scores; refusals",
-      len(SINGLE_CASES) + 2)
+      len(SINGLE_CASES) + 2, refusals=refuse_single)
 def check_single(s, case, rng):
     if case == len(SINGLE_CASES):                # n > m keys cannot be causal
         q, k, v = rand_tensor(rng, 3, 2), rand_tensor(rng, 2, 2), rand_tensor(rng, 2, 1)
@@ -1362,7 +1424,7 @@ def draw_heads(rng, case, h, kv_heads):
     return q, k, v, causal, f"n={n}, m={m}, d={d}, d_v={dv}, causal={causal}"
 
 
-@step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16)
+@step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16, refusals=refuse_attention)
 def check_attention(s, case, rng):
     h = case + 1 if case < 16 else rng.randint(1, 16)
     q, k, v, causal, where = draw_heads(rng, case, h, h)
@@ -1383,7 +1445,8 @@ def check_attention(s, case, rng):
                "single_head_attention bit for bit (==)", exact=True)
 
 
-@step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG))
+@step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG),
+      refusals=refuse_grouped)
 def check_grouped(s, case, rng):
     h, g = draw_hg(case, rng)
     q, k, v, causal, where = draw_heads(rng, case, h, g)
@@ -1439,7 +1502,8 @@ def check_init_weights(s, case, rng):
     s.raises("init_weights", [0, d_model, d], [0], kwargs={"seed": 1})
 
 
-@step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG))
+@step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG),
+      refusals=refuse_fold_weights)
 def check_fold_weights(s, case, rng):
     h, g, _, d, d_model, where = draw_sizes(rng, case)
     fields = random_weights(rng, h, d_model, d)
@@ -1470,7 +1534,8 @@ def check_prepare(s, case, rng):
     weights_unchanged(s, fields, "w", f"prepare_weights(w, {g})", where)
 
 
-@step(13, "layer", "one layer on MHA weights with g key/value heads, causal or not", len(ALL_HG) + 1)
+@step(13, "layer", "one layer on MHA weights with g key/value heads, causal or not", len(ALL_HG) + 1,
+      refusals=refuse_layer)
 def check_layer(s, case, rng):
     if case == len(ALL_HG):                      # ragged rows of x are refused
         fields = random_weights(rng, 2, 2, 1)
@@ -1498,7 +1563,7 @@ DIFFERENCE_FIELDS = ("max_abs", "rel_l2", "cosine")
 
 
 @step(14, "output_difference", "max abs, relative L2 and cosine, without overflow",
-      3 + len(DIFFERENCE_CASES) + 1)
+      3 + len(DIFFERENCE_CASES) + 1, refusals=refuse_difference)
 def check_difference(s, case, rng):
     if case == 3 + len(DIFFERENCE_CASES):        # two shapes: refused
         s.raises("output_difference", [rand_tensor(rng, 2, 3), rand_tensor(rng, 2, 2)], [])
@@ -1519,7 +1584,8 @@ CACHE_CASES = [(1, 1, 0, 1, 1), (2, 3, 0, 4, 2), (1, 1, 1, 1, 1), (3, 2, 5, 4, 1
                (1, 4, 0, 3, 3)]                      # length = 0 is valid: an empty cache
 
 
-@step(15, "kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers", len(CACHE_CASES) + 1)
+@step(15, "kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers", len(CACHE_CASES) + 1,
+      refusals=refuse_cache_elements)
 def check_cache_elements(s, case, rng):
     if case == len(CACHE_CASES):                 # no key/value heads: refused
         s.raises("kv_cache_elements", [2, 0, 3, 4], [0])
@@ -1636,7 +1702,8 @@ def cache_arrays(state, name, g, where):
     return held
 
 
-@step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, any capacity", 16)
+@step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, any capacity", 16,
+      refusals=refuse_kv_cache)
 def check_kv_cache(s, case, rng):
     g, d, n = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 5)
     capacity = [0, n, max(1, n // 2), n + 3][case % 4]
@@ -1664,7 +1731,8 @@ def check_kv_cache(s, case, rng):
            "len(cache) and cache.k after refused appends (nothing is stored unless both are valid)")
 
 
-@step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG))
+@step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG),
+      refusals=refuse_decode)
 def check_decode(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)

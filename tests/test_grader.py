@@ -148,6 +148,22 @@ MUTANTS = [
     ("a KVCache whose len is its capacity", "KVCache",
      '"""Return the number of positions held."""\n        return self._length',
      '"""Return the number of positions held."""\n        return len(self.k[0]) // self.d'),
+    # Refusals the docstrings state: each accepted by one mutant.
+    ("single_head_attention accepting q and k of two head dims", "single_head_attention",
+     "if q and dk != d:", "if False:"),
+    ("attention accepting k and v with g heads", "attention", "if len(k) != h:", "if False:"),
+    ("grouped_attention accepting k and v of two head counts", "grouped_attention",
+     "if len(k) != len(v):", "if False:"),
+    ("fold_weights accepting w_k with neither h nor g heads", "fold_weights",
+     "if heads not in (h, g):", "if False:"),
+    ("layer accepting weights prepared for another g", "layer", "if weights.g != g:", "if False:"),
+    ("output_difference accepting four levels", "output_difference", "if len(where) == 3:", "if False:"),
+    ("kv_cache_elements accepting a negative count", "kv_cache_elements",
+     '_check_int(func, "layers", layers)', '_check_int(func, "layers", layers, low=None)'),
+    ("a KVCache of d = 0", "KVCache", '_check_int("KVCache", "d", d, low=1, high=MAX_ALLOCATION)',
+     '_check_int("KVCache", "d", d, low=0, high=MAX_ALLOCATION)'),
+    ("decode_step with a cache made for another g", "decode_step",
+     "if cache.g != g or cache.d != w.d:", "if cache.d != w.d:"),
 ]
 
 # Mutants whose --show output, pasted into python beside them, must repeat their failure.
