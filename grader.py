@@ -2047,7 +2047,8 @@ def parse_args(argv):
     parser.add_argument("--case", type=int, default=None, metavar="K",
                         help="run only case K of the one step given with --only")
     parser.add_argument("--show", action="store_true",
-                        help="print the inputs of a failing case (or of --case) as Python literals")
+                        help="print a failing case's failing call (or every call of --case) as "
+                             "Python to paste into python started beside the module")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds a call may take before it fails (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--list", action="store_true", help="name the steps, in order, and exit")
@@ -2078,7 +2079,7 @@ def parse_args(argv):
             parser.error(f"no step named {', '.join(unknown)}; the steps are: {', '.join(check_names())}")
         args.only = names
     if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
-        parser.error("--case K needs --only with one step name, and K at least 0")
+        parser.error("--case K needs --only with one step (a name or a number), and K at least 0")
     args.weight_map = {}
     if args.weights:
         try:
