@@ -451,6 +451,16 @@ class CommandLine(unittest.TestCase):
                                     f"{name}: the paste does not run on the real module")
                 self.assertNotEqual(wrong, right, name)
 
+    def test_literals_are_whole_python(self):
+        # What --show prints evaluates back to the very values, never cut.
+        value = [[1e308, -0.0, float("inf"), -float("inf")], (1,), (), [5e-324, 2 ** 70, "s", None, True]]
+        text = grader.literal(value)
+        self.assertEqual(eval(text), value)
+        self.assertEqual(repr(eval(grader.literal([float("nan")]))), "[nan]")
+        long = [[0.1 * i for i in range(300)]]
+        self.assertEqual(eval(grader.literal(long)), long)
+        self.assertEqual(grader.literal({"$ref": "w"}), "w")
+
     def test_json_is_one_document_with_a_score(self):
         run = run_main("--seed", "5", "--json", "--only", "kv_head,layer", "--cases", "1")
         self.assertEqual(run.returncode, 0)
