@@ -19,10 +19,13 @@ replaced for the next case.
 The worker is started as `python -I -S`: no environment variables, no
 site-packages, so the module sees the standard library only, as the lab asks.
 
-The reference shares no code with gqa.py and is built differently on purpose:
-it copies every key/value head into each query head it serves (the module
-indexes the shared head), loops over indices, and counts multiplications and
-cache elements by performing and building them, never by a formula.
+The reference reads beside the lab: one function per step, in the lab's order
+and named after it (ref_valid_g for valid_g, ..., RefKVCache for KVCache).  It
+shares no code with gqa.py and is built differently on purpose: it copies
+every key/value head into each query head it serves (the module indexes the
+shared head), loops over indices, counts multiplications and cache elements
+by performing and building them, never by a formula, and computes
+output_difference in exact rational arithmetic.
 
 Every check runs a fixed systematic set of cases (every (h, g) with h <= 16,
 causal on and off, the refusals), the same on every run, and then --cases
