@@ -1584,6 +1584,7 @@ DIFFERENCE_CASES = [  # (what, a, b): after the three drawn ones
      [[1e-200, 1e-200], [-3e-200, 2e-200]]),
     ("values near the largest float", [[1.5e308, -1.7e308]], [[1.7e308, -1.5e308]]),
     ("b all zeros", [[1.0, -2.0]], [[0.0, 0.0]]),
+    ("a NaN after a zero difference (NaN makes every field NaN)", [[1.0, math.nan]], [[1.0, 1.0]]),
     ("three levels: [h][n][d]", [[[1.0, 2.0]], [[3.0, 4.0]]], [[[1.0, 2.5]], [[3.0, 3.0]]]),
 ]
 DIFFERENCE_FIELDS = ("max_abs", "rel_l2", "cosine")

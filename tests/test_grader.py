@@ -139,6 +139,8 @@ MUTANTS = [
     ("output_difference squaring unscaled values (nan for 1e200, 0 for 1e-200)", "output_difference",
      "sa, sb = max(map(abs, fa), default=0.0), max(map(abs, fb), default=0.0)",
      "sa, sb = 1.0 if fa else 0.0, 1.0 if fb else 0.0"),
+    ("output_difference letting a NaN through as a max_abs of 0.0", "output_difference",
+     "if any(map(math.isnan, fa)) or any(map(math.isnan, fb)):", "if False:"),
     ("output_difference returning None", "output_difference",
      "    return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)\n", "    return None\n"),
     ("kv_cache_elements accepting kv_heads = 0", "kv_cache_elements",
