@@ -3,8 +3,9 @@
     python grader.py                          grade gqa.py beside this file, fresh seed
     python grader.py --module mylab/gqa.py    grade your own (see --starter)
     python grader.py --starter mylab          write a starter mylab/gqa.py to fill in
-    python grader.py --only fold_kv_mean --case 7 --show
-                                              one case, its inputs as Python literals
+    python grader.py --only 5 --case 7 --show
+                                              one case of step 5; its failing call as
+                                              Python to paste beside the module
     python grader.py --json | --format gradescope      for course tooling
     python grader.py --autograder dist        dist/autograder.zip for Gradescope
 
@@ -25,10 +26,13 @@ private folder, an environment of PATH only and, as root, the user nobody,
 which cannot signal, trace, read or write the grader, its folder or its
 results.
 
-The reference shares no code with gqa.py and is built differently on purpose:
-it copies every key/value head into each query head it serves (the module
-indexes the shared head), loops over indices, and counts multiplications and
-cache elements by performing and building them, never by a formula.
+The reference reads beside the lab: one function per step, in the lab's order
+and named after it (ref_valid_g for valid_g, ..., RefKVCache for KVCache).  It
+shares no code with gqa.py and is built differently on purpose: it copies
+every key/value head into each query head it serves (the module indexes the
+shared head), loops over indices, counts multiplications and cache elements
+by performing and building them, never by a formula, and computes
+output_difference in exact rational arithmetic.
 
 Every check runs a fixed systematic set of cases (every (h, g) with h <= 16,
 causal on and off, the refusals), the same on every run, and then --cases
@@ -36,9 +40,10 @@ random ones from the seed: case k of a check is drawn from
 random.Random(f"{check}:{seed}:{k}"), so `--only NAME --case k` repeats it.
 
 Output: one line per step in the lab's order ("not started" for a step whose
-function still raises NotImplementedError), the first failing case of a
-failed step with the command that reproduces it, the progress, and a last
-line "N passed, M failed".  Exit status 0 when every check passes, 1 when one
+function still raises NotImplementedError, with the other step it waits for
+and the earlier steps it sends the student back to), the first failing case
+of a failed step with the command that reproduces it, the progress, and a
+last line "N passed, M failed".  Exit status 0 when every check passes, 1 when one
 fails, 2 for a usage error or a module that cannot be imported.
 """
 
@@ -53,11 +58,13 @@ if __name__ == "__main__" and not sys.flags.isolated and not getattr(sys.flags, 
 
 import argparse
 import ast
+import fractions
 import json
 import math
 import os
 import queue
 import random
+import re
 import select
 import signal
 import subprocess
@@ -70,6 +77,7 @@ DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 REL_TOL = 1e-9          # values are compared to this relative tolerance...
 ABS_TOL = 1e-12         # ...or this absolute one, whichever is looser
 DEFAULT_CASES = 10      # random cases per check, after the systematic ones
+MAX_CASES = 1000        # at most this many: 1,000 random cases per step take minutes
 DEFAULT_TIMEOUT = 5.0   # seconds one call may take before its worker is killed
 DEFAULT_BUDGET = 300.0  # seconds a whole run may take; a correct module takes about one
 BUDGET_NOTE = "not graded: the run's time budget ran out"
@@ -77,17 +85,23 @@ BUDGET_NOTE = "not graded: the run's time budget ran out"
 
 
 # ---------------------------------------------------------------------------
-# The reference: slow, obvious, and written differently from gqa.py.
+# The reference: slow, obvious, and written differently from gqa.py.  One
+# function per step, named after the lab's (ref_valid_g for valid_g, ...)
+# and in the lab's order, after the few helpers they share.
 # ---------------------------------------------------------------------------
 
 class Counter:
-    """Multiplications and reads counted one at a time, by term."""
+    """Multiplications counted one at a time, by term; and elements read, by kind."""
 
     def __init__(self):
-        self.counts = {}
+        self.counts = {}                    # term -> multiplications performed
+        self.reads = {}                     # "weight_reads" or "cache_reads" -> elements read
 
     def add(self, term, k=1):
         self.counts[term] = self.counts.get(term, 0) + k
+
+    def read(self, kind, k):
+        self.reads[kind] = self.reads.get(kind, 0) + k
 
     def times(self, term, a, b):
         self.add(term)
@@ -98,28 +112,105 @@ def _no_count(term, a, b):
     return a * b
 
 
-def divisors(h):
+def nested(shape, fill=0.0):
+    """A real nested list of the given shape."""
+    if not shape:
+        return fill
+    return [nested(shape[1:], fill) for _ in range(shape[0])]
+
+
+def leaves(t):
+    """The numbers of a nested list (or tuple), in order."""
+    if isinstance(t, (list, tuple)):
+        for x in t:
+            yield from leaves(x)
+    else:
+        yield t
+
+
+def count_leaves(t):
+    return sum(1 for _ in leaves(t))
+
+
+def rand_tensor(rng, *shape):
+    if len(shape) == 1:
+        return [rng.uniform(-1.0, 1.0) for _ in range(shape[0])]
+    return [rand_tensor(rng, *shape[1:]) for _ in range(shape[0])]
+
+
+def random_weights(rng, h, d_model, d, kv_heads=None):
+    """w_q [h][d_model][d], w_k and w_v [kv_heads or h][d_model][d], w_o [h][d][d_model]."""
+    kv = kv_heads or h
+    return [rand_tensor(rng, h, d_model, d), rand_tensor(rng, kv, d_model, d),
+            rand_tensor(rng, kv, d_model, d), rand_tensor(rng, h, d, d_model)]
+
+
+def transpose(m):
+    return [[m[r][c] for r in range(len(m))] for c in range(len(m[0]))]
+
+
+def matmul(a, b, term=None, counter=None):
+    """a [n][k] @ b [k][p] by index loops; a projection (term *_proj) reads b once."""
+    times = counter.times if counter else _no_count
+    if counter and term and term.endswith("_proj"):
+        counter.read("weight_reads", len(b) * len(b[0]))
+    out = []
+    for i in range(len(a)):
+        row = []
+        for c in range(len(b[0])):
+            acc = 0.0
+            for r in range(len(b)):
+                acc += times(term, a[i][r], b[r][c])
+            row.append(acc)
+        out.append(row)
+    return out
+
+
+def add_into(total, part):
+    """total += part, element by element, for matrices [n][p]."""
+    for r in range(len(total)):
+        for c in range(len(total[r])):
+            total[r][c] += part[r][c]
+
+
+def ref_valid_g(h):
+    """Every g from 1 to h tried in turn."""
     return [g for g in range(1, h + 1) if h % g == 0]
 
 
-def ref_group_heads(h, g):
-    """Contiguous blocks, by walking the heads and starting a new block every h // g."""
-    groups, size = [], h // g
-    for i in range(h):
-        if i % size == 0:
-            groups.append([])
-        groups[-1].append(i)
-    return groups
+def ref_method_name(h, g):
+    return "MHA" if g == h else "MQA" if g == 1 else "GQA"
 
 
 def ref_kv_head(i, h, g):
-    for j, group in enumerate(ref_group_heads(h, g)):
-        if i in group:
-            return j
-    raise ValueError(i)
+    """Walk the groups' boundaries until query head i falls inside one."""
+    size, j, start = h // g, 0, 0
+    while i >= start + size:
+        start, j = start + size, j + 1
+    return j
 
 
-def expand_kv(kv, h):
+def ref_group_heads(h, g):
+    """Each group's members, found by asking every head which group it is in."""
+    return [[i for i in range(h) if ref_kv_head(i, h, g) == j] for j in range(g)]
+
+
+def _exact_mean(values):
+    """The mean, rounded once: in floats when the sum stays finite, else exactly."""
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:                   # finite values whose sum is not: go exact
+        return float(sum(map(fractions.Fraction, values)) / len(values))
+
+
+def ref_fold_kv_mean(kv, g):
+    """The mean of each group of heads, one index at a time."""
+    rows, cols = len(kv[0]), len(kv[0][0])
+    return [[[_exact_mean([kv[i][r][c] for i in group]) for c in range(cols)] for r in range(rows)]
+            for group in ref_group_heads(len(kv), g)]
+
+
+def ref_repeat_kv(kv, h):
     """Copy each of the g heads into every one of the h // g query heads it serves."""
     out = []
     for j in range(len(kv)):
@@ -128,25 +219,7 @@ def expand_kv(kv, h):
     return out
 
 
-def mean_heads(kv, g):
-    """The mean of each group of heads, accumulated one index at a time."""
-    h, rows, cols = len(kv), len(kv[0]), len(kv[0][0])
-    out = []
-    for group in ref_group_heads(h, g):
-        head = []
-        for r in range(rows):
-            row = []
-            for c in range(cols):
-                total = 0.0
-                for i in group:
-                    total += kv[i][r][c]
-                row.append(total / len(group))
-            head.append(row)
-        out.append(head)
-    return out
-
-
-def attend(q, k, v, causal=False, counter=None):
+def ref_single_head_attention(q, k, v, causal=False, counter=None):
     """One head by index loops: query i sees keys 0 .. i + (m - n) when causal."""
     times = counter.times if counter else _no_count
     n, m = len(q), len(k)
@@ -172,69 +245,187 @@ def attend(q, k, v, causal=False, counter=None):
     return out
 
 
-def matmul(a, b, term=None, counter=None):
-    """a [n][k] @ b [k][p] by index loops."""
-    times = counter.times if counter else _no_count
-    out = []
-    for i in range(len(a)):
-        row = []
-        for c in range(len(b[0])):
-            acc = 0.0
-            for r in range(len(b)):
-                acc += times(term, a[i][r], b[r][c])
-            row.append(acc)
-        out.append(row)
+def ref_attention(q, k, v, g, causal=False):
+    """Fold the h K/V heads to g, copy them back out to h, attend head by head."""
+    h = len(q)
+    kc, vc = ref_repeat_kv(ref_fold_kv_mean(k, g), h), ref_repeat_kv(ref_fold_kv_mean(v, g), h)
+    return [ref_single_head_attention(q[i], kc[i], vc[i], causal) for i in range(h)]
+
+
+def ref_grouped_attention(q, k, v, causal=False, counter=None):
+    """Copy the g K/V heads out to h, then attend head by head."""
+    h = len(q)
+    kc, vc = ref_repeat_kv(k, h), ref_repeat_kv(v, h)
+    return [ref_single_head_attention(q[i], kc[i], vc[i], causal, counter) for i in range(h)]
+
+
+def ref_init_weights(h, d_model, d, seed):
+    """[w_q, w_k, w_v, w_o] as gqa.init_weights documents them: one stream of
+    Random(seed).random() draws, w_q first, then w_k, w_v, w_o, each filled head
+    by head, row by row; u becomes sqrt(3 / fan_in) * (2u - 1)."""
+    rng = random.Random(seed)
+    shapes = [(h, d_model, d, d_model)] * 3 + [(h, d, d_model, h * d)]
+    stream = [rng.random() for _ in range(sum(a * b * c for a, b, c, _ in shapes))]
+    out, at = [], 0
+    for heads, rows, cols, fan_in in shapes:
+        bound = math.sqrt(3.0 / fan_in)
+        t = nested([heads, rows, cols])
+        for i in range(heads):
+            for r in range(rows):
+                for c in range(cols):
+                    t[i][r][c] = bound * (2.0 * stream[at] - 1.0)
+                    at += 1
+        out.append(t)
     return out
+
+
+def ref_fold_weights(w_q, w_k, w_v, w_o, g):
+    """[w_q, w_k, w_v, w_o] with g K/V heads: folded by mean, or as given when they have g."""
+    return [w_q, w_k if len(w_k) == g else ref_fold_kv_mean(w_k, g),
+            w_v if len(w_v) == g else ref_fold_kv_mean(w_v, g), w_o]
+
+
+def ref_prepare_weights(w_q, w_k, w_v, w_o, g):
+    """The fields of prepare_weights: sizes, then each head by columns, w_o stacked."""
+    w_q, w_k, w_v, w_o = ref_fold_weights(w_q, w_k, w_v, w_o, g)
+    stacked = [row for head in w_o for row in head]                        # [h*d][d_model]
+    return {"h": len(w_q), "g": g, "d_model": len(w_q[0]), "d": len(w_q[0][0]),
+            "q_cols": [transpose(t) for t in w_q], "k_cols": [transpose(t) for t in w_k],
+            "v_cols": [transpose(t) for t in w_v], "o_cols": transpose(stacked)}
 
 
 def ref_layer(x, w_q, w_k, w_v, w_o, g, causal=False, counter=None):
     """One layer: per-head projections, K/V weights folded by mean, heads copied out."""
     h = len(w_q)
-    w_k = mean_heads(w_k, g) if len(w_k) != g else w_k
-    w_v = mean_heads(w_v, g) if len(w_v) != g else w_v
+    w_q, w_k, w_v, w_o = ref_fold_weights(w_q, w_k, w_v, w_o, g)
     q = [matmul(x, w_q[i], "q_proj", counter) for i in range(h)]
-    k = expand_kv([matmul(x, w_k[j], "k_proj", counter) for j in range(g)], h)
-    v = expand_kv([matmul(x, w_v[j], "v_proj", counter) for j in range(g)], h)
-    heads = [attend(q[i], k[i], v[i], causal, counter) for i in range(h)]
-    y = [[0.0] * len(w_o[0][0]) for _ in x]
+    k = [matmul(x, w_k[j], "k_proj", counter) for j in range(g)]
+    v = [matmul(x, w_v[j], "v_proj", counter) for j in range(g)]
+    heads = ref_grouped_attention(q, k, v, causal, counter)
+    y = nested([len(x), len(w_o[0][0])])
     for i in range(h):
-        part = matmul(heads[i], w_o[i], "o_proj", counter)
-        for r in range(len(x)):
-            for c in range(len(y[r])):
-                y[r][c] += part[r][c]
+        add_into(y, matmul(heads[i], w_o[i], "o_proj", counter))
     return y
 
 
-def ref_decode(xs, w_q, w_k, w_v, w_o, g, counter):
-    """Decode xs position by position with a cache of nested lists; count its reads."""
+def ref_output_difference(a, b):
+    """[max_abs, rel_l2, cosine] in exact rational arithmetic, rounded once at the end."""
+    fa, fb = list(leaves(a)), list(leaves(b))
+    if any(map(math.isnan, fa + fb)):
+        return [math.nan] * 3
+    ea, eb = [fractions.Fraction(x) for x in fa], [fractions.Fraction(y) for y in fb]
+
+    def rounded(value):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf
+
+    diff = [x - y for x, y in zip(ea, eb)]
+    aa, bb = sum(x * x for x in ea), sum(y * y for y in eb)
+    dd, ab = sum(z * z for z in diff), sum(x * y for x, y in zip(ea, eb))
+    max_abs = rounded(max(map(abs, diff), default=0))
+    rel = math.sqrt(rounded(dd / bb)) if bb else (0.0 if not dd else math.inf)
+    cos = (1 if ab >= 0 else -1) * math.sqrt(rounded(ab * ab / (aa * bb))) if aa and bb else math.nan
+    return [max_abs, rel, cos]
+
+
+def ref_kv_cache_elements(layers, kv_heads, length, head_dim, batch=1):
+    """The numbers in a cache built as nested lists, K and V, counted one by one."""
+    return count_leaves(nested([batch, layers, 2, kv_heads, length, head_dim]))
+
+
+def ref_attention_multiplies(n, h, g, d, d_model, causal, rng):
+    """Each term's multiplications, counted while a reference layer runs on random data."""
+    counter = Counter()
+    ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, causal, counter)
+    return counter.counts
+
+
+def ref_block_multiplies(n, h, g, d, d_model, d_ff, matrices, rng):
+    """A causal layer's counts, and an MLP's, multiplied out one product at a time."""
+    counter = Counter()
+    ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, True, counter)
+    for _ in range(n):
+        for _ in range(matrices):
+            for _ in range(d_model * d_ff):
+                counter.times("mlp", 1.0, 1.0)
+    return counter.counts
+
+
+def ref_cache_table(h, layers, length, head_dim):
+    """[method, kv_heads, group_size, elements, ratio] for each g, from caches built."""
+    mha = ref_kv_cache_elements(layers, h, length, head_dim)
+    return [[ref_method_name(h, g), g, h // g, ref_kv_cache_elements(layers, g, length, head_dim),
+             ref_kv_cache_elements(layers, g, length, head_dim) / mha] for g in ref_valid_g(h)]
+
+
+def ref_multiplies_table(n, h, d, d_model, causal, rng):
+    """[kv_heads, group_size, total, ratio of totals] for each g, counted by running."""
+    totals = {g: sum(ref_attention_multiplies(n, h, g, d, d_model, causal, rng).values())
+              for g in ref_valid_g(h)}
+    return [[g, h // g, totals[g], totals[g] / totals[h]] for g in ref_valid_g(h)]
+
+
+def ref_count_multiplies(x, fields, g, causal):
+    """The tally of one layer: each term's multiplications and the weights read."""
+    counter = Counter()
+    ref_layer(x, *fields, g, causal, counter)
+    return counter
+
+
+class RefKVCache:
+    """A cache of nested lists: k and v [g][t][d], one row appended per position."""
+
+    def __init__(self, g, d):
+        self.g, self.d = g, d
+        self.k, self.v = [[] for _ in range(g)], [[] for _ in range(g)]
+
+    def append(self, k_rows, v_rows):
+        for j in range(self.g):
+            self.k[j].append(list(k_rows[j]))
+            self.v[j].append(list(v_rows[j]))
+
+    def __len__(self):
+        return len(self.k[0])
+
+    @property
+    def elements(self):
+        return count_leaves([self.k, self.v])
+
+
+def ref_decode_step(x_t, fields, g, cache, counter):
+    """One position: project, append to the cache, read all of it, attend per head."""
+    w_q, w_k, w_v, w_o = ref_fold_weights(*fields, g)
     h = len(w_q)
-    w_k, w_v = mean_heads(w_k, g), mean_heads(w_v, g)
-    cache_k = [[] for _ in range(g)]        # [g][t][d]
-    cache_v = [[] for _ in range(g)]
-    ys = []
-    for x in xs:
-        counter.add("weight_reads", sum(len(row) for w in (w_q, w_k, w_v, w_o)
-                                        for head in w for row in head))
-        q = [matmul([x], w_q[i], "q_proj", counter)[0] for i in range(h)]
-        for j in range(g):
-            cache_k[j].append(matmul([x], w_k[j], "k_proj", counter)[0])
-            cache_v[j].append(matmul([x], w_v[j], "v_proj", counter)[0])
-        for j in range(g):                  # each cached element read once per step
-            for store in (cache_k[j], cache_v[j]):
-                for row in store:
-                    counter.add("cache_reads", len(row))
-        k_rep, v_rep = expand_kv(cache_k, h), expand_kv(cache_v, h)
-        y = [0.0] * len(x)
-        for i in range(h):
-            head = attend([q[i]], k_rep[i], v_rep[i], False, counter)
-            part = matmul(head, w_o[i], "o_proj", counter)[0]
-            y = [a + b for a, b in zip(y, part)]
-        ys.append(y)
-    return ys
+    q = [matmul([x_t], w_q[i], "q_proj", counter)[0] for i in range(h)]
+    cache.append([matmul([x_t], w_k[j], "k_proj", counter)[0] for j in range(g)],
+                 [matmul([x_t], w_v[j], "v_proj", counter)[0] for j in range(g)])
+    counter.read("cache_reads", cache.elements)             # each cached element read once
+    heads = ref_grouped_attention([[row] for row in q], cache.k, cache.v, False, counter)
+    y = nested([1, len(x_t)])
+    for i in range(h):
+        add_into(y, matmul(heads[i], w_o[i], "o_proj", counter))
+    return y[0]
 
 
-def ref_attend_backward(q, k, v, d_out, causal=False):
-    """One head's gradients by index loops: (dq, dk, dv) of sum(attend(q, k, v) * d_out)."""
+def ref_decode_traffic(n, h, g, d, d_model, batch, rng):
+    """[cache_reads, weight_reads, multiplies]: every sequence of the batch decoded for real;
+    the weights are read once per step for the whole batch."""
+    fields = random_weights(rng, h, d_model, d)
+    counters = []
+    for _ in range(batch):
+        counter, cache = Counter(), RefKVCache(g, d)
+        for x_t in rand_tensor(rng, n, d_model):
+            ref_decode_step(x_t, fields, g, cache, counter)
+        counters.append(counter)
+    return [sum(c.reads.get("cache_reads", 0) for c in counters),
+            counters[0].reads.get("weight_reads", 0),
+            sum(sum(c.counts.values()) for c in counters)]
+
+
+def _attend_backward(q, k, v, d_out, causal=False):
+    """One head's gradients by index loops: (dq, dk, dv) of sum(attention * d_out)."""
     n, m, d, dv = len(q), len(k), len(q[0]), len(v[0])
     dq, dk, dvv = nested([n, d]), nested([m, d]), nested([m, dv])
     root = math.sqrt(d)
@@ -257,73 +448,46 @@ def ref_attend_backward(q, k, v, d_out, causal=False):
     return dq, dk, dvv
 
 
-def ref_grouped_backward(q, k, v, d_out, causal=False):
+def ref_grouped_attention_backward(q, k, v, d_out, causal=False):
     """Copy each K/V head into every query head it serves, take per-head gradients, then
     add the copies' gradients back, group by group."""
     h, g = len(q), len(k)
-    kc, vc = expand_kv(k, h), expand_kv(v, h)
-    per_head = [ref_attend_backward(q[i], kc[i], vc[i], d_out[i], causal) for i in range(h)]
+    kc, vc = ref_repeat_kv(k, h), ref_repeat_kv(v, h)
+    per_head = [_attend_backward(q[i], kc[i], vc[i], d_out[i], causal) for i in range(h)]
     dk, dv = [], []
     for group in ref_group_heads(h, g):
         for grads, t in ((dk, 1), (dv, 2)):
             total = [list(row) for row in per_head[group[0]][t]]
             for i in group[1:]:
-                total = [[a + b for a, b in zip(r1, r2)] for r1, r2 in zip(total, per_head[i][t])]
+                add_into(total, per_head[i][t])
             grads.append(total)
     return [ph[0] for ph in per_head], dk, dv
-
-
-def transpose_ref(m):
-    return [[m[r][c] for r in range(len(m))] for c in range(len(m[0]))]
 
 
 def ref_layer_backward(x, w_q, w_k, w_v, w_o, g, d_y, causal=False):
     """(dx, [d w_q, d w_k, d w_v, d w_o]) of sum(ref_layer(...) * d_y), by the chain rule."""
     h = len(w_q)
-    fk = mean_heads(w_k, g) if len(w_k) != g else w_k
-    fv = mean_heads(w_v, g) if len(w_v) != g else w_v
+    _, fk, fv, _ = ref_fold_weights(w_q, w_k, w_v, w_o, g)
     q = [matmul(x, w_q[i]) for i in range(h)]
     k = [matmul(x, fk[j]) for j in range(g)]
     v = [matmul(x, fv[j]) for j in range(g)]
-    kc, vc = expand_kv(k, h), expand_kv(v, h)
-    heads = [attend(q[i], kc[i], vc[i], causal) for i in range(h)]
-    d_w_o = [matmul(transpose_ref(heads[i]), d_y) for i in range(h)]
-    d_heads = [matmul(d_y, transpose_ref(w_o[i])) for i in range(h)]
-    dq, dk, dv = ref_grouped_backward(q, k, v, d_heads, causal)
-    xt = transpose_ref(x)
+    heads = ref_grouped_attention(q, k, v, causal)
+    d_w_o = [matmul(transpose(heads[i]), d_y) for i in range(h)]
+    d_heads = [matmul(d_y, transpose(w_o[i])) for i in range(h)]
+    dq, dk, dv = ref_grouped_attention_backward(q, k, v, d_heads, causal)
+    xt = transpose(x)
     d_w_q = [matmul(xt, t) for t in dq]
     d_fk, d_fv = [matmul(xt, t) for t in dk], [matmul(xt, t) for t in dv]
     dx = nested([len(x), len(x[0])])
     for grads, weights in ((dq, w_q), (dk, fk), (dv, fv)):
         for t, w in zip(grads, weights):
-            part = matmul(t, transpose_ref(w))
-            dx = [[a + b for a, b in zip(r1, r2)] for r1, r2 in zip(dx, part)]
+            add_into(dx, matmul(t, transpose(w)))
 
     def unfold(grads, heads):
         if heads == g:
             return grads
         return [[[value / (h // g) for value in row] for row in grads[i // (h // g)]] for i in range(heads)]
     return dx, [d_w_q, unfold(d_fk, len(w_k)), unfold(d_fv, len(w_v)), d_w_o]
-
-
-def nested(shape, fill=0.0):
-    """A real nested list of the given shape."""
-    if not shape:
-        return fill
-    return [nested(shape[1:], fill) for _ in range(shape[0])]
-
-
-def count_leaves(t):
-    if isinstance(t, list):
-        return sum(count_leaves(x) for x in t)
-    return 1
-
-
-def rand_tensor(rng, *shape):
-    if len(shape) == 1:
-        return [rng.uniform(-1.0, 1.0) for _ in range(shape[0])]
-    return [rand_tensor(rng, *shape[1:]) for _ in range(shape[0])]
-
 
 
 # ---------------------------------------------------------------------------
@@ -589,6 +753,15 @@ def w_call(mod, req):
     return answer
 
 
+def w_calls_in(mod, calls):
+    """Run calls in order; the first one's error, or None."""
+    for r in calls:
+        answer = w_call(mod, r)
+        if "error" in answer:
+            return answer
+    return None
+
+
 def w_handle(mod, req):
     op = req["op"]
     if op == "call":
@@ -604,10 +777,13 @@ def w_handle(mod, req):
     if op == "tally":
         try:
             with mod.count_multiplies() as tally:
-                for r in req["calls"]:
-                    answer = w_call(mod, r)
-                    if "error" in answer:
-                        return answer
+                if req.get("nested"):           # an inner block adds to this one as it ends
+                    with mod.count_multiplies():
+                        answer = w_calls_in(mod, req["calls"])
+                else:
+                    answer = w_calls_in(mod, req["calls"])
+            if answer is not None:
+                return answer
             fields = {f: w_enc(getattr(tally, f, None)) for f in req["fields"]}
             fields["multiplies()"] = w_enc(tally.multiplies())
         except BaseException as err:
@@ -1265,9 +1441,10 @@ class Student:
         return self._check(self._send({"op": "get", "ref": name, "attrs": list(attrs)}, what),
                            what, False)
 
-    def tally(self, calls, fields):
-        """Run calls [(fn, args, kwargs)] inside count_multiplies(); the tally's fields."""
-        message = {"op": "tally", "fields": list(fields),
+    def tally(self, calls, fields, nested=False):
+        """Run calls [(fn, args, kwargs)] inside count_multiplies() (nested: inside a second
+        count_multiplies() block within it); the outer tally's fields."""
+        message = {"op": "tally", "fields": list(fields), "nested": nested,
                    "calls": [{"op": "call", "fn": fn, "args": list(a), "kwargs": k, "value": False}
                              for fn, a, k in calls]}
         return self._check(self._send(message, "count_multiplies()"),
@@ -1293,27 +1470,262 @@ class Student:
 
 
 # ---------------------------------------------------------------------------
+# What a failing case shows: the calls it made, as Python a student can paste.
+# ---------------------------------------------------------------------------
+
+# The lab's parameter names, for the lists a shown call names on a line of their own.
+PARAMS = {
+    "fold_kv_mean": ("kv", "g"), "repeat_kv": ("kv", "h"),
+    "single_head_attention": ("q", "k", "v"), "attention": ("q", "k", "v", "g"),
+    "grouped_attention": ("q", "k", "v"), "fold_weights": ("weights", "g"),
+    "prepare_weights": ("weights", "g"), "layer": ("x", "weights", "g"),
+    "output_difference": ("a", "b"), "decode_step": ("x_t", "weights", "g", "cache"),
+    "$cache.append": ("k_rows", "v_rows"),
+    "grouped_attention_backward": ("q", "k", "v", "d_out"),
+    "layer_backward": ("x", "weights", "g", "d_y"),
+}
+
+
+def literal(value):
+    """value as Python source that evaluates to it: whole, never cut."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float('{value}')"
+    if isinstance(value, dict) and "$ref" in value:
+        return value["$ref"]
+    if isinstance(value, list):
+        return "[" + ", ".join(map(literal, value)) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(map(literal, value)) + ("," if len(value) == 1 else "") + ")"
+    return repr(value)
+
+
+class Statement:
+    """One line (or block) of the transcript: lines that name its lists, then its code.
+    Written only when shown: make() returns (code, hoisted [(name, value)], inputs)."""
+
+    def __init__(self, make, setup=False):
+        self.make, self.made, self.setup = make, None, setup
+
+    def _parts(self):
+        if self.made is None:
+            code, hoisted, inputs = self.make()
+            self.made = [code, list(hoisted), dict(inputs or {})]
+        return self.made
+
+    @property
+    def code(self):
+        return self._parts()[0]
+
+    @code.setter
+    def code(self, text):
+        self._parts()[0] = text
+
+    @property
+    def hoisted(self):
+        return self._parts()[1]
+
+    @property
+    def inputs(self):
+        return self._parts()[2]
+
+    def text(self):
+        return "".join(f"{name} = {literal(value)}\n" for name, value in self.hoisted) + self.code
+
+
+def call_text(fn, args, kwargs, hoist=True):
+    """(code, hoisted, inputs) for fn(*args, **kwargs): long lists on lines of their own."""
+    names = PARAMS.get(fn, ())
+    parts, hoisted, inputs = [], [], {}
+    for i, a in enumerate(args):
+        name = names[i] if i < len(names) else f"arg{i}"
+        inputs[name] = literal(a) if isinstance(a, dict) else a
+        if hoist and isinstance(a, list) and name:
+            hoisted.append((name, a))
+            parts.append(name)
+        else:
+            parts.append(literal(a))
+    for k, v in kwargs.items():
+        inputs[k] = literal(v) if isinstance(v, dict) else v
+        parts.append(f"{k}={literal(v)}")
+    target = fn[1:] if fn.startswith("$") else fn
+    return f"{target}({', '.join(parts)})", hoisted, inputs
+
+
+class Case:
+    """The module as one case of a check sees it: every call goes to the Student, and
+    is written down as Python, so a failure shows the very call that failed."""
+
+    def __init__(self, student):
+        self.student = student
+        self.statements = []                 # [Statement], in the order they ran
+        self.blamed = None                   # the statement a failure is about, if not the last
+
+    def _note(self, statement):
+        self.statements.append(statement)
+        self.blamed = None
+        return statement
+
+    def note(self, code, hoisted=(), setup=False):
+        """Write down code the check compares itself (an expression built from calls made)."""
+        return self._note(Statement(lambda: (code, hoisted, {}), setup))
+
+    def blame(self, statement):
+        """The next failure is about this statement, not the last one."""
+        self.blamed = statement
+
+    def call(self, fn, *args, keep=None, value=True, fresh=False, setup=False, **kwargs):
+        def make():
+            if keep:
+                return f"{keep} = {call_text(fn, args, kwargs, hoist=False)[0]}", [], {}
+            return call_text(fn, args, kwargs)
+        st = self._note(Statement(make, setup or bool(keep) or fn.startswith("$")))
+        try:
+            return self.student.call(fn, *args, keep=keep, value=value, fresh=fresh, **kwargs)
+        except Failure as err:                  # what the paste must print to show it
+            code, names = st.code, [name for name, _ in st.hoisted]
+            if names and "in place" in str(err):
+                st.code = ("import copy\n" + "".join(f"{n}_before = copy.deepcopy({n})\n" for n in names)
+                           + f"out = {code}\n" + " and ".join(f"{n} == {n}_before" for n in names))
+            elif names and "belong to its input" in str(err):
+                st.code = ("def ids(t): return {id(t)}.union(*map(ids, t)) if isinstance(t, (list, tuple)) "
+                           "else set()\n\n" + f"out = {code}\n"
+                           + f"bool(ids(out) & ({' | '.join(f'ids({n})' for n in names)}))")
+            raise
+
+    def calls(self, fn, arg_lists):
+        self._note(Statement(lambda: ("[" + ", ".join(call_text(fn, a, {})[0] for a in arg_lists) + "]",
+                                      [], {"calls": [list(a) for a in arg_lists]})))
+        return self.student.calls(fn, arg_lists)
+
+    def get(self, name, *attrs):
+        self.note(", ".join(f"len({name})" if a == "len" else f"{name}.{a}" for a in attrs))
+        return self.student.get(name, *attrs)
+
+    def tally(self, calls, fields, nested=False):
+        def make():
+            body = [f"y = {call_text(fn, a, k, hoist=False)[0]}" for fn, a, k in calls]
+            indent = "        " if nested else "    "
+            code = "with count_multiplies() as tally:\n" + (
+                "    with count_multiplies() as inner:\n" if nested else "")
+            return code + "".join(f"{indent}{line}\n" for line in body) + "\ntally", [], {}
+        self._note(Statement(make))
+        return self.student.tally(calls, fields, nested=nested)
+
+    def raises(self, fn, args, numbers, kwargs=None):
+        self._note(Statement(lambda: call_text(fn, args, kwargs or {}),
+                             fn.startswith("$")))                    # a method: the state after
+        return self.student.raises(fn, args, numbers, kwargs)
+
+    def failing(self):
+        """The statement the failure is about."""
+        return self.blamed or (self.statements[-1] if self.statements else None)
+
+    def show(self, whole=False):
+        """The Python that repeats the failing call: the setup it needs, then the call
+        (whole: every call of the case, in order)."""
+        last = self.failing()
+        if last is None:
+            return ""
+        lines = ["from gqa import *"]
+        for st in self.statements:
+            if st is last:
+                break
+            if st.setup or whole:
+                lines.append(st.text())
+        lines.append(last.text())
+        return "\n".join(lines) + "\n"
+
+    def inputs(self):
+        last = self.failing()
+        return dict(last.inputs) if last is not None else {}
+
+
+# ---------------------------------------------------------------------------
 # The steps, in the lab's order: one check per public function of gqa.py.
 # Each check is called once per case; it raises Failure on a wrong answer.
 # ---------------------------------------------------------------------------
 
 class Step:
-    def __init__(self, number, name, summary, systematic, fn):
+    def __init__(self, number, name, summary, systematic, fn, needs=(), touches=(), why=""):
         self.number, self.name, self.summary = number, name, summary
         self.systematic, self.fn = systematic, fn
+        self.needs, self.touches, self.why = tuple(needs), tuple(touches), why
 
 
 STEPS = []
 
 
-def step(number, name, summary, systematic):
+def step(number, name, summary, systematic, needs=(), touches=(), why="", refusals=None):
+    """Register a check.  needs: the later steps whose functions it calls too;
+    touches: the earlier steps a student goes back to for it, and why; refusals(s, rng):
+    the refusals its docstring states, one more systematic case after the others."""
     def register(fn):
-        STEPS.append(Step(number, name, summary, systematic, fn))
+        check = fn
+        if refusals:
+            def check(s, case, rng):
+                if case == systematic:
+                    return refusals(s, rng)
+                return fn(s, case - (case > systematic), rng)
+        STEPS.append(Step(number, name, summary, systematic + bool(refusals), check, needs, touches, why))
         return fn
     return register
 
 
-ALL_HG = [(h, g) for h in range(1, 17) for g in divisors(h)]     # every (h, g) with h <= 16
+# The refusals each step's docstring states, beyond those its check draws: calls that
+# must raise GQAError naming the numbers given.
+def refuse_repeat_kv(s, rng):
+    s.raises("repeat_kv", [[], 2], [])                                       # no heads
+
+
+def refuse_single(s, rng):
+    s.raises("single_head_attention", [[[1.0]], [], []], [])                 # no keys
+    s.raises("single_head_attention", [[[1.0, 2.0]], [[1.0]], [[1.0]]], [2, 1])   # d differs
+    s.raises("single_head_attention", [[[1.0]], [[1.0], [2.0]], [[1.0], [2.0], [3.0]]], [2, 3])
+
+
+def refuse_attention(s, rng):
+    s.raises("attention", [[[[1.0]], [[1.0]]], [[[1.0]]], [[[1.0]]], 1], [2, 1])   # k, v not h heads
+
+
+def refuse_grouped(s, rng):
+    s.raises("grouped_attention", [[[[1.0]], [[1.0]]], [[[1.0]], [[1.0]]], [[[1.0]]]], [2, 1])
+
+
+def refuse_fold_weights(s, rng):
+    w_q, w_k, w_v, w_o = random_weights(rng, 4, 3, 2)
+    s.raises("fold_weights", [send_weights(s, [w_q, w_k[:3], w_v, w_o]), 2], [3, 4, 2])
+    s.raises("fold_weights", [send_weights(s, [w_q, w_k, w_v, [h[:1] for h in w_o]]), 2], [])
+
+
+def refuse_layer(s, rng):
+    s.call("prepare_weights", send_weights(s, random_weights(rng, 2, 3, 2)), 1, keep="p", value=False)
+    s.raises("layer", [rand_tensor(rng, 1, 3), ref("p"), 2], [1, 2])      # prepared for another g
+
+
+def refuse_difference(s, rng):
+    s.raises("output_difference", [[[[[1.0]]]], [[[[1.0]]]]], [])           # deeper than 3 levels
+
+
+def refuse_cache_elements(s, rng):
+    s.raises("kv_cache_elements", [1, 1, 1, 0], [0])                         # head_dim 0
+    s.raises("kv_cache_elements", [-1, 1, 1, 1], [-1])                       # a negative count
+
+
+def refuse_kv_cache(s, rng):
+    s.raises("KVCache", [0, 2], [0])
+    s.raises("KVCache", [2, 0], [0])
+
+
+def refuse_decode(s, rng):
+    w = send_weights(s, random_weights(rng, 2, 3, 2))
+    s.call("KVCache", 2, 2, keep="cache", value=False)
+    s.raises("decode_step", [[1.0, 2.0, 3.0], w, 1, ref("cache")], [2, 1])  # a cache for another g
+    s.call("KVCache", 1, 2, keep="cache", value=False)
+    s.raises("decode_step", [[1.0, 2.0], w, 1, ref("cache")], [2, 3])       # x_t not d_model long
+    expect(s.get("cache", "len")["len"], 0, "a refused decode_step", "len(cache) after refused steps")
+
+
+ALL_HG = [(h, g) for h in range(1, 17) for g in ref_valid_g(h)]     # every (h, g) with h <= 16
 
 
 def draw_hg(case, rng):
@@ -1321,7 +1733,7 @@ def draw_hg(case, rng):
     if case < len(ALL_HG):
         return ALL_HG[case]
     h = rng.randint(1, 16)
-    return h, rng.choice(divisors(h))
+    return h, rng.choice(ref_valid_g(h))
 
 
 def bad_g(h, rng):
@@ -1339,33 +1751,40 @@ def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False):
         raise Failure(f"case {where}: {what}\n{shown}first difference {diff}")
 
 
-def transpose(m):
-    return [[m[r][c] for r in range(len(m))] for c in range(len(m[0]))]
+def fields_of(got, what, record, names):
+    """The fields of a record the module returned, in order; a Failure if it is not one."""
+    if not isinstance(got, Record):
+        raise Failure(f"{what} must return a {record} record (fields {', '.join(names)}); "
+                      f"got {kind(got)}: {_short(got)}")
+    return [getattr(got, name) for name in names]
+
+
+def ragged(rng, rows, cols):
+    """A matrix whose last row is one value short (or long): ragged rows, to be refused."""
+    m = rand_tensor(rng, rows, cols)
+    m[-1] = m[-1][:-1] if cols > 1 else m[-1] + [0.5]
+    return m
 
 
 @step(1, "valid_g", "the valid g for h: its divisors, in increasing order", 16)
-def check_valid_g(s, case, rng, show):
+def check_valid_g(s, case, rng):
     h = case + 1 if case < 16 else rng.randint(17, 400)
-    show(h=h)
-    expect(s.call("valid_g", h), divisors(h), f"h={h}", f"valid_g({h})")
+    expect(s.call("valid_g", h), ref_valid_g(h), f"h={h}", f"valid_g({h})")
     if case == 0:
         s.raises("valid_g", [0], [0])
 
 
 @step(2, "method_name", "MHA at g = h, MQA at g = 1 < h, GQA between", len(ALL_HG))
-def check_method_name(s, case, rng, show):
+def check_method_name(s, case, rng):
     h, g = draw_hg(case, rng)
-    show(h=h, g=g)
-    expect(s.call("method_name", h, g), "MHA" if g == h else "MQA" if g == 1 else "GQA",
-           f"h={h}, g={g}", f"method_name({h}, {g})")
+    expect(s.call("method_name", h, g), ref_method_name(h, g), f"h={h}, g={g}", f"method_name({h}, {g})")
     bad = bad_g(h, rng)
     s.raises("method_name", [h, bad], [h, bad])
 
 
 @step(3, "kv_head", "query head i reads key/value head i // (h // g)", len(ALL_HG))
-def check_kv_head(s, case, rng, show):
+def check_kv_head(s, case, rng):
     h, g = draw_hg(case, rng)
-    show(h=h, g=g)
     expect(s.calls("kv_head", [(i, h, g) for i in range(h)]), [ref_kv_head(i, h, g) for i in range(h)],
            f"h={h}, g={g}", f"[kv_head(i, {h}, {g}) for i in range({h})]")
     bad = bad_g(h, rng)
@@ -1374,22 +1793,35 @@ def check_kv_head(s, case, rng, show):
 
 
 @step(4, "group_heads", "the query heads of each group, contiguous blocks", len(ALL_HG))
-def check_group_heads(s, case, rng, show):
+def check_group_heads(s, case, rng):
     h, g = draw_hg(case, rng)
-    show(h=h, g=g)
     expect(s.call("group_heads", h, g), ref_group_heads(h, g), f"h={h}, g={g}", f"group_heads({h}, {g})")
     bad = bad_g(h, rng)
     s.raises("group_heads", [h, bad], [h, bad])
 
 
-@step(5, "fold_kv_mean", "h heads fold to g, each the mean of its group, new lists", len(ALL_HG))
-def check_fold(s, case, rng, show):
-    h, g = draw_hg(case, rng)
-    rows, cols = rng.randint(1, 3), rng.randint(1, 3)
-    kv = rand_tensor(rng, h, rows, cols)
-    show(kv=kv, g=g)
-    where = f"h={h}, g={g}, kv [{h}][{rows}][{cols}]"
-    expected = mean_heads(kv, g)                 # from the grader's own copy, before the call
+FOLD_CASES = [  # (what, kv, g): the edge cases of step 5, after every (h, g)
+    ("two values of 1e308 (their sum overflows; their mean does not)",
+     [[[1e308, -1e308]], [[1e308, -1e308]]], 1),
+    ("values of 1e308 in a group of four", [[[1e308]], [[1e308]], [[1e308]], [[-1e308]]], 2),
+]
+
+
+@step(5, "fold_kv_mean", "h heads fold to g, each the mean of its group, new lists",
+      len(ALL_HG) + len(FOLD_CASES) + 1)
+def check_fold(s, case, rng):
+    if case == len(ALL_HG) + len(FOLD_CASES):     # ragged rows are refused
+        kv = [ragged(rng, 2, 2), rand_tensor(rng, 2, 2)]
+        s.raises("fold_kv_mean", [kv, 1], [])
+        return
+    if len(ALL_HG) <= case < len(ALL_HG) + len(FOLD_CASES):
+        where, kv, g = FOLD_CASES[case - len(ALL_HG)]
+        h = len(kv)
+    else:
+        h, g = draw_hg(case, rng)
+        kv = rand_tensor(rng, h, rng.randint(1, 3), rng.randint(1, 3))
+        where = f"h={h}, g={g}, kv [{h}][{len(kv[0])}][{len(kv[0][0])}]"
+    expected = ref_fold_kv_mean(kv, g)           # from the grader's own copy, before the call
     expect(s.call("fold_kv_mean", kv, g, fresh=True), expected, where, f"fold_kv_mean(kv, {g})")
     expect(s.call("fold_kv_mean", kv, h, fresh=True), kv, where, f"fold_kv_mean(kv, {h}) == kv, exactly",
            exact=True)
@@ -1397,13 +1829,15 @@ def check_fold(s, case, rng, show):
     s.raises("fold_kv_mean", [kv, bad], [h, bad])
 
 
-@step(6, "repeat_kv", "g heads repeat out to h, interleaved, not tiled", len(ALL_HG))
-def check_repeat(s, case, rng, show):
+@step(6, "repeat_kv", "g heads repeat out to h, interleaved, not tiled", len(ALL_HG),
+      refusals=refuse_repeat_kv)
+def check_repeat(s, case, rng):
     h, g = draw_hg(case, rng)
     kv = rand_tensor(rng, g, rng.randint(1, 3), rng.randint(1, 3))
-    show(kv=kv, h=h)
-    expect(s.call("repeat_kv", kv, h), expand_kv(kv, h), f"h={h}, g={g}", f"repeat_kv(kv, {h})",
+    expect(s.call("repeat_kv", kv, h), ref_repeat_kv(kv, h), f"h={h}, g={g}", f"repeat_kv(kv, {h})",
            exact=True)
+    if g > 1:                                    # h = g + 1 is not a multiple of g
+        s.raises("repeat_kv", [kv, g + 1], [g, g + 1])
 
 
 def draw_qkv(rng, causal):
@@ -1430,20 +1864,23 @@ SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7
 
 
 @step(7, "single_head_attention", "softmax(q k^T / sqrt(d)) v; causal; large scores; refusals",
-      len(SINGLE_CASES) + 1)
-def check_single(s, case, rng, show):
+      len(SINGLE_CASES) + 2, refusals=refuse_single)
+def check_single(s, case, rng):
     if case == len(SINGLE_CASES):                # n > m keys cannot be causal
         q, k, v = rand_tensor(rng, 3, 2), rand_tensor(rng, 2, 2), rand_tensor(rng, 2, 1)
-        show(q=q, k=k, v=v, causal=True)
         s.raises("single_head_attention", [q, k, v], [3, 2], kwargs={"causal": True})
+        return
+    if case == len(SINGLE_CASES) + 1:            # ragged rows
+        q, k, v = rand_tensor(rng, 2, 2), rand_tensor(rng, 3, 2), ragged(rng, 3, 2)
+        s.raises("single_head_attention", [q, k, v], [])
         return
     if case < len(SINGLE_CASES):
         where, q, k, v, causal = SINGLE_CASES[case]
     else:
         causal = case % 2 == 1
         q, k, v, where = draw_qkv(rng, causal)
-    show(q=q, k=k, v=v, causal=causal)
-    expect(s.call("single_head_attention", q, k, v, causal=causal, fresh=True), attend(q, k, v, causal),
+    expect(s.call("single_head_attention", q, k, v, causal=causal, fresh=True),
+           ref_single_head_attention(q, k, v, causal),
            f"{where}, causal={causal}", f"single_head_attention(q, k, v, causal={causal})")
 
 
@@ -1456,14 +1893,12 @@ def draw_heads(rng, case, h, kv_heads):
     return q, k, v, causal, f"n={n}, m={m}, d={d}, d_v={dv}, causal={causal}"
 
 
-@step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16)
-def check_attention(s, case, rng, show):
+@step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16, refusals=refuse_attention)
+def check_attention(s, case, rng):
     h = case + 1 if case < 16 else rng.randint(1, 16)
     q, k, v, causal, where = draw_heads(rng, case, h, h)
-    show(q=q, k=k, v=v, causal=causal)
-    for g in divisors(h):
-        kc, vc = expand_kv(mean_heads(k, g), h), expand_kv(mean_heads(v, g), h)
-        expected = [attend(q[i], kc[i], vc[i], causal) for i in range(h)]
+    for g in ref_valid_g(h):
+        expected = ref_attention(q, k, v, g, causal)
         got = s.call("attention", q, k, v, g, causal=causal, fresh=True)
         expect(got, expected, f"h={h}, g={g}, {where}", f"attention(q, k, v, g={g}, causal={causal})")
     bad = bad_g(h, rng)
@@ -1473,26 +1908,22 @@ def check_attention(s, case, rng, show):
     except Failure:
         return
     if first_difference(mha, expected) is None:
+        s.note(f"attention(q, k, v, {h}, causal={causal}) == [single_head_attention(q[i], k[i], v[i], "
+               f"causal={causal}) for i in range({h})]", [("q", q), ("k", k), ("v", v)])
         expect(got, mha, f"h={h}, {where}", "attention(q, k, v, g=h) must equal per-head "
                "single_head_attention bit for bit (==)", exact=True)
 
 
-@step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG))
-def check_grouped(s, case, rng, show):
+@step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG),
+      refusals=refuse_grouped)
+def check_grouped(s, case, rng):
     h, g = draw_hg(case, rng)
     q, k, v, causal, where = draw_heads(rng, case, h, g)
-    show(q=q, k=k, v=v, causal=causal)
-    kc, vc = expand_kv(k, h), expand_kv(v, h)
     expect(s.call("grouped_attention", q, k, v, causal=causal, fresh=True),
-           [attend(q[i], kc[i], vc[i], causal) for i in range(h)], f"h={h}, g={g}, {where}",
+           ref_grouped_attention(q, k, v, causal), f"h={h}, g={g}, {where}",
            f"grouped_attention(q, k, v, causal={causal})")
-
-
-def random_weights(rng, h, d_model, d, kv_heads=None):
-    """w_q [h][d_model][d], w_k and w_v [kv_heads or h][d_model][d], w_o [h][d][d_model]."""
-    kv = kv_heads or h
-    return [rand_tensor(rng, h, d_model, d), rand_tensor(rng, kv, d_model, d),
-            rand_tensor(rng, kv, d_model, d), rand_tensor(rng, h, d, d_model)]
+    if h % (g + 1):                              # g + 1 key/value heads do not divide h
+        s.raises("grouped_attention", [q, k + k[:1], v + v[:1]], [h, g + 1])
 
 
 def send_weights(s, fields, name="w"):
@@ -1502,6 +1933,20 @@ def send_weights(s, fields, name="w"):
     return ref(name)
 
 
+WEIGHT_FIELDS = ("w_q", "w_k", "w_v", "w_o")
+
+
+def weights_unchanged(s, fields, name, what, where):
+    """The kept Weights `name` still hold the grader's lists: the call just made left them
+    alone (shown as that call, then the weights' fields)."""
+    s.statements[-1].setup = True
+    held = s.get(name, *WEIGHT_FIELDS)
+    for field, value in zip(WEIGHT_FIELDS, fields):
+        if first_difference(held[field], value, exact=True, loose_lists=True):
+            raise Failure(f"case {where}: {what} changed the caller's weights.{field} in place; "
+                          f"it must leave the Weights it is given alone")
+
+
 def draw_sizes(rng, case):
     """(h, g) as draw_hg gives them, and small n, d, d_model."""
     h, g = draw_hg(case, rng)
@@ -1509,107 +1954,120 @@ def draw_sizes(rng, case):
     return h, g, n, d, d_model, f"h={h}, g={g}, n={n}, d={d}, d_model={d_model}"
 
 
-@step(10, "init_weights", "random MHA weights: shapes, scale, the same for the same seed", 8)
-def check_init_weights(s, case, rng, show):
+@step(10, "init_weights", "random MHA weights, drawn as documented, the same for a seed", 8)
+def check_init_weights(s, case, rng):
     h, _, _, d, d_model, _ = draw_sizes(rng, case * 7)
-    seed = rng.randrange(1000)
-    show(h=h, d_model=d_model, d=d, seed=seed)
-    what = f"init_weights({h}, {d_model}, {d}, seed={seed})"
+    seed = rng.randrange(1000) if case % 2 else f"seed {rng.randrange(1000)}"
+    what = f"init_weights({h}, {d_model}, {d}, seed={seed!r})"
     w = s.call("init_weights", h, d_model, d, seed=seed)
-    if not isinstance(w, Record):
-        raise Failure(f"{what} must return a Weights record; got {kind(w)}")
-    for name, shape, fan_in in (("w_q", (h, d_model, d), d_model), ("w_k", (h, d_model, d), d_model),
-                                ("w_v", (h, d_model, d), d_model), ("w_o", (h, d, d_model), h * d)):
-        t = getattr(w, name)
-        bound = math.sqrt(3.0 / fan_in) * (1 + 1e-12)
-        expect(t, nested(list(shape), 0.0), f"h={h}, d_model={d_model}, d={d}", f"{what}.{name}",
-               rel=math.inf)                     # any values: the shape and the types
-        if any(abs(x) > bound for x in _leaves(t)):
-            raise Failure(f"{what}.{name} has a value beyond sqrt(3 / fan_in) = {bound:.4g}: "
-                          f"uniform weights of variance 1 / fan_in stay within it")
-    expect(s.call("init_weights", h, d_model, d, seed=seed), w, f"seed={seed}",
-           f"{what} twice gives the same weights", exact=True)
-    if h * d_model * d > 1 and s.call("init_weights", h, d_model, d, seed=seed + 1) == w:
-        raise Failure(f"{what} and seed={seed + 1} gave the same weights")
+    got = fields_of(w, what, "Weights", WEIGHT_FIELDS)
+    expected = ref_init_weights(h, d_model, d, seed)
+    for name, t, want in zip(WEIGHT_FIELDS, got, expected):
+        expect(t, nested([len(want), len(want[0]), len(want[0][0])]), f"h={h}, d_model={d_model}, d={d}",
+               f"{what}.{name}: its shape", rel=math.inf)      # any values: the shape and the types
+    expect(got, expected, f"h={h}, d_model={d_model}, d={d}, seed={seed!r}",
+           f"{what}: w_q, w_k, w_v, w_o, drawn in that order from Random(seed).random(), each head "
+           f"by head and row by row, as sqrt(3 / fan_in) * (2 * u - 1)")
+    s.raises("init_weights", [0, d_model, d], [0], kwargs={"seed": 1})
 
 
-def _leaves(t):
-    if isinstance(t, (list, tuple)):
-        for x in t:
-            yield from _leaves(x)
-    else:
-        yield t
-
-
-@step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG))
-def check_fold_weights(s, case, rng, show):
+@step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG),
+      refusals=refuse_fold_weights)
+def check_fold_weights(s, case, rng):
     h, g, _, d, d_model, where = draw_sizes(rng, case)
     fields = random_weights(rng, h, d_model, d)
-    show(weights=fields, g=g)
     folded = s.call("fold_weights", send_weights(s, fields), g)
-    w_q, w_k, w_v, w_o = fields
-    expect([folded.w_q, folded.w_k, folded.w_v, folded.w_o],
-           [w_q, mean_heads(w_k, g), mean_heads(w_v, g), w_o], where, f"fold_weights(weights, {g})")
-    again = s.call("fold_weights", send_weights(s, [w_q, mean_heads(w_k, g), mean_heads(w_v, g), w_o],
-                                                "folded"), g)
-    expect(again.w_k, mean_heads(w_k, g), where, "fold_weights of weights that already have g heads")
+    expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
+           ref_fold_weights(*fields, g), where, f"fold_weights(weights, {g})")
+    weights_unchanged(s, fields, "w", f"fold_weights(w, {g})", where)
+    ready = ref_fold_weights(*fields, g)
+    again = s.call("fold_weights", send_weights(s, ready, "folded"), g)
+    expect(fields_of(again, f"fold_weights(folded, {g})", "Weights", WEIGHT_FIELDS)[1], ready[1], where,
+           "fold_weights of weights that already have g heads")
+
+
+PREPARED_FIELDS = ("h", "g", "d_model", "d", "q_cols", "k_cols", "v_cols", "o_cols")
 
 
 @step(12, "prepare_weights", "weights checked, folded and transposed once", len(ALL_HG))
-def check_prepare(s, case, rng, show):
+def check_prepare(s, case, rng):
     h, g, _, d, d_model, where = draw_sizes(rng, case)
     fields = random_weights(rng, h, d_model, d)
-    show(weights=fields, g=g)
     p = s.call("prepare_weights", send_weights(s, fields), g)
-    w_q, w_k, w_v, w_o = fields
-    stacked = [row for head in w_o for row in head]                        # [h*d][d_model]
-    expect([p.h, p.g, p.d_model, p.d], [h, g, d_model, d], where, "prepare_weights(...).h, g, d_model, d")
-    expect([p.q_cols, p.k_cols, p.v_cols, p.o_cols],
-           [[transpose(x) for x in w_q], [transpose(x) for x in mean_heads(w_k, g)],
-            [transpose(x) for x in mean_heads(w_v, g)], transpose(stacked)], where,
+    got = fields_of(p, f"prepare_weights(w, {g})", "PreparedWeights", PREPARED_FIELDS)
+    expected = ref_prepare_weights(*fields, g)
+    expect(got[:4], [expected[f] for f in PREPARED_FIELDS[:4]], where,
+           "prepare_weights(...).h, g, d_model, d")
+    expect(got[4:], [expected[f] for f in PREPARED_FIELDS[4:]], where,
            "prepare_weights(weights, g): q_cols, k_cols, v_cols, o_cols", loose=True)
+    weights_unchanged(s, fields, "w", f"prepare_weights(w, {g})", where)
 
 
-@step(13, "layer", "one layer on MHA weights with g key/value heads, causal or not", len(ALL_HG))
-def check_layer(s, case, rng, show):
+@step(13, "layer", "one layer on MHA weights with g key/value heads, causal or not", len(ALL_HG) + 1,
+      refusals=refuse_layer)
+def check_layer(s, case, rng):
+    if case == len(ALL_HG):                      # ragged rows of x are refused
+        fields = random_weights(rng, 2, 2, 1)
+        s.raises("layer", [ragged(rng, 3, 2), send_weights(s, fields), 1], [])
+        return
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
-    show(x=x, weights=fields, g=g)
     w = send_weights(s, fields)
     for causal in (False, True):
         expect(s.call("layer", x, w, g, causal=causal, fresh=True), ref_layer(x, *fields, g, causal),
                f"{where}, causal={causal}", f"layer(x, weights, g={g}, causal={causal})")
+    if case % 5 == 0:                            # one case in five: the caller's weights
+        weights_unchanged(s, fields, "w", f"layer(x, w, {g})", where)
 
 
-def ref_difference(a, b):
-    """max |a - b|, ||a - b|| / ||b|| and a.b / (||a|| ||b||), with math.fsum."""
-    fa, fb = list(_leaves(a)), list(_leaves(b))
-    diff = [x - y for x, y in zip(fa, fb)]
-    bb = math.fsum(y * y for y in fb)
-    aa = math.fsum(x * x for x in fa)
-    rel = math.sqrt(math.fsum(z * z for z in diff) / bb) if bb else (0.0 if not any(diff) else math.inf)
-    cos = math.fsum(x * y for x, y in zip(fa, fb)) / math.sqrt(aa * bb) if aa and bb else math.nan
-    return [max(map(abs, diff), default=0.0), rel, cos]
+DIFFERENCE_CASES = [  # (what, a, b): after the three drawn ones
+    ("values of 1e200 (their squares overflow)", [[1e200, 2e200], [-3e200, 1e200]],
+     [[1e200, 1e200], [-3e200, 2e200]]),
+    ("values of 1e-200 (their squares underflow)", [[1e-200, 2e-200], [-3e-200, 1e-200]],
+     [[1e-200, 1e-200], [-3e-200, 2e-200]]),
+    ("values near the largest float", [[1.5e308, -1.7e308]], [[1.7e308, -1.5e308]]),
+    ("b all zeros", [[1.0, -2.0]], [[0.0, 0.0]]),
+    ("a NaN after a zero difference (NaN makes every field NaN)", [[1.0, math.nan]], [[1.0, 1.0]]),
+    ("three levels: [h][n][d]", [[[1.0, 2.0]], [[3.0, 4.0]]], [[[1.0, 2.5]], [[3.0, 3.0]]]),
+]
+DIFFERENCE_FIELDS = ("max_abs", "rel_l2", "cosine")
 
 
-@step(14, "output_difference", "max abs, relative L2 and cosine of two outputs", 3)
-def check_difference(s, case, rng, show):
-    rows, cols = rng.randint(1, 3), rng.randint(1, 4)
-    a = rand_tensor(rng, rows, cols)
-    b = a if case == 0 else [[0.0] * cols for _ in range(rows)] if case == 1 else rand_tensor(rng, rows, cols)
-    show(a=a, b=b)
+@step(14, "output_difference", "max abs, relative L2 and cosine, without overflow",
+      3 + len(DIFFERENCE_CASES) + 1, refusals=refuse_difference)
+def check_difference(s, case, rng):
+    if case == 3 + len(DIFFERENCE_CASES):        # two shapes: refused
+        s.raises("output_difference", [rand_tensor(rng, 2, 3), rand_tensor(rng, 2, 2)], [])
+        return
+    if 3 <= case < 3 + len(DIFFERENCE_CASES):
+        where, a, b = DIFFERENCE_CASES[case - 3]
+    else:
+        rows, cols = rng.randint(1, 3), rng.randint(1, 4)
+        a = rand_tensor(rng, rows, cols)
+        b = a if case == 0 else nested([rows, cols]) if case == 1 else rand_tensor(rng, rows, cols)
+        where = f"[{rows}][{cols}]"
     got = s.call("output_difference", a, b)
-    expect([got.max_abs, got.rel_l2, got.cosine], ref_difference(a, b), f"[{rows}][{cols}]",
-           "output_difference(a, b): max_abs, rel_l2, cosine")
+    expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
+           ref_output_difference(a, b), where, "output_difference(a, b): max_abs, rel_l2, cosine")
 
 
-@step(15, "kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers", 0)
-def check_cache_elements(s, case, rng, show):
-    layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
-                                   rng.randint(1, 4), rng.randint(1, 2))
-    show(layers=layers, kv_heads=g, length=length, head_dim=d, batch=batch)
-    built = nested([batch, layers, 2, g, length, d])     # a real cache, K and V
-    expect(s.call("kv_cache_elements", layers, g, length, d, batch=batch), count_leaves(built),
+CACHE_CASES = [(1, 1, 0, 1, 1), (2, 3, 0, 4, 2), (1, 1, 1, 1, 1), (3, 2, 5, 4, 1), (2, 4, 3, 2, 3),
+               (1, 4, 0, 3, 3)]                      # length = 0 is valid: an empty cache
+
+
+@step(15, "kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers", len(CACHE_CASES) + 1,
+      refusals=refuse_cache_elements)
+def check_cache_elements(s, case, rng):
+    if case == len(CACHE_CASES):                 # no key/value heads: refused
+        s.raises("kv_cache_elements", [2, 0, 3, 4], [0])
+        return
+    if case < len(CACHE_CASES):
+        layers, g, length, d, batch = CACHE_CASES[case]
+    else:
+        layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
+                                       rng.randint(1, 4), rng.randint(1, 2))
+    expect(s.call("kv_cache_elements", layers, g, length, d, batch=batch),
+           ref_kv_cache_elements(layers, g, length, d, batch),
            f"layers={layers}, kv_heads={g}, length={length}, head_dim={d}, batch={batch}",
            "kv_cache_elements(...) against the elements of a cache built as nested lists")
 
@@ -1618,181 +2076,193 @@ TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")
 
 
 @step(16, "attention_multiplies", "multiplications per term, full and causal, as counted", len(ALL_HG))
-def check_multiplies(s, case, rng, show):
+def check_multiplies(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     causal = case % 2 == 1
-    show(n=n, h=h, g=g, d=d, d_model=d_model, causal=causal)
-    counter = Counter()
-    ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, causal, counter)
+    counts = ref_attention_multiplies(n, h, g, d, d_model, causal, rng)
     got = s.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
-    expect([getattr(got, t) for t in TERMS + ("total",)],
-           [counter.counts.get(t, 0) for t in TERMS] + [sum(counter.counts.values())],
+    expect(fields_of(got, "attention_multiplies(...)", "Multiplies", TERMS + ("total",)),
+           [counts.get(t, 0) for t in TERMS] + [sum(counts.values())],
            f"{where}, causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)))
 
 
+BLOCK_FIELDS = ("q_o_proj", "k_v_proj", "body", "mlp", "total")
+
+
 @step(17, "block_multiplies", "a whole block's multiplications, its MLP included", 8)
-def check_block(s, case, rng, show):
+def check_block(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case * 6)
     d_ff, matrices = rng.randint(1, 5), rng.choice([2, 3])
-    show(n=n, h=h, g=g, d=d, d_model=d_model, d_ff=d_ff, mlp_matrices=matrices)
-    counter = Counter()
-    ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, True, counter)
-    for _ in range(n):                          # the MLP, multiplied out one product at a time
-        for _ in range(matrices):
-            for _ in range(d_model * d_ff):
-                counter.times("mlp", 1.0, 1.0)
-    c = counter.counts
+    c = ref_block_multiplies(n, h, g, d, d_model, d_ff, matrices, rng)
     got = s.call("block_multiplies", n, h, g, d, d_model, d_ff, mlp_matrices=matrices)
-    expect([got.q_o_proj, got.k_v_proj, got.body, got.mlp, got.total],
+    expect(fields_of(got, "block_multiplies(...)", "BlockMultiplies", BLOCK_FIELDS),
            [c["q_proj"] + c["o_proj"], c["k_proj"] + c["v_proj"], c["scores"] + c["weighted_sum"],
             c["mlp"], sum(c.values())], f"{where}, d_ff={d_ff}, mlp_matrices={matrices}",
            "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total")
 
 
+def rows_of(rows, what, record, names):
+    if not isinstance(rows, list):
+        raise Failure(f"{what} must return a list of {record} records; got {kind(rows)}: {_short(rows)}")
+    return [fields_of(r, f"each row of {what}", record, names) for r in rows]
+
+
 @step(18, "cache_table", "the cache for every divisor g, with ratios to MHA", 16)
-def check_cache_table(s, case, rng, show):
+def check_cache_table(s, case, rng):
     h = case + 1 if case < 16 else rng.randint(1, 16)
     layers, length, d = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3)
-    show(h=h, layers=layers, length=length, head_dim=d)
     rows = s.call("cache_table", h, layers=layers, length=length, head_dim=d)
-    sizes = {g: count_leaves(nested([layers, 2, g, length, d])) for g in divisors(h)}
-    expect([[r.method, r.kv_heads, r.group_size, r.elements, r.ratio] for r in rows],
-           [["MHA" if g == h else "MQA" if g == 1 else "GQA", g, h // g, sizes[g], sizes[g] / sizes[h]]
-            for g in divisors(h)], f"h={h}, layers={layers}, length={length}, head_dim={d}",
+    expect(rows_of(rows, "cache_table(...)", "CacheRow",
+                   ("method", "kv_heads", "group_size", "elements", "ratio")),
+           ref_cache_table(h, layers, length, d), f"h={h}, layers={layers}, length={length}, head_dim={d}",
            "cache_table rows (method, kv_heads, group_size, elements, ratio)")
 
 
 @step(19, "multiplies_table", "the multiplications for every divisor g, with ratios to MHA", 16)
-def check_multiplies_table(s, case, rng, show):
+def check_multiplies_table(s, case, rng):
     h = case + 1 if case < 16 else rng.randint(1, 16)
     n, d, d_model, causal = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4), case % 2 == 1
-    show(n=n, h=h, d=d, d_model=d_model, causal=causal)
     rows = s.call("multiplies_table", n, h, d, d_model, causal=causal)
-    counts = {}
-    for g in divisors(h):
-        counter = Counter()
-        ref_layer(rand_tensor(rng, n, d_model), *random_weights(rng, h, d_model, d), g, causal, counter)
-        counts[g] = sum(counter.counts.values())
-    expect([[r.kv_heads, r.group_size, r.counts.total, r.ratio.total] for r in rows],
-           [[g, h // g, counts[g], counts[g] / counts[h]] for g in divisors(h)],
+    got = [[g, size, fields_of(counts, "a row's counts", "Multiplies", ("total",))[0],
+            fields_of(ratio, "a row's ratio", "Multiplies", ("total",))[0]]
+           for g, size, counts, ratio in rows_of(rows, "multiplies_table(...)", "MultipliesRow",
+                                                 ("kv_heads", "group_size", "counts", "ratio"))]
+    expect(got, ref_multiplies_table(n, h, d, d_model, causal, rng),
            f"n={n}, h={h}, d={d}, d_model={d_model}, causal={causal}",
            "multiplies_table rows (kv_heads, group_size, counts.total, ratio.total)")
 
 
-@step(20, "count_multiplies", "the tally kept while the code runs: every field", len(ALL_HG))
-def check_tally(s, case, rng, show):
+@step(20, "count_multiplies", "the tally kept while the code runs, nested blocks too",
+      len(ALL_HG), needs=(21, 22), touches=(7, 9, 13), why="to count what their kernels multiply and read")
+def check_tally(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
-    show(x=x, weights=fields, g=g)
     w = send_weights(s, fields)
-    counter = Counter()
     causal = case % 2 == 1
-    ref_layer(x, *fields, g, causal, counter)
-    used = [fields[0], mean_heads(fields[1], g), mean_heads(fields[2], g), fields[3]]
-    tally = s.tally([("layer", [x, w, g], {"causal": causal})], TERMS + ("weight_reads",))
-    expected = [counter.counts.get(t, 0) for t in TERMS]
-    expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected + [count_leaves(used)],
-           f"{where}, causal={causal}", "tally fields " + ", ".join(TERMS) + ", weight_reads after layer()")
-    expect([getattr(tally["multiplies()"], t) for t in TERMS + ("total",)], expected + [sum(expected)],
-           where, "tally.multiplies() after layer()")
+    counter = ref_count_multiplies(x, fields, g, causal)
+    expected = [counter.counts.get(t, 0) for t in TERMS] + [counter.reads["weight_reads"]]
+    nested_block = case % 3 == 2                 # a block inside a block adds to the outer one
+    tally = s.tally([("layer", [x, w, g], {"causal": causal})], TERMS + ("weight_reads",),
+                    nested=nested_block)
+    what = "the outer tally" if nested_block else "tally"
+    expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected,
+           f"{where}, causal={causal}", f"{what} fields " + ", ".join(TERMS) + ", weight_reads after "
+           "layer()" + (" in a count_multiplies() block inside it" if nested_block else ""))
+    expect(fields_of(tally["multiplies()"], f"{what}.multiplies()", "Multiplies", TERMS + ("total",)),
+           expected[:6] + [sum(expected[:6])], where, f"{what}.multiplies() after layer()")
     s.call("KVCache", g, d, keep="cache", value=False)
-    decoding = Counter()
-    ref_decode(x, *fields, g, decoding)
+    cache, decoding = RefKVCache(g, d), Counter()
+    for x_t in x:
+        ref_decode_step(x_t, fields, g, cache, decoding)
     tally = s.tally([("decode_step", [x_t, w, g, ref("cache")], {}) for x_t in x],
                     ("cache_reads", "weight_reads"))
     expect([tally["cache_reads"], tally["weight_reads"]],
-           [decoding.counts["cache_reads"], decoding.counts["weight_reads"]], where,
+           [decoding.reads["cache_reads"], decoding.reads["weight_reads"]], where,
            "tally fields cache_reads, weight_reads after decoding x row by row")
 
 
-@step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, in order", 16)
-def check_kv_cache(s, case, rng, show):
+def cache_arrays(state, name, g, where):
+    """cache.k or cache.v as the lab promises it: a list of g array('d'); a Failure if not."""
+    held = state[name]
+    if not isinstance(held, list) or len(held) != g:
+        raise Failure(f"case {where}: cache.{name} must be a list of g={g} array('d'); got {kind(held)}: "
+                      f"{_short(held)}")
+    for j, a in enumerate(held):
+        if not isinstance(a, Other) or not a.type_name.startswith("array"):
+            raise Failure(f"case {where}: cache.{name}[{j}] must be an array('d'); got {kind(a)}")
+    return held
+
+
+@step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, any capacity", 16,
+      refusals=refuse_kv_cache)
+def check_kv_cache(s, case, rng):
     g, d, n = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 5)
-    capacity = [0, n, max(1, n // 2)][case % 3]
+    capacity = [0, n, max(1, n // 2), n + 3][case % 4]
     rows = [(rand_tensor(rng, g, d), rand_tensor(rng, g, d)) for _ in range(n)]
-    show(g=g, d=d, capacity=capacity, rows=rows)
     where = f"g={g}, d={d}, capacity={capacity}, {n} positions"
     s.call("KVCache", g, d, capacity=capacity, keep="cache", value=False)
+    built = RefKVCache(g, d)
     for k, v in rows:
         s.call("$cache.append", k, v, value=False)
-    state = s.get("cache", "len", "elements", "nbytes", "k", "v")
-    elements = count_leaves(nested([2, g, n, d]))
-    expect([state["len"], state["elements"], state["nbytes"]], [n, elements, 8 * elements], where,
+        built.append(k, v)
+    state = s.get("cache", "len", "elements", "nbytes")
+    expect([state["len"], state["elements"], state["nbytes"]], [len(built), built.elements,
+                                                                8 * built.elements], where,
            "len(cache), cache.elements, cache.nbytes")
-    for name, pick in (("k", 0), ("v", 1)):
-        for j in range(g):
-            held = state[name][j]
-            if not isinstance(held, Other) or not held.type_name.startswith("array"):
-                raise Failure(f"case {where}: cache.{name}[{j}] must be an array('d'); got {kind(held)}")
-            expect(held.values[:n * d], [x for r in rows for x in r[pick][j]], where,
+    state = s.get("cache", "k", "v")
+    for name, store in (("k", built.k), ("v", built.v)):
+        for j, held in enumerate(cache_arrays(state, name, g, where)):
+            expect(held.values[:n * d], [x for row in store[j] for x in row], where,
                    f"cache.{name}[{j}]: the rows appended, in order", exact=True)
     s.raises("$cache.append", [rows[0][0] + [[0.0] * d], rows[0][1]], [g])       # g + 1 heads
-    expect(s.get("cache", "len")["len"], n, where, "len(cache) after a refused append")
+    s.raises("$cache.append", [rows[0][0], rows[0][1][:-1] + [[0.0] * (d + 1)]], [d])  # a bad v
+    state = s.get("cache", "len", "k")
+    expect([state["len"]] + [held.values[:n * d] for held in cache_arrays(state, "k", g, where)],
+           [n] + [[x for row in built.k[j] for x in row] for j in range(g)], where,
+           "len(cache) and cache.k after refused appends (nothing is stored unless both are valid)")
 
 
-@step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG))
-def check_decode(s, case, rng, show):
+@step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG),
+      refusals=refuse_decode)
+def check_decode(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
-    show(x=x, weights=fields, g=g)
     w = send_weights(s, fields)
     s.call("KVCache", g, d, keep="cache", value=False)
-    got = [s.call("decode_step", x_t, w, g, ref("cache"), fresh=True) for x_t in x]
-    expect(got, ref_layer(x, *fields, g, causal=True), where,
-           "decode_step row by row against the reference causal layer")
-    elements = count_leaves(nested([2, g, n, d]))
+    expected = ref_layer(x, *fields, g, causal=True)
+    for t, x_t in enumerate(x):
+        expect(s.call("decode_step", x_t, w, g, ref("cache"), fresh=True, setup=True), expected[t],
+               f"{where}, position {t}", f"decode_step of x[{t}] against row {t} of the reference "
+               f"causal layer")
+    built = RefKVCache(g, d)
+    for _ in x:
+        built.append(nested([g, d]), nested([g, d]))
     state = s.get("cache", "len", "elements")
-    expect([state["len"], state["elements"]], [n, elements], where, "len(cache), cache.elements")
+    expect([state["len"], state["elements"]], [len(built), built.elements], where,
+           "len(cache), cache.elements")
+    if case % 5 == 0:
+        weights_unchanged(s, fields, "w", f"decode_step(x_t, w, {g}, cache)", where)
 
 
 @step(23, "decode_traffic", "cache and weight reads of n decode steps, batched", len(ALL_HG))
-def check_traffic(s, case, rng, show):
+def check_traffic(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     batch = [1, 2, 3][case % 3]
-    show(n=n, h=h, g=g, d=d, d_model=d_model, batch=batch)
-    fields = random_weights(rng, h, d_model, d)
-    counters = []
-    for _ in range(batch):                      # every sequence of the batch, decoded for real
-        counter = Counter()
-        ref_decode(rand_tensor(rng, n, d_model), *fields, g, counter)
-        counters.append(counter.counts)
+    expected = ref_decode_traffic(n, h, g, d, d_model, batch, rng)
     got = s.call("decode_traffic", n, h, g, d, d_model, batch=batch)
-    expect([got.cache_reads, got.weight_reads, got.multiplies],
-           [sum(c["cache_reads"] for c in counters), counters[0]["weight_reads"],
-            sum(sum(c.get(t, 0) for t in TERMS) for c in counters)],
+    expect(fields_of(got, "decode_traffic(...)", "DecodeTraffic",
+                     ("cache_reads", "weight_reads", "multiplies")), expected,
            f"{where}, batch={batch}", "decode_traffic(...) cache_reads, weight_reads "
            "(read once per step for the whole batch), multiplies")
 
 
 @step(24, "grouped_attention_backward", "gradients of q, k, v: a shared head sums its group's",
       len(ALL_HG))
-def check_backward(s, case, rng, show):
+def check_backward(s, case, rng):
     h, g = draw_hg(case, rng)
     q, k, v, causal, where = draw_heads(rng, case, h, g)
     d_out = rand_tensor(rng, h, len(q[0]), len(v[0][0]))
-    show(q=q, k=k, v=v, d_out=d_out, causal=causal)
     got = s.call("grouped_attention_backward", q, k, v, d_out, causal=causal, fresh=True)
     if not isinstance(got, (list, tuple)) or len(got) != 3:
         raise Failure(f"case h={h}, g={g}: grouped_attention_backward must return (dq, dk, dv); "
                       f"got {_short(got)}")
-    expect(list(got), list(ref_grouped_backward(q, k, v, d_out, causal)), f"h={h}, g={g}, {where}",
+    expect(list(got), list(ref_grouped_attention_backward(q, k, v, d_out, causal)), f"h={h}, g={g}, {where}",
            "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=1e-8)
 
 
 @step(25, "layer_backward", "gradients of one layer's x and weights, through the mean fold",
       len(ALL_HG))
-def check_layer_backward(s, case, rng, show):
+def check_layer_backward(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     folded = case % 3 == 2                       # weights that already have g K/V heads
     fields = random_weights(rng, h, d_model, d, g if folded else None)
     x, d_y, causal = rand_tensor(rng, n, d_model), rand_tensor(rng, n, d_model), case % 2 == 1
-    show(x=x, weights=fields, g=g, d_y=d_y, causal=causal)
     got = s.call("layer_backward", x, send_weights(s, fields), g, d_y, causal=causal, fresh=True)
     if not isinstance(got, (list, tuple)) or len(got) != 2 or not isinstance(got[1], Record):
         raise Failure(f"case {where}: layer_backward must return (dx, a Weights record of "
                       f"gradients); got {_short(got)}")
     dx, grads = ref_layer_backward(x, *fields, g, d_y, causal)
-    expect([got[0], got[1].w_q, got[1].w_k, got[1].w_v, got[1].w_o], [dx] + grads,
+    expect([got[0]] + fields_of(got[1], "layer_backward(...)[1]", "Weights", WEIGHT_FIELDS), [dx] + grads,
            f"{where}, causal={causal}, K/V heads given {len(fields[1])}",
            "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=1e-8)
 
@@ -1805,36 +2275,56 @@ def check_names():
     return [st.name for st in STEPS]
 
 
+def blocked_by(st, message):
+    """The other step whose function made this step's check stop as not started: by the
+    starter's "step N:" in the message, else by the call the message names."""
+    numbered = re.search(r"\bstep (\d+):", message)
+    if numbered:
+        number = int(numbered.group(1))
+        return number if number != st.number and 1 <= number <= len(STEPS) else None
+    for other in STEPS:
+        if other is not st and re.search(rf"\b{other.name}\(", message):
+            return other.number
+    return None
+
+
 def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
     """Run one step's cases; return its result dict.  Nothing the worker sends raises
     from here: an answer the grader cannot check fails its case, saying why."""
     ids = [only_case] if only_case is not None else range(st.systematic + cases)
     result = {"step": st.number, "name": st.name, "summary": st.summary, "status": "passed",
-              "cases": 0, "cases_passed": 0, "message": "", "case": None, "inputs": None}
+              "cases": 0, "cases_passed": 0, "message": "", "case": None, "inputs": None,
+              "show": None, "needs": [], "touches": list(st.touches), "notes": []}
     for k in ids:
-        shown = {}
+        shown = Case(student)
         student.pending = []
         result["cases"] += 1
         try:
-            st.fn(student, k, random.Random(f"{st.name}:{seed}:{k}"), shown.update)
+            st.fn(shown, k, random.Random(f"{st.name}:{seed}:{k}"))
             result["cases_passed"] += 1
             if only_case is not None:
-                result["inputs"] = shown
+                result.update(inputs=shown.inputs(), show=shown.show(whole=True))
         except OutOfTime:
             result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text,
-                          case=None, inputs=None)
+                          case=None, inputs=None, show=None)
             return result
         except NotStarted as err:
+            blocked = blocked_by(st, str(err))
+            if blocked:
+                result["needs"] = [{"step": blocked, "name": STEPS[blocked - 1].name}]
             if result["cases_passed"] == 0:
-                result.update(status="not started", message=str(err), case=k, inputs=shown)
+                result.update(status="not started", message=str(err), case=k, inputs=shown.inputs(),
+                              show=shown.show())
                 return result
-            result.update(status="failed", message=f"case {k}: {err}", case=k, inputs=shown)
+            result.update(status="failed", message=f"case {k}: {err}", case=k, inputs=shown.inputs(),
+                          show=shown.show())
             return result
         except (Failure, Refused, Exception) as err:
             if not isinstance(err, (Failure, Refused)):
                 err = f"the grader could not check this case's answer ({type(err).__name__}: {err})"
             if result["status"] == "passed":
-                result.update(status="failed", message=str(err), case=k, inputs=shown)
+                result.update(status="failed", message=str(err), case=k, inputs=shown.inputs(),
+                              show=shown.show())
             if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
                 return result
         if student.worker.out_of_time():
@@ -1846,7 +2336,8 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
 
 def not_graded(st, why):
     return {"step": st.number, "name": st.name, "summary": st.summary, "status": "failed",
-            "cases": 0, "cases_passed": 0, "message": why, "case": None, "inputs": None}
+            "cases": 0, "cases_passed": 0, "message": why, "case": None, "inputs": None,
+            "show": None, "needs": [], "touches": list(st.touches), "notes": []}
 
 
 def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None,
@@ -1876,6 +2367,8 @@ def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, c
                 results.append(not_graded(st, BUDGET_NOTE + worker.budget_text))
             else:
                 results.append(run_step(st, student, seed, cases, case, fail_fast))
+        for r in results:
+            r["notes"] = step_notes(r)
         return results
     finally:
         worker.stop()
@@ -1898,6 +2391,22 @@ def reproduce(args, name=None, case=None):
     return " ".join(parts)
 
 
+def and_list(numbers):
+    """'7, 9 and 13'."""
+    words = [str(n) for n in numbers]
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def step_notes(r):
+    """What a step that is not done needs and touches: 'needs step 21, KVCache: not started'."""
+    st = STEPS[r["step"] - 1]
+    notes = [f"needs step {n['step']}, {n['name']}: not started" for n in r.get("needs", [])]
+    if st.touches and r["status"] != "passed":
+        notes.append(f"step {st.number}, {st.name}, means going back to step"
+                     f"{'s' if len(st.touches) > 1 else ''} {and_list(st.touches)} {st.why}".rstrip())
+    return notes
+
+
 def progress(results):
     """'5 of 23 steps done; next: step 6, repeat_kv'."""
     done = [r for r in results if r["status"] == "passed"]
@@ -1905,12 +2414,10 @@ def progress(results):
     text = f"{len(done)} of {len(results)} steps done"
     if todo:
         text += f"; next: step {todo[0]['step']}, {todo[0]['name']}"
+        if todo[0].get("needs"):
+            text += " (it needs " + " and ".join(f"step {n['step']}, {n['name']}"
+                                                 for n in todo[0]["needs"]) + ", first)"
     return text
-
-
-def literal(value):
-    text = repr(value)
-    return text if len(text) <= 2000 else text[:1997] + "..."
 
 
 def print_report(results, args, out=None):
@@ -1923,15 +2430,20 @@ def print_report(results, args, out=None):
         count = "not started" if status == "----" else f"{r['cases_passed']}/{r['cases']} cases"
         print(f"  step {r['step']:>2}  {status}  {r['name'].ljust(width)}  {count:<13} {r['summary']}",
               file=out)
+        for note in r.get("notes", []):
+            print(f"        {note}", file=out)
         if status == "FAIL":
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)
             if not r["message"].startswith(BUDGET_NOTE):
                 print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
-        if args.show and r["inputs"] and (status == "FAIL" or args.case is not None):
-            print(f"        inputs of case {r['case'] if r['case'] is not None else args.case}:", file=out)
-            for name, value in r["inputs"].items():
-                print(f"          {name} = {literal(value)}", file=out)
+        if args.show and r.get("show") and (status == "FAIL" or args.case is not None):
+            case = r["case"] if r["case"] is not None else args.case
+            folder = os.path.relpath(os.path.dirname(os.path.abspath(args.module)))
+            what = "the call" if status == "FAIL" else "the calls"
+            print(f"        {what} of case {case}, to paste into python started in "
+                  f"{'this folder' if folder == '.' else folder}:\n", file=out)
+            print(r["show"], file=out)
 
 
 def gradescope(results, weights, error=None):
@@ -2089,13 +2601,16 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, default=None,
                         help="the seed of the random cases (default: a fresh one, printed)")
     parser.add_argument("--cases", type=int, default=DEFAULT_CASES, metavar="K",
-                        help=f"random cases per step, after the systematic ones (default {DEFAULT_CASES})")
-    parser.add_argument("--only", default=None, metavar="NAMES",
-                        help="grade only these steps, comma-separated (see --list)")
+                        help=f"random cases per step, after the systematic ones: 0 to {MAX_CASES:,} "
+                             f"(default {DEFAULT_CASES}; every step has systematic cases too)")
+    parser.add_argument("--only", default=None, metavar="STEPS",
+                        help="grade only these steps, by name or number, comma-separated: "
+                             "--only 3 or --only kv_head,5 (see --list)")
     parser.add_argument("--case", type=int, default=None, metavar="K",
                         help="run only case K of the one step given with --only")
     parser.add_argument("--show", action="store_true",
-                        help="print the inputs of a failing case (or of --case) as Python literals")
+                        help="print a failing case's failing call (or every call of --case) as "
+                             "Python to paste into python started beside the module")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                         help=f"seconds a call may take before it fails (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--list", action="store_true", help="name the steps, in order, and exit")
@@ -2135,18 +2650,19 @@ def parse_args(argv):
         parser.error("--user goes with --sealed (or --format gradescope)")
     if args.out == "":
         parser.error("--out must name a file; got an empty path")
-    if args.cases < 0:
-        parser.error(f"--cases must be at least 0; got {args.cases}")
+    if not 0 <= args.cases <= MAX_CASES:
+        parser.error(f"--cases must be from 0 to {MAX_CASES:,}; got {args.cases}")
     if not (0 < args.timeout <= 3600):
         parser.error(f"--timeout must be more than 0 and at most 3600 seconds; got {args.timeout:g}")
     if args.only is not None:
-        names = [n.strip() for n in args.only.split(",")]
+        by_number = {str(st.number): st.name for st in STEPS}
+        names = [by_number.get(n.strip(), n.strip()) for n in args.only.split(",")]
         unknown = [n or "''" for n in names if n not in check_names()]
         if unknown or not names:
             parser.error(f"no step named {', '.join(unknown)}; the steps are: {', '.join(check_names())}")
         args.only = names
     if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
-        parser.error("--case K needs --only with one step name, and K at least 0")
+        parser.error("--case K needs --only with one step (a name or a number), and K at least 0")
     args.weight_map = {}
     if args.weights:
         try:

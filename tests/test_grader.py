@@ -113,7 +113,67 @@ MUTANTS = [
     ("decode traffic reading the weights once per sequence of the batch", "decode_traffic",
      "weight_reads = n * d_model * d * (2 * h + 2 * g)",
      "weight_reads = batch * n * d_model * d * (2 * h + 2 * g)"),
+    # The promises below are about values at the edges, identity, state and documented rules.
+    ("init_weights drawing w_k before w_q", "init_weights",
+     "Weights(w_q=draw(h, d_model, d, d_model),       # [h][d_model][d]\n"
+     "                   w_k=draw(h, d_model, d, d_model),",
+     "Weights(w_k=draw(h, d_model, d, d_model),       # [h][d_model][d]\n"
+     "                   w_q=draw(h, d_model, d, d_model),"),
+    ("init_weights with variance 1 / (3 fan_in)", "init_weights",
+     "a = math.sqrt(3.0 / fan_in)", "a = math.sqrt(1.0 / fan_in)"),
+    ("init_weights accepting h = 0", "init_weights",
+     '_check_int("init_weights", name, value, low=1)', '_check_int("init_weights", name, value, low=0)'),
+    ("a mean fold that overflows for two values of 1e308", "fold_kv_mean",
+     "if (mean == _INF or mean == -_INF) and all(abs(x) <= _FLOAT_MAX for x in vals):", "if False:"),
+    ("ragged rows not refused", "single_head_attention",
+     "if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):",
+     "if widths is None or (cols is not None and widths - {cols}):"),
+    ("repeat_kv accepting an h that g does not divide", "repeat_kv",
+     '    _group_size("repeat_kv", h, g)\n', ""),
+    ("grouped_attention accepting g that does not divide h", "grouped_attention",
+     "    if h % g:\n        raise GQAError(f\"grouped_attention: k and v have g={g} heads",
+     "    if False:\n        raise GQAError(f\"grouped_attention: k and v have g={g} heads"),
+    ("prepare_weights folding the caller's Weights in place", "prepare_weights",
+     "    return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))\n",
+     "    weights.w_k[:], weights.w_v[:] = fold(weights.w_k), fold(weights.w_v)\n    return weights\n"),
+    ("output_difference squaring unscaled values (nan for 1e200, 0 for 1e-200)", "output_difference",
+     "sa, sb = max(map(abs, fa), default=0.0), max(map(abs, fb), default=0.0)",
+     "sa, sb = 1.0 if fa else 0.0, 1.0 if fb else 0.0"),
+    ("output_difference letting a NaN through as a max_abs of 0.0", "output_difference",
+     "if any(map(math.isnan, fa)) or any(map(math.isnan, fb)):", "if False:"),
+    ("output_difference returning None", "output_difference",
+     "    return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)\n", "    return None\n"),
+    ("kv_cache_elements accepting kv_heads = 0", "kv_cache_elements",
+     '_check_int(func, "kv_heads", kv_heads, low=1)', '_check_int(func, "kv_heads", kv_heads, low=0)'),
+    ("a nested count_multiplies that adds nothing to the outer tally", "count_multiplies",
+     "setattr(outer, name, getattr(outer, name) + getattr(tally, name))", "pass"),
+    ("a KVCache whose len is its capacity", "KVCache",
+     '"""Return the number of positions held."""\n        return self._length',
+     '"""Return the number of positions held."""\n        return len(self.k[0]) // self.d'),
+    # Refusals the docstrings state: each accepted by one mutant.
+    ("single_head_attention accepting q and k of two head dims", "single_head_attention",
+     "if q and dk != d:", "if False:"),
+    ("attention accepting k and v with g heads", "attention", "if len(k) != h:", "if False:"),
+    ("grouped_attention accepting k and v of two head counts", "grouped_attention",
+     "if len(k) != len(v):", "if False:"),
+    ("fold_weights accepting w_k with neither h nor g heads", "fold_weights",
+     "if heads not in (h, g):", "if False:"),
+    ("layer accepting weights prepared for another g", "layer", "if weights.g != g:", "if False:"),
+    ("output_difference accepting four levels", "output_difference", "if len(where) == 3:", "if False:"),
+    ("kv_cache_elements accepting a negative count", "kv_cache_elements",
+     '_check_int(func, "layers", layers)', '_check_int(func, "layers", layers, low=None)'),
+    ("a KVCache of d = 0", "KVCache", '_check_int("KVCache", "d", d, low=1, high=MAX_ALLOCATION)',
+     '_check_int("KVCache", "d", d, low=0, high=MAX_ALLOCATION)'),
+    ("decode_step with a cache made for another g", "decode_step",
+     "if cache.g != g or cache.d != w.d:", "if cache.d != w.d:"),
 ]
+
+# Mutants whose --show output, pasted into python beside them, must repeat their failure.
+SHOWN = ["strided grouping (i % g)", "repeat_kv accepting an h that g does not divide",
+         "prepare_weights folding the caller's Weights in place",
+         "a nested count_multiplies that adds nothing to the outer tally",
+         "a KVCache whose len is its capacity", "a decode step that forgets to append to the cache",
+         "a fold that changes its input in place", "a fold that returns its input itself at g = h"]
 
 # Modules that misbehave in kv_head: (name, the body's new line, what the failure says)
 MISBEHAVING = [
@@ -171,6 +231,42 @@ def grade_all(jobs):
         return list(pool.map(lambda job: grade_source(job[0], **job[1]), jobs))
 
 
+_GRADED_MUTANTS = []
+
+
+def graded_mutants():
+    """Every mutant graded once, by the step that must catch it (shared by the tests)."""
+    if not _GRADED_MUTANTS:
+        _GRADED_MUTANTS.extend(grade_all([(mutate(old, new), {"only": [step], "cases": 1})
+                                          for _, step, old, new in MUTANTS]))
+    return _GRADED_MUTANTS
+
+
+# Pastes each text into a fresh interactive console, as a student pastes into python,
+# and prints what each showed: [[stdout, stderr], ...] (file paths left out).
+PASTE = """
+import code, contextlib, io, json, re, sys
+sys.path.insert(0, ".")
+shown = []
+for text in json.load(sys.stdin):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        console = code.InteractiveConsole({})
+        for line in text.splitlines() + [""]:
+            console.push(line)
+    shown.append([out.getvalue(), re.sub(r'File "[^"]*"', "File", err.getvalue())])
+print(json.dumps(shown))
+"""
+
+
+def paste(texts, source):
+    """What each text shows when pasted into python started beside source (a fresh one)."""
+    with Module(source) as path:
+        run = subprocess.run([sys.executable, "-I", "-S", "-c", PASTE], input=json.dumps(texts),
+                             capture_output=True, text=True, cwd=os.path.dirname(path), timeout=60)
+    return json.loads(run.stdout)
+
+
 def run_grader(*args, timeout=120):
     """python grader.py ARGS, as its own process."""
     return subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), *args],
@@ -199,13 +295,22 @@ class Mutants(unittest.TestCase):
         # Each mutant is graded by the one step that should catch it: the
         # whole grader on every mutant proves no more and takes far longer.
         self.assertGreaterEqual(len(MUTANTS), 24)
-        graded = grade_all([(mutate(old, new), {"only": [step], "cases": 1}) for _, step, old, new in MUTANTS])
-        for (name, step, old, new), results in zip(MUTANTS, graded):
+        for (name, step, old, new), results in zip(MUTANTS, graded_mutants()):
             with self.subTest(mutant=name):
                 self.assertIn(step, grader.check_names())
                 self.assertEqual(list(results), [step])
                 self.assertEqual(results[step]["status"], "failed", f"{name}: step {step} passed")
                 self.assertTrue(results[step]["message"])
+
+    def test_every_step_has_systematic_cases(self):
+        # So --cases 0 never passes a step on no case at all.
+        for st in grader.STEPS:
+            self.assertGreater(st.systematic, 0, st.name)
+        results = grade_source(SOURCE, cases=0, only=["kv_cache_elements", "output_difference"])
+        for r in results.values():
+            self.assertEqual(r["status"], "passed")
+            self.assertEqual(r["cases"], r["cases_passed"])
+            self.assertGreater(r["cases"], 0)
 
     def test_a_module_wrong_at_one_pair_fails_on_every_seed(self):
         # The systematic cases hold every (h, g) with h <= 16, whatever the seed.
@@ -308,8 +413,54 @@ class CommandLine(unittest.TestCase):
         self.assertIn(f"reproduce: python grader.py --module {path} --seed 3 --only kv_head --case 6 --show",
                       run.stdout)
         self.assertEqual(one.returncode, 1)
-        self.assertIn("inputs of case 6:\n          h = 4\n          g = 2", one.stdout)
+        self.assertIn("\nfrom gqa import *\n[kv_head(0, 4, 2), kv_head(1, 4, 2), kv_head(2, 4, 2), "
+                      "kv_head(3, 4, 2)]\n", one.stdout)
         self.assertRegex(one.stdout.splitlines()[-1], r"^0 passed, 1 failed$")
+
+    def test_show_prints_the_refused_call_itself(self):
+        # method_name(h, g) passes; the failing call is the refusal with a bad g.
+        accepting = mutate('    _group_size("method_name", h, g)\n', "")
+        with Module(accepting) as path:
+            run = run_main("--module", path, "--seed", "1", "--only", "2", "--case", "0", "--show", "--json")
+        step = json.loads(run.stdout)["steps"][0]
+        self.assertRegex(step["message"], r"returned '[MGQ]{2}A' instead of raising GQAError")
+        self.assertRegex(step["message"], r"method_name\(1, (0|2|-1)\)")
+        bad = int(step["message"].split("method_name(1, ")[1].split(")")[0])
+        self.assertEqual(step["inputs"], {"arg0": 1, "arg1": bad})
+        self.assertEqual(step["show"], f"from gqa import *\nmethod_name(1, {bad})\n")
+
+    def test_what_show_prints_repeats_the_failure_when_pasted(self):
+        # Each mutant's shown call, run in a fresh interactive interpreter beside the
+        # mutant and beside the real gqa.py, gives different results.
+        chosen = [m for m in MUTANTS if m[0] in SHOWN]
+        self.assertEqual(len(chosen), len(SHOWN))
+        graded = [results for m, results in zip(MUTANTS, graded_mutants()) if m[0] in SHOWN]
+        texts = [results[step]["show"] for (_, step, _, _), results in zip(chosen, graded)]
+        for (name, step, old, new), text, results in zip(chosen, texts, graded):
+            with self.subTest(mutant=name):
+                self.assertEqual(results[step]["status"], "failed")
+                self.assertTrue(text.startswith("from gqa import *\n"), text)
+                self.assertNotIn("...", text)
+                compile(text.replace("\n\n", "\n"), "shown", "exec")       # whole Python, never cut
+        # Each mutant's paste in a python of its own; the real module's in one python.
+        jobs = [([text], mutate(old, new)) for (_, _, old, new), text in zip(chosen, texts)] + [(texts, SOURCE)]
+        with ThreadPoolExecutor(2) as pool:
+            outcomes = list(pool.map(lambda job: paste(*job), jobs))
+        for (name, _, _, _), (wrong,), right in zip(chosen, outcomes[:-1], outcomes[-1]):
+            with self.subTest(mutant=name):
+                self.assertNotRegex(right[1], r"\b(Syntax|Name|Type|Attribute|Index)Error",
+                                    f"{name}: the paste does not run on the real module")
+                self.assertNotEqual(wrong, right, name)
+
+    def test_literals_are_whole_python(self):
+        # What --show prints evaluates back to the very values, never cut.
+        value = [[1e308, -0.0, float("inf"), -float("inf")], (1,), (), [5e-324, 2 ** 70, "s", None, True]]
+        text = grader.literal(value)
+        self.assertEqual(eval(text), value)
+        self.assertEqual(repr(eval(grader.literal([float("nan")]))), "[nan]")
+        long = [[0.1 * i for i in range(300)]]
+        self.assertEqual(eval(grader.literal(long)), long)
+        self.assertEqual(grader.literal({"$ref": "w"}), "w")
 
     def test_json_is_one_document_with_a_score(self):
         run = run_main("--seed", "5", "--json", "--only", "kv_head,layer", "--cases", "1")
@@ -325,7 +476,11 @@ class CommandLine(unittest.TestCase):
         self.assertEqual([line.split()[2] for line in listed.stdout.splitlines()], grader.check_names())
         quiet = run_main("-q", "--seed", "1", "--cases", "0", "--only", "valid_g,kv_head")
         self.assertEqual(quiet.stdout.strip().splitlines()[-1], "2 passed, 0 failed")
-        for bad in (["--only", "nope"], ["--only", ","], ["--only", ""], ["--cases", "-1"],
+        by_number = run_main("-q", "--seed", "1", "--cases", "0", "--only", "3,1", "--json")
+        self.assertEqual([s["name"] for s in json.loads(by_number.stdout)["steps"]], ["valid_g", "kv_head"])
+        self.assertIn(f"0 to {grader.MAX_CASES:,}", " ".join(run_main("--help").stdout.split()))
+        for bad in (["--only", "nope"], ["--only", ","], ["--only", ""], ["--cases", "-1"], ["--only", "26"],
+                    ["--cases", str(grader.MAX_CASES + 1)],
                     ["--seed", "x"], ["--case", "3"], ["--timeout", "0"]):
             run = run_main(*bad)
             self.assertEqual(run.returncode, 2, bad)
@@ -342,8 +497,12 @@ class Starter(unittest.TestCase):
             again = run_grader("--starter", tmp)
         self.assertEqual(graded.returncode, 1)
         lines = graded.stdout.splitlines()
-        self.assertEqual(len(lines), 1 + len(grader.STEPS) + 2)        # no failure blocks
+        self.assertEqual(len(lines), 1 + len(grader.STEPS) + 2 + 2)    # two notes, no failure blocks
+        self.assertRegex(graded.stdout, r"step 22  ----  decode_step +not started .*\n +needs step 21, "
+                         r"KVCache: not started\n")
         self.assertRegex(graded.stdout, r"step  4  ----  group_heads +not started")
+        self.assertRegex(graded.stdout, r"step 20  ----  count_multiplies +not started .*\n +step 20, "
+                         r"count_multiplies, means going back to steps 7, 9 and 13 to count")
         self.assertEqual(lines[-2], f"0 of {len(grader.STEPS)} steps done; next: step 1, valid_g")
         self.assertEqual(again.returncode, 2)                       # never overwrites
         self.assertIn("exists already", again.stderr)
@@ -361,6 +520,14 @@ class Starter(unittest.TestCase):
             self.assertEqual(ast.get_docstring(fn), ast.get_docstring(public(real)[name]), name)
             self.assertIn(f"step {grader.STEP_OF[name]}: {name}", ast.unparse(fn.body[-1]))
 
+    def test_the_reference_reads_beside_the_lab(self):
+        # One reference function per step, named after the lab's and in the lab's order.
+        import inspect
+        refs = sorted((inspect.getsourcelines(obj)[1], name) for name, obj in vars(grader).items()
+                      if name.startswith("ref_") or name == "RefKVCache")
+        self.assertEqual([name for _, name in refs],
+                         ["RefKVCache" if st.name == "KVCache" else f"ref_{st.name}" for st in grader.STEPS])
+
     def test_one_step_numbering_in_gqa_py_and_the_grader(self):
         # The module docstring's tables and the section banners number the steps as the grader does.
         import re
@@ -374,6 +541,24 @@ class Starter(unittest.TestCase):
         for st in grader.STEPS:
             self.assertRegex(SOURCE, rf"# .*\b{st.name} \({st.number}\)|# Step {st.number}\. .*{st.name}"
                              rf"|# Step {st.number}, .*{st.name}")
+
+    def test_a_step_that_needs_a_later_one_says_so(self):
+        # count_multiplies written, KVCache not: step 20 is not started because of step 21.
+        stubs = ('raise NotImplementedError("step 21: KVCache.__init__: not yet")', "raise NotImplementedError")
+        graded = grade_all([(mutate('self._g = _check_int("KVCache", "g", g, low=1, high=MAX_KV_HEADS)', stub),
+                             {"only": ["count_multiplies", "KVCache"], "cases": 0, "seed": 1}) for stub in stubs])
+        for stub, results in zip(stubs, graded):
+            out = io.StringIO()
+            grader.print_report(list(results.values()), grader.parse_args(["--cases", "0"]), out)
+            text = out.getvalue() + grader.progress(list(results.values()))
+            with self.subTest(stub=stub):
+                self.assertRegex(text, r"step 20  ----  count_multiplies +not started .*\n"
+                                 r" +needs step 21, KVCache: not started\n +step 20, count_multiplies, "
+                                 r"means going back to steps 7, 9 and 13")
+                self.assertIn("next: step 20, count_multiplies (it needs step 21, KVCache, first)", text)
+                step = results["count_multiplies"]
+                self.assertEqual((step["needs"], step["touches"]), ([{"step": 21, "name": "KVCache"}], [7, 9, 13]))
+                self.assertIn("needs step 21, KVCache: not started", step["notes"])
 
     def test_half_finished_starter_reports_progress(self):
         # Fill in the first six steps with gqa.py's own code (and its private helpers).

@@ -30,7 +30,7 @@ class Grouping(unittest.TestCase):
     def test_kv_head_is_repeat_interleave_of_range_g(self):
         # torch.repeat_interleave(arange(g), h // g), built by hand.
         for h in range(1, 17):
-            for g in ref.divisors(h):
+            for g in ref.ref_valid_g(h):
                 expected = [j for j in range(g) for _ in range(h // g)]
                 self.assertEqual([gqa.kv_head(i, h, g) for i in range(h)], expected, (h, g))
                 self.assertEqual(gqa.group_heads(h, g),
@@ -66,7 +66,7 @@ class Folding(CloseMixin, unittest.TestCase):
         for _ in range(40):
             h, g, n, m, d, _ = random_case(rng)
             kv = rand_tensor(rng, h, m, d)
-            self.assertClose(gqa.fold_kv_mean(kv, g), ref.mean_heads(kv, g), msg=str((h, g)))
+            self.assertClose(gqa.fold_kv_mean(kv, g), ref.ref_fold_kv_mean(kv, g), msg=str((h, g)))
 
     def test_g_equals_h_returns_equal_values(self):
         rng = new_rng(2)
@@ -85,7 +85,7 @@ class Folding(CloseMixin, unittest.TestCase):
         w = gqa.init_weights(h=4, d_model=5, d=3, seed=0)
         folded = gqa.fold_kv_mean(w.w_k, 2)
         self.assertEqual((len(folded), len(folded[0]), len(folded[0][0])), (2, 5, 3))
-        self.assertClose(folded, ref.mean_heads(w.w_k, 2))
+        self.assertClose(folded, ref.ref_fold_kv_mean(w.w_k, 2))
 
 
 class Repeating(unittest.TestCase):
@@ -111,7 +111,7 @@ class Repeating(unittest.TestCase):
         for _ in range(20):
             h, g, _, m, d, _ = random_case(rng)
             kv = rand_tensor(rng, g, m, d)
-            self.assertEqual(gqa.repeat_kv(kv, h), ref.expand_kv(kv, h))
+            self.assertEqual(gqa.repeat_kv(kv, h), ref.ref_repeat_kv(kv, h))
 
 
 class SingleHead(CloseMixin, unittest.TestCase):
@@ -138,7 +138,7 @@ class SingleHead(CloseMixin, unittest.TestCase):
             q, k, v = rand_tensor(rng, n, d), rand_tensor(rng, m, d), rand_tensor(rng, m, dv)
             for causal in (False, True):
                 self.assertClose(gqa.single_head_attention(q, k, v, causal=causal),
-                                 ref.attend(q, k, v, causal), msg=str((n, m, d, causal)))
+                                 ref.ref_single_head_attention(q, k, v, causal), msg=str((n, m, d, causal)))
 
     def test_causal_mask_by_hand(self):
         # Three queries are the last three of four positions; all scores 0.
@@ -194,9 +194,9 @@ class Unified(CloseMixin, unittest.TestCase):
         for _ in range(40):
             h, g, n, m, d, dv = random_case(rng)
             q, k, v = rand_tensor(rng, h, n, d), rand_tensor(rng, h, m, d), rand_tensor(rng, h, m, dv)
-            kc = ref.expand_kv(ref.mean_heads(k, g), h)
-            vc = ref.expand_kv(ref.mean_heads(v, g), h)
-            expected = [ref.attend(q[i], kc[i], vc[i]) for i in range(h)]
+            kc = ref.ref_repeat_kv(ref.ref_fold_kv_mean(k, g), h)
+            vc = ref.ref_repeat_kv(ref.ref_fold_kv_mean(v, g), h)
+            expected = [ref.ref_single_head_attention(q[i], kc[i], vc[i]) for i in range(h)]
             self.assertClose(gqa.attention(q, k, v, g), expected, msg=str((h, g)))
 
     def test_g_below_h_changes_the_output(self):
@@ -204,7 +204,7 @@ class Unified(CloseMixin, unittest.TestCase):
         for h in (2, 4, 6, 8):
             q, k, v = rand_tensor(rng, h, 4, 5), rand_tensor(rng, h, 4, 5), rand_tensor(rng, h, 4, 5)
             mha = gqa.attention(q, k, v, h)
-            for g in ref.divisors(h)[:-1]:
+            for g in ref.ref_valid_g(h)[:-1]:
                 self.assertGreater(gqa.output_difference(gqa.attention(q, k, v, g), mha).max_abs,
                                    1e-6, (h, g))
 
@@ -216,7 +216,7 @@ class Unified(CloseMixin, unittest.TestCase):
         v_mean = [[sum(v[i][r][c] for i in range(h)) / h for c in range(2)] for r in range(5)]
         got = gqa.attention(q, k, v, 1)
         for i in range(h):
-            self.assertClose(got[i], ref.attend(q[i], k_mean, v_mean), msg=f"head {i}")
+            self.assertClose(got[i], ref.ref_single_head_attention(q[i], k_mean, v_mean), msg=f"head {i}")
 
     def test_grouped_equals_repeat_path_bit_for_bit(self):
         rng = new_rng(11)
@@ -229,7 +229,7 @@ class Unified(CloseMixin, unittest.TestCase):
                         for i in range(h)]
             self.assertTrue(gqa.grouped_attention(q, k, v, causal=causal) == expected, (h, g))
             self.assertClose(gqa.grouped_attention(q, k, v, causal=causal),
-                             [ref.attend(q[i], ref.expand_kv(k, h)[i], ref.expand_kv(v, h)[i], causal)
+                             [ref.ref_single_head_attention(q[i], ref.ref_repeat_kv(k, h)[i], ref.ref_repeat_kv(v, h)[i], causal)
                               for i in range(h)])
 
     def test_grouped_attention_leaves_k_and_v_alone(self):
@@ -304,7 +304,7 @@ class Prepared(unittest.TestCase):
     def test_holds_the_transposes_of_the_folded_weights(self):
         w = gqa.init_weights(h=4, d_model=3, d=2, seed=3)
         p = gqa.prepare_weights(w, 2)
-        folded = ref.mean_heads(w.w_k, 2)
+        folded = ref.ref_fold_kv_mean(w.w_k, 2)
         self.assertEqual((p.h, p.g, p.d_model, p.d), (4, 2, 3, 2))
         for j in range(2):
             for r in range(3):
