@@ -528,11 +528,14 @@ else:                                                    # Python 3.9 to 3.11
 _tally: Optional["Tally"] = None
 
 
-def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool) -> Matrix:
+def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
+            saved: Optional[list] = None) -> Matrix:
     """softmax(q keys^T / sqrt(d)) V for checked input; V given by columns.
 
     q [n][d], keys [m][d], v_cols [d_v][m] -> [n][d_v].  Rows and columns
-    may be lists, tuples or memoryviews: they are only read.
+    may be lists, tuples or memoryviews: they are only read.  The lab's one
+    softmax: when saved is a list, each query's (e [seen], z) is appended
+    to it, p = e / z, for the backward pass to reuse.
     """
     n, m = len(q), len(keys)
     scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp
@@ -547,6 +550,8 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool) -> Matr
         z = sum(e)
         cols = v_cols if seen == m else [c[:seen] for c in v_cols]    # [d_v][seen]
         out.append([x / z for x in _dots(cols, e)])       # [d_v]
+        if saved is not None:
+            saved.append((e, z))                           # the softmax, p = e / z
         if _tally is not None:
             _tally.scores += seen * len(qi)
             _tally.weighted_sum += seen * len(v_cols)
@@ -666,11 +671,21 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
     return _grouped(q, k, [list(zip(*vj)) for vj in v], causal)
 
 
-def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool) -> Heads:
-    """grouped_attention for checked input, v given by columns [g][d_v][m]."""
+def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
+             saved: Optional[list] = None) -> Heads:
+    """grouped_attention for checked input, v given by columns [g][d_v][m].
+
+    When saved is a list, each query head's softmax rows are appended to it
+    as one list (see _attend): [h][n] of (e, z).
+    """
     group = len(q) // len(k)                                # h // g, once: llama2.c's kv_mul
-    return [_attend(q[i], k[i // group], v_cols[i // group], causal)
-            for i in range(len(q))]                         # [h][n][d_v]
+    out = []
+    for i in range(len(q)):
+        rows = None if saved is None else []
+        out.append(_attend(q[i], k[i // group], v_cols[i // group], causal, rows))
+        if saved is not None:
+            saved.append(rows)
+    return out                                              # [h][n][d_v]
 
 
 # ---------------------------------------------------------------------------
@@ -863,11 +878,16 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
     _check_matrix("layer", "x", x, cols=w.d_model)
     if not x:
         return []
+    return _forward(x, w, causal)[0]
+
+
+def _forward(x: Sequence, w: PreparedWeights, causal: bool, saved: Optional[list] = None) -> tuple:
+    """layer for checked input: (y, q, k, v, heads).  saved: see _grouped."""
     q = [_project(x, cols, "q_proj") for cols in w.q_cols]      # [h][n][d]
     k = [_project(x, cols, "k_proj") for cols in w.k_cols]      # [g][n][d]
     v = [_project(x, cols, "v_proj") for cols in w.v_cols]      # [g][n][d]
-    heads = _grouped(q, k, [list(zip(*vj)) for vj in v], causal)   # [h][n][d]
-    return _output(heads, w.o_cols)                             # [n][d_model]
+    heads = _grouped(q, k, [list(zip(*vj)) for vj in v], causal, saved)   # [h][n][d]
+    return _output(heads, w.o_cols), q, k, v, heads             # y: [n][d_model]
 
 
 # ---------------------------------------------------------------------------
@@ -1410,24 +1430,19 @@ def _transpose(rows: Sequence) -> list:
 
 
 def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
-                     causal: bool) -> tuple:
+                     probs: Sequence) -> tuple:
     """One query head's gradients for checked input: (dq [n][d], dk [m][d], dv [m][d_v]).
 
+    probs is what _attend saved: each query's softmax, (e [seen], z).
     softmax(q keys^T / sqrt(d)) v, differentiated: dv = p^T d_out,
     dp = d_out v^T, ds = p (dp - rowsum(p dp)), dq = ds k / sqrt(d) and
     dk = ds^T q / sqrt(d).  Masked pairs have p = ds = 0 exactly.
     """
-    n, m = len(q), len(keys)
-    scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp
+    m = len(keys)
+    scale = 1.0 / math.sqrt(len(q[0]))
     p_rows, ds_rows = [], []                                   # [n][m] each, zeros where masked
-    for i, qi in enumerate(q):
-        seen = i + 1 + m - n if causal else m
-        s = _dots(keys[:seen] if seen < m else keys, qi)      # [seen], as _attend makes them
-        top = max(s)
-        if top == _INF:
-            s, top = [0.0 if x == _INF else -_INF for x in s], 0.0
-        e = [exp((x - top) * scale) for x in s]
-        z = sum(e)
+    for i, (e, z) in enumerate(probs):
+        seen = len(e)                                          # keys query i saw
         p = [x / z for x in e]                                 # [seen]
         dp = _dots(v_rows[:seen] if seen < m else v_rows, d_out[i])      # [seen]: d_out_i . v_j
         c = _dots([p], dp)[0]                                  # sum_j p_j dp_j
@@ -1470,17 +1485,20 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     if not q[0]:
         return [[] for _ in range(h)], [[[0.0] * len(k[0][0]) for _ in k[0]] for _ in k], \
             [[[0.0] * len(v[0][0]) for _ in v[0]] for _ in v]
-    return _grouped_backward(q, k, v, d_out, causal)
+    probs: list = []                                           # [h][n] of (e, z)
+    _grouped(q, k, [_transpose(vj) for vj in v], causal, probs)    # the forward, for its softmax
+    return _grouped_backward(q, k, v, d_out, probs)
 
 
-def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence, causal: bool) -> tuple:
-    """grouped_attention_backward for checked input."""
+def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence,
+                      probs: Sequence) -> tuple:
+    """grouped_attention_backward for checked input and the softmax _grouped saved."""
     h, g = len(q), len(k)
     group = h // g                                              # kv_head(i) = i // group
     dq, dk, dv = [], [None] * g, [None] * g
     for i in range(h):
         j = i // group
-        dq_i, dk_i, dv_i = _attend_backward(q[i], k[j], v[j], d_out[i], causal)
+        dq_i, dk_i, dv_i = _attend_backward(q[i], k[j], v[j], d_out[i], probs[i])
         dq.append(dq_i)                                         # [n][d]
         # The shared head's gradient: the sum of what its h // g query heads send it.
         dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]
@@ -1504,32 +1522,80 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
     """
     func = "layer_backward"
     _check_causal(func, causal)
-    h, d_model, d = _check_weights(func, weights, g)
+    _, d_model, _ = _check_weights(func, weights, g)
     _check_matrix(func, "x", x, cols=d_model)
     _check_matrix(func, "d_y", d_y, cols=d_model, rows=len(x))
-    n = len(x)
+    _, saved = _layer_forward(x, weights, g, causal=causal)
+    return _layer_backward(saved, d_y)
+
+
+class _Saved:
+    """What _layer_forward keeps for _layer_backward (micrograd's saved tensors)."""
+    __slots__ = ("x", "causal", "rows", "prepared", "kv_heads", "q", "k", "v", "heads", "probs")
+
+
+def _layer_forward(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
+                   causal: bool) -> tuple:
+    """layer for checked input, keeping what the backward needs: (y, saved).
+
+    weights is a Weights record (with h or g K/V heads, folded here by mean)
+    or a PreparedWeights.  y is layer(x, weights, g, causal=causal) to the
+    last bit; saved is for _layer_backward.
+    """
+    s = _Saved()
+    s.x, s.causal = x, causal
+    if isinstance(weights, PreparedWeights):
+        s.rows, s.prepared = None, weights                      # rows rebuilt if needed
+        s.kv_heads = (weights.g, weights.g)
+        w = weights
+    else:
+        s.rows = _folded(weights, g)                            # w_k, w_v: [g][d_model][d]
+        s.prepared = None
+        s.kv_heads = (len(weights.w_k), len(weights.w_v))
+        w = _prepared(s.rows, g, once=True)
+    s.probs = []                                                # [h][n] of (e, z)
     if not x:
-        zero = lambda t: [[[0.0] * len(r) for r in head] for head in t]
-        return [], Weights(*(zero(t) for t in weights))
-    folded = _folded(weights, g)                                 # w_k, w_v: [g][d_model][d]
-    q = [_mm(x, _transpose(wq)) for wq in weights.w_q]           # [h][n][d]
-    k = [_mm(x, _transpose(wk)) for wk in folded.w_k]            # [g][n][d]
-    v = [_mm(x, _transpose(wv)) for wv in folded.w_v]            # [g][n][d]
-    heads = _grouped(q, k, [_transpose(vj) for vj in v], causal)  # [h][n][d]
+        s.q = s.k = s.v = s.heads = None
+        if s.rows is None:
+            s.rows = _unprepared(w)
+        return [], s
+    y, s.q, s.k, s.v, s.heads = _forward(x, w, causal, s.probs)
+    return y, s
+
+
+def _unprepared(w: PreparedWeights) -> Weights:
+    """The folded Weights that w was prepared from (the same values, as tuples)."""
+    def rows(heads: Sequence) -> list:
+        return [tuple(zip(*cols)) for cols in heads]             # [heads][d_model][d]
+    o_rows = tuple(zip(*w.o_cols))                               # [h*d][d_model]
+    return Weights(w_q=rows(w.q_cols), w_k=rows(w.k_cols), w_v=rows(w.v_cols),
+                   w_o=[o_rows[i * w.d:(i + 1) * w.d] for i in range(w.h)])   # [h][d][d_model]
+
+
+def _layer_backward(saved: _Saved, d_y: Sequence) -> tuple:
+    """layer_backward from what _layer_forward saved: (dx, grads), d_y checked."""
+    s = saved
+    weights = s.rows if s.rows is not None else _unprepared(s.prepared)
+    kv_k, kv_v = s.kv_heads
+    if not s.x:
+        def zero(t: Heads, heads: int) -> Heads:
+            return [[[0.0] * len(r) for r in t[0]] for _ in range(heads)]
+        return [], Weights(zero(weights.w_q, len(weights.w_q)), zero(weights.w_k, kv_k),
+                           zero(weights.w_v, kv_v), zero(weights.w_o, len(weights.w_o)))
+    x, n, d_model = s.x, len(s.x), len(s.x[0])
     d_y_cols = _transpose(d_y)                                   # [d_model][n]
-    d_w_o = [_mm(_transpose(hd), d_y_cols) for hd in heads]      # [h][d][d_model]: head^T d_y
+    d_w_o = [_mm(_transpose(hd), d_y_cols) for hd in s.heads]    # [h][d][d_model]: head^T d_y
     d_heads = [_mm(d_y, wo) for wo in weights.w_o]               # [h][n][d]: d_y w_o[i]^T
-    dq, dk, dv = _grouped_backward(q, k, v, d_heads, causal)
+    dq, dk, dv = _grouped_backward(s.q, s.k, s.v, d_heads, s.probs)
     x_cols = _transpose(x)                                       # [d_model][n]
     d_w_q = [_mm(x_cols, _transpose(t)) for t in dq]             # [h][d_model][d]: x^T dq
     d_w_k = [_mm(x_cols, _transpose(t)) for t in dk]             # [g][d_model][d]
     d_w_v = [_mm(x_cols, _transpose(t)) for t in dv]             # [g][d_model][d]
     dx = [[0.0] * d_model for _ in range(n)]                     # [n][d_model]
-    for grads_t, w_t in ((dq, weights.w_q), (dk, folded.w_k), (dv, folded.w_v)):
+    for grads_t, w_t in ((dq, weights.w_q), (dk, weights.w_k), (dv, weights.w_v)):
         for gt, wt in zip(grads_t, w_t):                          # dx += dt w^T, head by head
             dx = [list(map(add, row, part)) for row, part in zip(dx, _mm(gt, wt))]
-    return dx, Weights(w_q=d_w_q, w_k=_unfold(d_w_k, len(weights.w_k)),
-                       w_v=_unfold(d_w_v, len(weights.w_v)), w_o=d_w_o)
+    return dx, Weights(w_q=d_w_q, w_k=_unfold(d_w_k, kv_k), w_v=_unfold(d_w_v, kv_v), w_o=d_w_o)
 
 
 def _unfold(grads: Heads, heads: int) -> Heads:
