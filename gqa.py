@@ -166,137 +166,13 @@ __all__ = [
 Matrix = List[List[float]]      # [rows][cols]
 Heads = List[Matrix]            # [heads][rows][cols]
 
-
 class GQAError(ValueError):
     """A size or shape that breaks the rules of grouped-query attention."""
-
-
-# ---------------------------------------------------------------------------
-# Checking what the user gave.  Every public function checks its input here,
-# once, at the door, and then calls private steps that trust it; so bad
-# input ends in a GQAError or TypeError that says what was wrong.
-# ---------------------------------------------------------------------------
 
 # Limits: past them nothing here could finish in minutes, or fit in memory.
 MAX_SIZE = 10 ** 12         # h, g, or any count a function takes
 MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)
 MAX_KV_HEADS = 2 ** 16      # heads of one KVCache (each holds two arrays)
-_FLOAT_MAX = sys.float_info.max
-_INF = math.inf
-_NUMBERS = frozenset((int, float))
-
-
-def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0,
-               high: Optional[int] = MAX_SIZE) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{func}: {name} must be an int, "
-                        f"not {type(value).__name__} ({_brief(value)})")
-    if low is not None and value < low:
-        rule = "positive" if low == 1 else f"at least {low}"
-        raise GQAError(f"{func}: {name} must be {rule}; got {name}={_brief(value)}")
-    if high is not None and value > high:
-        raise GQAError(f"{func}: {name} must be at most {high:,}; got {name}={_brief(value)}")
-    return value
-
-
-def _brief(value: object) -> str:
-    """A value in a message, never thousands of characters long."""
-    if isinstance(value, int) and abs(value) >= 10 ** 30:         # repr of a huge int is slow
-        return f"an int of {value.bit_length()} bits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _check_causal(func: str, causal: object) -> bool:
-    if not isinstance(causal, bool):
-        raise TypeError(f"{func}: causal must be True or False, not {type(causal).__name__} "
-                        f"({_brief(causal)})")
-    return causal
-
-
-def _valid_g_text(h: int) -> str:
-    """The end of every message about a bad g: 'valid g for h=8: 1, 2, 4, 8'."""
-    gs = valid_g(h)                             # O(sqrt(h)), and h is at most MAX_SIZE
-    if len(gs) > 12:                            # a few, and how many there are
-        return (f"valid g for h={h}: {', '.join(map(str, gs[:6]))}, ..., "
-                f"{', '.join(map(str, gs[-3:]))} ({len(gs)} in all)")
-    return f"valid g for h={h}: {', '.join(map(str, gs))}"
-
-
-def _group_size(func: str, h: object, g: object) -> int:
-    """Check h query heads and g key/value heads; return h // g."""
-    _check_int(func, "h", h, low=1)
-    _check_int(func, "g", g, low=None, high=None)              # 1 <= g <= h is checked next
-    if not 1 <= g <= h:
-        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; {_valid_g_text(h)}")
-    if h % g:
-        raise GQAError(f"{func}: g={g} does not divide h={h}; got g={g}, h={h}; {_valid_g_text(h)}")
-    return h // g
-
-
-def _check_list(func: str, what: str, value: object, expected: str) -> None:
-    if not isinstance(value, (list, tuple, array)):
-        raise TypeError(f"{func}: {what} must be {expected}, not {type(value).__name__}")
-
-
-def _check_values(func: str, what: str, row: Sequence) -> None:
-    """Every value of a row is an int or a float that a float can hold (one C-speed pass)."""
-    if isinstance(row, array):
-        if row.typecode not in "fd":
-            raise TypeError(f"{func}: {what} is an array('{row.typecode}'); use array('d')")
-        return
-    kinds = set(map(type, row))
-    if kinds <= {float}:
-        return
-    if not kinds <= _NUMBERS:
-        bad = next(x for x in row if type(x) not in _NUMBERS)
-        raise TypeError(f"{func}: {what} holds {type(bad).__name__} {_brief(bad)}; "
-                        f"values must be int or float")
-    if any(abs(x) > _FLOAT_MAX for x in row if type(x) is int):
-        raise GQAError(f"{func}: {what} holds an int beyond the largest float")
-
-
-_ROWS = frozenset((list, tuple, array))
-
-
-def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
-                  rows: Optional[int] = None) -> int:
-    """Check that mat is a list of equal rows of numbers; return the row width.
-
-    Three passes at C speed (row types, row lengths, value types); only when
-    one finds something wrong does a row-by-row pass name the row.
-    """
-    _check_list(func, what, mat, "a list of rows")
-    if rows is not None and len(mat) != rows:
-        raise GQAError(f"{func}: {what} must have {rows} rows; got {len(mat)}")
-    widths = set(map(len, mat)) if set(map(type, mat)) <= _ROWS else None
-    width = cols if not widths else next(iter(widths))
-    if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):
-        width = cols
-        for r, row in enumerate(mat):                               # name the first bad row
-            _check_list(func, f"{what} row {r}", row, "a list of floats")
-            if width is None:
-                width = len(row)
-            elif len(row) != width:
-                raise GQAError(f"{func}: {what} row {r} has {len(row)} values, "
-                               f"expected {width} (ragged rows)")
-    if not set(map(type, chain.from_iterable(mat))) <= {float}:     # one pass, at C speed
-        for r, row in enumerate(mat):                               # the slow path names the row
-            _check_values(func, f"{what} row {r}", row)
-    return 0 if width is None else width
-
-
-def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = None,
-                 rows: Optional[int] = None) -> tuple:
-    """Check a [heads][rows][cols] tensor; return (heads, rows, cols)."""
-    _check_list(func, name, t, "a list of heads, each a list of rows")
-    if len(t) == 0:
-        raise GQAError(f"{func}: {name} has no heads")
-    for i, mat in enumerate(t):
-        cols = _check_matrix(func, f"{name} head {i}", mat, cols=cols, rows=rows)
-        rows = len(mat)                      # the first head sets the rows of the others
-    return len(t), rows, cols
-
 
 class _Fields(type):
     """The type of records: their signature is their fields, for help()."""
@@ -305,7 +181,6 @@ class _Fields(type):
     def __signature__(cls) -> inspect.Signature:
         return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
                                   for name in cls.__slots__])
-
 
 class _Record(metaclass=_Fields):
     """The base of the lab's records: named fields, set once.
@@ -353,11 +228,12 @@ class _Record(metaclass=_Fields):
     def _asdict(self) -> dict:
         return dict(zip(self.__slots__, self))
 
+# ---------------------------------------------------------------------------
+# Part 1. Group the query heads: h // g contiguous query heads per group.
+# Steps 1-4: valid_g, method_name, kv_head, group_heads.
+# ---------------------------------------------------------------------------
 
-# ---------------------------------------------------------------------------
-# Steps 1-4. Group the query heads: h // g contiguous query heads per group.
-# valid_g (1), method_name (2), kv_head (3), group_heads (4).
-# ---------------------------------------------------------------------------
+# Step 1. valid_g
 
 def valid_g(h: int) -> list[int]:
     """Return every valid number of key/value heads for h query heads.
@@ -373,6 +249,7 @@ def valid_g(h: int) -> list[int]:
     small = [g for g in range(1, math.isqrt(h) + 1) if h % g == 0]    # the divisors <= sqrt(h)
     return small + [h // g for g in reversed(small) if g * g != h]      # and their partners
 
+# Step 2. method_name
 
 def method_name(h: int, g: int) -> str:
     """Return "MHA" when g = h, "MQA" when g = 1 < h, otherwise "GQA".
@@ -383,11 +260,11 @@ def method_name(h: int, g: int) -> str:
     _group_size("method_name", h, g)
     return _method(h, g)
 
-
 def _method(h: int, g: int) -> str:
     """method_name for checked h and g."""
     return "MHA" if g == h else "MQA" if g == 1 else "GQA"
 
+# Step 3. kv_head: the one line that makes GQA
 
 # The whole of grouped-query attention is this one integer division.  It is
 # llama2.c's `h / kv_mul`, HF transformers' `repeat_kv` and PyTorch's
@@ -409,6 +286,7 @@ def kv_head(query_head: int, h: int, g: int) -> int:
                        f"got query_head={query_head}")
     return query_head // group
 
+# Step 4. group_heads
 
 def group_heads(h: int, g: int) -> list[list[int]]:
     """Return the query heads of each of the g groups: those with one kv_head.
@@ -421,10 +299,13 @@ def group_heads(h: int, g: int) -> list[list[int]]:
     group = _group_size("group_heads", h, g)
     return [list(range(j * group, (j + 1) * group)) for j in range(g)]    # [g][h // g]
 
+# ---------------------------------------------------------------------------
+# Part 2. Fold, repeat, attend: MHA, GQA and MQA from one function.
+# Steps 5-9: fold_kv_mean, repeat_kv, single_head_attention, attention,
+# grouped_attention.
+# ---------------------------------------------------------------------------
 
-# ---------------------------------------------------------------------------
-# Step 5. Fold each group's key/value heads into one, by their mean: fold_kv_mean.
-# ---------------------------------------------------------------------------
+# Step 5. fold_kv_mean: fold each group's key/value heads into one, by their mean
 
 # The GQA paper (Ainslie et al. 2023, section 2.1) converts a trained MHA
 # checkpoint by mean-pooling each group's K and V projection heads, then
@@ -446,7 +327,6 @@ def fold_kv_mean(kv: Sequence[Matrix], g: int) -> Heads:
     _group_size("fold_kv_mean", h, g)
     return _fold(kv, g)
 
-
 def _fold(kv: Sequence[Matrix], g: int) -> Heads:
     """fold_kv_mean for checked input."""
     group = len(kv) // g
@@ -457,7 +337,6 @@ def _fold(kv: Sequence[Matrix], g: int) -> Heads:
                        for rows in zip(*members)])               # [rows][cols]
     return folded                                                 # [g][rows][cols]
 
-
 def _mean(vals: tuple, n: int) -> float:
     """The mean of n numbers; finite for finite numbers, even when their sum is not."""
     mean = sum(vals) / n
@@ -465,10 +344,7 @@ def _mean(vals: tuple, n: int) -> float:
         return sum(x / n for x in vals)                   # each scaled first: no overflow
     return mean
 
-
-# ---------------------------------------------------------------------------
-# Step 6. Repeat the g key/value heads back out to h, one per query head: repeat_kv.
-# ---------------------------------------------------------------------------
+# Step 6. repeat_kv: repeat the g key/value heads back out to h
 
 def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """Return h heads: head j is head kv_head(j, h, g) of the g input heads.
@@ -485,16 +361,12 @@ def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     _group_size("repeat_kv", h, g)
     return _repeat(kv, h)
 
-
 def _repeat(kv: Sequence[Matrix], h: int) -> Heads:
     """repeat_kv for checked input."""
     group = h // len(kv)
     return [kv[j // group] for j in range(h)]                    # [h][rows][cols]
 
-
-# ---------------------------------------------------------------------------
-# Step 7. Attention for one head: single_head_attention.
-# ---------------------------------------------------------------------------
+# Step 7. single_head_attention, and the one kernel every multiplication goes through
 
 # The one kernel.  Every multiplication of the lab is a dot product of two
 # rows of equal length, and every one is done here: _dots, rows [m][d] and
@@ -527,7 +399,6 @@ else:                                                    # Python 3.9 to 3.11
 # them, when count_multiplies() is active (see "Counting" below).
 _tally: Optional["Tally"] = None
 
-
 def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
             saved: Optional[list] = None) -> Matrix:
     """softmax(q keys^T / sqrt(d)) V for checked input; V given by columns.
@@ -557,30 +428,6 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
             _tally.weighted_sum += seen * len(v_cols)
     return out                                             # [n][d_v]
 
-
-def _check_qkv(func: str, q: Sequence, k: Sequence, v: Sequence, causal: bool) -> None:
-    """Check one head's q [n][d], k [m][d], v [m][d_v]."""
-    _check_causal(func, causal)
-    d = _check_matrix(func, "q", q)
-    dk = _check_matrix(func, "k", k)
-    m = len(k)
-    if m == 0:
-        raise GQAError(f"{func}: there are no keys (k has 0 rows)")
-    if q and d == 0:
-        raise GQAError(f"{func}: head dim d must be positive; q rows have 0 values")
-    if q and dk != d:
-        raise GQAError(f"{func}: q and k head dims differ: q has d={d}, k has d={dk}")
-    dv = _check_matrix(func, "v", v)
-    if len(v) != m:
-        raise GQAError(f"{func}: k and v row counts differ: k has m={m}, v has {len(v)}")
-    if dv == 0:
-        raise GQAError(f"{func}: v rows have 0 values")
-    if causal and len(q) > m:
-        raise GQAError(f"{func}: causal attention needs at least as many keys as "
-                       f"queries (queries are the last n of m positions); "
-                       f"got n={len(q)}, m={m}")
-
-
 def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
                           causal: bool = False) -> Matrix:
     """Return softmax(q k^T / sqrt(d)) v for one head.
@@ -601,22 +448,7 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
         return []
     return _attend(q, k, list(zip(*v)), causal)             # v^T: [d_v][m]
 
-
-# ---------------------------------------------------------------------------
-# Steps 8-9. MHA, GQA and MQA from one function: fold, repeat, attend.
-# attention (8), grouped_attention (9).
-# ---------------------------------------------------------------------------
-
-def _check_multihead(func: str, q: Sequence, k: Sequence, v: Sequence,
-                     causal: bool) -> None:
-    """Check q [h][n][d], k [.][m][d], v [.][m][d_v]: equal heads, matching sizes."""
-    _check_heads(func, "q", q)
-    _check_heads(func, "k", k)
-    _check_heads(func, "v", v)
-    if len(k) != len(v):
-        raise GQAError(f"{func}: k and v head counts differ: k has {len(k)}, v has {len(v)}")
-    _check_qkv(func, q[0], k[0], v[0], causal)
-
+# Step 8. attention: fold, repeat, attend
 
 def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: int, *,
               causal: bool = False) -> Heads:
@@ -646,6 +478,7 @@ def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: 
     return [_attend(q[i], k_rep[i], list(zip(*v_rep[i])), causal)
             for i in range(h)]                              # [h][n][d_v]
 
+# Step 9. grouped_attention: what real models run, k and v with g heads
 
 def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], *,
                       causal: bool = False) -> Heads:
@@ -670,7 +503,6 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
         return [[] for _ in range(h)]
     return _grouped(q, k, [list(zip(*vj)) for vj in v], causal)
 
-
 def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
              saved: Optional[list] = None) -> Heads:
     """grouped_attention for checked input, v given by columns [g][d_v][m].
@@ -687,11 +519,13 @@ def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
             saved.append(rows)
     return out                                              # [h][n][d_v]
 
+# ---------------------------------------------------------------------------
+# Part 3. One attention layer on MHA weights, run with g key/value heads.
+# Steps 10-14: init_weights, fold_weights, prepare_weights, layer,
+# output_difference.
+# ---------------------------------------------------------------------------
 
-# ---------------------------------------------------------------------------
-# Steps 10-13. One attention layer on MHA weights, run with g key/value heads.
-# init_weights (10), fold_weights (11), prepare_weights (12), layer (13).
-# ---------------------------------------------------------------------------
+# Step 10. init_weights
 
 class Weights(_Record):
     """One attention layer's per-head weights (the MQA paper's einsum layout)."""
@@ -699,7 +533,6 @@ class Weights(_Record):
                  "w_k": "[h or g][d_model][d]",
                  "w_v": "[h or g][d_model][d]",
                  "w_o": "[h][d][d_model]"}
-
 
 def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weights:
     """Return random MHA weights for one layer, from random.Random(seed).
@@ -735,25 +568,7 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
                    w_v=draw(h, d_model, d, d_model),       # [h][d_model][d]
                    w_o=draw(h, d, d_model, h * d))         # [h][d][d_model]
 
-
-def _check_weights(func: str, weights: Weights, g: int) -> tuple:
-    """Check weights for g key/value heads; return (h, d_model, d)."""
-    if not isinstance(weights, Weights):
-        raise TypeError(f"{func}: weights must be a Weights record, "
-                        f"not {type(weights).__name__}")
-    h, d_model, d = _check_heads(func, "w_q", weights.w_q)
-    _group_size(func, h, g)
-    for name in ("w_k", "w_v"):
-        heads = len(getattr(weights, name))
-        if heads not in (h, g):
-            raise GQAError(f"{func}: {name} has {heads} heads; expected h={h} "
-                           f"(MHA weights, folded to g) or g={g}")
-        _check_heads(func, name, getattr(weights, name), rows=d_model, cols=d)
-    if len(weights.w_o) != h:
-        raise GQAError(f"{func}: w_o has {len(weights.w_o)} heads; expected h={h}")
-    _check_heads(func, "w_o", weights.w_o, rows=d, cols=d_model)
-    return h, d_model, d
-
+# Step 11. fold_weights
 
 def fold_weights(weights: Weights, g: int) -> Weights:
     """Return weights whose w_k and w_v have g heads, folded by mean.
@@ -768,7 +583,6 @@ def fold_weights(weights: Weights, g: int) -> Weights:
     _check_weights("fold_weights", weights, g)
     return _folded(weights, g)
 
-
 def _folded(weights: Weights, g: int) -> Weights:
     """fold_weights for checked weights."""
     def fold(heads: Heads) -> Heads:
@@ -776,6 +590,7 @@ def _folded(weights: Weights, g: int) -> Weights:
 
     return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))
 
+# Step 12. prepare_weights: check, fold and transpose once
 
 class PreparedWeights(_Record):
     """Weights checked, folded to g key/value heads and transposed for the kernel.
@@ -792,7 +607,6 @@ class PreparedWeights(_Record):
                  "k_cols": "[g][d][d_model]: each folded head's w_k by columns",
                  "v_cols": "[g][d][d_model]: each folded head's w_v by columns",
                  "o_cols": "[d_model][h*d]: w_o, its heads stacked, by columns"}
-
 
 def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     """Return weights checked, folded to g K/V heads and transposed, once.
@@ -812,7 +626,6 @@ def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     _check_weights("prepare_weights", weights, g)
     return _prepared(weights, g)
 
-
 def _prepared(weights: Weights, g: int, *, once: bool = False) -> PreparedWeights:
     """prepare_weights for checked weights.
 
@@ -831,33 +644,7 @@ def _prepared(weights: Weights, g: int, *, once: bool = False) -> PreparedWeight
         q_cols=by_columns(w.w_q), k_cols=by_columns(w.w_k), v_cols=by_columns(w.w_v),
         o_cols=tuple(zip(*chain.from_iterable(w.w_o))))           # [d_model][h*d]
 
-
-def _weights_for(func: str, weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
-    """Check and prepare Weights, or check that PreparedWeights were prepared for g."""
-    if isinstance(weights, PreparedWeights):
-        _group_size(func, weights.h, g)
-        if weights.g != g:
-            raise GQAError(f"{func}: these weights were prepared for g={weights.g}; "
-                           f"got g={g}")
-        return weights
-    _check_weights(func, weights, g)
-    return _prepared(weights, g, once=True)
-
-
-def _project(x: Sequence, w_cols: Sequence, term: str) -> Matrix:
-    """x [n][k] @ w [k][p], w given by its columns [p][k] -> [n][p]."""
-    out = _mm(x, w_cols)
-    if _tally is not None:
-        setattr(_tally, term, getattr(_tally, term) + len(x) * len(w_cols) * len(w_cols[0]))
-        _tally.weight_reads += len(w_cols) * len(w_cols[0])
-    return out
-
-
-def _output(heads: Heads, o_cols: Sequence) -> Matrix:
-    """Sum over heads of heads[i] @ w_o[i]: [h][n][d] -> [n][d_model]."""
-    rows = [list(chain.from_iterable(r)) for r in zip(*heads)]     # [n][h*d]
-    return _project(rows, o_cols, "o_proj")                        # [n][d_model]
-
+# Step 13. layer
 
 def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
           causal: bool = False) -> Matrix:
@@ -880,7 +667,6 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
         return []
     return _forward(x, w, causal)[0]
 
-
 def _forward(x: Sequence, w: PreparedWeights, causal: bool, saved: Optional[list] = None) -> tuple:
     """layer for checked input: (y, q, k, v, heads).  saved: see _grouped."""
     q = [_project(x, cols, "q_proj") for cols in w.q_cols]      # [h][n][d]
@@ -889,43 +675,26 @@ def _forward(x: Sequence, w: PreparedWeights, causal: bool, saved: Optional[list
     heads = _grouped(q, k, [list(zip(*vj)) for vj in v], causal, saved)   # [h][n][d]
     return _output(heads, w.o_cols), q, k, v, heads             # y: [n][d_model]
 
+def _project(x: Sequence, w_cols: Sequence, term: str) -> Matrix:
+    """x [n][k] @ w [k][p], w given by its columns [p][k] -> [n][p]."""
+    out = _mm(x, w_cols)
+    if _tally is not None:
+        setattr(_tally, term, getattr(_tally, term) + len(x) * len(w_cols) * len(w_cols[0]))
+        _tally.weight_reads += len(w_cols) * len(w_cols[0])
+    return out
 
-# ---------------------------------------------------------------------------
-# Step 14. How much did the output change? output_difference.
-# ---------------------------------------------------------------------------
+def _output(heads: Heads, o_cols: Sequence) -> Matrix:
+    """Sum over heads of heads[i] @ w_o[i]: [h][n][d] -> [n][d_model]."""
+    rows = [list(chain.from_iterable(r)) for r in zip(*heads)]     # [n][h*d]
+    return _project(rows, o_cols, "o_proj")                        # [n][d_model]
+
+# Step 14. output_difference: how much did the output change?
 
 class Difference(_Record):
     """How far an output is from a reference output."""
     __slots__ = {"max_abs": "largest |a - b| over all values",
                  "rel_l2": "||a - b|| / ||b||",
                  "cosine": "a . b / (||a|| ||b||)"}
-
-
-def _flatten(a: object, b: object) -> tuple:
-    """The numbers of two nested lists of one shape (at most 3 levels), as two flat lists."""
-    sequences = (list, tuple, array)
-    fa, fb, stack = [], [], [(a, b, ())]
-    while stack:
-        x, y, where = stack.pop()
-        nested = isinstance(x, sequences), isinstance(y, sequences)
-        if not any(nested):
-            for name, value in (("a", x), ("b", y)):
-                if type(value) not in _NUMBERS:
-                    raise TypeError(f"output_difference: {name} holds {type(value).__name__} "
-                                    f"{_brief(value)} at {list(where)}; values must be int or float")
-            fa.append(x)
-            fb.append(y)
-            continue
-        if not all(nested) or len(x) != len(y):
-            size = lambda t: len(t) if isinstance(t, sequences) else "a number"
-            raise GQAError(f"output_difference: a and b differ in shape at index "
-                           f"{list(where)}: {size(x)} vs {size(y)}")
-        if len(where) == 3:
-            raise GQAError("output_difference: a and b nest deeper than 3 levels; they must be a "
-                           "matrix [n][d] or a multi-head tensor [h][n][d]")
-        stack.extend((xi, yi, where + (i,)) for i, (xi, yi) in reversed(list(enumerate(zip(x, y)))))
-    return fa, fb
-
 
 def output_difference(a: Sequence, b: Sequence) -> Difference:
     """Return how far output a is from reference b, as a Difference.
@@ -959,12 +728,13 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
         cosine = math.copysign(1.0, cosine)
     return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)
 
+# ---------------------------------------------------------------------------
+# Part 4. Counting: what g changes (the cache) and what it does not.
+# Steps 15-20: kv_cache_elements, attention_multiplies, block_multiplies,
+# cache_table, multiplies_table, count_multiplies.
+# ---------------------------------------------------------------------------
 
-# ---------------------------------------------------------------------------
-# Steps 15-19, counting 1. Closed forms: what g changes (the cache) and what
-# it does not.  kv_cache_elements (15), attention_multiplies (16),
-# block_multiplies (17), cache_table (18), multiplies_table (19).
-# ---------------------------------------------------------------------------
+# Step 15. kv_cache_elements
 
 def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
                       batch: int = 1) -> int:
@@ -986,11 +756,11 @@ def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
     _check_int(func, "batch", batch)
     return _cache_elements(layers, kv_heads, length, head_dim, batch)
 
-
 def _cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, batch: int) -> int:
     """kv_cache_elements for checked sizes."""
     return 2 * layers * kv_heads * length * head_dim * batch
 
+# Step 16. attention_multiplies
 
 class Multiplies(_Record):
     """Multiplications of one attention layer, term by term."""
@@ -1001,13 +771,6 @@ class Multiplies(_Record):
                  "weighted_sum": "h x n x m x d_v (no g)",
                  "o_proj": "n x h x d x d_model",
                  "total": "the sum of the six terms"}
-
-
-def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
-                weighted_sum: int, o_proj: int) -> Multiplies:
-    return Multiplies(q_proj, k_proj, v_proj, scores, weighted_sum, o_proj,
-                      q_proj + k_proj + v_proj + scores + weighted_sum + o_proj)
-
 
 def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
                          causal: bool = False) -> Multiplies:
@@ -1036,7 +799,6 @@ def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
     _check_int(func, "d_model", d_model, low=1)
     return _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))
 
-
 def _attention_multiplies(n: int, h: int, g: int, d: int, d_model: int,
                           causal: bool = False) -> Multiplies:
     """attention_multiplies for checked sizes."""
@@ -1045,6 +807,12 @@ def _attention_multiplies(n: int, h: int, g: int, d: int, d_model: int,
                        v_proj=n * d_model * g * d, scores=h * pairs * d,
                        weighted_sum=h * pairs * d, o_proj=n * h * d * d_model)
 
+def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
+                weighted_sum: int, o_proj: int) -> Multiplies:
+    return Multiplies(q_proj, k_proj, v_proj, scores, weighted_sum, o_proj,
+                      q_proj + k_proj + v_proj + scores + weighted_sum + o_proj)
+
+# Step 17. block_multiplies
 
 class BlockMultiplies(_Record):
     """Multiplications of one transformer block (attention and MLP), by part."""
@@ -1053,7 +821,6 @@ class BlockMultiplies(_Record):
                  "body": "scores and weighted sum: 2 x h x d x the pairs attended",
                  "mlp": "mlp_matrices x n x d_model x d_ff",
                  "total": "the sum of the four parts"}
-
 
 def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
                      mlp_matrices: int = 3, causal: bool = True) -> BlockMultiplies:
@@ -1081,6 +848,7 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
     return BlockMultiplies(a.q_proj + a.o_proj, a.k_proj + a.v_proj, a.scores + a.weighted_sum,
                            mlp, a.total + mlp)
 
+# Step 18. cache_table
 
 class CacheRow(_Record):
     """One row of cache_table: the KV cache for one g."""
@@ -1089,7 +857,6 @@ class CacheRow(_Record):
                  "group_size": "h // g query heads per key/value head",
                  "elements": "kv_cache_elements(...)",
                  "ratio": "elements / elements at g = h"}
-
 
 def cache_table(h: int, *, layers: int, length: int, head_dim: int,
                 batch: int = 1) -> list[CacheRow]:
@@ -1112,6 +879,7 @@ def cache_table(h: int, *, layers: int, length: int, head_dim: int,
                              elements / mha if mha else 1.0))
     return rows
 
+# Step 19. multiplies_table
 
 class MultipliesRow(_Record):
     """One row of multiplies_table: the multiplications for one g."""
@@ -1120,7 +888,6 @@ class MultipliesRow(_Record):
                  "group_size": "h // g",
                  "counts": "attention_multiplies(n, h, g, d, d_model), a Multiplies",
                  "ratio": "each term / the same term at g = h (floats), a Multiplies"}
-
 
 def multiplies_table(n: int, h: int, d: int, d_model: int, *,
                      causal: bool = False) -> list[MultipliesRow]:
@@ -1145,11 +912,7 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
         rows.append(MultipliesRow(_method(h, g), g, h // g, counts, ratio))
     return rows
 
-
-# ---------------------------------------------------------------------------
-# Step 20, counting 2. Counted, not computed: a tally kept by the arithmetic
-# itself.  Tally and count_multiplies (20).
-# ---------------------------------------------------------------------------
+# Step 20. count_multiplies: counted, not computed; a tally kept by the arithmetic itself
 
 class Tally:
     """Multiplications performed and elements read, as the code ran.
@@ -1180,7 +943,6 @@ class Tally:
         fields = ", ".join(f"{name}={getattr(self, name)}" for name in self.FIELDS)
         return f"Tally({fields})"
 
-
 @contextmanager
 def count_multiplies() -> Iterator[Tally]:
     """Tally the multiplications (and reads) of the code run inside the block.
@@ -1207,10 +969,12 @@ def count_multiplies() -> Iterator[Tally]:
             for name in Tally.FIELDS:
                 setattr(outer, name, getattr(outer, name) + getattr(tally, name))
 
+# ---------------------------------------------------------------------------
+# Part 5. Decoding, one token at a time (the MQA paper's setting).
+# Steps 21-23: KVCache, decode_step, decode_traffic.
+# ---------------------------------------------------------------------------
 
-# ---------------------------------------------------------------------------
-# Step 21, decoding 1. The KV cache, in real memory: KVCache.
-# ---------------------------------------------------------------------------
+# Step 21. KVCache: the KV cache, in real memory
 
 class KVCache:
     """One layer's KV cache for g key/value heads of width d.
@@ -1316,20 +1080,7 @@ class KVCache:
     def __repr__(self) -> str:
         return f"KVCache(g={self.g}, d={self.d}, len={len(self)})"
 
-
-# ---------------------------------------------------------------------------
-# Steps 22-23, decoding 2. One token at a time, the MQA paper's setting:
-# decode_step (22), decode_traffic (23).
-# ---------------------------------------------------------------------------
-
-def _cache_views(cache: KVCache, j: int) -> tuple:
-    """Return cache head j as key rows [m][d] and value columns [d][m], no copy."""
-    d, m = cache.d, len(cache)
-    kv, vv = memoryview(cache.k[j])[:m * d], memoryview(cache.v[j])[:m * d]
-    if _tally is not None:
-        _tally.cache_reads += len(kv) + len(vv)
-    return [kv[t * d:(t + 1) * d] for t in range(m)], [vv[c::d] for c in range(d)]
-
+# Step 22. decode_step
 
 def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], g: int,
                 cache: KVCache) -> list:
@@ -1379,6 +1130,15 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
         cache._restore(before)
         raise
 
+def _cache_views(cache: KVCache, j: int) -> tuple:
+    """Return cache head j as key rows [m][d] and value columns [d][m], no copy."""
+    d, m = cache.d, len(cache)
+    kv, vv = memoryview(cache.k[j])[:m * d], memoryview(cache.v[j])[:m * d]
+    if _tally is not None:
+        _tally.cache_reads += len(kv) + len(vv)
+    return [kv[t * d:(t + 1) * d] for t in range(m)], [vv[c::d] for c in range(d)]
+
+# Step 23. decode_traffic
 
 class DecodeTraffic(_Record):
     """What n decode steps read and multiply (the MQA paper's analysis)."""
@@ -1386,7 +1146,6 @@ class DecodeTraffic(_Record):
                  "weight_reads": "weight elements read (once per step, shared by the batch)",
                  "multiplies": "multiplications",
                  "ratio": "(cache_reads + weight_reads) / multiplies"}
-
 
 def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
                    batch: int = 1) -> DecodeTraffic:
@@ -1419,41 +1178,12 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0
     return DecodeTraffic(cache_reads, weight_reads, multiplies, ratio)
 
-
 # ---------------------------------------------------------------------------
-# Steps 24-25, learning: the backward pass.  grouped_attention_backward (24),
-# layer_backward (25).
+# Part 6. Learning: the backward pass.
+# Steps 24-25: grouped_attention_backward, layer_backward.
 # ---------------------------------------------------------------------------
 
-def _transpose(rows: Sequence) -> list:
-    return list(zip(*rows))
-
-
-def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
-                     probs: Sequence) -> tuple:
-    """One query head's gradients for checked input: (dq [n][d], dk [m][d], dv [m][d_v]).
-
-    probs is what _attend saved: each query's softmax, (e [seen], z).
-    softmax(q keys^T / sqrt(d)) v, differentiated: dv = p^T d_out,
-    dp = d_out v^T, ds = p (dp - rowsum(p dp)), dq = ds k / sqrt(d) and
-    dk = ds^T q / sqrt(d).  Masked pairs have p = ds = 0 exactly.
-    """
-    m = len(keys)
-    scale = 1.0 / math.sqrt(len(q[0]))
-    p_rows, ds_rows = [], []                                   # [n][m] each, zeros where masked
-    for i, (e, z) in enumerate(probs):
-        seen = len(e)                                          # keys query i saw
-        p = [x / z for x in e]                                 # [seen]
-        dp = _dots(v_rows[:seen] if seen < m else v_rows, d_out[i])      # [seen]: d_out_i . v_j
-        c = _dots([p], dp)[0]                                  # sum_j p_j dp_j
-        pad = [0.0] * (m - seen)
-        p_rows.append(p + pad)
-        ds_rows.append([pj * (dpj - c) for pj, dpj in zip(p, dp)] + pad)
-    dq = [[x * scale for x in _dots(_transpose(keys), ds)] for ds in ds_rows]        # [n][d]
-    dk = [[x * scale for x in _dots(_transpose(q), col)] for col in _transpose(ds_rows)]  # [m][d]
-    dv = [_dots(_transpose(d_out), col) for col in _transpose(p_rows)]                # [m][d_v]
-    return dq, dk, dv
-
+# Step 24. grouped_attention_backward
 
 def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix],
                                d_out: Sequence[Matrix], *, causal: bool = False) -> tuple:
@@ -1489,7 +1219,6 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     _grouped(q, k, [_transpose(vj) for vj in v], causal, probs)    # the forward, for its softmax
     return _grouped_backward(q, k, v, d_out, probs)
 
-
 def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence,
                       probs: Sequence) -> tuple:
     """grouped_attention_backward for checked input and the softmax _grouped saved."""
@@ -1505,6 +1234,32 @@ def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence,
         dv[j] = dv_i if dv[j] is None else [list(map(add, a, b)) for a, b in zip(dv[j], dv_i)]
     return dq, dk, dv                                           # [h][n][d], [g][m][d], [g][m][d_v]
 
+def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
+                     probs: Sequence) -> tuple:
+    """One query head's gradients for checked input: (dq [n][d], dk [m][d], dv [m][d_v]).
+
+    probs is what _attend saved: each query's softmax, (e [seen], z).
+    softmax(q keys^T / sqrt(d)) v, differentiated: dv = p^T d_out,
+    dp = d_out v^T, ds = p (dp - rowsum(p dp)), dq = ds k / sqrt(d) and
+    dk = ds^T q / sqrt(d).  Masked pairs have p = ds = 0 exactly.
+    """
+    m = len(keys)
+    scale = 1.0 / math.sqrt(len(q[0]))
+    p_rows, ds_rows = [], []                                   # [n][m] each, zeros where masked
+    for i, (e, z) in enumerate(probs):
+        seen = len(e)                                          # keys query i saw
+        p = [x / z for x in e]                                 # [seen]
+        dp = _dots(v_rows[:seen] if seen < m else v_rows, d_out[i])      # [seen]: d_out_i . v_j
+        c = _dots([p], dp)[0]                                  # sum_j p_j dp_j
+        pad = [0.0] * (m - seen)
+        p_rows.append(p + pad)
+        ds_rows.append([pj * (dpj - c) for pj, dpj in zip(p, dp)] + pad)
+    dq = [[x * scale for x in _dots(_transpose(keys), ds)] for ds in ds_rows]        # [n][d]
+    dk = [[x * scale for x in _dots(_transpose(q), col)] for col in _transpose(ds_rows)]  # [m][d]
+    dv = [_dots(_transpose(d_out), col) for col in _transpose(p_rows)]                # [m][d_v]
+    return dq, dk, dv
+
+# Step 25. layer_backward: the backward reuses what the forward saved
 
 def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
                    causal: bool = False) -> tuple:
@@ -1527,12 +1282,6 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
     _check_matrix(func, "d_y", d_y, cols=d_model, rows=len(x))
     _, saved = _layer_forward(x, weights, g, causal=causal)
     return _layer_backward(saved, d_y)
-
-
-class _Saved:
-    """What _layer_forward keeps for _layer_backward (micrograd's saved tensors)."""
-    __slots__ = ("x", "causal", "rows", "prepared", "kv_heads", "q", "k", "v", "heads", "probs")
-
 
 def _layer_forward(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
                    causal: bool) -> tuple:
@@ -1562,16 +1311,6 @@ def _layer_forward(x: Sequence, weights: Union[Weights, PreparedWeights], g: int
     y, s.q, s.k, s.v, s.heads = _forward(x, w, causal, s.probs)
     return y, s
 
-
-def _unprepared(w: PreparedWeights) -> Weights:
-    """The folded Weights that w was prepared from (the same values, as tuples)."""
-    def rows(heads: Sequence) -> list:
-        return [tuple(zip(*cols)) for cols in heads]             # [heads][d_model][d]
-    o_rows = tuple(zip(*w.o_cols))                               # [h*d][d_model]
-    return Weights(w_q=rows(w.q_cols), w_k=rows(w.k_cols), w_v=rows(w.v_cols),
-                   w_o=[o_rows[i * w.d:(i + 1) * w.d] for i in range(w.h)])   # [h][d][d_model]
-
-
 def _layer_backward(saved: _Saved, d_y: Sequence) -> tuple:
     """layer_backward from what _layer_forward saved: (dx, grads), d_y checked."""
     s = saved
@@ -1597,7 +1336,6 @@ def _layer_backward(saved: _Saved, d_y: Sequence) -> tuple:
             dx = [list(map(add, row, part)) for row, part in zip(dx, _mm(gt, wt))]
     return dx, Weights(w_q=d_w_q, w_k=_unfold(d_w_k, kv_k), w_v=_unfold(d_w_v, kv_v), w_o=d_w_o)
 
-
 def _unfold(grads: Heads, heads: int) -> Heads:
     """The gradient of g folded heads, sent back through the mean fold to `heads` heads."""
     group = heads // len(grads)
@@ -1605,54 +1343,224 @@ def _unfold(grads: Heads, heads: int) -> Heads:
         return grads
     return [[[x / group for x in row] for row in grads[i // group]] for i in range(heads)]
 
+# ---------------------------------------------------------------------------
+# The door: every public function checks what it was given here, once,
+# then calls the private steps above, which trust it; so bad input ends
+# in a GQAError or TypeError that names the function, the rule and the
+# numbers given.
+# ---------------------------------------------------------------------------
+
+_FLOAT_MAX = sys.float_info.max
+_INF = math.inf
+_NUMBERS = frozenset((int, float))
+
+def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0,
+               high: Optional[int] = MAX_SIZE) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{func}: {name} must be an int, "
+                        f"not {type(value).__name__} ({_brief(value)})")
+    if low is not None and value < low:
+        rule = "positive" if low == 1 else f"at least {low}"
+        raise GQAError(f"{func}: {name} must be {rule}; got {name}={_brief(value)}")
+    if high is not None and value > high:
+        raise GQAError(f"{func}: {name} must be at most {high:,}; got {name}={_brief(value)}")
+    return value
+
+def _brief(value: object) -> str:
+    """A value in a message, never thousands of characters long."""
+    if isinstance(value, int) and abs(value) >= 10 ** 30:         # repr of a huge int is slow
+        return f"an int of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+def _check_causal(func: str, causal: object) -> bool:
+    if not isinstance(causal, bool):
+        raise TypeError(f"{func}: causal must be True or False, not {type(causal).__name__} "
+                        f"({_brief(causal)})")
+    return causal
+
+def _valid_g_text(h: int) -> str:
+    """The end of every message about a bad g: 'valid g for h=8: 1, 2, 4, 8'."""
+    gs = valid_g(h)                             # O(sqrt(h)), and h is at most MAX_SIZE
+    if len(gs) > 12:                            # a few, and how many there are
+        return (f"valid g for h={h}: {', '.join(map(str, gs[:6]))}, ..., "
+                f"{', '.join(map(str, gs[-3:]))} ({len(gs)} in all)")
+    return f"valid g for h={h}: {', '.join(map(str, gs))}"
+
+def _group_size(func: str, h: object, g: object) -> int:
+    """Check h query heads and g key/value heads; return h // g."""
+    _check_int(func, "h", h, low=1)
+    _check_int(func, "g", g, low=None, high=None)              # 1 <= g <= h is checked next
+    if not 1 <= g <= h:
+        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; {_valid_g_text(h)}")
+    if h % g:
+        raise GQAError(f"{func}: g={g} does not divide h={h}; got g={g}, h={h}; {_valid_g_text(h)}")
+    return h // g
+
+def _check_list(func: str, what: str, value: object, expected: str) -> None:
+    if not isinstance(value, (list, tuple, array)):
+        raise TypeError(f"{func}: {what} must be {expected}, not {type(value).__name__}")
+
+def _check_values(func: str, what: str, row: Sequence) -> None:
+    """Every value of a row is an int or a float that a float can hold (one C-speed pass)."""
+    if isinstance(row, array):
+        if row.typecode not in "fd":
+            raise TypeError(f"{func}: {what} is an array('{row.typecode}'); use array('d')")
+        return
+    kinds = set(map(type, row))
+    if kinds <= {float}:
+        return
+    if not kinds <= _NUMBERS:
+        bad = next(x for x in row if type(x) not in _NUMBERS)
+        raise TypeError(f"{func}: {what} holds {type(bad).__name__} {_brief(bad)}; "
+                        f"values must be int or float")
+    if any(abs(x) > _FLOAT_MAX for x in row if type(x) is int):
+        raise GQAError(f"{func}: {what} holds an int beyond the largest float")
+
+_ROWS = frozenset((list, tuple, array))
+
+def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
+                  rows: Optional[int] = None) -> int:
+    """Check that mat is a list of equal rows of numbers; return the row width.
+
+    Three passes at C speed (row types, row lengths, value types); only when
+    one finds something wrong does a row-by-row pass name the row.
+    """
+    _check_list(func, what, mat, "a list of rows")
+    if rows is not None and len(mat) != rows:
+        raise GQAError(f"{func}: {what} must have {rows} rows; got {len(mat)}")
+    widths = set(map(len, mat)) if set(map(type, mat)) <= _ROWS else None
+    width = cols if not widths else next(iter(widths))
+    if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):
+        width = cols
+        for r, row in enumerate(mat):                               # name the first bad row
+            _check_list(func, f"{what} row {r}", row, "a list of floats")
+            if width is None:
+                width = len(row)
+            elif len(row) != width:
+                raise GQAError(f"{func}: {what} row {r} has {len(row)} values, "
+                               f"expected {width} (ragged rows)")
+    if not set(map(type, chain.from_iterable(mat))) <= {float}:     # one pass, at C speed
+        for r, row in enumerate(mat):                               # the slow path names the row
+            _check_values(func, f"{what} row {r}", row)
+    return 0 if width is None else width
+
+def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = None,
+                 rows: Optional[int] = None) -> tuple:
+    """Check a [heads][rows][cols] tensor; return (heads, rows, cols)."""
+    _check_list(func, name, t, "a list of heads, each a list of rows")
+    if len(t) == 0:
+        raise GQAError(f"{func}: {name} has no heads")
+    for i, mat in enumerate(t):
+        cols = _check_matrix(func, f"{name} head {i}", mat, cols=cols, rows=rows)
+        rows = len(mat)                      # the first head sets the rows of the others
+    return len(t), rows, cols
+
+def _check_qkv(func: str, q: Sequence, k: Sequence, v: Sequence, causal: bool) -> None:
+    """Check one head's q [n][d], k [m][d], v [m][d_v]."""
+    _check_causal(func, causal)
+    d = _check_matrix(func, "q", q)
+    dk = _check_matrix(func, "k", k)
+    m = len(k)
+    if m == 0:
+        raise GQAError(f"{func}: there are no keys (k has 0 rows)")
+    if q and d == 0:
+        raise GQAError(f"{func}: head dim d must be positive; q rows have 0 values")
+    if q and dk != d:
+        raise GQAError(f"{func}: q and k head dims differ: q has d={d}, k has d={dk}")
+    dv = _check_matrix(func, "v", v)
+    if len(v) != m:
+        raise GQAError(f"{func}: k and v row counts differ: k has m={m}, v has {len(v)}")
+    if dv == 0:
+        raise GQAError(f"{func}: v rows have 0 values")
+    if causal and len(q) > m:
+        raise GQAError(f"{func}: causal attention needs at least as many keys as "
+                       f"queries (queries are the last n of m positions); "
+                       f"got n={len(q)}, m={m}")
+
+def _check_multihead(func: str, q: Sequence, k: Sequence, v: Sequence,
+                     causal: bool) -> None:
+    """Check q [h][n][d], k [.][m][d], v [.][m][d_v]: equal heads, matching sizes."""
+    _check_heads(func, "q", q)
+    _check_heads(func, "k", k)
+    _check_heads(func, "v", v)
+    if len(k) != len(v):
+        raise GQAError(f"{func}: k and v head counts differ: k has {len(k)}, v has {len(v)}")
+    _check_qkv(func, q[0], k[0], v[0], causal)
+
+def _check_weights(func: str, weights: Weights, g: int) -> tuple:
+    """Check weights for g key/value heads; return (h, d_model, d)."""
+    if not isinstance(weights, Weights):
+        raise TypeError(f"{func}: weights must be a Weights record, "
+                        f"not {type(weights).__name__}")
+    h, d_model, d = _check_heads(func, "w_q", weights.w_q)
+    _group_size(func, h, g)
+    for name in ("w_k", "w_v"):
+        heads = len(getattr(weights, name))
+        if heads not in (h, g):
+            raise GQAError(f"{func}: {name} has {heads} heads; expected h={h} "
+                           f"(MHA weights, folded to g) or g={g}")
+        _check_heads(func, name, getattr(weights, name), rows=d_model, cols=d)
+    if len(weights.w_o) != h:
+        raise GQAError(f"{func}: w_o has {len(weights.w_o)} heads; expected h={h}")
+    _check_heads(func, "w_o", weights.w_o, rows=d, cols=d_model)
+    return h, d_model, d
+
+def _weights_for(func: str, weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
+    """Check and prepare Weights, or check that PreparedWeights were prepared for g."""
+    if isinstance(weights, PreparedWeights):
+        _group_size(func, weights.h, g)
+        if weights.g != g:
+            raise GQAError(f"{func}: these weights were prepared for g={weights.g}; "
+                           f"got g={g}")
+        return weights
+    _check_weights(func, weights, g)
+    return _prepared(weights, g, once=True)
+
+def _flatten(a: object, b: object) -> tuple:
+    """The numbers of two nested lists of one shape (at most 3 levels), as two flat lists."""
+    sequences = (list, tuple, array)
+    fa, fb, stack = [], [], [(a, b, ())]
+    while stack:
+        x, y, where = stack.pop()
+        nested = isinstance(x, sequences), isinstance(y, sequences)
+        if not any(nested):
+            for name, value in (("a", x), ("b", y)):
+                if type(value) not in _NUMBERS:
+                    raise TypeError(f"output_difference: {name} holds {type(value).__name__} "
+                                    f"{_brief(value)} at {list(where)}; values must be int or float")
+            fa.append(x)
+            fb.append(y)
+            continue
+        if not all(nested) or len(x) != len(y):
+            size = lambda t: len(t) if isinstance(t, sequences) else "a number"
+            raise GQAError(f"output_difference: a and b differ in shape at index "
+                           f"{list(where)}: {size(x)} vs {size(y)}")
+        if len(where) == 3:
+            raise GQAError("output_difference: a and b nest deeper than 3 levels; they must be a "
+                           "matrix [n][d] or a multi-head tensor [h][n][d]")
+        stack.extend((xi, yi, where + (i,)) for i, (xi, yi) in reversed(list(enumerate(zip(x, y)))))
+    return fa, fb
 
 # ---------------------------------------------------------------------------
-# Command line: `python -m gqa COMMAND` (or `gqa COMMAND` once installed).
-# The tools live in their own modules; the lab above needs none of them.
+# Plumbing.
 # ---------------------------------------------------------------------------
 
-_COMMANDS = {
-    "tables": ("gqa_tables", "print the cache and multiplication tables for every g"),
-    "report": ("gqa_report", "write report.md, or --check that it is current"),
-    "config": ("gqa_config", "size a model's KV cache from its config.json"),
-    "bench": ("gqa_bench", "time and memory per g, measured on this machine"),
-    "uptrain": ("gqa_uptrain", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
-}
+def _transpose(rows: Sequence) -> list:
+    return list(zip(*rows))
+
+class _Saved:
+    """What _layer_forward keeps for _layer_backward (micrograd's saved tensors)."""
+    __slots__ = ("x", "causal", "rows", "prepared", "kv_heads", "q", "k", "v", "heads", "probs")
+
+def _unprepared(w: PreparedWeights) -> Weights:
+    """The folded Weights that w was prepared from (the same values, as tuples)."""
+    def rows(heads: Sequence) -> list:
+        return [tuple(zip(*cols)) for cols in heads]             # [heads][d_model][d]
+    o_rows = tuple(zip(*w.o_cols))                               # [h*d][d_model]
+    return Weights(w_q=rows(w.q_cols), w_k=rows(w.k_cols), w_v=rows(w.v_cols),
+                   w_o=[o_rows[i * w.d:(i + 1) * w.d] for i in range(w.h)])   # [h][d][d_model]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run a gqa command line tool; return its exit status."""
-    import importlib
-    import os
-    import sys
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help") or args[0] not in _COMMANDS:
-        lines = [f"  {name:<8} {doc}" for name, (_, doc) in _COMMANDS.items()]
-        print("usage: python -m gqa COMMAND [options]\n\ncommands:\n" + "\n".join(lines)
-              + "\n\n'python -m gqa COMMAND --help' describes a command's options.",
-              file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
-        if args and args[0] not in ("-h", "--help"):
-            print(f"gqa: unknown command {args[0]!r}", file=sys.stderr)
-        return 0 if args[:1] in (["-h"], ["--help"]) else 2
-    for stream in (sys.stdout, sys.stderr):  # a path the terminal cannot show is escaped, not fatal
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
-    tool = importlib.import_module(_COMMANDS[args[0]][0])
-    try:
-        return tool.main(args[0], args[1:])
-    except BrokenPipeError:                  # `gqa tables | head`: the reader left early
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # as the Python docs advise
-        return 1
-    except KeyboardInterrupt:                # Ctrl-C: one line; a report is written whole or not at all
-        print(f"gqa {args[0]}: interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    import sys
-
-    import gqa                       # run the importable module, not a second __main__ copy
-    try:
-        sys.exit(gqa.main())
-    except KeyboardInterrupt:        # Ctrl-C while a tool is being imported
-        sys.exit(130)
+if __name__ == "__main__":           # python -m gqa COMMAND: the command line is gqa_cli.py's
+    sys.exit(__import__("gqa_cli").main())
