@@ -1,139 +1,96 @@
 """gqa: grouped-query attention, counted by hand.
 
-Multi-head (MHA), grouped-query (GQA) and multi-query (MQA) attention are one
-design with one knob, g, the number of key/value heads.  There are h query
-heads, g must divide h, and each contiguous block of h // g query heads shares
-one key/value head.  Query heads are never touched.
+h query heads share g key/value heads, g dividing h: each contiguous block of
+h // g query heads reads one key/value head.  g = h is multi-head attention
+(MHA), g = 1 multi-query (MQA), in between grouped-query (GQA).  g shrinks
+the KV cache, 2 x layers x g x length x d numbers, and so what decoding reads
+per token; it leaves the attention body alone (the scores and the weighted
+sum are h x n x m x d multiplications each), and beside a block's MLP the K
+and V projections it shrinks are a small share: prefill barely speeds up.
 
-    ==========  ===========  ==========================================
-    g           method       each key/value head serves
-    ==========  ===========  ==========================================
-    g = h       MHA          1 query head (its own)
-    1 < g < h   GQA          h // g query heads (one group)
-    g = 1       MQA          all h query heads
-    ==========  ===========  ==========================================
+The lab, in order: one function per step (python grader.py checks them so)
+    1  valid_g(h)                 the valid g for h: its divisors
+    2  method_name(h, g)          "MHA", "GQA" or "MQA"
+    3  kv_head(i, h, g)           which key/value head query head i reads
+    4  group_heads(h, g)          the query heads of each group
+    5  fold_kv_mean(kv, g)        h heads -> g heads, each its group's mean
+    6  repeat_kv(kv, h)           g heads -> h heads (repeat-interleave)
+    7  single_head_attention      softmax(q k^T / sqrt(d)) v for one head
+    8  attention(q, k, v, g)      MHA, GQA and MQA from one function
+    9  grouped_attention          what real models run: k, v have g heads
+   10  init_weights               random MHA weights for one layer
+   11  fold_weights               the same weights with g K/V heads, by mean
+   12  prepare_weights            weights checked, folded and transposed, once
+   13  layer(x, weights, g)       one attention layer on MHA weights
+   14  output_difference          max abs, relative L2 and cosine
+   15  kv_cache_elements          numbers held by a KV cache (closed form)
+   16  attention_multiplies       multiplications per term, one attention layer
+   17  block_multiplies           the same for a whole block, MLP included
+   18  cache_table                the cache for every valid g, ratios to MHA
+   19  multiplies_table           the multiplications for every valid g
+   20  count_multiplies           tally what the code multiplies and reads
+   21  KVCache                    one layer's cache, stored in array('d')
+   22  decode_step                one token of incremental decoding
+   23  decode_traffic             cache and weight reads per decoded sequence
+   24  grouped_attention_backward the gradients of q, k and v
+   25  layer_backward             the gradients of a layer's x and weights
+Step 20 goes back to steps 7, 9, 13 and 22: their arithmetic keeps the tally.
 
-What g changes is the KV cache: 2 x layers x g x length x d numbers, so it
-shrinks in proportion to g, and decoding, which re-reads the whole cache for
-every token, reads that much less.  What g does not change is the attention
-body: the scores (h x n x m x d multiplications) and the weighted sum (the
-same) have no g in them.  Only the K and V projections shrink, and in a
-whole transformer block, MLP included, they are a small share of the work
-(block_multiplies): prefill barely speeds up.
-
-Shapes
-------
-Everything is nested lists of floats.  A matrix is a list of rows; a
-multi-head tensor is a list of matrices, head axis first.
-
+Shapes: nested lists of floats, a matrix a list of rows, head axis first.
     h        query heads              q        [h][n][d]
     g        key/value heads (groups) k, v     [g][m][d], [g][m][d_v]
-    h // g   query heads per group    x        [n][d_model]
+    h // g   query heads per group    x, y     [n][d_model]
     n        queries (positions)      w_q      [h][d_model][d]
-    m        keys (cache length)      w_k, w_v [g or h][d_model][d]
+    m        keys (cache length)      w_k, w_v [h or g][d_model][d]
     d        head dim                 w_o      [h][d][d_model]
-    d_model  model width              y        [n][d_model]
 
-The lab, in order
------------------
-Each function is one step; the grader checks them in this order.
+Rules every step keeps (the grader checks each one)
+- Input that breaks a rule raises GQAError, whose message names the
+  function, the rule and every number given: method_name(8, 3) names g=3
+  and h=8; valid_g(0) raises (h must be positive).  A size that is not an
+  int (or is a bool), data that is not nested lists (tuples and array('d')
+  rows too) of equal rows of ints and floats, or a causal flag that is not
+  a bool raises TypeError.  Ragged rows raise GQAError.
+- Arguments are never changed, and what a step computes is new lists, not
+  the input's (repeat_kv shares the input's heads, and fold_weights the
+  input's w_q and w_o, as their docstrings say).
+- Counts take 0 where a count can be 0: kv_cache_elements(1, 1, 0, 1) is 0.
+- Finite input never overflows: the softmax subtracts its row's maximum,
+  the mean fold of two 1e308 is 1e308, and output_difference scales before
+  it squares (1e200 and 1e-200 give exact answers, not nan or 0.0).  NaN is
+  not an error: it propagates.  An infinite score takes all the weight.
+- MHA is MHA to the last bit: attention(q, k, v, g=h) is == per-head
+  single_head_attention, and fold_kv_mean(kv, h) == kv.
 
-    ====  ======================  ============================================
-    step  function                what it does
-    ====  ======================  ============================================
-       1  valid_g(h)              the valid g for h: its divisors
-       2  method_name(h, g)       "MHA", "GQA" or "MQA"
-       3  kv_head(i, h, g)        which key/value head query head i reads
-       4  group_heads(h, g)       the query heads of each group
-       5  fold_kv_mean(kv, g)     h heads -> g heads, each its group's mean
-       6  repeat_kv(kv, h)        g heads -> h heads (repeat-interleave)
-       7  single_head_attention   softmax(q k^T / sqrt(d)) v for one head
-       8  attention(q, k, v, g)   MHA, GQA and MQA from one function
-       9  grouped_attention       what real models run: k, v have g heads
-      10  init_weights            random MHA weights for one layer
-      11  fold_weights            the same weights with g K/V heads, by mean
-      12  prepare_weights         weights checked, folded and transposed, once
-      13  layer(x, weights, g)    one attention layer on MHA weights
-      14  output_difference       max abs, relative L2 and cosine
-    ====  ======================  ============================================
+Records: results with named fields (Weights, PreparedWeights, Difference,
+Multiplies, BlockMultiplies, CacheRow, MultipliesRow, DecodeTraffic).  Read a
+field by name (diff.rel_l2), unpack like a tuple, compare with ==, copy with
+record._replace(field=value).
 
-Counting
---------
-    ====  ======================  ============================================
-      15  kv_cache_elements       numbers held by a KV cache (closed form)
-      16  attention_multiplies    multiplications per term, one attention layer
-      17  block_multiplies        the same for a whole block, MLP included
-      18  cache_table             the cache for every valid g, ratios to MHA
-      19  multiplies_table        the multiplications for every valid g
-      20  count_multiplies        tally what the code multiplies and reads
-    ====  ======================  ============================================
-
-Decoding
---------
-    ====  ======================  ============================================
-      21  KVCache                 one layer's cache, stored in array('d')
-      22  decode_step             one token of incremental decoding
-      23  decode_traffic          cache and weight reads per decoded sequence
-    ====  ======================  ============================================
-
-Learning
---------
-    ====  ==========================  ========================================
-      24  grouped_attention_backward  the gradients of q, k and v
-      25  layer_backward              the gradients of a layer's x and weights
-    ====  ==========================  ========================================
-
-Records
--------
-Results with named fields are small records: Weights, PreparedWeights,
-Difference, Multiplies, BlockMultiplies, CacheRow, MultipliesRow and
-DecodeTraffic.  Read a field by name (diff.rel_l2), unpack them like tuples,
-compare them with ==, and make a changed copy with record._replace(field=value).
-
-Example
--------
 >>> q = k = v = [[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [1.0, -1.0]]]   # [h=2][n=2][d=2]
 >>> attention(q, k, v, g=2) == [single_head_attention(q[i], k[i], v[i]) for i in range(2)]
 True
 >>> w = init_weights(h=4, d_model=8, d=2, seed=0)
 >>> x = [[0.5] * 8, [-0.25] * 8, [1.0] * 8]          # [n=3][d_model=8]
->>> mha = layer(x, w, g=4)                           # MHA: g = h
->>> mqa = layer(x, w, g=1)                           # MQA, same weights
+>>> mha, mqa = layer(x, w, g=4), layer(x, w, g=1)    # MHA and MQA, the same weights
 >>> output_difference(mqa, mha).max_abs > 0
 True
 >>> kv_cache_elements(layers=32, kv_heads=8, length=4096, head_dim=128)
 268435456
 
-Speed
------
-Every multiplication of the lab is a dot product of two rows, done by one
+Speed: every multiplication is a dot product of two rows, done by one
 kernel: math.sumprod on Python 3.12 and later (one C loop, correctly
-rounded), sum(map(operator.mul, a, b)) before.  The last bits of a result can
-therefore differ between Python 3.11 and 3.12; on one Python they never vary.
+rounded), sum(map(operator.mul, a, b)) before.  The last bits of a result
+can differ between 3.11 and 3.12; on one Python they never vary.
 
-Command line
-------------
-    python grader.py             check this module (or yours) against a reference
-    python -m gqa tables         the cache and multiplication tables for every g
-    python -m gqa report         write report.md (--check: is it current?)
-    python -m gqa config PATH    size a real model's KV cache from its config.json
-    python -m gqa bench          time and memory per g, on this machine
-    python -m gqa uptrain        convert a trained MHA model, train on, measure quality
-
-Exceptions
-----------
-A size or shape that breaks the lab's rules raises GQAError, a subclass of
-ValueError; its message names the function, the rule and the numbers given.
-A size that is not an int (or is a bool), data that is not nested lists (or
-tuples, or array('d') rows) of ints and floats, or a causal flag that is not
-a bool, raises TypeError.  NaN in the data is not an error: it propagates.  An
-infinite score takes all of a softmax's weight, and finite inputs never
-overflow the softmax, the mean fold or output_difference.
+Command line: python grader.py checks this module (or yours, --module PATH)
+against an independent reference; python -m gqa tables, report, config,
+bench and uptrain are the tools (python -m gqa --help).
 
 Limits: a size or count is at most MAX_SIZE (10**12); one call allocates at
-most MAX_ALLOCATION (10**8) floats; a KVCache has at most MAX_KV_HEADS (65,536)
-heads.  Past them a GQAError says so before any work: a larger value could
-only hang or exhaust memory in pure Python.
+most MAX_ALLOCATION (10**8) floats; a KVCache has at most MAX_KV_HEADS
+(65,536) heads.  Past them a GQAError says so before any work, naming the
+limit: a larger value could only hang or exhaust memory in pure Python.
 """
 
 from __future__ import annotations
@@ -166,21 +123,40 @@ __all__ = [
 Matrix = List[List[float]]      # [rows][cols]
 Heads = List[Matrix]            # [heads][rows][cols]
 
-class GQAError(ValueError):
+class _Own(type):
+    """The type of GQAError and the records: help() shows what a class says
+    of itself, not the methods it inherits."""
+
+    def __dir__(cls) -> list:
+        return []
+
+
+class GQAError(ValueError, metaclass=_Own):
     """A size or shape that breaks the rules of grouped-query attention."""
+
 
 # Limits: past them nothing here could finish in minutes, or fit in memory.
 MAX_SIZE = 10 ** 12         # h, g, or any count a function takes
 MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)
 MAX_KV_HEADS = 2 ** 16      # heads of one KVCache (each holds two arrays)
 
-class _Fields(type):
-    """The type of records: their signature is their fields, for help()."""
+
+class _Fields(_Own):
+    """The type of records: their signature is their fields, and their
+    docstring ends with each field and what it holds, for help()."""
+
+    def __init__(cls, name: str, bases: tuple, namespace: dict) -> None:
+        super().__init__(name, bases, namespace)
+        if cls.__slots__:
+            width = max(map(len, cls.__slots__))
+            cls.__doc__ = (f"{cls.__doc__}\n\nFields:\n" + "\n".join(
+                f"    {field:<{width}}  {what}" for field, what in cls.__slots__.items()))
 
     @property
     def __signature__(cls) -> inspect.Signature:
         return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
                                   for name in cls.__slots__])
+
 
 class _Record(metaclass=_Fields):
     """The base of the lab's records: named fields, set once.
