@@ -1,13 +1,5 @@
 """gqa: grouped-query attention, counted by hand.
 
-h query heads share g key/value heads, g dividing h: each contiguous block of
-h // g query heads reads one key/value head.  g = h is multi-head attention
-(MHA), g = 1 multi-query (MQA), in between grouped-query (GQA).  g shrinks
-the KV cache, 2 x layers x g x length x d numbers, and so what decoding reads
-per token; it leaves the attention body alone (the scores and the weighted
-sum are h x n x m x d multiplications each), and beside a block's MLP the K
-and V projections it shrinks are a small share: prefill barely speeds up.
-
 The lab, in order: one function per step (python grader.py checks them so)
     1  valid_g(h)                 the valid g for h: its divisors
     2  method_name(h, g)          "MHA", "GQA" or "MQA"
@@ -36,6 +28,12 @@ The lab, in order: one function per step (python grader.py checks them so)
    25  layer_backward             the gradients of a layer's x and weights
 Step 20 goes back to steps 7, 9, 13 and 22: their arithmetic keeps the tally.
 
+h query heads share g key/value heads, g dividing h: each contiguous block of
+h // g query heads reads one.  g = h is MHA, g = 1 MQA, in between GQA.  g
+shrinks the KV cache (2 x layers x g x length x d numbers) and what decoding
+reads; the attention body (h x n x m x d multiplications for the scores, the
+same for the weighted sum) has no g in it.
+
 Shapes: nested lists of floats, a matrix a list of rows, head axis first.
     h        query heads              q        [h][n][d]
     g        key/value heads (groups) k, v     [g][m][d], [g][m][d_v]
@@ -62,9 +60,8 @@ Rules every step keeps (the grader checks each one)
 - MHA is MHA to the last bit: attention(q, k, v, g=h) is == per-head
   single_head_attention, and fold_kv_mean(kv, h) == kv.
 
-Records: results with named fields (Weights, PreparedWeights, Difference,
-Multiplies, BlockMultiplies, CacheRow, MultipliesRow, DecodeTraffic).  Read a
-field by name (diff.rel_l2), unpack like a tuple, compare with ==, copy with
+Records (Weights, Difference, Multiplies, ...): read a field by name
+(diff.rel_l2), unpack like a tuple, compare with ==, copy with
 record._replace(field=value).
 
 >>> q = k = v = [[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [1.0, -1.0]]]   # [h=2][n=2][d=2]
@@ -78,10 +75,8 @@ True
 >>> kv_cache_elements(layers=32, kv_heads=8, length=4096, head_dim=128)
 268435456
 
-Speed: every multiplication is a dot product of two rows, done by one
-kernel: math.sumprod on Python 3.12 and later (one C loop, correctly
-rounded), sum(map(operator.mul, a, b)) before.  The last bits of a result
-can differ between 3.11 and 3.12; on one Python they never vary.
+Every multiplication is one kernel's dot product: math.sumprod on Python
+3.12 and later, so the last bits of a result differ from 3.11's.
 
 Command line: python grader.py checks this module (or yours, --module PATH)
 against an independent reference; python -m gqa tables, report, config,
@@ -104,6 +99,7 @@ from contextlib import contextmanager
 from itertools import chain
 from operator import add, mul
 from random import Random
+from types import MemberDescriptorType
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 __all__ = [
@@ -127,8 +123,9 @@ class _Own(type):
     """The type of GQAError and the records: help() shows what a class says
     of itself, not the methods it inherits."""
 
-    def __dir__(cls) -> list:
-        return []
+    def __dir__(cls) -> list:               # public methods and constants: the docstring says the rest
+        return [name for name, value in cls.__dict__.items()
+                if not name.startswith("_") and not isinstance(value, (property, MemberDescriptorType))]
 
 
 class GQAError(ValueError, metaclass=_Own):
@@ -149,7 +146,7 @@ class _Fields(_Own):
         super().__init__(name, bases, namespace)
         if cls.__slots__:
             width = max(map(len, cls.__slots__))
-            cls.__doc__ = (f"{cls.__doc__}\n\nFields:\n" + "\n".join(
+            cls.__doc__ = (f"{inspect.cleandoc(cls.__doc__)}\n\nFields:\n" + "\n".join(
                 f"    {field:<{width}}  {what}" for field, what in cls.__slots__.items()))
 
     @property
@@ -216,6 +213,9 @@ def valid_g(h: int) -> list[int]:
 
     These are the divisors of h, in increasing order.
 
+    Refuses (GQAError, naming every number given) h < 1: valid_g(0)
+    raises.  h must be an int (TypeError otherwise).
+
     >>> valid_g(8)
     [1, 2, 4, 8]
     >>> valid_g(7)
@@ -229,6 +229,9 @@ def valid_g(h: int) -> list[int]:
 
 def method_name(h: int, g: int) -> str:
     """Return "MHA" when g = h, "MQA" when g = 1 < h, otherwise "GQA".
+
+    Refuses (GQAError, naming every number given) a g that does not
+    divide h, or h < 1: method_name(8, 3) names g=3 and h=8.
 
     >>> [method_name(8, g) for g in valid_g(8)]
     ['MQA', 'GQA', 'GQA', 'MHA']
@@ -252,6 +255,9 @@ def kv_head(query_head: int, h: int, g: int) -> int:
 
     Query head i belongs to group i // (h // g).
 
+    Refuses (GQAError, naming every number given) a g that does not
+    divide h, and a query_head outside 0..h-1.
+
     >>> [kv_head(i, h=8, g=2) for i in range(8)]
     [0, 0, 0, 0, 1, 1, 1, 1]
     """
@@ -266,6 +272,9 @@ def kv_head(query_head: int, h: int, g: int) -> int:
 
 def group_heads(h: int, g: int) -> list[list[int]]:
     """Return the query heads of each of the g groups: those with one kv_head.
+
+    Refuses (GQAError, naming every number given) a g that does not
+    divide h, and more than MAX_ALLOCATION query heads.
 
     >>> group_heads(8, 2)
     [[0, 1, 2, 3], [4, 5, 6, 7]]
@@ -293,6 +302,10 @@ def fold_kv_mean(kv: Sequence[Matrix], g: int) -> Heads:
     kv is [h][rows][cols]: projected keys or values, or per-head weights.
     The result is [g][rows][cols], new lists.  With g = h it holds values
     equal to the input's.
+
+    Refuses (GQAError, naming every number given) kv with no heads,
+    ragged rows or heads of different shapes, and a g that does not
+    divide h.  kv is left unchanged.
 
     >>> fold_kv_mean([[[1.0, 2.0]], [[3.0, 6.0]]], g=1)
     [[[2.0, 4.0]]]
@@ -326,9 +339,12 @@ def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """Return h heads: head j is head kv_head(j, h, g) of the g input heads.
 
     The equivalent of torch.repeat_interleave(kv, h // g, dim=0) (and of
-    HF transformers' repeat_kv).  Nothing is copied: the h // g output heads
-    of a group are the same list object, shared, as torch's expand() shares
-    memory.  Mutating one mutates its whole group.
+    HF transformers' repeat_kv).  Nothing is copied: a group's h // g output
+    heads are one list object, shared, as torch's expand() shares memory.
+
+    Refuses (GQAError, naming every number given) kv with no heads or
+    heads of different shapes, a g that does not divide h, and more than
+    MAX_ALLOCATION heads.
 
     >>> repeat_kv([[[1.0]], [[2.0]]], h=4)
     [[[1.0]], [[1.0]], [[2.0]], [[2.0]]]
@@ -373,7 +389,7 @@ else:                                                    # Python 3.9 to 3.11
 
 # The multiplications performed are tallied here, by the code that performs
 # them, when count_multiplies() is active (see "Counting" below).
-_tally: Optional["Tally"] = None
+_tally = None                   # a Tally while count_multiplies() is active
 
 def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
             saved: Optional[list] = None) -> Matrix:
@@ -414,6 +430,10 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
     the queries are the last n of the m positions: query i sees key j when
     j <= i + (m - n).  A single query (a decode step) sees every key.
 
+    Refuses (GQAError, naming every number given) no keys, q and k of
+    different head dims, k and v of different lengths, ragged rows, and
+    causal=True with more queries than keys (n > m).
+
     >>> single_head_attention([[1.0, 0.0]], [[1.0, 0.0], [1.0, 0.0]], [[2.0], [4.0]])
     [[3.0]]
     >>> single_head_attention([[0.0], [0.0]], [[0.0], [0.0]], [[2.0], [4.0]], causal=True)
@@ -434,6 +454,9 @@ def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: 
     to g heads by their group mean (fold_kv_mean), repeats them back out to
     h heads (repeat_kv) and runs single_head_attention per head.  With g = h
     this is MHA to the last bit; with g < h the output changes.
+
+    Refuses (GQAError, naming every number given) k and v without h
+    heads, heads of different shapes, and a g that does not divide h.
 
     >>> q = [[[1.0]], [[2.0]]]
     >>> k = [[[0.0], [1.0]], [[1.0], [0.0]]]
@@ -462,9 +485,11 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
 
     q [h][n][d], k [g][m][d], v [g][m][d_v] -> [h][n][d_v], g dividing h.
     Query head i reads key/value head kv_head(i, h, g) by index: K and V are
-    never repeated.  (V is transposed once per key/value head, [d_v][m], so
-    each output value is one dot product.)  Equal bit for bit to repeat_kv
-    followed by single_head_attention.
+    never repeated.  Equal bit for bit to repeat_kv followed by
+    single_head_attention.
+
+    Refuses (GQAError, naming every number given) k and v of different
+    head counts or shapes, and a g that does not divide h.
 
     >>> q = [[[1.0]], [[2.0]]]
     >>> grouped_attention(q, k=[[[0.0], [0.0]]], v=[[[1.0], [3.0]]])
@@ -477,6 +502,7 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
                        f"divide h={h} query heads; {_valid_g_text(h)}")
     if not q[0]:
         return [[] for _ in range(h)]
+    # V is transposed once per key/value head, [d_v][m]: each output value is one dot product.
     return _grouped(q, k, [list(zip(*vj)) for vj in v], causal)
 
 def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
@@ -513,10 +539,15 @@ class Weights(_Record):
 def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weights:
     """Return random MHA weights for one layer, from random.Random(seed).
 
-    Each weight is uniform with variance 1 / fan_in (fan_in is d_model for
-    w_q, w_k, w_v and h * d for w_o), so activations stay of order one.
-    Only Random.random() is drawn, so the weights are the same on every
-    Python version.  The seed is an int or a str.
+    One random.Random(seed) draws every value of w_q, then of w_k, then of
+    w_v, then of w_o, each in the order of its nested lists (head, row,
+    column).  Each value is (2 * random() - 1) * sqrt(3 / fan_in): uniform on
+    [-a, a), a = sqrt(3 / fan_in), of variance 1 / fan_in, with fan_in =
+    d_model for w_q, w_k and w_v and h * d for w_o.  Only random() is drawn,
+    so the weights are the same on every Python.  The seed is an int or a str.
+
+    Refuses (GQAError, naming every number given) h, d_model or d below
+    1, and more than MAX_ALLOCATION weights in all.
 
     >>> w = init_weights(h=2, d_model=3, d=4, seed=0)
     >>> [len(w.w_q), len(w.w_q[0]), len(w.w_q[0][0])], [len(w.w_o), len(w.w_o[0]), len(w.w_o[0][0])]
@@ -549,8 +580,12 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
 def fold_weights(weights: Weights, g: int) -> Weights:
     """Return weights whose w_k and w_v have g heads, folded by mean.
 
-    Weights that already have g key/value heads are returned as they are,
-    so a converted checkpoint can be folded once and then reused.
+    Folded heads are new lists; w_q, w_o, and a w_k or w_v that already
+    has g heads (a converted checkpoint, folded once) are the input's own.
+
+    Refuses (GQAError, naming every number given) a g that does not
+    divide h, w_k or w_v with neither h nor g heads, and any tensor
+    whose shape does not match w_q's.  weights is left unchanged.
 
     >>> w = fold_weights(init_weights(h=4, d_model=3, d=2, seed=0), g=2)
     >>> len(w.w_q), len(w.w_k), len(w.w_v), len(w.w_o)
@@ -590,6 +625,9 @@ def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     layer() and decode_step() prepare the Weights they are given at every
     call; give them a PreparedWeights instead to check, fold and transpose
     once per sequence.  The results are equal to the last bit.
+
+    Refuses (GQAError, naming every number given) what fold_weights
+    refuses.  weights is left unchanged.
 
     >>> w = init_weights(h=4, d_model=3, d=2, seed=0)
     >>> p = prepare_weights(w, g=2)
@@ -631,6 +669,10 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
     k, v [g][n][d], grouped_attention runs, and the output is the sum over
     heads of head_out[i] @ w_o[i].  So MHA, GQA and MQA run on one set of
     weights.  weights may also be prepare_weights(weights, g).
+
+    Refuses (GQAError, naming every number given) x whose rows are not
+    d_model wide, what fold_weights refuses, and PreparedWeights made
+    for another g.
 
     >>> w = init_weights(h=2, d_model=2, d=1, seed=0)
     >>> [len(row) for row in layer([[1.0, 0.0], [0.0, 1.0]], w, g=1)]
@@ -680,6 +722,10 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
     when either is all zeros.  A NaN anywhere makes every field NaN, and no
     field overflows for finite inputs that it can represent.
 
+    Refuses (GQAError, naming every number given) a and b of different
+    shapes (naming the index), nesting deeper than 3 levels, and an int
+    beyond the float range.
+
     >>> output_difference([[3.0, 4.0]], [[3.0, 4.0]])
     Difference(max_abs=0.0, rel_l2=0.0, cosine=1.0)
     >>> output_difference([[0.0, 4.0]], [[3.0, 4.0]])
@@ -719,6 +765,10 @@ def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
     2 (K and V) x layers x kv_heads x length x head_dim x batch.  Query
     heads are not a parameter: queries are never cached.
 
+    layers, length and batch may be 0 (the cache is empty). Refuses (a
+    GQAError naming the rule and every number given) kv_heads or head_dim
+    below 1 and a negative count.
+
     >>> kv_cache_elements(layers=1, kv_heads=2, length=3, head_dim=4)
     48
     >>> kv_cache_elements(32, 32, 4096, 128) // kv_cache_elements(32, 1, 4096, 128)
@@ -756,15 +806,14 @@ def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
     scores and weighted sum, is h x d per pair of positions whatever g is:
     n x n pairs for full attention, n (n + 1) / 2 for causal attention (a
     decoder's prefill: query i sees keys 0..i), as layer(causal=True)
-    multiplies them.  Within this one layer the K and V projections can
-    still be a large share; in a whole block the MLP makes it small (see
-    block_multiplies).
+    multiplies them.
+
+    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    does not divide h, and d or d_model below 1.
 
     >>> m = attention_multiplies(n=4, h=8, g=2, d=16, d_model=128)
     >>> m.k_proj, m.scores, m.weighted_sum
     (16384, 2048, 2048)
-    >>> attention_multiplies(4, 8, 8, 16, 128).scores == m.scores
-    True
     >>> attention_multiplies(4, 8, 2, 16, 128, causal=True).scores     # 10 of 16 pairs
     1280
     """
@@ -798,6 +847,10 @@ class BlockMultiplies(_Record):
                  "mlp": "mlp_matrices x n x d_model x d_ff",
                  "total": "the sum of the four parts"}
 
+# Only k_v_proj has g in it, and beside the MLP it is a small share: that is
+# why prefill barely speeds up with g, while the KV cache shrinks in
+# proportion to g.  (Within one attention layer alone, attention_multiplies,
+# the K and V projections can still be a large share.)
 def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
                      mlp_matrices: int = 3, causal: bool = True) -> BlockMultiplies:
     """Return the multiplications of one transformer block over n positions.
@@ -805,9 +858,10 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
     The attention layer of attention_multiplies plus an MLP of
     mlp_matrices matrices of d_model x d_ff (3 for the gated SwiGLU MLP of
     Llama and Mistral, 2 for GPT-2's).  Norms, activations and the softmax
-    are not multiplications of this table.  Only k_v_proj has g in it, and
-    beside the MLP it is a small share: that is why prefill barely speeds
-    up with g, while the KV cache shrinks in proportion to g.
+    are not multiplications of this table.
+
+    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    does not divide h, and d, d_model, d_ff or mlp_matrices below 1.
 
     >>> b = block_multiplies(n=1, h=32, g=32, d=128, d_model=4096, d_ff=11008)
     >>> b.k_v_proj == 2 * 4096 * 4096, b.mlp == 3 * 4096 * 11008
@@ -837,6 +891,9 @@ class CacheRow(_Record):
 def cache_table(h: int, *, layers: int, length: int, head_dim: int,
                 batch: int = 1) -> list[CacheRow]:
     """Return the KV cache size for every valid g of h, with its ratio to MHA.
+
+    layers, length and batch may be 0 (every ratio is then 1.0). Refuses (a
+    GQAError naming the rule and every number given) h or head_dim below 1.
 
     >>> for row in cache_table(4, layers=1, length=10, head_dim=8):
     ...     print(row.method, row.kv_heads, row.group_size, row.elements, row.ratio)
@@ -871,6 +928,9 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
 
     The counts are attention_multiplies(n, h, g, d, d_model, causal=causal).
 
+    n may be 0 (every ratio is then 1.0). Refuses (a GQAError naming the
+    rule and every number given) h, d or d_model below 1.
+
     >>> for row in multiplies_table(n=4, h=4, d=2, d_model=8):
     ...     print(row.method, row.ratio.k_proj, row.ratio.scores)
     MQA 0.25 1.0
@@ -890,17 +950,14 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
 
 # Step 20. count_multiplies: counted, not computed; a tally kept by the arithmetic itself
 
-class Tally:
+class Tally(metaclass=_Own):
     """Multiplications performed and elements read, as the code ran.
 
-    Each field is incremented by the kernel that did the work, from the
-    lengths of the rows it multiplied: the dot products of the projections
-    (q_proj, k_proj, v_proj, o_proj), of the scores and of the weighted sum.
-    cache_reads counts the K and V elements decode_step read from its cache
-    (once per key/value head, shared by its group); weight_reads counts the
-    weight elements each projection read (once per call, shared by its rows).
-    Softmax, scaling and the mean fold are not multiplications of the lab's
-    table and are not counted.
+    The kernel that did the work adds the lengths of the rows it multiplied
+    to q_proj, k_proj, v_proj, o_proj, scores or weighted_sum; cache_reads
+    counts the K and V elements decode_step read from its cache (once per
+    key/value head); weight_reads the weight elements each projection read
+    (once per call).  Softmax, scaling and the mean fold are not counted.
     """
 
     FIELDS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj",
@@ -952,15 +1009,21 @@ def count_multiplies() -> Iterator[Tally]:
 
 # Step 21. KVCache: the KV cache, in real memory
 
-class KVCache:
+class KVCache(metaclass=_Own):
     """One layer's KV cache for g key/value heads of width d.
 
-    Each head's keys and values are one flat array('d') of m x d floats,
-    row after row, so the cache's memory is real: 8 bytes per element.
-    With capacity=N the arrays are allocated for N positions at once and
-    hold exactly 8 bytes per element when full (appending grows them a
-    little at a time, and array('d') over-allocates as it grows).
-    Appending past the capacity still works.
+    cache.k[j] and cache.v[j] hold head j's keys and values, each one flat
+    array('d') of m x d floats, row after row: the memory is real, 8 bytes
+    per element.  capacity=N allocates N positions at once; appending past
+    it still works.  len(cache) is the positions appended (whatever the
+    capacity), cache.elements the floats held (2 x g x len x d),
+    cache.nbytes their bytes; cache.g, cache.d and cache.capacity are read
+    only.
+
+    Refuses (GQAError, naming every number given) g or d below 1, g above
+    MAX_KV_HEADS, and more than MAX_ALLOCATION floats; an append of rows
+    with the wrong number of heads (naming g) or values (naming d), which
+    stores nothing.
 
     >>> cache = KVCache(g=2, d=3)
     >>> cache.append([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[0.0] * 3, [1.0] * 3])
@@ -1070,6 +1133,11 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     transposed at every step; prepare them once per sequence with
     prepare_weights(weights, g) and pass that instead.
 
+    Refuses (GQAError, naming every number given) a cache made for
+    another g or d, an x_t that is not d_model long, and what layer
+    refuses of weights.  A refused or interrupted step leaves the cache
+    as it was.
+
     >>> w = prepare_weights(init_weights(h=2, d_model=4, d=2, seed=0), g=1)
     >>> cache = KVCache(g=1, d=2, capacity=2)
     >>> y = [decode_step(x_t, w, 1, cache) for x_t in ([1.0] * 4, [0.5] * 4)]
@@ -1123,6 +1191,9 @@ class DecodeTraffic(_Record):
                  "multiplies": "multiplications",
                  "ratio": "(cache_reads + weight_reads) / multiplies"}
 
+# With g = h the cache reads grow like the multiplications of the attention
+# body, so the ratio of reads to multiplications stays high however large the
+# batch; with g = 1 they are h times smaller (Shazeer 2019, section 3).
 def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
                    batch: int = 1) -> DecodeTraffic:
     """Return the memory traffic and multiplications of n decode steps.
@@ -1130,10 +1201,10 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     Starting from an empty cache, step t (1..n) appends one position and
     reads the whole cache, t positions: 2 x g x t x d elements per sequence,
     each key/value head read once for its whole group.  Every step also
-    reads all four projections' weights once, shared by the batch.  With
-    g = h the cache reads grow like the multiplications of the attention
-    body, so the ratio stays high however large the batch; with g = 1 they
-    are h times smaller (Shazeer 2019, section 3).
+    reads all four projections' weights once, shared by the batch.
+
+    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    does not divide h, and d, d_model or batch below 1.
 
     >>> t = decode_traffic(n=2, h=4, g=1, d=2, d_model=8)
     >>> t.cache_reads, t.weight_reads, t.multiplies
@@ -1171,13 +1242,14 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     gradients that its h // g query heads send it.  At g = h each head's
     gradients are its own, as in MHA.
 
+    Refuses (GQAError, naming every number given) what grouped_attention
+    refuses, and a d_out not shaped [h][n][d_v].
+
     >>> q = [[[1.0]], [[2.0]]]                        # h=2 query heads, one key/value head
     >>> k, v = [[[0.0], [1.0]]], [[[1.0], [3.0]]]
     >>> dq, dk, dv = grouped_attention_backward(q, k, v, d_out=[[[1.0]], [[1.0]]])
-    >>> [len(dq), len(dk), len(dv)]                  # [h], [g], [g] heads
-    [2, 1, 1]
-    >>> round(dv[0][0][0] + dv[0][1][0], 12)         # each query head's weights sum to 1: dv sums to 2
-    2.0
+    >>> [len(dq), len(dk), len(dv)], round(dv[0][0][0] + dv[0][1][0], 12)   # [h], [g], [g]; 2 heads' weights
+    ([2, 1, 1], 2.0)
     """
     func = "grouped_attention_backward"
     _check_multihead(func, q, k, v, causal)
@@ -1245,6 +1317,9 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
     record with the shapes of weights.  When weights holds h K/V heads and
     g < h, the gradient flows back through the mean fold: each of a group's
     h // g heads gets its folded head's gradient divided by h // g.
+
+    Refuses (GQAError, naming every number given) what layer refuses,
+    and a d_y not shaped like x.
 
     >>> w = init_weights(h=2, d_model=3, d=2, seed=0)
     >>> dx, grads = layer_backward([[1.0, 0.0, -1.0]], w, 1, [[1.0, 1.0, 1.0]])
