@@ -765,9 +765,9 @@ def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
     2 (K and V) x layers x kv_heads x length x head_dim x batch.  Query
     heads are not a parameter: queries are never cached.
 
-    layers, length and batch may be 0 (the cache is empty). Refuses (a
-    GQAError naming the rule and every number given) kv_heads or head_dim
-    below 1 and a negative count.
+    layers, length and batch may be 0 (the cache is empty).  Refuses
+    (GQAError, naming every number given) kv_heads or head_dim below 1
+    and a negative count.
 
     >>> kv_cache_elements(layers=1, kv_heads=2, length=3, head_dim=4)
     48
@@ -892,8 +892,8 @@ def cache_table(h: int, *, layers: int, length: int, head_dim: int,
                 batch: int = 1) -> list[CacheRow]:
     """Return the KV cache size for every valid g of h, with its ratio to MHA.
 
-    layers, length and batch may be 0 (every ratio is then 1.0). Refuses (a
-    GQAError naming the rule and every number given) h or head_dim below 1.
+    layers, length and batch may be 0 (every ratio is then 1.0).
+    Refuses (GQAError, naming every number given) h or head_dim below 1.
 
     >>> for row in cache_table(4, layers=1, length=10, head_dim=8):
     ...     print(row.method, row.kv_heads, row.group_size, row.elements, row.ratio)
@@ -928,8 +928,8 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
 
     The counts are attention_multiplies(n, h, g, d, d_model, causal=causal).
 
-    n may be 0 (every ratio is then 1.0). Refuses (a GQAError naming the
-    rule and every number given) h, d or d_model below 1.
+    n may be 0 (every ratio is then 1.0).  Refuses (GQAError, naming
+    every number given) h, d or d_model below 1.
 
     >>> for row in multiplies_table(n=4, h=4, d=2, d_model=8):
     ...     print(row.method, row.ratio.k_proj, row.ratio.scores)
@@ -1611,6 +1611,23 @@ def _unprepared(w: PreparedWeights) -> Weights:
     o_rows = tuple(zip(*w.o_cols))                               # [h*d][d_model]
     return Weights(w_q=rows(w.q_cols), w_k=rows(w.k_cols), w_v=rows(w.v_cols),
                    w_o=[o_rows[i * w.d:(i + 1) * w.d] for i in range(w.h)])   # [h][d][d_model]
+
+
+
+def _plain_signatures() -> None:
+    """Give each public function its signature without annotations, for help():
+    one short line on every Python (3.13's pydoc splits a long one, a
+    parameter per line).  The annotations stay in __annotations__."""
+    for name in __all__:
+        f = globals()[name]
+        if inspect.isfunction(f):
+            sig = inspect.signature(f)
+            f.__signature__ = sig.replace(
+                parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()],
+                return_annotation=sig.empty)
+
+
+_plain_signatures()
 
 
 if __name__ == "__main__":           # python -m gqa COMMAND: the command line is gqa_cli.py's

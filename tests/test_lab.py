@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import math
 import pydoc
+import random
 import unittest
 
 import gqa
@@ -358,6 +359,81 @@ class Records(unittest.TestCase):
         self.assertIn("largest |a - b| over all values", text)      # fields are documented
         lines = text.splitlines()
         self.assertLess(lines.index("FUNCTIONS"), 0.75 * len(lines))
+        self.assertLessEqual(len(lines), 700)
+        self.assertNotIn("inherited from", text)                # no _Record or ValueError boilerplate
+        self.assertNotIn("Initialize self", text)
+        table = lines.index("DESCRIPTION") + 1                  # the step table comes first
+        self.assertIn("The lab, in order", lines[table])
+        self.assertEqual(lines[table + 1].split()[:2], ["1", "valid_g(h)"])
+        self.assertEqual(lines[table + 25].split()[:2], ["25", "layer_backward"])
+        self.assertIn("    attention(q, k, v, g, *, causal=False)", lines)   # one line on every Python
+
+    def test_every_step_says_what_it_refuses(self):
+        for name in gqa.__all__:
+            if name in ("GQAError", "count_multiplies") or name[0].isupper() and name != "KVCache":
+                continue
+            doc = " ".join(getattr(gqa, name).__doc__.split())
+            self.assertIn("Refuses (GQAError, naming every number given)", doc, name)
+
+    def test_init_weights_draws_as_its_docstring_says(self):
+        # One Random(seed): every value of w_q, then w_k, w_v, w_o, in the order
+        # of the nested lists; each (2 * random() - 1) * sqrt(3 / fan_in).
+        h, d_model, d = 3, 4, 2
+        rng = random.Random("a seed")
+        draws = iter([rng.random() for _ in range(4 * h * d_model * d)])
+
+        def take(count, rows, cols, fan_in):
+            a = math.sqrt(3.0 / fan_in)
+            flat_values = [(2.0 * next(draws) - 1.0) * a for _ in range(count * rows * cols)]
+            return [[flat_values[(i * rows + r) * cols:(i * rows + r + 1) * cols] for r in range(rows)]
+                    for i in range(count)]
+        expected = [take(h, d_model, d, d_model), take(h, d_model, d, d_model),
+                    take(h, d_model, d, d_model), take(h, d, d_model, h * d)]
+        self.assertEqual(list(gqa.init_weights(h, d_model, d, seed="a seed")), expected)
+
+
+class House(unittest.TestCase):
+    """gqa.py is the ground floor: the lesson first, and nothing of the project imported."""
+
+    def setUp(self):
+        with open(gqa.__file__, encoding="utf-8") as f:
+            self.source = f.read()
+
+    def test_it_imports_only_the_standard_library(self):
+        import ast
+        tree = ast.parse(self.source)
+        names = set()
+        for node in tree.body:                      # the top level; the __main__ block is apart
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                names.add(node.module.split(".")[0])
+        self.assertLessEqual(names, {"__future__", "array", "contextlib", "inspect", "itertools",
+                                     "math", "operator", "random", "sys", "traceback", "types", "typing"})
+        main = next(n for n in tree.body if isinstance(n, ast.If) and "__name__" in ast.dump(n.test))
+        self.assertEqual(len(main.body), 1)         # the hand-off to the command line
+        lines = self.source[:self.source.index('if __name__ == "__main__":')]
+        self.assertNotIn("gqa_", lines)
+
+    def test_the_lesson_comes_first(self):
+        lines = self.source.splitlines()
+        first = {name: next(i for i, line in enumerate(lines) if line.startswith(f"def {name}("))
+                 for name in ("valid_g", "layer_backward", "_check_int", "_check_matrix")}
+        self.assertLess(first["valid_g"], 250)
+        self.assertLess(first["layer_backward"], first["_check_int"])    # the door after step 25
+        self.assertLess(first["layer_backward"], first["_check_matrix"])
+        banners = [int(line.split()[2].rstrip(".")) for line in lines if line.startswith("# Step ")]
+        self.assertEqual(banners, list(range(1, 26)))
+
+    def test_python_m_gqa_hands_off_to_the_command_line(self):
+        import os
+        import subprocess
+        import sys
+        root = os.path.dirname(os.path.abspath(gqa.__file__))
+        run = subprocess.run([sys.executable, "-m", "gqa", "--help"], capture_output=True, text=True,
+                             cwd=root, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("usage: python -m gqa COMMAND", run.stdout)
 
 
 class Difference(unittest.TestCase):
