@@ -1613,21 +1613,15 @@ def _unprepared(w: PreparedWeights) -> Weights:
                    w_o=[o_rows[i * w.d:(i + 1) * w.d] for i in range(w.h)])   # [h][d][d_model]
 
 
-
-def _plain_signatures() -> None:
-    """Give each public function its signature without annotations, for help():
-    one short line on every Python (3.13's pydoc splits a long one, a
-    parameter per line).  The annotations stay in __annotations__."""
-    for name in __all__:
-        f = globals()[name]
-        if inspect.isfunction(f):
-            sig = inspect.signature(f)
-            f.__signature__ = sig.replace(
-                parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()],
-                return_annotation=sig.empty)
-
-
-_plain_signatures()
+# help() shows each public function's signature without its annotations: one
+# short line on every Python (3.13's pydoc splits a long one, a parameter per
+# line).  The annotations stay in __annotations__.
+for _name in __all__:
+    _f = globals().get(_name)
+    if inspect.isfunction(_f):
+        _f.__signature__ = inspect.signature(_f).replace(
+            parameters=[p.replace(annotation=p.empty) for p in inspect.signature(_f).parameters.values()],
+            return_annotation=inspect.Signature.empty)
 
 
 if __name__ == "__main__":           # python -m gqa COMMAND: the command line is gqa_cli.py's
