@@ -49,9 +49,8 @@ Rules every step keeps (the grader checks each one)
   int (or is a bool), data that is not nested lists (tuples and array('d')
   rows too) of equal rows of ints and floats, or a causal flag that is not
   a bool raises TypeError.  Ragged rows raise GQAError.
-- Arguments are never changed, and what a step computes is new lists, not
-  the input's (repeat_kv shares the input's heads, and fold_weights the
-  input's w_q and w_o, as their docstrings say).
+- Arguments are never changed, and results are new lists, not the
+  input's (repeat_kv alone shares the input's heads, as torch's expand()).
 - Counts take 0 where a count can be 0: kv_cache_elements(1, 1, 0, 1) is 0.
 - Finite input never overflows: the softmax subtracts its row's maximum,
   the mean fold of two 1e308 is 1e308, and output_difference scales before
@@ -97,7 +96,7 @@ import traceback
 from array import array
 from contextlib import contextmanager
 from itertools import chain
-from operator import add, mul
+from operator import add, eq, mul
 from random import Random
 from types import MemberDescriptorType
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
@@ -119,13 +118,14 @@ __all__ = [
 Matrix = List[List[float]]      # [rows][cols]
 Heads = List[Matrix]            # [heads][rows][cols]
 
+
 class _Own(type):
     """The type of GQAError and the records: help() shows what a class says
     of itself, not the methods it inherits."""
 
-    def __dir__(cls) -> list:               # public methods and constants: the docstring says the rest
-        return [name for name, value in cls.__dict__.items()
-                if not name.startswith("_") and not isinstance(value, (property, MemberDescriptorType))]
+    def __dir__(cls) -> list:              # public methods and constants; the docstring says the rest
+        return [name for name, value in cls.__dict__.items() if not name.startswith("_")
+                and not isinstance(value, (property, MemberDescriptorType))]
 
 
 class GQAError(ValueError, metaclass=_Own):
@@ -171,7 +171,7 @@ class _Record(metaclass=_Fields):
         given = dict(zip(fields, values), **named) if values else named
         if len(values) > len(fields) or len(given) != len(values) + len(named) \
                 or given.keys() != fields.keys():
-            raise TypeError(f"{type(self).__name__} takes the fields "
+            raise TypeError(f"{type(self).__name__}() takes the fields "
                             f"{', '.join(fields)}; got {len(values)} values and "
                             f"the names {', '.join(named) or 'none'}")
         for name, value in given.items():
@@ -206,8 +206,8 @@ class _Record(metaclass=_Fields):
 # Steps 1-4: valid_g, method_name, kv_head, group_heads.
 # ---------------------------------------------------------------------------
 
-# Step 1. valid_g
 
+# Step 1. valid_g -------------------------------------------------------------
 def valid_g(h: int) -> list[int]:
     """Return every valid number of key/value heads for h query heads.
 
@@ -225,8 +225,8 @@ def valid_g(h: int) -> list[int]:
     small = [g for g in range(1, math.isqrt(h) + 1) if h % g == 0]    # the divisors <= sqrt(h)
     return small + [h // g for g in reversed(small) if g * g != h]      # and their partners
 
-# Step 2. method_name
 
+# Step 2. method_name ---------------------------------------------------------
 def method_name(h: int, g: int) -> str:
     """Return "MHA" when g = h, "MQA" when g = 1 < h, otherwise "GQA".
 
@@ -239,12 +239,13 @@ def method_name(h: int, g: int) -> str:
     _group_size("method_name", h, g)
     return _method(h, g)
 
+
 def _method(h: int, g: int) -> str:
     """method_name for checked h and g."""
     return "MHA" if g == h else "MQA" if g == 1 else "GQA"
 
-# Step 3. kv_head: the one line that makes GQA
 
+# Step 3. kv_head: the one line that makes GQA --------------------------------
 # The whole of grouped-query attention is this one integer division.  It is
 # llama2.c's `h / kv_mul`, HF transformers' `repeat_kv` and PyTorch's
 # `scaled_dot_product_attention(enable_gqa=True)`: contiguous blocks of
@@ -268,8 +269,8 @@ def kv_head(query_head: int, h: int, g: int) -> int:
                        f"got query_head={query_head}")
     return query_head // group
 
-# Step 4. group_heads
 
+# Step 4. group_heads ---------------------------------------------------------
 def group_heads(h: int, g: int) -> list[list[int]]:
     """Return the query heads of each of the g groups: those with one kv_head.
 
@@ -282,6 +283,7 @@ def group_heads(h: int, g: int) -> list[list[int]]:
     [[0], [1], [2], [3]]
     """
     group = _group_size("group_heads", h, g)
+    _check_heads_made("group_heads", h, g)
     return [list(range(j * group, (j + 1) * group)) for j in range(g)]    # [g][h // g]
 
 # ---------------------------------------------------------------------------
@@ -290,8 +292,8 @@ def group_heads(h: int, g: int) -> list[list[int]]:
 # grouped_attention.
 # ---------------------------------------------------------------------------
 
-# Step 5. fold_kv_mean: fold each group's key/value heads into one, by their mean
 
+# Step 5. fold_kv_mean: each group's key/value heads folded into one, by mean
 # The GQA paper (Ainslie et al. 2023, section 2.1) converts a trained MHA
 # checkpoint by mean-pooling each group's K and V projection heads, then
 # continues training for a small fraction of the original steps.  Mean-pooling
@@ -316,6 +318,7 @@ def fold_kv_mean(kv: Sequence[Matrix], g: int) -> Heads:
     _group_size("fold_kv_mean", h, g)
     return _fold(kv, g)
 
+
 def _fold(kv: Sequence[Matrix], g: int) -> Heads:
     """fold_kv_mean for checked input."""
     group = len(kv) // g
@@ -326,6 +329,7 @@ def _fold(kv: Sequence[Matrix], g: int) -> Heads:
                        for rows in zip(*members)])               # [rows][cols]
     return folded                                                 # [g][rows][cols]
 
+
 def _mean(vals: tuple, n: int) -> float:
     """The mean of n numbers; finite for finite numbers, even when their sum is not."""
     mean = sum(vals) / n
@@ -333,8 +337,8 @@ def _mean(vals: tuple, n: int) -> float:
         return sum(x / n for x in vals)                   # each scaled first: no overflow
     return mean
 
-# Step 6. repeat_kv: repeat the g key/value heads back out to h
 
+# Step 6. repeat_kv: repeat the g key/value heads back out to h ---------------
 def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """Return h heads: head j is head kv_head(j, h, g) of the g input heads.
 
@@ -351,15 +355,17 @@ def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """
     g, _, _ = _check_heads("repeat_kv", "kv", kv)
     _group_size("repeat_kv", h, g)
+    _check_heads_made("repeat_kv", h, g)
     return _repeat(kv, h)
+
 
 def _repeat(kv: Sequence[Matrix], h: int) -> Heads:
     """repeat_kv for checked input."""
     group = h // len(kv)
     return [kv[j // group] for j in range(h)]                    # [h][rows][cols]
 
-# Step 7. single_head_attention, and the one kernel every multiplication goes through
 
+# Step 7. single_head_attention, and the kernel of every multiplication ---------
 # The one kernel.  Every multiplication of the lab is a dot product of two
 # rows of equal length, and every one is done here: _dots, rows [m][d] and
 # x [d] -> [row . x for each row], [m]; and _mm, the same for every row of a
@@ -387,9 +393,11 @@ else:                                                    # Python 3.9 to 3.11
         """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
         return [[sum(map(mul, col, row)) for col in b_cols] for row in a]
 
+
 # The multiplications performed are tallied here, by the code that performs
 # them, when count_multiplies() is active (see "Counting" below).
 _tally = None                   # a Tally while count_multiplies() is active
+
 
 def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
             saved: Optional[list] = None) -> Matrix:
@@ -420,6 +428,7 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
             _tally.weighted_sum += seen * len(v_cols)
     return out                                             # [n][d_v]
 
+
 def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
                           causal: bool = False) -> Matrix:
     """Return softmax(q k^T / sqrt(d)) v for one head.
@@ -444,8 +453,8 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
         return []
     return _attend(q, k, list(zip(*v)), causal)             # v^T: [d_v][m]
 
-# Step 8. attention: fold, repeat, attend
 
+# Step 8. attention: fold, repeat, attend -------------------------------------
 def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: int, *,
               causal: bool = False) -> Heads:
     """Return attention with g key/value heads, from h-head (MHA) k and v.
@@ -477,8 +486,8 @@ def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: 
     return [_attend(q[i], k_rep[i], list(zip(*v_rep[i])), causal)
             for i in range(h)]                              # [h][n][d_v]
 
-# Step 9. grouped_attention: what real models run, k and v with g heads
 
+# Step 9. grouped_attention: what real models run, k and v with g heads -------
 def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], *,
                       causal: bool = False) -> Heads:
     """Return attention where h query heads share g key/value heads.
@@ -505,6 +514,7 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
     # V is transposed once per key/value head, [d_v][m]: each output value is one dot product.
     return _grouped(q, k, [list(zip(*vj)) for vj in v], causal)
 
+
 def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
              saved: Optional[list] = None) -> Heads:
     """grouped_attention for checked input, v given by columns [g][d_v][m].
@@ -527,14 +537,15 @@ def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
 # output_difference.
 # ---------------------------------------------------------------------------
 
-# Step 10. init_weights
 
+# Step 10. init_weights -------------------------------------------------------
 class Weights(_Record):
     """One attention layer's per-head weights (the MQA paper's einsum layout)."""
     __slots__ = {"w_q": "[h][d_model][d]",
                  "w_k": "[h or g][d_model][d]",
                  "w_v": "[h or g][d_model][d]",
                  "w_o": "[h][d][d_model]"}
+
 
 def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weights:
     """Return random MHA weights for one layer, from random.Random(seed).
@@ -575,13 +586,14 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
                    w_v=draw(h, d_model, d, d_model),       # [h][d_model][d]
                    w_o=draw(h, d, d_model, h * d))         # [h][d][d_model]
 
-# Step 11. fold_weights
 
+# Step 11. fold_weights -------------------------------------------------------
 def fold_weights(weights: Weights, g: int) -> Weights:
     """Return weights whose w_k and w_v have g heads, folded by mean.
 
-    Folded heads are new lists; w_q, w_o, and a w_k or w_v that already
-    has g heads (a converted checkpoint, folded once) are the input's own.
+    A w_k or w_v that already has g heads (a converted checkpoint, folded
+    once) is kept as it is.  The result is new lists throughout, whatever
+    rows (lists, tuples, array('d')) the input has.
 
     Refuses (GQAError, naming every number given) a g that does not
     divide h, w_k or w_v with neither h nor g heads, and any tensor
@@ -592,7 +604,10 @@ def fold_weights(weights: Weights, g: int) -> Weights:
     (4, 2, 2, 4)
     """
     _check_weights("fold_weights", weights, g)
-    return _folded(weights, g)
+    folded = _folded(weights, g)
+    return Weights(*(t if t is not given else _lists(t)            # tuple or array rows: lists
+                     for t, given in zip(folded, weights)))
+
 
 def _folded(weights: Weights, g: int) -> Weights:
     """fold_weights for checked weights."""
@@ -601,8 +616,8 @@ def _folded(weights: Weights, g: int) -> Weights:
 
     return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))
 
-# Step 12. prepare_weights: check, fold and transpose once
 
+# Step 12. prepare_weights: check, fold and transpose once --------------------
 class PreparedWeights(_Record):
     """Weights checked, folded to g key/value heads and transposed for the kernel.
 
@@ -618,6 +633,7 @@ class PreparedWeights(_Record):
                  "k_cols": "[g][d][d_model]: each folded head's w_k by columns",
                  "v_cols": "[g][d][d_model]: each folded head's w_v by columns",
                  "o_cols": "[d_model][h*d]: w_o, its heads stacked, by columns"}
+
 
 def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     """Return weights checked, folded to g K/V heads and transposed, once.
@@ -640,6 +656,7 @@ def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     _check_weights("prepare_weights", weights, g)
     return _prepared(weights, g)
 
+
 def _prepared(weights: Weights, g: int, *, once: bool = False) -> PreparedWeights:
     """prepare_weights for checked weights.
 
@@ -658,8 +675,8 @@ def _prepared(weights: Weights, g: int, *, once: bool = False) -> PreparedWeight
         q_cols=by_columns(w.w_q), k_cols=by_columns(w.w_k), v_cols=by_columns(w.w_v),
         o_cols=tuple(zip(*chain.from_iterable(w.w_o))))           # [d_model][h*d]
 
-# Step 13. layer
 
+# Step 13. layer --------------------------------------------------------------
 def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
           causal: bool = False) -> Matrix:
     """Return one attention layer's output, run with g key/value heads.
@@ -685,6 +702,7 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
         return []
     return _forward(x, w, causal)[0]
 
+
 def _forward(x: Sequence, w: PreparedWeights, causal: bool, saved: Optional[list] = None) -> tuple:
     """layer for checked input: (y, q, k, v, heads).  saved: see _grouped."""
     q = [_project(x, cols, "q_proj") for cols in w.q_cols]      # [h][n][d]
@@ -692,6 +710,7 @@ def _forward(x: Sequence, w: PreparedWeights, causal: bool, saved: Optional[list
     v = [_project(x, cols, "v_proj") for cols in w.v_cols]      # [g][n][d]
     heads = _grouped(q, k, [list(zip(*vj)) for vj in v], causal, saved)   # [h][n][d]
     return _output(heads, w.o_cols), q, k, v, heads             # y: [n][d_model]
+
 
 def _project(x: Sequence, w_cols: Sequence, term: str) -> Matrix:
     """x [n][k] @ w [k][p], w given by its columns [p][k] -> [n][p]."""
@@ -701,18 +720,20 @@ def _project(x: Sequence, w_cols: Sequence, term: str) -> Matrix:
         _tally.weight_reads += len(w_cols) * len(w_cols[0])
     return out
 
+
 def _output(heads: Heads, o_cols: Sequence) -> Matrix:
     """Sum over heads of heads[i] @ w_o[i]: [h][n][d] -> [n][d_model]."""
     rows = [list(chain.from_iterable(r)) for r in zip(*heads)]     # [n][h*d]
     return _project(rows, o_cols, "o_proj")                        # [n][d_model]
 
-# Step 14. output_difference: how much did the output change?
 
+# Step 14. output_difference: how much did the output change? -----------------
 class Difference(_Record):
     """How far an output is from a reference output."""
     __slots__ = {"max_abs": "largest |a - b| over all values",
                  "rel_l2": "||a - b|| / ||b||",
                  "cosine": "a . b / (||a|| ||b||)"}
+
 
 def output_difference(a: Sequence, b: Sequence) -> Difference:
     """Return how far output a is from reference b, as a Difference.
@@ -756,8 +777,8 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
 # cache_table, multiplies_table, count_multiplies.
 # ---------------------------------------------------------------------------
 
-# Step 15. kv_cache_elements
 
+# Step 15. kv_cache_elements --------------------------------------------------
 def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
                       batch: int = 1) -> int:
     """Return how many numbers a KV cache holds.
@@ -782,12 +803,13 @@ def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
     _check_int(func, "batch", batch)
     return _cache_elements(layers, kv_heads, length, head_dim, batch)
 
+
 def _cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, batch: int) -> int:
     """kv_cache_elements for checked sizes."""
     return 2 * layers * kv_heads * length * head_dim * batch
 
-# Step 16. attention_multiplies
 
+# Step 16. attention_multiplies -----------------------------------------------
 class Multiplies(_Record):
     """Multiplications of one attention layer, term by term."""
     __slots__ = {"q_proj": "n x d_model x h x d",
@@ -797,6 +819,7 @@ class Multiplies(_Record):
                  "weighted_sum": "h x n x m x d_v (no g)",
                  "o_proj": "n x h x d x d_model",
                  "total": "the sum of the six terms"}
+
 
 def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
                          causal: bool = False) -> Multiplies:
@@ -824,6 +847,7 @@ def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
     _check_int(func, "d_model", d_model, low=1)
     return _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))
 
+
 def _attention_multiplies(n: int, h: int, g: int, d: int, d_model: int,
                           causal: bool = False) -> Multiplies:
     """attention_multiplies for checked sizes."""
@@ -832,13 +856,14 @@ def _attention_multiplies(n: int, h: int, g: int, d: int, d_model: int,
                        v_proj=n * d_model * g * d, scores=h * pairs * d,
                        weighted_sum=h * pairs * d, o_proj=n * h * d * d_model)
 
+
 def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
                 weighted_sum: int, o_proj: int) -> Multiplies:
     return Multiplies(q_proj, k_proj, v_proj, scores, weighted_sum, o_proj,
                       q_proj + k_proj + v_proj + scores + weighted_sum + o_proj)
 
-# Step 17. block_multiplies
 
+# Step 17. block_multiplies ---------------------------------------------------
 class BlockMultiplies(_Record):
     """Multiplications of one transformer block (attention and MLP), by part."""
     __slots__ = {"q_o_proj": "the Q and O projections: 2 x n x d_model x h x d",
@@ -846,6 +871,7 @@ class BlockMultiplies(_Record):
                  "body": "scores and weighted sum: 2 x h x d x the pairs attended",
                  "mlp": "mlp_matrices x n x d_model x d_ff",
                  "total": "the sum of the four parts"}
+
 
 # Only k_v_proj has g in it, and beside the MLP it is a small share: that is
 # why prefill barely speeds up with g, while the KV cache shrinks in
@@ -878,8 +904,8 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
     return BlockMultiplies(a.q_proj + a.o_proj, a.k_proj + a.v_proj, a.scores + a.weighted_sum,
                            mlp, a.total + mlp)
 
-# Step 18. cache_table
 
+# Step 18. cache_table --------------------------------------------------------
 class CacheRow(_Record):
     """One row of cache_table: the KV cache for one g."""
     __slots__ = {"method": "MHA, GQA or MQA",
@@ -887,6 +913,7 @@ class CacheRow(_Record):
                  "group_size": "h // g query heads per key/value head",
                  "elements": "kv_cache_elements(...)",
                  "ratio": "elements / elements at g = h"}
+
 
 def cache_table(h: int, *, layers: int, length: int, head_dim: int,
                 batch: int = 1) -> list[CacheRow]:
@@ -912,8 +939,8 @@ def cache_table(h: int, *, layers: int, length: int, head_dim: int,
                              elements / mha if mha else 1.0))
     return rows
 
-# Step 19. multiplies_table
 
+# Step 19. multiplies_table ---------------------------------------------------
 class MultipliesRow(_Record):
     """One row of multiplies_table: the multiplications for one g."""
     __slots__ = {"method": "MHA, GQA or MQA",
@@ -921,6 +948,7 @@ class MultipliesRow(_Record):
                  "group_size": "h // g",
                  "counts": "attention_multiplies(n, h, g, d, d_model), a Multiplies",
                  "ratio": "each term / the same term at g = h (floats), a Multiplies"}
+
 
 def multiplies_table(n: int, h: int, d: int, d_model: int, *,
                      causal: bool = False) -> list[MultipliesRow]:
@@ -948,8 +976,8 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
         rows.append(MultipliesRow(_method(h, g), g, h // g, counts, ratio))
     return rows
 
-# Step 20. count_multiplies: counted, not computed; a tally kept by the arithmetic itself
 
+# Step 20. count_multiplies: counted, not computed; a tally kept by the arithmetic itself ---
 class Tally(metaclass=_Own):
     """Multiplications performed and elements read, as the code ran.
 
@@ -975,6 +1003,7 @@ class Tally(metaclass=_Own):
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)}" for name in self.FIELDS)
         return f"Tally({fields})"
+
 
 @contextmanager
 def count_multiplies() -> Iterator[Tally]:
@@ -1007,8 +1036,8 @@ def count_multiplies() -> Iterator[Tally]:
 # Steps 21-23: KVCache, decode_step, decode_traffic.
 # ---------------------------------------------------------------------------
 
-# Step 21. KVCache: the KV cache, in real memory
 
+# Step 21. KVCache: the KV cache, in real memory ------------------------------
 class KVCache(metaclass=_Own):
     """One layer's KV cache for g key/value heads of width d.
 
@@ -1119,8 +1148,8 @@ class KVCache(metaclass=_Own):
     def __repr__(self) -> str:
         return f"KVCache(g={self.g}, d={self.d}, len={len(self)})"
 
-# Step 22. decode_step
 
+# Step 22. decode_step --------------------------------------------------------
 def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], g: int,
                 cache: KVCache) -> list:
     """Decode one position: append its K and V to cache, return y_t.
@@ -1129,9 +1158,9 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     (g heads) to the cache, and attends from all h query heads over the
     whole cache, query head i reading cache head kv_head(i, h, g), with no
     copy of the cache.  Decoding x row by row equals
-    layer(x, weights, g, causal=True).  Weights are checked, folded and
-    transposed at every step; prepare them once per sequence with
-    prepare_weights(weights, g) and pass that instead.
+    layer(x, weights, g, causal=True).  Weights given to every step are
+    checked and prepared at the first, and again only when a value has
+    changed; prepare_weights(weights, g) once is faster still.
 
     Refuses (GQAError, naming every number given) a cache made for
     another g or d, an x_t that is not d_model long, and what layer
@@ -1144,7 +1173,7 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     >>> len(cache), cache.elements
     (2, 8)
     """
-    w = _weights_for("decode_step", weights, g)
+    w = _weights_for_decoding(weights, g)
     if not isinstance(cache, KVCache):
         raise TypeError(f"decode_step: cache must be a KVCache, not {type(cache).__name__}")
     if cache.g != g or cache.d != w.d:
@@ -1174,6 +1203,46 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
         cache._restore(before)
         raise
 
+
+# decode_step runs once per token, usually with the same Weights: the last few
+# it checked and prepared are kept, each with a copy of its rows, and reused
+# while every row still compares equal (==) to its copy: one pass at C speed,
+# where checking, folding and transposing again is several in Python.  A
+# weight changed in place between tokens makes its row differ, so the weights
+# are checked and prepared again: never a stale answer.  (An equal value is
+# not a change: 1 for 1.0, True for 1, -0.0 for 0.0 keep the prepared copy.)
+_DECODING: dict = {}        # (id(weights), g) -> (weights, its rows copied, PreparedWeights)
+
+
+def _weights_for_decoding(weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
+    """_weights_for("decode_step", ...), remembering the last Weights prepared."""
+    if not isinstance(weights, Weights) or type(g) is not int:
+        return _weights_for("decode_step", weights, g)
+    kept = _DECODING.get((id(weights), g))
+    if kept is not None and kept[0] is weights and _rows_equal(weights, kept[1]):
+        return kept[2]
+    _check_weights("decode_step", weights, g)
+    prepared = _prepared(weights, g)
+    if len(_DECODING) >= 4:                               # a few models at a time
+        del _DECODING[next(iter(_DECODING))]
+    _DECODING[(id(weights), g)] = (weights, _rows_copied(weights), prepared)
+    return prepared
+
+
+def _rows_copied(weights: Weights) -> list:
+    """Each tensor's head lengths and a copy of every row (its numbers not copied)."""
+    return [([len(head) for head in t], [row[:] for head in t for row in head]) for t in weights]
+
+
+def _rows_equal(weights: Weights, copied: list) -> bool:
+    """Whether every row of weights is still == to its copy (and each head as long)."""
+    try:
+        return all(list(map(len, t)) == lengths and all(map(eq, chain.from_iterable(t), rows))
+                   for t, (lengths, rows) in zip(weights, copied))
+    except Exception:                    # a head that is no longer a list: check it again
+        return False
+
+
 def _cache_views(cache: KVCache, j: int) -> tuple:
     """Return cache head j as key rows [m][d] and value columns [d][m], no copy."""
     d, m = cache.d, len(cache)
@@ -1182,14 +1251,15 @@ def _cache_views(cache: KVCache, j: int) -> tuple:
         _tally.cache_reads += len(kv) + len(vv)
     return [kv[t * d:(t + 1) * d] for t in range(m)], [vv[c::d] for c in range(d)]
 
-# Step 23. decode_traffic
 
+# Step 23. decode_traffic -----------------------------------------------------
 class DecodeTraffic(_Record):
     """What n decode steps read and multiply (the MQA paper's analysis)."""
     __slots__ = {"cache_reads": "K and V elements read from the cache",
                  "weight_reads": "weight elements read (once per step, shared by the batch)",
                  "multiplies": "multiplications",
                  "ratio": "(cache_reads + weight_reads) / multiplies"}
+
 
 # With g = h the cache reads grow like the multiplications of the attention
 # body, so the ratio of reads to multiplications stays high however large the
@@ -1230,8 +1300,8 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
 # Steps 24-25: grouped_attention_backward, layer_backward.
 # ---------------------------------------------------------------------------
 
-# Step 24. grouped_attention_backward
 
+# Step 24. grouped_attention_backward -----------------------------------------
 def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix],
                                d_out: Sequence[Matrix], *, causal: bool = False) -> tuple:
     """Return (dq, dk, dv): the gradients of sum(out * d_out) for out = grouped_attention(q, k, v).
@@ -1248,7 +1318,7 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     >>> q = [[[1.0]], [[2.0]]]                        # h=2 query heads, one key/value head
     >>> k, v = [[[0.0], [1.0]]], [[[1.0], [3.0]]]
     >>> dq, dk, dv = grouped_attention_backward(q, k, v, d_out=[[[1.0]], [[1.0]]])
-    >>> [len(dq), len(dk), len(dv)], round(dv[0][0][0] + dv[0][1][0], 12)   # [h], [g], [g]; 2 heads' weights
+    >>> [len(dq), len(dk), len(dv)], round(dv[0][0][0] + dv[0][1][0], 12)   # 2 heads' weights
     ([2, 1, 1], 2.0)
     """
     func = "grouped_attention_backward"
@@ -1267,6 +1337,7 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     _grouped(q, k, [_transpose(vj) for vj in v], causal, probs)    # the forward, for its softmax
     return _grouped_backward(q, k, v, d_out, probs)
 
+
 def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence,
                       probs: Sequence) -> tuple:
     """grouped_attention_backward for checked input and the softmax _grouped saved."""
@@ -1281,6 +1352,7 @@ def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence,
         dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]
         dv[j] = dv_i if dv[j] is None else [list(map(add, a, b)) for a, b in zip(dv[j], dv_i)]
     return dq, dk, dv                                           # [h][n][d], [g][m][d], [g][m][d_v]
+
 
 def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
                      probs: Sequence) -> tuple:
@@ -1307,8 +1379,8 @@ def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Seque
     dv = [_dots(_transpose(d_out), col) for col in _transpose(p_rows)]                # [m][d_v]
     return dq, dk, dv
 
-# Step 25. layer_backward: the backward reuses what the forward saved
 
+# Step 25. layer_backward: the backward reuses what the forward saved ---------
 def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
                    causal: bool = False) -> tuple:
     """Return (dx, grads): the gradients of sum(y * d_y) for y = layer(x, weights, g, causal=causal).
@@ -1333,6 +1405,7 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
     _check_matrix(func, "d_y", d_y, cols=d_model, rows=len(x))
     _, saved = _layer_forward(x, weights, g, causal=causal)
     return _layer_backward(saved, d_y)
+
 
 def _layer_forward(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
                    causal: bool) -> tuple:
@@ -1362,6 +1435,7 @@ def _layer_forward(x: Sequence, weights: Union[Weights, PreparedWeights], g: int
     y, s.q, s.k, s.v, s.heads = _forward(x, w, causal, s.probs)
     return y, s
 
+
 def _layer_backward(saved: _Saved, d_y: Sequence) -> tuple:
     """layer_backward from what _layer_forward saved: (dx, grads), d_y checked."""
     s = saved
@@ -1387,6 +1461,7 @@ def _layer_backward(saved: _Saved, d_y: Sequence) -> tuple:
             dx = [list(map(add, row, part)) for row, part in zip(dx, _mm(gt, wt))]
     return dx, Weights(w_q=d_w_q, w_k=_unfold(d_w_k, kv_k), w_v=_unfold(d_w_v, kv_v), w_o=d_w_o)
 
+
 def _unfold(grads: Heads, heads: int) -> Heads:
     """The gradient of g folded heads, sent back through the mean fold to `heads` heads."""
     group = heads // len(grads)
@@ -1405,6 +1480,7 @@ _FLOAT_MAX = sys.float_info.max
 _INF = math.inf
 _NUMBERS = frozenset((int, float))
 
+
 def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0,
                high: Optional[int] = MAX_SIZE) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
@@ -1417,6 +1493,7 @@ def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0,
         raise GQAError(f"{func}: {name} must be at most {high:,}; got {name}={_brief(value)}")
     return value
 
+
 def _brief(value: object) -> str:
     """A value in a message, never thousands of characters long."""
     if isinstance(value, int) and abs(value) >= 10 ** 30:         # repr of a huge int is slow
@@ -1424,11 +1501,13 @@ def _brief(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
+
 def _check_causal(func: str, causal: object) -> bool:
     if not isinstance(causal, bool):
         raise TypeError(f"{func}: causal must be True or False, not {type(causal).__name__} "
                         f"({_brief(causal)})")
     return causal
+
 
 def _valid_g_text(h: int) -> str:
     """The end of every message about a bad g: 'valid g for h=8: 1, 2, 4, 8'."""
@@ -1437,6 +1516,7 @@ def _valid_g_text(h: int) -> str:
         return (f"valid g for h={h}: {', '.join(map(str, gs[:6]))}, ..., "
                 f"{', '.join(map(str, gs[-3:]))} ({len(gs)} in all)")
     return f"valid g for h={h}: {', '.join(map(str, gs))}"
+
 
 def _group_size(func: str, h: object, g: object) -> int:
     """Check h query heads and g key/value heads; return h // g."""
@@ -1448,9 +1528,18 @@ def _group_size(func: str, h: object, g: object) -> int:
         raise GQAError(f"{func}: g={g} does not divide h={h}; got g={g}, h={h}; {_valid_g_text(h)}")
     return h // g
 
+
+def _check_heads_made(func: str, h: int, g: int) -> None:
+    """Check that a list of h heads (or h head numbers) fits in one call's allocation."""
+    if h > MAX_ALLOCATION:
+        raise GQAError(f"{func}: h={h} heads is more than the {MAX_ALLOCATION:,} items one call "
+                       f"may allocate (MAX_ALLOCATION); got h={h}, g={g}")
+
+
 def _check_list(func: str, what: str, value: object, expected: str) -> None:
     if not isinstance(value, (list, tuple, array)):
         raise TypeError(f"{func}: {what} must be {expected}, not {type(value).__name__}")
+
 
 def _check_values(func: str, what: str, row: Sequence) -> None:
     """Every value of a row is an int or a float that a float can hold (one C-speed pass)."""
@@ -1468,7 +1557,9 @@ def _check_values(func: str, what: str, row: Sequence) -> None:
     if any(abs(x) > _FLOAT_MAX for x in row if type(x) is int):
         raise GQAError(f"{func}: {what} holds an int beyond the largest float")
 
+
 _ROWS = frozenset((list, tuple, array))
+
 
 def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
                   rows: Optional[int] = None) -> int:
@@ -1496,6 +1587,7 @@ def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = 
             _check_values(func, f"{what} row {r}", row)
     return 0 if width is None else width
 
+
 def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = None,
                  rows: Optional[int] = None) -> tuple:
     """Check a [heads][rows][cols] tensor; return (heads, rows, cols)."""
@@ -1506,6 +1598,7 @@ def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = Non
         cols = _check_matrix(func, f"{name} head {i}", mat, cols=cols, rows=rows)
         rows = len(mat)                      # the first head sets the rows of the others
     return len(t), rows, cols
+
 
 def _check_qkv(func: str, q: Sequence, k: Sequence, v: Sequence, causal: bool) -> None:
     """Check one head's q [n][d], k [m][d], v [m][d_v]."""
@@ -1529,6 +1622,7 @@ def _check_qkv(func: str, q: Sequence, k: Sequence, v: Sequence, causal: bool) -
                        f"queries (queries are the last n of m positions); "
                        f"got n={len(q)}, m={m}")
 
+
 def _check_multihead(func: str, q: Sequence, k: Sequence, v: Sequence,
                      causal: bool) -> None:
     """Check q [h][n][d], k [.][m][d], v [.][m][d_v]: equal heads, matching sizes."""
@@ -1538,6 +1632,7 @@ def _check_multihead(func: str, q: Sequence, k: Sequence, v: Sequence,
     if len(k) != len(v):
         raise GQAError(f"{func}: k and v head counts differ: k has {len(k)}, v has {len(v)}")
     _check_qkv(func, q[0], k[0], v[0], causal)
+
 
 def _check_weights(func: str, weights: Weights, g: int) -> tuple:
     """Check weights for g key/value heads; return (h, d_model, d)."""
@@ -1557,6 +1652,7 @@ def _check_weights(func: str, weights: Weights, g: int) -> tuple:
     _check_heads(func, "w_o", weights.w_o, rows=d, cols=d_model)
     return h, d_model, d
 
+
 def _weights_for(func: str, weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
     """Check and prepare Weights, or check that PreparedWeights were prepared for g."""
     if isinstance(weights, PreparedWeights):
@@ -1564,9 +1660,33 @@ def _weights_for(func: str, weights: Union[Weights, PreparedWeights], g: int) ->
         if weights.g != g:
             raise GQAError(f"{func}: these weights were prepared for g={weights.g}; "
                            f"got g={g}")
+        _check_prepared(func, weights)
         return weights
     _check_weights(func, weights, g)
     return _prepared(weights, g, once=True)
+
+
+def _check_prepared(func: str, w: PreparedWeights) -> None:
+    """Check the shape of PreparedWeights (its values were checked by prepare_weights).
+
+    A record built by hand, or changed with _replace, is refused when its
+    shape shows it: h, g, d_model and d ints, and tuples of h, g, g and
+    d_model columns, each head's of d.  (Its values are not read again.)
+    """
+    _check_int(func, "weights.d_model", w.d_model, low=1)
+    _check_int(func, "weights.d", w.d, low=1)
+    for name, heads in (("q_cols", w.h), ("k_cols", w.g), ("v_cols", w.g)):
+        t = getattr(w, name)
+        if type(t) is not tuple or len(t) != heads or \
+                any(type(cols) is not tuple or len(cols) != w.d for cols in t):
+            raise GQAError(f"{func}: weights.{name} must be {heads} tuples of d={w.d} columns, "
+                           f"as prepare_weights makes them; make PreparedWeights with it")
+    if type(w.o_cols) is not tuple or len(w.o_cols) != w.d_model or \
+            (w.o_cols and (type(w.o_cols[0]) is not tuple or len(w.o_cols[0]) != w.h * w.d)):
+        raise GQAError(f"{func}: weights.o_cols must be d_model={w.d_model} tuples of h x d = "
+                       f"{w.h * w.d} values, as prepare_weights makes them; make PreparedWeights "
+                       f"with it")
+
 
 def _flatten(a: object, b: object) -> tuple:
     """The numbers of two nested lists of one shape (at most 3 levels), as two flat lists."""
@@ -1580,6 +1700,9 @@ def _flatten(a: object, b: object) -> tuple:
                 if type(value) not in _NUMBERS:
                     raise TypeError(f"output_difference: {name} holds {type(value).__name__} "
                                     f"{_brief(value)} at {list(where)}; values must be int or float")
+                if type(value) is int and abs(value) > _FLOAT_MAX:
+                    raise GQAError(f"output_difference: {name} holds an int beyond the largest "
+                                   f"float, {_brief(value)}, at {list(where)}")
             fa.append(x)
             fb.append(y)
             continue
@@ -1597,12 +1720,20 @@ def _flatten(a: object, b: object) -> tuple:
 # Plumbing.
 # ---------------------------------------------------------------------------
 
+
 def _transpose(rows: Sequence) -> list:
     return list(zip(*rows))
+
 
 class _Saved:
     """What _layer_forward keeps for _layer_backward (micrograd's saved tensors)."""
     __slots__ = ("x", "causal", "rows", "prepared", "kv_heads", "q", "k", "v", "heads", "probs")
+
+
+def _lists(t: Sequence) -> Heads:
+    """A [heads][rows][cols] tensor copied as new lists of lists of floats."""
+    return [[list(row) for row in head] for head in t]
+
 
 def _unprepared(w: PreparedWeights) -> Weights:
     """The folded Weights that w was prepared from (the same values, as tuples)."""
@@ -1620,7 +1751,8 @@ for _name in __all__:
     _f = globals().get(_name)
     if inspect.isfunction(_f):
         _f.__signature__ = inspect.signature(_f).replace(
-            parameters=[p.replace(annotation=p.empty) for p in inspect.signature(_f).parameters.values()],
+            parameters=[p.replace(annotation=p.empty)
+                        for p in inspect.signature(_f).parameters.values()],
             return_annotation=inspect.Signature.empty)
 
 

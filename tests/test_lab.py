@@ -325,6 +325,64 @@ class Prepared(unittest.TestCase):
             gqa.prepare_weights(p, 2)
 
 
+    def test_prepared_weights_made_by_hand_are_refused_by_name(self):
+        p = gqa.prepare_weights(gqa.init_weights(h=4, d_model=3, d=2, seed=0), 2)
+        for bad, field in ((p._replace(q_cols=None), "q_cols"), (p._replace(k_cols=p.k_cols[:1]), "k_cols"),
+                           (p._replace(o_cols=5), "o_cols"), (p._replace(d="2"), "d")):
+            with self.assertRaisesRegex((gqa.GQAError, TypeError), rf"layer: .*{field}"):
+                gqa.layer([[1.0] * 3], bad, 2)
+            with self.assertRaisesRegex((gqa.GQAError, TypeError), rf"decode_step: .*{field}"):
+                gqa.decode_step([1.0] * 3, bad, 2, gqa.KVCache(2, 2))
+
+    def test_fold_weights_gives_lists_whatever_rows_it_was_given(self):
+        w = gqa.init_weights(h=4, d_model=3, d=2, seed=0)
+        as_tuples = gqa.Weights(*(tuple(tuple(tuple(r) for r in head) for head in t) for t in w))
+        for given in (as_tuples, w):
+            for g in (2, 4):
+                folded = gqa.fold_weights(given, g)
+                self.assertTrue(folded == gqa.fold_weights(w, g), g)
+                self.assertEqual({type(r) for t in folded for head in t for r in head}, {list})
+                self.assertTrue(all(a is not b for a, b in zip(folded.w_q, w.w_q)))   # not the input's
+
+
+class DecodingPlainWeights(unittest.TestCase):
+    """decode_step keeps the Weights it last prepared, and notices a value changed in place."""
+
+    def decode(self, w, xs, g):
+        cache = gqa.KVCache(g, 2)
+        return [gqa.decode_step(x, w, g, cache) for x in xs]
+
+    def test_a_weight_changed_between_tokens_is_used_at_the_next_token(self):
+        w = gqa.init_weights(h=4, d_model=3, d=2, seed=5)
+        xs = [[1.0, -0.5, 0.25], [0.5, 0.5, -1.0], [0.0, 1.0, 2.0]]
+        for g in (1, 2, 4):
+            for name in ("w_q", "w_k", "w_v", "w_o"):
+                cache, changed = gqa.KVCache(g, 2), gqa.init_weights(h=4, d_model=3, d=2, seed=5)
+                ys = [gqa.decode_step(xs[0], changed, g, cache)]
+                getattr(changed, name)[-1][0][0] += 0.5                  # in place, between tokens
+                ys += [gqa.decode_step(x, changed, g, cache) for x in xs[1:]]
+                # Written another way: a fresh copy of the changed weights from the second token on.
+                fresh_cache = gqa.KVCache(g, 2)
+                expected = [gqa.decode_step(xs[0], gqa.init_weights(4, 3, 2, seed=5), g, fresh_cache)]
+                copy = gqa.Weights(*([[list(r) for r in head] for head in t] for t in changed))
+                expected += [gqa.decode_step(x, copy, g, fresh_cache) for x in xs[1:]]
+                self.assertTrue(ys == expected, (g, name))
+        self.assertTrue(self.decode(w, xs, 2) == self.decode(gqa.prepare_weights(w, 2), xs, 2))
+
+    def test_a_value_made_invalid_between_tokens_is_refused(self):
+        w = gqa.init_weights(h=2, d_model=3, d=2, seed=6)
+        cache = gqa.KVCache(1, 2)
+        gqa.decode_step([1.0, 2.0, 3.0], w, 1, cache)
+        w.w_v[1][2][1] = "x"
+        with self.assertRaisesRegex(TypeError, r"decode_step: w_v head 1 row 2 holds str"):
+            gqa.decode_step([1.0, 2.0, 3.0], w, 1, cache)
+        w.w_v[1][2][1] = 0.0
+        w.w_o[0].append([1.0, 1.0, 1.0])                                  # a row too many
+        with self.assertRaisesRegex(gqa.GQAError, r"decode_step: w_o head 0 must have 2 rows"):
+            gqa.decode_step([1.0, 2.0, 3.0], w, 1, cache)
+        self.assertEqual(len(cache), 1)
+
+
 class Records(unittest.TestCase):
 
     def test_fields_by_name_and_position_unpacking_equality(self):
@@ -348,7 +406,7 @@ class Records(unittest.TestCase):
     def test_wrong_fields(self):
         for args, kwargs in (((1.0, 2.0), {}), ((1.0, 2.0, 3.0, 4.0), {}),
                              ((1.0,), {"max_abs": 2.0, "rel_l2": 3.0}), ((1.0, 2.0, 3.0), {"x": 1})):
-            with self.assertRaisesRegex(TypeError, r"Difference takes the fields max_abs, rel_l2, cosine"):
+            with self.assertRaisesRegex(TypeError, r"Difference\(\) takes the fields max_abs, rel_l2, cosine"):
                 gqa.Difference(*args, **kwargs)
 
     def test_help_reads_as_a_manual(self):
