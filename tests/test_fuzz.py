@@ -99,6 +99,42 @@ class Fuzz(unittest.TestCase):
             with self.assertRaisesRegex(TypeError, r"single_head_attention: q row 0 holds"):
                 gqa.single_head_attention(bad, [[1.0, 1.0]], [[1.0]])
 
+    def test_the_promises_the_grader_grades(self):
+        # output_difference scales before it squares: worked by hand, a = (1, 2) s, b = (1, 1) s
+        # gives |a - b| / |b| = 1 / sqrt(2) and a . b / (|a| |b|) = 3 / sqrt(10), whatever s is.
+        for s in (1e200, 1e-200, 1.0):
+            d = gqa.output_difference([[s, 2 * s]], [[s, s]])
+            self.assertEqual(d.max_abs, s)
+            self.assertAlmostEqual(d.rel_l2, 1 / math.sqrt(2), places=15)
+            self.assertAlmostEqual(d.cosine, 3 / math.sqrt(10), places=15)
+        self.assertEqual(gqa.fold_kv_mean([[[1e308, -1e308]], [[1e308, -1e308]]], 1), [[[1e308, -1e308]]])
+        self.assertEqual(gqa.fold_weights(gqa.Weights([[[1.0]]] * 2, [[[1e308]]] * 2, [[[-1e308]]] * 2,
+                                                      [[[1.0]]] * 2), 1).w_k, [[[1e308]]])
+        with self.assertRaisesRegex(gqa.GQAError, r"output_difference: a holds an int beyond the largest float"):
+            gqa.output_difference([[10 ** 400]], [[1.0]])
+        ragged = [(gqa.single_head_attention, ([[1.0], [1.0, 2.0]], [[1.0]], [[1.0]])),
+                  (gqa.fold_kv_mean, ([[[1.0]], [[1.0, 2.0]]], 1)),
+                  (gqa.grouped_attention, ([[[1.0]]] * 2, [[[1.0], [1.0, 2.0]]], [[[1.0], [1.0]]])),
+                  (gqa.layer, ([[1.0] * 3, [1.0] * 2], W, 2)),
+                  (gqa.layer_backward, ([[1.0] * 3], W, 2, [[1.0] * 2]))]
+        for fn, args in ragged:
+            with self.assertRaisesRegex(gqa.GQAError, rf"{fn.__name__}: .*(ragged rows|values)"):
+                fn(*args)
+        with gqa.count_multiplies() as outer:                  # a nested tally adds to the outer one
+            gqa.single_head_attention([[1.0, 2.0]], [[1.0, 2.0]], [[1.0]])
+            with gqa.count_multiplies() as inner:
+                gqa.single_head_attention([[1.0, 2.0]] * 3, [[1.0, 2.0]], [[1.0]])
+        self.assertEqual((inner.scores, outer.scores, outer.weighted_sum), (6, 8, 4))
+
+    def test_sizes_past_one_calls_allocation_are_refused_at_once(self):
+        start = time.perf_counter()
+        for fn, args, h in ((gqa.repeat_kv, ([[[1.0]]], 10 ** 9), 10 ** 9),
+                            (gqa.repeat_kv, ([[[1.0]]], 10 ** 12), 10 ** 12), (gqa.group_heads, (10 ** 9, 1), 10 ** 9)):
+            with self.assertRaisesRegex(gqa.GQAError, rf"{fn.__name__}: h={h} heads is more than the "
+                                        r"100,000,000 items one call may allocate \(MAX_ALLOCATION\)"):
+                fn(*args)
+        self.assertLess(time.perf_counter() - start, 1.0)
+
     def test_a_failing_decode_step_leaves_the_cache_as_it_was(self):
         cache = gqa.KVCache(2, 2, capacity=1)
         p = gqa.prepare_weights(W, 2)
