@@ -119,6 +119,11 @@ Matrix = List[List[float]]      # [rows][cols]
 Heads = List[Matrix]            # [heads][rows][cols]
 
 
+# ---------------------------------------------------------------------------
+# The lab's one exception, its limits, and the records its results come in.
+# ---------------------------------------------------------------------------
+
+
 class _Own(type):
     """The type of GQAError and the records: help() shows what a class says
     of itself, not the methods it inherits."""
@@ -200,6 +205,7 @@ class _Record(metaclass=_Fields):
 
     def _asdict(self) -> dict:
         return dict(zip(self.__slots__, self))
+
 
 # ---------------------------------------------------------------------------
 # Part 1. Group the query heads: h // g contiguous query heads per group.
@@ -285,6 +291,7 @@ def group_heads(h: int, g: int) -> list[list[int]]:
     group = _group_size("group_heads", h, g)
     _check_heads_made("group_heads", h, g)
     return [list(range(j * group, (j + 1) * group)) for j in range(g)]    # [g][h // g]
+
 
 # ---------------------------------------------------------------------------
 # Part 2. Fold, repeat, attend: MHA, GQA and MQA from one function.
@@ -531,6 +538,7 @@ def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
             saved.append(rows)
     return out                                              # [h][n][d_v]
 
+
 # ---------------------------------------------------------------------------
 # Part 3. One attention layer on MHA weights, run with g key/value heads.
 # Steps 10-14: init_weights, fold_weights, prepare_weights, layer,
@@ -770,6 +778,7 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
     if abs(cosine) > 1.0:                        # rounding; NaN passes through
         cosine = math.copysign(1.0, cosine)
     return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)
+
 
 # ---------------------------------------------------------------------------
 # Part 4. Counting: what g changes (the cache) and what it does not.
@@ -1031,6 +1040,7 @@ def count_multiplies() -> Iterator[Tally]:
             for name in Tally.FIELDS:
                 setattr(outer, name, getattr(outer, name) + getattr(tally, name))
 
+
 # ---------------------------------------------------------------------------
 # Part 5. Decoding, one token at a time (the MQA paper's setting).
 # Steps 21-23: KVCache, decode_step, decode_traffic.
@@ -1204,45 +1214,6 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
         raise
 
 
-# decode_step runs once per token, usually with the same Weights: the last few
-# it checked and prepared are kept, each with a copy of its rows, and reused
-# while every row still compares equal (==) to its copy: one pass at C speed,
-# where checking, folding and transposing again is several in Python.  A
-# weight changed in place between tokens makes its row differ, so the weights
-# are checked and prepared again: never a stale answer.  (An equal value is
-# not a change: 1 for 1.0, True for 1, -0.0 for 0.0 keep the prepared copy.)
-_DECODING: dict = {}        # (id(weights), g) -> (weights, its rows copied, PreparedWeights)
-
-
-def _weights_for_decoding(weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
-    """_weights_for("decode_step", ...), remembering the last Weights prepared."""
-    if not isinstance(weights, Weights) or type(g) is not int:
-        return _weights_for("decode_step", weights, g)
-    kept = _DECODING.get((id(weights), g))
-    if kept is not None and kept[0] is weights and _rows_equal(weights, kept[1]):
-        return kept[2]
-    _check_weights("decode_step", weights, g)
-    prepared = _prepared(weights, g)
-    if len(_DECODING) >= 4:                               # a few models at a time
-        del _DECODING[next(iter(_DECODING))]
-    _DECODING[(id(weights), g)] = (weights, _rows_copied(weights), prepared)
-    return prepared
-
-
-def _rows_copied(weights: Weights) -> list:
-    """Each tensor's head lengths and a copy of every row (its numbers not copied)."""
-    return [([len(head) for head in t], [row[:] for head in t for row in head]) for t in weights]
-
-
-def _rows_equal(weights: Weights, copied: list) -> bool:
-    """Whether every row of weights is still == to its copy (and each head as long)."""
-    try:
-        return all(list(map(len, t)) == lengths and all(map(eq, chain.from_iterable(t), rows))
-                   for t, (lengths, rows) in zip(weights, copied))
-    except Exception:                    # a head that is no longer a list: check it again
-        return False
-
-
 def _cache_views(cache: KVCache, j: int) -> tuple:
     """Return cache head j as key rows [m][d] and value columns [d][m], no copy."""
     d, m = cache.d, len(cache)
@@ -1294,6 +1265,7 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     multiplies = batch * (n * d_model * d * (2 * h + 2 * g) + 2 * h * d * positions)
     ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0
     return DecodeTraffic(cache_reads, weight_reads, multiplies, ratio)
+
 
 # ---------------------------------------------------------------------------
 # Part 6. Learning: the backward pass.
@@ -1468,6 +1440,7 @@ def _unfold(grads: Heads, heads: int) -> Heads:
     if group == 1:
         return grads
     return [[[x / group for x in row] for row in grads[i // group]] for i in range(heads)]
+
 
 # ---------------------------------------------------------------------------
 # The door: every public function checks what it was given here, once,
@@ -1666,6 +1639,45 @@ def _weights_for(func: str, weights: Union[Weights, PreparedWeights], g: int) ->
     return _prepared(weights, g, once=True)
 
 
+# decode_step runs once per token, usually with the same Weights: the last few
+# it checked and prepared are kept, each with a copy of its rows, and reused
+# while every row still compares equal (==) to its copy: one pass at C speed,
+# where checking, folding and transposing again is several in Python.  A
+# weight changed in place between tokens makes its row differ, so the weights
+# are checked and prepared again: never a stale answer.  (An equal value is
+# not a change: 1 for 1.0, True for 1, -0.0 for 0.0 keep the prepared copy.)
+_DECODING = {}              # (id(weights), g) -> (weights, its rows copied, PreparedWeights)
+
+
+def _weights_for_decoding(weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
+    """_weights_for("decode_step", ...), remembering the last Weights prepared."""
+    if not isinstance(weights, Weights) or type(g) is not int:
+        return _weights_for("decode_step", weights, g)
+    kept = _DECODING.get((id(weights), g))
+    if kept is not None and kept[0] is weights and _rows_equal(weights, kept[1]):
+        return kept[2]
+    _check_weights("decode_step", weights, g)
+    prepared = _prepared(weights, g)
+    if len(_DECODING) >= 4:                               # a few models at a time
+        del _DECODING[next(iter(_DECODING))]
+    _DECODING[(id(weights), g)] = (weights, _rows_copied(weights), prepared)
+    return prepared
+
+
+def _rows_copied(weights: Weights) -> list:
+    """Each tensor's head lengths and a copy of every row (its numbers not copied)."""
+    return [([len(head) for head in t], [row[:] for head in t for row in head]) for t in weights]
+
+
+def _rows_equal(weights: Weights, copied: list) -> bool:
+    """Whether every row of weights is still == to its copy (and each head as long)."""
+    try:
+        return all(list(map(len, t)) == lengths and all(map(eq, chain.from_iterable(t), rows))
+                   for t, (lengths, rows) in zip(weights, copied))
+    except Exception:                    # a head that is no longer a list: check it again
+        return False
+
+
 def _check_prepared(func: str, w: PreparedWeights) -> None:
     """Check the shape of PreparedWeights (its values were checked by prepare_weights).
 
@@ -1715,6 +1727,7 @@ def _flatten(a: object, b: object) -> tuple:
                            "matrix [n][d] or a multi-head tensor [h][n][d]")
         stack.extend((xi, yi, where + (i,)) for i, (xi, yi) in reversed(list(enumerate(zip(x, y)))))
     return fa, fb
+
 
 # ---------------------------------------------------------------------------
 # Plumbing.
