@@ -402,7 +402,7 @@ else:                                                    # Python 3.9 to 3.11
 
 
 # The multiplications performed are tallied here, by the code that performs
-# them, when count_multiplies() is active (see "Counting" below).
+# them, when count_multiplies() is active (step 20, count_multiplies).
 _tally = None                   # a Tally while count_multiplies() is active
 
 
