@@ -1614,6 +1614,8 @@ def _check_weights(func: str, weights: Weights, g: int) -> tuple:
                         f"not {type(weights).__name__}")
     h, d_model, d = _check_heads(func, "w_q", weights.w_q)
     _group_size(func, h, g)
+    for name in ("w_k", "w_v", "w_o"):                 # before their lengths are read
+        _check_list(func, name, getattr(weights, name), "a list of heads, each a list of rows")
     for name in ("w_k", "w_v"):
         heads = len(getattr(weights, name))
         if heads not in (h, g):

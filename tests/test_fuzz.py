@@ -18,33 +18,39 @@ JUNK = [None, True, -1, 0, 3, 10 ** 9, 10 ** 12, 10 ** 13, 2 ** 70, -(10 ** 400)
         3 + 4j, Fraction(1, 2), Decimal("1.5"), [], [[]], [[1.0, "x"]], [[1.0, None]], {1: 2}, {1.0},
         range(3), [[1.0]] * 3, [[[1.0]]] * 4, [[[1.0, 2.0]], [[1.0]]], [[10 ** 400]], (1.0,),
         [array("i", [1])], [array("d", [1.0, 2.0])], [[[math.nan]]], [[1e308, -1e308]], W, tuple(W),
-        gqa.prepare_weights(W, 2), [1.0, 2.0, 3.0], [[[1.0, 2.0]]] * 4]
+        gqa.prepare_weights(W, 2), [1.0, 2.0, 3.0], [[[1.0, 2.0]]] * 4,
+        gqa.prepare_weights(W, 2)._replace(q_cols=None), gqa.prepare_weights(W, 2)._replace(o_cols=5),
+        W._replace(w_k=None), W._replace(w_q=[[[1.0]]] * 4)]
 
-CALLS = [  # (name, function, how many positional arguments, keyword names)
-    ("valid_g", gqa.valid_g, 1, ()),
-    ("method_name", gqa.method_name, 2, ()),
-    ("kv_head", gqa.kv_head, 3, ()),
-    ("group_heads", gqa.group_heads, 2, ()),
-    ("fold_kv_mean", gqa.fold_kv_mean, 2, ()),
-    ("repeat_kv", gqa.repeat_kv, 2, ()),
-    ("single_head_attention", gqa.single_head_attention, 3, ("causal",)),
-    ("attention", gqa.attention, 4, ("causal",)),
-    ("grouped_attention", gqa.grouped_attention, 3, ("causal",)),
-    ("init_weights", gqa.init_weights, 3, ("seed",)),
-    ("fold_weights", gqa.fold_weights, 2, ()),
-    ("prepare_weights", gqa.prepare_weights, 2, ()),
-    ("layer", gqa.layer, 3, ("causal",)),
-    ("output_difference", gqa.output_difference, 2, ()),
-    ("kv_cache_elements", gqa.kv_cache_elements, 4, ("batch",)),
-    ("attention_multiplies", gqa.attention_multiplies, 5, ("causal",)),
-    ("block_multiplies", gqa.block_multiplies, 6, ("mlp_matrices",)),
+Q, K, V = [[[1.0, 2.0]]] * 4, [[[1.0, 2.0]]] * 2, [[[1.0]]] * 2
+CALLS = [  # (name, function, a valid call's positional arguments, keyword names)
+    ("valid_g", gqa.valid_g, (4,), ()),
+    ("method_name", gqa.method_name, (4, 2), ()),
+    ("kv_head", gqa.kv_head, (1, 4, 2), ()),
+    ("group_heads", gqa.group_heads, (4, 2), ()),
+    ("fold_kv_mean", gqa.fold_kv_mean, (Q, 2), ()),
+    ("repeat_kv", gqa.repeat_kv, (K, 4), ()),
+    ("single_head_attention", gqa.single_head_attention, ([[1.0, 2.0]], [[1.0, 2.0]], [[1.0]]), ("causal",)),
+    ("attention", gqa.attention, (Q, Q, [[[1.0]]] * 4, 2), ("causal",)),
+    ("grouped_attention", gqa.grouped_attention, (Q, K, V), ("causal",)),
+    ("init_weights", gqa.init_weights, (2, 3, 2), ("seed",)),
+    ("fold_weights", gqa.fold_weights, (W, 2), ()),
+    ("prepare_weights", gqa.prepare_weights, (W, 2), ()),
+    ("layer", gqa.layer, ([[1.0, 2.0, 3.0]], W, 2), ("causal",)),
+    ("output_difference", gqa.output_difference, ([[1.0]], [[2.0]]), ()),
+    ("kv_cache_elements", gqa.kv_cache_elements, (1, 2, 3, 4), ("batch",)),
+    ("attention_multiplies", gqa.attention_multiplies, (2, 4, 2, 2, 3), ("causal",)),
+    ("block_multiplies", gqa.block_multiplies, (2, 4, 2, 2, 3, 5), ("mlp_matrices",)),
     ("cache_table", lambda h, layers, length, head_dim: gqa.cache_table(
-        h, layers=layers, length=length, head_dim=head_dim), 4, ()),
-    ("multiplies_table", gqa.multiplies_table, 4, ("causal",)),
-    ("decode_traffic", gqa.decode_traffic, 5, ("batch",)),
-    ("KVCache", gqa.KVCache, 2, ("capacity",)),
-    ("decode_step", lambda x, w, g: gqa.decode_step(x, w, g, gqa.KVCache(2, 2)), 3, ()),
-    ("KVCache.append", lambda k, v: gqa.KVCache(2, 2).append(k, v), 2, ()),
+        h, layers=layers, length=length, head_dim=head_dim), (4, 1, 2, 3), ()),
+    ("multiplies_table", gqa.multiplies_table, (2, 4, 2, 3), ("causal",)),
+    ("decode_traffic", gqa.decode_traffic, (2, 4, 2, 2, 3), ("batch",)),
+    ("KVCache", gqa.KVCache, (2, 2), ("capacity",)),
+    ("decode_step", lambda x, w, g: gqa.decode_step(x, w, g, gqa.KVCache(2, 2)), ([1.0, 2.0, 3.0], W, 2), ()),
+    ("KVCache.append", lambda k, v: gqa.KVCache(2, 2).append(k, v), ([[1.0, 2.0]] * 2, [[1.0, 2.0]] * 2), ()),
+    ("Weights", gqa.Weights, (W.w_q, W.w_k, W.w_v), ()),
+    ("grouped_attention_backward", gqa.grouped_attention_backward, (Q, K, V, [[[1.0]]] * 4), ("causal",)),
+    ("layer_backward", gqa.layer_backward, ([[1.0, 2.0, 3.0]], W, 2, [[1.0, 2.0, 3.0]]), ("causal",)),
 ]
 
 
@@ -54,8 +60,9 @@ class Fuzz(unittest.TestCase):
         rng = random.Random("fuzz:0")
         unnamed, slow, start = [], [], time.perf_counter()
         for trial in range(1500):
-            name, fn, count, keywords = CALLS[trial % len(CALLS)]
-            args = [rng.choice(JUNK + [2, 4, 1]) for _ in range(count)]
+            name, fn, valid, keywords = CALLS[trial % len(CALLS)]
+            # Each argument valid or junk, at even odds: a call is malformed in one place or many.
+            args = [a if rng.random() < 0.5 else rng.choice(JUNK + [2, 4, 1]) for a in valid]
             kwargs = {k: rng.choice(JUNK + [True, False, 2]) for k in keywords
                       if k == "seed" or rng.random() < 0.7}
             began = time.perf_counter()
