@@ -16,6 +16,7 @@ import os
 import unittest
 
 import gqa
+import gqa_cli
 from gqa import GQAError
 from gqa_models import FAMILIES, RULES, ModelShape, cache_bytes, family_table, per_position
 
@@ -34,7 +35,7 @@ def shape(**config):
 def run(*argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = gqa.main(["config", *argv])
+        status = gqa_cli.main(["config", *argv])
     return status, out.getvalue(), err.getvalue()
 
 

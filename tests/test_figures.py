@@ -22,6 +22,7 @@ from decimal import Decimal
 from unittest import mock
 
 import gqa
+import gqa_cli
 import gqa_figures
 import gqa_report
 
@@ -551,7 +552,7 @@ def run(*argv):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
             mock.patch("gqa_report.measure", return_value=NOTHING_MEASURED):
         try:
-            status = gqa.main(["report", *argv])
+            status = gqa_cli.main(["report", *argv])
         except SystemExit as exit_:
             status = exit_.code
     return status, out.getvalue(), err.getvalue()

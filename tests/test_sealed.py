@@ -603,13 +603,13 @@ class ToolsThroughTheWorker(unittest.TestCase):
         import io
         from unittest import mock
 
-        import gqa
+        import gqa_cli
         import gqa_report
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 mock.patch.object(gqa_report, "CHILD_TIMEOUT", 10.0):
             try:
-                status = gqa.main(list(argv))
+                status = gqa_cli.main(list(argv))
             except SystemExit as exit_:
                 status = exit_.code
         return status, out.getvalue(), err.getvalue()

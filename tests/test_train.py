@@ -10,6 +10,7 @@ import json
 import unittest
 
 import gqa
+import gqa_cli
 import gqa_train
 from gqa_tools import rng_for
 
@@ -86,7 +87,7 @@ class Runs(unittest.TestCase):
     def test_bad_seed_is_a_usage_error(self):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
-            gqa.main(["uptrain", "--seed", "-1"])
+            gqa_cli.main(["uptrain", "--seed", "-1"])
         self.assertEqual(cm.exception.code, 2)
         self.assertIn("--seed must be between 0", err.getvalue())
 
