@@ -44,8 +44,8 @@ Shapes: nested lists of floats, a matrix a list of rows, head axis first.
 
 Rules every step keeps (the grader checks each one)
 - Input that breaks a rule raises GQAError, whose message names the
-  function, the rule and every number given: method_name(8, 3) names g=3
-  and h=8; valid_g(0) raises (h must be positive).  A size that is not an
+  function, the rule and the numbers that break it: method_name(8, 3)
+  names g=3 and h=8; valid_g(0) raises (h must be positive).  A size that is not an
   int (or is a bool), data that is not nested lists (tuples and array('d')
   rows too) of equal rows of ints and floats, or a causal flag that is not
   a bool raises TypeError.  Ragged rows raise GQAError.
@@ -219,7 +219,7 @@ def valid_g(h: int) -> list[int]:
 
     These are the divisors of h, in increasing order.
 
-    Refuses (GQAError, naming every number given) h < 1: valid_g(0)
+    Refuses (GQAError, naming the numbers at fault) h < 1: valid_g(0)
     raises.  h must be an int (TypeError otherwise).
 
     >>> valid_g(8)
@@ -236,7 +236,7 @@ def valid_g(h: int) -> list[int]:
 def method_name(h: int, g: int) -> str:
     """Return "MHA" when g = h, "MQA" when g = 1 < h, otherwise "GQA".
 
-    Refuses (GQAError, naming every number given) a g that does not
+    Refuses (GQAError, naming the numbers at fault) a g that does not
     divide h, or h < 1: method_name(8, 3) names g=3 and h=8.
 
     >>> [method_name(8, g) for g in valid_g(8)]
@@ -262,7 +262,7 @@ def kv_head(query_head: int, h: int, g: int) -> int:
 
     Query head i belongs to group i // (h // g).
 
-    Refuses (GQAError, naming every number given) a g that does not
+    Refuses (GQAError, naming the numbers at fault) a g that does not
     divide h, and a query_head outside 0..h-1.
 
     >>> [kv_head(i, h=8, g=2) for i in range(8)]
@@ -280,7 +280,7 @@ def kv_head(query_head: int, h: int, g: int) -> int:
 def group_heads(h: int, g: int) -> list[list[int]]:
     """Return the query heads of each of the g groups: those with one kv_head.
 
-    Refuses (GQAError, naming every number given) a g that does not
+    Refuses (GQAError, naming the numbers at fault) a g that does not
     divide h, and more than MAX_ALLOCATION query heads.
 
     >>> group_heads(8, 2)
@@ -312,7 +312,7 @@ def fold_kv_mean(kv: Sequence[Matrix], g: int) -> Heads:
     The result is [g][rows][cols], new lists.  With g = h it holds values
     equal to the input's.
 
-    Refuses (GQAError, naming every number given) kv with no heads,
+    Refuses (GQAError, naming the numbers at fault) kv with no heads,
     ragged rows or heads of different shapes, and a g that does not
     divide h.  kv is left unchanged.
 
@@ -353,7 +353,7 @@ def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     HF transformers' repeat_kv).  Nothing is copied: a group's h // g output
     heads are one list object, shared, as torch's expand() shares memory.
 
-    Refuses (GQAError, naming every number given) kv with no heads or
+    Refuses (GQAError, naming the numbers at fault) kv with no heads or
     heads of different shapes, a g that does not divide h, and more than
     MAX_ALLOCATION heads.
 
@@ -446,7 +446,7 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
     the queries are the last n of the m positions: query i sees key j when
     j <= i + (m - n).  A single query (a decode step) sees every key.
 
-    Refuses (GQAError, naming every number given) no keys, q and k of
+    Refuses (GQAError, naming the numbers at fault) no keys, q and k of
     different head dims, k and v of different lengths, ragged rows, and
     causal=True with more queries than keys (n > m).
 
@@ -471,7 +471,7 @@ def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: 
     h heads (repeat_kv) and runs single_head_attention per head.  With g = h
     this is MHA to the last bit; with g < h the output changes.
 
-    Refuses (GQAError, naming every number given) k and v without h
+    Refuses (GQAError, naming the numbers at fault) k and v without h
     heads, heads of different shapes, and a g that does not divide h.
 
     >>> q = [[[1.0]], [[2.0]]]
@@ -504,7 +504,7 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
     never repeated.  Equal bit for bit to repeat_kv followed by
     single_head_attention.
 
-    Refuses (GQAError, naming every number given) k and v of different
+    Refuses (GQAError, naming the numbers at fault) k and v of different
     head counts or shapes, and a g that does not divide h.
 
     >>> q = [[[1.0]], [[2.0]]]
@@ -565,7 +565,7 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
     d_model for w_q, w_k and w_v and h * d for w_o.  Only random() is drawn,
     so the weights are the same on every Python.  The seed is an int or a str.
 
-    Refuses (GQAError, naming every number given) h, d_model or d below
+    Refuses (GQAError, naming the numbers at fault) h, d_model or d below
     1, and more than MAX_ALLOCATION weights in all.
 
     >>> w = init_weights(h=2, d_model=3, d=4, seed=0)
@@ -603,7 +603,7 @@ def fold_weights(weights: Weights, g: int) -> Weights:
     once) is kept as it is.  The result is new lists throughout, whatever
     rows (lists, tuples, array('d')) the input has.
 
-    Refuses (GQAError, naming every number given) a g that does not
+    Refuses (GQAError, naming the numbers at fault) a g that does not
     divide h, w_k or w_v with neither h nor g heads, and any tensor
     whose shape does not match w_q's.  weights is left unchanged.
 
@@ -650,7 +650,7 @@ def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     call; give them a PreparedWeights instead to check, fold and transpose
     once per sequence.  The results are equal to the last bit.
 
-    Refuses (GQAError, naming every number given) what fold_weights
+    Refuses (GQAError, naming the numbers at fault) what fold_weights
     refuses.  weights is left unchanged.
 
     >>> w = init_weights(h=4, d_model=3, d=2, seed=0)
@@ -695,7 +695,7 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
     heads of head_out[i] @ w_o[i].  So MHA, GQA and MQA run on one set of
     weights.  weights may also be prepare_weights(weights, g).
 
-    Refuses (GQAError, naming every number given) x whose rows are not
+    Refuses (GQAError, naming the numbers at fault) x whose rows are not
     d_model wide, what fold_weights refuses, and PreparedWeights made
     for another g.
 
@@ -751,7 +751,7 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
     when either is all zeros.  A NaN anywhere makes every field NaN, and no
     field overflows for finite inputs that it can represent.
 
-    Refuses (GQAError, naming every number given) a and b of different
+    Refuses (GQAError, naming the numbers at fault) a and b of different
     shapes (naming the index), nesting deeper than 3 levels, and an int
     beyond the float range.
 
@@ -796,7 +796,7 @@ def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
     heads are not a parameter: queries are never cached.
 
     layers, length and batch may be 0 (the cache is empty).  Refuses
-    (GQAError, naming every number given) kv_heads or head_dim below 1
+    (GQAError, naming the numbers at fault) kv_heads or head_dim below 1
     and a negative count.
 
     >>> kv_cache_elements(layers=1, kv_heads=2, length=3, head_dim=4)
@@ -840,7 +840,7 @@ def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
     decoder's prefill: query i sees keys 0..i), as layer(causal=True)
     multiplies them.
 
-    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    n may be 0.  Refuses (GQAError, naming the numbers at fault) a g that
     does not divide h, and d or d_model below 1.
 
     >>> m = attention_multiplies(n=4, h=8, g=2, d=16, d_model=128)
@@ -895,7 +895,7 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
     Llama and Mistral, 2 for GPT-2's).  Norms, activations and the softmax
     are not multiplications of this table.
 
-    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    n may be 0.  Refuses (GQAError, naming the numbers at fault) a g that
     does not divide h, and d, d_model, d_ff or mlp_matrices below 1.
 
     >>> b = block_multiplies(n=1, h=32, g=32, d=128, d_model=4096, d_ff=11008)
@@ -929,7 +929,7 @@ def cache_table(h: int, *, layers: int, length: int, head_dim: int,
     """Return the KV cache size for every valid g of h, with its ratio to MHA.
 
     layers, length and batch may be 0 (every ratio is then 1.0).
-    Refuses (GQAError, naming every number given) h or head_dim below 1.
+    Refuses (GQAError, naming the numbers at fault) h or head_dim below 1.
 
     >>> for row in cache_table(4, layers=1, length=10, head_dim=8):
     ...     print(row.method, row.kv_heads, row.group_size, row.elements, row.ratio)
@@ -966,7 +966,7 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
     The counts are attention_multiplies(n, h, g, d, d_model, causal=causal).
 
     n may be 0 (every ratio is then 1.0).  Refuses (GQAError, naming
-    every number given) h, d or d_model below 1.
+    the numbers at fault) h, d or d_model below 1.
 
     >>> for row in multiplies_table(n=4, h=4, d=2, d_model=8):
     ...     print(row.method, row.ratio.k_proj, row.ratio.scores)
@@ -1059,7 +1059,7 @@ class KVCache(metaclass=_Own):
     cache.nbytes their bytes; cache.g, cache.d and cache.capacity are read
     only.
 
-    Refuses (GQAError, naming every number given) g or d below 1, g above
+    Refuses (GQAError, naming the numbers at fault) g or d below 1, g above
     MAX_KV_HEADS, and more than MAX_ALLOCATION floats; an append of rows
     with the wrong number of heads (naming g) or values (naming d), which
     stores nothing.
@@ -1172,7 +1172,7 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     checked and prepared at the first, and again only when a value has
     changed; prepare_weights(weights, g) once is faster still.
 
-    Refuses (GQAError, naming every number given) a cache made for
+    Refuses (GQAError, naming the numbers at fault) a cache made for
     another g or d, an x_t that is not d_model long, and what layer
     refuses of weights.  A refused or interrupted step leaves the cache
     as it was.
@@ -1244,7 +1244,7 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     each key/value head read once for its whole group.  Every step also
     reads all four projections' weights once, shared by the batch.
 
-    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    n may be 0.  Refuses (GQAError, naming the numbers at fault) a g that
     does not divide h, and d, d_model or batch below 1.
 
     >>> t = decode_traffic(n=2, h=4, g=1, d=2, d_model=8)
@@ -1284,7 +1284,7 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     gradients that its h // g query heads send it.  At g = h each head's
     gradients are its own, as in MHA.
 
-    Refuses (GQAError, naming every number given) what grouped_attention
+    Refuses (GQAError, naming the numbers at fault) what grouped_attention
     refuses, and a d_out not shaped [h][n][d_v].
 
     >>> q = [[[1.0]], [[2.0]]]                        # h=2 query heads, one key/value head
@@ -1362,7 +1362,7 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
     g < h, the gradient flows back through the mean fold: each of a group's
     h // g heads gets its folded head's gradient divided by h // g.
 
-    Refuses (GQAError, naming every number given) what layer refuses,
+    Refuses (GQAError, naming the numbers at fault) what layer refuses,
     and a d_y not shaped like x.
 
     >>> w = init_weights(h=2, d_model=3, d=2, seed=0)

@@ -431,7 +431,7 @@ class Records(unittest.TestCase):
             if name in ("GQAError", "count_multiplies") or name[0].isupper() and name != "KVCache":
                 continue
             doc = " ".join(getattr(gqa, name).__doc__.split())
-            self.assertIn("Refuses (GQAError, naming every number given)", doc, name)
+            self.assertIn("Refuses (GQAError, naming the numbers at fault)", doc, name)
 
     def test_init_weights_draws_as_its_docstring_says(self):
         # One Random(seed): every value of w_q, then w_k, w_v, w_o, in the order
