@@ -236,8 +236,8 @@ def valid_g(h: int) -> list[int]:
 def method_name(h: int, g: int) -> str:
     """Return "MHA" when g = h, "MQA" when g = 1 < h, otherwise "GQA".
 
-    Refuses (GQAError, naming the numbers at fault) a g that does not
-    divide h, or h < 1: method_name(8, 3) names g=3 and h=8.
+    Refuses (GQAError, naming the numbers at fault) a g not in
+    valid_g(h), or h < 1: method_name(8, 3) names g=3 and h=8.
 
     >>> [method_name(8, g) for g in valid_g(8)]
     ['MQA', 'GQA', 'GQA', 'MHA']
@@ -262,8 +262,8 @@ def kv_head(query_head: int, h: int, g: int) -> int:
 
     Query head i belongs to group i // (h // g).
 
-    Refuses (GQAError, naming the numbers at fault) a g that does not
-    divide h, and a query_head outside 0..h-1.
+    Refuses (GQAError, naming the numbers at fault) a g not in
+    valid_g(h), and a query_head outside 0..h-1.
 
     >>> [kv_head(i, h=8, g=2) for i in range(8)]
     [0, 0, 0, 0, 1, 1, 1, 1]
@@ -280,8 +280,8 @@ def kv_head(query_head: int, h: int, g: int) -> int:
 def group_heads(h: int, g: int) -> list[list[int]]:
     """Return the query heads of each of the g groups: those with one kv_head.
 
-    Refuses (GQAError, naming the numbers at fault) a g that does not
-    divide h, and more than MAX_ALLOCATION query heads.
+    Refuses (GQAError, naming the numbers at fault) a g not in
+    valid_g(h), and more than MAX_ALLOCATION query heads.
 
     >>> group_heads(8, 2)
     [[0, 1, 2, 3], [4, 5, 6, 7]]
@@ -603,8 +603,8 @@ def fold_weights(weights: Weights, g: int) -> Weights:
     once) is kept as it is.  The result is new lists throughout, whatever
     rows (lists, tuples, array('d')) the input has.
 
-    Refuses (GQAError, naming the numbers at fault) a g that does not
-    divide h, w_k or w_v with neither h nor g heads, and any tensor
+    Refuses (GQAError, naming the numbers at fault) a g not in
+    valid_g(h), w_k or w_v with neither h nor g heads, and any tensor
     whose shape does not match w_q's.  weights is left unchanged.
 
     >>> w = fold_weights(init_weights(h=4, d_model=3, d=2, seed=0), g=2)
