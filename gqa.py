@@ -1,139 +1,90 @@
 """gqa: grouped-query attention, counted by hand.
 
-Multi-head (MHA), grouped-query (GQA) and multi-query (MQA) attention are one
-design with one knob, g, the number of key/value heads.  There are h query
-heads, g must divide h, and each contiguous block of h // g query heads shares
-one key/value head.  Query heads are never touched.
+The lab, in order: one function per step (python grader.py checks them so)
+    1  valid_g(h)                 the valid g for h: its divisors
+    2  method_name(h, g)          "MHA", "GQA" or "MQA"
+    3  kv_head(i, h, g)           which key/value head query head i reads
+    4  group_heads(h, g)          the query heads of each group
+    5  fold_kv_mean(kv, g)        h heads -> g heads, each its group's mean
+    6  repeat_kv(kv, h)           g heads -> h heads (repeat-interleave)
+    7  single_head_attention      softmax(q k^T / sqrt(d)) v for one head
+    8  attention(q, k, v, g)      MHA, GQA and MQA from one function
+    9  grouped_attention          what real models run: k, v have g heads
+   10  init_weights               random MHA weights for one layer
+   11  fold_weights               the same weights with g K/V heads, by mean
+   12  prepare_weights            weights checked, folded and transposed, once
+   13  layer(x, weights, g)       one attention layer on MHA weights
+   14  output_difference          max abs, relative L2 and cosine
+   15  kv_cache_elements          numbers held by a KV cache (closed form)
+   16  attention_multiplies       multiplications per term, one attention layer
+   17  block_multiplies           the same for a whole block, MLP included
+   18  cache_table                the cache for every valid g, ratios to MHA
+   19  multiplies_table           the multiplications for every valid g
+   20  count_multiplies           tally what the code multiplies and reads
+   21  KVCache                    one layer's cache, stored in array('d')
+   22  decode_step                one token of incremental decoding
+   23  decode_traffic             cache and weight reads per decoded sequence
+   24  grouped_attention_backward the gradients of q, k and v
+   25  layer_backward             the gradients of a layer's x and weights
+Step 20 goes back to steps 7, 9, 13 and 22: their arithmetic keeps the tally.
 
-    ==========  ===========  ==========================================
-    g           method       each key/value head serves
-    ==========  ===========  ==========================================
-    g = h       MHA          1 query head (its own)
-    1 < g < h   GQA          h // g query heads (one group)
-    g = 1       MQA          all h query heads
-    ==========  ===========  ==========================================
+h query heads share g key/value heads, g dividing h: each contiguous block of
+h // g query heads reads one.  g = h is MHA, g = 1 MQA, in between GQA.  g
+shrinks the KV cache (2 x layers x g x length x d numbers) and what decoding
+reads; the attention body (h x n x m x d multiplications for the scores, the
+same for the weighted sum) has no g in it.
 
-What g changes is the KV cache: 2 x layers x g x length x d numbers, so it
-shrinks in proportion to g, and decoding, which re-reads the whole cache for
-every token, reads that much less.  What g does not change is the attention
-body: the scores (h x n x m x d multiplications) and the weighted sum (the
-same) have no g in them.  Only the K and V projections shrink, and in a
-whole transformer block, MLP included, they are a small share of the work
-(block_multiplies): prefill barely speeds up.
-
-Shapes
-------
-Everything is nested lists of floats.  A matrix is a list of rows; a
-multi-head tensor is a list of matrices, head axis first.
-
+Shapes: nested lists of floats, a matrix a list of rows, head axis first.
     h        query heads              q        [h][n][d]
     g        key/value heads (groups) k, v     [g][m][d], [g][m][d_v]
-    h // g   query heads per group    x        [n][d_model]
+    h // g   query heads per group    x, y     [n][d_model]
     n        queries (positions)      w_q      [h][d_model][d]
-    m        keys (cache length)      w_k, w_v [g or h][d_model][d]
+    m        keys (cache length)      w_k, w_v [h or g][d_model][d]
     d        head dim                 w_o      [h][d][d_model]
-    d_model  model width              y        [n][d_model]
 
-The lab, in order
------------------
-Each function is one step; the grader checks them in this order.
+Rules every step keeps (the grader checks each one)
+- Input that breaks a rule raises GQAError, whose message names the
+  function, the rule and every number given: method_name(8, 3) names g=3
+  and h=8; valid_g(0) raises (h must be positive).  A size that is not an
+  int (or is a bool), data that is not nested lists (tuples and array('d')
+  rows too) of equal rows of ints and floats, or a causal flag that is not
+  a bool raises TypeError.  Ragged rows raise GQAError.
+- Arguments are never changed, and results are new lists, not the
+  input's (repeat_kv alone shares the input's heads, as torch's expand()).
+- Counts take 0 where a count can be 0: kv_cache_elements(1, 1, 0, 1) is 0.
+- Finite input never overflows: the softmax subtracts its row's maximum,
+  the mean fold of two 1e308 is 1e308, and output_difference scales before
+  it squares (1e200 and 1e-200 give exact answers, not nan or 0.0).  NaN is
+  not an error: it propagates.  An infinite score takes all the weight.
+- MHA is MHA to the last bit: attention(q, k, v, g=h) is == per-head
+  single_head_attention, and fold_kv_mean(kv, h) == kv.
 
-    ====  ======================  ============================================
-    step  function                what it does
-    ====  ======================  ============================================
-       1  valid_g(h)              the valid g for h: its divisors
-       2  method_name(h, g)       "MHA", "GQA" or "MQA"
-       3  kv_head(i, h, g)        which key/value head query head i reads
-       4  group_heads(h, g)       the query heads of each group
-       5  fold_kv_mean(kv, g)     h heads -> g heads, each its group's mean
-       6  repeat_kv(kv, h)        g heads -> h heads (repeat-interleave)
-       7  single_head_attention   softmax(q k^T / sqrt(d)) v for one head
-       8  attention(q, k, v, g)   MHA, GQA and MQA from one function
-       9  grouped_attention       what real models run: k, v have g heads
-      10  init_weights            random MHA weights for one layer
-      11  fold_weights            the same weights with g K/V heads, by mean
-      12  prepare_weights         weights checked, folded and transposed, once
-      13  layer(x, weights, g)    one attention layer on MHA weights
-      14  output_difference       max abs, relative L2 and cosine
-    ====  ======================  ============================================
+Records (Weights, Difference, Multiplies, ...): read a field by name
+(diff.rel_l2), unpack like a tuple, compare with ==, copy with
+record._replace(field=value).
 
-Counting
---------
-    ====  ======================  ============================================
-      15  kv_cache_elements       numbers held by a KV cache (closed form)
-      16  attention_multiplies    multiplications per term, one attention layer
-      17  block_multiplies        the same for a whole block, MLP included
-      18  cache_table             the cache for every valid g, ratios to MHA
-      19  multiplies_table        the multiplications for every valid g
-      20  count_multiplies        tally what the code multiplies and reads
-    ====  ======================  ============================================
-
-Decoding
---------
-    ====  ======================  ============================================
-      21  KVCache                 one layer's cache, stored in array('d')
-      22  decode_step             one token of incremental decoding
-      23  decode_traffic          cache and weight reads per decoded sequence
-    ====  ======================  ============================================
-
-Learning
---------
-    ====  ==========================  ========================================
-      24  grouped_attention_backward  the gradients of q, k and v
-      25  layer_backward              the gradients of a layer's x and weights
-    ====  ==========================  ========================================
-
-Records
--------
-Results with named fields are small records: Weights, PreparedWeights,
-Difference, Multiplies, BlockMultiplies, CacheRow, MultipliesRow and
-DecodeTraffic.  Read a field by name (diff.rel_l2), unpack them like tuples,
-compare them with ==, and make a changed copy with record._replace(field=value).
-
-Example
--------
 >>> q = k = v = [[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [1.0, -1.0]]]   # [h=2][n=2][d=2]
 >>> attention(q, k, v, g=2) == [single_head_attention(q[i], k[i], v[i]) for i in range(2)]
 True
 >>> w = init_weights(h=4, d_model=8, d=2, seed=0)
 >>> x = [[0.5] * 8, [-0.25] * 8, [1.0] * 8]          # [n=3][d_model=8]
->>> mha = layer(x, w, g=4)                           # MHA: g = h
->>> mqa = layer(x, w, g=1)                           # MQA, same weights
+>>> mha, mqa = layer(x, w, g=4), layer(x, w, g=1)    # MHA and MQA, the same weights
 >>> output_difference(mqa, mha).max_abs > 0
 True
 >>> kv_cache_elements(layers=32, kv_heads=8, length=4096, head_dim=128)
 268435456
 
-Speed
------
-Every multiplication of the lab is a dot product of two rows, done by one
-kernel: math.sumprod on Python 3.12 and later (one C loop, correctly
-rounded), sum(map(operator.mul, a, b)) before.  The last bits of a result can
-therefore differ between Python 3.11 and 3.12; on one Python they never vary.
+Every multiplication is one kernel's dot product: math.sumprod on Python
+3.12 and later, so the last bits of a result differ from 3.11's.
 
-Command line
-------------
-    python grader.py             check this module (or yours) against a reference
-    python -m gqa tables         the cache and multiplication tables for every g
-    python -m gqa report         write report.md (--check: is it current?)
-    python -m gqa config PATH    size a real model's KV cache from its config.json
-    python -m gqa bench          time and memory per g, on this machine
-    python -m gqa uptrain        convert a trained MHA model, train on, measure quality
-
-Exceptions
-----------
-A size or shape that breaks the lab's rules raises GQAError, a subclass of
-ValueError; its message names the function, the rule and the numbers given.
-A size that is not an int (or is a bool), data that is not nested lists (or
-tuples, or array('d') rows) of ints and floats, or a causal flag that is not
-a bool, raises TypeError.  NaN in the data is not an error: it propagates.  An
-infinite score takes all of a softmax's weight, and finite inputs never
-overflow the softmax, the mean fold or output_difference.
+Command line: python grader.py checks this module (or yours, --module PATH)
+against an independent reference; python -m gqa tables, report, config,
+bench and uptrain are the tools (python -m gqa --help).
 
 Limits: a size or count is at most MAX_SIZE (10**12); one call allocates at
-most MAX_ALLOCATION (10**8) floats; a KVCache has at most MAX_KV_HEADS (65,536)
-heads.  Past them a GQAError says so before any work: a larger value could
-only hang or exhaust memory in pure Python.
+most MAX_ALLOCATION (10**8) floats; a KVCache has at most MAX_KV_HEADS
+(65,536) heads.  Past them a GQAError says so before any work, naming the
+limit: a larger value could only hang or exhaust memory in pure Python.
 """
 
 from __future__ import annotations
@@ -145,8 +96,9 @@ import traceback
 from array import array
 from contextlib import contextmanager
 from itertools import chain
-from operator import add, mul
+from operator import add, eq, mul
 from random import Random
+from types import MemberDescriptorType
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 __all__ = [
@@ -167,139 +119,35 @@ Matrix = List[List[float]]      # [rows][cols]
 Heads = List[Matrix]            # [heads][rows][cols]
 
 
-class GQAError(ValueError):
+class _Own(type):
+    """The type of GQAError and the records: help() shows what a class says
+    of itself, not the methods it inherits."""
+
+    def __dir__(cls) -> list:              # public methods and constants; the docstring says the rest
+        return [name for name, value in cls.__dict__.items() if not name.startswith("_")
+                and not isinstance(value, (property, MemberDescriptorType))]
+
+
+class GQAError(ValueError, metaclass=_Own):
     """A size or shape that breaks the rules of grouped-query attention."""
 
-
-# ---------------------------------------------------------------------------
-# Checking what the user gave.  Every public function checks its input here,
-# once, at the door, and then calls private steps that trust it; so bad
-# input ends in a GQAError or TypeError that says what was wrong.
-# ---------------------------------------------------------------------------
 
 # Limits: past them nothing here could finish in minutes, or fit in memory.
 MAX_SIZE = 10 ** 12         # h, g, or any count a function takes
 MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)
 MAX_KV_HEADS = 2 ** 16      # heads of one KVCache (each holds two arrays)
-_FLOAT_MAX = sys.float_info.max
-_INF = math.inf
-_NUMBERS = frozenset((int, float))
 
 
-def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0,
-               high: Optional[int] = MAX_SIZE) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{func}: {name} must be an int, "
-                        f"not {type(value).__name__} ({_brief(value)})")
-    if low is not None and value < low:
-        rule = "positive" if low == 1 else f"at least {low}"
-        raise GQAError(f"{func}: {name} must be {rule}; got {name}={_brief(value)}")
-    if high is not None and value > high:
-        raise GQAError(f"{func}: {name} must be at most {high:,}; got {name}={_brief(value)}")
-    return value
+class _Fields(_Own):
+    """The type of records: their signature is their fields, and their
+    docstring ends with each field and what it holds, for help()."""
 
-
-def _brief(value: object) -> str:
-    """A value in a message, never thousands of characters long."""
-    if isinstance(value, int) and abs(value) >= 10 ** 30:         # repr of a huge int is slow
-        return f"an int of {value.bit_length()} bits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _check_causal(func: str, causal: object) -> bool:
-    if not isinstance(causal, bool):
-        raise TypeError(f"{func}: causal must be True or False, not {type(causal).__name__} "
-                        f"({_brief(causal)})")
-    return causal
-
-
-def _valid_g_text(h: int) -> str:
-    """The end of every message about a bad g: 'valid g for h=8: 1, 2, 4, 8'."""
-    gs = valid_g(h)                             # O(sqrt(h)), and h is at most MAX_SIZE
-    if len(gs) > 12:                            # a few, and how many there are
-        return (f"valid g for h={h}: {', '.join(map(str, gs[:6]))}, ..., "
-                f"{', '.join(map(str, gs[-3:]))} ({len(gs)} in all)")
-    return f"valid g for h={h}: {', '.join(map(str, gs))}"
-
-
-def _group_size(func: str, h: object, g: object) -> int:
-    """Check h query heads and g key/value heads; return h // g."""
-    _check_int(func, "h", h, low=1)
-    _check_int(func, "g", g, low=None, high=None)              # 1 <= g <= h is checked next
-    if not 1 <= g <= h:
-        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; {_valid_g_text(h)}")
-    if h % g:
-        raise GQAError(f"{func}: g={g} does not divide h={h}; got g={g}, h={h}; {_valid_g_text(h)}")
-    return h // g
-
-
-def _check_list(func: str, what: str, value: object, expected: str) -> None:
-    if not isinstance(value, (list, tuple, array)):
-        raise TypeError(f"{func}: {what} must be {expected}, not {type(value).__name__}")
-
-
-def _check_values(func: str, what: str, row: Sequence) -> None:
-    """Every value of a row is an int or a float that a float can hold (one C-speed pass)."""
-    if isinstance(row, array):
-        if row.typecode not in "fd":
-            raise TypeError(f"{func}: {what} is an array('{row.typecode}'); use array('d')")
-        return
-    kinds = set(map(type, row))
-    if kinds <= {float}:
-        return
-    if not kinds <= _NUMBERS:
-        bad = next(x for x in row if type(x) not in _NUMBERS)
-        raise TypeError(f"{func}: {what} holds {type(bad).__name__} {_brief(bad)}; "
-                        f"values must be int or float")
-    if any(abs(x) > _FLOAT_MAX for x in row if type(x) is int):
-        raise GQAError(f"{func}: {what} holds an int beyond the largest float")
-
-
-_ROWS = frozenset((list, tuple, array))
-
-
-def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
-                  rows: Optional[int] = None) -> int:
-    """Check that mat is a list of equal rows of numbers; return the row width.
-
-    Three passes at C speed (row types, row lengths, value types); only when
-    one finds something wrong does a row-by-row pass name the row.
-    """
-    _check_list(func, what, mat, "a list of rows")
-    if rows is not None and len(mat) != rows:
-        raise GQAError(f"{func}: {what} must have {rows} rows; got {len(mat)}")
-    widths = set(map(len, mat)) if set(map(type, mat)) <= _ROWS else None
-    width = cols if not widths else next(iter(widths))
-    if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):
-        width = cols
-        for r, row in enumerate(mat):                               # name the first bad row
-            _check_list(func, f"{what} row {r}", row, "a list of floats")
-            if width is None:
-                width = len(row)
-            elif len(row) != width:
-                raise GQAError(f"{func}: {what} row {r} has {len(row)} values, "
-                               f"expected {width} (ragged rows)")
-    if not set(map(type, chain.from_iterable(mat))) <= {float}:     # one pass, at C speed
-        for r, row in enumerate(mat):                               # the slow path names the row
-            _check_values(func, f"{what} row {r}", row)
-    return 0 if width is None else width
-
-
-def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = None,
-                 rows: Optional[int] = None) -> tuple:
-    """Check a [heads][rows][cols] tensor; return (heads, rows, cols)."""
-    _check_list(func, name, t, "a list of heads, each a list of rows")
-    if len(t) == 0:
-        raise GQAError(f"{func}: {name} has no heads")
-    for i, mat in enumerate(t):
-        cols = _check_matrix(func, f"{name} head {i}", mat, cols=cols, rows=rows)
-        rows = len(mat)                      # the first head sets the rows of the others
-    return len(t), rows, cols
-
-
-class _Fields(type):
-    """The type of records: their signature is their fields, for help()."""
+    def __init__(cls, name: str, bases: tuple, namespace: dict) -> None:
+        super().__init__(name, bases, namespace)
+        if cls.__slots__:
+            width = max(map(len, cls.__slots__))
+            cls.__doc__ = (f"{inspect.cleandoc(cls.__doc__)}\n\nFields:\n" + "\n".join(
+                f"    {field:<{width}}  {what}" for field, what in cls.__slots__.items()))
 
     @property
     def __signature__(cls) -> inspect.Signature:
@@ -323,7 +171,7 @@ class _Record(metaclass=_Fields):
         given = dict(zip(fields, values), **named) if values else named
         if len(values) > len(fields) or len(given) != len(values) + len(named) \
                 or given.keys() != fields.keys():
-            raise TypeError(f"{type(self).__name__} takes the fields "
+            raise TypeError(f"{type(self).__name__}() takes the fields "
                             f"{', '.join(fields)}; got {len(values)} values and "
                             f"the names {', '.join(named) or 'none'}")
         for name, value in given.items():
@@ -353,16 +201,20 @@ class _Record(metaclass=_Fields):
     def _asdict(self) -> dict:
         return dict(zip(self.__slots__, self))
 
-
 # ---------------------------------------------------------------------------
-# Steps 1-4. Group the query heads: h // g contiguous query heads per group.
-# valid_g (1), method_name (2), kv_head (3), group_heads (4).
+# Part 1. Group the query heads: h // g contiguous query heads per group.
+# Steps 1-4: valid_g, method_name, kv_head, group_heads.
 # ---------------------------------------------------------------------------
 
+
+# Step 1. valid_g -------------------------------------------------------------
 def valid_g(h: int) -> list[int]:
     """Return every valid number of key/value heads for h query heads.
 
     These are the divisors of h, in increasing order.
+
+    Refuses (GQAError, naming every number given) h < 1: valid_g(0)
+    raises.  h must be an int (TypeError otherwise).
 
     >>> valid_g(8)
     [1, 2, 4, 8]
@@ -374,8 +226,12 @@ def valid_g(h: int) -> list[int]:
     return small + [h // g for g in reversed(small) if g * g != h]      # and their partners
 
 
+# Step 2. method_name ---------------------------------------------------------
 def method_name(h: int, g: int) -> str:
     """Return "MHA" when g = h, "MQA" when g = 1 < h, otherwise "GQA".
+
+    Refuses (GQAError, naming every number given) a g that does not
+    divide h, or h < 1: method_name(8, 3) names g=3 and h=8.
 
     >>> [method_name(8, g) for g in valid_g(8)]
     ['MQA', 'GQA', 'GQA', 'MHA']
@@ -389,6 +245,7 @@ def _method(h: int, g: int) -> str:
     return "MHA" if g == h else "MQA" if g == 1 else "GQA"
 
 
+# Step 3. kv_head: the one line that makes GQA --------------------------------
 # The whole of grouped-query attention is this one integer division.  It is
 # llama2.c's `h / kv_mul`, HF transformers' `repeat_kv` and PyTorch's
 # `scaled_dot_product_attention(enable_gqa=True)`: contiguous blocks of
@@ -398,6 +255,9 @@ def kv_head(query_head: int, h: int, g: int) -> int:
     """Return the key/value head that query head `query_head` reads.
 
     Query head i belongs to group i // (h // g).
+
+    Refuses (GQAError, naming every number given) a g that does not
+    divide h, and a query_head outside 0..h-1.
 
     >>> [kv_head(i, h=8, g=2) for i in range(8)]
     [0, 0, 0, 0, 1, 1, 1, 1]
@@ -410,8 +270,12 @@ def kv_head(query_head: int, h: int, g: int) -> int:
     return query_head // group
 
 
+# Step 4. group_heads ---------------------------------------------------------
 def group_heads(h: int, g: int) -> list[list[int]]:
     """Return the query heads of each of the g groups: those with one kv_head.
+
+    Refuses (GQAError, naming every number given) a g that does not
+    divide h, and more than MAX_ALLOCATION query heads.
 
     >>> group_heads(8, 2)
     [[0, 1, 2, 3], [4, 5, 6, 7]]
@@ -419,13 +283,17 @@ def group_heads(h: int, g: int) -> list[list[int]]:
     [[0], [1], [2], [3]]
     """
     group = _group_size("group_heads", h, g)
+    _check_heads_made("group_heads", h, g)
     return [list(range(j * group, (j + 1) * group)) for j in range(g)]    # [g][h // g]
 
-
 # ---------------------------------------------------------------------------
-# Step 5. Fold each group's key/value heads into one, by their mean: fold_kv_mean.
+# Part 2. Fold, repeat, attend: MHA, GQA and MQA from one function.
+# Steps 5-9: fold_kv_mean, repeat_kv, single_head_attention, attention,
+# grouped_attention.
 # ---------------------------------------------------------------------------
 
+
+# Step 5. fold_kv_mean: each group's key/value heads folded into one, by mean
 # The GQA paper (Ainslie et al. 2023, section 2.1) converts a trained MHA
 # checkpoint by mean-pooling each group's K and V projection heads, then
 # continues training for a small fraction of the original steps.  Mean-pooling
@@ -436,6 +304,10 @@ def fold_kv_mean(kv: Sequence[Matrix], g: int) -> Heads:
     kv is [h][rows][cols]: projected keys or values, or per-head weights.
     The result is [g][rows][cols], new lists.  With g = h it holds values
     equal to the input's.
+
+    Refuses (GQAError, naming every number given) kv with no heads,
+    ragged rows or heads of different shapes, and a g that does not
+    divide h.  kv is left unchanged.
 
     >>> fold_kv_mean([[[1.0, 2.0]], [[3.0, 6.0]]], g=1)
     [[[2.0, 4.0]]]
@@ -466,23 +338,24 @@ def _mean(vals: tuple, n: int) -> float:
     return mean
 
 
-# ---------------------------------------------------------------------------
-# Step 6. Repeat the g key/value heads back out to h, one per query head: repeat_kv.
-# ---------------------------------------------------------------------------
-
+# Step 6. repeat_kv: repeat the g key/value heads back out to h ---------------
 def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """Return h heads: head j is head kv_head(j, h, g) of the g input heads.
 
     The equivalent of torch.repeat_interleave(kv, h // g, dim=0) (and of
-    HF transformers' repeat_kv).  Nothing is copied: the h // g output heads
-    of a group are the same list object, shared, as torch's expand() shares
-    memory.  Mutating one mutates its whole group.
+    HF transformers' repeat_kv).  Nothing is copied: a group's h // g output
+    heads are one list object, shared, as torch's expand() shares memory.
+
+    Refuses (GQAError, naming every number given) kv with no heads or
+    heads of different shapes, a g that does not divide h, and more than
+    MAX_ALLOCATION heads.
 
     >>> repeat_kv([[[1.0]], [[2.0]]], h=4)
     [[[1.0]], [[1.0]], [[2.0]], [[2.0]]]
     """
     g, _, _ = _check_heads("repeat_kv", "kv", kv)
     _group_size("repeat_kv", h, g)
+    _check_heads_made("repeat_kv", h, g)
     return _repeat(kv, h)
 
 
@@ -492,10 +365,7 @@ def _repeat(kv: Sequence[Matrix], h: int) -> Heads:
     return [kv[j // group] for j in range(h)]                    # [h][rows][cols]
 
 
-# ---------------------------------------------------------------------------
-# Step 7. Attention for one head: single_head_attention.
-# ---------------------------------------------------------------------------
-
+# Step 7. single_head_attention, and the kernel of every multiplication ---------
 # The one kernel.  Every multiplication of the lab is a dot product of two
 # rows of equal length, and every one is done here: _dots, rows [m][d] and
 # x [d] -> [row . x for each row], [m]; and _mm, the same for every row of a
@@ -523,16 +393,20 @@ else:                                                    # Python 3.9 to 3.11
         """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
         return [[sum(map(mul, col, row)) for col in b_cols] for row in a]
 
+
 # The multiplications performed are tallied here, by the code that performs
 # them, when count_multiplies() is active (see "Counting" below).
-_tally: Optional["Tally"] = None
+_tally = None                   # a Tally while count_multiplies() is active
 
 
-def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool) -> Matrix:
+def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
+            saved: Optional[list] = None) -> Matrix:
     """softmax(q keys^T / sqrt(d)) V for checked input; V given by columns.
 
     q [n][d], keys [m][d], v_cols [d_v][m] -> [n][d_v].  Rows and columns
-    may be lists, tuples or memoryviews: they are only read.
+    may be lists, tuples or memoryviews: they are only read.  The lab's one
+    softmax: when saved is a list, each query's (e [seen], z) is appended
+    to it, p = e / z, for the backward pass to reuse.
     """
     n, m = len(q), len(keys)
     scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp
@@ -547,33 +421,12 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool) -> Matr
         z = sum(e)
         cols = v_cols if seen == m else [c[:seen] for c in v_cols]    # [d_v][seen]
         out.append([x / z for x in _dots(cols, e)])       # [d_v]
+        if saved is not None:
+            saved.append((e, z))                           # the softmax, p = e / z
         if _tally is not None:
             _tally.scores += seen * len(qi)
             _tally.weighted_sum += seen * len(v_cols)
     return out                                             # [n][d_v]
-
-
-def _check_qkv(func: str, q: Sequence, k: Sequence, v: Sequence, causal: bool) -> None:
-    """Check one head's q [n][d], k [m][d], v [m][d_v]."""
-    _check_causal(func, causal)
-    d = _check_matrix(func, "q", q)
-    dk = _check_matrix(func, "k", k)
-    m = len(k)
-    if m == 0:
-        raise GQAError(f"{func}: there are no keys (k has 0 rows)")
-    if q and d == 0:
-        raise GQAError(f"{func}: head dim d must be positive; q rows have 0 values")
-    if q and dk != d:
-        raise GQAError(f"{func}: q and k head dims differ: q has d={d}, k has d={dk}")
-    dv = _check_matrix(func, "v", v)
-    if len(v) != m:
-        raise GQAError(f"{func}: k and v row counts differ: k has m={m}, v has {len(v)}")
-    if dv == 0:
-        raise GQAError(f"{func}: v rows have 0 values")
-    if causal and len(q) > m:
-        raise GQAError(f"{func}: causal attention needs at least as many keys as "
-                       f"queries (queries are the last n of m positions); "
-                       f"got n={len(q)}, m={m}")
 
 
 def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
@@ -586,6 +439,10 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
     the queries are the last n of the m positions: query i sees key j when
     j <= i + (m - n).  A single query (a decode step) sees every key.
 
+    Refuses (GQAError, naming every number given) no keys, q and k of
+    different head dims, k and v of different lengths, ragged rows, and
+    causal=True with more queries than keys (n > m).
+
     >>> single_head_attention([[1.0, 0.0]], [[1.0, 0.0], [1.0, 0.0]], [[2.0], [4.0]])
     [[3.0]]
     >>> single_head_attention([[0.0], [0.0]], [[0.0], [0.0]], [[2.0], [4.0]], causal=True)
@@ -597,22 +454,7 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
     return _attend(q, k, list(zip(*v)), causal)             # v^T: [d_v][m]
 
 
-# ---------------------------------------------------------------------------
-# Steps 8-9. MHA, GQA and MQA from one function: fold, repeat, attend.
-# attention (8), grouped_attention (9).
-# ---------------------------------------------------------------------------
-
-def _check_multihead(func: str, q: Sequence, k: Sequence, v: Sequence,
-                     causal: bool) -> None:
-    """Check q [h][n][d], k [.][m][d], v [.][m][d_v]: equal heads, matching sizes."""
-    _check_heads(func, "q", q)
-    _check_heads(func, "k", k)
-    _check_heads(func, "v", v)
-    if len(k) != len(v):
-        raise GQAError(f"{func}: k and v head counts differ: k has {len(k)}, v has {len(v)}")
-    _check_qkv(func, q[0], k[0], v[0], causal)
-
-
+# Step 8. attention: fold, repeat, attend -------------------------------------
 def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: int, *,
               causal: bool = False) -> Heads:
     """Return attention with g key/value heads, from h-head (MHA) k and v.
@@ -621,6 +463,9 @@ def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: 
     to g heads by their group mean (fold_kv_mean), repeats them back out to
     h heads (repeat_kv) and runs single_head_attention per head.  With g = h
     this is MHA to the last bit; with g < h the output changes.
+
+    Refuses (GQAError, naming every number given) k and v without h
+    heads, heads of different shapes, and a g that does not divide h.
 
     >>> q = [[[1.0]], [[2.0]]]
     >>> k = [[[0.0], [1.0]], [[1.0], [0.0]]]
@@ -642,15 +487,18 @@ def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: 
             for i in range(h)]                              # [h][n][d_v]
 
 
+# Step 9. grouped_attention: what real models run, k and v with g heads -------
 def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], *,
                       causal: bool = False) -> Heads:
     """Return attention where h query heads share g key/value heads.
 
     q [h][n][d], k [g][m][d], v [g][m][d_v] -> [h][n][d_v], g dividing h.
     Query head i reads key/value head kv_head(i, h, g) by index: K and V are
-    never repeated.  (V is transposed once per key/value head, [d_v][m], so
-    each output value is one dot product.)  Equal bit for bit to repeat_kv
-    followed by single_head_attention.
+    never repeated.  Equal bit for bit to repeat_kv followed by
+    single_head_attention.
+
+    Refuses (GQAError, naming every number given) k and v of different
+    head counts or shapes, and a g that does not divide h.
 
     >>> q = [[[1.0]], [[2.0]]]
     >>> grouped_attention(q, k=[[[0.0], [0.0]]], v=[[[1.0], [3.0]]])
@@ -663,21 +511,34 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
                        f"divide h={h} query heads; {_valid_g_text(h)}")
     if not q[0]:
         return [[] for _ in range(h)]
+    # V is transposed once per key/value head, [d_v][m]: each output value is one dot product.
     return _grouped(q, k, [list(zip(*vj)) for vj in v], causal)
 
 
-def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool) -> Heads:
-    """grouped_attention for checked input, v given by columns [g][d_v][m]."""
+def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
+             saved: Optional[list] = None) -> Heads:
+    """grouped_attention for checked input, v given by columns [g][d_v][m].
+
+    When saved is a list, each query head's softmax rows are appended to it
+    as one list (see _attend): [h][n] of (e, z).
+    """
     group = len(q) // len(k)                                # h // g, once: llama2.c's kv_mul
-    return [_attend(q[i], k[i // group], v_cols[i // group], causal)
-            for i in range(len(q))]                         # [h][n][d_v]
-
+    out = []
+    for i in range(len(q)):
+        rows = None if saved is None else []
+        out.append(_attend(q[i], k[i // group], v_cols[i // group], causal, rows))
+        if saved is not None:
+            saved.append(rows)
+    return out                                              # [h][n][d_v]
 
 # ---------------------------------------------------------------------------
-# Steps 10-13. One attention layer on MHA weights, run with g key/value heads.
-# init_weights (10), fold_weights (11), prepare_weights (12), layer (13).
+# Part 3. One attention layer on MHA weights, run with g key/value heads.
+# Steps 10-14: init_weights, fold_weights, prepare_weights, layer,
+# output_difference.
 # ---------------------------------------------------------------------------
 
+
+# Step 10. init_weights -------------------------------------------------------
 class Weights(_Record):
     """One attention layer's per-head weights (the MQA paper's einsum layout)."""
     __slots__ = {"w_q": "[h][d_model][d]",
@@ -689,10 +550,15 @@ class Weights(_Record):
 def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weights:
     """Return random MHA weights for one layer, from random.Random(seed).
 
-    Each weight is uniform with variance 1 / fan_in (fan_in is d_model for
-    w_q, w_k, w_v and h * d for w_o), so activations stay of order one.
-    Only Random.random() is drawn, so the weights are the same on every
-    Python version.  The seed is an int or a str.
+    One random.Random(seed) draws every value of w_q, then of w_k, then of
+    w_v, then of w_o, each in the order of its nested lists (head, row,
+    column).  Each value is (2 * random() - 1) * sqrt(3 / fan_in): uniform on
+    [-a, a), a = sqrt(3 / fan_in), of variance 1 / fan_in, with fan_in =
+    d_model for w_q, w_k and w_v and h * d for w_o.  Only random() is drawn,
+    so the weights are the same on every Python.  The seed is an int or a str.
+
+    Refuses (GQAError, naming every number given) h, d_model or d below
+    1, and more than MAX_ALLOCATION weights in all.
 
     >>> w = init_weights(h=2, d_model=3, d=4, seed=0)
     >>> [len(w.w_q), len(w.w_q[0]), len(w.w_q[0][0])], [len(w.w_o), len(w.w_o[0]), len(w.w_o[0][0])]
@@ -721,37 +587,26 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
                    w_o=draw(h, d, d_model, h * d))         # [h][d][d_model]
 
 
-def _check_weights(func: str, weights: Weights, g: int) -> tuple:
-    """Check weights for g key/value heads; return (h, d_model, d)."""
-    if not isinstance(weights, Weights):
-        raise TypeError(f"{func}: weights must be a Weights record, "
-                        f"not {type(weights).__name__}")
-    h, d_model, d = _check_heads(func, "w_q", weights.w_q)
-    _group_size(func, h, g)
-    for name in ("w_k", "w_v"):
-        heads = len(getattr(weights, name))
-        if heads not in (h, g):
-            raise GQAError(f"{func}: {name} has {heads} heads; expected h={h} "
-                           f"(MHA weights, folded to g) or g={g}")
-        _check_heads(func, name, getattr(weights, name), rows=d_model, cols=d)
-    if len(weights.w_o) != h:
-        raise GQAError(f"{func}: w_o has {len(weights.w_o)} heads; expected h={h}")
-    _check_heads(func, "w_o", weights.w_o, rows=d, cols=d_model)
-    return h, d_model, d
-
-
+# Step 11. fold_weights -------------------------------------------------------
 def fold_weights(weights: Weights, g: int) -> Weights:
     """Return weights whose w_k and w_v have g heads, folded by mean.
 
-    Weights that already have g key/value heads are returned as they are,
-    so a converted checkpoint can be folded once and then reused.
+    A w_k or w_v that already has g heads (a converted checkpoint, folded
+    once) is kept as it is.  The result is new lists throughout, whatever
+    rows (lists, tuples, array('d')) the input has.
+
+    Refuses (GQAError, naming every number given) a g that does not
+    divide h, w_k or w_v with neither h nor g heads, and any tensor
+    whose shape does not match w_q's.  weights is left unchanged.
 
     >>> w = fold_weights(init_weights(h=4, d_model=3, d=2, seed=0), g=2)
     >>> len(w.w_q), len(w.w_k), len(w.w_v), len(w.w_o)
     (4, 2, 2, 4)
     """
     _check_weights("fold_weights", weights, g)
-    return _folded(weights, g)
+    folded = _folded(weights, g)
+    return Weights(*(t if t is not given else _lists(t)            # tuple or array rows: lists
+                     for t, given in zip(folded, weights)))
 
 
 def _folded(weights: Weights, g: int) -> Weights:
@@ -762,6 +617,7 @@ def _folded(weights: Weights, g: int) -> Weights:
     return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))
 
 
+# Step 12. prepare_weights: check, fold and transpose once --------------------
 class PreparedWeights(_Record):
     """Weights checked, folded to g key/value heads and transposed for the kernel.
 
@@ -785,6 +641,9 @@ def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     layer() and decode_step() prepare the Weights they are given at every
     call; give them a PreparedWeights instead to check, fold and transpose
     once per sequence.  The results are equal to the last bit.
+
+    Refuses (GQAError, naming every number given) what fold_weights
+    refuses.  weights is left unchanged.
 
     >>> w = init_weights(h=4, d_model=3, d=2, seed=0)
     >>> p = prepare_weights(w, g=2)
@@ -817,16 +676,40 @@ def _prepared(weights: Weights, g: int, *, once: bool = False) -> PreparedWeight
         o_cols=tuple(zip(*chain.from_iterable(w.w_o))))           # [d_model][h*d]
 
 
-def _weights_for(func: str, weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
-    """Check and prepare Weights, or check that PreparedWeights were prepared for g."""
-    if isinstance(weights, PreparedWeights):
-        _group_size(func, weights.h, g)
-        if weights.g != g:
-            raise GQAError(f"{func}: these weights were prepared for g={weights.g}; "
-                           f"got g={g}")
-        return weights
-    _check_weights(func, weights, g)
-    return _prepared(weights, g, once=True)
+# Step 13. layer --------------------------------------------------------------
+def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
+          causal: bool = False) -> Matrix:
+    """Return one attention layer's output, run with g key/value heads.
+
+    x [n][d_model] -> [n][d_model].  The MHA weights' w_k and w_v are folded
+    to g heads by mean (fold_weights), x is projected to q [h][n][d] and
+    k, v [g][n][d], grouped_attention runs, and the output is the sum over
+    heads of head_out[i] @ w_o[i].  So MHA, GQA and MQA run on one set of
+    weights.  weights may also be prepare_weights(weights, g).
+
+    Refuses (GQAError, naming every number given) x whose rows are not
+    d_model wide, what fold_weights refuses, and PreparedWeights made
+    for another g.
+
+    >>> w = init_weights(h=2, d_model=2, d=1, seed=0)
+    >>> [len(row) for row in layer([[1.0, 0.0], [0.0, 1.0]], w, g=1)]
+    [2, 2]
+    """
+    _check_causal("layer", causal)
+    w = _weights_for("layer", weights, g)
+    _check_matrix("layer", "x", x, cols=w.d_model)
+    if not x:
+        return []
+    return _forward(x, w, causal)[0]
+
+
+def _forward(x: Sequence, w: PreparedWeights, causal: bool, saved: Optional[list] = None) -> tuple:
+    """layer for checked input: (y, q, k, v, heads).  saved: see _grouped."""
+    q = [_project(x, cols, "q_proj") for cols in w.q_cols]      # [h][n][d]
+    k = [_project(x, cols, "k_proj") for cols in w.k_cols]      # [g][n][d]
+    v = [_project(x, cols, "v_proj") for cols in w.v_cols]      # [g][n][d]
+    heads = _grouped(q, k, [list(zip(*vj)) for vj in v], causal, saved)   # [h][n][d]
+    return _output(heads, w.o_cols), q, k, v, heads             # y: [n][d_model]
 
 
 def _project(x: Sequence, w_cols: Sequence, term: str) -> Matrix:
@@ -844,67 +727,12 @@ def _output(heads: Heads, o_cols: Sequence) -> Matrix:
     return _project(rows, o_cols, "o_proj")                        # [n][d_model]
 
 
-def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
-          causal: bool = False) -> Matrix:
-    """Return one attention layer's output, run with g key/value heads.
-
-    x [n][d_model] -> [n][d_model].  The MHA weights' w_k and w_v are folded
-    to g heads by mean (fold_weights), x is projected to q [h][n][d] and
-    k, v [g][n][d], grouped_attention runs, and the output is the sum over
-    heads of head_out[i] @ w_o[i].  So MHA, GQA and MQA run on one set of
-    weights.  weights may also be prepare_weights(weights, g).
-
-    >>> w = init_weights(h=2, d_model=2, d=1, seed=0)
-    >>> [len(row) for row in layer([[1.0, 0.0], [0.0, 1.0]], w, g=1)]
-    [2, 2]
-    """
-    _check_causal("layer", causal)
-    w = _weights_for("layer", weights, g)
-    _check_matrix("layer", "x", x, cols=w.d_model)
-    if not x:
-        return []
-    q = [_project(x, cols, "q_proj") for cols in w.q_cols]      # [h][n][d]
-    k = [_project(x, cols, "k_proj") for cols in w.k_cols]      # [g][n][d]
-    v = [_project(x, cols, "v_proj") for cols in w.v_cols]      # [g][n][d]
-    heads = _grouped(q, k, [list(zip(*vj)) for vj in v], causal)   # [h][n][d]
-    return _output(heads, w.o_cols)                             # [n][d_model]
-
-
-# ---------------------------------------------------------------------------
-# Step 14. How much did the output change? output_difference.
-# ---------------------------------------------------------------------------
-
+# Step 14. output_difference: how much did the output change? -----------------
 class Difference(_Record):
     """How far an output is from a reference output."""
     __slots__ = {"max_abs": "largest |a - b| over all values",
                  "rel_l2": "||a - b|| / ||b||",
                  "cosine": "a . b / (||a|| ||b||)"}
-
-
-def _flatten(a: object, b: object) -> tuple:
-    """The numbers of two nested lists of one shape (at most 3 levels), as two flat lists."""
-    sequences = (list, tuple, array)
-    fa, fb, stack = [], [], [(a, b, ())]
-    while stack:
-        x, y, where = stack.pop()
-        nested = isinstance(x, sequences), isinstance(y, sequences)
-        if not any(nested):
-            for name, value in (("a", x), ("b", y)):
-                if type(value) not in _NUMBERS:
-                    raise TypeError(f"output_difference: {name} holds {type(value).__name__} "
-                                    f"{_brief(value)} at {list(where)}; values must be int or float")
-            fa.append(x)
-            fb.append(y)
-            continue
-        if not all(nested) or len(x) != len(y):
-            size = lambda t: len(t) if isinstance(t, sequences) else "a number"
-            raise GQAError(f"output_difference: a and b differ in shape at index "
-                           f"{list(where)}: {size(x)} vs {size(y)}")
-        if len(where) == 3:
-            raise GQAError("output_difference: a and b nest deeper than 3 levels; they must be a "
-                           "matrix [n][d] or a multi-head tensor [h][n][d]")
-        stack.extend((xi, yi, where + (i,)) for i, (xi, yi) in reversed(list(enumerate(zip(x, y)))))
-    return fa, fb
 
 
 def output_difference(a: Sequence, b: Sequence) -> Difference:
@@ -914,6 +742,10 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
     tensor).  rel_l2 is inf when b is all zeros and a is not; cosine is nan
     when either is all zeros.  A NaN anywhere makes every field NaN, and no
     field overflows for finite inputs that it can represent.
+
+    Refuses (GQAError, naming every number given) a and b of different
+    shapes (naming the index), nesting deeper than 3 levels, and an int
+    beyond the float range.
 
     >>> output_difference([[3.0, 4.0]], [[3.0, 4.0]])
     Difference(max_abs=0.0, rel_l2=0.0, cosine=1.0)
@@ -939,19 +771,24 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
         cosine = math.copysign(1.0, cosine)
     return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)
 
-
 # ---------------------------------------------------------------------------
-# Steps 15-19, counting 1. Closed forms: what g changes (the cache) and what
-# it does not.  kv_cache_elements (15), attention_multiplies (16),
-# block_multiplies (17), cache_table (18), multiplies_table (19).
+# Part 4. Counting: what g changes (the cache) and what it does not.
+# Steps 15-20: kv_cache_elements, attention_multiplies, block_multiplies,
+# cache_table, multiplies_table, count_multiplies.
 # ---------------------------------------------------------------------------
 
+
+# Step 15. kv_cache_elements --------------------------------------------------
 def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
                       batch: int = 1) -> int:
     """Return how many numbers a KV cache holds.
 
     2 (K and V) x layers x kv_heads x length x head_dim x batch.  Query
     heads are not a parameter: queries are never cached.
+
+    layers, length and batch may be 0 (the cache is empty).  Refuses
+    (GQAError, naming every number given) kv_heads or head_dim below 1
+    and a negative count.
 
     >>> kv_cache_elements(layers=1, kv_heads=2, length=3, head_dim=4)
     48
@@ -972,6 +809,7 @@ def _cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, batc
     return 2 * layers * kv_heads * length * head_dim * batch
 
 
+# Step 16. attention_multiplies -----------------------------------------------
 class Multiplies(_Record):
     """Multiplications of one attention layer, term by term."""
     __slots__ = {"q_proj": "n x d_model x h x d",
@@ -983,12 +821,6 @@ class Multiplies(_Record):
                  "total": "the sum of the six terms"}
 
 
-def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
-                weighted_sum: int, o_proj: int) -> Multiplies:
-    return Multiplies(q_proj, k_proj, v_proj, scores, weighted_sum, o_proj,
-                      q_proj + k_proj + v_proj + scores + weighted_sum + o_proj)
-
-
 def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
                          causal: bool = False) -> Multiplies:
     """Return the multiplications of one attention layer over n positions, by term.
@@ -997,15 +829,14 @@ def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
     scores and weighted sum, is h x d per pair of positions whatever g is:
     n x n pairs for full attention, n (n + 1) / 2 for causal attention (a
     decoder's prefill: query i sees keys 0..i), as layer(causal=True)
-    multiplies them.  Within this one layer the K and V projections can
-    still be a large share; in a whole block the MLP makes it small (see
-    block_multiplies).
+    multiplies them.
+
+    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    does not divide h, and d or d_model below 1.
 
     >>> m = attention_multiplies(n=4, h=8, g=2, d=16, d_model=128)
     >>> m.k_proj, m.scores, m.weighted_sum
     (16384, 2048, 2048)
-    >>> attention_multiplies(4, 8, 8, 16, 128).scores == m.scores
-    True
     >>> attention_multiplies(4, 8, 2, 16, 128, causal=True).scores     # 10 of 16 pairs
     1280
     """
@@ -1026,6 +857,13 @@ def _attention_multiplies(n: int, h: int, g: int, d: int, d_model: int,
                        weighted_sum=h * pairs * d, o_proj=n * h * d * d_model)
 
 
+def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
+                weighted_sum: int, o_proj: int) -> Multiplies:
+    return Multiplies(q_proj, k_proj, v_proj, scores, weighted_sum, o_proj,
+                      q_proj + k_proj + v_proj + scores + weighted_sum + o_proj)
+
+
+# Step 17. block_multiplies ---------------------------------------------------
 class BlockMultiplies(_Record):
     """Multiplications of one transformer block (attention and MLP), by part."""
     __slots__ = {"q_o_proj": "the Q and O projections: 2 x n x d_model x h x d",
@@ -1035,6 +873,10 @@ class BlockMultiplies(_Record):
                  "total": "the sum of the four parts"}
 
 
+# Only k_v_proj has g in it, and beside the MLP it is a small share: that is
+# why prefill barely speeds up with g, while the KV cache shrinks in
+# proportion to g.  (Within one attention layer alone, attention_multiplies,
+# the K and V projections can still be a large share.)
 def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
                      mlp_matrices: int = 3, causal: bool = True) -> BlockMultiplies:
     """Return the multiplications of one transformer block over n positions.
@@ -1042,9 +884,10 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
     The attention layer of attention_multiplies plus an MLP of
     mlp_matrices matrices of d_model x d_ff (3 for the gated SwiGLU MLP of
     Llama and Mistral, 2 for GPT-2's).  Norms, activations and the softmax
-    are not multiplications of this table.  Only k_v_proj has g in it, and
-    beside the MLP it is a small share: that is why prefill barely speeds
-    up with g, while the KV cache shrinks in proportion to g.
+    are not multiplications of this table.
+
+    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    does not divide h, and d, d_model, d_ff or mlp_matrices below 1.
 
     >>> b = block_multiplies(n=1, h=32, g=32, d=128, d_model=4096, d_ff=11008)
     >>> b.k_v_proj == 2 * 4096 * 4096, b.mlp == 3 * 4096 * 11008
@@ -1062,6 +905,7 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
                            mlp, a.total + mlp)
 
 
+# Step 18. cache_table --------------------------------------------------------
 class CacheRow(_Record):
     """One row of cache_table: the KV cache for one g."""
     __slots__ = {"method": "MHA, GQA or MQA",
@@ -1074,6 +918,9 @@ class CacheRow(_Record):
 def cache_table(h: int, *, layers: int, length: int, head_dim: int,
                 batch: int = 1) -> list[CacheRow]:
     """Return the KV cache size for every valid g of h, with its ratio to MHA.
+
+    layers, length and batch may be 0 (every ratio is then 1.0).
+    Refuses (GQAError, naming every number given) h or head_dim below 1.
 
     >>> for row in cache_table(4, layers=1, length=10, head_dim=8):
     ...     print(row.method, row.kv_heads, row.group_size, row.elements, row.ratio)
@@ -1093,6 +940,7 @@ def cache_table(h: int, *, layers: int, length: int, head_dim: int,
     return rows
 
 
+# Step 19. multiplies_table ---------------------------------------------------
 class MultipliesRow(_Record):
     """One row of multiplies_table: the multiplications for one g."""
     __slots__ = {"method": "MHA, GQA or MQA",
@@ -1107,6 +955,9 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
     """Return the multiplications for every valid g of h, with ratios to MHA.
 
     The counts are attention_multiplies(n, h, g, d, d_model, causal=causal).
+
+    n may be 0 (every ratio is then 1.0).  Refuses (GQAError, naming
+    every number given) h, d or d_model below 1.
 
     >>> for row in multiplies_table(n=4, h=4, d=2, d_model=8):
     ...     print(row.method, row.ratio.k_proj, row.ratio.scores)
@@ -1126,22 +977,15 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
     return rows
 
 
-# ---------------------------------------------------------------------------
-# Step 20, counting 2. Counted, not computed: a tally kept by the arithmetic
-# itself.  Tally and count_multiplies (20).
-# ---------------------------------------------------------------------------
-
-class Tally:
+# Step 20. count_multiplies: counted, not computed; a tally kept by the arithmetic itself ---
+class Tally(metaclass=_Own):
     """Multiplications performed and elements read, as the code ran.
 
-    Each field is incremented by the kernel that did the work, from the
-    lengths of the rows it multiplied: the dot products of the projections
-    (q_proj, k_proj, v_proj, o_proj), of the scores and of the weighted sum.
-    cache_reads counts the K and V elements decode_step read from its cache
-    (once per key/value head, shared by its group); weight_reads counts the
-    weight elements each projection read (once per call, shared by its rows).
-    Softmax, scaling and the mean fold are not multiplications of the lab's
-    table and are not counted.
+    The kernel that did the work adds the lengths of the rows it multiplied
+    to q_proj, k_proj, v_proj, o_proj, scores or weighted_sum; cache_reads
+    counts the K and V elements decode_step read from its cache (once per
+    key/value head); weight_reads the weight elements each projection read
+    (once per call).  Softmax, scaling and the mean fold are not counted.
     """
 
     FIELDS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj",
@@ -1187,20 +1031,28 @@ def count_multiplies() -> Iterator[Tally]:
             for name in Tally.FIELDS:
                 setattr(outer, name, getattr(outer, name) + getattr(tally, name))
 
-
 # ---------------------------------------------------------------------------
-# Step 21, decoding 1. The KV cache, in real memory: KVCache.
+# Part 5. Decoding, one token at a time (the MQA paper's setting).
+# Steps 21-23: KVCache, decode_step, decode_traffic.
 # ---------------------------------------------------------------------------
 
-class KVCache:
+
+# Step 21. KVCache: the KV cache, in real memory ------------------------------
+class KVCache(metaclass=_Own):
     """One layer's KV cache for g key/value heads of width d.
 
-    Each head's keys and values are one flat array('d') of m x d floats,
-    row after row, so the cache's memory is real: 8 bytes per element.
-    With capacity=N the arrays are allocated for N positions at once and
-    hold exactly 8 bytes per element when full (appending grows them a
-    little at a time, and array('d') over-allocates as it grows).
-    Appending past the capacity still works.
+    cache.k[j] and cache.v[j] hold head j's keys and values, each one flat
+    array('d') of m x d floats, row after row: the memory is real, 8 bytes
+    per element.  capacity=N allocates N positions at once; appending past
+    it still works.  len(cache) is the positions appended (whatever the
+    capacity), cache.elements the floats held (2 x g x len x d),
+    cache.nbytes their bytes; cache.g, cache.d and cache.capacity are read
+    only.
+
+    Refuses (GQAError, naming every number given) g or d below 1, g above
+    MAX_KV_HEADS, and more than MAX_ALLOCATION floats; an append of rows
+    with the wrong number of heads (naming g) or values (naming d), which
+    stores nothing.
 
     >>> cache = KVCache(g=2, d=3)
     >>> cache.append([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[0.0] * 3, [1.0] * 3])
@@ -1297,20 +1149,7 @@ class KVCache:
         return f"KVCache(g={self.g}, d={self.d}, len={len(self)})"
 
 
-# ---------------------------------------------------------------------------
-# Steps 22-23, decoding 2. One token at a time, the MQA paper's setting:
-# decode_step (22), decode_traffic (23).
-# ---------------------------------------------------------------------------
-
-def _cache_views(cache: KVCache, j: int) -> tuple:
-    """Return cache head j as key rows [m][d] and value columns [d][m], no copy."""
-    d, m = cache.d, len(cache)
-    kv, vv = memoryview(cache.k[j])[:m * d], memoryview(cache.v[j])[:m * d]
-    if _tally is not None:
-        _tally.cache_reads += len(kv) + len(vv)
-    return [kv[t * d:(t + 1) * d] for t in range(m)], [vv[c::d] for c in range(d)]
-
-
+# Step 22. decode_step --------------------------------------------------------
 def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], g: int,
                 cache: KVCache) -> list:
     """Decode one position: append its K and V to cache, return y_t.
@@ -1319,9 +1158,14 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     (g heads) to the cache, and attends from all h query heads over the
     whole cache, query head i reading cache head kv_head(i, h, g), with no
     copy of the cache.  Decoding x row by row equals
-    layer(x, weights, g, causal=True).  Weights are checked, folded and
-    transposed at every step; prepare them once per sequence with
-    prepare_weights(weights, g) and pass that instead.
+    layer(x, weights, g, causal=True).  Weights given to every step are
+    checked and prepared at the first, and again only when a value has
+    changed; prepare_weights(weights, g) once is faster still.
+
+    Refuses (GQAError, naming every number given) a cache made for
+    another g or d, an x_t that is not d_model long, and what layer
+    refuses of weights.  A refused or interrupted step leaves the cache
+    as it was.
 
     >>> w = prepare_weights(init_weights(h=2, d_model=4, d=2, seed=0), g=1)
     >>> cache = KVCache(g=1, d=2, capacity=2)
@@ -1329,7 +1173,7 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     >>> len(cache), cache.elements
     (2, 8)
     """
-    w = _weights_for("decode_step", weights, g)
+    w = _weights_for_decoding(weights, g)
     if not isinstance(cache, KVCache):
         raise TypeError(f"decode_step: cache must be a KVCache, not {type(cache).__name__}")
     if cache.g != g or cache.d != w.d:
@@ -1360,6 +1204,55 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
         raise
 
 
+# decode_step runs once per token, usually with the same Weights: the last few
+# it checked and prepared are kept, each with a copy of its rows, and reused
+# while every row still compares equal (==) to its copy: one pass at C speed,
+# where checking, folding and transposing again is several in Python.  A
+# weight changed in place between tokens makes its row differ, so the weights
+# are checked and prepared again: never a stale answer.  (An equal value is
+# not a change: 1 for 1.0, True for 1, -0.0 for 0.0 keep the prepared copy.)
+_DECODING: dict = {}        # (id(weights), g) -> (weights, its rows copied, PreparedWeights)
+
+
+def _weights_for_decoding(weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
+    """_weights_for("decode_step", ...), remembering the last Weights prepared."""
+    if not isinstance(weights, Weights) or type(g) is not int:
+        return _weights_for("decode_step", weights, g)
+    kept = _DECODING.get((id(weights), g))
+    if kept is not None and kept[0] is weights and _rows_equal(weights, kept[1]):
+        return kept[2]
+    _check_weights("decode_step", weights, g)
+    prepared = _prepared(weights, g)
+    if len(_DECODING) >= 4:                               # a few models at a time
+        del _DECODING[next(iter(_DECODING))]
+    _DECODING[(id(weights), g)] = (weights, _rows_copied(weights), prepared)
+    return prepared
+
+
+def _rows_copied(weights: Weights) -> list:
+    """Each tensor's head lengths and a copy of every row (its numbers not copied)."""
+    return [([len(head) for head in t], [row[:] for head in t for row in head]) for t in weights]
+
+
+def _rows_equal(weights: Weights, copied: list) -> bool:
+    """Whether every row of weights is still == to its copy (and each head as long)."""
+    try:
+        return all(list(map(len, t)) == lengths and all(map(eq, chain.from_iterable(t), rows))
+                   for t, (lengths, rows) in zip(weights, copied))
+    except Exception:                    # a head that is no longer a list: check it again
+        return False
+
+
+def _cache_views(cache: KVCache, j: int) -> tuple:
+    """Return cache head j as key rows [m][d] and value columns [d][m], no copy."""
+    d, m = cache.d, len(cache)
+    kv, vv = memoryview(cache.k[j])[:m * d], memoryview(cache.v[j])[:m * d]
+    if _tally is not None:
+        _tally.cache_reads += len(kv) + len(vv)
+    return [kv[t * d:(t + 1) * d] for t in range(m)], [vv[c::d] for c in range(d)]
+
+
+# Step 23. decode_traffic -----------------------------------------------------
 class DecodeTraffic(_Record):
     """What n decode steps read and multiply (the MQA paper's analysis)."""
     __slots__ = {"cache_reads": "K and V elements read from the cache",
@@ -1368,6 +1261,9 @@ class DecodeTraffic(_Record):
                  "ratio": "(cache_reads + weight_reads) / multiplies"}
 
 
+# With g = h the cache reads grow like the multiplications of the attention
+# body, so the ratio of reads to multiplications stays high however large the
+# batch; with g = 1 they are h times smaller (Shazeer 2019, section 3).
 def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
                    batch: int = 1) -> DecodeTraffic:
     """Return the memory traffic and multiplications of n decode steps.
@@ -1375,10 +1271,10 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     Starting from an empty cache, step t (1..n) appends one position and
     reads the whole cache, t positions: 2 x g x t x d elements per sequence,
     each key/value head read once for its whole group.  Every step also
-    reads all four projections' weights once, shared by the batch.  With
-    g = h the cache reads grow like the multiplications of the attention
-    body, so the ratio stays high however large the batch; with g = 1 they
-    are h times smaller (Shazeer 2019, section 3).
+    reads all four projections' weights once, shared by the batch.
+
+    n may be 0.  Refuses (GQAError, naming every number given) a g that
+    does not divide h, and d, d_model or batch below 1.
 
     >>> t = decode_traffic(n=2, h=4, g=1, d=2, d_model=8)
     >>> t.cache_reads, t.weight_reads, t.multiplies
@@ -1399,47 +1295,13 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0
     return DecodeTraffic(cache_reads, weight_reads, multiplies, ratio)
 
-
 # ---------------------------------------------------------------------------
-# Steps 24-25, learning: the backward pass.  grouped_attention_backward (24),
-# layer_backward (25).
+# Part 6. Learning: the backward pass.
+# Steps 24-25: grouped_attention_backward, layer_backward.
 # ---------------------------------------------------------------------------
 
-def _transpose(rows: Sequence) -> list:
-    return list(zip(*rows))
 
-
-def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
-                     causal: bool) -> tuple:
-    """One query head's gradients for checked input: (dq [n][d], dk [m][d], dv [m][d_v]).
-
-    softmax(q keys^T / sqrt(d)) v, differentiated: dv = p^T d_out,
-    dp = d_out v^T, ds = p (dp - rowsum(p dp)), dq = ds k / sqrt(d) and
-    dk = ds^T q / sqrt(d).  Masked pairs have p = ds = 0 exactly.
-    """
-    n, m = len(q), len(keys)
-    scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp
-    p_rows, ds_rows = [], []                                   # [n][m] each, zeros where masked
-    for i, qi in enumerate(q):
-        seen = i + 1 + m - n if causal else m
-        s = _dots(keys[:seen] if seen < m else keys, qi)      # [seen], as _attend makes them
-        top = max(s)
-        if top == _INF:
-            s, top = [0.0 if x == _INF else -_INF for x in s], 0.0
-        e = [exp((x - top) * scale) for x in s]
-        z = sum(e)
-        p = [x / z for x in e]                                 # [seen]
-        dp = _dots(v_rows[:seen] if seen < m else v_rows, d_out[i])      # [seen]: d_out_i . v_j
-        c = _dots([p], dp)[0]                                  # sum_j p_j dp_j
-        pad = [0.0] * (m - seen)
-        p_rows.append(p + pad)
-        ds_rows.append([pj * (dpj - c) for pj, dpj in zip(p, dp)] + pad)
-    dq = [[x * scale for x in _dots(_transpose(keys), ds)] for ds in ds_rows]        # [n][d]
-    dk = [[x * scale for x in _dots(_transpose(q), col)] for col in _transpose(ds_rows)]  # [m][d]
-    dv = [_dots(_transpose(d_out), col) for col in _transpose(p_rows)]                # [m][d_v]
-    return dq, dk, dv
-
-
+# Step 24. grouped_attention_backward -----------------------------------------
 def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix],
                                d_out: Sequence[Matrix], *, causal: bool = False) -> tuple:
     """Return (dq, dk, dv): the gradients of sum(out * d_out) for out = grouped_attention(q, k, v).
@@ -1450,13 +1312,14 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     gradients that its h // g query heads send it.  At g = h each head's
     gradients are its own, as in MHA.
 
+    Refuses (GQAError, naming every number given) what grouped_attention
+    refuses, and a d_out not shaped [h][n][d_v].
+
     >>> q = [[[1.0]], [[2.0]]]                        # h=2 query heads, one key/value head
     >>> k, v = [[[0.0], [1.0]]], [[[1.0], [3.0]]]
     >>> dq, dk, dv = grouped_attention_backward(q, k, v, d_out=[[[1.0]], [[1.0]]])
-    >>> [len(dq), len(dk), len(dv)]                  # [h], [g], [g] heads
-    [2, 1, 1]
-    >>> round(dv[0][0][0] + dv[0][1][0], 12)         # each query head's weights sum to 1: dv sums to 2
-    2.0
+    >>> [len(dq), len(dk), len(dv)], round(dv[0][0][0] + dv[0][1][0], 12)   # 2 heads' weights
+    ([2, 1, 1], 2.0)
     """
     func = "grouped_attention_backward"
     _check_multihead(func, q, k, v, causal)
@@ -1470,17 +1333,20 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     if not q[0]:
         return [[] for _ in range(h)], [[[0.0] * len(k[0][0]) for _ in k[0]] for _ in k], \
             [[[0.0] * len(v[0][0]) for _ in v[0]] for _ in v]
-    return _grouped_backward(q, k, v, d_out, causal)
+    probs: list = []                                           # [h][n] of (e, z)
+    _grouped(q, k, [_transpose(vj) for vj in v], causal, probs)    # the forward, for its softmax
+    return _grouped_backward(q, k, v, d_out, probs)
 
 
-def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence, causal: bool) -> tuple:
-    """grouped_attention_backward for checked input."""
+def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence,
+                      probs: Sequence) -> tuple:
+    """grouped_attention_backward for checked input and the softmax _grouped saved."""
     h, g = len(q), len(k)
     group = h // g                                              # kv_head(i) = i // group
     dq, dk, dv = [], [None] * g, [None] * g
     for i in range(h):
         j = i // group
-        dq_i, dk_i, dv_i = _attend_backward(q[i], k[j], v[j], d_out[i], causal)
+        dq_i, dk_i, dv_i = _attend_backward(q[i], k[j], v[j], d_out[i], probs[i])
         dq.append(dq_i)                                         # [n][d]
         # The shared head's gradient: the sum of what its h // g query heads send it.
         dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]
@@ -1488,6 +1354,33 @@ def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence, ca
     return dq, dk, dv                                           # [h][n][d], [g][m][d], [g][m][d_v]
 
 
+def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
+                     probs: Sequence) -> tuple:
+    """One query head's gradients for checked input: (dq [n][d], dk [m][d], dv [m][d_v]).
+
+    probs is what _attend saved: each query's softmax, (e [seen], z).
+    softmax(q keys^T / sqrt(d)) v, differentiated: dv = p^T d_out,
+    dp = d_out v^T, ds = p (dp - rowsum(p dp)), dq = ds k / sqrt(d) and
+    dk = ds^T q / sqrt(d).  Masked pairs have p = ds = 0 exactly.
+    """
+    m = len(keys)
+    scale = 1.0 / math.sqrt(len(q[0]))
+    p_rows, ds_rows = [], []                                   # [n][m] each, zeros where masked
+    for i, (e, z) in enumerate(probs):
+        seen = len(e)                                          # keys query i saw
+        p = [x / z for x in e]                                 # [seen]
+        dp = _dots(v_rows[:seen] if seen < m else v_rows, d_out[i])      # [seen]: d_out_i . v_j
+        c = _dots([p], dp)[0]                                  # sum_j p_j dp_j
+        pad = [0.0] * (m - seen)
+        p_rows.append(p + pad)
+        ds_rows.append([pj * (dpj - c) for pj, dpj in zip(p, dp)] + pad)
+    dq = [[x * scale for x in _dots(_transpose(keys), ds)] for ds in ds_rows]        # [n][d]
+    dk = [[x * scale for x in _dots(_transpose(q), col)] for col in _transpose(ds_rows)]  # [m][d]
+    dv = [_dots(_transpose(d_out), col) for col in _transpose(p_rows)]                # [m][d_v]
+    return dq, dk, dv
+
+
+# Step 25. layer_backward: the backward reuses what the forward saved ---------
 def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
                    causal: bool = False) -> tuple:
     """Return (dx, grads): the gradients of sum(y * d_y) for y = layer(x, weights, g, causal=causal).
@@ -1497,6 +1390,9 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
     g < h, the gradient flows back through the mean fold: each of a group's
     h // g heads gets its folded head's gradient divided by h // g.
 
+    Refuses (GQAError, naming every number given) what layer refuses,
+    and a d_y not shaped like x.
+
     >>> w = init_weights(h=2, d_model=3, d=2, seed=0)
     >>> dx, grads = layer_backward([[1.0, 0.0, -1.0]], w, 1, [[1.0, 1.0, 1.0]])
     >>> len(dx[0]), [len(grads.w_q), len(grads.w_k), len(grads.w_o)]
@@ -1504,32 +1400,66 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
     """
     func = "layer_backward"
     _check_causal(func, causal)
-    h, d_model, d = _check_weights(func, weights, g)
+    _, d_model, _ = _check_weights(func, weights, g)
     _check_matrix(func, "x", x, cols=d_model)
     _check_matrix(func, "d_y", d_y, cols=d_model, rows=len(x))
-    n = len(x)
+    _, saved = _layer_forward(x, weights, g, causal=causal)
+    return _layer_backward(saved, d_y)
+
+
+def _layer_forward(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
+                   causal: bool) -> tuple:
+    """layer for checked input, keeping what the backward needs: (y, saved).
+
+    weights is a Weights record (with h or g K/V heads, folded here by mean)
+    or a PreparedWeights.  y is layer(x, weights, g, causal=causal) to the
+    last bit; saved is for _layer_backward.
+    """
+    s = _Saved()
+    s.x, s.causal = x, causal
+    if isinstance(weights, PreparedWeights):
+        s.rows, s.prepared = None, weights                      # rows rebuilt if needed
+        s.kv_heads = (weights.g, weights.g)
+        w = weights
+    else:
+        s.rows = _folded(weights, g)                            # w_k, w_v: [g][d_model][d]
+        s.prepared = None
+        s.kv_heads = (len(weights.w_k), len(weights.w_v))
+        w = _prepared(s.rows, g, once=True)
+    s.probs = []                                                # [h][n] of (e, z)
     if not x:
-        zero = lambda t: [[[0.0] * len(r) for r in head] for head in t]
-        return [], Weights(*(zero(t) for t in weights))
-    folded = _folded(weights, g)                                 # w_k, w_v: [g][d_model][d]
-    q = [_mm(x, _transpose(wq)) for wq in weights.w_q]           # [h][n][d]
-    k = [_mm(x, _transpose(wk)) for wk in folded.w_k]            # [g][n][d]
-    v = [_mm(x, _transpose(wv)) for wv in folded.w_v]            # [g][n][d]
-    heads = _grouped(q, k, [_transpose(vj) for vj in v], causal)  # [h][n][d]
+        s.q = s.k = s.v = s.heads = None
+        if s.rows is None:
+            s.rows = _unprepared(w)
+        return [], s
+    y, s.q, s.k, s.v, s.heads = _forward(x, w, causal, s.probs)
+    return y, s
+
+
+def _layer_backward(saved: _Saved, d_y: Sequence) -> tuple:
+    """layer_backward from what _layer_forward saved: (dx, grads), d_y checked."""
+    s = saved
+    weights = s.rows if s.rows is not None else _unprepared(s.prepared)
+    kv_k, kv_v = s.kv_heads
+    if not s.x:
+        def zero(t: Heads, heads: int) -> Heads:
+            return [[[0.0] * len(r) for r in t[0]] for _ in range(heads)]
+        return [], Weights(zero(weights.w_q, len(weights.w_q)), zero(weights.w_k, kv_k),
+                           zero(weights.w_v, kv_v), zero(weights.w_o, len(weights.w_o)))
+    x, n, d_model = s.x, len(s.x), len(s.x[0])
     d_y_cols = _transpose(d_y)                                   # [d_model][n]
-    d_w_o = [_mm(_transpose(hd), d_y_cols) for hd in heads]      # [h][d][d_model]: head^T d_y
+    d_w_o = [_mm(_transpose(hd), d_y_cols) for hd in s.heads]    # [h][d][d_model]: head^T d_y
     d_heads = [_mm(d_y, wo) for wo in weights.w_o]               # [h][n][d]: d_y w_o[i]^T
-    dq, dk, dv = _grouped_backward(q, k, v, d_heads, causal)
+    dq, dk, dv = _grouped_backward(s.q, s.k, s.v, d_heads, s.probs)
     x_cols = _transpose(x)                                       # [d_model][n]
     d_w_q = [_mm(x_cols, _transpose(t)) for t in dq]             # [h][d_model][d]: x^T dq
     d_w_k = [_mm(x_cols, _transpose(t)) for t in dk]             # [g][d_model][d]
     d_w_v = [_mm(x_cols, _transpose(t)) for t in dv]             # [g][d_model][d]
     dx = [[0.0] * d_model for _ in range(n)]                     # [n][d_model]
-    for grads_t, w_t in ((dq, weights.w_q), (dk, folded.w_k), (dv, folded.w_v)):
+    for grads_t, w_t in ((dq, weights.w_q), (dk, weights.w_k), (dv, weights.w_v)):
         for gt, wt in zip(grads_t, w_t):                          # dx += dt w^T, head by head
             dx = [list(map(add, row, part)) for row, part in zip(dx, _mm(gt, wt))]
-    return dx, Weights(w_q=d_w_q, w_k=_unfold(d_w_k, len(weights.w_k)),
-                       w_v=_unfold(d_w_v, len(weights.w_v)), w_o=d_w_o)
+    return dx, Weights(w_q=d_w_q, w_k=_unfold(d_w_k, kv_k), w_v=_unfold(d_w_v, kv_v), w_o=d_w_o)
 
 
 def _unfold(grads: Heads, heads: int) -> Heads:
@@ -1539,54 +1469,292 @@ def _unfold(grads: Heads, heads: int) -> Heads:
         return grads
     return [[[x / group for x in row] for row in grads[i // group]] for i in range(heads)]
 
+# ---------------------------------------------------------------------------
+# The door: every public function checks what it was given here, once,
+# then calls the private steps above, which trust it; so bad input ends
+# in a GQAError or TypeError that names the function, the rule and the
+# numbers given.
+# ---------------------------------------------------------------------------
+
+_FLOAT_MAX = sys.float_info.max
+_INF = math.inf
+_NUMBERS = frozenset((int, float))
+
+
+def _check_int(func: str, name: str, value: object, *, low: Optional[int] = 0,
+               high: Optional[int] = MAX_SIZE) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{func}: {name} must be an int, "
+                        f"not {type(value).__name__} ({_brief(value)})")
+    if low is not None and value < low:
+        rule = "positive" if low == 1 else f"at least {low}"
+        raise GQAError(f"{func}: {name} must be {rule}; got {name}={_brief(value)}")
+    if high is not None and value > high:
+        raise GQAError(f"{func}: {name} must be at most {high:,}; got {name}={_brief(value)}")
+    return value
+
+
+def _brief(value: object) -> str:
+    """A value in a message, never thousands of characters long."""
+    if isinstance(value, int) and abs(value) >= 10 ** 30:         # repr of a huge int is slow
+        return f"an int of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_causal(func: str, causal: object) -> bool:
+    if not isinstance(causal, bool):
+        raise TypeError(f"{func}: causal must be True or False, not {type(causal).__name__} "
+                        f"({_brief(causal)})")
+    return causal
+
+
+def _valid_g_text(h: int) -> str:
+    """The end of every message about a bad g: 'valid g for h=8: 1, 2, 4, 8'."""
+    gs = valid_g(h)                             # O(sqrt(h)), and h is at most MAX_SIZE
+    if len(gs) > 12:                            # a few, and how many there are
+        return (f"valid g for h={h}: {', '.join(map(str, gs[:6]))}, ..., "
+                f"{', '.join(map(str, gs[-3:]))} ({len(gs)} in all)")
+    return f"valid g for h={h}: {', '.join(map(str, gs))}"
+
+
+def _group_size(func: str, h: object, g: object) -> int:
+    """Check h query heads and g key/value heads; return h // g."""
+    _check_int(func, "h", h, low=1)
+    _check_int(func, "g", g, low=None, high=None)              # 1 <= g <= h is checked next
+    if not 1 <= g <= h:
+        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; {_valid_g_text(h)}")
+    if h % g:
+        raise GQAError(f"{func}: g={g} does not divide h={h}; got g={g}, h={h}; {_valid_g_text(h)}")
+    return h // g
+
+
+def _check_heads_made(func: str, h: int, g: int) -> None:
+    """Check that a list of h heads (or h head numbers) fits in one call's allocation."""
+    if h > MAX_ALLOCATION:
+        raise GQAError(f"{func}: h={h} heads is more than the {MAX_ALLOCATION:,} items one call "
+                       f"may allocate (MAX_ALLOCATION); got h={h}, g={g}")
+
+
+def _check_list(func: str, what: str, value: object, expected: str) -> None:
+    if not isinstance(value, (list, tuple, array)):
+        raise TypeError(f"{func}: {what} must be {expected}, not {type(value).__name__}")
+
+
+def _check_values(func: str, what: str, row: Sequence) -> None:
+    """Every value of a row is an int or a float that a float can hold (one C-speed pass)."""
+    if isinstance(row, array):
+        if row.typecode not in "fd":
+            raise TypeError(f"{func}: {what} is an array('{row.typecode}'); use array('d')")
+        return
+    kinds = set(map(type, row))
+    if kinds <= {float}:
+        return
+    if not kinds <= _NUMBERS:
+        bad = next(x for x in row if type(x) not in _NUMBERS)
+        raise TypeError(f"{func}: {what} holds {type(bad).__name__} {_brief(bad)}; "
+                        f"values must be int or float")
+    if any(abs(x) > _FLOAT_MAX for x in row if type(x) is int):
+        raise GQAError(f"{func}: {what} holds an int beyond the largest float")
+
+
+_ROWS = frozenset((list, tuple, array))
+
+
+def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = None,
+                  rows: Optional[int] = None) -> int:
+    """Check that mat is a list of equal rows of numbers; return the row width.
+
+    Three passes at C speed (row types, row lengths, value types); only when
+    one finds something wrong does a row-by-row pass name the row.
+    """
+    _check_list(func, what, mat, "a list of rows")
+    if rows is not None and len(mat) != rows:
+        raise GQAError(f"{func}: {what} must have {rows} rows; got {len(mat)}")
+    widths = set(map(len, mat)) if set(map(type, mat)) <= _ROWS else None
+    width = cols if not widths else next(iter(widths))
+    if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):
+        width = cols
+        for r, row in enumerate(mat):                               # name the first bad row
+            _check_list(func, f"{what} row {r}", row, "a list of floats")
+            if width is None:
+                width = len(row)
+            elif len(row) != width:
+                raise GQAError(f"{func}: {what} row {r} has {len(row)} values, "
+                               f"expected {width} (ragged rows)")
+    if not set(map(type, chain.from_iterable(mat))) <= {float}:     # one pass, at C speed
+        for r, row in enumerate(mat):                               # the slow path names the row
+            _check_values(func, f"{what} row {r}", row)
+    return 0 if width is None else width
+
+
+def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = None,
+                 rows: Optional[int] = None) -> tuple:
+    """Check a [heads][rows][cols] tensor; return (heads, rows, cols)."""
+    _check_list(func, name, t, "a list of heads, each a list of rows")
+    if len(t) == 0:
+        raise GQAError(f"{func}: {name} has no heads")
+    for i, mat in enumerate(t):
+        cols = _check_matrix(func, f"{name} head {i}", mat, cols=cols, rows=rows)
+        rows = len(mat)                      # the first head sets the rows of the others
+    return len(t), rows, cols
+
+
+def _check_qkv(func: str, q: Sequence, k: Sequence, v: Sequence, causal: bool) -> None:
+    """Check one head's q [n][d], k [m][d], v [m][d_v]."""
+    _check_causal(func, causal)
+    d = _check_matrix(func, "q", q)
+    dk = _check_matrix(func, "k", k)
+    m = len(k)
+    if m == 0:
+        raise GQAError(f"{func}: there are no keys (k has 0 rows)")
+    if q and d == 0:
+        raise GQAError(f"{func}: head dim d must be positive; q rows have 0 values")
+    if q and dk != d:
+        raise GQAError(f"{func}: q and k head dims differ: q has d={d}, k has d={dk}")
+    dv = _check_matrix(func, "v", v)
+    if len(v) != m:
+        raise GQAError(f"{func}: k and v row counts differ: k has m={m}, v has {len(v)}")
+    if dv == 0:
+        raise GQAError(f"{func}: v rows have 0 values")
+    if causal and len(q) > m:
+        raise GQAError(f"{func}: causal attention needs at least as many keys as "
+                       f"queries (queries are the last n of m positions); "
+                       f"got n={len(q)}, m={m}")
+
+
+def _check_multihead(func: str, q: Sequence, k: Sequence, v: Sequence,
+                     causal: bool) -> None:
+    """Check q [h][n][d], k [.][m][d], v [.][m][d_v]: equal heads, matching sizes."""
+    _check_heads(func, "q", q)
+    _check_heads(func, "k", k)
+    _check_heads(func, "v", v)
+    if len(k) != len(v):
+        raise GQAError(f"{func}: k and v head counts differ: k has {len(k)}, v has {len(v)}")
+    _check_qkv(func, q[0], k[0], v[0], causal)
+
+
+def _check_weights(func: str, weights: Weights, g: int) -> tuple:
+    """Check weights for g key/value heads; return (h, d_model, d)."""
+    if not isinstance(weights, Weights):
+        raise TypeError(f"{func}: weights must be a Weights record, "
+                        f"not {type(weights).__name__}")
+    h, d_model, d = _check_heads(func, "w_q", weights.w_q)
+    _group_size(func, h, g)
+    for name in ("w_k", "w_v"):
+        heads = len(getattr(weights, name))
+        if heads not in (h, g):
+            raise GQAError(f"{func}: {name} has {heads} heads; expected h={h} "
+                           f"(MHA weights, folded to g) or g={g}")
+        _check_heads(func, name, getattr(weights, name), rows=d_model, cols=d)
+    if len(weights.w_o) != h:
+        raise GQAError(f"{func}: w_o has {len(weights.w_o)} heads; expected h={h}")
+    _check_heads(func, "w_o", weights.w_o, rows=d, cols=d_model)
+    return h, d_model, d
+
+
+def _weights_for(func: str, weights: Union[Weights, PreparedWeights], g: int) -> PreparedWeights:
+    """Check and prepare Weights, or check that PreparedWeights were prepared for g."""
+    if isinstance(weights, PreparedWeights):
+        _group_size(func, weights.h, g)
+        if weights.g != g:
+            raise GQAError(f"{func}: these weights were prepared for g={weights.g}; "
+                           f"got g={g}")
+        _check_prepared(func, weights)
+        return weights
+    _check_weights(func, weights, g)
+    return _prepared(weights, g, once=True)
+
+
+def _check_prepared(func: str, w: PreparedWeights) -> None:
+    """Check the shape of PreparedWeights (its values were checked by prepare_weights).
+
+    A record built by hand, or changed with _replace, is refused when its
+    shape shows it: h, g, d_model and d ints, and tuples of h, g, g and
+    d_model columns, each head's of d.  (Its values are not read again.)
+    """
+    _check_int(func, "weights.d_model", w.d_model, low=1)
+    _check_int(func, "weights.d", w.d, low=1)
+    for name, heads in (("q_cols", w.h), ("k_cols", w.g), ("v_cols", w.g)):
+        t = getattr(w, name)
+        if type(t) is not tuple or len(t) != heads or \
+                any(type(cols) is not tuple or len(cols) != w.d for cols in t):
+            raise GQAError(f"{func}: weights.{name} must be {heads} tuples of d={w.d} columns, "
+                           f"as prepare_weights makes them; make PreparedWeights with it")
+    if type(w.o_cols) is not tuple or len(w.o_cols) != w.d_model or \
+            (w.o_cols and (type(w.o_cols[0]) is not tuple or len(w.o_cols[0]) != w.h * w.d)):
+        raise GQAError(f"{func}: weights.o_cols must be d_model={w.d_model} tuples of h x d = "
+                       f"{w.h * w.d} values, as prepare_weights makes them; make PreparedWeights "
+                       f"with it")
+
+
+def _flatten(a: object, b: object) -> tuple:
+    """The numbers of two nested lists of one shape (at most 3 levels), as two flat lists."""
+    sequences = (list, tuple, array)
+    fa, fb, stack = [], [], [(a, b, ())]
+    while stack:
+        x, y, where = stack.pop()
+        nested = isinstance(x, sequences), isinstance(y, sequences)
+        if not any(nested):
+            for name, value in (("a", x), ("b", y)):
+                if type(value) not in _NUMBERS:
+                    raise TypeError(f"output_difference: {name} holds {type(value).__name__} "
+                                    f"{_brief(value)} at {list(where)}; values must be int or float")
+                if type(value) is int and abs(value) > _FLOAT_MAX:
+                    raise GQAError(f"output_difference: {name} holds an int beyond the largest "
+                                   f"float, {_brief(value)}, at {list(where)}")
+            fa.append(x)
+            fb.append(y)
+            continue
+        if not all(nested) or len(x) != len(y):
+            size = lambda t: len(t) if isinstance(t, sequences) else "a number"
+            raise GQAError(f"output_difference: a and b differ in shape at index "
+                           f"{list(where)}: {size(x)} vs {size(y)}")
+        if len(where) == 3:
+            raise GQAError("output_difference: a and b nest deeper than 3 levels; they must be a "
+                           "matrix [n][d] or a multi-head tensor [h][n][d]")
+        stack.extend((xi, yi, where + (i,)) for i, (xi, yi) in reversed(list(enumerate(zip(x, y)))))
+    return fa, fb
 
 # ---------------------------------------------------------------------------
-# Command line: `python -m gqa COMMAND` (or `gqa COMMAND` once installed).
-# The tools live in their own modules; the lab above needs none of them.
+# Plumbing.
 # ---------------------------------------------------------------------------
 
-_COMMANDS = {
-    "tables": ("gqa_tables", "print the cache and multiplication tables for every g"),
-    "report": ("gqa_report", "write report.md, or --check that it is current"),
-    "config": ("gqa_config", "size a model's KV cache from its config.json"),
-    "bench": ("gqa_bench", "time and memory per g, measured on this machine"),
-    "uptrain": ("gqa_uptrain", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
-}
+
+def _transpose(rows: Sequence) -> list:
+    return list(zip(*rows))
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run a gqa command line tool; return its exit status."""
-    import importlib
-    import os
-    import sys
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help") or args[0] not in _COMMANDS:
-        lines = [f"  {name:<8} {doc}" for name, (_, doc) in _COMMANDS.items()]
-        print("usage: python -m gqa COMMAND [options]\n\ncommands:\n" + "\n".join(lines)
-              + "\n\n'python -m gqa COMMAND --help' describes a command's options.",
-              file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
-        if args and args[0] not in ("-h", "--help"):
-            print(f"gqa: unknown command {args[0]!r}", file=sys.stderr)
-        return 0 if args[:1] in (["-h"], ["--help"]) else 2
-    for stream in (sys.stdout, sys.stderr):  # a path the terminal cannot show is escaped, not fatal
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
-    tool = importlib.import_module(_COMMANDS[args[0]][0])
-    try:
-        return tool.main(args[0], args[1:])
-    except BrokenPipeError:                  # `gqa tables | head`: the reader left early
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # as the Python docs advise
-        return 1
-    except KeyboardInterrupt:                # Ctrl-C: one line; a report is written whole or not at all
-        print(f"gqa {args[0]}: interrupted", file=sys.stderr)
-        return 130
+class _Saved:
+    """What _layer_forward keeps for _layer_backward (micrograd's saved tensors)."""
+    __slots__ = ("x", "causal", "rows", "prepared", "kv_heads", "q", "k", "v", "heads", "probs")
 
 
-if __name__ == "__main__":
-    import sys
+def _lists(t: Sequence) -> Heads:
+    """A [heads][rows][cols] tensor copied as new lists of lists of floats."""
+    return [[list(row) for row in head] for head in t]
 
-    import gqa                       # run the importable module, not a second __main__ copy
-    try:
-        sys.exit(gqa.main())
-    except KeyboardInterrupt:        # Ctrl-C while a tool is being imported
-        sys.exit(130)
+
+def _unprepared(w: PreparedWeights) -> Weights:
+    """The folded Weights that w was prepared from (the same values, as tuples)."""
+    def rows(heads: Sequence) -> list:
+        return [tuple(zip(*cols)) for cols in heads]             # [heads][d_model][d]
+    o_rows = tuple(zip(*w.o_cols))                               # [h*d][d_model]
+    return Weights(w_q=rows(w.q_cols), w_k=rows(w.k_cols), w_v=rows(w.v_cols),
+                   w_o=[o_rows[i * w.d:(i + 1) * w.d] for i in range(w.h)])   # [h][d][d_model]
+
+
+# help() shows each public function's signature without its annotations: one
+# short line on every Python (3.13's pydoc splits a long one, a parameter per
+# line).  The annotations stay in __annotations__.
+for _name in __all__:
+    _f = globals().get(_name)
+    if inspect.isfunction(_f):
+        _f.__signature__ = inspect.signature(_f).replace(
+            parameters=[p.replace(annotation=p.empty)
+                        for p in inspect.signature(_f).parameters.values()],
+            return_annotation=inspect.Signature.empty)
+
+
+if __name__ == "__main__":           # python -m gqa COMMAND: the command line is gqa_cli.py's
+    sys.exit(__import__("gqa_cli").main())

@@ -121,5 +121,153 @@ class FiniteDifferences(unittest.TestCase):
             gqa.layer_backward([[1.0] * 3], w, 1, [[1.0] * 3], causal=None)
 
 
+# layer_backward as it was written before it reused the forward: it ran the
+# forward again.  Kept here, word for word but for names, so that reusing
+# the forward's saved softmax is checked to change no bit of any gradient.
+def _old_attend(q, keys, v_cols, causal):
+    import math
+    n, m = len(q), len(keys)
+    scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp
+    out = []
+    for i, qi in enumerate(q):
+        seen = i + 1 + m - n if causal else m
+        s = gqa._dots(keys[:seen] if seen < m else keys, qi)
+        top = max(s)
+        if top == math.inf:
+            s, top = [0.0 if x == math.inf else -math.inf for x in s], 0.0
+        e = [exp((x - top) * scale) for x in s]
+        z = sum(e)
+        cols = v_cols if seen == m else [c[:seen] for c in v_cols]
+        out.append([x / z for x in gqa._dots(cols, e)])
+    return out
+
+
+def _old_attend_backward(q, keys, v_rows, d_out, causal):
+    import math
+    n, m = len(q), len(keys)
+    scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp
+    tr = lambda rows: list(zip(*rows))
+    p_rows, ds_rows = [], []
+    for i, qi in enumerate(q):
+        seen = i + 1 + m - n if causal else m
+        s = gqa._dots(keys[:seen] if seen < m else keys, qi)
+        top = max(s)
+        if top == math.inf:
+            s, top = [0.0 if x == math.inf else -math.inf for x in s], 0.0
+        e = [exp((x - top) * scale) for x in s]
+        z = sum(e)
+        p = [x / z for x in e]
+        dp = gqa._dots(v_rows[:seen] if seen < m else v_rows, d_out[i])
+        c = gqa._dots([p], dp)[0]
+        pad = [0.0] * (m - seen)
+        p_rows.append(p + pad)
+        ds_rows.append([pj * (dpj - c) for pj, dpj in zip(p, dp)] + pad)
+    dq = [[x * scale for x in gqa._dots(tr(keys), ds)] for ds in ds_rows]
+    dk = [[x * scale for x in gqa._dots(tr(q), col)] for col in tr(ds_rows)]
+    dv = [gqa._dots(tr(d_out), col) for col in tr(p_rows)]
+    return dq, dk, dv
+
+
+def _old_layer_backward(x, weights, g, d_y, causal):
+    from operator import add
+    mm, tr = gqa._mm, (lambda rows: list(zip(*rows)))
+    h, d_model = len(weights.w_q), len(weights.w_q[0])
+
+    def fold(heads):
+        if len(heads) == g:
+            return heads
+        group = len(heads) // g
+        return [[[sum(vals) / group for vals in zip(*rows)]
+                 for rows in zip(*heads[j * group:(j + 1) * group])] for j in range(g)]
+
+    def unfold(grads, heads):
+        group = heads // len(grads)
+        if group == 1:
+            return grads
+        return [[[t / group for t in row] for row in grads[i // group]] for i in range(heads)]
+
+    w_k, w_v = fold(weights.w_k), fold(weights.w_v)
+    q = [mm(x, tr(wq)) for wq in weights.w_q]
+    k = [mm(x, tr(wk)) for wk in w_k]
+    v = [mm(x, tr(wv)) for wv in w_v]
+    group = h // g
+    heads = [_old_attend(q[i], k[i // group], tr(v[i // group]), causal) for i in range(h)]
+    d_y_cols = tr(d_y)
+    d_w_o = [mm(tr(hd), d_y_cols) for hd in heads]
+    d_heads = [mm(d_y, wo) for wo in weights.w_o]
+    dq, dk, dv = [], [None] * g, [None] * g
+    for i in range(h):
+        j = i // group
+        dq_i, dk_i, dv_i = _old_attend_backward(q[i], k[j], v[j], d_heads[i], causal)
+        dq.append(dq_i)
+        dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]
+        dv[j] = dv_i if dv[j] is None else [list(map(add, a, b)) for a, b in zip(dv[j], dv_i)]
+    x_cols = tr(x)
+    d_w_q = [mm(x_cols, tr(t)) for t in dq]
+    d_w_k = [mm(x_cols, tr(t)) for t in dk]
+    d_w_v = [mm(x_cols, tr(t)) for t in dv]
+    dx = [[0.0] * d_model for _ in x]
+    for grads_t, w_t in ((dq, weights.w_q), (dk, w_k), (dv, w_v)):
+        for gt, wt in zip(grads_t, w_t):
+            dx = [list(map(add, row, part)) for row, part in zip(dx, mm(gt, wt))]
+    return dx, gqa.Weights(d_w_q, unfold(d_w_k, len(weights.w_k)), unfold(d_w_v, len(weights.w_v)), d_w_o)
+
+
+class SavedForward(unittest.TestCase):
+    """_layer_forward keeps what _layer_backward needs: the backward runs no forward again."""
+
+    CASES = ((1, 1), (2, 1), (4, 2), (6, 3), (3, 3), (4, 4))
+
+    def weights_for(self, rng, h, g):
+        w = gqa.init_weights(h, 5, 2, seed=rng.randint(0, 10 ** 6))
+        kinds = [("mha", w), ("folded", gqa.fold_weights(w, g)),
+                 ("k only folded", w._replace(w_k=gqa.fold_weights(w, g).w_k)),
+                 ("prepared", gqa.prepare_weights(w, g))]
+        return w, kinds
+
+    def test_y_is_layer_and_the_gradients_are_the_old_ones_bit_for_bit(self):
+        rng = new_rng(44)
+        for h, g in self.CASES:
+            w, kinds = self.weights_for(rng, h, g)
+            for causal in (False, True):
+                n = rng.randint(1, 4)
+                x, d_y = rand_tensor(rng, n, 5), rand_tensor(rng, n, 5)
+                for kind, weights in kinds:
+                    with self.subTest(h=h, g=g, causal=causal, weights=kind):
+                        y, saved = gqa._layer_forward(x, weights, g, causal=causal)
+                        self.assertTrue(y == gqa.layer(x, weights, g, causal=causal))
+                        plain = weights if kind != "prepared" else gqa.fold_weights(w, g)
+                        old = _old_layer_backward(x, plain, g, d_y, causal)
+                        new = gqa._layer_backward(saved, d_y)
+                        self.assertTrue(new[0] == old[0], "dx")
+                        for name in ("w_q", "w_k", "w_v", "w_o"):
+                            got = [[list(r) for r in head] for head in getattr(new[1], name)]
+                            self.assertTrue(got == getattr(old[1], name), name)
+                        if kind != "prepared":
+                            self.assertTrue(gqa.layer_backward(x, weights, g, d_y, causal=causal) == new)
+
+    def test_the_backward_multiplies_no_projection_and_no_score_again(self):
+        # Run again, the forward would tally its projections and scores once more.
+        w = gqa.init_weights(4, 5, 2, seed=1)
+        x, d_y = rand_tensor(new_rng(45), 3, 5), rand_tensor(new_rng(46), 3, 5)
+        for weights in (w, gqa.prepare_weights(w, 2)):
+            with gqa.count_multiplies() as forward:
+                _, saved = gqa._layer_forward(x, weights, 2, causal=True)
+            with gqa.count_multiplies() as backward:
+                gqa._layer_backward(saved, d_y)
+            self.assertEqual(forward.multiplies(),
+                             gqa.attention_multiplies(3, 4, 2, 2, 5, causal=True))
+            self.assertEqual(backward.multiplies().total, 0)
+
+    def test_no_rows_gives_zero_gradients_shaped_as_the_weights(self):
+        w = gqa.init_weights(4, 3, 2, seed=0)
+        for weights, kv in ((w, 4), (gqa.fold_weights(w, 2), 2), (gqa.prepare_weights(w, 2), 2)):
+            y, saved = gqa._layer_forward([], weights, 2, causal=False)
+            dx, grads = gqa._layer_backward(saved, [])
+            self.assertEqual((y, dx), ([], []))
+            self.assertEqual(grads, gqa.Weights([[[0.0] * 2] * 3] * 4, [[[0.0] * 2] * 3] * kv,
+                                                [[[0.0] * 2] * 3] * kv, [[[0.0] * 3] * 2] * 4))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -8,6 +8,7 @@ import json
 import unittest
 
 import gqa
+import gqa_cli
 import gqa_bench
 import gqa_tools
 
@@ -17,7 +18,7 @@ class Bench(unittest.TestCase):
     def test_quick_mode_structure_and_memory(self):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = gqa.main(["bench", "--quick", "--repeats", "1", "--json"])
+            status = gqa_cli.main(["bench", "--quick", "--repeats", "1", "--json"])
         self.assertEqual(status, 0)
         self.assertIn("bench: run 1 of 1", err.getvalue())            # progress goes to stderr
         result = json.loads(out.getvalue())

@@ -13,6 +13,7 @@ import sys
 import unittest
 
 import gqa
+import gqa_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as _f:
@@ -38,7 +39,7 @@ def sample(command):
 def gqa_output(argv):
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        gqa.main(argv)
+        gqa_cli.main(argv)
     return out.getvalue()
 
 

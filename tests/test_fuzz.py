@@ -14,7 +14,7 @@ from fractions import Fraction
 import gqa
 
 W = gqa.init_weights(h=4, d_model=3, d=2, seed=0)
-JUNK = [None, True, -1, 0, 3, 10 ** 13, 2 ** 70, -(10 ** 400), 1.5, math.nan, math.inf, "2", b"\0" * 8,
+JUNK = [None, True, -1, 0, 3, 10 ** 9, 10 ** 12, 10 ** 13, 2 ** 70, -(10 ** 400), 1.5, math.nan, math.inf, "2", b"\0" * 8,
         3 + 4j, Fraction(1, 2), Decimal("1.5"), [], [[]], [[1.0, "x"]], [[1.0, None]], {1: 2}, {1.0},
         range(3), [[1.0]] * 3, [[[1.0]]] * 4, [[[1.0, 2.0]], [[1.0]]], [[10 ** 400]], (1.0,),
         [array("i", [1])], [array("d", [1.0, 2.0])], [[[math.nan]]], [[1e308, -1e308]], W, tuple(W),
@@ -52,12 +52,13 @@ class Fuzz(unittest.TestCase):
 
     def test_malformed_calls_keep_the_promise(self):
         rng = random.Random("fuzz:0")
-        unnamed, start = [], time.perf_counter()
-        for trial in range(600):
+        unnamed, slow, start = [], [], time.perf_counter()
+        for trial in range(1500):
             name, fn, count, keywords = CALLS[trial % len(CALLS)]
             args = [rng.choice(JUNK + [2, 4, 1]) for _ in range(count)]
             kwargs = {k: rng.choice(JUNK + [True, False, 2]) for k in keywords
                       if k == "seed" or rng.random() < 0.7}
+            began = time.perf_counter()
             try:
                 fn(*args, **kwargs)
             except (gqa.GQAError, TypeError) as err:
@@ -65,8 +66,11 @@ class Fuzz(unittest.TestCase):
                     unnamed.append(f"{name}: {type(err).__name__}: {err}")
             except Exception as err:            # anything else breaks the promise
                 self.fail(f"{name}{tuple(args)} {kwargs} raised {type(err).__name__}: {err}")
+            if time.perf_counter() - began > 0.5:   # a refusal is instant; the valid calls are tiny
+                slow.append(f"{name}{tuple(args)} {kwargs}")
         self.assertEqual(unnamed, [])
-        self.assertLess(time.perf_counter() - start, 5.0)     # no call hangs (a second, with room)
+        self.assertEqual(slow, [])
+        self.assertLess(time.perf_counter() - start, 10.0)    # no call hangs (two seconds, with room)
 
     def test_sizes_that_could_only_hang_or_exhaust_memory_are_refused_at_once(self):
         start = time.perf_counter()

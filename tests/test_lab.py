@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import math
 import pydoc
+import random
 import unittest
 
 import gqa
@@ -324,6 +325,64 @@ class Prepared(unittest.TestCase):
             gqa.prepare_weights(p, 2)
 
 
+    def test_prepared_weights_made_by_hand_are_refused_by_name(self):
+        p = gqa.prepare_weights(gqa.init_weights(h=4, d_model=3, d=2, seed=0), 2)
+        for bad, field in ((p._replace(q_cols=None), "q_cols"), (p._replace(k_cols=p.k_cols[:1]), "k_cols"),
+                           (p._replace(o_cols=5), "o_cols"), (p._replace(d="2"), "d")):
+            with self.assertRaisesRegex((gqa.GQAError, TypeError), rf"layer: .*{field}"):
+                gqa.layer([[1.0] * 3], bad, 2)
+            with self.assertRaisesRegex((gqa.GQAError, TypeError), rf"decode_step: .*{field}"):
+                gqa.decode_step([1.0] * 3, bad, 2, gqa.KVCache(2, 2))
+
+    def test_fold_weights_gives_lists_whatever_rows_it_was_given(self):
+        w = gqa.init_weights(h=4, d_model=3, d=2, seed=0)
+        as_tuples = gqa.Weights(*(tuple(tuple(tuple(r) for r in head) for head in t) for t in w))
+        for given in (as_tuples, w):
+            for g in (2, 4):
+                folded = gqa.fold_weights(given, g)
+                self.assertTrue(folded == gqa.fold_weights(w, g), g)
+                self.assertEqual({type(r) for t in folded for head in t for r in head}, {list})
+                self.assertTrue(all(a is not b for a, b in zip(folded.w_q, w.w_q)))   # not the input's
+
+
+class DecodingPlainWeights(unittest.TestCase):
+    """decode_step keeps the Weights it last prepared, and notices a value changed in place."""
+
+    def decode(self, w, xs, g):
+        cache = gqa.KVCache(g, 2)
+        return [gqa.decode_step(x, w, g, cache) for x in xs]
+
+    def test_a_weight_changed_between_tokens_is_used_at_the_next_token(self):
+        w = gqa.init_weights(h=4, d_model=3, d=2, seed=5)
+        xs = [[1.0, -0.5, 0.25], [0.5, 0.5, -1.0], [0.0, 1.0, 2.0]]
+        for g in (1, 2, 4):
+            for name in ("w_q", "w_k", "w_v", "w_o"):
+                cache, changed = gqa.KVCache(g, 2), gqa.init_weights(h=4, d_model=3, d=2, seed=5)
+                ys = [gqa.decode_step(xs[0], changed, g, cache)]
+                getattr(changed, name)[-1][0][0] += 0.5                  # in place, between tokens
+                ys += [gqa.decode_step(x, changed, g, cache) for x in xs[1:]]
+                # Written another way: a fresh copy of the changed weights from the second token on.
+                fresh_cache = gqa.KVCache(g, 2)
+                expected = [gqa.decode_step(xs[0], gqa.init_weights(4, 3, 2, seed=5), g, fresh_cache)]
+                copy = gqa.Weights(*([[list(r) for r in head] for head in t] for t in changed))
+                expected += [gqa.decode_step(x, copy, g, fresh_cache) for x in xs[1:]]
+                self.assertTrue(ys == expected, (g, name))
+        self.assertTrue(self.decode(w, xs, 2) == self.decode(gqa.prepare_weights(w, 2), xs, 2))
+
+    def test_a_value_made_invalid_between_tokens_is_refused(self):
+        w = gqa.init_weights(h=2, d_model=3, d=2, seed=6)
+        cache = gqa.KVCache(1, 2)
+        gqa.decode_step([1.0, 2.0, 3.0], w, 1, cache)
+        w.w_v[1][2][1] = "x"
+        with self.assertRaisesRegex(TypeError, r"decode_step: w_v head 1 row 2 holds str"):
+            gqa.decode_step([1.0, 2.0, 3.0], w, 1, cache)
+        w.w_v[1][2][1] = 0.0
+        w.w_o[0].append([1.0, 1.0, 1.0])                                  # a row too many
+        with self.assertRaisesRegex(gqa.GQAError, r"decode_step: w_o head 0 must have 2 rows"):
+            gqa.decode_step([1.0, 2.0, 3.0], w, 1, cache)
+        self.assertEqual(len(cache), 1)
+
+
 class Records(unittest.TestCase):
 
     def test_fields_by_name_and_position_unpacking_equality(self):
@@ -347,7 +406,7 @@ class Records(unittest.TestCase):
     def test_wrong_fields(self):
         for args, kwargs in (((1.0, 2.0), {}), ((1.0, 2.0, 3.0, 4.0), {}),
                              ((1.0,), {"max_abs": 2.0, "rel_l2": 3.0}), ((1.0, 2.0, 3.0), {"x": 1})):
-            with self.assertRaisesRegex(TypeError, r"Difference takes the fields max_abs, rel_l2, cosine"):
+            with self.assertRaisesRegex(TypeError, r"Difference\(\) takes the fields max_abs, rel_l2, cosine"):
                 gqa.Difference(*args, **kwargs)
 
     def test_help_reads_as_a_manual(self):
@@ -358,6 +417,81 @@ class Records(unittest.TestCase):
         self.assertIn("largest |a - b| over all values", text)      # fields are documented
         lines = text.splitlines()
         self.assertLess(lines.index("FUNCTIONS"), 0.75 * len(lines))
+        self.assertLessEqual(len(lines), 700)
+        self.assertNotIn("inherited from", text)                # no _Record or ValueError boilerplate
+        self.assertNotIn("Initialize self", text)
+        table = lines.index("DESCRIPTION") + 1                  # the step table comes first
+        self.assertIn("The lab, in order", lines[table])
+        self.assertEqual(lines[table + 1].split()[:2], ["1", "valid_g(h)"])
+        self.assertEqual(lines[table + 25].split()[:2], ["25", "layer_backward"])
+        self.assertIn("    attention(q, k, v, g, *, causal=False)", lines)   # one line on every Python
+
+    def test_every_step_says_what_it_refuses(self):
+        for name in gqa.__all__:
+            if name in ("GQAError", "count_multiplies") or name[0].isupper() and name != "KVCache":
+                continue
+            doc = " ".join(getattr(gqa, name).__doc__.split())
+            self.assertIn("Refuses (GQAError, naming every number given)", doc, name)
+
+    def test_init_weights_draws_as_its_docstring_says(self):
+        # One Random(seed): every value of w_q, then w_k, w_v, w_o, in the order
+        # of the nested lists; each (2 * random() - 1) * sqrt(3 / fan_in).
+        h, d_model, d = 3, 4, 2
+        rng = random.Random("a seed")
+        draws = iter([rng.random() for _ in range(4 * h * d_model * d)])
+
+        def take(count, rows, cols, fan_in):
+            a = math.sqrt(3.0 / fan_in)
+            flat_values = [(2.0 * next(draws) - 1.0) * a for _ in range(count * rows * cols)]
+            return [[flat_values[(i * rows + r) * cols:(i * rows + r + 1) * cols] for r in range(rows)]
+                    for i in range(count)]
+        expected = [take(h, d_model, d, d_model), take(h, d_model, d, d_model),
+                    take(h, d_model, d, d_model), take(h, d, d_model, h * d)]
+        self.assertEqual(list(gqa.init_weights(h, d_model, d, seed="a seed")), expected)
+
+
+class House(unittest.TestCase):
+    """gqa.py is the ground floor: the lesson first, and nothing of the project imported."""
+
+    def setUp(self):
+        with open(gqa.__file__, encoding="utf-8") as f:
+            self.source = f.read()
+
+    def test_it_imports_only_the_standard_library(self):
+        import ast
+        tree = ast.parse(self.source)
+        names = set()
+        for node in tree.body:                      # the top level; the __main__ block is apart
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                names.add(node.module.split(".")[0])
+        self.assertLessEqual(names, {"__future__", "array", "contextlib", "inspect", "itertools",
+                                     "math", "operator", "random", "sys", "traceback", "types", "typing"})
+        main = next(n for n in tree.body if isinstance(n, ast.If) and "__name__" in ast.dump(n.test))
+        self.assertEqual(len(main.body), 1)         # the hand-off to the command line
+        lines = self.source[:self.source.index('if __name__ == "__main__":')]
+        self.assertNotIn("gqa_", lines)
+
+    def test_the_lesson_comes_first(self):
+        lines = self.source.splitlines()
+        first = {name: next(i for i, line in enumerate(lines) if line.startswith(f"def {name}("))
+                 for name in ("valid_g", "layer_backward", "_check_int", "_check_matrix")}
+        self.assertLess(first["valid_g"], 250)
+        self.assertLess(first["layer_backward"], first["_check_int"])    # the door after step 25
+        self.assertLess(first["layer_backward"], first["_check_matrix"])
+        banners = [int(line.split()[2].rstrip(".")) for line in lines if line.startswith("# Step ")]
+        self.assertEqual(banners, list(range(1, 26)))
+
+    def test_python_m_gqa_hands_off_to_the_command_line(self):
+        import os
+        import subprocess
+        import sys
+        root = os.path.dirname(os.path.abspath(gqa.__file__))
+        run = subprocess.run([sys.executable, "-m", "gqa", "--help"], capture_output=True, text=True,
+                             cwd=root, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("usage: python -m gqa COMMAND", run.stdout)
 
 
 class Difference(unittest.TestCase):

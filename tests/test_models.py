@@ -10,6 +10,7 @@ import tempfile
 import unittest
 
 import gqa
+import gqa_cli
 from gqa import GQAError
 from gqa_models import (ModelShape, Split, cache_bytes, decode_roofline, max_requests,
                         parse_bandwidth, parse_flops, parse_size, tensor_parallel)
@@ -25,7 +26,7 @@ def shape(**config):
 def run(*argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = gqa.main(["config", *argv])
+        status = gqa_cli.main(["config", *argv])
     return status, out.getvalue(), err.getvalue()
 
 
@@ -267,7 +268,7 @@ class WholeBlock(unittest.TestCase):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                status = gqa.main(["tables", *argv])
+                status = gqa_cli.main(["tables", *argv])
             except SystemExit as exit_:
                 status = exit_.code
         return status, out.getvalue(), err.getvalue()

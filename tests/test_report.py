@@ -11,6 +11,7 @@ import unittest
 from unittest import mock
 
 import gqa
+import gqa_cli
 import gqa_report
 import gqa_train
 
@@ -38,7 +39,7 @@ def run(*argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            status = gqa.main(["report", *argv])
+            status = gqa_cli.main(["report", *argv])
         except SystemExit as exit_:
             status = exit_.code
     return status, out.getvalue(), err.getvalue()
@@ -278,18 +279,18 @@ class Dispatch(unittest.TestCase):
         for argv in ([], ["nope"]):
             err = io.StringIO()
             with contextlib.redirect_stderr(err):
-                self.assertEqual(gqa.main(argv), 2)
+                self.assertEqual(gqa_cli.main(argv), 2)
             self.assertIn("usage: python -m gqa COMMAND", err.getvalue())
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            self.assertEqual(gqa.main(["--help"]), 0)
+            self.assertEqual(gqa_cli.main(["--help"]), 0)
         for command in ("tables", "report", "config", "bench"):
             self.assertIn(command, out.getvalue())
 
     def test_tables_command_prints_both_tables(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            self.assertEqual(gqa.main(["tables", "--heads", "4", "--context", "16"]), 0)
+            self.assertEqual(gqa_cli.main(["tables", "--heads", "4", "--context", "16"]), 0)
         self.assertIn(f"| MQA    |            1 |      4 | {gqa.kv_cache_elements(32, 1, 16, 128):>14,} |",
                       out.getvalue())
         self.assertIn("| scores       |", out.getvalue())
@@ -360,7 +361,7 @@ class FromAnotherModule(unittest.TestCase):
             path = self.module(grader.make_starter(f.read()))
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = gqa.main(["tables", "--module", path])
+            status = gqa_cli.main(["tables", "--module", path])
         self.assertEqual(status, 2)
         self.assertIn("cache_table", err.getvalue())
         self.assertNotIn("Traceback", err.getvalue())
@@ -368,7 +369,7 @@ class FromAnotherModule(unittest.TestCase):
     def test_help_gives_every_option_a_meaning(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
-            gqa.main(["report", "--help"])
+            gqa_cli.main(["report", "--help"])
         for name in gqa_report.Config._fields:
             option = f"--{name.replace('_', '-')}"
             line = next(line for line in out.getvalue().splitlines() if line.strip().startswith(option))

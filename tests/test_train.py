@@ -17,6 +17,7 @@ import unittest
 from unittest import mock
 
 import gqa
+import gqa_cli
 import gqa_train
 from gqa_tools import rng_for
 
@@ -267,7 +268,7 @@ class Command(unittest.TestCase):
                               (["--seeds", "0"], "--seeds must be between 1 and 100")):
             err = io.StringIO()
             with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
-                gqa.main(["uptrain"] + argv)
+                gqa_cli.main(["uptrain"] + argv)
             self.assertEqual(cm.exception.code, 2)
             self.assertIn(message, err.getvalue())
 
