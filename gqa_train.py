@@ -238,7 +238,12 @@ def _transpose(rows: Sequence) -> list:
 
 def _layer_functions(lab: Any) -> Tuple[Callable, Callable, bool]:
     """(forward, backward, prepared): the lab's layer with saved values when it has them."""
-    forward, backward = getattr(lab, "_layer_forward", None), getattr(lab, "_layer_backward", None)
+    def optional(name: str) -> Any:
+        try:
+            return getattr(lab, name)
+        except Exception:                   # a wrapper may refuse a missing name in its own way
+            return None
+    forward, backward = optional("_layer_forward"), optional("_layer_backward")
     if forward is not None and backward is not None:
         return forward, backward, True
 

@@ -217,6 +217,40 @@ class Runs(unittest.TestCase):
         self.assertEqual(first.weights[2], [model.weights[2][0]])
 
 
+class TheLab(unittest.TestCase):
+    """run() takes the lab as a parameter: a student's module can be trained on."""
+
+    def test_every_lab_call_goes_through_the_module_given(self):
+        calls = {}
+
+        class Counting:
+            def __init__(self, public_only):
+                self.public_only = public_only
+
+            def __getattr__(self, name):
+                if self.public_only and name.startswith("_"):
+                    raise AttributeError(name)
+                obj = getattr(gqa, name)
+                if not callable(obj) or isinstance(obj, type):
+                    return obj
+
+                def call(*args, **kwargs):
+                    calls[name] = calls.get(name, 0) + 1
+                    return obj(*args, **kwargs)
+                return call
+        r = TINY._replace(seeds=1, budgets=(2,))
+        plain = gqa_train.run(r)
+        for public_only, layer_pair in ((True, ("layer", "layer_backward")),
+                                        (False, ("_layer_forward", "_layer_backward"))):
+            calls.clear()
+            got = gqa_train.run(r, lab=Counting(public_only))
+            for name in layer_pair + ("init_weights", "fold_weights", "group_heads", "valid_g",
+                                      "kv_cache_elements", "prepare_weights"):
+                self.assertGreater(calls.get(name, 0), 0, (public_only, name))
+            strip = lambda res: json.dumps({k: v for k, v in res.items() if k != "seconds"})
+            self.assertEqual(strip(got), strip(plain))     # the saved forward changes no bit
+
+
 class Statistics(unittest.TestCase):
 
     def test_mean_sd_min_max_from_the_counts(self):
