@@ -639,8 +639,8 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> str:
         f"{r['head_dim']}, d_model {r['d_model']}, an MLP of width {r['d_ff']}) for {r['pretrain']} "
         f"steps of {r['batch']} sequences on each of two tasks, converts it to each g < h by the "
         f"mean of each group, its first head or new random heads, and trains on with the same "
-        f"batches for every conversion; the budgets are checkpoints of one run. {K} seeds "
-        f"({seeds[0]} to {seeds[-1]}); every accuracy is on held-out sequences that training never "
+        f"batches for every conversion; the budgets are checkpoints of one run. "
+        f"{gqa_train.seeds_text(seeds)}; every accuracy is on held-out sequences that training never "
         f"sees, written mean ± sd [min, max] over the seeds. A conversion *recovers* when it comes "
         f"within 0.02 of its own pre-trained model's accuracy in at least 4 of 5 seeds (80 %), and "
         f"*partly recovers* otherwise; an ordering is stated with the seeds it held in.\n",

@@ -643,12 +643,19 @@ def same_cache_finding(result: Dict[str, Any], task: str) -> str:
 # What it prints.
 # ---------------------------------------------------------------------------
 
+def seeds_text(seeds: Sequence[int]) -> str:
+    """'5 seeds (0 to 4)', or '1 seed (7)'."""
+    if len(seeds) == 1:
+        return f"1 seed ({seeds[0]})"
+    return f"{len(seeds)} seeds ({seeds[0]} to {seeds[-1]})"
+
+
 def render(result: Dict[str, Any]) -> str:
     r, seeds = result["recipe"], result["seeds"]
     K = len(seeds)
     lines = [f"Uptraining lab: h = {r['heads']}, head dim {r['head_dim']}, d_model {r['d_model']}, "
              f"MLP width {r['d_ff']}; Adam at {r['lr']}, batches of {r['batch']}; pre-training "
-             f"{r['pretrain']} steps; {K} seeds ({seeds[0]} to {seeds[-1]}); each accuracy on "
+             f"{r['pretrain']} steps; {seeds_text(seeds)}; each accuracy on "
              f"{r['held_out']} held-out sequences per seed, as mean ± sd [min, max] over the seeds. "
              f"'Recovers': within 0.02 of the pre-trained model's accuracy in at least 80 % of the seeds.", ""]
     for task in TASKS:
