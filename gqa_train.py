@@ -354,12 +354,12 @@ class Adam:
         self.t += 1
         b1, b2, eps, sqrt = self.b1, self.b2, self.eps, math.sqrt
         lr1, c2 = self.lr / (1 - b1 ** self.t), 1 - b2 ** self.t
-        for p, g, m, v in zip(self.rows, _leaves(grads), self.m, self.v):
-            for i, gi in enumerate(g):
-                gi *= scale
-                mi = m[i] = b1 * m[i] + (1 - b1) * gi
-                vi = v[i] = b2 * v[i] + (1 - b2) * gi * gi
-                p[i] -= lr1 * mi / (sqrt(vi / c2) + eps)
+        a1, a2 = 1 - b1, 1 - b2
+        for p, g, m, v in zip(self.rows, _leaves(grads), self.m, self.v):   # each a row, in place
+            g = [gi * scale for gi in g]
+            m[:] = [b1 * mi + a1 * gi for mi, gi in zip(m, g)]
+            v[:] = [b2 * vi + a2 * gi * gi for vi, gi in zip(v, g)]
+            p[:] = [pi - lr1 * mi / (sqrt(vi / c2) + eps) for pi, mi, vi in zip(p, m, v)]
 
 
 def train(model: Model, g: int, batches_: Sequence, lab: Any = gqa, lr: float = 0.01,

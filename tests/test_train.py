@@ -60,6 +60,21 @@ class Gradients(unittest.TestCase):
                         path = path[:-1] + ((path[-1] + rng.randrange(1, 2)) % 2,)
 
 
+class Optimizer(unittest.TestCase):
+
+    def test_adam_with_a_constant_gradient_moves_lr_a_step(self):
+        # Bias-corrected Adam with the same gradient every step: m_hat = g and
+        # v_hat = g * g, so each step moves a weight by lr * g / (|g| + eps).
+        rows = ([[1.0, -2.0, 0.5]],)
+        grads = ([[0.5, -0.25, 0.0]],)
+        adam = gqa_train.Adam(rows, lr=0.1)
+        for _ in range(3):
+            adam.update(rows, grads, scale=2.0)                     # the gradient is 2 g
+        for p, p0, g in zip(rows[0][0], (1.0, -2.0, 0.5), grads[0][0]):
+            g = 2.0 * g
+            self.assertAlmostEqual(p, p0 - 3 * 0.1 * g / (abs(g) + 1e-8), places=12)
+
+
 class Tasks(unittest.TestCase):
 
     def test_recall_answers_are_the_value_of_the_asked_key(self):
