@@ -38,7 +38,9 @@ accuracy measured on `held_out` sequences of that seed that training never sees:
 3. Same cache, three ways, the MQA paper's comparison: at MQA's cache per token
    (2 x head_dim values per layer), train from scratch for `pretrain` steps, on
    the same batches, (a) h query heads sharing one K/V head, (b) one head,
-   (c) fewer heads of dim head_dim / heads' (no head dim below 2).  Every K/V
+   (c) n heads of dim head_dim / n, n the largest divisor of head_dim up to
+   h that leaves a dim of at least 2 (no such n: the row is left out, and
+   "same_cache_note" says why).  Every K/V
    head starts with the same variance; the models with fewer attention
    parameters get a wider MLP, so the parameter counts match to within one
    MLP unit (as the MQA paper widened its feed-forward layers).
