@@ -105,7 +105,7 @@ def text_width(text: str, size: float) -> float:
             em += 0.78
         else:
             em += 0.64
-    return em * size
+    return max(em, 0.6 * len(text)) * size          # never less than 0.6 em a character
 
 
 def _attrs(**attrs: object) -> str:
@@ -601,7 +601,8 @@ def uptraining_figure(task: str, budgets: Sequence[int],
               else "one seed")
     legend_w = 90 + sum(26 + 5 + text_width(c, 12) + 18 for c in conversions)
     panels_w = left0 + len(gs) * panel_w + (len(gs) - 1) * gap + 24
-    width = max(panels_w, _title_width(title), left0 - 50 + max(legend_w, text_width(spread, 12)) + 12)
+    base = left0 - 50                               # where the legend and the caption start
+    width = max(panels_w, _title_width(title), base + max(legend_w, text_width(spread, 12)) + 12)
     left0 += (width - panels_w) / 2                 # the panels centred under a wider title
     height = 420.0
     desc = (f"Held-out accuracy on the task {task!r} against uptraining steps after converting a "
@@ -628,9 +629,9 @@ def uptraining_figure(task: str, budgets: Sequence[int],
             ax.plot(budgets, [_mean(r) for r in rows], style(k),
                     titles=[f"g = {g}, {c}, {b} steps: mean {_mean(r):.3f} over {seeds} seeds "
                             f"({min(r):.3f} to {max(r):.3f})" for b, r in zip(budgets, rows)])
-    fig.text(left0 - 50, height - 38, "conversion:", colour=MUTED)
-    fig.legend(left0 + 32, height - 38, [(c, style(k)) for k, c in enumerate(conversions)])
-    fig.text(left0 - 50, height - 16, spread, colour=MUTED)
+    fig.text(base, height - 38, "conversion:", colour=MUTED)
+    fig.legend(base + 82, height - 38, [(c, style(k)) for k, c in enumerate(conversions)])
+    fig.text(base, height - 16, spread, colour=MUTED)
     return fig.svg()
 
 

@@ -35,7 +35,7 @@ import gqa_figures
 import gqa_train
 from gqa_tools import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
                        block_rows, fmt, human_bytes, int_options, markdown_table,
-                       multiplies_markdown, project, rng_for, seed_for, write_target)
+                       multiplies_markdown, progress_line, project, rng_for, seed_for, write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
@@ -290,7 +290,8 @@ def head_cosines(lab: Lab, cfg: Config) -> Spread:
     return spread(values)
 
 
-def measure(cfg: Config, lab: Optional[Lab] = None) -> Measured:
+def measure(cfg: Config, lab: Optional[Lab] = None,
+            progress: Optional[Callable[[str], None]] = None) -> Measured:
     lab = lab or Lab(gqa, "gqa.py")
     outputs = attempt(lambda: measure_outputs(lab, cfg))
     part = (lambda i: Missing(outputs.why)) if isinstance(outputs, Missing) else outputs.__getitem__
@@ -299,7 +300,8 @@ def measure(cfg: Config, lab: Optional[Lab] = None) -> Measured:
         tallied=attempt(lambda: {g: tallied_multiplies(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
         difference=part(0), conversion=part(1), exact_mha=part(2),
         head_cosine=attempt(lambda: head_cosines(lab, cfg)),
-        training=attempt(lambda: gqa_train.run(gqa_train.QUICK._replace(seed=cfg.seed)))
+        training=attempt(lambda: gqa_train.run(gqa_train.QUICK._replace(seed=cfg.seed),
+                                               progress=progress))
         if lab.module is gqa else Missing("not run for another module"))
 
 
@@ -703,88 +705,123 @@ def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
         f"({'all rows' if tallied_ok else 'NOT all rows'})."])
 
 
-def section_training(cfg: Config, lab: Lab, m: Measured) -> str:
-    """The uptraining lab's quick recipe (gqa_train), run with the project's gqa.py."""
+def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
+    """The uptraining lab's quick recipe (gqa_train), run with the project's gqa.py; its figures."""
     if lab.module is not gqa:
         raise Unavailable("this section trains with the project's gqa.py, so it is left out of a "
                           "report built from another module (run `python -m gqa uptrain` for it)")
     result = need(m.training)
-    r, runs = result["recipe"], result["runs"]
-    pre = runs[0]
-    ups = [x for x in runs if x["kind"] == "uptrain"]
-    last = max(r["budgets"])
-    final = {(x["g"], x["conversion"]): x for x in ups if x["steps"] == last}
-    start = {(x["g"], x["conversion"]): x for x in ups if x["steps"] == 0}
-    gs = sorted({x["g"] for x in ups})
-    same = [x for x in runs if x["kind"] == "same cache"]
-    order = {g: ranking({c: final[(g, c)]["accuracy"] for c in gqa_train.CONVERSIONS}) for g in gs}
-    before = {g: ranking({c: start[(g, c)]["accuracy"] for c in gqa_train.CONVERSIONS}) for g in gs}
-    agrees = [g for g in gs if order[g] == "mean > first > random"]
-    return "\n".join([
-        f"Everything above runs on random, untrained weights. Here a model is trained: "
-        f"`gqa_train` pre-trains an MHA model (h = {r['heads']}, head dim {r['head_dim']}, d_model "
-        f"{r['d_model']}) on a task that needs attention (at every position, name each of the "
-        f"{r['offsets']} tokens before it), converts it to each g < h by the mean of each group, "
-        f"its first head or new random heads, and trains on with the same recipe; held-out "
-        f"accuracy on sequences of their own seed. The pre-trained model reached "
-        f"{pre['accuracy']:.3f} after {r['pretrain']} steps of {r['batch']} sequences.\n",
-        markdown_table(["g", "conversion"] + [f"{s} steps" for s in (0,) + tuple(r["budgets"])],
-                       [(g, c) + tuple(f"{x['accuracy']:.3f}" for x in ups
-                                       if x["g"] == g and x["conversion"] == c)
-                        for g in gs for c in gqa_train.CONVERSIONS]),
+    r, seeds = result["recipe"], result["seeds"]
+    K, steps = len(seeds), (0,) + tuple(r["budgets"])
+    head = ["task", "g", "conversion"] + [f"{s} steps" + (f" ({100 * s / r['pretrain']:.3g} %)" if s else "")
+                                          for s in steps]
+    rows, pre_rows, same_rows, bars, said = [], [], [], [], []
+    for task in gqa_train.TASKS:
+        t = result["tasks"][task]
+        n = t["answers"]
+        pre = gqa_train.stats(t["pretrained"]["correct"], n)
+        pre_rows.append((task, f"{t['held_out']:,} sequences, {n:,} answers",
+                         gqa_train.spread_text(pre)))
+        gs = sorted({x["g"] for x in t["uptrain"]})
+        for g in gs:
+            for how in gqa_train.CONVERSIONS:
+                cells = [next(x["correct"] for x in t["uptrain"]
+                              if x["g"] == g and x["conversion"] == how and x["steps"] == s) for s in steps]
+                rows.append((task, g, how) + tuple(gqa_train.spread_text(gqa_train.stats(c, n)) for c in cells))
+                means = [gqa_train.stats(c, n).mean for c in cells]
+                bars.append(f"{task:<7} g={g} {how:<6}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
+                            + "  " + " -> ".join(f"{a:.2f}" for a in means))
+            rows.append((task, g, "mean > first > random") + tuple(
+                f"{gqa_train.ordering_held(t, g, s)}/{K} seeds" for s in steps))
+        for x in t["same_cache"]:
+            same_rows.append((task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
+                              gqa_train.spread_text(gqa_train.stats(x["correct"], n))))
+        said.append(f"**{task}.** " + " ".join(gqa_train.findings(result, task)))
+    notes = sorted({result["tasks"][task]["same_cache_note"] for task in gqa_train.TASKS} - {""})
+    figures, curves, bars_of = [], [], {}
+    mark = (gqa_train.paper_budget(r), "the GQA paper's 5 %")
+    for task in gqa_train.TASKS:
+        t = result["tasks"][task]
+        n = t["answers"]
+        accuracy = {(x["g"], x["conversion"]): [] for x in t["uptrain"]}
+        for key in accuracy:
+            for s in steps:
+                x = next(x for x in t["uptrain"] if (x["g"], x["conversion"], x["steps"]) == key + (s,))
+                accuracy[key].append([c / n for c in x["correct"]])
+        name = f"uptraining-{task}.svg"
+        figures.append((name, gqa_figures.uptraining_figure(
+            task, steps, accuracy, [c / n for c in t["pretrained"]["correct"]], mark=mark)))
+        curves.append(figure_link(name, f"Held-out accuracy of the {task} task against uptraining "
+                                        f"steps after converting by the mean, the first head or "
+                                        f"random heads, at each g: the mean of {K} seeds as a line, "
+                                        f"lowest to highest seed as a band, the pre-trained MHA "
+                                        f"model as a dashed line"))
+        bars_of[task] = {x["model"]: [c / n for c in x["correct"]] for x in t["same_cache"]}
+    cache = sorted({x["cache_per_token"] for task in gqa_train.TASKS
+                    for x in result["tasks"][task]["same_cache"]})
+    figures.append(("equal-cache.svg", gqa_figures.equal_cache_figure(
+        bars_of, note=f"{', '.join(map(str, cache))} cached values per token, "
+                      f"{r['pretrain']} steps from scratch")))
+    body = "\n".join([
+        f"Everything above runs on random, untrained weights. Here a model is trained and its "
+        f"quality measured: `gqa_train` pre-trains an MHA model (h = {r['heads']}, head dim "
+        f"{r['head_dim']}, d_model {r['d_model']}, an MLP of width {r['d_ff']}) for {r['pretrain']} "
+        f"steps of {r['batch']} sequences on each of two tasks, converts it to each g < h by the "
+        f"mean of each group, its first head or new random heads, and trains on with the same "
+        f"batches for every conversion; the budgets are checkpoints of one run. "
+        f"{gqa_train.seeds_text(seeds)}; every accuracy is on held-out sequences that training never "
+        f"sees, written mean ± sd [min, max] over the seeds. A conversion *recovers* when it comes "
+        f"within 0.02 of its own pre-trained model's accuracy in at least 4 of 5 seeds (80 %), and "
+        f"*partly recovers* otherwise; an ordering is stated with the seeds it held in.\n",
+        "- " + gqa_train.describe(gqa_train.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "offsets") + ".",
+        "- " + gqa_train.describe(gqa_train.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "recall") + ".\n",
+        markdown_table(["task", "held out per seed", "pre-trained MHA"], pre_rows),
         "",
-        _code("\n".join(f"g={g} {c:<6}  " + "  ".join(
-            f"{bar(x['accuracy'], 1.0, 8):<8}" for x in ups if x["g"] == g and x["conversion"] == c)
-            + f"  {final[(g, c)]['accuracy']:.2f} after {last} steps"
-            for g in gs for c in gqa_train.CONVERSIONS)),
+        markdown_table(head, rows),
         "",
-        f"Converting changes the output (the 0-step column); {last} more steps "
-        f"({last / r['pretrain']:.0%} of the pre-training) bring the mean conversion back to "
-        + ", ".join(f"{final[(g, 'mean')]['accuracy']:.3f} at g = {g}" for g in gs)
-        + f". After those steps the ordering mean > first > random, the GQA paper's, "
-        f"{'holds at every g' if len(agrees) == len(gs) else 'holds at ' + (', '.join(f'g = {g}' for g in agrees) or 'no g')}"
-        + ("" if len(agrees) == len(gs) else "; elsewhere it is " + "; ".join(
-            f"g = {g}: {order[g]}" for g in gs if g not in agrees))
-        + ". " + _before_training(gs, before, order) + "\n",
-        f"Same cache, three ways: at MQA's cache size ({same[0]['cache_per_token']} values per "
-        f"token), trained from scratch for {r['pretrain']} steps (the MQA paper's Table 1 "
-        f"comparison; the paper also matched parameter counts, this does not).\n",
-        markdown_table(["model", "held-out accuracy", "loss"],
-                       [(x["conversion"], f"{x['accuracy']:.3f}", f"{x['loss']:.3f}") for x in same]),
+        _code("\n".join(bars)),
+        "",
+        "\n\n".join(curves),
+        "",
+        "\n\n".join(said) + "\n",
+        f"Same cache, three ways (the MQA paper's comparison): at MQA's cache per token, trained "
+        f"from scratch for {r['pretrain']} steps on the same batches; every K/V head starts with the "
+        f"same variance, and the models with fewer attention parameters get a wider MLP, so the "
+        f"parameter counts match to within one MLP unit"
+        + ("" if not notes else f" ({'; '.join(notes)})") + ".\n",
+        markdown_table(["task", "model", "K/V cache per token", "parameters", "MLP width",
+                        "held-out accuracy"], same_rows),
+        "",
+        "\n\n".join(f"**{task}.** " + gqa_train.same_cache_finding(result, task)
+                     for task in gqa_train.TASKS) + "\n",
+        figure_link("equal-cache.svg", f"At one K/V cache size, the held-out accuracy of MQA, of "
+                                       f"one head and of narrower heads, for each task: the mean "
+                                       f"of {K} seeds as a bar, lowest to highest seed as a "
+                                       f"whisker"),
         ""])
-
-
-def ranking(accuracy: Dict[str, float]) -> str:
-    """'mean > first = random': highest first, '=' where two are equal."""
-    names = sorted(accuracy, key=lambda c: -accuracy[c])           # stable: ties keep their order
-    text = names[0]
-    for a, b in zip(names, names[1:]):
-        text += f" {'=' if accuracy[a] == accuracy[b] else '>'} {b}"
-    return text
-
-
-def _before_training(gs: Sequence[int], before: dict, after: dict) -> str:
-    """How the ordering of the conversions before any training compares with the one after."""
-    if all(before[g] == after[g] for g in gs):
-        return "The ordering is the same before any training: it starts where it ends."
-    return ("Before any training the ordering is "
-            + "; ".join(f"{before[g]} at g = {g}" for g in gs)
-            + ": an untrained conversion's accuracy does not predict how well it trains.")
+    return body, tuple(figures)
 
 
 def _training_sentence(m: Measured) -> str:
     """What section 8 measured, in one sentence, when it ran."""
     if isinstance(m.training, Missing) or m.training is None:
         return ""
-    r, runs = m.training["recipe"], m.training["runs"]
-    last = max(r["budgets"])
-    back = [x for x in runs if x["kind"] == "uptrain" and x["conversion"] == "mean" and x["steps"] == last]
-    start = [x for x in runs if x["kind"] == "uptrain" and x["conversion"] == "mean" and x["steps"] == 0]
-    return (f" Section 8 measures it on a small trained model: converted by the mean, its held-out "
-            f"accuracy falls from {runs[0]['accuracy']:.3f} to "
-            + ", ".join(f"{x['accuracy']:.3f} (g = {x['g']})" for x in start)
-            + f", and {last} more steps ({last / r['pretrain']:.0%} of its pre-training) bring it back to "
-            + ", ".join(f"{x['accuracy']:.3f}" for x in back) + ".")
+    result = m.training
+    r, K = result["recipe"], len(result["seeds"])
+    said = []
+    for steps in sorted({gqa_train.paper_budget(r), max(r["budgets"])}):
+        parts = []
+        for task in gqa_train.TASKS:
+            t = result["tasks"][task]
+            for g in sorted({x["g"] for x in t["uptrain"]}):
+                k = gqa_train.recovered(t, g, steps)
+                word = "recovers" if gqa_train.recovers(k, K) else "partly recovers"
+                parts.append(f"{word} on {task} at g = {g} ({k}/{K})")
+        said.append(f"after {steps} steps ({100 * steps / r['pretrain']:.3g} % of the pre-training) it "
+                    + " and ".join(parts))
+    return (f" Section 8 measures it on a small trained model over {K} seeds: converted by the mean, "
+            + "; ".join(said) + " (in brackets, the seeds in which it came within 0.02 of its "
+            "pre-trained model).")
 
 
 SECTIONS = (("1. What g is", section_what_g_is),
@@ -1092,7 +1129,9 @@ def report_main(argv: Sequence[str]) -> int:
             parts = parts_from_child(cfg, args.module)
         else:
             lab = Lab(gqa, "gqa.py")
-            parts = build_parts(cfg, measure(cfg, lab), lab)
+            with progress_line("report") as progress:           # section 8 trains for seconds
+                measured = measure(cfg, lab, progress)
+            parts = build_parts(cfg, measured, lab)
     except gqa.GQAError as err:
         if args.module:
             print(f"gqa report: {err}", file=sys.stderr)

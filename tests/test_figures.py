@@ -419,6 +419,44 @@ class ReportFigures(SvgChecks):
             self.assertTrue(all(b - a >= 12 for a, b in zip(ys, ys[1:])), ys)    # labels do not overlap
 
 
+    def test_the_training_figures_draw_the_spreads_of_their_tables(self):
+        _, text, figures = self._reports[0]                    # the committed report: it trained
+        body = section(text, 8)
+        header, rows = table(body, "task", "g", "conversion")
+        budgets = [int(c.split()[0]) for c in header[3:]]
+        spread = re.compile(r"([0-9.]+) ± [0-9.]+ \[([0-9.]+), ([0-9.]+)\]")
+        for task in sorted({row[0] for row in rows}):
+            root = self.check_svg(figures[f"uptraining-{task}.svg"], task)
+            for axes in all_axes(root):
+                g = next(t.text for t in axes.iter(f"{SVG}text") if t.text.startswith("g = "))[4:]
+                x, y = Axis(axes, "xtick"), Axis(axes, "ytick")
+                lines = [el for el in axes.iter(f"{SVG}polyline") if "line" in classes(el)]
+                bands = [el for el in axes.iter(f"{SVG}polygon") if "band" in classes(el)]
+                mine = [row for row in rows if row[0] == task and row[1] == g and " > " not in row[2]]
+                self.assertEqual((len(lines), len(bands)), (len(mine), len(mine)))
+                for row, line, band in zip(mine, lines, bands):
+                    drawn, outline, n = polyline(line), polyline(band), len(budgets)
+                    for i, (b, cell) in enumerate(zip(budgets, row[3:])):
+                        mean, low, high = (float(v) for v in spread.fullmatch(cell).groups())
+                        tol = abs(y.per_pixel) * 0.01 + 0.0005                # the table rounds to 3 places
+                        self.assertNear(x.value(drawn[i][0]), b, abs(x.per_pixel) * 0.01)
+                        self.assertNear(y.value(drawn[i][1]), mean, tol, (task, row[2], b))
+                        self.assertNear(y.value(outline[i][1]), high, tol)
+                        self.assertNear(y.value(outline[2 * n - 1 - i][1]), low, tol)
+        header, rows = table(body, "task", "model")
+        root = self.check_svg(figures["equal-cache.svg"], "equal cache")
+        for task, axes in zip(sorted({row[0] for row in rows}, key=[r[0] for r in rows].index),
+                              all_axes(root)):
+            x = Axis(axes, "xtick")
+            bars = [el for el in axes.iter(f"{SVG}rect") if "bar" in classes(el)]
+            mine = [row for row in rows if row[0] == task]
+            self.assertEqual(len(bars), len(mine))
+            for row, bar in zip(mine, bars):
+                mean = float(spread.fullmatch(row[-1]).group(1))
+                end = float(bar.get("x")) + float(bar.get("width"))
+                self.assertNear(x.value(end), mean, abs(x.per_pixel) * 0.01 + 0.0005, (task, row[1]))
+
+
 class FromAStudentsModule(unittest.TestCase):
     """A module whose kv_head fails, or answers out of range, draws no grouping figure and says why."""
 

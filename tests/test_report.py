@@ -18,7 +18,7 @@ import gqa_train
 # The report trains the uptraining lab's quick recipe (section 8), which takes
 # seconds; these tests run it on a tiny recipe instead.  CI checks the real one.
 TINY = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, vocab=3, length=4, offsets=2, batch=2,
-                        pretrain=6, budgets=(2, 4), held_out=4, seed=5)
+                        pretrain=6, budgets=(2, 4), held_out=4, seed=5, seeds=2)
 _QUICK = gqa_train.QUICK
 
 
@@ -125,11 +125,15 @@ class Contents(unittest.TestCase):
 
     def test_the_training_section_reports_what_was_measured(self):
         section = self.text.split("## 8.")[1].split("\n## ")[0]
-        runs = self.measured.training["runs"]
-        self.assertIn(f"reached {runs[0]['accuracy']:.3f} after 6 steps of 2 sequences", section)
-        for x in runs:
-            if x["kind"] == "uptrain" and x["steps"] == 4:
-                self.assertIn(f"{x['accuracy']:.3f}", section)
+        result = self.measured.training
+        self.assertEqual(result["seeds"], [SMALL.seed, SMALL.seed + 1])
+        for task in gqa_train.TASKS:
+            t = result["tasks"][task]
+            pre = t["pretrained"]["correct"]
+            self.assertIn(gqa_train.spread_text(gqa_train.stats(pre, t["answers"])), section)
+            for x in t["uptrain"] + t["same_cache"]:
+                low, high = min(x["correct"]) / t["answers"], max(x["correct"]) / t["answers"]
+                self.assertIn(f"[{low:.3f}, {high:.3f}]", section)
         self.assertIn("Same cache, three ways", section)
         self.assertIn("Section 8 measures it", self.text.split("## 9.")[1])
 
