@@ -50,7 +50,7 @@ Rules every step keeps (the grader checks each one)
   rows too) of equal rows of ints and floats, or a causal flag that is not
   a bool raises TypeError.  Ragged rows raise GQAError.
 - Arguments are never changed, and results are new lists, not the
-  input's (repeat_kv alone shares the input's heads, as torch's expand()).
+  input's (repeat_kv alone may share the input's heads, as torch's expand()).
 - Counts take 0 where a count can be 0: kv_cache_elements(1, 1, 0, 1) is 0.
 - Finite input never overflows: the softmax subtracts its row's maximum,
   the mean fold of two 1e308 is 1e308, and output_difference scales before
@@ -350,8 +350,10 @@ def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """Return h heads: head j is head kv_head(j, h, g) of the g input heads.
 
     The equivalent of torch.repeat_interleave(kv, h // g, dim=0) (and of
-    HF transformers' repeat_kv).  Nothing is copied: a group's h // g output
-    heads are one list object, shared, as torch's expand() shares memory.
+    HF transformers' repeat_kv).  Sharing is allowed, not promised: this one
+    copies nothing (a group's h // g output heads are the input's head, one
+    list object, as torch's expand() shares memory), so treat the result
+    as read-only.
 
     Refuses (GQAError, naming the numbers at fault) kv with no heads or
     heads of different shapes, a g that does not divide h, and more than
@@ -1244,8 +1246,9 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     each key/value head read once for its whole group.  Every step also
     reads all four projections' weights once, shared by the batch.
 
-    n may be 0.  Refuses (GQAError, naming the numbers at fault) a g that
-    does not divide h, and d, d_model or batch below 1.
+    n may be 0: every count is then 0, and ratio 0.0.  Refuses (GQAError,
+    naming the numbers at fault) a g that does not divide h, and d, d_model
+    or batch below 1.
 
     >>> t = decode_traffic(n=2, h=4, g=1, d=2, d_model=8)
     >>> t.cache_reads, t.weight_reads, t.multiplies
