@@ -1551,8 +1551,8 @@ class Statement:
     """One line (or block) of the transcript: lines that name its lists, then its code.
     Written only when shown: make() returns (code, hoisted [(name, value)], inputs)."""
 
-    def __init__(self, make, setup=False):
-        self.make, self.made, self.setup = make, None, setup
+    def __init__(self, make, setup=False, refused=False):
+        self.make, self.made, self.setup, self.refused = make, None, setup, refused
 
     def _parts(self):
         if self.made is None:
@@ -1576,8 +1576,13 @@ class Statement:
     def inputs(self):
         return self._parts()[2]
 
-    def text(self):
-        return "".join(f"{name} = {literal(value)}\n" for name, value in self.hoisted) + self.code
+    def text(self, wrapped=False):
+        """The lines; wrapped: a refused call inside try/except, so a paste runs on past it."""
+        code = self.code
+        if wrapped:
+            code = ("try:\n" + "".join(f"    {line}\n" for line in code.splitlines())
+                    + "except GQAError as e:\n    print(e)\n")
+        return "".join(f"{name} = {literal(value)}\n" for name, value in self.hoisted) + code
 
 
 def call_text(fn, args, kwargs, hoist=True):
@@ -1660,8 +1665,11 @@ class Case:
         return self.student.tally(calls, fields, nested=nested)
 
     def raises(self, fn, args, numbers, kwargs=None):
-        self._note(Statement(lambda: call_text(fn, args, kwargs or {}),
-                             fn.startswith("$")))                    # a method: the state after
+        # A refused call on an object kept in the worker (a method, or a kept argument)
+        # may still change it: the paste makes it too, before what follows.
+        keeps = fn.startswith("$") or any(isinstance(a, dict) and "$ref" in a
+                                          for a in list(args) + list((kwargs or {}).values()))
+        self._note(Statement(lambda: call_text(fn, args, kwargs or {}), keeps, refused=True))
         return self.student.raises(fn, args, numbers, kwargs)
 
     def failing(self):
@@ -1679,7 +1687,7 @@ class Case:
             if st is last:
                 break
             if st.setup or whole:
-                lines.append(st.text())
+                lines.append(st.text(wrapped=st.refused))
         lines.append(last.text())
         if any("array('" in line for line in lines):
             lines.insert(1, "from array import array")

@@ -195,6 +195,10 @@ MUTANTS = [
      'raise GQAError(f"kv_head: query_head must be in', 'raise GQAError(f"query_head must be in'),
     ("kv_head's out-of-range refusal without the query head at fault", "kv_head",
      'f"got query_head={query_head}")', 'f"got a larger one")'),
+    ("a decode_step that appends to the cache before refusing", "decode_step",
+     '    if len(x_t) != w.d_model:\n        raise GQAError(f"decode_step: x_t has',
+     '    if len(x_t) != w.d_model:\n        cache._write([[0.0] * w.d] * g, [[0.0] * w.d] * g)\n'
+     '        raise GQAError(f"decode_step: x_t has'),
     ("the weighted sum tallied with d instead of d_v", "count_multiplies",
      "_tally.weighted_sum += seen * len(v_cols)", "_tally.weighted_sum += seen * len(qi)"),
 ]
@@ -209,7 +213,8 @@ SHOWN = ["strided grouping (i % g)", "repeat_kv accepting an h that g does not d
          "prepare_weights folding the caller's Weights in place",
          "a nested count_multiplies that adds nothing to the outer tally",
          "a KVCache whose len is its capacity", "a decode step that forgets to append to the cache",
-         "a fold that changes its input in place", "a fold that returns its input itself at g = h"]
+         "a fold that changes its input in place", "a fold that returns its input itself at g = h",
+         "a decode_step that appends to the cache before refusing"]
 
 # Modules that misbehave in kv_head: (name, the body's new line, what the failure says)
 MISBEHAVING = [
