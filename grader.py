@@ -1427,7 +1427,9 @@ class Student:
     def _raise(self, answer, what):
         e = answer["error"]
         if e["type"] == "NotImplementedError":
-            raise NotStarted(f"not implemented yet: {e['message'] or what}")
+            err = NotStarted(f"not implemented yet: {e['message'] or what + ' raised NotImplementedError'}")
+            err.where = "".join(f"\n  at {frame}" for frame in e["where"])
+            raise err
         if e["type"] == "missing":
             raise Failure(f"{e['message']} (needed for {what})")
         if e["type"] == "signature":
@@ -2452,12 +2454,13 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
             blocked = blocked_by(st, str(err))
             if blocked:
                 result["needs"] = [{"step": blocked, "name": STEPS[blocked - 1].name}]
+            where = getattr(err, "where", "")      # the student's file and line
             if result["cases_passed"] == 0:
-                result.update(status="not started", message=str(err), case=k, inputs=shown.inputs(),
-                              show=shown.show())
+                result.update(status="not started", message=f"{err}{where}", case=k,
+                              inputs=shown.inputs(), show=shown.show())
                 return result
-            result.update(status="failed", message=f"case {k}: {err}", case=k, inputs=shown.inputs(),
-                          show=shown.show())
+            result.update(status="failed", message=f"case {k}: {err}{where}", case=k,
+                          inputs=shown.inputs(), show=shown.show())
             return result
         except (Failure, Refused, Exception) as err:
             if not isinstance(err, (Failure, Refused)):
@@ -2572,6 +2575,9 @@ def print_report(results, args, out=None):
               file=out)
         for note in r.get("notes", []):
             print(f"        {note}", file=out)
+        if status == "----" and not re.match(r"not implemented yet: step \d+: ", r["message"]):
+            for line in r["message"].splitlines():    # raised midway or by a helper: what and where
+                print(f"        {line}", file=out)
         if status == "FAIL":
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)

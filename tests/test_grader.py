@@ -602,6 +602,18 @@ class Starter(unittest.TestCase):
                 self.assertEqual((step["needs"], step["touches"]), ([{"step": 21, "name": "KVCache"}], [7, 9, 13, 22]))
                 self.assertIn("needs step 21, KVCache: not started", step["notes"])
 
+    def test_not_implemented_midway_says_what_and_where(self):
+        # A bare NotImplementedError from a helper is no starter stub: the step shows it
+        # with the student's file and line.
+        helper = mutate("    return query_head // group\n",
+                        "    return _helper(query_head, group)\n\n\ndef _helper(i, group):\n"
+                        "    raise NotImplementedError\n")
+        with Module(helper) as path:
+            run = run_main("--module", path, "--seed", "1", "--only", "3")
+        self.assertRegex(run.stdout, r"step  3  ----  kv_head .*\n\s+not implemented yet: kv_head\(0, 1, 1\) "
+                                     r"raised NotImplementedError\n\s+at gqa.py, line \d+, in kv_head: .*\n"
+                                     r"\s+at gqa.py, line \d+, in _helper: raise NotImplementedError\n")
+
     def test_half_finished_starter_reports_progress(self):
         # Fill in the first six steps with gqa.py's own code (and its private helpers).
         done = {"valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "repeat_kv"}
