@@ -1662,7 +1662,8 @@ class Case:
             indent = "        " if nested else "    "
             code = "with count_multiplies() as tally:\n" + (
                 "    with count_multiplies() as inner:\n" if nested else "")
-            return code + "".join(f"{indent}{line}\n" for line in body) + "\ntally", [], {}
+            inputs = {"calls": [dict(call_text(fn, a, k)[2], fn=fn) for fn, a, k in calls]}
+            return code + "".join(f"{indent}{line}\n" for line in body) + "\ntally", [], inputs
         self._note(Statement(make))
         return self.student.tally(calls, fields, nested=nested)
 
@@ -1813,17 +1814,25 @@ def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False, na
     else:
         diff = first_difference(got, expected, rel=rel, exact=exact, loose_lists=loose)
     if diff:
-        shown = ""
-        if max(len(repr(got)), len(repr(expected))) <= 100:
-            shown = f"expected: {expected!r}\ngot:      {got!r}\n"
+        shown = f"expected: {_cut(expected)}\ngot:      {_cut(got)}\n"
         raise Failure(f"case {where}: {what}\n{shown}first difference {diff}")
 
 
+def _cut(x, limit=200):
+    """repr(x), its middle cut when long (--show prints the whole call)."""
+    text = repr(x)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit * 3 // 4]} ... {text[-limit // 4:]} ({len(text)} characters; --show prints the call)"
+
+
 def fields_of(got, what, record, names):
-    """The fields of a record the module returned, in order; a Failure if it is not one."""
+    """The fields of a record the module returned, in order; a Failure if it is not one.
+    what: the call ("fold_weights(w, 2)": it must return one) or a part ("each row's ratio")."""
     if not isinstance(got, Record):
-        raise Failure(f"{what} must return a {record} record (fields {', '.join(names)}); "
-                      f"got {kind(got)}: {_short(got)}")
+        verb = "return" if what.endswith(")") else "be"
+        raise Failure(f"{what} must {verb} a {record} record (with the field{'s' * (len(names) > 1)} "
+                      f"{', '.join(names)}); got {kind(got)}: {_short(got)}")
     return [getattr(got, name) for name in names]
 
 
@@ -2069,7 +2078,7 @@ def check_init_weights(s, case, rng):
                f"{what}.{name}: its shape", rel=math.inf)      # any values: the shape and the types
     expect(got, expected, f"h={h}, d_model={d_model}, d={d}, seed={seed!r}",
            f"{what}: w_q, w_k, w_v, w_o, drawn in that order from Random(seed).random(), each head "
-           f"by head and row by row, as sqrt(3 / fan_in) * (2 * u - 1)")
+           f"by head and row by row, as sqrt(3 / fan_in) * (2 * u - 1)", names=WEIGHT_FIELDS)
     s.raises("init_weights", [0, d_model, d], [0], kwargs={"seed": 1})
 
 
@@ -2105,7 +2114,7 @@ def check_prepare(s, case, rng):
     got = fields_of(p, f"prepare_weights(w, {g})", "PreparedWeights", PREPARED_FIELDS)
     expected = ref_prepare_weights(*fields, g)
     expect(got[:4], [expected[f] for f in PREPARED_FIELDS[:4]], where,
-           "prepare_weights(...).h, g, d_model, d")
+           "prepare_weights(...).h, g, d_model, d", names=PREPARED_FIELDS[:4])
     expect(got[4:], [expected[f] for f in PREPARED_FIELDS[4:]], where,
            "prepare_weights(weights, g): q_cols, k_cols, v_cols, o_cols", loose=True,
            names=PREPARED_FIELDS[4:])
@@ -2168,7 +2177,8 @@ def check_difference(s, case, rng):
             a, b, where = as_rows(a, "tuple"), as_rows(b, "array"), f"{where}, a of tuple rows, b of array rows"
     got = s.call("output_difference", a, b)
     expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
-           ref_output_difference(plain(a), plain(b)), where, "output_difference(a, b): max_abs, rel_l2, cosine")
+           ref_output_difference(plain(a), plain(b)), where, "output_difference(a, b): max_abs, rel_l2, cosine",
+           names=DIFFERENCE_FIELDS)
 
 
 CACHE_CASES = [(1, 1, 0, 1, 1), (2, 3, 0, 4, 2), (1, 1, 1, 1, 1), (3, 2, 5, 4, 1), (2, 4, 3, 2, 3),
@@ -2203,7 +2213,8 @@ def check_multiplies(s, case, rng):
     got = s.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
     expect(fields_of(got, "attention_multiplies(...)", "Multiplies", TERMS + ("total",)),
            [counts.get(t, 0) for t in TERMS] + [sum(counts.values())],
-           f"{where}, causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)))
+           f"{where}, causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)),
+           names=TERMS + ("total",))
 
 
 BLOCK_FIELDS = ("q_o_proj", "k_v_proj", "body", "mlp", "total")
@@ -2218,7 +2229,7 @@ def check_block(s, case, rng):
     expect(fields_of(got, "block_multiplies(...)", "BlockMultiplies", BLOCK_FIELDS),
            [c["q_proj"] + c["o_proj"], c["k_proj"] + c["v_proj"], c["scores"] + c["weighted_sum"],
             c["mlp"], sum(c.values())], f"{where}, d_ff={d_ff}, mlp_matrices={matrices}",
-           "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total")
+           "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total", names=BLOCK_FIELDS)
 
 
 def rows_of(rows, what, record, names):
@@ -2247,8 +2258,8 @@ def check_multiplies_table(s, case, rng):
     if case % 4 == 3:                            # n = 0: every ratio is 1.0
         n = 0
     rows = s.call("multiplies_table", n, h, d, d_model, causal=causal)
-    got = [[g, size, fields_of(counts, "a row's counts", "Multiplies", ("total",))[0],
-            fields_of(ratio, "a row's ratio", "Multiplies", ("total",))[0]]
+    got = [[g, size, fields_of(counts, "each row's counts", "Multiplies", ("total",))[0],
+            fields_of(ratio, "each row's ratio", "Multiplies", ("total",))[0]]
            for g, size, counts, ratio in rows_of(rows, "multiplies_table(...)", "MultipliesRow",
                                                  ("kv_heads", "group_size", "counts", "ratio"))]
     expect(got, ref_multiplies_table(n, h, d, d_model, causal, rng),
@@ -2389,7 +2400,7 @@ def check_backward(s, case, rng):
         raise Failure(f"case h={h}, g={g}: grouped_attention_backward must return (dq, dk, dv); "
                       f"got {_short(got)}")
     expect(list(got), list(ref_grouped_attention_backward(q, k, v, d_out, causal)), f"h={h}, g={g}, {where}",
-           "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=1e-8)
+           "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=1e-8, names=("dq", "dk", "dv"))
 
 
 @step(25, "layer_backward", "gradients of one layer's x and weights, through the mean fold",
@@ -2406,7 +2417,8 @@ def check_layer_backward(s, case, rng):
     dx, grads = ref_layer_backward(x, *fields, g, d_y, causal)
     expect([got[0]] + fields_of(got[1], "layer_backward(...)[1]", "Weights", WEIGHT_FIELDS), [dx] + grads,
            f"{where}, causal={causal}, K/V heads given {len(fields[1])}",
-           "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=1e-8)
+           "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=1e-8,
+           names=("dx",) + tuple(f"grads.{f}" for f in WEIGHT_FIELDS))
 
 
 # ---------------------------------------------------------------------------

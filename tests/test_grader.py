@@ -199,6 +199,8 @@ MUTANTS = [
      '    if len(x_t) != w.d_model:\n        raise GQAError(f"decode_step: x_t has',
      '    if len(x_t) != w.d_model:\n        cache._write([[0.0] * w.d] * g, [[0.0] * w.d] * g)\n'
      '        raise GQAError(f"decode_step: x_t has'),
+    ("multiplies_table with ratios as plain tuples", "multiplies_table",
+     "ratio = Multiplies(*(c / r if r else 1.0", "ratio = tuple((c / r if r else 1.0"),
     ("the weighted sum tallied with d instead of d_v", "count_multiplies",
      "_tally.weighted_sum += seen * len(v_cols)", "_tally.weighted_sum += seen * len(qi)"),
 ]
@@ -343,6 +345,28 @@ class Mutants(unittest.TestCase):
                     self.assertIn(step, list(results))
                     self.assertEqual(results[step]["status"], "failed", f"{name}: step {step} passed")
                     self.assertTrue(results[step]["message"])
+
+    def test_messages_name_fields_sizes_and_values(self):
+        # What each mutant's failure says, checked against the mutant's own mistake.
+        graded = {name: results for (name, *_), results in zip(MUTANTS, graded_mutants())}
+        # A record's field by name, not by index.
+        message = graded["init_weights drawing w_k before w_q"]["init_weights"]["message"]
+        self.assertRegex(message, r"first difference at w_[qk]\[0\]\[0\]\[0\]: expected")
+        # Only the sizes the function takes (fold_weights has no n).
+        message = graded["fold_weights keeping the input's tuple rows"]["fold_weights"]["message"]
+        self.assertRegex(message, r"^case h=\d+, g=\d+, d=\d+, d_model=\d+, tuple rows: ")
+        self.assertIn("first difference at w_q[0][0]: expected a list of", message)
+        # A part of a result is not called: it must be a record, not return one.
+        message = graded["multiplies_table with ratios as plain tuples"]["multiplies_table"]["message"]
+        self.assertIn("each row's ratio must be a Multiplies record (with the field total); got a tuple",
+                      message)
+        # Expected and got, however long (cut in the middle: --show has the whole call).
+        message = graded["tile instead of repeat-interleave"]["repeat_kv"]["message"]
+        self.assertRegex(message, r"\nexpected: \[.*\ngot:      \[.*\nfirst difference at \[1\]")
+        # A tally's inputs: each call made inside count_multiplies(), by name.
+        result = graded["a nested count_multiplies that adds nothing to the outer tally"]["count_multiplies"]
+        self.assertEqual([c["fn"] for c in result["inputs"]["calls"]], ["layer"])
+        self.assertEqual(set(result["inputs"]["calls"][0]), {"fn", "x", "weights", "g", "causal"})
 
     def test_every_step_has_systematic_cases(self):
         # So --cases 0 never passes a step on no case at all.
