@@ -424,8 +424,8 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
         seen = i + 1 + m - n if causal else m              # query i sees keys 0..seen-1
         s = _dots(keys[:seen] if seen < m else keys, qi)   # [seen], scores before the scale
         top = max(s)                                       # subtracted: exp cannot overflow
-        if top == _INF:                                    # a score beyond the float range:
-            s, top = [0.0 if x == _INF else -_INF for x in s], 0.0     # it takes all the weight
+        if top == _INF and all(map(eq, s, s)):             # a score beyond the float range (and
+            s, top = [0.0 if x == _INF else -_INF for x in s], 0.0     # no NaN): it takes all the weight
         e = [exp((x - top) * scale) for x in s]            # [seen], softmax numerators
         z = sum(e)
         cols = v_cols if seen == m else [c[:seen] for c in v_cols]    # [d_v][seen]
@@ -444,7 +444,8 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
 
     q [n][d], k [m][d], v [m][d_v] -> [n][d_v].  The softmax subtracts each
     row's maximum, so large finite scores do not overflow, and a score that
-    is infinite (or beyond the float range) takes all the weight.  With causal=True
+    is infinite (or beyond the float range) takes all the weight.  A NaN
+    score (inf x 0 is one) makes its query's row NaN.  With causal=True
     the queries are the last n of the m positions: query i sees key j when
     j <= i + (m - n).  A single query (a decode step) sees every key.
 

@@ -1964,6 +1964,8 @@ SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7
     ("two infinite scores (they share the weight)", [[math.inf]], [[1.0], [0.5], [-1.0]],
      [[1.0], [2.0], [4.0]], False),
     ("a NaN score (NaN propagates)", [[1.0]], [[math.nan], [1.0]], [[1.0], [2.0]], False),
+    ("an infinite score after a NaN one (inf x 0): NaN propagates", [[math.inf]], [[1.0], [0.0]],
+     [[1.0], [2.0]], False),
     ("tuple rows", as_rows([[1.0, 0.5], [0.0, -1.0]], "tuple"), as_rows([[1.0, 0.0], [0.5, 2.0]], "tuple"),
      as_rows([[1.0], [3.0]], "tuple"), True),
     ("array('d') rows", as_rows([[1.0, 0.5]], "array"), as_rows([[1.0, 0.0], [0.5, 2.0]], "array"),

@@ -168,8 +168,9 @@ MUTANTS = [
      "if cache.g != g or cache.d != w.d:", "if cache.d != w.d:"),
     # Promises the docstrings state: edges, zero counts, row types, refusal messages.
     ("a softmax that gives NaN for an infinite score", "single_head_attention",
-     "        if top == _INF:                                    # a score beyond the float range:",
-     "        if False:"),
+     "        if top == _INF and all(map(eq, s, s)):", "        if False:"),
+    ("a softmax where an infinite score hides a NaN one", "single_head_attention",
+     "if top == _INF and all(map(eq, s, s)):", "if top == _INF:"),
     ("a softmax that drops NaN scores as -inf", "single_head_attention",
      "        top = max(s)                                       # subtracted: exp cannot overflow",
      "        s = [-_INF if x != x else x for x in s]\n        top = max(s)"),
