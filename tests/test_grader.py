@@ -200,6 +200,10 @@ MUTANTS = [
      '    if len(x_t) != w.d_model:\n        raise GQAError(f"decode_step: x_t has',
      '    if len(x_t) != w.d_model:\n        cache._write([[0.0] * w.d] * g, [[0.0] * w.d] * g)\n'
      '        raise GQAError(f"decode_step: x_t has'),
+    ("group_heads returning a list that holds itself", "group_heads",
+     "    return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
+     "    out = [list(range(j * group, (j + 1) * group)) for j in range(g)]\n    out.append(out)\n"
+     "    return out"),
     ("multiplies_table with ratios as plain tuples", "multiplies_table",
      "ratio = Multiplies(*(c / r if r else 1.0", "ratio = tuple((c / r if r else 1.0"),
     ("the weighted sum tallied with d instead of d_v", "count_multiplies",
@@ -364,6 +368,9 @@ class Mutants(unittest.TestCase):
         # Expected and got, however long (cut in the middle: --show has the whole call).
         message = graded["tile instead of repeat-interleave"]["repeat_kv"]["message"]
         self.assertRegex(message, r"\nexpected: \[.*\ngot:      \[.*\nfirst difference at \[1\]")
+        message = graded["group_heads returning a list that holds itself"]["group_heads"]["message"]
+        self.assertRegex(message, r"\nexpected: \[\[0\]\]\ngot:      \[\[0\], \[\[0\], .* \.\.\. .*\]\]\]\] "
+                                  r"\(\d+ characters; --show prints the call\)\nfirst difference")
         # A tally's inputs: each call made inside count_multiplies(), by name.
         result = graded["a nested count_multiplies that adds nothing to the outer tally"]["count_multiplies"]
         self.assertEqual([c["fn"] for c in result["inputs"]["calls"]], ["layer"])
