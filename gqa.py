@@ -50,7 +50,7 @@ Rules every step keeps (the grader checks each one)
   rows too) of equal rows of ints and floats, or a causal flag that is not
   a bool raises TypeError.  Ragged rows raise GQAError.
 - Arguments are never changed, and results are new lists, not the
-  input's (repeat_kv alone shares the input's heads, as torch's expand()).
+  input's (repeat_kv alone may share the input's heads, as torch's expand()).
 - Counts take 0 where a count can be 0: kv_cache_elements(1, 1, 0, 1) is 0.
 - Finite input never overflows: the softmax subtracts its row's maximum,
   the mean fold of two 1e308 is 1e308, and output_difference scales before
@@ -350,8 +350,10 @@ def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """Return h heads: head j is head kv_head(j, h, g) of the g input heads.
 
     The equivalent of torch.repeat_interleave(kv, h // g, dim=0) (and of
-    HF transformers' repeat_kv).  Nothing is copied: a group's h // g output
-    heads are one list object, shared, as torch's expand() shares memory.
+    HF transformers' repeat_kv).  Sharing is allowed, not promised: this one
+    copies nothing (a group's h // g output heads are the input's head, one
+    list object, as torch's expand() shares memory), so treat the result
+    as read-only.
 
     Refuses (GQAError, naming the numbers at fault) kv with no heads or
     heads of different shapes, a g that does not divide h, and more than
@@ -422,8 +424,8 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
         seen = i + 1 + m - n if causal else m              # query i sees keys 0..seen-1
         s = _dots(keys[:seen] if seen < m else keys, qi)   # [seen], scores before the scale
         top = max(s)                                       # subtracted: exp cannot overflow
-        if top == _INF:                                    # a score beyond the float range:
-            s, top = [0.0 if x == _INF else -_INF for x in s], 0.0     # it takes all the weight
+        if top == _INF and all(map(eq, s, s)):             # a score beyond the float range (and
+            s, top = [0.0 if x == _INF else -_INF for x in s], 0.0     # no NaN): it takes all the weight
         e = [exp((x - top) * scale) for x in s]            # [seen], softmax numerators
         z = sum(e)
         cols = v_cols if seen == m else [c[:seen] for c in v_cols]    # [d_v][seen]
@@ -442,7 +444,8 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
 
     q [n][d], k [m][d], v [m][d_v] -> [n][d_v].  The softmax subtracts each
     row's maximum, so large finite scores do not overflow, and a score that
-    is infinite (or beyond the float range) takes all the weight.  With causal=True
+    is infinite (or beyond the float range) takes all the weight.  A NaN
+    score (inf x 0 is one) makes its query's row NaN.  With causal=True
     the queries are the last n of the m positions: query i sees key j when
     j <= i + (m - n).  A single query (a decode step) sees every key.
 
@@ -1244,8 +1247,9 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     each key/value head read once for its whole group.  Every step also
     reads all four projections' weights once, shared by the batch.
 
-    n may be 0.  Refuses (GQAError, naming the numbers at fault) a g that
-    does not divide h, and d, d_model or batch below 1.
+    n may be 0: every count is then 0, and ratio 0.0.  Refuses (GQAError,
+    naming the numbers at fault) a g that does not divide h, and d, d_model
+    or batch below 1.
 
     >>> t = decode_traffic(n=2, h=4, g=1, d=2, d_model=8)
     >>> t.cache_reads, t.weight_reads, t.multiplies

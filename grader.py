@@ -138,6 +138,22 @@ def rand_tensor(rng, *shape):
     return [rand_tensor(rng, *shape[1:]) for _ in range(shape[0])]
 
 
+def as_rows(t, how):
+    """t with its innermost rows made tuples ("tuple") or array('d') ("array"), or as it is."""
+    if how is None:
+        return t
+    if t and isinstance(t[0], (list, tuple, array)):
+        return [as_rows(x, how) for x in t]
+    return tuple(t) if how == "tuple" else array("d", t)
+
+
+def plain(t):
+    """t as nested lists (the rows a module returns); an array the worker sent, its values."""
+    if isinstance(t, Other) and hasattr(t, "values"):
+        return list(t.values)
+    return [plain(x) for x in t] if isinstance(t, (list, tuple, array)) else t
+
+
 def random_weights(rng, h, d_model, d, kv_heads=None):
     """w_q [h][d_model][d], w_k and w_v [kv_heads or h][d_model][d], w_o [h][d][d_model]."""
     kv = kv_heads or h
@@ -233,7 +249,12 @@ def ref_single_head_attention(q, k, v, causal=False, counter=None):
                 s += times("scores", q[i][c], k[j][c])
             scores.append(s / math.sqrt(len(q[i])))
         top = max(scores)
-        weights = [math.exp(s - top) for s in scores]
+        if any(map(math.isnan, scores)):
+            weights = [math.nan] * len(scores)          # NaN propagates
+        elif top == math.inf:                           # an infinite score takes all the weight
+            weights = [1.0 if s == math.inf else 0.0 for s in scores]
+        else:
+            weights = [math.exp(s - top) for s in scores]
         z = sum(weights)
         row = []
         for c in range(len(v[0])):
@@ -357,14 +378,15 @@ def ref_cache_table(h, layers, length, head_dim):
     """[method, kv_heads, group_size, elements, ratio] for each g, from caches built."""
     mha = ref_kv_cache_elements(layers, h, length, head_dim)
     return [[ref_method_name(h, g), g, h // g, ref_kv_cache_elements(layers, g, length, head_dim),
-             ref_kv_cache_elements(layers, g, length, head_dim) / mha] for g in ref_valid_g(h)]
+             ref_kv_cache_elements(layers, g, length, head_dim) / mha if mha else 1.0]
+            for g in ref_valid_g(h)]
 
 
 def ref_multiplies_table(n, h, d, d_model, causal, rng):
     """[kv_heads, group_size, total, ratio of totals] for each g, counted by running."""
     totals = {g: sum(ref_attention_multiplies(n, h, g, d, d_model, causal, rng).values())
               for g in ref_valid_g(h)}
-    return [[g, h // g, totals[g], totals[g] / totals[h]] for g in ref_valid_g(h)]
+    return [[g, h // g, totals[g], totals[g] / totals[h] if totals[h] else 1.0] for g in ref_valid_g(h)]
 
 
 def ref_count_multiplies(x, fields, g, causal):
@@ -419,9 +441,9 @@ def ref_decode_traffic(n, h, g, d, d_model, batch, rng):
         for x_t in rand_tensor(rng, n, d_model):
             ref_decode_step(x_t, fields, g, cache, counter)
         counters.append(counter)
-    return [sum(c.reads.get("cache_reads", 0) for c in counters),
-            counters[0].reads.get("weight_reads", 0),
-            sum(sum(c.counts.values()) for c in counters)]
+    reads = [sum(c.reads.get("cache_reads", 0) for c in counters), counters[0].reads.get("weight_reads", 0)]
+    multiplies = sum(sum(c.counts.values()) for c in counters)
+    return reads + [multiplies, sum(reads) / multiplies if multiplies else 0.0]
 
 
 def _attend_backward(q, k, v, d_out, causal=False):
@@ -558,8 +580,8 @@ def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, w
     absolute and relative error.  The types are the lab's: a list where a
     list is expected (not a tuple, unless loose_lists), an int for a count.
     """
-    def at():
-        return "at " + ("".join(f"[{i}]" for i in where) or "the top")
+    def at():                                # a record's field by its name: w_o[0][1]
+        return "at " + ("".join(i if isinstance(i, str) else f"[{i}]" for i in where) or "the top")
 
     if isinstance(expected, (list, tuple)):
         if not isinstance(got, (list, tuple)) or (isinstance(got, tuple) and not loose_lists):
@@ -659,6 +681,10 @@ def w_enc(x, depth=0):
 def w_dec(x):
     if isinstance(x, dict) and "$ref" in x:
         return W["kept"][x["$ref"]]
+    if isinstance(x, dict) and "$tuple" in x:
+        return tuple(w_dec(v) for v in x["$tuple"])
+    if isinstance(x, dict) and "$array" in x:
+        return array("d", [float(v) for v in x["values"]])
     if isinstance(x, list):
         return [w_dec(v) for v in x]
     return x
@@ -1327,14 +1353,25 @@ def _brief(value):
     """A short description of an argument: numbers as they are, tensors by shape."""
     if isinstance(value, dict) and "$ref" in value:
         return value["$ref"]
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple, array)):
         shape = []
-        while isinstance(value, list):
+        while isinstance(value, (list, tuple, array)):
             shape.append(len(value))
             value = value[0] if value else None
         return "<" + "x".join(map(str, shape)) + " list>"
     text = repr(value)
     return text if len(text) <= 40 else type(value).__name__
+
+
+def wire(x):
+    """An argument as the worker reads it: tuples and array('d') tagged (JSON has neither)."""
+    if isinstance(x, list):
+        return [wire(v) for v in x]
+    if isinstance(x, tuple):
+        return {"$tuple": [wire(v) for v in x]}
+    if isinstance(x, array):
+        return {"$array": "d", "values": list(x)}
+    return x
 
 
 def _args(args, kwargs):
@@ -1390,7 +1427,9 @@ class Student:
     def _raise(self, answer, what):
         e = answer["error"]
         if e["type"] == "NotImplementedError":
-            raise NotStarted(f"not implemented yet: {e['message'] or what}")
+            err = NotStarted(f"not implemented yet: {e['message'] or what + ' raised NotImplementedError'}")
+            err.where = "".join(f"\n  at {frame}" for frame in e["where"])
+            raise err
         if e["type"] == "missing":
             raise Failure(f"{e['message']} (needed for {what})")
         if e["type"] == "signature":
@@ -1417,7 +1456,8 @@ class Student:
     def call(self, fn, *args, keep=None, value=True, fresh=False, **kwargs):
         """fn(*args, **kwargs) in the worker: its value (None with value=False, sent later)."""
         what = f"{fn.lstrip('$')}({_args(args, kwargs)})"
-        message = {"op": "call", "fn": fn, "args": list(args), "kwargs": kwargs,
+        message = {"op": "call", "fn": fn, "args": wire(list(args)),
+                   "kwargs": {k: wire(v) for k, v in kwargs.items()},
                    "keep": keep, "value": value, "fresh": fresh}
         if not value:
             self.pending.append((message, what))
@@ -1427,7 +1467,7 @@ class Student:
     def calls(self, fn, arg_lists):
         """[fn(*args) for args in arg_lists], in one round trip."""
         queued, self.pending = self.pending, []
-        pairs = queued + [({"op": "call", "fn": fn, "args": list(a)}, f"{fn}({_args(a, {})})")
+        pairs = queued + [({"op": "call", "fn": fn, "args": wire(list(a))}, f"{fn}({_args(a, {})})")
                           for a in arg_lists]
         answers = self._exchange(pairs)
         values = [self._check(a, what, False) for a, (_, what) in zip(answers, pairs)]
@@ -1445,7 +1485,8 @@ class Student:
         """Run calls [(fn, args, kwargs)] inside count_multiplies() (nested: inside a second
         count_multiplies() block within it); the outer tally's fields."""
         message = {"op": "tally", "fields": list(fields), "nested": nested,
-                   "calls": [{"op": "call", "fn": fn, "args": list(a), "kwargs": k, "value": False}
+                   "calls": [{"op": "call", "fn": fn, "args": wire(list(a)),
+                              "kwargs": {n: wire(v) for n, v in k.items()}, "value": False}
                              for fn, a, k in calls]}
         return self._check(self._send(message, "count_multiplies()"),
                            "the calls inside count_multiplies()", False)
@@ -1453,7 +1494,8 @@ class Student:
     def raises(self, fn, args, numbers, kwargs=None):
         """fn(*args) must raise the module's GQAError, naming the numbers given."""
         what = f"{fn}({_args(args, kwargs or {})})"
-        answer = self._send({"op": "call", "fn": fn, "args": list(args), "kwargs": kwargs or {}}, what)
+        answer = self._send({"op": "call", "fn": fn, "args": wire(list(args)),
+                             "kwargs": {k: wire(v) for k, v in (kwargs or {}).items()}}, what)
         if "error" not in answer:
             raise Failure(f"{what} returned {_short(self._check(answer, what, False))} instead "
                           f"of raising GQAError")
@@ -1463,10 +1505,16 @@ class Student:
         if not e["gqa_error"]:
             raise Failure(f"{what} raised {e['type']}: {e['message']}, not GQAError (a "
                           f"ValueError subclass)")
-        missing = [str(x) for x in numbers if str(x) not in e["message"]]
+        name = "KVCache." + fn.split(".", 1)[1] if fn.startswith("$cache.") else fn
+        if not re.search(rf"\b{re.escape(name)}\b", e["message"]):
+            raise Failure(f"{what} raised GQAError({e['message']!r}), which does not name the "
+                          f"function, {name} (a refusal's message names the function, the rule "
+                          f"and the numbers at fault)")
+        missing = [str(x) for x in numbers if not re.search(rf"(?<!\d)(?<!\d\.){re.escape(str(x))}(?!\d|\.\d)",
+                                                            e["message"])]
         if missing:
             raise Failure(f"{what} raised GQAError({e['message']!r}), which does not mention "
-                          f"{', '.join(missing)}")
+                          f"{', '.join(missing)} (a refusal's message names the numbers at fault)")
 
 
 # ---------------------------------------------------------------------------
@@ -1496,6 +1544,8 @@ def literal(value):
         return "[" + ", ".join(map(literal, value)) + "]"
     if isinstance(value, tuple):
         return "(" + ", ".join(map(literal, value)) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, array):
+        return f"array('{value.typecode}', {literal(list(value))})"
     return repr(value)
 
 
@@ -1503,8 +1553,8 @@ class Statement:
     """One line (or block) of the transcript: lines that name its lists, then its code.
     Written only when shown: make() returns (code, hoisted [(name, value)], inputs)."""
 
-    def __init__(self, make, setup=False):
-        self.make, self.made, self.setup = make, None, setup
+    def __init__(self, make, setup=False, refused=False):
+        self.make, self.made, self.setup, self.refused = make, None, setup, refused
 
     def _parts(self):
         if self.made is None:
@@ -1528,8 +1578,13 @@ class Statement:
     def inputs(self):
         return self._parts()[2]
 
-    def text(self):
-        return "".join(f"{name} = {literal(value)}\n" for name, value in self.hoisted) + self.code
+    def text(self, wrapped=False):
+        """The lines; wrapped: a refused call inside try/except, so a paste runs on past it."""
+        code = self.code
+        if wrapped:
+            code = ("try:\n" + "".join(f"    {line}\n" for line in code.splitlines())
+                    + "except GQAError as e:\n    print(e)\n")
+        return "".join(f"{name} = {literal(value)}\n" for name, value in self.hoisted) + code
 
 
 def call_text(fn, args, kwargs, hoist=True):
@@ -1538,14 +1593,14 @@ def call_text(fn, args, kwargs, hoist=True):
     parts, hoisted, inputs = [], [], {}
     for i, a in enumerate(args):
         name = names[i] if i < len(names) else f"arg{i}"
-        inputs[name] = literal(a) if isinstance(a, dict) else a
+        inputs[name] = literal(a) if isinstance(a, dict) else plain(a)
         if hoist and isinstance(a, list) and name:
             hoisted.append((name, a))
             parts.append(name)
         else:
             parts.append(literal(a))
     for k, v in kwargs.items():
-        inputs[k] = literal(v) if isinstance(v, dict) else v
+        inputs[k] = literal(v) if isinstance(v, dict) else plain(v)
         parts.append(f"{k}={literal(v)}")
     target = fn[1:] if fn.startswith("$") else fn
     return f"{target}({', '.join(parts)})", hoisted, inputs
@@ -1607,13 +1662,17 @@ class Case:
             indent = "        " if nested else "    "
             code = "with count_multiplies() as tally:\n" + (
                 "    with count_multiplies() as inner:\n" if nested else "")
-            return code + "".join(f"{indent}{line}\n" for line in body) + "\ntally", [], {}
+            inputs = {"calls": [dict(call_text(fn, a, k)[2], fn=fn) for fn, a, k in calls]}
+            return code + "".join(f"{indent}{line}\n" for line in body) + "\ntally", [], inputs
         self._note(Statement(make))
         return self.student.tally(calls, fields, nested=nested)
 
     def raises(self, fn, args, numbers, kwargs=None):
-        self._note(Statement(lambda: call_text(fn, args, kwargs or {}),
-                             fn.startswith("$")))                    # a method: the state after
+        # A refused call on an object kept in the worker (a method, or a kept argument)
+        # may still change it: the paste makes it too, before what follows.
+        keeps = fn.startswith("$") or any(isinstance(a, dict) and "$ref" in a
+                                          for a in list(args) + list((kwargs or {}).values()))
+        self._note(Statement(lambda: call_text(fn, args, kwargs or {}), keeps, refused=True))
         return self.student.raises(fn, args, numbers, kwargs)
 
     def failing(self):
@@ -1631,8 +1690,10 @@ class Case:
             if st is last:
                 break
             if st.setup or whole:
-                lines.append(st.text())
+                lines.append(st.text(wrapped=st.refused))
         lines.append(last.text())
+        if any("array('" in line for line in lines):
+            lines.insert(1, "from array import array")
         return "\n".join(lines) + "\n"
 
     def inputs(self):
@@ -1741,22 +1802,57 @@ def bad_g(h, rng):
     return rng.choice([g for g in range(2, h) if h % g] or [0, h + 1, -1])
 
 
-def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False):
-    """Raise a Failure naming the case, and showing both values when they are short."""
-    diff = first_difference(got, expected, rel=rel, exact=exact, loose_lists=loose)
+def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False, names=None):
+    """Raise a Failure naming the case, and showing both values when they are short.
+    names: got and expected are a record's fields, in this order (named in the message)."""
+    diff = None
+    if names is not None and isinstance(got, list) and len(got) == len(names) == len(expected):
+        for name, a, b in zip(names, got, expected):
+            diff = first_difference(a, b, rel=rel, exact=exact, where=(name,), loose_lists=loose)
+            if diff:
+                break
+    else:
+        diff = first_difference(got, expected, rel=rel, exact=exact, loose_lists=loose)
     if diff:
-        shown = ""
-        if max(len(repr(got)), len(repr(expected))) <= 100:
-            shown = f"expected: {expected!r}\ngot:      {got!r}\n"
+        shown = f"expected: {_cut(expected)}\ngot:      {_cut(got)}\n"
         raise Failure(f"case {where}: {what}\n{shown}first difference {diff}")
 
 
+def _cut(x, limit=200):
+    """repr(x), its middle cut when long (--show prints the whole call)."""
+    text = repr(x)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit * 3 // 4]} ... {text[-limit // 4:]} ({len(text)} characters; --show prints the call)"
+
+
 def fields_of(got, what, record, names):
-    """The fields of a record the module returned, in order; a Failure if it is not one."""
+    """The fields of a record the module returned, in order; a Failure if it is not one.
+    what: the call ("fold_weights(w, 2)": it must return one) or a part ("each row's ratio")."""
     if not isinstance(got, Record):
-        raise Failure(f"{what} must return a {record} record (fields {', '.join(names)}); "
-                      f"got {kind(got)}: {_short(got)}")
+        verb = "return" if what.endswith(")") else "be"
+        raise Failure(f"{what} must {verb} a {record} record (with the field{'s' * (len(names) > 1)} "
+                      f"{', '.join(names)}); got {kind(got)}: {_short(got)}")
     return [getattr(got, name) for name in names]
+
+
+def not_tuples(t, where=""):
+    """Where in t a sequence is not a tuple ("[0][1]", "" for t itself), or None."""
+    if not isinstance(t, tuple):
+        return where
+    for i, x in enumerate(t):
+        if not isinstance(x, (int, float)):
+            found = not_tuples(x, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+def eval_at(t, where):
+    """t[i][j]... for where = "[i][j]..."."""
+    for i in re.findall(r"\[(\d+)\]", where):
+        t = t[int(i)]
+    return t
 
 
 def ragged(rng, rows, cols):
@@ -1789,7 +1885,8 @@ def check_kv_head(s, case, rng):
            f"h={h}, g={g}", f"[kv_head(i, {h}, {g}) for i in range({h})]")
     bad = bad_g(h, rng)
     s.raises("kv_head", [0, h, bad], [h, bad])
-    s.raises("kv_head", [h, h, g], [h])
+    i = h + rng.randint(1, 3)                    # a query head past the last one
+    s.raises("kv_head", [i, h, g], [i, h])
 
 
 @step(4, "group_heads", "the query heads of each group, contiguous blocks", len(ALL_HG))
@@ -1799,6 +1896,8 @@ def check_group_heads(s, case, rng):
     bad = bad_g(h, rng)
     s.raises("group_heads", [h, bad], [h, bad])
 
+
+ROW_KINDS = (None, "tuple", None, "array")     # the rows a case's input has: lists, tuples, array('d')
 
 FOLD_CASES = [  # (what, kv, g): the edge cases of step 5, after every (h, g)
     ("two values of 1e308 (their sum overflows; their mean does not)",
@@ -1819,12 +1918,13 @@ def check_fold(s, case, rng):
         h = len(kv)
     else:
         h, g = draw_hg(case, rng)
-        kv = rand_tensor(rng, h, rng.randint(1, 3), rng.randint(1, 3))
-        where = f"h={h}, g={g}, kv [{h}][{len(kv[0])}][{len(kv[0][0])}]"
+        how = ROW_KINDS[case % 4]                # rows as lists, tuples or array('d')
+        kv = as_rows(rand_tensor(rng, h, rng.randint(1, 3), rng.randint(1, 3)), how)
+        where = f"h={h}, g={g}, kv [{h}][{len(kv[0])}][{len(kv[0][0])}]" + (f" of {how} rows" if how else "")
     expected = ref_fold_kv_mean(kv, g)           # from the grader's own copy, before the call
     expect(s.call("fold_kv_mean", kv, g, fresh=True), expected, where, f"fold_kv_mean(kv, {g})")
-    expect(s.call("fold_kv_mean", kv, h, fresh=True), kv, where, f"fold_kv_mean(kv, {h}) == kv, exactly",
-           exact=True)
+    expect(s.call("fold_kv_mean", kv, h, fresh=True), plain(kv), where,
+           f"fold_kv_mean(kv, {h}) == kv, exactly (new lists)", exact=True)
     bad = bad_g(h, rng)
     s.raises("fold_kv_mean", [kv, bad], [h, bad])
 
@@ -1860,6 +1960,16 @@ SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7
      [[5.0], [7.0], [9.0]], False),
     ("scores of +-1e300", [[1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
     ("scores of -1e300", [[-1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
+    ("an infinite score (it takes all the weight)", [[math.inf]], [[1.0], [-1.0]], [[1.0], [2.0]], False),
+    ("two infinite scores (they share the weight)", [[math.inf]], [[1.0], [0.5], [-1.0]],
+     [[1.0], [2.0], [4.0]], False),
+    ("a NaN score (NaN propagates)", [[1.0]], [[math.nan], [1.0]], [[1.0], [2.0]], False),
+    ("an infinite score after a NaN one (inf x 0): NaN propagates", [[math.inf]], [[1.0], [0.0]],
+     [[1.0], [2.0]], False),
+    ("tuple rows", as_rows([[1.0, 0.5], [0.0, -1.0]], "tuple"), as_rows([[1.0, 0.0], [0.5, 2.0]], "tuple"),
+     as_rows([[1.0], [3.0]], "tuple"), True),
+    ("array('d') rows", as_rows([[1.0, 0.5]], "array"), as_rows([[1.0, 0.0], [0.5, 2.0]], "array"),
+     as_rows([[1.0, -1.0], [3.0, 0.0]], "array"), False),
 ]
 
 
@@ -1919,6 +2029,9 @@ def check_attention(s, case, rng):
 def check_grouped(s, case, rng):
     h, g = draw_hg(case, rng)
     q, k, v, causal, where = draw_heads(rng, case, h, g)
+    how = ROW_KINDS[case % 4]                    # rows as lists, tuples or array('d')
+    if how:
+        q, k, v, where = as_rows(q, how), as_rows(k, how), as_rows(v, how), f"{where}, {how} rows"
     expect(s.call("grouped_attention", q, k, v, causal=causal, fresh=True),
            ref_grouped_attention(q, k, v, causal), f"h={h}, g={g}, {where}",
            f"grouped_attention(q, k, v, causal={causal})")
@@ -1942,7 +2055,7 @@ def weights_unchanged(s, fields, name, what, where):
     s.statements[-1].setup = True
     held = s.get(name, *WEIGHT_FIELDS)
     for field, value in zip(WEIGHT_FIELDS, fields):
-        if first_difference(held[field], value, exact=True, loose_lists=True):
+        if first_difference(plain(held[field]), plain(value), exact=True):
             raise Failure(f"case {where}: {what} changed the caller's weights.{field} in place; "
                           f"it must leave the Weights it is given alone")
 
@@ -1967,20 +2080,25 @@ def check_init_weights(s, case, rng):
                f"{what}.{name}: its shape", rel=math.inf)      # any values: the shape and the types
     expect(got, expected, f"h={h}, d_model={d_model}, d={d}, seed={seed!r}",
            f"{what}: w_q, w_k, w_v, w_o, drawn in that order from Random(seed).random(), each head "
-           f"by head and row by row, as sqrt(3 / fan_in) * (2 * u - 1)")
+           f"by head and row by row, as sqrt(3 / fan_in) * (2 * u - 1)", names=WEIGHT_FIELDS)
     s.raises("init_weights", [0, d_model, d], [0], kwargs={"seed": 1})
 
 
 @step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG),
       refusals=refuse_fold_weights)
 def check_fold_weights(s, case, rng):
-    h, g, _, d, d_model, where = draw_sizes(rng, case)
+    h, g, _, d, d_model, _ = draw_sizes(rng, case)
+    where = f"h={h}, g={g}, d={d}, d_model={d_model}"
     fields = random_weights(rng, h, d_model, d)
+    how = ROW_KINDS[case % 4]                    # the weights' rows as lists, tuples or array('d')
+    if how:
+        fields, where = [as_rows(t, how) for t in fields], f"{where}, {how} rows"
     folded = s.call("fold_weights", send_weights(s, fields), g)
     expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
-           ref_fold_weights(*fields, g), where, f"fold_weights(weights, {g})")
+           plain(ref_fold_weights(*fields, g)), where, f"fold_weights(weights, {g}): new lists throughout",
+           names=WEIGHT_FIELDS)
     weights_unchanged(s, fields, "w", f"fold_weights(w, {g})", where)
-    ready = ref_fold_weights(*fields, g)
+    ready = plain(ref_fold_weights(*fields, g))
     again = s.call("fold_weights", send_weights(s, ready, "folded"), g)
     expect(fields_of(again, f"fold_weights(folded, {g})", "Weights", WEIGHT_FIELDS)[1], ready[1], where,
            "fold_weights of weights that already have g heads")
@@ -1991,15 +2109,23 @@ PREPARED_FIELDS = ("h", "g", "d_model", "d", "q_cols", "k_cols", "v_cols", "o_co
 
 @step(12, "prepare_weights", "weights checked, folded and transposed once", len(ALL_HG))
 def check_prepare(s, case, rng):
-    h, g, _, d, d_model, where = draw_sizes(rng, case)
+    h, g, _, d, d_model, _ = draw_sizes(rng, case)
+    where = f"h={h}, g={g}, d={d}, d_model={d_model}"
     fields = random_weights(rng, h, d_model, d)
     p = s.call("prepare_weights", send_weights(s, fields), g)
     got = fields_of(p, f"prepare_weights(w, {g})", "PreparedWeights", PREPARED_FIELDS)
     expected = ref_prepare_weights(*fields, g)
     expect(got[:4], [expected[f] for f in PREPARED_FIELDS[:4]], where,
-           "prepare_weights(...).h, g, d_model, d")
+           "prepare_weights(...).h, g, d_model, d", names=PREPARED_FIELDS[:4])
     expect(got[4:], [expected[f] for f in PREPARED_FIELDS[4:]], where,
-           "prepare_weights(weights, g): q_cols, k_cols, v_cols, o_cols", loose=True)
+           "prepare_weights(weights, g): q_cols, k_cols, v_cols, o_cols", loose=True,
+           names=PREPARED_FIELDS[4:])
+    for name, t in zip(PREPARED_FIELDS[4:], got[4:]):
+        lists = not_tuples(t)
+        if lists is not None:
+            raise Failure(f"case {where}: prepare_weights(w, {g}).{name}{lists} is {kind(eval_at(t, lists))}; "
+                          f"a PreparedWeights' tensors are tuples throughout (it cannot change after "
+                          f"it was checked)")
     weights_unchanged(s, fields, "w", f"prepare_weights(w, {g})", where)
 
 
@@ -2012,6 +2138,9 @@ def check_layer(s, case, rng):
         return
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
+    how = ROW_KINDS[case % 4]                    # x's rows as lists, tuples or array('d')
+    if how:
+        x, where = as_rows(x, how), f"{where}, x of {how} rows"
     w = send_weights(s, fields)
     for causal in (False, True):
         expect(s.call("layer", x, w, g, causal=causal, fresh=True), ref_layer(x, *fields, g, causal),
@@ -2046,9 +2175,12 @@ def check_difference(s, case, rng):
         a = rand_tensor(rng, rows, cols)
         b = a if case == 0 else nested([rows, cols]) if case == 1 else rand_tensor(rng, rows, cols)
         where = f"[{rows}][{cols}]"
+        if case == 2:                            # rows as tuples and array('d')
+            a, b, where = as_rows(a, "tuple"), as_rows(b, "array"), f"{where}, a of tuple rows, b of array rows"
     got = s.call("output_difference", a, b)
     expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
-           ref_output_difference(a, b), where, "output_difference(a, b): max_abs, rel_l2, cosine")
+           ref_output_difference(plain(a), plain(b)), where, "output_difference(a, b): max_abs, rel_l2, cosine",
+           names=DIFFERENCE_FIELDS)
 
 
 CACHE_CASES = [(1, 1, 0, 1, 1), (2, 3, 0, 4, 2), (1, 1, 1, 1, 1), (3, 2, 5, 4, 1), (2, 4, 3, 2, 3),
@@ -2083,7 +2215,8 @@ def check_multiplies(s, case, rng):
     got = s.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
     expect(fields_of(got, "attention_multiplies(...)", "Multiplies", TERMS + ("total",)),
            [counts.get(t, 0) for t in TERMS] + [sum(counts.values())],
-           f"{where}, causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)))
+           f"{where}, causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)),
+           names=TERMS + ("total",))
 
 
 BLOCK_FIELDS = ("q_o_proj", "k_v_proj", "body", "mlp", "total")
@@ -2098,7 +2231,7 @@ def check_block(s, case, rng):
     expect(fields_of(got, "block_multiplies(...)", "BlockMultiplies", BLOCK_FIELDS),
            [c["q_proj"] + c["o_proj"], c["k_proj"] + c["v_proj"], c["scores"] + c["weighted_sum"],
             c["mlp"], sum(c.values())], f"{where}, d_ff={d_ff}, mlp_matrices={matrices}",
-           "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total")
+           "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total", names=BLOCK_FIELDS)
 
 
 def rows_of(rows, what, record, names):
@@ -2111,6 +2244,8 @@ def rows_of(rows, what, record, names):
 def check_cache_table(s, case, rng):
     h = case + 1 if case < 16 else rng.randint(1, 16)
     layers, length, d = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3)
+    if case % 4 == 3:                            # no layers, or nothing cached: every ratio is 1.0
+        layers, length = (0, length) if case % 8 == 3 else (layers, 0)
     rows = s.call("cache_table", h, layers=layers, length=length, head_dim=d)
     expect(rows_of(rows, "cache_table(...)", "CacheRow",
                    ("method", "kv_heads", "group_size", "elements", "ratio")),
@@ -2122,9 +2257,11 @@ def check_cache_table(s, case, rng):
 def check_multiplies_table(s, case, rng):
     h = case + 1 if case < 16 else rng.randint(1, 16)
     n, d, d_model, causal = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4), case % 2 == 1
+    if case % 4 == 3:                            # n = 0: every ratio is 1.0
+        n = 0
     rows = s.call("multiplies_table", n, h, d, d_model, causal=causal)
-    got = [[g, size, fields_of(counts, "a row's counts", "Multiplies", ("total",))[0],
-            fields_of(ratio, "a row's ratio", "Multiplies", ("total",))[0]]
+    got = [[g, size, fields_of(counts, "each row's counts", "Multiplies", ("total",))[0],
+            fields_of(ratio, "each row's ratio", "Multiplies", ("total",))[0]]
            for g, size, counts, ratio in rows_of(rows, "multiplies_table(...)", "MultipliesRow",
                                                  ("kv_heads", "group_size", "counts", "ratio"))]
     expect(got, ref_multiplies_table(n, h, d, d_model, causal, rng),
@@ -2133,7 +2270,7 @@ def check_multiplies_table(s, case, rng):
 
 
 @step(20, "count_multiplies", "the tally kept while the code runs, nested blocks too",
-      len(ALL_HG), needs=(21, 22), touches=(7, 9, 13), why="to count what their kernels multiply and read")
+      len(ALL_HG), needs=(21, 22), touches=(7, 9, 13, 22), why="to count what their kernels multiply and read")
 def check_tally(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
@@ -2150,6 +2287,20 @@ def check_tally(s, case, rng):
            "layer()" + (" in a count_multiplies() block inside it" if nested_block else ""))
     expect(fields_of(tally["multiplies()"], f"{what}.multiplies()", "Multiplies", TERMS + ("total",)),
            expected[:6] + [sum(expected[:6])], where, f"{what}.multiplies() after layer()")
+    # The attention kernels alone, with d_v != d: scores count d, the weighted sum d_v.
+    n2, m2, d2 = rng.randint(1, 3), rng.randint(3, 4), rng.randint(1, 3)
+    dv2 = d2 + rng.randint(1, 2)
+    q, k, v = rand_tensor(rng, h, n2, d2), rand_tensor(rng, g, m2, d2), rand_tensor(rng, g, m2, dv2)
+    kernels = Counter()
+    ref_grouped_attention(q, k, v, causal, kernels)
+    ref_single_head_attention(q[0], k[0], v[0], causal, kernels)
+    tally = s.tally([("grouped_attention", [q, k, v], {"causal": causal}),
+                     ("single_head_attention", [q[0], k[0], v[0]], {"causal": causal})], TERMS)
+    expect([tally["scores"], tally["weighted_sum"]], [kernels.counts.get("scores", 0),
+                                                      kernels.counts.get("weighted_sum", 0)],
+           f"h={h}, g={g}, n={n2}, m={m2}, d={d2}, d_v={dv2}, causal={causal}",
+           "tally fields scores, weighted_sum after grouped_attention() and single_head_attention() "
+           "(scores count d per key, the weighted sum d_v)")
     s.call("KVCache", g, d, keep="cache", value=False)
     cache, decoding = RefKVCache(g, d), Counter()
     for x_t in x:
@@ -2224,16 +2375,20 @@ def check_decode(s, case, rng):
         weights_unchanged(s, fields, "w", f"decode_step(x_t, w, {g}, cache)", where)
 
 
+TRAFFIC_FIELDS = ("cache_reads", "weight_reads", "multiplies", "ratio")
+
+
 @step(23, "decode_traffic", "cache and weight reads of n decode steps, batched", len(ALL_HG))
 def check_traffic(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
+    if case % 6 == 5:                            # no steps: every count 0, the ratio 0.0
+        n, where = 0, where.replace(f"n={n}", "n=0")
     batch = [1, 2, 3][case % 3]
     expected = ref_decode_traffic(n, h, g, d, d_model, batch, rng)
     got = s.call("decode_traffic", n, h, g, d, d_model, batch=batch)
-    expect(fields_of(got, "decode_traffic(...)", "DecodeTraffic",
-                     ("cache_reads", "weight_reads", "multiplies")), expected,
+    expect(fields_of(got, "decode_traffic(...)", "DecodeTraffic", TRAFFIC_FIELDS), expected,
            f"{where}, batch={batch}", "decode_traffic(...) cache_reads, weight_reads "
-           "(read once per step for the whole batch), multiplies")
+           "(read once per step for the whole batch), multiplies, ratio", names=TRAFFIC_FIELDS)
 
 
 @step(24, "grouped_attention_backward", "gradients of q, k, v: a shared head sums its group's",
@@ -2247,7 +2402,7 @@ def check_backward(s, case, rng):
         raise Failure(f"case h={h}, g={g}: grouped_attention_backward must return (dq, dk, dv); "
                       f"got {_short(got)}")
     expect(list(got), list(ref_grouped_attention_backward(q, k, v, d_out, causal)), f"h={h}, g={g}, {where}",
-           "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=1e-8)
+           "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=1e-8, names=("dq", "dk", "dv"))
 
 
 @step(25, "layer_backward", "gradients of one layer's x and weights, through the mean fold",
@@ -2264,7 +2419,8 @@ def check_layer_backward(s, case, rng):
     dx, grads = ref_layer_backward(x, *fields, g, d_y, causal)
     expect([got[0]] + fields_of(got[1], "layer_backward(...)[1]", "Weights", WEIGHT_FIELDS), [dx] + grads,
            f"{where}, causal={causal}, K/V heads given {len(fields[1])}",
-           "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=1e-8)
+           "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=1e-8,
+           names=("dx",) + tuple(f"grads.{f}" for f in WEIGHT_FIELDS))
 
 
 # ---------------------------------------------------------------------------
@@ -2312,12 +2468,13 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
             blocked = blocked_by(st, str(err))
             if blocked:
                 result["needs"] = [{"step": blocked, "name": STEPS[blocked - 1].name}]
+            where = getattr(err, "where", "")      # the student's file and line
             if result["cases_passed"] == 0:
-                result.update(status="not started", message=str(err), case=k, inputs=shown.inputs(),
-                              show=shown.show())
+                result.update(status="not started", message=f"{err}{where}", case=k,
+                              inputs=shown.inputs(), show=shown.show())
                 return result
-            result.update(status="failed", message=f"case {k}: {err}", case=k, inputs=shown.inputs(),
-                          show=shown.show())
+            result.update(status="failed", message=f"case {k}: {err}{where}", case=k,
+                          inputs=shown.inputs(), show=shown.show())
             return result
         except (Failure, Refused, Exception) as err:
             if not isinstance(err, (Failure, Refused)):
@@ -2402,7 +2559,7 @@ def step_notes(r):
     st = STEPS[r["step"] - 1]
     notes = [f"needs step {n['step']}, {n['name']}: not started" for n in r.get("needs", [])]
     if st.touches and r["status"] != "passed":
-        notes.append(f"step {st.number}, {st.name}, means going back to step"
+        notes.append(f"step {st.number}, {st.name}, means changing step"
                      f"{'s' if len(st.touches) > 1 else ''} {and_list(st.touches)} {st.why}".rstrip())
     return notes
 
@@ -2432,6 +2589,9 @@ def print_report(results, args, out=None):
               file=out)
         for note in r.get("notes", []):
             print(f"        {note}", file=out)
+        if status == "----" and not re.match(r"not implemented yet: step \d+: ", r["message"]):
+            for line in r["message"].splitlines():    # raised midway or by a helper: what and where
+                print(f"        {line}", file=out)
         if status == "FAIL":
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)

@@ -166,14 +166,62 @@ MUTANTS = [
      '_check_int("KVCache", "d", d, low=0, high=MAX_ALLOCATION)'),
     ("decode_step with a cache made for another g", "decode_step",
      "if cache.g != g or cache.d != w.d:", "if cache.d != w.d:"),
+    # Promises the docstrings state: edges, zero counts, row types, refusal messages.
+    ("a softmax that gives NaN for an infinite score", "single_head_attention",
+     "        if top == _INF and all(map(eq, s, s)):", "        if False:"),
+    ("a softmax where an infinite score hides a NaN one", "single_head_attention",
+     "if top == _INF and all(map(eq, s, s)):", "if top == _INF:"),
+    ("a softmax that drops NaN scores as -inf", "single_head_attention",
+     "        top = max(s)                                       # subtracted: exp cannot overflow",
+     "        s = [-_INF if x != x else x for x in s]\n        top = max(s)"),
+    ("cache_table dividing by zero for layers = 0", "cache_table",
+     "elements / mha if mha else 1.0))", "elements / mha))"),
+    ("multiplies_table dividing by zero for n = 0", "multiplies_table",
+     "c / r if r else 1.0 for c, r in", "c / r for c, r in"),
+    ("decode_traffic dividing by zero for n = 0", "decode_traffic",
+     "ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0",
+     "ratio = (cache_reads + weight_reads) / multiplies"),
+    ("rows that must be lists (tuples and array('d') refused)",
+     ("fold_kv_mean", "single_head_attention", "grouped_attention", "layer"),
+     '    _check_list(func, what, mat, "a list of rows")\n',
+     '    _check_list(func, what, mat, "a list of rows")\n    if set(map(type, mat)) - {list}:\n'
+     '        raise TypeError(f"{func}: {what} rows must be lists")\n'),
+    ("output_difference refusing tuple and array('d') rows", "output_difference",
+     "    sequences = (list, tuple, array)\n    fa, fb", "    sequences = (list,)\n    fa, fb"),
+    ("fold_weights keeping the input's tuple rows", "fold_weights",
+     "_lists(t)            # tuple or array rows: lists", "list(t)            # tuple or array rows: lists"),
+    ("prepare_weights holding lists where it promises tuples", "prepare_weights",
+     "return cols if once else tuple(cols)", "return cols if once else list(cols)"),
+    ("a refusal whose message does not name its function", "kv_head",
+     'raise GQAError(f"kv_head: query_head must be in', 'raise GQAError(f"query_head must be in'),
+    ("kv_head's out-of-range refusal without the query head at fault", "kv_head",
+     'f"got query_head={query_head}")', 'f"got a larger one")'),
+    ("a decode_step that appends to the cache before refusing", "decode_step",
+     '    if len(x_t) != w.d_model:\n        raise GQAError(f"decode_step: x_t has',
+     '    if len(x_t) != w.d_model:\n        cache._write([[0.0] * w.d] * g, [[0.0] * w.d] * g)\n'
+     '        raise GQAError(f"decode_step: x_t has'),
+    ("group_heads returning a list that holds itself", "group_heads",
+     "    return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
+     "    out = [list(range(j * group, (j + 1) * group)) for j in range(g)]\n    out.append(out)\n"
+     "    return out"),
+    ("multiplies_table with ratios as plain tuples", "multiplies_table",
+     "ratio = Multiplies(*(c / r if r else 1.0", "ratio = tuple((c / r if r else 1.0"),
+    ("the weighted sum tallied with d instead of d_v", "count_multiplies",
+     "_tally.weighted_sum += seen * len(v_cols)", "_tally.weighted_sum += seen * len(qi)"),
 ]
+
+
+def steps_of(step):
+    """The steps a mutant must fail: one name, or a tuple of them."""
+    return (step,) if isinstance(step, str) else tuple(step)
 
 # Mutants whose --show output, pasted into python beside them, must repeat their failure.
 SHOWN = ["strided grouping (i % g)", "repeat_kv accepting an h that g does not divide",
          "prepare_weights folding the caller's Weights in place",
          "a nested count_multiplies that adds nothing to the outer tally",
          "a KVCache whose len is its capacity", "a decode step that forgets to append to the cache",
-         "a fold that changes its input in place", "a fold that returns its input itself at g = h"]
+         "a fold that changes its input in place", "a fold that returns its input itself at g = h",
+         "a decode_step that appends to the cache before refusing"]
 
 # Modules that misbehave in kv_head: (name, the body's new line, what the failure says)
 MISBEHAVING = [
@@ -237,7 +285,7 @@ _GRADED_MUTANTS = []
 def graded_mutants():
     """Every mutant graded once, by the step that must catch it (shared by the tests)."""
     if not _GRADED_MUTANTS:
-        _GRADED_MUTANTS.extend(grade_all([(mutate(old, new), {"only": [step], "cases": 1})
+        _GRADED_MUTANTS.extend(grade_all([(mutate(old, new), {"only": list(steps_of(step)), "cases": 1})
                                           for _, step, old, new in MUTANTS]))
     return _GRADED_MUTANTS
 
@@ -296,11 +344,37 @@ class Mutants(unittest.TestCase):
         # whole grader on every mutant proves no more and takes far longer.
         self.assertGreaterEqual(len(MUTANTS), 24)
         for (name, step, old, new), results in zip(MUTANTS, graded_mutants()):
-            with self.subTest(mutant=name):
-                self.assertIn(step, grader.check_names())
-                self.assertEqual(list(results), [step])
-                self.assertEqual(results[step]["status"], "failed", f"{name}: step {step} passed")
-                self.assertTrue(results[step]["message"])
+            for step in steps_of(step):
+                with self.subTest(mutant=name, step=step):
+                    self.assertIn(step, grader.check_names())
+                    self.assertIn(step, list(results))
+                    self.assertEqual(results[step]["status"], "failed", f"{name}: step {step} passed")
+                    self.assertTrue(results[step]["message"])
+
+    def test_messages_name_fields_sizes_and_values(self):
+        # What each mutant's failure says, checked against the mutant's own mistake.
+        graded = {name: results for (name, *_), results in zip(MUTANTS, graded_mutants())}
+        # A record's field by name, not by index.
+        message = graded["init_weights drawing w_k before w_q"]["init_weights"]["message"]
+        self.assertRegex(message, r"first difference at w_[qk]\[0\]\[0\]\[0\]: expected")
+        # Only the sizes the function takes (fold_weights has no n).
+        message = graded["fold_weights keeping the input's tuple rows"]["fold_weights"]["message"]
+        self.assertRegex(message, r"^case h=\d+, g=\d+, d=\d+, d_model=\d+, tuple rows: ")
+        self.assertIn("first difference at w_q[0][0]: expected a list of", message)
+        # A part of a result is not called: it must be a record, not return one.
+        message = graded["multiplies_table with ratios as plain tuples"]["multiplies_table"]["message"]
+        self.assertIn("each row's ratio must be a Multiplies record (with the field total); got a tuple",
+                      message)
+        # Expected and got, however long (cut in the middle: --show has the whole call).
+        message = graded["tile instead of repeat-interleave"]["repeat_kv"]["message"]
+        self.assertRegex(message, r"\nexpected: \[.*\ngot:      \[.*\nfirst difference at \[1\]")
+        message = graded["group_heads returning a list that holds itself"]["group_heads"]["message"]
+        self.assertRegex(message, r"\nexpected: \[\[0\]\]\ngot:      \[\[0\], \[\[0\], .* \.\.\. .*\]\]\]\] "
+                                  r"\(\d+ characters; --show prints the call\)\nfirst difference")
+        # A tally's inputs: each call made inside count_multiplies(), by name.
+        result = graded["a nested count_multiplies that adds nothing to the outer tally"]["count_multiplies"]
+        self.assertEqual([c["fn"] for c in result["inputs"]["calls"]], ["layer"])
+        self.assertEqual(set(result["inputs"]["calls"][0]), {"fn", "x", "weights", "g", "causal"})
 
     def test_every_step_has_systematic_cases(self):
         # So --cases 0 never passes a step on no case at all.
@@ -502,7 +576,7 @@ class Starter(unittest.TestCase):
                          r"KVCache: not started\n")
         self.assertRegex(graded.stdout, r"step  4  ----  group_heads +not started")
         self.assertRegex(graded.stdout, r"step 20  ----  count_multiplies +not started .*\n +step 20, "
-                         r"count_multiplies, means going back to steps 7, 9 and 13 to count")
+                         r"count_multiplies, means changing steps 7, 9, 13 and 22 to count")
         self.assertEqual(lines[-2], f"0 of {len(grader.STEPS)} steps done; next: step 1, valid_g")
         self.assertEqual(again.returncode, 2)                       # never overwrites
         self.assertIn("exists already", again.stderr)
@@ -554,11 +628,23 @@ class Starter(unittest.TestCase):
             with self.subTest(stub=stub):
                 self.assertRegex(text, r"step 20  ----  count_multiplies +not started .*\n"
                                  r" +needs step 21, KVCache: not started\n +step 20, count_multiplies, "
-                                 r"means going back to steps 7, 9 and 13")
+                                 r"means changing steps 7, 9, 13 and 22")
                 self.assertIn("next: step 20, count_multiplies (it needs step 21, KVCache, first)", text)
                 step = results["count_multiplies"]
-                self.assertEqual((step["needs"], step["touches"]), ([{"step": 21, "name": "KVCache"}], [7, 9, 13]))
+                self.assertEqual((step["needs"], step["touches"]), ([{"step": 21, "name": "KVCache"}], [7, 9, 13, 22]))
                 self.assertIn("needs step 21, KVCache: not started", step["notes"])
+
+    def test_not_implemented_midway_says_what_and_where(self):
+        # A bare NotImplementedError from a helper is no starter stub: the step shows it
+        # with the student's file and line.
+        helper = mutate("    return query_head // group\n",
+                        "    return _helper(query_head, group)\n\n\ndef _helper(i, group):\n"
+                        "    raise NotImplementedError\n")
+        with Module(helper) as path:
+            run = run_main("--module", path, "--seed", "1", "--only", "3")
+        self.assertRegex(run.stdout, r"step  3  ----  kv_head .*\n\s+not implemented yet: kv_head\(0, 1, 1\) "
+                                     r"raised NotImplementedError\n\s+at gqa.py, line \d+, in kv_head: .*\n"
+                                     r"\s+at gqa.py, line \d+, in _helper: raise NotImplementedError\n")
 
     def test_half_finished_starter_reports_progress(self):
         # Fill in the first six steps with gqa.py's own code (and its private helpers).
