@@ -34,7 +34,7 @@ import gqa
 import gqa_figures
 import gqa_train
 from gqa_tools import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
-                       block_rows, fmt, human_bytes, int_options, markdown_table,
+                       block_rows, failing_steps, fmt, human_bytes, int_options, markdown_table,
                        multiplies_markdown, progress_line, project, rng_for, seed_for, write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
@@ -291,8 +291,15 @@ def head_cosines(lab: Lab, cfg: Config) -> Spread:
 
 
 def measure(cfg: Config, lab: Optional[Lab] = None,
-            progress: Optional[Callable[[str], None]] = None) -> Measured:
+            progress: Optional[Callable[[str], None]] = None,
+            untrained: Optional[str] = None, recipe: Optional[Any] = None) -> Measured:
+    """Everything the report measures.  Section 8 trains with lab when untrained is
+    "", and says why not when it is text; by default (None) it trains the project's
+    gqa.py only: another module is trained when its caller has checked that the
+    steps training needs pass (parts_from_child)."""
     lab = lab or Lab(gqa, "gqa.py")
+    if untrained is None:
+        untrained = "" if lab.module is gqa else "not run for this module"
     outputs = attempt(lambda: measure_outputs(lab, cfg))
     part = (lambda i: Missing(outputs.why)) if isinstance(outputs, Missing) else outputs.__getitem__
     return Measured(
@@ -300,9 +307,10 @@ def measure(cfg: Config, lab: Optional[Lab] = None,
         tallied=attempt(lambda: {g: tallied_multiplies(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
         difference=part(0), conversion=part(1), exact_mha=part(2),
         head_cosine=attempt(lambda: head_cosines(lab, cfg)),
-        training=attempt(lambda: gqa_train.run(gqa_train.QUICK._replace(seed=cfg.seed),
+        training=attempt(lambda: gqa_train.run((recipe or gqa_train.QUICK)._replace(seed=cfg.seed),
+                                               lab=lab if lab.module is not gqa else gqa,
                                                progress=progress))
-        if lab.module is gqa else Missing("not run for another module"))
+        if not untrained else Missing(untrained))
 
 
 # ---------------------------------------------------------------------------
@@ -706,10 +714,7 @@ def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
 
 
 def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
-    """The uptraining lab's quick recipe (gqa_train), run with the project's gqa.py; its figures."""
-    if lab.module is not gqa:
-        raise Unavailable("this section trains with the project's gqa.py, so it is left out of a "
-                          "report built from another module (run `python -m gqa uptrain` for it)")
+    """The uptraining lab's quick recipe (gqa_train), trained with lab's steps; its figures."""
     result = need(m.training)
     r, seeds = result["recipe"], result["seeds"]
     K, steps = len(seeds), (0,) + tuple(r["budgets"])
@@ -923,13 +928,21 @@ def build_report(cfg: Config, m: Measured, lab: Optional[Lab] = None,
 
 CHILD_TIMEOUT = 120.0       # seconds the child may take to send a part (the measuring comes first)
 CHILD_BUDGET = 300.0        # seconds it may take in all
+CHILD_TRAINING = 900.0      # both, when section 8 trains with the module (five seeds, two tasks)
 
 
-def child_parts(module: Any, cfg_values: List[int], label: str) -> Iterator[list]:
+def child_parts(module: Any, cfg_values: List[int], label: str,
+                untrained: str = "not run for this module",
+                recipe_values: Optional[list] = None) -> Iterator[list]:
     """In the child process (grader.run_in_child): the report's Parts built from module,
-    each as plain data [title, body, [[file name, SVG], ...]]."""
+    each as plain data [title, body, [[file name, SVG], ...]]; section 8 trains with
+    the recipe whose values the parent sent (its gqa_train.QUICK)."""
     cfg, lab = Config(*cfg_values), Lab(module, label)
-    for part in build_parts(cfg, measure(cfg, lab), lab, label):
+    recipe = None
+    if recipe_values is not None:
+        fields = dict(zip(gqa_train.Recipe._fields, recipe_values))
+        recipe = gqa_train.Recipe(**{**fields, "budgets": tuple(fields["budgets"])})
+    for part in build_parts(cfg, measure(cfg, lab, untrained=untrained, recipe=recipe), lab, label):
         yield [part.title, part.body, [list(f) for f in part.figures]]
 
 
@@ -955,11 +968,20 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
         raise gqa.GQAError(f"--module {path}: no such file")
     came: Dict[str, Part] = {}
     why = "the child process building the report did not send it"
+    failing = failing_steps(path, gqa_train.NEEDS)
+    untrained = "" if not failing else (
+        "section 8 trains with the module's own steps once the grader passes them; not yet: "
+        + "; ".join(failing) + f" (grade them with: python grader.py --module {path})")
+    if not failing:
+        print(f"gqa report: its steps pass, so section 8 trains with {path} in the grader's "
+              f"worker: a minute or more", file=sys.stderr)
     try:
-        for item in grader.run_in_child(path, "gqa_report:child_parts", [list(cfg), path],
+        for item in grader.run_in_child(path, "gqa_report:child_parts",
+                                        [list(cfg), path, untrained, list(gqa_train.QUICK)],
                                         paths=[os.path.dirname(os.path.abspath(__file__))],
                                         label=path, what="building the report",
-                                        item_timeout=CHILD_TIMEOUT, budget=CHILD_BUDGET):
+                                        item_timeout=CHILD_TRAINING if not failing else CHILD_TIMEOUT,
+                                        budget=CHILD_TRAINING if not failing else CHILD_BUDGET):
             part = _as_part(item)
             if part is not None and part.title not in came:
                 came[part.title] = part

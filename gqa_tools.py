@@ -196,6 +196,28 @@ def block_bars(labels: Sequence[str], rows: Sequence[Block], width: int = 40) ->
 
 
 # ---------------------------------------------------------------------------
+# A student's module: which steps the grader passes.
+# ---------------------------------------------------------------------------
+
+
+def failing_steps(path: str, names: Sequence[str]) -> List[str]:
+    """The steps among names that the grader does not pass for the gqa.py at path.
+
+    Each as "step N, name: status"; [] when every one passes.  Graded by the
+    grader, in its worker (the module never runs in this process), on the
+    systematic cases and two random ones of seed 0, stopping at the first
+    failing case of each step.
+    """
+    import grader
+    try:
+        results = grader.grade(path, 0, cases=2, only=list(names), fail_fast=True, label=path)
+    except grader.Refused as err:
+        return [str(err)]
+    return [f"step {r['step']}, {r['name']}: {r['status']}" for r in results
+            if r["status"] != "passed"]
+
+
+# ---------------------------------------------------------------------------
 # Arithmetic outside the tally.
 # ---------------------------------------------------------------------------
 

@@ -73,7 +73,7 @@ import math
 import time
 from fractions import Fraction
 from operator import add
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
 from gqa_tools import rng_for, seed_for, text_table
@@ -115,6 +115,10 @@ QUICK = Recipe(heads=2, head_dim=4, d_model=12, d_ff=6, vocab=6, length=5, offse
 
 TASKS = ("offsets", "recall")
 CONVERSIONS = ("mean", "first", "random")
+# The lab's steps that training calls: a student's module is trained on only
+# once the grader passes every one of them.
+NEEDS = ("valid_g", "group_heads", "init_weights", "fold_weights", "prepare_weights", "layer",
+         "kv_cache_elements", "grouped_attention_backward", "layer_backward")
 
 
 # ---------------------------------------------------------------------------
@@ -691,3 +695,10 @@ def render(result: Dict[str, Any]) -> str:
         lines += ["", same_cache_finding(result, task), ""]
     lines.append("What was measured is printed as it came, whether or not it is what the papers found.")
     return "\n".join(lines)
+
+
+def child_run(module: Any, values: Sequence[Any]) -> Iterator[Dict[str, Any]]:
+    """In a worker (grader.run_in_child): run(Recipe(*values)) with module's steps; its result."""
+    fields = dict(zip(Recipe._fields, values))
+    fields["budgets"] = tuple(fields["budgets"])
+    yield run(Recipe(**fields), lab=module)

@@ -1,6 +1,6 @@
 """gqa_uptrain: does quality come back?  The uptraining lab on the command line.
 
-    python -m gqa uptrain [--seed 0] [--seeds 5] [--quick] [--json]
+    python -m gqa uptrain [--seed 0] [--seeds 5] [--quick] [--json] [--module PATH]
 
 On two tasks (one that positions solve, one that needs content), for each of
 --seeds seeds from --seed on: pre-trains a small MHA model, converts it to
@@ -9,18 +9,56 @@ trains three models of MQA's cache size and matched parameters from scratch
 (gqa_train.py has the model and the experiment).  Every accuracy is printed
 as mean ± sd [min, max] over the seeds, every ordering with the seeds it held
 in.  Progress goes to stderr.
+
+--module PATH trains with a student's gqa.py instead of the project's: once
+the grader passes every step that training calls (gqa_train.NEEDS), the
+whole run goes to the grader's worker (its limits, its own session, a
+deadline), so the module never runs in this process.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Sequence
+import os
+import sys
+from typing import Any, Sequence
 
-from gqa_tools import progress_line
-from gqa_train import QUICK, Recipe, render, run
+from gqa_tools import failing_steps, progress_line
+from gqa_train import NEEDS, QUICK, Recipe, render, run
 
 MAX_SEEDS = 100
+MODULE_BUDGET = 3600.0      # seconds a run with a student's module may take in all
+
+
+def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
+    """run(recipe) with the gqa.py at path, in the grader's worker; its result.
+
+    Raises ValueError saying why when the module's steps do not pass yet, or
+    when the worker fails, hangs or sends something that is not a result.
+    """
+    import grader
+    if not os.path.isfile(path):
+        raise ValueError(f"--module {path}: no such file")
+    failing = failing_steps(path, NEEDS)
+    if failing:
+        raise ValueError(f"--module {path}: training needs steps that the grader does not pass "
+                         f"yet: {'; '.join(failing)} (grade them with: python grader.py --module "
+                         f"{path})")
+    note(f"gqa uptrain: the steps pass; training with {path}'s steps in the grader's worker "
+         f"(no progress is shown until it ends)")
+    result = None
+    try:
+        for item in grader.run_in_child(path, "gqa_train:child_run", [list(recipe)],
+                                        paths=[os.path.dirname(os.path.abspath(__file__))],
+                                        label=path, what="training",
+                                        item_timeout=MODULE_BUDGET, budget=MODULE_BUDGET):
+            result = item
+    except (grader.Refused, grader.Failure) as err:
+        raise ValueError(f"--module {path}: {err}") from None
+    if not (isinstance(result, dict) and isinstance(result.get("tasks"), dict)):
+        raise ValueError(f"--module {path}: the worker sent no result")
+    return result
 
 
 def uptrain_main(argv: Sequence[str]) -> int:
@@ -33,12 +71,28 @@ def uptrain_main(argv: Sequence[str]) -> int:
                         help="a smaller recipe, the one report.md's section 8 runs")
     parser.add_argument("--json", action="store_true",
                         help="the raw numbers: every accuracy of every seed (gqa_train's docstring)")
+    parser.add_argument("--module", default=None, metavar="PATH",
+                        help="train with this gqa.py (a student's), once the grader passes the "
+                             "steps training needs; it runs in the grader's worker")
     args = parser.parse_args(argv)
     if not 0 <= args.seed <= 10 ** 9:
         parser.error(f"--seed must be between 0 and 1,000,000,000; got {args.seed}")
     if not 1 <= args.seeds <= MAX_SEEDS:
         parser.error(f"--seeds must be between 1 and {MAX_SEEDS}; got {args.seeds}")
     recipe = (QUICK if args.quick else Recipe())._replace(seed=args.seed, seeds=args.seeds)
+    if args.module:
+        try:
+            result = run_module(args.module, recipe, note=lambda text: print(text, file=sys.stderr))
+            text = json.dumps(result, indent=1) if args.json else render(result)
+        except ValueError as err:
+            print(f"gqa uptrain: {err}", file=sys.stderr)
+            return 2
+        except Exception as err:            # a result the module's run made unreadable
+            print(f"gqa uptrain: --module {args.module}: the worker's result cannot be read "
+                  f"({type(err).__name__}: {err})", file=sys.stderr)
+            return 2
+        print(f"Trained with the steps of {args.module}.\n\n{text}" if not args.json else text)
+        return 0
     with progress_line("uptrain") as progress:
         result = run(recipe, progress=progress)
     print(json.dumps(result, indent=1) if args.json else render(result))

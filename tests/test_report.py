@@ -324,8 +324,19 @@ class FromAnotherModule(unittest.TestCase):
         text = self.report(path)
         ours = gqa_report.build_report(SMALL, gqa_report.measure(SMALL))
         self.assertIn(f"--module {path}", text.splitlines()[2])
-        self.assertEqual(text.split("## 1.")[1].split("## 8.")[0], ours.split("## 1.")[1].split("## 8.")[0])
-        self.assertIn("trains with the project's gqa.py", text.split("## 8.")[1])
+        # Every section, the training of section 8 included (on the module's own steps, in
+        # the worker, with the recipe this process has: the tiny one of this file).
+        self.assertEqual(text.split("## 1.")[1], ours.split("## 1.")[1])
+
+    def test_section_8_names_the_steps_that_do_not_pass_and_trains_nothing(self):
+        with open(gqa.__file__, encoding="utf-8") as f:
+            source = f.read()
+        broken = source.replace("    return _layer_backward(saved, d_y)",
+                                "    return _layer_backward(saved, [[2 * v for v in r] for r in d_y])", 1)
+        self.assertNotEqual(broken, source)              # layer_backward's gradients, doubled
+        section = self.report(self.module(broken)).split("## 8.")[1].split("## 9.")[0]
+        self.assertIn("not yet: step 25, layer_backward: failed", section)
+        self.assertNotIn("| task ", section)
 
     def test_a_starter_with_two_steps_done_shows_them_and_says_what_is_missing(self):
         import ast

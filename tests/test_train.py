@@ -349,3 +349,44 @@ class Committed(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WithAStudentsModule(unittest.TestCase):
+    """uptrain --module: trained with the module's own steps, in the grader's worker."""
+
+    ONE = TINY._replace(seeds=1)
+
+    def setUp(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="gqa-uptrain-")
+        self.addCleanup(__import__("shutil").rmtree, self.dir, True)
+
+    def module(self, source):
+        path = os.path.join(self.dir, "gqa.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        return path
+
+    def test_a_copy_of_the_lab_trains_to_the_same_numbers_out_of_process(self):
+        import gqa_uptrain
+        with open(gqa.__file__, encoding="utf-8") as f:
+            path = self.module(f.read())
+        theirs = gqa_uptrain.run_module(path, self.ONE)
+        ours = json.loads(json.dumps(gqa_train.run(self.ONE)))      # tuples as the wire sends them
+        for result in (theirs, ours):
+            self.assertGreater(result.pop("seconds"), 0)                # wall time, not a result
+        self.assertEqual(theirs, ours)
+
+    def test_steps_that_do_not_pass_are_named_and_nothing_is_trained(self):
+        import gqa_uptrain
+        with open(gqa.__file__, encoding="utf-8") as f:
+            source = f.read()
+        broken = source.replace("    return _layer_backward(saved, d_y)",
+                                "    return _layer_backward(saved, [[2 * v for v in r] for r in d_y])", 1)
+        self.assertNotEqual(broken, source)              # layer_backward's gradients, doubled
+        path = self.module(broken)
+        with mock.patch.object(gqa_train, "run", side_effect=AssertionError("trained")):
+            with self.assertRaises(ValueError) as ctx:
+                gqa_uptrain.run_module(path, self.ONE)
+        self.assertIn("step 25, layer_backward: failed", str(ctx.exception))
+        self.assertIn(f"python grader.py --module {path}", str(ctx.exception))
