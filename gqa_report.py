@@ -35,7 +35,7 @@ import gqa_figures
 import gqa_train
 from gqa_tools import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
                        block_rows, failing_steps, fmt, human_bytes, int_options, markdown_table,
-                       multiplies_markdown, progress_line, project, rng_for, seed_for, write_target)
+                       multiplies_markdown, progress_line, project, rng_for, seed_for, stage, write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
@@ -1062,25 +1062,6 @@ def check(path: str, text: str, command: str, figures: Sequence[Tuple[str, str]]
     return 0
 
 
-def _staged(target: str, text: str) -> str:
-    """Write text to a temporary file beside target, with the mode target has (or a new file's); return it."""
-    if os.path.exists(target):
-        mode = os.stat(target).st_mode & 0o7777
-    else:
-        mask = os.umask(0)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=os.path.dirname(target))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
-
-
 def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> str:
     """Write the figures into the folder beside path, then the report; return the report's file.
 
@@ -1088,8 +1069,8 @@ def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> st
     to a temporary file first, and only when all are written are they moved
     into place (os.replace), the report last.  A failure leaves the old
     files, and no folder this call made.  .svg files of the folder that the
-    report no longer draws are removed.  A symlink is written through, as
-    gqa_tools.write_atomically does.
+    report no longer draws are removed.  A symlink is written through
+    (write_target).
     """
     target = write_target(path)
     folder = figures_folder(path)
@@ -1102,8 +1083,8 @@ def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> st
     try:
         for name, svg in figures:
             final = write_target(os.path.join(folder, name))
-            staged.append((_staged(final, svg), final))
-        staged.append((_staged(target, text), target))
+            staged.append((stage(final, svg), final))
+        staged.append((stage(target, text), target))
         for tmp, final in staged:
             os.replace(tmp, final)
     except BaseException:

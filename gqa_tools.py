@@ -307,31 +307,25 @@ def write_target(path: str) -> str:
     return target
 
 
-def write_atomically(path: str, text: str) -> str:
-    """Write text to path through a temporary file and os.replace: all or nothing.
+def stage(target: str, text: str) -> str:
+    """Write text to a new temporary file beside target; return its path.
 
-    A symlink is written through (its target is replaced, the link stays);
-    an existing file keeps its mode, a new one gets the usual mode (0666 less
-    the umask).  Return the file written.
+    The file gets the mode target has (or, for a new file, 0666 less the
+    umask), so that os.replace(staged, target) then swaps it in whole: the
+    first half of an all-or-nothing write.
     """
-    target = write_target(path)
-    directory = os.path.dirname(target)
     if os.path.exists(target):
         mode = os.stat(target).st_mode & 0o7777
     else:
         mask = os.umask(0)
         os.umask(mask)
         mode = 0o666 & ~mask
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
         os.chmod(tmp, mode)
-        os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        os.unlink(tmp)
         raise
-    return target
+    return tmp
