@@ -753,12 +753,14 @@ def w_call(mod, req):
     return answer
 
 
-def w_calls_in(mod, calls):
-    """Run calls in order; the first one's error, or None."""
+def w_calls_in(mod, calls, values=None):
+    """Run calls in order; the first one's error, or None (each value to values, if given)."""
     for r in calls:
-        answer = w_call(mod, r)
+        answer = w_call(mod, dict(r, value=values is not None))
         if "error" in answer:
             return answer
+        if values is not None:
+            values.append(answer["value"])
     return None
 
 
@@ -775,17 +777,20 @@ def w_handle(mod, req):
                 return w_failure(err)
         return {"value": values}
     if op == "tally":
+        values = [] if req.get("values") else None
         try:
             with mod.count_multiplies() as tally:
                 if req.get("nested"):           # an inner block adds to this one as it ends
                     with mod.count_multiplies():
-                        answer = w_calls_in(mod, req["calls"])
+                        answer = w_calls_in(mod, req["calls"], values)
                 else:
-                    answer = w_calls_in(mod, req["calls"])
+                    answer = w_calls_in(mod, req["calls"], values)
             if answer is not None:
                 return answer
             fields = {f: w_enc(getattr(tally, f, None)) for f in req["fields"]}
             fields["multiplies()"] = w_enc(tally.multiplies())
+            if values is not None:
+                fields["values"] = values
         except BaseException as err:
             return w_failure(err)
         return {"value": fields}
@@ -1443,8 +1448,9 @@ class Student:
 
     def tally(self, calls, fields, nested=False):
         """Run calls [(fn, args, kwargs)] inside count_multiplies() (nested: inside a second
-        count_multiplies() block within it); the outer tally's fields."""
-        message = {"op": "tally", "fields": list(fields), "nested": nested,
+        count_multiplies() block within it); the outer tally's fields, and under "values"
+        the calls' values in order."""
+        message = {"op": "tally", "fields": list(fields), "nested": nested, "values": True,
                    "calls": [{"op": "call", "fn": fn, "args": list(a), "kwargs": k, "value": False}
                              for fn, a, k in calls]}
         return self._check(self._send(message, "count_multiplies()"),
@@ -2145,6 +2151,11 @@ def check_tally(s, case, rng):
     tally = s.tally([("layer", [x, w, g], {"causal": causal})], TERMS + ("weight_reads",),
                     nested=nested_block)
     what = "the outer tally" if nested_block else "tally"
+    # A count is worth something only when the work it counts is real: the values
+    # computed inside the block must be the layer's (a closed-form tally is not a tally).
+    expect(tally.get("values", [None])[0], ref_layer(x, *fields, g, causal=causal),
+           f"{where}, causal={causal}", "the value layer() returned inside count_multiplies() "
+           "(a tally counts real work)")
     expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected,
            f"{where}, causal={causal}", f"{what} fields " + ", ".join(TERMS) + ", weight_reads after "
            "layer()" + (" in a count_multiplies() block inside it" if nested_block else ""))
@@ -2156,6 +2167,10 @@ def check_tally(s, case, rng):
         ref_decode_step(x_t, fields, g, cache, decoding)
     tally = s.tally([("decode_step", [x_t, w, g, ref("cache")], {}) for x_t in x],
                     ("cache_reads", "weight_reads"))
+    rows = ref_layer(x, *fields, g, causal=True)
+    expect(tally.get("values"), rows, where, "the values decode_step returned inside "
+           "count_multiplies(), row by row, against the reference causal layer (a tally counts "
+           "real work)")
     expect([tally["cache_reads"], tally["weight_reads"]],
            [decoding.reads["cache_reads"], decoding.reads["weight_reads"]], where,
            "tally fields cache_reads, weight_reads after decoding x row by row")

@@ -643,3 +643,24 @@ class ToolsThroughTheWorker(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RealWork(unittest.TestCase):
+    """A tally is worth something only with the work it counts."""
+
+    def test_a_tally_with_fake_values_fails_its_step(self):
+        # The counts are the real ones (the lab's own layer runs), the values zeros.
+        source = SOURCE + (
+            "\n_layer, _decode_step = layer, decode_step\n"
+            "def layer(x, *a, **k):\n"
+            "    y = _layer(x, *a, **k)\n"
+            "    return [[0.0] * len(r) for r in y]\n"
+            "def decode_step(x_t, *a, **k):\n"
+            "    return [0.0] * len(_decode_step(x_t, *a, **k))\n")
+        results = grade_source(source, only=["count_multiplies"], cases=0, fail_fast=True)
+        self.assertEqual(results["count_multiplies"]["status"], "failed")
+        self.assertIn("the value layer() returned inside count_multiplies()",
+                      results["count_multiplies"]["message"])
+        # The check does not fail the lab itself: its step passes.
+        self.assertEqual(grade_source(SOURCE, only=["count_multiplies"], cases=0,
+                                      fail_fast=True)["count_multiplies"]["status"], "passed")
