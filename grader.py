@@ -980,6 +980,43 @@ def reachable(path, uid, gids, bit):
     return _allowed(os.stat(path), uid, gids, bit)
 
 
+MODULE_CAP = 1 << 20                 # bytes: a larger module is refused by a sealed run
+
+
+def read_module(path):
+    """The module's bytes, for a private copy: one open that follows no symbolic link
+    (of the file itself), of a regular file, at most MODULE_CAP bytes, read from that
+    open.  Raises Refused otherwise."""
+    import errno
+    import stat
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP or os.path.islink(path):
+            raise Refused(f"{path} is a symbolic link; a graded module must be a file of its "
+                          f"own") from None
+        raise Refused(f"cannot open {path}: {err.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{path} is not a regular file")
+        chunks, size = [], 0
+        while size <= MODULE_CAP:
+            chunk = os.read(fd, MODULE_CAP + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MODULE_CAP or st.st_size > MODULE_CAP:
+            raise Refused(f"{path} is larger than {MODULE_CAP >> 20} MiB")
+        return b"".join(chunks)
+    except OSError as err:
+        raise Refused(f"cannot read {path}: {err.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 class Seal:
     """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
     a sealed run adds a private folder holding only a copy of the module, an
@@ -989,10 +1026,13 @@ class Seal:
     Raises Refused when a sealed run cannot be made safe here.
     """
 
-    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET):
+    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
+        self.source = None
         self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
         if not sealed:
+            if private:
+                self._make_dir()
             return
         if os.name != "posix":
             raise Refused("a sealed run needs a POSIX system (Linux, macOS): its limits, "
@@ -1022,19 +1062,26 @@ class Seal:
                 if reachable(folder, entry.pw_uid, gids, 2):
                     raise Refused(f"the worker's user {name} could write into {folder}, where "
                                   f"--out {out} goes; choose a folder only the grader can write")
+        self._make_dir()
+
+    def _make_dir(self):
         import tempfile
         self.dir = tempfile.mkdtemp(prefix="gqa-sealed-")
         os.chmod(self.dir, 0o755)             # the worker reads it, it writes nothing here
 
     def place(self, path):
-        """The module's copy in the private folder (written afresh), or path when not sealed."""
+        """The module's copy in the private folder (written afresh, from the bytes read
+        once by read_module), or path when there is no private folder."""
         if self.dir is None:
             return path
-        import shutil
+        if self.source is None:
+            self.source = read_module(path)
         copy = os.path.join(self.dir, os.path.basename(path))
-        if os.path.exists(copy):
+        if os.path.lexists(copy):
             os.remove(copy)
-        shutil.copyfile(path, copy)
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(self.source)
         os.chmod(copy, 0o644)
         return copy
 
@@ -1314,13 +1361,15 @@ def run_in_child(path, target, args=(), *, paths=(), label=None, what="running t
     child hangs, dies, runs out of the budget or sends something else.  The
     caller's process never imports the module.
     """
-    worker = Worker(path, item_timeout, Seal(budget=budget), time.monotonic() + budget,
+    seal = Seal(budget=budget, private=True)
+    worker = Worker(path, item_timeout, seal, time.monotonic() + budget,
                     label=label, run={"target": target, "args": list(args)}, paths=list(paths))
     worker.what = what
     try:
         yield from worker.items()
     finally:
         worker.stop()
+        seal.close()
 
 
 def ref(name):

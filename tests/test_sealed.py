@@ -664,3 +664,40 @@ class RealWork(unittest.TestCase):
         # The check does not fail the lab itself: its step passes.
         self.assertEqual(grade_source(SOURCE, only=["count_multiplies"], cases=0,
                                       fail_fast=True)["count_multiplies"]["status"], "passed")
+
+
+class WhatIsGraded(unittest.TestCase):
+    """A sealed run (and a tool's child) grades a file of the student's own: read once, by
+    one open that follows no symbolic link, a regular file of at most 1 MiB."""
+
+    def test_a_symbolic_link_to_the_solution_is_refused(self):
+        copy = Copy(STARTER)
+        try:
+            os.remove(copy.module)
+            os.symlink(os.path.join(copy.dir, "gqa.py"), copy.module)    # the solution
+            run = main_in(copy.dir, "--module", copy.module, "--sealed", "--json",
+                          "--only", "valid_g", "--cases", "0")
+            doc = one_document(self, run)
+            self.assertEqual((run.returncode, doc["passed"]), (2, 0))
+            self.assertIn("is a symbolic link", doc["error"])
+            with self.assertRaisesRegex(grader.Refused, "is a symbolic link"):
+                list(grader.run_in_child(copy.module, "gqa_tables:child_texts", [{}, None, False]))
+        finally:
+            copy.close()
+
+    def test_only_a_regular_file_of_at_most_1_mib(self):
+        folder = tempfile.mkdtemp()
+        try:
+            fifo, big, fine = (os.path.join(folder, n) for n in ("fifo.py", "big.py", "fine.py"))
+            os.mkfifo(fifo)                       # opening it must not wait for a writer
+            with open(big, "w", encoding="utf-8") as f:
+                f.write("#" * (1 << 20) + "\n")
+            with open(fine, "w", encoding="utf-8") as f:
+                f.write("#" * ((1 << 20) - 1) + "\n")
+            with self.assertRaisesRegex(grader.Refused, "not a regular file"):
+                grader.read_module(fifo)
+            with self.assertRaisesRegex(grader.Refused, "larger than 1 MiB"):
+                grader.read_module(big)
+            self.assertEqual(len(grader.read_module(fine)), 1 << 20)
+        finally:
+            shutil.rmtree(folder)
