@@ -927,13 +927,25 @@ def _worker_source():
 
 
 WORKER = _worker_source()            # read once: an edit of this file later changes no run
-ANSWER_CAP = 32 << 20                # bytes: a longer answer line fails its case
+# What one answer may be.  The largest of a full run of the lab (--cases 200) is
+# about 19 KB with about 400 lists, a report part about 20 KB: the caps leave a
+# wide margin and keep the grader's own memory small whatever the worker sends.
+ANSWER_CAP = 4 << 20                 # bytes: a longer answer line fails its case
+ROUND_TRIP_CAP = 8 << 20             # bytes: all the answers to one request, or one child's items
+STRUCTURE_CAP = 200_000              # values and lists in one line, counted before it is parsed
 IMPORT_TIMEOUT = 10.0                # seconds the module's import may take (at least)
 # What a worker may use, on POSIX: seconds of CPU (its whole life), bytes of
 # address space, processes beyond itself (none: no fork, no thread), bytes
 # per file written, open files.
 LIMITS = {"cpu": DEFAULT_BUDGET, "memory": 2 << 30, "processes": 0, "file_size": 1 << 20,
           "open_files": 64}
+
+
+def _bounded_int(text):
+    """An integer of the worker's answer: at most 100 digits (converting more is slow)."""
+    if len(text) > 100:
+        raise ValueError("an integer of more than 100 digits")
+    return int(text)
 
 
 class Failure(Exception):
@@ -1131,7 +1143,7 @@ class Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=self.seal.dir, env=self.seal.env(), start_new_session=os.name == "posix")
         self.started += 1
-        self.buffer, self.scanned = bytearray(), 0
+        self.buffer, self.scanned, self.round_trip = bytearray(), 0, 0
         if os.name == "posix":
             os.set_blocking(self.proc.stdin.fileno(), False)
         else:
@@ -1267,9 +1279,18 @@ class Worker:
             code = self.stop()
             how = f"status {code}" if code is None or code >= 0 else f"signal {-code}"
             raise Failure(f"the module ended its process ({how}) during {what}")
+        self.round_trip += len(line)
+        if self.round_trip > ROUND_TRIP_CAP:
+            self.stop()
+            raise Failure(f"the worker's answers to one request (up to {what}) came to more "
+                          f"than {ROUND_TRIP_CAP >> 20} MiB; the worker was stopped")
+        if line.count(b"[") + line.count(b"{") + line.count(b",") > STRUCTURE_CAP:
+            self.stop()
+            raise Failure(f"the answer to {what} held more than {STRUCTURE_CAP:,} values and "
+                          f"lists; the worker was stopped")
         try:
-            return json.loads(line)
-        except (ValueError, RecursionError):
+            return json.loads(line, parse_int=_bounded_int)
+        except (ValueError, RecursionError, MemoryError):
             self.stop()
             raise Failure(f"the worker's answer to {what} was not readable") from None
 
@@ -1281,6 +1302,7 @@ class Worker:
         if self.proc is None:
             self.start()
         self.sent += 1
+        self.round_trip = 0
         self._write((json.dumps({"n": self.sent, "items": items}) + "\n").encode("utf-8"),
                     whats[0])
         answers = []

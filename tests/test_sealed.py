@@ -701,3 +701,56 @@ class WhatIsGraded(unittest.TestCase):
             self.assertEqual(len(grader.read_module(fine)), 1 << 20)
         finally:
             shutil.rmtree(folder)
+
+
+def forging(lines_expr):
+    """A starter whose worker answers the request for valid_g with the lines lines_expr
+    evaluates to (in the worker), each a line of its own."""
+    return STARTER + (
+        "\nimport __main__, itertools as _it\n"
+        "_serve = __main__.w_serve\n"
+        "def _forge(mod, requests):\n"
+        "    line = requests.readline()\n"
+        "    if '\"valid_g\"' not in line:\n"
+        "        return _serve(mod, _it.chain([line], requests))\n"
+        f"    for _line in {lines_expr}:\n"
+        "        __main__.W['out'].write(_line + '\\n')\n"
+        "    __main__.W['out'].flush()\n"
+        "    requests.readline()\n"
+        "__main__.w_serve = _forge\n")
+
+
+class TheGradersMemory(unittest.TestCase):
+    """What the worker sends is bounded before the grader builds anything from it."""
+
+    def test_large_answers_fail_their_case_before_they_are_built(self):
+        nested = "'{\"n\": 1, \"i\": 0, \"value\": [' + '[],' * (1 << 20) + '[]]}'"
+        big = "'{\"n\": 1, \"i\": 0, \"value\": \"' + 'x' * (3 << 20) + '\"}'"
+        digits = "'{\"n\": 1, \"i\": 0, \"value\": ' + '7' * 200000 + '}'"
+        forged = [(f"[{nested}]", "more than 200,000 values and lists"),
+                  (f"[{digits}]", "not readable"),
+                  ("['x' * (5 << 20)]", "longer than 4 MiB")]
+        graded = in_each([lambda expr=expr: grade_source(forging(expr), only=["valid_g"], cases=0)
+                          for expr, _ in forged])
+        for (expr, says), results in zip(forged, graded):
+            with self.subTest(forged=expr[:30]):
+                self.assertEqual(results["valid_g"]["status"], "failed")
+                self.assertIn(says, results["valid_g"]["message"])
+
+    def test_a_childs_items_have_a_cap_in_all(self):
+        folder = tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("import __main__\n"
+                        "def _run(mod, run):\n"
+                        "    for _ in range(4):\n"
+                        "        __main__.w_send({'item': 'x' * (3 << 20)})\n"
+                        "__main__.w_run = _run\n")
+            got = []
+            with self.assertRaisesRegex(grader.Failure, "came to more than 8 MiB"):
+                for item in grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False]):
+                    got.append(len(item))
+            self.assertEqual(got, [3 << 20, 3 << 20])
+        finally:
+            shutil.rmtree(folder)
