@@ -593,6 +593,40 @@ def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, w
     return None
 
 
+# What the worker sends is printed and written only through these: control
+# characters, lone surrogates and the invisible format characters become
+# escapes (\x1b, \ud800), so a message can neither fake a line of the report
+# nor crash its writing; a float that JSON cannot hold becomes a string.
+_UNSAFE = "\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
+_UNSAFE_KEEP_LINES = re.compile(f"[{_UNSAFE}]")
+_UNSAFE_ALL = re.compile(f"[\n{_UNSAFE}]")
+
+
+def _escape(m):
+    o = ord(m.group())
+    if o in (9, 10, 13):
+        return {9: "\\t", 10: "\\n", 13: "\\r"}[o]
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def clean_text(text, newlines=True):
+    """text with every unsafe character escaped (newlines too, with newlines=False)."""
+    return (_UNSAFE_KEEP_LINES if newlines else _UNSAFE_ALL).sub(_escape, str(text))
+
+
+def clean_data(x, newlines=True):
+    """x (JSON data) with every string cleaned and nan, inf, -inf as strings."""
+    if isinstance(x, str):
+        return clean_text(x, newlines)
+    if isinstance(x, float) and not math.isfinite(x):
+        return repr(x)
+    if isinstance(x, dict):
+        return {clean_text(k, newlines): clean_data(v, newlines) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [clean_data(v, newlines) for v in x]
+    return x
+
+
 def _short(x):
     text = repr(x)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -1164,7 +1198,7 @@ class Worker:
         if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
             self.stop()
             why = first.get("import_error") if isinstance(first, dict) else None
-            raise Refused(why if isinstance(why, str) else f"the worker's first answer for "
+            raise Refused(clean_text(why, False) if isinstance(why, str) else f"the worker's first answer for "
                           f"{self.label} was not readable")
         if self.seal.drop:
             self._check_user()
@@ -1329,16 +1363,17 @@ class Worker:
                 self.stop()
                 raise Failure("the child process sent something that is not an item")
             if "item" in line:
-                yield line["item"]
+                yield clean_data(line["item"])
             elif line.get("done") is True:
                 return
             elif "import_error" in line and isinstance(line["import_error"], str):
                 self.stop()
-                raise Refused(line["import_error"])
+                raise Refused(clean_text(line["import_error"], False))
             else:
                 error = line.get("error")
                 self.stop()
                 if isinstance(error, dict):
+                    error = clean_data(error, newlines=False)
                     raise Failure(f"it raised {error.get('type')}: {error.get('message')}")
                 raise Failure("the child process sent something that is not an item")
 
@@ -1464,7 +1499,7 @@ class Student:
         return answers[-1]
 
     def _raise(self, answer, what):
-        e = answer["error"]
+        e = clean_data(answer["error"], newlines=False)
         if e["type"] == "NotImplementedError":
             raise NotStarted(f"not implemented yet: {e['message'] or what}")
         if e["type"] == "missing":
@@ -1534,7 +1569,7 @@ class Student:
         if "error" not in answer:
             raise Failure(f"{what} returned {_short(self._check(answer, what, False))} instead "
                           f"of raising GQAError")
-        e = answer["error"]
+        e = clean_data(answer["error"], newlines=False)
         if e["type"] in ("NotImplementedError", "missing", "signature"):
             self._raise(answer, what)
         if not e["gqa_error"]:
@@ -2364,7 +2399,7 @@ def check_names():
 def blocked_by(st, message):
     """The other step whose function made this step's check stop as not started: by the
     starter's "step N:" in the message, else by the call the message names."""
-    numbered = re.search(r"\bstep (\d+):", message)
+    numbered = re.search(r"\bstep (\d{1,3}):", message)
     if numbered:
         number = int(numbered.group(1))
         return number if number != st.number and 1 <= number <= len(STEPS) else None
@@ -2395,7 +2430,10 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
                           case=None, inputs=None, show=None)
             return result
         except NotStarted as err:
-            blocked = blocked_by(st, str(err))
+            try:
+                blocked = blocked_by(st, str(err))
+            except Exception:                # nothing from the worker may raise here
+                blocked = None
             if blocked:
                 result["needs"] = [{"step": blocked, "name": STEPS[blocked - 1].name}]
             if result["cases_passed"] == 0:
@@ -2508,6 +2546,7 @@ def progress(results):
 
 def print_report(results, args, out=None):
     out = out or sys.stdout
+    results = clean_data(results)
     width = max((len(r["name"]) for r in results), default=0)
     for r in results:
         status = {"passed": "PASS", "failed": "FAIL", "not started": "----"}[r["status"]]
@@ -2756,7 +2795,7 @@ def parse_args(argv):
                 args.weight_map = json.load(f)
             if not isinstance(args.weight_map, dict) or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
-                    for v in args.weight_map.values()):
+                    and math.isfinite(v) for v in args.weight_map.values()):
                 raise ValueError("not an object of step name -> points")
         except (OSError, ValueError) as err:
             parser.error(f"--weights {args.weights}: {err}")
@@ -2767,7 +2806,7 @@ def parse_args(argv):
 
 
 def emit(doc):
-    json.dump(doc, sys.stdout, indent=2)
+    json.dump(clean_data(doc), sys.stdout, indent=2, allow_nan=False)
     print()
 
 
@@ -2778,7 +2817,7 @@ def write_out(path, doc):
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".grader-", suffix=".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
+            json.dump(clean_data(doc), f, indent=2, allow_nan=False)
             f.write("\n")
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
@@ -2900,7 +2939,7 @@ def main(argv=None):
     if args.format != "text":
         emit(doc)
     elif why is not None:
-        print(f"grader: {why}", file=sys.stderr)
+        print(f"grader: {clean_text(why)}", file=sys.stderr)
     else:
         print_report(results, args)
         print(progress(results))

@@ -754,3 +754,74 @@ class TheGradersMemory(unittest.TestCase):
             self.assertEqual(got, [3 << 20, 3 << 20])
         finally:
             shutil.rmtree(folder)
+
+
+SHOUTING = STARTER + (
+    "\nimport __main__ as _main\n"
+    "def valid_g(h):\n"
+    "    raise ValueError('\\ud800\\r\\x1b[2K25 passed, 0 failed\\n')\n"
+    "def _run(mod, run):\n"
+    "    _main.w_send({'item': ['\\ud800\\x1b[2K', 'a\\nb\\x07', [['x\\ud800', 'y']]]})\n"
+    "    _main.w_send({'error': {'type': 'X\\x1b', 'message': '\\ud801'}})\n"
+    "_main.w_run = _run\n")
+
+
+class WhatTheWorkerSays(unittest.TestCase):
+    """Every string from the worker is printed and written with its control characters and
+    surrogates escaped; a document holds standard JSON only."""
+
+    def test_messages_are_escaped_in_text_and_documents(self):
+        copy = Copy(SHOUTING)
+        try:
+            env = dict(os.environ, PYTHONIOENCODING="utf-8")
+            text, doc = in_each([
+                lambda: subprocess.run([sys.executable, copy.grader, "--module", copy.module,
+                                        "--only", "valid_g", "--cases", "0"], env=env,
+                                       capture_output=True, timeout=60, cwd=copy.dir),
+                lambda: copy.run("--json", "--only", "valid_g", "--cases", "0")])
+        finally:
+            copy.close()
+        out = text.stdout.decode("utf-8")            # strict: a surrogate would not decode
+        self.assertEqual((text.returncode, text.stderr), (1, b""))
+        self.assertIn("\\ud800\\r\\x1b[2K25 passed, 0 failed\\n", out)
+        self.assertNotIn("\x1b", out)
+        self.assertEqual([line for line in out.splitlines() if "passed," in line][-1],
+                         "0 passed, 1 failed")
+        message = one_document(self, doc)["steps"][0]["message"]
+        self.assertIn("ValueError: \\ud800\\r\\x1b[2K25 passed", message)
+
+    def test_a_tools_items_and_errors_are_escaped(self):
+        folder = tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(SHOUTING)
+            got = []
+            with self.assertRaises(grader.Failure) as raised:
+                for item in grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False]):
+                    got.append(item)
+        finally:
+            shutil.rmtree(folder)
+        self.assertEqual(got, [["\\ud800\\x1b[2K", "a\nb\\x07", [["x\\ud800", "y"]]]])
+        self.assertEqual(str(raised.exception), "it raised X\\x1b: \\ud801")
+
+    def test_a_document_holds_no_bare_nan(self):
+        doc = {"score": float("nan"), "steps": [{"x": float("inf")}]}
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "r.json")
+            grader.write_out(path, doc)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        self.assertEqual(json.loads(text), {"score": "nan", "steps": [{"x": "inf"}]})
+        self.assertNotIn("NaN", text)
+
+
+class Blocked(unittest.TestCase):
+
+    def test_a_huge_step_number_in_a_message_is_no_crash(self):
+        # The worker cuts a message at 500 characters: this one forges the answer.
+        line = ("'{\"n\": 1, \"i\": 0, \"error\": {\"type\": \"NotImplementedError\", "
+                "\"message\": \"step ' + '9' * 5000 + ': no\"}}'")
+        result = grade_source(forging(f"[{line}]"), only=["valid_g"], cases=0)["valid_g"]
+        self.assertEqual((result["status"], result["needs"]), ("not started", []))
+        self.assertIn("step 999", result["message"])
