@@ -886,6 +886,38 @@ def w_limit(resource, limits):
             pass
 
 
+def w_open_path():
+    """Before the drop: a descriptor of each folder of sys.path (the module's folders and
+    the standard library, which may sit under a folder the worker's user cannot enter, such
+    as root's home), and prctl."""
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+    folders = []
+    for entry in sys.path:
+        try:
+            folders.append(os.open(entry, os.O_RDONLY | os.O_DIRECTORY))
+        except OSError:
+            pass
+    return prctl, folders
+
+
+def w_use_path(opened):
+    """After the drop: import from those folders through /proc/self/fd (which the worker
+    may read once it is dumpable again: only its own user can trace it)."""
+    if not opened:
+        return
+    prctl, folders = opened
+    if prctl(4, 1, 0, 0, 0) != 0:                   # PR_SET_DUMPABLE
+        return
+    sys.path[:0] = [f"/proc/self/fd/{fd}" for fd in folders]
+    sys.path_importer_cache.clear()
+
+
 def w_main(argv):
     config = json.loads(argv[1])
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -904,12 +936,14 @@ def w_main(argv):
         import resource
     except ImportError:                  # Windows: no limits
         resource = None
+    sys.path[:0] = config.get("paths", [])
     if config.get("drop"):
         for name in W_PRELOAD:
             try:
                 importlib.import_module(name)
             except ImportError:
                 pass
+        opened = w_open_path()
         uid, gid = config["drop"]
         try:
             os.setgroups([])
@@ -918,9 +952,9 @@ def w_main(argv):
         except OSError as err:
             w_send({"import_error": f"the worker could not become uid {uid}: {err}"})
             return
+        w_use_path(opened)
     if resource is not None:
         w_limit(resource, config.get("limits", {}))
-    sys.path[:0] = config.get("paths", [])
     name, shown = config.get("name", "gqa"), config.get("shown", config["path"])
     spec = importlib.util.spec_from_file_location(name, W["path"])
     if spec is None or spec.loader is None:
@@ -935,6 +969,10 @@ def w_main(argv):
         w_send({"import_error": f"{shown} has a syntax error, line {err.lineno}: {err.msg}"})
         return
     except BaseException as err:
+        if W["refuse_grader"] and isinstance(err, ImportError) and err.name == "grader":
+            w_send({"import_error": f"{shown} imports grader.py: the grader grades a module "
+                                    f"that does its own work, so it refuses this one"})
+            return
         at = "; ".join(w_where(err.__traceback__))
         w_send({"import_error": f"importing {shown} raised {type(err).__name__}: {err}"
                                 + (f" ({at})" if at else "")})
@@ -1027,15 +1065,89 @@ def reachable(path, uid, gids, bit):
 
 
 MODULE_CAP = 1 << 20                 # bytes: a larger module is refused by a sealed run
+# As root, every worker (a sealed run's, the self-check's, a tool's) runs as a
+# user of its own, made up for the run.  The tests turn this off in a disposable
+# copy of the grader, to show that what it stops is real.
+DROP_ROOT = True
 
 
-def read_module(path):
+def _uids_in_use():
+    """The real uid of each process (where /proc exists): {uid: [pid, ...]}."""
+    found = {}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except (OSError, ValueError):
+            continue
+        if fields.get("State", "").split()[:1] in (["Z"], ["X"]):
+            continue
+        uids = fields.get("Uid", "").split()
+        for uid in set(uids):
+            found.setdefault(int(uid), []).append(int(pid))
+    return found
+
+
+def fresh_ids():
+    """A uid and gid for one run: a number no user, no group and no process has, within
+    the ids this system can map; each run draws its own, so one run's processes can never
+    signal another's."""
+    import grp
+    import pwd
+    low, high = 1_000_000, 2_000_000_000
+    try:
+        with open("/proc/self/uid_map", encoding="utf-8") as f:
+            ranges = [tuple(map(int, line.split())) for line in f if line.strip()]
+        inside, _, count = max(ranges, key=lambda r: r[0] + r[2])
+        if inside + count - 2 < high:              # a user namespace: its upper half
+            low, high = max(inside + count // 2, 1), inside + count - 2
+    except (OSError, ValueError):
+        pass
+    in_use, draw = _uids_in_use(), random.SystemRandom()
+    for _ in range(1000):
+        uid = draw.randint(low, high)
+        if uid in in_use:
+            continue
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        try:
+            grp.getgrgid(uid)
+            continue
+        except KeyError:
+            return uid, uid
+    raise Refused("no free user id for the worker")
+
+
+def kill_user(uid):
+    """SIGKILL every process whose uid is uid (where /proc exists), until none is left."""
+    for _ in range(200):
+        pids = [pid for pid in _uids_in_use().get(uid, ()) if pid != os.getpid()]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
+def read_module(path, follow=False):
     """The module's bytes, for a private copy: one open that follows no symbolic link
-    (of the file itself), of a regular file, at most MODULE_CAP bytes, read from that
-    open.  Raises Refused otherwise."""
+    (of the file itself; unless follow), of a regular file, at most MODULE_CAP bytes,
+    read from that open.  Raises Refused otherwise."""
     import errno
     import stat
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as err:
@@ -1074,30 +1186,37 @@ class Seal:
 
     def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
-        self.source = None
+        self.source, self.fresh, self.follow = None, False, not (sealed or private)
         self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
+        root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
-            if private:
+            if root:                              # the module never runs as root
+                self.drop, self.fresh = fresh_ids(), True
+            if private or root:
                 self._make_dir()
             return
         if os.name != "posix":
             raise Refused("a sealed run needs a POSIX system (Linux, macOS): its limits, "
                           "sessions and users do not exist here")
-        if os.geteuid() != 0:
+        if not root:
             self.partly = ("the grader is not running as root, so the worker runs as the same "
                            "user and could reach the grader's files and process")
         else:
-            import pwd
-            name = user or "nobody"
-            try:
-                entry = pwd.getpwnam(name)
-            except KeyError:
-                raise Refused(f"--user {name}: no such user") from None
-            if entry.pw_uid == 0:
-                raise Refused(f"--user {name}: the worker's user must not be root")
-            self.drop = (entry.pw_uid, entry.pw_gid)
-            self.user, gids = name, {entry.pw_gid}
-            if reachable(HERE, entry.pw_uid, gids, 1):
+            if user is None:
+                self.drop, self.fresh = fresh_ids(), True
+                name = f"uid {self.drop[0]}"
+            else:
+                import pwd
+                name = user
+                try:
+                    entry = pwd.getpwnam(name)
+                except KeyError:
+                    raise Refused(f"--user {name}: no such user") from None
+                if entry.pw_uid == 0:
+                    raise Refused(f"--user {name}: the worker's user must not be root")
+                self.drop = (entry.pw_uid, entry.pw_gid)
+            self.user, gids = name, {self.drop[1]}
+            if reachable(HERE, self.drop[0], gids, 1):
                 raise Refused(f"the worker's user {name} could open files in the grader's folder "
                               f"{HERE} (grader.py, a solution); make it private first "
                               f"(chmod 700 {HERE})")
@@ -1105,7 +1224,7 @@ class Seal:
                 folder = os.path.dirname(os.path.abspath(out))
                 if not os.path.isdir(folder):
                     raise Refused(f"--out {out}: no such folder {folder}")
-                if reachable(folder, entry.pw_uid, gids, 2):
+                if reachable(folder, self.drop[0], gids, 2):
                     raise Refused(f"the worker's user {name} could write into {folder}, where "
                                   f"--out {out} goes; choose a folder only the grader can write")
         self._make_dir()
@@ -1121,7 +1240,7 @@ class Seal:
         if self.dir is None:
             return path
         if self.source is None:
-            self.source = read_module(path)
+            self.source = read_module(path, self.follow)
         copy = os.path.join(self.dir, os.path.basename(path))
         if os.path.lexists(copy):
             os.remove(copy)
@@ -1134,7 +1253,13 @@ class Seal:
     def env(self):
         return {"PATH": os.defpath} if self.sealed else None
 
+    def kill_all(self):
+        """With a uid of the run's own: kill every process of it (a daemon the module left)."""
+        if self.fresh:
+            kill_user(self.drop[0])
+
     def close(self):
+        self.kill_all()
         if self.dir is not None:
             import shutil
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -1169,7 +1294,9 @@ class Worker:
         placed = self.seal.place(self.path)
         config = {"path": placed, "shown": self.label, "limits": self.seal.limits,
                   "drop": self.seal.drop, "refuse_grader": self.run is None,
-                  "paths": self.paths if self.paths is not None else [os.path.dirname(placed)]}
+                  "paths": self.paths if self.paths is not None else list(dict.fromkeys(
+                      [os.path.dirname(placed)] + ([] if self.seal.sealed else
+                                                   [os.path.dirname(os.path.abspath(self.path))])))}
         if self.run is not None:
             config.update(run=self.run, name="gqa_under_tool", register=False)
         self.proc = subprocess.Popen(
@@ -1403,6 +1530,7 @@ class Worker:
                 stream.close()
             except OSError:
                 pass
+        self.seal.kill_all()
         return code
 
 
@@ -2474,6 +2602,8 @@ def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, c
 
     Raises Refused when the module cannot be imported (or imports the grader).
     """
+    own = seal is None
+    seal = seal or Seal(budget=budget)
     worker = Worker(path, timeout, seal, time.monotonic() + budget, label=label)
     worker.budget_text = f" (--budget {budget:g} s)"
     try:
@@ -2496,6 +2626,8 @@ def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, c
         return results
     finally:
         worker.stop()
+        if own:
+            seal.close()
 
 
 def reproduce(args, name=None, case=None):
@@ -2843,7 +2975,33 @@ def asked_format(argv):
     return fmt
 
 
+class Stopped(BaseException):
+    """The grader was sent SIGTERM, SIGHUP or SIGINT: the run ends, its worker dies first."""
+
+
+def _stop_run(signum, frame):
+    for which in STOP_SIGNALS:                  # a second signal waits for the cleaning up
+        signal.signal(which, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
+
+
 def main(argv=None):
+    """The command; on SIGTERM, SIGHUP or SIGINT the worker's group (and, with a uid of
+    the run's own, every process of that uid) is killed and its folder removed first."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    before = {which: signal.signal(which, _stop_run) for which in STOP_SIGNALS}
+    try:
+        return _main(argv)
+    finally:
+        for which, handler in before.items():
+            signal.signal(which, handler)
+
+
+def _main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     fmt = asked_format(argv)
     if fmt is None:
@@ -2889,7 +3047,7 @@ def main(argv=None):
         args.seed = random.SystemRandom().randrange(10 ** 6)
     label = "gqa.py" if args.module == DEFAULT_MODULE else args.module
     start = time.perf_counter()
-    seal, results, why, partly = None, None, None, None
+    seal, results, why, partly, stopped = None, None, None, None, None
     try:
         seal = Seal(args.sealed, args.user, args.out, args.budget)
         if seal.partly:
@@ -2906,11 +3064,19 @@ def main(argv=None):
                         args.fail_fast, args.budget, seal, label)
     except Refused as err:
         why = f"cannot grade {label}: {err}"
+    except Stopped as err:
+        stopped = err.args[0]
+        why = (f"cannot grade {label}: the grader was stopped by "
+               f"{signal.Signals(stopped).name}; the worker was killed")
     except Exception as err:              # the grader's own fault: still one document
         why = f"cannot grade {label}: the grader failed ({type(err).__name__}: {err})"
     finally:
         if seal is not None:
             seal.close()
+        if threading.current_thread() is threading.main_thread():
+            for which in STOP_SIGNALS:          # nothing left to clean up: signals end it
+                signal.signal(which, signal.default_int_handler if which == signal.SIGINT
+                              else signal.SIG_DFL)
     # From here on the worker and its process group are gone: only the grader's state counts.
     if why is not None:
         if args.format == "gradescope":
@@ -2946,6 +3112,8 @@ def main(argv=None):
         if args.verbose:
             print(f"graded in {time.perf_counter() - start:.2f} s of wall time")
         print(f"{passed} passed, {failed} failed")
+    if stopped is not None:
+        return 128 + stopped
     if why is not None:
         return 2
     return 0 if failed == 0 else 1

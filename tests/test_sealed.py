@@ -31,11 +31,16 @@ class Copy:
     """A private folder holding copies of grader.py and the solution gqa.py beside it,
     and another holding the module under test."""
 
-    def __init__(self, module_source):
+    def __init__(self, module_source, grader_edit=None):
         self.dir = tempfile.mkdtemp()
         os.chmod(self.dir, 0o700)
         self.grader = os.path.join(self.dir, "grader.py")
         shutil.copy(os.path.join(ROOT, "grader.py"), self.grader)
+        if grader_edit:
+            with open(self.grader, encoding="utf-8") as f:
+                text = f.read()
+            with open(self.grader, "w", encoding="utf-8") as f:
+                f.write(text.replace(*grader_edit))
         shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(self.dir, "gqa.py"))
         self.sub = tempfile.mkdtemp()
         self.module = os.path.join(self.sub, "gqa.py")
@@ -207,20 +212,32 @@ class SealedAsRoot(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.copy = Copy(ESCAPES)
-        cls.sealed, cls.selfcheck = in_each([
+        # A grader whose worker keeps root: what the drop stops is real.
+        cls.kept = Copy(ESCAPES, ("DROP_ROOT = True", "DROP_ROOT = False"))
+        cls.sealed, cls.selfcheck, cls.kept_root = in_each([
             lambda: cls.copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
                                  "--out", cls.copy.results),
-            lambda: cls.copy.run("--json", "--only", "valid_g", "--cases", "0")])
+            lambda: cls.copy.run("--json", "--only", "valid_g", "--cases", "0"),
+            lambda: cls.kept.run("--json", "--only", "valid_g", "--cases", "0")])
 
     @classmethod
     def tearDownClass(cls):
         cls.copy.close()
+        cls.kept.close()
 
-    def test_the_self_check_lets_the_module_reach_everything(self):
-        # What the README says: the self-check is a learning tool, not a referee
-        # a module cannot reach.  Here the attacks work, which proves they are real.
-        report = escapes_report(one_document(self, self.selfcheck))
+    def test_a_worker_that_keeps_root_reaches_everything(self):
+        # Here the attacks work, which proves they are real.
+        report = escapes_report(one_document(self, self.kept_root))
         self.assertEqual({k: report[k] for k in ESCAPES_TRIED}, dict.fromkeys(ESCAPES_TRIED, "ok"))
+        self.assertEqual(report["uid"], 0)
+
+    def test_the_self_check_as_root_runs_the_module_as_a_user_of_its_own(self):
+        # Never as root: the module cannot fork, signal the grader or write its folder.
+        report = escapes_report(one_document(self, self.selfcheck))
+        self.assertNotEqual(report["uid"], 0)
+        for name in ("plant", "edit_grader", "results", "stdout", "memory", "signal", "fork"):
+            with self.subTest(escape=name):
+                self.assertNotEqual(report[name], "ok")
 
     def test_the_sealed_run_closes_every_way_out(self):
         doc = one_document(self, self.sealed)
@@ -229,7 +246,9 @@ class SealedAsRoot(unittest.TestCase):
         for name in ESCAPES_TRIED:
             with self.subTest(escape=name):
                 self.assertNotEqual(report[name], "ok")
-        self.assertEqual(report["uid"], 65534)                  # nobody
+        import pwd                              # a uid of the run's own, no one's account
+        with self.assertRaises(KeyError):
+            pwd.getpwuid(report["uid"])
         self.assertEqual([k for k in report["env"] if k != "LC_CTYPE"], ["PATH"])
         self.assertEqual(report["cwd"], ["gqa.py"])             # a private folder: the copy alone
 
@@ -259,7 +278,7 @@ class SealedAsRoot(unittest.TestCase):
                 mock.patch.object(grader, "WORKER", kept_root):
             seal = grader.Seal(sealed=True)
             try:
-                with self.assertRaisesRegex(grader.Refused, "did not run as uid 65534"):
+                with self.assertRaisesRegex(grader.Refused, "did not run as uid [1-9]"):
                     grade_source(STARTER, cases=0, only=["valid_g"], seal=seal)
             finally:
                 seal.close()
@@ -285,6 +304,11 @@ class NeverCrashNeverStall(unittest.TestCase):
             ('not json', "not readable"),
             ('"x"' + ' ' * (1 << 20), "longer than 1 MiB"),
         ]
+        # A module has at most 1 MiB: the long line is made in the worker.
+        long_line = forged[-1][0]
+
+        def text(line):
+            return "'\"x\"' + ' ' * (1 << 20)" if line == long_line else repr(line)
 
         def module(line, first):
             # The first module is the lab, to show that the next step gets a fresh worker.
@@ -295,7 +319,7 @@ class NeverCrashNeverStall(unittest.TestCase):
                 "    line = requests.readline()\n"
                 "    if '\"valid_g\"' not in line:\n"
                 "        return _serve(mod, _it.chain([line], requests))\n"
-                f"    __main__.W['out'].write({line!r} + '\\n')\n"
+                f"    __main__.W['out'].write({text(line)} + '\\n')\n"
                 "    __main__.W['out'].flush()\n"
                 "    requests.readline()\n"
                 "__main__.w_serve = _forge\n")
@@ -321,6 +345,11 @@ class NeverCrashNeverStall(unittest.TestCase):
         # In the self-check as well: the worker's whole process group is killed.
         if os.name != "posix" or not ROOT_POSIX:
             self.skipTest("a non-root worker may not fork at all (its process limit is 0)")
+        from unittest import mock
+        with mock.patch.object(grader, "DROP_ROOT", False):     # a worker that may fork
+            self._grandchild()
+
+    def _grandchild(self):
         source = SOURCE + ("\nimport os as _os, time as _time\n"
                            "_child = _os.fork()\n"
                            "if _child == 0:\n    _time.sleep(60)\n    _os._exit(0)\n"
@@ -458,6 +487,7 @@ class Stalls(unittest.TestCase):
             return err, worker.proc
         finally:
             worker.stop()
+            worker.seal.close()
 
     @staticmethod
     def loop_at_import():
@@ -825,3 +855,126 @@ class Blocked(unittest.TestCase):
         result = grade_source(forging(f"[{line}]"), only=["valid_g"], cases=0)["valid_g"]
         self.assertEqual((result["status"], result["needs"]), ("not started", []))
         self.assertIn("step 999", result["message"])
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def gone_soon(pids, seconds=10):
+    """Whether every pid has ended within seconds (a SIGKILL takes a moment)."""
+    import time
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+# At import: fork a daemon (its own session) if it may; the tool's item says who ran
+# and what the fork did; the standard library imports in full.
+DAEMON = r'''
+import os, time, __main__
+import logging, glob, pprint, threading, fnmatch
+try:
+    _pid = os.fork()
+    if _pid == 0:
+        os.setsid()
+        time.sleep(60)
+        os._exit(0)
+except OSError as err:
+    _pid = type(err).__name__
+
+
+def _run(mod, run):
+    __main__.w_send({"item": [os.getuid(), _pid]})
+    __main__.w_send({"done": True})
+
+
+__main__.w_run = _run
+
+
+def valid_g(h):
+    raise RuntimeError(f"UID{os.getuid()} {_pid}")
+'''
+
+
+@unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
+class NeverAsRoot(unittest.TestCase):
+    """As root, every worker runs as a uid drawn for its run, and every process of that uid
+    is killed at the end; the grader stopped by a signal kills its worker first."""
+
+    def test_a_tools_child_is_no_root_daemon(self):
+        folder = tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(DAEMON)
+            (uid, pid), = grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False])
+        finally:
+            shutil.rmtree(folder)
+        self.assertNotEqual(uid, 0)
+        self.assertEqual(pid, "BlockingIOError")           # no process of its own beyond itself
+        message = grade_source(DAEMON, only=["valid_g"], cases=0)["valid_g"]["message"]
+        self.assertRegex(message, r"UID[1-9]\d* BlockingIOError")
+
+    def test_each_run_has_its_own_uid_and_its_processes_end_with_it(self):
+        import pwd
+        seals = [grader.Seal(), grader.Seal()]
+        try:
+            (a, _), (b, _) = (seal.drop for seal in seals)
+            self.assertNotEqual(a, b)
+            for uid in (a, b):
+                with self.assertRaises(KeyError):
+                    pwd.getpwuid(uid)
+            # A process of the first run's uid, in a session of its own, as a daemon is.
+            orphan = subprocess.Popen(["sleep", "60"], user=a, group=a, start_new_session=True)
+            seals[1].close()
+            self.assertTrue(alive(orphan.pid))              # another run's end leaves it
+            seals[0].close()
+            self.assertEqual(orphan.wait(10), -9)
+        finally:
+            for seal in seals:
+                seal.close()
+
+    def test_sigterm_kills_the_worker_and_its_folder_first(self):
+        import signal
+        import time
+        copy = Copy(STARTER + (
+            "\nimport signal as _s, os as _os\n"
+            "_s.signal(_s.SIGTERM, _s.SIG_IGN)\n_s.signal(_s.SIGHUP, _s.SIG_IGN)\n"
+            "def valid_g(h):\n    while True:\n        pass\n"))
+        try:
+            run = subprocess.Popen([sys.executable, copy.grader, "--module", copy.module,
+                                    "--sealed", "--json", "--timeout", "60", "--only", "valid_g"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=copy.dir)
+            deadline, worker = time.monotonic() + 20, None
+            while worker is None and time.monotonic() < deadline:
+                for pid in filter(str.isdigit, os.listdir("/proc")):
+                    try:
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            argv = f.read()
+                        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+                            ppid = [ln for ln in f if ln.startswith("PPid:")][0].split()[1]
+                    except (OSError, IndexError):
+                        continue
+                    if ppid == str(run.pid) and b"w_main" in argv:
+                        worker = int(pid)
+                time.sleep(0.01)
+            self.assertIsNotNone(worker)
+            with open(f"/proc/{worker}/cmdline", "rb") as f:
+                folder = json.loads(f.read().split(b"\0")[-2])["path"].rsplit("/", 1)[0]
+            run.send_signal(signal.SIGTERM)
+            out, _ = run.communicate(timeout=30)
+            doc = json.loads(out)
+            self.assertEqual(run.returncode, 128 + signal.SIGTERM)
+            self.assertIn("stopped by SIGTERM", doc["error"])
+            self.assertTrue(gone_soon([worker]))
+            self.assertFalse(os.path.exists(folder))
+        finally:
+            copy.close()
