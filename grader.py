@@ -1227,7 +1227,27 @@ class Seal:
                 if reachable(folder, self.drop[0], gids, 2):
                     raise Refused(f"the worker's user {name} could write into {folder}, where "
                                   f"--out {out} goes; choose a folder only the grader can write")
+                self._check_above(out, name, gids)
         self._make_dir()
+
+    def _check_above(self, out, name, gids):
+        """Every folder above --out's, as written and as resolved: one the worker's user could
+        write into could have --out's folder renamed and replaced, unless it is sticky and
+        root's (as /tmp is)."""
+        import stat
+        for start in (os.path.abspath(out), os.path.realpath(out)):
+            folder = os.path.dirname(os.path.dirname(start))
+            while True:
+                st = os.stat(folder)
+                if (reachable(folder, self.drop[0], gids, 2)
+                        and not (st.st_mode & stat.S_ISVTX and st.st_uid == 0)):
+                    raise Refused(f"the worker's user {name} could write into {folder}, above "
+                                  f"--out {out}, and rename the folders in it; choose a path "
+                                  f"whose every folder only the grader can write")
+                parent = os.path.dirname(folder)
+                if parent == folder:
+                    break
+                folder = parent
 
     def _make_dir(self):
         import tempfile
@@ -1258,8 +1278,34 @@ class Seal:
         if self.fresh:
             kill_user(self.drop[0])
 
+    def remove_files(self):
+        """With a uid of the run's own: remove what it left in /tmp, /var/tmp and /dev/shm
+        (its processes are gone by then)."""
+        if not self.fresh:
+            return
+        import shutil
+        import stat
+        for shared in ("/tmp", "/var/tmp", "/dev/shm"):
+            try:
+                names = os.listdir(shared)
+            except OSError:
+                continue
+            for entry in names:
+                path = os.path.join(shared, entry)
+                try:
+                    st = os.lstat(path)
+                    if st.st_uid != self.drop[0]:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+                except OSError:
+                    pass
+
     def close(self):
         self.kill_all()
+        self.remove_files()
         if self.dir is not None:
             import shutil
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -3023,25 +3069,32 @@ def _main(argv=None):
                   "steps": []})
             return 2
         sys.stderr.write(said.getvalue())
+    documents = args.format != "text"          # --json, --format: one JSON document, always
     if args.list:
+        if documents:
+            emit({"grader": GRADER_VERSION, "steps": [
+                {"step": st.number, "name": st.name, "summary": st.summary} for st in STEPS]})
+            return 0
         for st in STEPS:
             print(f"step {st.number:>2}  {st.name:<22} {st.summary}")
         return 0
-    if args.starter:
+    for what, option, write, then in (
+            ("starter", args.starter, write_starter, "grade it with: python grader.py --module {}"),
+            ("autograder", args.autograder, lambda d: write_autograder(d, args),
+             "upload it as the assignment's autograder on Gradescope")):
+        if not option:
+            continue
         try:
-            path = write_starter(args.starter)
+            path = write(option)
         except OSError as err:
-            print(f"grader: cannot write the starter: {err}", file=sys.stderr)
+            print(f"grader: cannot write the {what}: {err}", file=sys.stderr)
+            if documents:
+                emit({"grader": GRADER_VERSION, "error": f"cannot write the {what}: {err}"})
             return 2
-        print(f"wrote {path}; grade it with: python grader.py --module {path}")
-        return 0
-    if args.autograder:
-        try:
-            path = write_autograder(args.autograder, args)
-        except OSError as err:
-            print(f"grader: cannot write the autograder: {err}", file=sys.stderr)
-            return 2
-        print(f"wrote {path}; upload it as the assignment's autograder on Gradescope")
+        if documents:
+            emit({"grader": GRADER_VERSION, what: path})
+        else:
+            print(f"wrote {path}; {then.format(path)}")
         return 0
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(10 ** 6)

@@ -978,3 +978,54 @@ class NeverAsRoot(unittest.TestCase):
             self.assertFalse(os.path.exists(folder))
         finally:
             copy.close()
+
+    def test_what_the_runs_uid_leaves_in_tmp_is_removed(self):
+        seal = grader.Seal()
+        try:
+            uid = seal.drop[0]
+            path = tempfile.mkdtemp(prefix="left-by-worker-", dir="/tmp")   # one the worker made
+            with open(os.path.join(path, "x"), "w", encoding="utf-8") as f:
+                f.write("x")
+            os.chown(path, uid, uid)
+            kept = tempfile.mkdtemp(prefix="not-the-workers-", dir="/tmp")
+        finally:
+            seal.close()
+        self.assertFalse(os.path.exists(path))
+        self.assertTrue(os.path.exists(kept))
+        os.rmdir(kept)
+
+    def test_out_below_a_folder_the_worker_could_write_is_refused(self):
+        from unittest import mock
+        private = tempfile.mkdtemp()
+        top = tempfile.mkdtemp()
+        try:
+            os.chmod(top, 0o777)                           # world-writable, not sticky
+            inner = os.path.join(top, "a", "b")
+            os.makedirs(inner, mode=0o755)
+            with mock.patch.object(grader, "HERE", private):
+                with self.assertRaisesRegex(grader.Refused, f"could write into {top}, above"):
+                    grader.Seal(sealed=True, out=os.path.join(inner, "results.json"))
+                os.chmod(top, 0o1777)                      # sticky and root's, as /tmp is
+                grader.Seal(sealed=True, out=os.path.join(inner, "results.json")).close()
+        finally:
+            shutil.rmtree(private)
+            shutil.rmtree(top)
+
+
+class OneDocument(unittest.TestCase):
+
+    def test_list_starter_and_autograder_print_one_document_when_asked(self):
+        folder = tempfile.mkdtemp()
+        try:
+            runs = [main_in(ROOT, "--json", "--list"),
+                    main_in(ROOT, "--json", "--starter", folder),
+                    main_in(ROOT, "--format", "gradescope", "--autograder", folder),
+                    main_in(ROOT, "--json", "--starter", os.path.join(folder, "gqa.py", "x"))]
+            docs = [one_document(self, run) for run in runs]
+        finally:
+            shutil.rmtree(folder)
+        self.assertEqual([run.returncode for run in runs], [0, 0, 0, 2])
+        self.assertEqual([s["name"] for s in docs[0]["steps"]], grader.check_names())
+        self.assertEqual(docs[1]["starter"], os.path.join(folder, "gqa.py"))
+        self.assertEqual(docs[2]["autograder"], os.path.join(folder, "autograder.zip"))
+        self.assertIn("cannot write the starter", docs[3]["error"])
