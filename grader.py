@@ -1585,8 +1585,10 @@ def run_in_child(path, target, args=(), *, paths=(), label=None, what="running t
     """Yield what the project's function target ("module:function") yields when called as
     target(the module at path, *args) in a worker, each item as plain JSON data.
 
-    The worker has the grader's limits, its own session (killed at the end),
-    a deadline per item and one for the whole run; what names the work in
+    The worker has the grader's limits, its own session (killed at the end), a
+    private folder holding a copy of the module (read by read_module: no symbolic
+    link, at most 1 MiB), as root a user id of the run's own (Seal), a deadline per
+    item and one for the whole run; the items' strings come back cleaned (clean_data); what names the work in
     messages ("building the report did not return within 60 s").  Raises Refused when the
     module cannot be imported, Failure (after the items that came) when the
     child hangs, dies, runs out of the budget or sends something else.  The
