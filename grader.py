@@ -615,6 +615,40 @@ def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, w
     return None
 
 
+# What the worker sends is printed and written only through these: control
+# characters, lone surrogates and the invisible format characters become
+# escapes (\x1b, \ud800), so a message can neither fake a line of the report
+# nor crash its writing; a float that JSON cannot hold becomes a string.
+_UNSAFE = "\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
+_UNSAFE_KEEP_LINES = re.compile(f"[{_UNSAFE}]")
+_UNSAFE_ALL = re.compile(f"[\n{_UNSAFE}]")
+
+
+def _escape(m):
+    o = ord(m.group())
+    if o in (9, 10, 13):
+        return {9: "\\t", 10: "\\n", 13: "\\r"}[o]
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def clean_text(text, newlines=True):
+    """text with every unsafe character escaped (newlines too, with newlines=False)."""
+    return (_UNSAFE_KEEP_LINES if newlines else _UNSAFE_ALL).sub(_escape, str(text))
+
+
+def clean_data(x, newlines=True):
+    """x (JSON data) with every string cleaned and nan, inf, -inf as strings."""
+    if isinstance(x, str):
+        return clean_text(x, newlines)
+    if isinstance(x, float) and not math.isfinite(x):
+        return repr(x)
+    if isinstance(x, dict):
+        return {clean_text(k, newlines): clean_data(v, newlines) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [clean_data(v, newlines) for v in x]
+    return x
+
+
 def _short(x):
     text = repr(x)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -779,12 +813,14 @@ def w_call(mod, req):
     return answer
 
 
-def w_calls_in(mod, calls):
-    """Run calls in order; the first one's error, or None."""
+def w_calls_in(mod, calls, values=None):
+    """Run calls in order; the first one's error, or None (each value to values, if given)."""
     for r in calls:
-        answer = w_call(mod, r)
+        answer = w_call(mod, dict(r, value=values is not None))
         if "error" in answer:
             return answer
+        if values is not None:
+            values.append(answer["value"])
     return None
 
 
@@ -801,17 +837,20 @@ def w_handle(mod, req):
                 return w_failure(err)
         return {"value": values}
     if op == "tally":
+        values = [] if req.get("values") else None
         try:
             with mod.count_multiplies() as tally:
                 if req.get("nested"):           # an inner block adds to this one as it ends
                     with mod.count_multiplies():
-                        answer = w_calls_in(mod, req["calls"])
+                        answer = w_calls_in(mod, req["calls"], values)
                 else:
-                    answer = w_calls_in(mod, req["calls"])
+                    answer = w_calls_in(mod, req["calls"], values)
             if answer is not None:
                 return answer
             fields = {f: w_enc(getattr(tally, f, None)) for f in req["fields"]}
             fields["multiplies()"] = w_enc(tally.multiplies())
+            if values is not None:
+                fields["values"] = values
         except BaseException as err:
             return w_failure(err)
         return {"value": fields}
@@ -873,6 +912,38 @@ def w_limit(resource, limits):
             pass
 
 
+def w_open_path():
+    """Before the drop: a descriptor of each folder of sys.path (the module's folders and
+    the standard library, which may sit under a folder the worker's user cannot enter, such
+    as root's home), and prctl."""
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+    folders = []
+    for entry in sys.path:
+        try:
+            folders.append(os.open(entry, os.O_RDONLY | os.O_DIRECTORY))
+        except OSError:
+            pass
+    return prctl, folders
+
+
+def w_use_path(opened):
+    """After the drop: import from those folders through /proc/self/fd (which the worker
+    may read once it is dumpable again: only its own user can trace it)."""
+    if not opened:
+        return
+    prctl, folders = opened
+    if prctl(4, 1, 0, 0, 0) != 0:                   # PR_SET_DUMPABLE
+        return
+    sys.path[:0] = [f"/proc/self/fd/{fd}" for fd in folders]
+    sys.path_importer_cache.clear()
+
+
 def w_main(argv):
     config = json.loads(argv[1])
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
@@ -891,12 +962,14 @@ def w_main(argv):
         import resource
     except ImportError:                  # Windows: no limits
         resource = None
+    sys.path[:0] = config.get("paths", [])
     if config.get("drop"):
         for name in W_PRELOAD:
             try:
                 importlib.import_module(name)
             except ImportError:
                 pass
+        opened = w_open_path()
         uid, gid = config["drop"]
         try:
             os.setgroups([])
@@ -905,9 +978,9 @@ def w_main(argv):
         except OSError as err:
             w_send({"import_error": f"the worker could not become uid {uid}: {err}"})
             return
+        w_use_path(opened)
     if resource is not None:
         w_limit(resource, config.get("limits", {}))
-    sys.path[:0] = config.get("paths", [])
     name, shown = config.get("name", "gqa"), config.get("shown", config["path"])
     spec = importlib.util.spec_from_file_location(name, W["path"])
     if spec is None or spec.loader is None:
@@ -922,6 +995,10 @@ def w_main(argv):
         w_send({"import_error": f"{shown} has a syntax error, line {err.lineno}: {err.msg}"})
         return
     except BaseException as err:
+        if W["refuse_grader"] and isinstance(err, ImportError) and err.name == "grader":
+            w_send({"import_error": f"{shown} imports grader.py: the grader grades a module "
+                                    f"that does its own work, so it refuses this one"})
+            return
         at = "; ".join(w_where(err.__traceback__))
         w_send({"import_error": f"importing {shown} raised {type(err).__name__}: {err}"
                                 + (f" ({at})" if at else "")})
@@ -948,13 +1025,25 @@ def _worker_source():
 
 
 WORKER = _worker_source()            # read once: an edit of this file later changes no run
-ANSWER_CAP = 32 << 20                # bytes: a longer answer line fails its case
+# What one answer may be.  The largest of a full run of the lab (--cases 200) is
+# about 19 KB with about 400 lists, a report part about 20 KB: the caps leave a
+# wide margin and keep the grader's own memory small whatever the worker sends.
+ANSWER_CAP = 4 << 20                 # bytes: a longer answer line fails its case
+ROUND_TRIP_CAP = 8 << 20             # bytes: all the answers to one request, or one child's items
+STRUCTURE_CAP = 200_000              # values and lists in one line, counted before it is parsed
 IMPORT_TIMEOUT = 10.0                # seconds the module's import may take (at least)
 # What a worker may use, on POSIX: seconds of CPU (its whole life), bytes of
 # address space, processes beyond itself (none: no fork, no thread), bytes
 # per file written, open files.
 LIMITS = {"cpu": DEFAULT_BUDGET, "memory": 2 << 30, "processes": 0, "file_size": 1 << 20,
           "open_files": 64}
+
+
+def _bounded_int(text):
+    """An integer of the worker's answer: at most 100 digits (converting more is slow)."""
+    if len(text) > 100:
+        raise ValueError("an integer of more than 100 digits")
+    return int(text)
 
 
 class Failure(Exception):
@@ -1001,6 +1090,117 @@ def reachable(path, uid, gids, bit):
     return _allowed(os.stat(path), uid, gids, bit)
 
 
+MODULE_CAP = 1 << 20                 # bytes: a larger module is refused by a sealed run
+# As root, every worker (a sealed run's, the self-check's, a tool's) runs as a
+# user of its own, made up for the run.  The tests turn this off in a disposable
+# copy of the grader, to show that what it stops is real.
+DROP_ROOT = True
+
+
+def _uids_in_use():
+    """The real uid of each process (where /proc exists): {uid: [pid, ...]}."""
+    found = {}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except (OSError, ValueError):
+            continue
+        if fields.get("State", "").split()[:1] in (["Z"], ["X"]):
+            continue
+        uids = fields.get("Uid", "").split()
+        for uid in set(uids):
+            found.setdefault(int(uid), []).append(int(pid))
+    return found
+
+
+def fresh_ids():
+    """A uid and gid for one run: a number no user, no group and no process has, within
+    the ids this system can map; each run draws its own, so one run's processes can never
+    signal another's."""
+    import grp
+    import pwd
+    low, high = 1_000_000, 2_000_000_000
+    try:
+        with open("/proc/self/uid_map", encoding="utf-8") as f:
+            ranges = [tuple(map(int, line.split())) for line in f if line.strip()]
+        inside, _, count = max(ranges, key=lambda r: r[0] + r[2])
+        if inside + count - 2 < high:              # a user namespace: its upper half
+            low, high = max(inside + count // 2, 1), inside + count - 2
+    except (OSError, ValueError):
+        pass
+    in_use, draw = _uids_in_use(), random.SystemRandom()
+    for _ in range(1000):
+        uid = draw.randint(low, high)
+        if uid in in_use:
+            continue
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        try:
+            grp.getgrgid(uid)
+            continue
+        except KeyError:
+            return uid, uid
+    raise Refused("no free user id for the worker")
+
+
+def kill_user(uid):
+    """SIGKILL every process whose uid is uid (where /proc exists), until none is left."""
+    for _ in range(200):
+        pids = [pid for pid in _uids_in_use().get(uid, ()) if pid != os.getpid()]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
+def read_module(path, follow=False):
+    """The module's bytes, for a private copy: one open that follows no symbolic link
+    (of the file itself; unless follow), of a regular file, at most MODULE_CAP bytes,
+    read from that open.  Raises Refused otherwise."""
+    import errno
+    import stat
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP or os.path.islink(path):
+            raise Refused(f"{path} is a symbolic link; a graded module must be a file of its "
+                          f"own") from None
+        raise Refused(f"cannot open {path}: {err.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{path} is not a regular file")
+        chunks, size = [], 0
+        while size <= MODULE_CAP:
+            chunk = os.read(fd, MODULE_CAP + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MODULE_CAP or st.st_size > MODULE_CAP:
+            raise Refused(f"{path} is larger than {MODULE_CAP >> 20} MiB")
+        return b"".join(chunks)
+    except OSError as err:
+        raise Refused(f"cannot read {path}: {err.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 class Seal:
     """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
     a sealed run adds a private folder holding only a copy of the module, an
@@ -1010,29 +1210,39 @@ class Seal:
     Raises Refused when a sealed run cannot be made safe here.
     """
 
-    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET):
+    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
+        self.source, self.fresh, self.follow = None, False, not (sealed or private)
         self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
+        root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
+            if root:                              # the module never runs as root
+                self.drop, self.fresh = fresh_ids(), True
+            if private or root:
+                self._make_dir()
             return
         if os.name != "posix":
             raise Refused("a sealed run needs a POSIX system (Linux, macOS): its limits, "
                           "sessions and users do not exist here")
-        if os.geteuid() != 0:
+        if not root:
             self.partly = ("the grader is not running as root, so the worker runs as the same "
                            "user and could reach the grader's files and process")
         else:
-            import pwd
-            name = user or "nobody"
-            try:
-                entry = pwd.getpwnam(name)
-            except KeyError:
-                raise Refused(f"--user {name}: no such user") from None
-            if entry.pw_uid == 0:
-                raise Refused(f"--user {name}: the worker's user must not be root")
-            self.drop = (entry.pw_uid, entry.pw_gid)
-            self.user, gids = name, {entry.pw_gid}
-            if reachable(HERE, entry.pw_uid, gids, 1):
+            if user is None:
+                self.drop, self.fresh = fresh_ids(), True
+                name = f"uid {self.drop[0]}"
+            else:
+                import pwd
+                name = user
+                try:
+                    entry = pwd.getpwnam(name)
+                except KeyError:
+                    raise Refused(f"--user {name}: no such user") from None
+                if entry.pw_uid == 0:
+                    raise Refused(f"--user {name}: the worker's user must not be root")
+                self.drop = (entry.pw_uid, entry.pw_gid)
+            self.user, gids = name, {self.drop[1]}
+            if reachable(HERE, self.drop[0], gids, 1):
                 raise Refused(f"the worker's user {name} could open files in the grader's folder "
                               f"{HERE} (grader.py, a solution); make it private first "
                               f"(chmod 700 {HERE})")
@@ -1040,29 +1250,88 @@ class Seal:
                 folder = os.path.dirname(os.path.abspath(out))
                 if not os.path.isdir(folder):
                     raise Refused(f"--out {out}: no such folder {folder}")
-                if reachable(folder, entry.pw_uid, gids, 2):
+                if reachable(folder, self.drop[0], gids, 2):
                     raise Refused(f"the worker's user {name} could write into {folder}, where "
                                   f"--out {out} goes; choose a folder only the grader can write")
+                self._check_above(out, name, gids)
+        self._make_dir()
+
+    def _check_above(self, out, name, gids):
+        """Every folder above --out's, as written and as resolved: one the worker's user could
+        write into could have --out's folder renamed and replaced, unless it is sticky and
+        root's (as /tmp is)."""
+        import stat
+        for start in (os.path.abspath(out), os.path.realpath(out)):
+            folder = os.path.dirname(os.path.dirname(start))
+            while True:
+                st = os.stat(folder)
+                if (reachable(folder, self.drop[0], gids, 2)
+                        and not (st.st_mode & stat.S_ISVTX and st.st_uid == 0)):
+                    raise Refused(f"the worker's user {name} could write into {folder}, above "
+                                  f"--out {out}, and rename the folders in it; choose a path "
+                                  f"whose every folder only the grader can write")
+                parent = os.path.dirname(folder)
+                if parent == folder:
+                    break
+                folder = parent
+
+    def _make_dir(self):
         import tempfile
         self.dir = tempfile.mkdtemp(prefix="gqa-sealed-")
         os.chmod(self.dir, 0o755)             # the worker reads it, it writes nothing here
 
     def place(self, path):
-        """The module's copy in the private folder (written afresh), or path when not sealed."""
+        """The module's copy in the private folder (written afresh, from the bytes read
+        once by read_module), or path when there is no private folder."""
         if self.dir is None:
             return path
-        import shutil
+        if self.source is None:
+            self.source = read_module(path, self.follow)
         copy = os.path.join(self.dir, os.path.basename(path))
-        if os.path.exists(copy):
+        if os.path.lexists(copy):
             os.remove(copy)
-        shutil.copyfile(path, copy)
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(self.source)
         os.chmod(copy, 0o644)
         return copy
 
     def env(self):
         return {"PATH": os.defpath} if self.sealed else None
 
+    def kill_all(self):
+        """With a uid of the run's own: kill every process of it (a daemon the module left)."""
+        if self.fresh:
+            kill_user(self.drop[0])
+
+    def remove_files(self):
+        """With a uid of the run's own: remove what it left in /tmp, /var/tmp and /dev/shm
+        (its processes are gone by then)."""
+        if not self.fresh:
+            return
+        import shutil
+        import stat
+        for shared in ("/tmp", "/var/tmp", "/dev/shm"):
+            try:
+                names = os.listdir(shared)
+            except OSError:
+                continue
+            for entry in names:
+                path = os.path.join(shared, entry)
+                try:
+                    st = os.lstat(path)
+                    if st.st_uid != self.drop[0]:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+                except OSError:
+                    pass
+
     def close(self):
+        self.kill_all()
+        self.remove_files()
         if self.dir is not None:
             import shutil
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -1097,7 +1366,9 @@ class Worker:
         placed = self.seal.place(self.path)
         config = {"path": placed, "shown": self.label, "limits": self.seal.limits,
                   "drop": self.seal.drop, "refuse_grader": self.run is None,
-                  "paths": self.paths if self.paths is not None else [os.path.dirname(placed)]}
+                  "paths": self.paths if self.paths is not None else list(dict.fromkeys(
+                      [os.path.dirname(placed)] + ([] if self.seal.sealed else
+                                                   [os.path.dirname(os.path.abspath(self.path))])))}
         if self.run is not None:
             config.update(run=self.run, name="gqa_under_tool", register=False)
         self.proc = subprocess.Popen(
@@ -1105,7 +1376,7 @@ class Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=self.seal.dir, env=self.seal.env(), start_new_session=os.name == "posix")
         self.started += 1
-        self.buffer, self.scanned = bytearray(), 0
+        self.buffer, self.scanned, self.round_trip = bytearray(), 0, 0
         if os.name == "posix":
             os.set_blocking(self.proc.stdin.fileno(), False)
         else:
@@ -1126,7 +1397,7 @@ class Worker:
         if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
             self.stop()
             why = first.get("import_error") if isinstance(first, dict) else None
-            raise Refused(why if isinstance(why, str) else f"the worker's first answer for "
+            raise Refused(clean_text(why, False) if isinstance(why, str) else f"the worker's first answer for "
                           f"{self.label} was not readable")
         if self.seal.drop:
             self._check_user()
@@ -1241,9 +1512,18 @@ class Worker:
             code = self.stop()
             how = f"status {code}" if code is None or code >= 0 else f"signal {-code}"
             raise Failure(f"the module ended its process ({how}) during {what}")
+        self.round_trip += len(line)
+        if self.round_trip > ROUND_TRIP_CAP:
+            self.stop()
+            raise Failure(f"the worker's answers to one request (up to {what}) came to more "
+                          f"than {ROUND_TRIP_CAP >> 20} MiB; the worker was stopped")
+        if line.count(b"[") + line.count(b"{") + line.count(b",") > STRUCTURE_CAP:
+            self.stop()
+            raise Failure(f"the answer to {what} held more than {STRUCTURE_CAP:,} values and "
+                          f"lists; the worker was stopped")
         try:
-            return json.loads(line)
-        except (ValueError, RecursionError):
+            return json.loads(line, parse_int=_bounded_int)
+        except (ValueError, RecursionError, MemoryError):
             self.stop()
             raise Failure(f"the worker's answer to {what} was not readable") from None
 
@@ -1255,6 +1535,7 @@ class Worker:
         if self.proc is None:
             self.start()
         self.sent += 1
+        self.round_trip = 0
         self._write((json.dumps({"n": self.sent, "items": items}) + "\n").encode("utf-8"),
                     whats[0])
         answers = []
@@ -1281,16 +1562,17 @@ class Worker:
                 self.stop()
                 raise Failure("the child process sent something that is not an item")
             if "item" in line:
-                yield line["item"]
+                yield clean_data(line["item"])
             elif line.get("done") is True:
                 return
             elif "import_error" in line and isinstance(line["import_error"], str):
                 self.stop()
-                raise Refused(line["import_error"])
+                raise Refused(clean_text(line["import_error"], False))
             else:
                 error = line.get("error")
                 self.stop()
                 if isinstance(error, dict):
+                    error = clean_data(error, newlines=False)
                     raise Failure(f"it raised {error.get('type')}: {error.get('message')}")
                 raise Failure("the child process sent something that is not an item")
 
@@ -1320,6 +1602,7 @@ class Worker:
                 stream.close()
             except OSError:
                 pass
+        self.seal.kill_all()
         return code
 
 
@@ -1328,20 +1611,24 @@ def run_in_child(path, target, args=(), *, paths=(), label=None, what="running t
     """Yield what the project's function target ("module:function") yields when called as
     target(the module at path, *args) in a worker, each item as plain JSON data.
 
-    The worker has the grader's limits, its own session (killed at the end),
-    a deadline per item and one for the whole run; what names the work in
+    The worker has the grader's limits, its own session (killed at the end), a
+    private folder holding a copy of the module (read by read_module: no symbolic
+    link, at most 1 MiB), as root a user id of the run's own (Seal), a deadline per
+    item and one for the whole run; the items' strings come back cleaned (clean_data); what names the work in
     messages ("building the report did not return within 60 s").  Raises Refused when the
     module cannot be imported, Failure (after the items that came) when the
     child hangs, dies, runs out of the budget or sends something else.  The
     caller's process never imports the module.
     """
-    worker = Worker(path, item_timeout, Seal(budget=budget), time.monotonic() + budget,
+    seal = Seal(budget=budget, private=True)
+    worker = Worker(path, item_timeout, seal, time.monotonic() + budget,
                     label=label, run={"target": target, "args": list(args)}, paths=list(paths))
     worker.what = what
     try:
         yield from worker.items()
     finally:
         worker.stop()
+        seal.close()
 
 
 def ref(name):
@@ -1425,7 +1712,7 @@ class Student:
         return answers[-1]
 
     def _raise(self, answer, what):
-        e = answer["error"]
+        e = clean_data(answer["error"], newlines=False)
         if e["type"] == "NotImplementedError":
             err = NotStarted(f"not implemented yet: {e['message'] or what + ' raised NotImplementedError'}")
             err.where = "".join(f"\n  at {frame}" for frame in e["where"])
@@ -1483,8 +1770,9 @@ class Student:
 
     def tally(self, calls, fields, nested=False):
         """Run calls [(fn, args, kwargs)] inside count_multiplies() (nested: inside a second
-        count_multiplies() block within it); the outer tally's fields."""
-        message = {"op": "tally", "fields": list(fields), "nested": nested,
+        count_multiplies() block within it); the outer tally's fields, and under "values"
+        the calls' values in order."""
+        message = {"op": "tally", "fields": list(fields), "nested": nested, "values": True,
                    "calls": [{"op": "call", "fn": fn, "args": wire(list(a)),
                               "kwargs": {n: wire(v) for n, v in k.items()}, "value": False}
                              for fn, a, k in calls]}
@@ -1499,7 +1787,7 @@ class Student:
         if "error" not in answer:
             raise Failure(f"{what} returned {_short(self._check(answer, what, False))} instead "
                           f"of raising GQAError")
-        e = answer["error"]
+        e = clean_data(answer["error"], newlines=False)
         if e["type"] in ("NotImplementedError", "missing", "signature"):
             self._raise(answer, what)
         if not e["gqa_error"]:
@@ -2282,6 +2570,11 @@ def check_tally(s, case, rng):
     tally = s.tally([("layer", [x, w, g], {"causal": causal})], TERMS + ("weight_reads",),
                     nested=nested_block)
     what = "the outer tally" if nested_block else "tally"
+    # A count is worth something only when the work it counts is real: the values
+    # computed inside the block must be the layer's (a closed-form tally is not a tally).
+    expect(tally.get("values", [None])[0], ref_layer(x, *fields, g, causal=causal),
+           f"{where}, causal={causal}", "the value layer() returned inside count_multiplies() "
+           "(a tally counts real work)")
     expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected,
            f"{where}, causal={causal}", f"{what} fields " + ", ".join(TERMS) + ", weight_reads after "
            "layer()" + (" in a count_multiplies() block inside it" if nested_block else ""))
@@ -2307,6 +2600,10 @@ def check_tally(s, case, rng):
         ref_decode_step(x_t, fields, g, cache, decoding)
     tally = s.tally([("decode_step", [x_t, w, g, ref("cache")], {}) for x_t in x],
                     ("cache_reads", "weight_reads"))
+    rows = ref_layer(x, *fields, g, causal=True)
+    expect(tally.get("values"), rows, where, "the values decode_step returned inside "
+           "count_multiplies(), row by row, against the reference causal layer (a tally counts "
+           "real work)")
     expect([tally["cache_reads"], tally["weight_reads"]],
            [decoding.reads["cache_reads"], decoding.reads["weight_reads"]], where,
            "tally fields cache_reads, weight_reads after decoding x row by row")
@@ -2434,7 +2731,7 @@ def check_names():
 def blocked_by(st, message):
     """The other step whose function made this step's check stop as not started: by the
     starter's "step N:" in the message, else by the call the message names."""
-    numbered = re.search(r"\bstep (\d+):", message)
+    numbered = re.search(r"\bstep (\d{1,3}):", message)
     if numbered:
         number = int(numbered.group(1))
         return number if number != st.number and 1 <= number <= len(STEPS) else None
@@ -2465,7 +2762,10 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
                           case=None, inputs=None, show=None)
             return result
         except NotStarted as err:
-            blocked = blocked_by(st, str(err))
+            try:
+                blocked = blocked_by(st, str(err))
+            except Exception:                # nothing from the worker may raise here
+                blocked = None
             if blocked:
                 result["needs"] = [{"step": blocked, "name": STEPS[blocked - 1].name}]
             where = getattr(err, "where", "")      # the student's file and line
@@ -2507,6 +2807,8 @@ def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, c
 
     Raises Refused when the module cannot be imported (or imports the grader).
     """
+    own = seal is None
+    seal = seal or Seal(budget=budget)
     worker = Worker(path, timeout, seal, time.monotonic() + budget, label=label)
     worker.budget_text = f" (--budget {budget:g} s)"
     try:
@@ -2529,6 +2831,8 @@ def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, c
         return results
     finally:
         worker.stop()
+        if own:
+            seal.close()
 
 
 def reproduce(args, name=None, case=None):
@@ -2579,6 +2883,7 @@ def progress(results):
 
 def print_report(results, args, out=None):
     out = out or sys.stdout
+    results = clean_data(results)
     width = max((len(r["name"]) for r in results), default=0)
     for r in results:
         status = {"passed": "PASS", "failed": "FAIL", "not started": "----"}[r["status"]]
@@ -2830,7 +3135,7 @@ def parse_args(argv):
                 args.weight_map = json.load(f)
             if not isinstance(args.weight_map, dict) or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
-                    for v in args.weight_map.values()):
+                    and math.isfinite(v) for v in args.weight_map.values()):
                 raise ValueError("not an object of step name -> points")
         except (OSError, ValueError) as err:
             parser.error(f"--weights {args.weights}: {err}")
@@ -2841,7 +3146,7 @@ def parse_args(argv):
 
 
 def emit(doc):
-    json.dump(doc, sys.stdout, indent=2)
+    json.dump(clean_data(doc), sys.stdout, indent=2, allow_nan=False)
     print()
 
 
@@ -2852,7 +3157,7 @@ def write_out(path, doc):
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".grader-", suffix=".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
+            json.dump(clean_data(doc), f, indent=2, allow_nan=False)
             f.write("\n")
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
@@ -2878,7 +3183,33 @@ def asked_format(argv):
     return fmt
 
 
+class Stopped(BaseException):
+    """The grader was sent SIGTERM, SIGHUP or SIGINT: the run ends, its worker dies first."""
+
+
+def _stop_run(signum, frame):
+    for which in STOP_SIGNALS:                  # a second signal waits for the cleaning up
+        signal.signal(which, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
+
+
 def main(argv=None):
+    """The command; on SIGTERM, SIGHUP or SIGINT the worker's group (and, with a uid of
+    the run's own, every process of that uid) is killed and its folder removed first."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    before = {which: signal.signal(which, _stop_run) for which in STOP_SIGNALS}
+    try:
+        return _main(argv)
+    finally:
+        for which, handler in before.items():
+            signal.signal(which, handler)
+
+
+def _main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     fmt = asked_format(argv)
     if fmt is None:
@@ -2900,31 +3231,38 @@ def main(argv=None):
                   "steps": []})
             return 2
         sys.stderr.write(said.getvalue())
+    documents = args.format != "text"          # --json, --format: one JSON document, always
     if args.list:
+        if documents:
+            emit({"grader": GRADER_VERSION, "steps": [
+                {"step": st.number, "name": st.name, "summary": st.summary} for st in STEPS]})
+            return 0
         for st in STEPS:
             print(f"step {st.number:>2}  {st.name:<22} {st.summary}")
         return 0
-    if args.starter:
+    for what, option, write, then in (
+            ("starter", args.starter, write_starter, "grade it with: python grader.py --module {}"),
+            ("autograder", args.autograder, lambda d: write_autograder(d, args),
+             "upload it as the assignment's autograder on Gradescope")):
+        if not option:
+            continue
         try:
-            path = write_starter(args.starter)
+            path = write(option)
         except OSError as err:
-            print(f"grader: cannot write the starter: {err}", file=sys.stderr)
+            print(f"grader: cannot write the {what}: {err}", file=sys.stderr)
+            if documents:
+                emit({"grader": GRADER_VERSION, "error": f"cannot write the {what}: {err}"})
             return 2
-        print(f"wrote {path}; grade it with: python grader.py --module {path}")
-        return 0
-    if args.autograder:
-        try:
-            path = write_autograder(args.autograder, args)
-        except OSError as err:
-            print(f"grader: cannot write the autograder: {err}", file=sys.stderr)
-            return 2
-        print(f"wrote {path}; upload it as the assignment's autograder on Gradescope")
+        if documents:
+            emit({"grader": GRADER_VERSION, what: path})
+        else:
+            print(f"wrote {path}; {then.format(path)}")
         return 0
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(10 ** 6)
     label = "gqa.py" if args.module == DEFAULT_MODULE else args.module
     start = time.perf_counter()
-    seal, results, why, partly = None, None, None, None
+    seal, results, why, partly, stopped = None, None, None, None, None
     try:
         seal = Seal(args.sealed, args.user, args.out, args.budget)
         if seal.partly:
@@ -2941,11 +3279,19 @@ def main(argv=None):
                         args.fail_fast, args.budget, seal, label)
     except Refused as err:
         why = f"cannot grade {label}: {err}"
+    except Stopped as err:
+        stopped = err.args[0]
+        why = (f"cannot grade {label}: the grader was stopped by "
+               f"{signal.Signals(stopped).name}; the worker was killed")
     except Exception as err:              # the grader's own fault: still one document
         why = f"cannot grade {label}: the grader failed ({type(err).__name__}: {err})"
     finally:
         if seal is not None:
             seal.close()
+        if threading.current_thread() is threading.main_thread():
+            for which in STOP_SIGNALS:          # nothing left to clean up: signals end it
+                signal.signal(which, signal.default_int_handler if which == signal.SIGINT
+                              else signal.SIG_DFL)
     # From here on the worker and its process group are gone: only the grader's state counts.
     if why is not None:
         if args.format == "gradescope":
@@ -2974,13 +3320,15 @@ def main(argv=None):
     if args.format != "text":
         emit(doc)
     elif why is not None:
-        print(f"grader: {why}", file=sys.stderr)
+        print(f"grader: {clean_text(why)}", file=sys.stderr)
     else:
         print_report(results, args)
         print(progress(results))
         if args.verbose:
             print(f"graded in {time.perf_counter() - start:.2f} s of wall time")
         print(f"{passed} passed, {failed} failed")
+    if stopped is not None:
+        return 128 + stopped
     if why is not None:
         return 2
     return 0 if failed == 0 else 1

@@ -31,11 +31,16 @@ class Copy:
     """A private folder holding copies of grader.py and the solution gqa.py beside it,
     and another holding the module under test."""
 
-    def __init__(self, module_source):
+    def __init__(self, module_source, grader_edit=None):
         self.dir = tempfile.mkdtemp()
         os.chmod(self.dir, 0o700)
         self.grader = os.path.join(self.dir, "grader.py")
         shutil.copy(os.path.join(ROOT, "grader.py"), self.grader)
+        if grader_edit:
+            with open(self.grader, encoding="utf-8") as f:
+                text = f.read()
+            with open(self.grader, "w", encoding="utf-8") as f:
+                f.write(text.replace(*grader_edit))
         shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(self.dir, "gqa.py"))
         self.sub = tempfile.mkdtemp()
         self.module = os.path.join(self.sub, "gqa.py")
@@ -207,20 +212,32 @@ class SealedAsRoot(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.copy = Copy(ESCAPES)
-        cls.sealed, cls.selfcheck = in_each([
+        # A grader whose worker keeps root: what the drop stops is real.
+        cls.kept = Copy(ESCAPES, ("DROP_ROOT = True", "DROP_ROOT = False"))
+        cls.sealed, cls.selfcheck, cls.kept_root = in_each([
             lambda: cls.copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
                                  "--out", cls.copy.results),
-            lambda: cls.copy.run("--json", "--only", "valid_g", "--cases", "0")])
+            lambda: cls.copy.run("--json", "--only", "valid_g", "--cases", "0"),
+            lambda: cls.kept.run("--json", "--only", "valid_g", "--cases", "0")])
 
     @classmethod
     def tearDownClass(cls):
         cls.copy.close()
+        cls.kept.close()
 
-    def test_the_self_check_lets_the_module_reach_everything(self):
-        # What the README says: the self-check is a learning tool, not a referee
-        # a module cannot reach.  Here the attacks work, which proves they are real.
-        report = escapes_report(one_document(self, self.selfcheck))
+    def test_a_worker_that_keeps_root_reaches_everything(self):
+        # Here the attacks work, which proves they are real.
+        report = escapes_report(one_document(self, self.kept_root))
         self.assertEqual({k: report[k] for k in ESCAPES_TRIED}, dict.fromkeys(ESCAPES_TRIED, "ok"))
+        self.assertEqual(report["uid"], 0)
+
+    def test_the_self_check_as_root_runs_the_module_as_a_user_of_its_own(self):
+        # Never as root: the module cannot fork, signal the grader or write its folder.
+        report = escapes_report(one_document(self, self.selfcheck))
+        self.assertNotEqual(report["uid"], 0)
+        for name in ("plant", "edit_grader", "results", "stdout", "memory", "signal", "fork"):
+            with self.subTest(escape=name):
+                self.assertNotEqual(report[name], "ok")
 
     def test_the_sealed_run_closes_every_way_out(self):
         doc = one_document(self, self.sealed)
@@ -229,7 +246,9 @@ class SealedAsRoot(unittest.TestCase):
         for name in ESCAPES_TRIED:
             with self.subTest(escape=name):
                 self.assertNotEqual(report[name], "ok")
-        self.assertEqual(report["uid"], 65534)                  # nobody
+        import pwd                              # a uid of the run's own, no one's account
+        with self.assertRaises(KeyError):
+            pwd.getpwuid(report["uid"])
         self.assertEqual([k for k in report["env"] if k != "LC_CTYPE"], ["PATH"])
         self.assertEqual(report["cwd"], ["gqa.py"])             # a private folder: the copy alone
 
@@ -259,7 +278,7 @@ class SealedAsRoot(unittest.TestCase):
                 mock.patch.object(grader, "WORKER", kept_root):
             seal = grader.Seal(sealed=True)
             try:
-                with self.assertRaisesRegex(grader.Refused, "did not run as uid 65534"):
+                with self.assertRaisesRegex(grader.Refused, "did not run as uid [1-9]"):
                     grade_source(STARTER, cases=0, only=["valid_g"], seal=seal)
             finally:
                 seal.close()
@@ -285,6 +304,11 @@ class NeverCrashNeverStall(unittest.TestCase):
             ('not json', "not readable"),
             ('"x"' + ' ' * (1 << 20), "longer than 1 MiB"),
         ]
+        # A module has at most 1 MiB: the long line is made in the worker.
+        long_line = forged[-1][0]
+
+        def text(line):
+            return "'\"x\"' + ' ' * (1 << 20)" if line == long_line else repr(line)
 
         def module(line, first):
             # The first module is the lab, to show that the next step gets a fresh worker.
@@ -295,7 +319,7 @@ class NeverCrashNeverStall(unittest.TestCase):
                 "    line = requests.readline()\n"
                 "    if '\"valid_g\"' not in line:\n"
                 "        return _serve(mod, _it.chain([line], requests))\n"
-                f"    __main__.W['out'].write({line!r} + '\\n')\n"
+                f"    __main__.W['out'].write({text(line)} + '\\n')\n"
                 "    __main__.W['out'].flush()\n"
                 "    requests.readline()\n"
                 "__main__.w_serve = _forge\n")
@@ -321,6 +345,11 @@ class NeverCrashNeverStall(unittest.TestCase):
         # In the self-check as well: the worker's whole process group is killed.
         if os.name != "posix" or not ROOT_POSIX:
             self.skipTest("a non-root worker may not fork at all (its process limit is 0)")
+        from unittest import mock
+        with mock.patch.object(grader, "DROP_ROOT", False):     # a worker that may fork
+            self._grandchild()
+
+    def _grandchild(self):
         source = SOURCE + ("\nimport os as _os, time as _time\n"
                            "_child = _os.fork()\n"
                            "if _child == 0:\n    _time.sleep(60)\n    _os._exit(0)\n"
@@ -458,6 +487,7 @@ class Stalls(unittest.TestCase):
             return err, worker.proc
         finally:
             worker.stop()
+            worker.seal.close()
 
     @staticmethod
     def loop_at_import():
@@ -643,3 +673,359 @@ class ToolsThroughTheWorker(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RealWork(unittest.TestCase):
+    """A tally is worth something only with the work it counts."""
+
+    def test_a_tally_with_fake_values_fails_its_step(self):
+        # The counts are the real ones (the lab's own layer runs), the values zeros.
+        source = SOURCE + (
+            "\n_layer, _decode_step = layer, decode_step\n"
+            "def layer(x, *a, **k):\n"
+            "    y = _layer(x, *a, **k)\n"
+            "    return [[0.0] * len(r) for r in y]\n"
+            "def decode_step(x_t, *a, **k):\n"
+            "    return [0.0] * len(_decode_step(x_t, *a, **k))\n")
+        results = grade_source(source, only=["count_multiplies"], cases=0, fail_fast=True)
+        self.assertEqual(results["count_multiplies"]["status"], "failed")
+        self.assertIn("the value layer() returned inside count_multiplies()",
+                      results["count_multiplies"]["message"])
+        # The check does not fail the lab itself: its step passes.
+        self.assertEqual(grade_source(SOURCE, only=["count_multiplies"], cases=0,
+                                      fail_fast=True)["count_multiplies"]["status"], "passed")
+
+
+class WhatIsGraded(unittest.TestCase):
+    """A sealed run (and a tool's child) grades a file of the student's own: read once, by
+    one open that follows no symbolic link, a regular file of at most 1 MiB."""
+
+    def test_a_symbolic_link_to_the_solution_is_refused(self):
+        copy = Copy(STARTER)
+        try:
+            os.remove(copy.module)
+            os.symlink(os.path.join(copy.dir, "gqa.py"), copy.module)    # the solution
+            run = main_in(copy.dir, "--module", copy.module, "--sealed", "--json",
+                          "--only", "valid_g", "--cases", "0")
+            doc = one_document(self, run)
+            self.assertEqual((run.returncode, doc["passed"]), (2, 0))
+            self.assertIn("is a symbolic link", doc["error"])
+            with self.assertRaisesRegex(grader.Refused, "is a symbolic link"):
+                list(grader.run_in_child(copy.module, "gqa_tables:child_texts", [{}, None, False]))
+        finally:
+            copy.close()
+
+    def test_only_a_regular_file_of_at_most_1_mib(self):
+        folder = tempfile.mkdtemp()
+        try:
+            fifo, big, fine = (os.path.join(folder, n) for n in ("fifo.py", "big.py", "fine.py"))
+            os.mkfifo(fifo)                       # opening it must not wait for a writer
+            with open(big, "w", encoding="utf-8") as f:
+                f.write("#" * (1 << 20) + "\n")
+            with open(fine, "w", encoding="utf-8") as f:
+                f.write("#" * ((1 << 20) - 1) + "\n")
+            with self.assertRaisesRegex(grader.Refused, "not a regular file"):
+                grader.read_module(fifo)
+            with self.assertRaisesRegex(grader.Refused, "larger than 1 MiB"):
+                grader.read_module(big)
+            self.assertEqual(len(grader.read_module(fine)), 1 << 20)
+        finally:
+            shutil.rmtree(folder)
+
+
+def forging(lines_expr):
+    """A starter whose worker answers the request for valid_g with the lines lines_expr
+    evaluates to (in the worker), each a line of its own."""
+    return STARTER + (
+        "\nimport __main__, itertools as _it\n"
+        "_serve = __main__.w_serve\n"
+        "def _forge(mod, requests):\n"
+        "    line = requests.readline()\n"
+        "    if '\"valid_g\"' not in line:\n"
+        "        return _serve(mod, _it.chain([line], requests))\n"
+        f"    for _line in {lines_expr}:\n"
+        "        __main__.W['out'].write(_line + '\\n')\n"
+        "    __main__.W['out'].flush()\n"
+        "    requests.readline()\n"
+        "__main__.w_serve = _forge\n")
+
+
+class TheGradersMemory(unittest.TestCase):
+    """What the worker sends is bounded before the grader builds anything from it."""
+
+    def test_large_answers_fail_their_case_before_they_are_built(self):
+        nested = "'{\"n\": 1, \"i\": 0, \"value\": [' + '[],' * (1 << 20) + '[]]}'"
+        big = "'{\"n\": 1, \"i\": 0, \"value\": \"' + 'x' * (3 << 20) + '\"}'"
+        digits = "'{\"n\": 1, \"i\": 0, \"value\": ' + '7' * 200000 + '}'"
+        forged = [(f"[{nested}]", "more than 200,000 values and lists"),
+                  (f"[{digits}]", "not readable"),
+                  ("['x' * (5 << 20)]", "longer than 4 MiB")]
+        graded = in_each([lambda expr=expr: grade_source(forging(expr), only=["valid_g"], cases=0)
+                          for expr, _ in forged])
+        for (expr, says), results in zip(forged, graded):
+            with self.subTest(forged=expr[:30]):
+                self.assertEqual(results["valid_g"]["status"], "failed")
+                self.assertIn(says, results["valid_g"]["message"])
+
+    def test_a_childs_items_have_a_cap_in_all(self):
+        folder = tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("import __main__\n"
+                        "def _run(mod, run):\n"
+                        "    for _ in range(4):\n"
+                        "        __main__.w_send({'item': 'x' * (3 << 20)})\n"
+                        "__main__.w_run = _run\n")
+            got = []
+            with self.assertRaisesRegex(grader.Failure, "came to more than 8 MiB"):
+                for item in grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False]):
+                    got.append(len(item))
+            self.assertEqual(got, [3 << 20, 3 << 20])
+        finally:
+            shutil.rmtree(folder)
+
+
+SHOUTING = STARTER + (
+    "\nimport __main__ as _main\n"
+    "def valid_g(h):\n"
+    "    raise ValueError('\\ud800\\r\\x1b[2K25 passed, 0 failed\\n')\n"
+    "def _run(mod, run):\n"
+    "    _main.w_send({'item': ['\\ud800\\x1b[2K', 'a\\nb\\x07', [['x\\ud800', 'y']]]})\n"
+    "    _main.w_send({'error': {'type': 'X\\x1b', 'message': '\\ud801'}})\n"
+    "_main.w_run = _run\n")
+
+
+class WhatTheWorkerSays(unittest.TestCase):
+    """Every string from the worker is printed and written with its control characters and
+    surrogates escaped; a document holds standard JSON only."""
+
+    def test_messages_are_escaped_in_text_and_documents(self):
+        copy = Copy(SHOUTING)
+        try:
+            env = dict(os.environ, PYTHONIOENCODING="utf-8")
+            text, doc = in_each([
+                lambda: subprocess.run([sys.executable, copy.grader, "--module", copy.module,
+                                        "--only", "valid_g", "--cases", "0"], env=env,
+                                       capture_output=True, timeout=60, cwd=copy.dir),
+                lambda: copy.run("--json", "--only", "valid_g", "--cases", "0")])
+        finally:
+            copy.close()
+        out = text.stdout.decode("utf-8")            # strict: a surrogate would not decode
+        self.assertEqual((text.returncode, text.stderr), (1, b""))
+        self.assertIn("\\ud800\\r\\x1b[2K25 passed, 0 failed\\n", out)
+        self.assertNotIn("\x1b", out)
+        self.assertEqual([line for line in out.splitlines() if "passed," in line][-1],
+                         "0 passed, 1 failed")
+        message = one_document(self, doc)["steps"][0]["message"]
+        self.assertIn("ValueError: \\ud800\\r\\x1b[2K25 passed", message)
+
+    def test_a_tools_items_and_errors_are_escaped(self):
+        folder = tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(SHOUTING)
+            got = []
+            with self.assertRaises(grader.Failure) as raised:
+                for item in grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False]):
+                    got.append(item)
+        finally:
+            shutil.rmtree(folder)
+        self.assertEqual(got, [["\\ud800\\x1b[2K", "a\nb\\x07", [["x\\ud800", "y"]]]])
+        self.assertEqual(str(raised.exception), "it raised X\\x1b: \\ud801")
+
+    def test_a_document_holds_no_bare_nan(self):
+        doc = {"score": float("nan"), "steps": [{"x": float("inf")}]}
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "r.json")
+            grader.write_out(path, doc)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        self.assertEqual(json.loads(text), {"score": "nan", "steps": [{"x": "inf"}]})
+        self.assertNotIn("NaN", text)
+
+
+class Blocked(unittest.TestCase):
+
+    def test_a_huge_step_number_in_a_message_is_no_crash(self):
+        # The worker cuts a message at 500 characters: this one forges the answer.
+        line = ("'{\"n\": 1, \"i\": 0, \"error\": {\"type\": \"NotImplementedError\", "
+                "\"message\": \"step ' + '9' * 5000 + ': no\"}}'")
+        result = grade_source(forging(f"[{line}]"), only=["valid_g"], cases=0)["valid_g"]
+        self.assertEqual((result["status"], result["needs"]), ("not started", []))
+        self.assertIn("step 999", result["message"])
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def gone_soon(pids, seconds=10):
+    """Whether every pid has ended within seconds (a SIGKILL takes a moment)."""
+    import time
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+# At import: fork a daemon (its own session) if it may; the tool's item says who ran
+# and what the fork did; the standard library imports in full.
+DAEMON = r'''
+import os, time, __main__
+import logging, glob, pprint, threading, fnmatch
+try:
+    _pid = os.fork()
+    if _pid == 0:
+        os.setsid()
+        time.sleep(60)
+        os._exit(0)
+except OSError as err:
+    _pid = type(err).__name__
+
+
+def _run(mod, run):
+    __main__.w_send({"item": [os.getuid(), _pid]})
+    __main__.w_send({"done": True})
+
+
+__main__.w_run = _run
+
+
+def valid_g(h):
+    raise RuntimeError(f"UID{os.getuid()} {_pid}")
+'''
+
+
+@unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
+class NeverAsRoot(unittest.TestCase):
+    """As root, every worker runs as a uid drawn for its run, and every process of that uid
+    is killed at the end; the grader stopped by a signal kills its worker first."""
+
+    def test_a_tools_child_is_no_root_daemon(self):
+        folder = tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(DAEMON)
+            (uid, pid), = grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False])
+        finally:
+            shutil.rmtree(folder)
+        self.assertNotEqual(uid, 0)
+        self.assertEqual(pid, "BlockingIOError")           # no process of its own beyond itself
+        message = grade_source(DAEMON, only=["valid_g"], cases=0)["valid_g"]["message"]
+        self.assertRegex(message, r"UID[1-9]\d* BlockingIOError")
+
+    def test_each_run_has_its_own_uid_and_its_processes_end_with_it(self):
+        import pwd
+        seals = [grader.Seal(), grader.Seal()]
+        try:
+            (a, _), (b, _) = (seal.drop for seal in seals)
+            self.assertNotEqual(a, b)
+            for uid in (a, b):
+                with self.assertRaises(KeyError):
+                    pwd.getpwuid(uid)
+            # A process of the first run's uid, in a session of its own, as a daemon is.
+            orphan = subprocess.Popen(["sleep", "60"], user=a, group=a, start_new_session=True)
+            seals[1].close()
+            self.assertTrue(alive(orphan.pid))              # another run's end leaves it
+            seals[0].close()
+            self.assertEqual(orphan.wait(10), -9)
+        finally:
+            for seal in seals:
+                seal.close()
+
+    def test_sigterm_kills_the_worker_and_its_folder_first(self):
+        import signal
+        import time
+        copy = Copy(STARTER + (
+            "\nimport signal as _s, os as _os\n"
+            "_s.signal(_s.SIGTERM, _s.SIG_IGN)\n_s.signal(_s.SIGHUP, _s.SIG_IGN)\n"
+            "def valid_g(h):\n    while True:\n        pass\n"))
+        try:
+            run = subprocess.Popen([sys.executable, copy.grader, "--module", copy.module,
+                                    "--sealed", "--json", "--timeout", "60", "--only", "valid_g"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=copy.dir)
+            deadline, worker = time.monotonic() + 20, None
+            while worker is None and time.monotonic() < deadline:
+                for pid in filter(str.isdigit, os.listdir("/proc")):
+                    try:
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            argv = f.read()
+                        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+                            ppid = [ln for ln in f if ln.startswith("PPid:")][0].split()[1]
+                    except (OSError, IndexError):
+                        continue
+                    if ppid == str(run.pid) and b"w_main" in argv:
+                        worker = int(pid)
+                time.sleep(0.01)
+            self.assertIsNotNone(worker)
+            with open(f"/proc/{worker}/cmdline", "rb") as f:
+                folder = json.loads(f.read().split(b"\0")[-2])["path"].rsplit("/", 1)[0]
+            run.send_signal(signal.SIGTERM)
+            out, _ = run.communicate(timeout=30)
+            doc = json.loads(out)
+            self.assertEqual(run.returncode, 128 + signal.SIGTERM)
+            self.assertIn("stopped by SIGTERM", doc["error"])
+            self.assertTrue(gone_soon([worker]))
+            self.assertFalse(os.path.exists(folder))
+        finally:
+            copy.close()
+
+    def test_what_the_runs_uid_leaves_in_tmp_is_removed(self):
+        seal = grader.Seal()
+        try:
+            uid = seal.drop[0]
+            path = tempfile.mkdtemp(prefix="left-by-worker-", dir="/tmp")   # one the worker made
+            with open(os.path.join(path, "x"), "w", encoding="utf-8") as f:
+                f.write("x")
+            os.chown(path, uid, uid)
+            kept = tempfile.mkdtemp(prefix="not-the-workers-", dir="/tmp")
+        finally:
+            seal.close()
+        self.assertFalse(os.path.exists(path))
+        self.assertTrue(os.path.exists(kept))
+        os.rmdir(kept)
+
+    def test_out_below_a_folder_the_worker_could_write_is_refused(self):
+        from unittest import mock
+        private = tempfile.mkdtemp()
+        top = tempfile.mkdtemp()
+        try:
+            os.chmod(top, 0o777)                           # world-writable, not sticky
+            inner = os.path.join(top, "a", "b")
+            os.makedirs(inner, mode=0o755)
+            with mock.patch.object(grader, "HERE", private):
+                with self.assertRaisesRegex(grader.Refused, f"could write into {top}, above"):
+                    grader.Seal(sealed=True, out=os.path.join(inner, "results.json"))
+                os.chmod(top, 0o1777)                      # sticky and root's, as /tmp is
+                grader.Seal(sealed=True, out=os.path.join(inner, "results.json")).close()
+        finally:
+            shutil.rmtree(private)
+            shutil.rmtree(top)
+
+
+class OneDocument(unittest.TestCase):
+
+    def test_list_starter_and_autograder_print_one_document_when_asked(self):
+        folder = tempfile.mkdtemp()
+        try:
+            runs = [main_in(ROOT, "--json", "--list"),
+                    main_in(ROOT, "--json", "--starter", folder),
+                    main_in(ROOT, "--format", "gradescope", "--autograder", folder),
+                    main_in(ROOT, "--json", "--starter", os.path.join(folder, "gqa.py", "x"))]
+            docs = [one_document(self, run) for run in runs]
+        finally:
+            shutil.rmtree(folder)
+        self.assertEqual([run.returncode for run in runs], [0, 0, 0, 2])
+        self.assertEqual([s["name"] for s in docs[0]["steps"]], grader.check_names())
+        self.assertEqual(docs[1]["starter"], os.path.join(folder, "gqa.py"))
+        self.assertEqual(docs[2]["autograder"], os.path.join(folder, "autograder.zip"))
+        self.assertIn("cannot write the starter", docs[3]["error"])
