@@ -5,6 +5,7 @@ change the verdict, and the real module must pass."""
 from __future__ import annotations
 
 import ast
+import atexit
 import contextlib
 import io
 import json
@@ -282,12 +283,49 @@ def grade_all(jobs):
 _GRADED_MUTANTS = []
 
 
+def grade_mutants_here():
+    """Every mutant graded, by the step that must catch it, two at a time."""
+    return grade_all([(mutate(old, new), {"only": list(steps_of(step)), "cases": 1})
+                      for _, step, old, new in MUTANTS])
+
+
+def start_grading_mutants():
+    """Start grading every mutant in a python of its own (each mutant in its own worker
+    process, as always): the grading goes on while the other tests run.  Not in threads
+    of this process: tests that measure this process's memory (tracemalloc) would see
+    theirs.  Started once; graded_mutants() waits for it."""
+    if not _GRADED_MUTANTS:
+        out = tempfile.TemporaryFile()
+        code = "import json, sys, tests.test_grader as t; json.dump(t.grade_mutants_here(), sys.stdout)"
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=out, cwd=ROOT)
+        atexit.register(proc.kill)                  # never outlives the suite if not collected
+        _GRADED_MUTANTS.append((proc, out))
+
+
 def graded_mutants():
     """Every mutant graded once, by the step that must catch it (shared by the tests)."""
-    if not _GRADED_MUTANTS:
-        _GRADED_MUTANTS.extend(grade_all([(mutate(old, new), {"only": list(steps_of(step)), "cases": 1})
-                                          for _, step, old, new in MUTANTS]))
+    start_grading_mutants()
+    if isinstance(_GRADED_MUTANTS[0], tuple):
+        proc, out = _GRADED_MUTANTS.pop()
+        try:
+            proc.wait(timeout=300)
+        finally:
+            proc.kill()
+        out.seek(0)
+        graded = json.loads(out.read().decode("utf-8") or "null")
+        out.close()
+        if not isinstance(graded, list) or len(graded) != len(MUTANTS):
+            raise AssertionError(f"the mutants' grading ended with status {proc.returncode} and no results")
+        _GRADED_MUTANTS.extend(graded)
     return _GRADED_MUTANTS
+
+
+def load_tests(loader, tests, pattern):
+    """When a test that reads the graded mutants is to run, their grading starts now,
+    as the tests are loaded, and runs beside every test before it."""
+    if any(getattr(type(test), "USES_GRADED_MUTANTS", False) for suite in tests for test in suite):
+        start_grading_mutants()
+    return tests
 
 
 # Pastes each text into a fresh interactive console, as a student pastes into python,
@@ -338,6 +376,7 @@ def run_main(*args):
 
 
 class Mutants(unittest.TestCase):
+    USES_GRADED_MUTANTS = True
 
     def test_every_mutant_fails_the_step_that_ought_to_catch_it(self):
         # Each mutant is graded by the one step that should catch it: the
@@ -467,6 +506,7 @@ class Referee(unittest.TestCase):
 
 
 class CommandLine(unittest.TestCase):
+    USES_GRADED_MUTANTS = True                  # test_what_show_prints_repeats_the_failure_when_pasted
 
     def test_a_run_prints_its_fresh_seed_and_the_graders_version(self):
         # The real module passing every step with the default cases is the README's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import os
 import random
@@ -17,17 +18,31 @@ import gqa_train
 
 # The report trains the uptraining lab's quick recipe (section 8), which takes
 # seconds; these tests run it on a tiny recipe instead.  CI checks the real one.
+# Even the tiny one is most of a report's time, and a dozen tests write a report
+# to test how it is written: each recipe is trained once here and its result
+# shared (a deep copy each time).  That a run repeats to the byte is
+# tests/test_train.py's; the two reports of test_two_runs_write_the_same_bytes
+# each train afresh all the same.
 TINY = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, vocab=3, length=4, offsets=2, batch=2,
                         pretrain=6, budgets=(2, 4), held_out=4, seed=5, seeds=2)
-_QUICK = gqa_train.QUICK
+_QUICK, _RUN = gqa_train.QUICK, gqa_train.run
+_TRAINED = {}
+
+
+def _run_once(r, lab=gqa, progress=None):
+    """gqa_train.run, trained once for each recipe and module."""
+    key = (r, lab)
+    if key not in _TRAINED:
+        _TRAINED[key] = _RUN(r, lab, progress)
+    return copy.deepcopy(_TRAINED[key])
 
 
 def setUpModule():
-    gqa_train.QUICK = TINY
+    gqa_train.QUICK, gqa_train.run = TINY, _run_once
 
 
 def tearDownModule():
-    gqa_train.QUICK = _QUICK
+    gqa_train.QUICK, gqa_train.run = _QUICK, _RUN
 
 SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
                           run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
@@ -161,9 +176,11 @@ class Writing(unittest.TestCase):
         self.dir.cleanup()
 
     def test_two_runs_write_the_same_bytes_and_check_passes(self):
+        _TRAINED.clear()                                    # both runs train afresh
         self.assertEqual(run("--out", self.path, *ARGS)[0], 0)
         with open(self.path, "rb") as f:
             first = f.read()
+        _TRAINED.clear()
         self.assertEqual(run("--out", self.path, *ARGS)[0], 0)
         with open(self.path, "rb") as f:
             self.assertEqual(f.read(), first)
