@@ -968,7 +968,7 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
         raise gqa.GQAError(f"--module {path}: no such file")
     came: Dict[str, Part] = {}
     why = "the child process building the report did not send it"
-    failing = failing_steps(path, gqa_train.NEEDS)
+    failing = failing_steps(path, gqa_train.NEEDS, timeout=min(CHILD_TIMEOUT, 5.0))
     untrained = "" if not failing else (
         "section 8 trains with the module's own steps once the grader passes them; not yet: "
         + "; ".join(failing) + f" (grade them with: python grader.py --module {path})")

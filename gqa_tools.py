@@ -200,17 +200,19 @@ def block_bars(labels: Sequence[str], rows: Sequence[Block], width: int = 40) ->
 # ---------------------------------------------------------------------------
 
 
-def failing_steps(path: str, names: Sequence[str]) -> List[str]:
+def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = None) -> List[str]:
     """The steps among names that the grader does not pass for the gqa.py at path.
 
     Each as "step N, name: status"; [] when every one passes.  Graded by the
     grader, in its worker (the module never runs in this process), on the
     systematic cases and two random ones of seed 0, stopping at the first
-    failing case of each step.
+    failing case of each step; a call may take timeout seconds (the grader's
+    default when None).
     """
     import grader
     try:
-        results = grader.grade(path, 0, cases=2, only=list(names), fail_fast=True, label=path)
+        results = grader.grade(path, 0, cases=2, only=list(names), fail_fast=True, label=path,
+                               timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
     except grader.Refused as err:
         return [str(err)]
     return [f"step {r['step']}, {r['name']}: {r['status']}" for r in results

@@ -23,6 +23,7 @@ from unittest import mock
 
 import gqa
 import gqa_cli
+from tests.helpers import tiny_recipe
 import gqa_figures
 import gqa_report
 
@@ -588,7 +589,8 @@ class TrainingFigures(SvgChecks):
 def run(*argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            mock.patch("gqa_report.measure", return_value=NOTHING_MEASURED):
+            mock.patch("gqa_report.measure", return_value=NOTHING_MEASURED), \
+            mock.patch("gqa_train.QUICK", tiny_recipe()):        # --module's child trains this
         try:
             status = gqa_cli.main(["report", *argv])
         except SystemExit as exit_:

@@ -636,9 +636,8 @@ class ToolsThroughTheWorker(unittest.TestCase):
         import gqa_cli
         import gqa_report
         import gqa_train
-        tiny = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, d_ff=2, vocab=3, length=4, offsets=2,
-                                keys=3, values=3, pairs=2, queries=1, batch=2, pretrain=4,
-                                budgets=(2,), held_out=6, seeds=1)   # a correct module trains: briefly
+        from tests.helpers import tiny_recipe
+        tiny = tiny_recipe()                                  # a correct module trains: briefly
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 mock.patch.object(gqa_report, "CHILD_TIMEOUT", 10.0), \
