@@ -372,8 +372,7 @@ class _Keys:
                 continue
             raise GQAError(f"config {self.where}: {name} {_show(value)} is not read by the sizer, and "
                            f"its name says it may change the cache (layers, attention, windows, "
-                           f"sharing, state); give --ignore {name} to size the model without it, "
-                           f"or size it by hand (--layers, --kv-heads, --head-dim, --window)")
+                           f"sharing, state); give --ignore {name} to size the model without it")
 
 
 def _show(value: Any) -> str:
@@ -699,7 +698,7 @@ def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int
             return
         raise GQAError(f"config {keys.where}: {field} {_show(value)} is not understood, and it "
                        f"changes the cache; give --ignore {field} to size the model as if it were "
-                       f"full attention, or size it by hand (--layers, --kv-heads, --window)")
+                       f"full attention")
 
     def state(what: str) -> str:
         return "none:" + _state_note(keys, family, what)

@@ -133,11 +133,14 @@ def tables_main(argv: Sequence[str]) -> int:
     if "usage_error" in out:
         args.parser.error(str(out["usage_error"]))
     if "not_implemented" in out:
-        print(f"gqa tables: {args.module}: {out['not_implemented']}", file=sys.stderr)
+        print(f"gqa tables: {args.module}: a step it needs is not implemented yet: "
+              f"{out['not_implemented']}", file=sys.stderr)
         return 2
     cache, counts, ratios = out["cache"], out["counts"], out["ratios"]
     block = out["block"]
     kind = "causal attention" if args.causal else "full (non-causal) attention"
+    if args.module:
+        print(f"Computed by {args.module} (given with --module), in the grader's worker.\n")
     if shape:
         print(f"{shape.name}: h={h}, g={shape.kv_heads}, head dim {d}, d_model {s['d_model']}\n")
     print(f"KV cache, {s['layers']} layer(s) x {n} positions, head dim {d}:\n")

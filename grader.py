@@ -22,8 +22,8 @@ one that dies is replaced for the next case.  The worker is started as
 memory, processes, file size and open files.  That is the self-check, a
 learning tool: the worker runs as the student, beside grader.py.  --sealed
 (implied by --format gradescope) is the teacher's run: the module alone in a
-private folder, an environment of PATH only and, as root, the user nobody,
-which cannot signal, trace, read or write the grader, its folder or its
+private folder, an environment of PATH only and, as root, a user id drawn
+for the run, which cannot signal, trace, read or write the grader, its folder or its
 results.
 
 The reference reads beside the lab: one function per step, in the lab's order
@@ -3005,7 +3005,8 @@ python3 -c 'import sys; assert sys.version_info >= (3, 9), sys.version'
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this as root for every submission.  The grader's folder is
-# made private first, so the student's module (run as the user nobody) can
+# made private first, so the student's module (run as a user id drawn for
+# the run) can
 # read neither grader.py nor anything beside it, and only the grader writes
 # the results.
 set -u
@@ -3097,7 +3098,8 @@ def parse_args(argv):
                              "folder, PATH its only variable, limits, and (as root) another "
                              "user; implied by --format gradescope")
     parser.add_argument("--user", metavar="NAME", default=None,
-                        help="with --sealed, as root: the worker's user (default nobody)")
+                        help="with --sealed, as root: the worker's user (default: a user id "
+                             "drawn for the run, which no other process has)")
     parser.add_argument("--out", metavar="PATH", default=None,
                         help="also write the run's JSON document (Gradescope's with --format "
                              "gradescope) to PATH, once the worker is gone")
