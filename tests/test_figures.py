@@ -23,7 +23,7 @@ from unittest import mock
 
 import gqa
 import gqa_cli
-from tests.helpers import tiny_recipe
+from tests.helpers import heavy, tiny_recipe
 import gqa_figures
 import gqa_report
 
@@ -601,6 +601,7 @@ def run(*argv):
 ARGS = [a for name, value in SMALL._asdict().items() for a in (f"--{name.replace('_', '-')}", str(value))]
 
 
+@heavy
 class Writing(unittest.TestCase):
 
     def setUp(self):

@@ -18,6 +18,7 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 
 import grader
+from tests.helpers import heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GQA = os.path.join(ROOT, "gqa.py")
@@ -323,7 +324,9 @@ def graded_mutants():
 def load_tests(loader, tests, pattern):
     """When a test that reads the graded mutants is to run, their grading starts now,
     as the tests are loaded, and runs beside every test before it."""
-    if any(getattr(type(test), "USES_GRADED_MUTANTS", False) for suite in tests for test in suite):
+    if any(getattr(type(test), "USES_GRADED_MUTANTS", False)
+           and not getattr(type(test), "__unittest_skip__", False)      # another shard's (helpers.heavy)
+           for suite in tests for test in suite):
         start_grading_mutants()
     return tests
 
@@ -375,6 +378,7 @@ def run_main(*args):
     return Run(code, out.getvalue(), err.getvalue())
 
 
+@heavy
 class Mutants(unittest.TestCase):
     USES_GRADED_MUTANTS = True
 
@@ -434,6 +438,7 @@ class Mutants(unittest.TestCase):
             self.assertEqual(results["kv_head"]["status"], "failed")
 
 
+@heavy
 class Referee(unittest.TestCase):
     """Nothing a module does changes the verdict; a bad module costs at most a timeout."""
 
@@ -505,6 +510,7 @@ class Referee(unittest.TestCase):
         self.assertRegex(message, r"at gqa.py, line \d+, in repeat_kv: return kv\[99\]")
 
 
+@heavy
 class CommandLine(unittest.TestCase):
     USES_GRADED_MUTANTS = True                  # test_what_show_prints_repeats_the_failure_when_pasted
 
@@ -601,6 +607,7 @@ class CommandLine(unittest.TestCase):
             self.assertNotIn("Traceback", run.stderr)
 
 
+@heavy
 class Starter(unittest.TestCase):
 
     def test_a_fresh_starter_is_not_started_one_line_per_step(self):

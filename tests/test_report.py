@@ -15,6 +15,7 @@ import gqa
 import gqa_cli
 import gqa_report
 import gqa_train
+from tests.helpers import heavy
 
 # The report trains the uptraining lab's quick recipe (section 8), which takes
 # seconds; these tests run it on a tiny recipe instead.  CI checks the real one.
@@ -166,6 +167,7 @@ class Contents(unittest.TestCase):
         self.assertNotRegex(self.text, r"\b20\d\d-\d\d-\d\d\b")
 
 
+@heavy
 class Writing(unittest.TestCase):
 
     def setUp(self):
@@ -313,6 +315,7 @@ class Dispatch(unittest.TestCase):
         self.assertIn("| scores       |", out.getvalue())
 
 
+@heavy
 class FromAnotherModule(unittest.TestCase):
     """--module PATH: the report of a student's gqa.py, whatever state it is in."""
 

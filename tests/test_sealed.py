@@ -18,6 +18,7 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 
 import grader
+from tests.helpers import heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -206,6 +207,7 @@ class WorkerCode(unittest.TestCase):
 
 
 @unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
+@heavy
 class SealedAsRoot(unittest.TestCase):
     """Every way out tried at once: open in the self-check, shut in the sealed run."""
 
@@ -289,6 +291,7 @@ class SealedAsRoot(unittest.TestCase):
                                   grader.LIMITS["file_size"], grader.LIMITS["open_files"]])
 
 
+@heavy
 class NeverCrashNeverStall(unittest.TestCase):
     """Whatever the worker sends, or does not send, the grader decides and says why."""
 
@@ -410,6 +413,7 @@ class NeverCrashNeverStall(unittest.TestCase):
                     self.assertIn("kv_head is None", doc["steps"][1]["message"])
 
 
+@heavy
 class Stalls(unittest.TestCase):
     """Whatever stalls costs its deadline and no more: each waits, so they wait together."""
 
@@ -530,6 +534,7 @@ class Stalls(unittest.TestCase):
         self.assertIn("computing the tables did not return within 0.5 s", str(err))
 
 
+@heavy
 class Folder(unittest.TestCase):
 
     def test_planted_standard_modules_beside_the_grader_never_run(self):
@@ -567,6 +572,7 @@ class Folder(unittest.TestCase):
             self.assertTrue(data["output"].startswith("partly sealed:"))
 
 
+@heavy
 class Autograder(unittest.TestCase):
 
     def test_the_zip_has_gradescopes_layout_and_its_run_writes_the_results(self):
@@ -610,6 +616,7 @@ class Autograder(unittest.TestCase):
         self.assertNotIn("output", results)                                   # fully sealed
 
 
+@heavy
 class ToolsThroughTheWorker(unittest.TestCase):
     """report --module and tables --module run the module in the grader's worker: its
     endless loop, os._exit or memory bomb is a section's note, never a hang or a silent 0."""
@@ -679,6 +686,7 @@ if __name__ == "__main__":
     unittest.main()
 
 
+@heavy
 class RealWork(unittest.TestCase):
     """A tally is worth something only with the work it counts."""
 
@@ -754,6 +762,7 @@ def forging(lines_expr):
         "__main__.w_serve = _forge\n")
 
 
+@heavy
 class TheGradersMemory(unittest.TestCase):
     """What the worker sends is bounded before the grader builds anything from it."""
 
@@ -800,6 +809,7 @@ SHOUTING = STARTER + (
     "_main.w_run = _run\n")
 
 
+@heavy
 class WhatTheWorkerSays(unittest.TestCase):
     """Every string from the worker is printed and written with its control characters and
     surrogates escaped; a document holds standard JSON only."""
@@ -909,6 +919,7 @@ def valid_g(h):
 
 
 @unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
+@heavy
 class NeverAsRoot(unittest.TestCase):
     """As root, every worker runs as a uid drawn for its run, and every process of that uid
     is killed at the end; the grader stopped by a signal kills its worker first."""
