@@ -6,7 +6,7 @@ each a function or a method that returns or adds SVG text.
     Figure(width, height, title, desc)   an SVG with an opaque background,
                                          a visible title, <title> and <desc>
     Figure.axes(...) -> Axes             a plot area with ticks and labels
-    Axes.plot / band / bars / hline      the data, in data coordinates
+    Axes.plot / band / hbars / hline     the data, in data coordinates
     Axes.end_labels, Figure.legend       which line is which
     nice_ticks(lo, hi)                   ticks at 1, 2 or 5 x 10^k
     style(i)                             colour, dash and marker of series i
@@ -349,22 +349,6 @@ class Axes(Canvas):
         upper = [f"{num(self.x(a))},{num(self.y(b))}" for a, b in zip(xs, highs)]
         lower = [f"{num(self.x(a))},{num(self.y(b))}" for a, b in zip(xs, lows)]
         self.add(f"<polygon{_attrs(class_='band', points=' '.join(upper + lower[::-1]), fill=st.colour, fill_opacity=num(opacity))}/>")
-
-    def bars(self, xs: Sequence[float], values: Sequence[float], fills: Sequence[str], *,
-             width: float = 0.6, titles: Sequence[str] = (),
-             lows: Sequence[float] = (), highs: Sequence[float] = ()) -> None:
-        """Add bars from 0 (or the axis' foot) to each value; whiskers from lows to highs."""
-        base = self.y(max(self.yaxis.lo, 0.0))
-        half = width / 2 * self.width / (self.xaxis.hi - self.xaxis.lo)
-        for i, (a, v) in enumerate(zip(xs, values)):
-            px, py = self.x(a), self.y(v)
-            self.rect(px - half, min(py, base), 2 * half, abs(base - py), fills[i], stroke=INK,
-                      class_="bar", title=titles[i] if titles else "")
-            if lows:
-                lo, hi, w = self.y(lows[i]), self.y(highs[i]), min(half / 2, 7)
-                self.add(f'<path class="whisker" d="M{num(px)} {num(lo)}V{num(hi)}M{num(px - w)} '
-                         f'{num(lo)}H{num(px + w)}M{num(px - w)} {num(hi)}H{num(px + w)}" '
-                         f'stroke="{INK}" stroke-width="1.5" fill="none"/>')
 
     def hbars(self, ys: Sequence[float], values: Sequence[float], fill: str, *,
               height: float = 0.6, titles: Sequence[str] = (),
