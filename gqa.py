@@ -1775,5 +1775,5 @@ for _name in __all__:
             return_annotation=inspect.Signature.empty)
 
 
-if __name__ == "__main__":           # python -m gqa COMMAND: the command line is gqa_cli.py's
-    sys.exit(__import__("gqa_cli").main())
+if __name__ == "__main__":           # python -m gqa COMMAND: the command line is gqa_tools/cli.py
+    sys.exit(__import__("gqa_tools.cli", fromlist=["main"]).main())

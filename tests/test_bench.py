@@ -8,9 +8,9 @@ import json
 import unittest
 
 import gqa
-import gqa_cli
-import gqa_bench
-import gqa_tools
+from gqa_tools import cli as gqa_cli
+from gqa_tools import bench as gqa_bench
+from gqa_tools import common as gqa_tools
 
 
 class Bench(unittest.TestCase):

@@ -16,9 +16,9 @@ import os
 import unittest
 
 import gqa
-import gqa_cli
+from gqa_tools import cli as gqa_cli
 from gqa import GQAError
-from gqa_models import FAMILIES, RULES, ModelShape, cache_bytes, family_table, per_position
+from gqa_tools.models import FAMILIES, RULES, ModelShape, cache_bytes, family_table, per_position
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples", "configs")

@@ -14,7 +14,7 @@ import sys
 import unittest
 
 import gqa
-import gqa_cli
+from gqa_tools import cli as gqa_cli
 from tests.helpers import heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,7 +25,7 @@ with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as _f:
 def load_tests(loader, tests, ignore):
     """Run the README's REPL session as a doctest; the doctests of the tool modules too.
     The grader's sample, when its test is to run, starts now (see grader_sample)."""
-    import gqa_models
+    from gqa_tools import models as gqa_models
     if any("test_grader_sample" in test.id() and not getattr(type(test), "__unittest_skip__", False)
            for suite in tests for test in suite):                    # not another shard's (helpers.heavy)
         grader_sample()

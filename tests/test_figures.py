@@ -22,10 +22,10 @@ from decimal import Decimal
 from unittest import mock
 
 import gqa
-import gqa_cli
+from gqa_tools import cli as gqa_cli
 from tests.helpers import heavy, tiny_recipe
-import gqa_figures
-import gqa_report
+from gqa_tools import figures as gqa_figures
+from gqa_tools import report as gqa_report
 
 SVG = "{http://www.w3.org/2000/svg}"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -481,7 +481,7 @@ class FromAStudentsModule(unittest.TestCase):
         self.assertIn("`kv_head(4, 8, 4)` returned 4, not a key/value head 0 to 3", part.body)
 
     def test_a_figure_that_fails_leaves_its_section_and_says_why(self):
-        with mock.patch("gqa_figures.g_changes_figure", side_effect=ValueError("num: not finite")):
+        with mock.patch("gqa_tools.figures.g_changes_figure", side_effect=ValueError("num: not finite")):
             part = gqa_report.build_parts(SMALL, NOTHING_MEASURED)[4]
         self.assertEqual((part.title[:2], part.figures), ("4.", ()))
         self.assertIn("**Llama-2-7B**", part.body)
@@ -589,8 +589,8 @@ class TrainingFigures(SvgChecks):
 def run(*argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            mock.patch("gqa_report.measure", return_value=NOTHING_MEASURED), \
-            mock.patch("gqa_train.QUICK", tiny_recipe()):        # --module's child trains this
+            mock.patch("gqa_tools.report.measure", return_value=NOTHING_MEASURED), \
+            mock.patch("gqa_tools.train.QUICK", tiny_recipe()):        # --module's child trains this
         try:
             status = gqa_cli.main(["report", *argv])
         except SystemExit as exit_:
@@ -664,7 +664,7 @@ class Writing(unittest.TestCase):
             f.write("old figure")
         with open(self.path, "w", encoding="utf-8") as f:
             f.write("old report")
-        with mock.patch("gqa_report.os.replace", side_effect=OSError(28, "No space left on device")):
+        with mock.patch("gqa_tools.report.os.replace", side_effect=OSError(28, "No space left on device")):
             status, _, err = run("--out", self.path, *ARGS)
         self.assertEqual(status, 2)
         self.assertIn("No space left on device; nothing was changed", err)

@@ -10,9 +10,9 @@ import tempfile
 import unittest
 
 import gqa
-import gqa_cli
+from gqa_tools import cli as gqa_cli
 from gqa import GQAError
-from gqa_models import (ModelShape, Split, cache_bytes, decode_roofline, max_requests,
+from gqa_tools.models import (ModelShape, Split, cache_bytes, decode_roofline, max_requests,
                         parse_bandwidth, parse_flops, parse_size, tensor_parallel)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -249,7 +249,7 @@ class WholeBlock(unittest.TestCase):
     """The MLP's width and matrices: read where configs give them, never guessed."""
 
     def test_the_reports_block_models_are_what_their_configs_say(self):
-        import gqa_report
+        from gqa_tools import report as gqa_report
         for model, file in zip(gqa_report.BLOCK_MODELS, ("llama-2-7b.json", "llama-2-70b.json")):
             s = ModelShape.from_config(os.path.join(EXAMPLES, file))
             self.assertEqual((model.heads, model.kv_heads, model.head_dim, model.d_model, model.d_ff,

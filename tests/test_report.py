@@ -12,9 +12,9 @@ import unittest
 from unittest import mock
 
 import gqa
-import gqa_cli
-import gqa_report
-import gqa_train
+from gqa_tools import cli as gqa_cli
+from gqa_tools import report as gqa_report
+from gqa_tools import train as gqa_train
 from tests.helpers import heavy
 
 # The report trains the uptraining lab's quick recipe (section 8), which takes
@@ -31,7 +31,7 @@ _TRAINED = {}
 
 
 def _run_once(r, lab=gqa, progress=None):
-    """gqa_train.run, trained once for each recipe and module."""
+    """gqa_tools.train.run, trained once for each recipe and module."""
     key = (r, lab)
     if key not in _TRAINED:
         _TRAINED[key] = _RUN(r, lab, progress)
@@ -217,7 +217,7 @@ class Writing(unittest.TestCase):
     def test_a_failed_write_leaves_the_old_report_and_no_temporary_file(self):
         with open(self.path, "w", encoding="utf-8") as f:
             f.write("the old report\n")
-        with mock.patch("gqa_report.os.replace", side_effect=PermissionError(13, "Permission denied")):
+        with mock.patch("gqa_tools.report.os.replace", side_effect=PermissionError(13, "Permission denied")):
             status, _, err = run("--out", self.path, *ARGS)
         self.assertEqual(status, 2)
         self.assertIn("Permission denied; nothing was changed", err)

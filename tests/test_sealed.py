@@ -423,8 +423,8 @@ class Stalls(unittest.TestCase):
     def setUpClass(cls):
         from unittest import mock
 
-        import gqa_report
-        import gqa_tables
+        from gqa_tools import report as gqa_report
+        from gqa_tools import tables as gqa_tables
         cls.dir = tempfile.mkdtemp()
         jobs = {"hung call": cls.hung_call, "budget": cls.budget, "not reading": cls.not_reading,
                 "import": cls.loop_at_import,
@@ -640,9 +640,9 @@ class ToolsThroughTheWorker(unittest.TestCase):
         import io
         from unittest import mock
 
-        import gqa_cli
-        import gqa_report
-        import gqa_train
+        from gqa_tools import cli as gqa_cli
+        from gqa_tools import report as gqa_report
+        from gqa_tools import train as gqa_train
         from tests.helpers import tiny_recipe
         tiny = tiny_recipe()                                  # a correct module trains: briefly
         out, err = io.StringIO(), io.StringIO()
@@ -723,7 +723,7 @@ class WhatIsGraded(unittest.TestCase):
             self.assertEqual((run.returncode, doc["passed"]), (2, 0))
             self.assertIn("is a symbolic link", doc["error"])
             with self.assertRaisesRegex(grader.Refused, "is a symbolic link"):
-                list(grader.run_in_child(copy.module, "gqa_tables:child_texts", [{}, None, False]))
+                list(grader.run_in_child(copy.module, "gqa_tools.tables:child_texts", [{}, None, False]))
         finally:
             copy.close()
 
@@ -792,7 +792,7 @@ class TheGradersMemory(unittest.TestCase):
                         "__main__.w_run = _run\n")
             got = []
             with self.assertRaisesRegex(grader.Failure, "came to more than 8 MiB"):
-                for item in grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False]):
+                for item in grader.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]):
                     got.append(len(item))
             self.assertEqual(got, [3 << 20, 3 << 20])
         finally:
@@ -842,7 +842,7 @@ class WhatTheWorkerSays(unittest.TestCase):
                 f.write(SHOUTING)
             got = []
             with self.assertRaises(grader.Failure) as raised:
-                for item in grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False]):
+                for item in grader.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]):
                     got.append(item)
         finally:
             shutil.rmtree(folder)
@@ -930,7 +930,7 @@ class NeverAsRoot(unittest.TestCase):
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(DAEMON)
-            (uid, pid), = grader.run_in_child(path, "gqa_tables:child_texts", [{}, None, False])
+            (uid, pid), = grader.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False])
         finally:
             shutil.rmtree(folder)
         self.assertNotEqual(uid, 0)

@@ -17,9 +17,9 @@ import unittest
 from unittest import mock
 
 import gqa
-import gqa_cli
-import gqa_train
-from gqa_tools import rng_for
+from gqa_tools import cli as gqa_cli
+from gqa_tools import train as gqa_train
+from gqa_tools.common import rng_for
 from tests.helpers import heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -370,7 +370,7 @@ class WithAStudentsModule(unittest.TestCase):
         return path
 
     def test_a_copy_of_the_lab_trains_to_the_same_numbers_out_of_process(self):
-        import gqa_uptrain
+        from gqa_tools import uptrain as gqa_uptrain
         with open(gqa.__file__, encoding="utf-8") as f:
             path = self.module(f.read())
         theirs = gqa_uptrain.run_module(path, self.ONE)
@@ -380,7 +380,7 @@ class WithAStudentsModule(unittest.TestCase):
         self.assertEqual(theirs, ours)
 
     def test_steps_that_do_not_pass_are_named_and_nothing_is_trained(self):
-        import gqa_uptrain
+        from gqa_tools import uptrain as gqa_uptrain
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
         broken = source.replace("    return _layer_backward(saved, d_y)",

@@ -1,4 +1,4 @@
-"""gqa_models: real models' shapes, read from their config.json, and their KV caches.
+"""gqa_tools.models: real models' shapes, read from their config.json, and their KV caches.
 
 The two numbers that decide MHA, GQA or MQA, the query heads h and the
 key/value heads g, sit in every model's config file.  From them, the layers
@@ -6,7 +6,7 @@ and the head dim, this module answers: which method is it, what does a token
 of context cost, how many requests fit in the memory left, what happens on N
 tensor-parallel devices, and (as a roofline model, not a measurement) how
 fast could it decode.  A library for the tools: `python -m gqa config`
-(gqa_config.py) prints its answers, `python -m gqa tables --config` and the
+(config.py) prints its answers, `python -m gqa tables --config` and the
 report read shapes with it.  Standard library only: json and arithmetic.
 
 Each group of layers caches by one rule (RULES); which layer follows which,

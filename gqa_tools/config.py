@@ -1,4 +1,4 @@
-"""gqa_config: size a real model's KV cache from its config.json, on the command line.
+"""gqa_tools.config: size a real model's KV cache from its config.json, on the command line.
 
     python -m gqa config examples/configs/llama-2-70b.json --context 4096 --memory 80GiB
 
@@ -17,10 +17,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import gqa
 from gqa import GQAError
-from gqa_models import (DTYPE_BYTES, RULES, ModelShape, cache_bytes, decode_roofline,
+from gqa_tools.models import (DTYPE_BYTES, RULES, ModelShape, cache_bytes, decode_roofline,
                         device_cache_bytes, dtype_bytes, max_requests, parse_bandwidth, parse_flops,
                         parse_size, per_position, tensor_parallel)
-from gqa_tools import human_bytes, text_table
+from gqa_tools.common import human_bytes, text_table
 
 # Named hardware for the decode estimate, each with its source.  Peak figures:
 # real kernels reach less, which is one more reason the estimate is a bound.

@@ -1,4 +1,4 @@
-"""gqa_figures: the report's figures, drawn as SVG by the standard library.
+"""gqa_tools.figures: the report's figures, drawn as SVG by the standard library.
 
 Not a plotting library: the few pieces report.md's figures are made of,
 each a function or a method that returns or adds SVG text.

@@ -1,4 +1,4 @@
-"""gqa_tables: the lab's tables for every valid g, on the command line.
+"""gqa_tools.tables: the lab's tables for every valid g, on the command line.
 
     python -m gqa tables [--heads 8 --head-dim 128 --layers 32 --context 4096 --d-model 1024]
     python -m gqa tables --config examples/configs/llama-2-7b.json
@@ -20,8 +20,8 @@ import sys
 from typing import Iterator, Optional, Sequence
 
 import gqa
-from gqa_models import ModelShape
-from gqa_tools import block_bars, block_markdown, block_rows, cache_markdown, multiplies_markdown
+from gqa_tools.models import ModelShape
+from gqa_tools.common import block_bars, block_markdown, block_rows, cache_markdown, multiplies_markdown
 
 DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
 
@@ -98,8 +98,8 @@ def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -
     if not os.path.isfile(path):
         raise gqa.GQAError(f"--module {path}: no such file")
     try:
-        for item in grader.run_in_child(path, "gqa_tables:child_texts", [s, model_g, causal],
-                                        paths=[os.path.dirname(os.path.abspath(__file__))],
+        for item in grader.run_in_child(path, "gqa_tools.tables:child_texts", [s, model_g, causal],
+                                        paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what="computing the tables",
                                         item_timeout=CHILD_TIMEOUT, budget=2 * CHILD_TIMEOUT):
             if isinstance(item, dict):

@@ -1,6 +1,6 @@
-"""gqa_train: does quality come back?  Convert a trained MHA model to GQA or MQA, then train.
+"""gqa_tools.train: does quality come back?  Convert a trained MHA model to GQA or MQA, then train.
 
-The uptraining lab, as a library: `python -m gqa uptrain` (gqa_uptrain.py)
+The uptraining lab, as a library: `python -m gqa uptrain` (uptrain.py)
 runs it and prints it, and report.md's section 8 runs the quick recipe.
 
 The model, small enough to read and to train in pure Python: token and
@@ -76,7 +76,7 @@ from operator import add
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_tools import rng_for, seed_for, text_table
+from gqa_tools.common import rng_for, seed_for, text_table
 
 # The matrix kernel is the project's (gqa._mm: math.sumprod where Python has
 # it): the embeddings, the MLP and the output heads are not the lab's lesson,

@@ -1,4 +1,4 @@
-"""gqa_tools: what the command-line tools share, and nothing else.
+"""gqa_tools.common: what the command-line tools share, and nothing else.
 
 The commands (gqa_tables, gqa_report, gqa_config, gqa_bench, gqa_uptrain)
 import gqa, this module and the libraries gqa_models and gqa_train, never

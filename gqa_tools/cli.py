@@ -12,11 +12,11 @@ import sys
 from typing import Optional, Sequence
 
 COMMANDS = {
-    "tables": ("gqa_tables", "print the cache and multiplication tables for every g"),
-    "report": ("gqa_report", "write report.md, or --check that it is current"),
-    "config": ("gqa_config", "size a model's KV cache from its config.json"),
-    "bench": ("gqa_bench", "time and memory per g, measured on this machine"),
-    "uptrain": ("gqa_uptrain", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
+    "tables": ("gqa_tools.tables", "print the cache and multiplication tables for every g"),
+    "report": ("gqa_tools.report", "write report.md, or --check that it is current"),
+    "config": ("gqa_tools.config", "size a model's KV cache from its config.json"),
+    "bench": ("gqa_tools.bench", "time and memory per g, measured on this machine"),
+    "uptrain": ("gqa_tools.uptrain", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
 }
 
 

@@ -1,4 +1,4 @@
-"""gqa_report: report.md, the lab report, written by the code.
+"""gqa_tools.report: report.md, the lab report, written by the code.
 
     python -m gqa report [--out report.md] [--check] [--module PATH] [configuration options]
 
@@ -31,9 +31,9 @@ import tempfile
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
-import gqa_figures
-import gqa_train
-from gqa_tools import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
+from gqa_tools import figures as draw
+from gqa_tools import train as training
+from gqa_tools.common import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
                        block_rows, failing_steps, fmt, human_bytes, int_options, markdown_table,
                        multiplies_markdown, progress_line, project, rng_for, seed_for, stage, write_target)
 
@@ -254,7 +254,7 @@ class Measured(NamedTuple):
     exact_mha: Any              # attention(g = h) == per-head MHA, on every seed
     conversion: Any             # (g, conversion) -> Spread of the relative L2
     head_cosine: Any            # Spread of |cosine| between two heads' projected keys
-    training: Any = None        # gqa_train.run(QUICK): the uptraining lab's quick recipe
+    training: Any = None        # training.run(QUICK): the uptraining lab's quick recipe
 
 
 def measure_outputs(lab: Lab, cfg: Config) -> Tuple[Dict[int, DifferenceSpread], Dict, bool]:
@@ -307,7 +307,7 @@ def measure(cfg: Config, lab: Optional[Lab] = None,
         tallied=attempt(lambda: {g: tallied_multiplies(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
         difference=part(0), conversion=part(1), exact_mha=part(2),
         head_cosine=attempt(lambda: head_cosines(lab, cfg)),
-        training=attempt(lambda: gqa_train.run((recipe or gqa_train.QUICK)._replace(seed=cfg.seed),
+        training=attempt(lambda: training.run((recipe or training.QUICK)._replace(seed=cfg.seed),
                                                lab=lab if lab.module is not gqa else gqa,
                                                progress=progress))
         if not untrained else Missing(untrained))
@@ -416,7 +416,7 @@ def grouping(lab: Lab) -> Tuple[str, Figures]:
                 raise Unavailable(f"`kv_head({i}, {h}, {g})` returned {j!r}, not a key/value head "
                                   f"0 to {g - 1}")
     names = {g: lab.method_name(h, g) for g in gs}
-    svg = gqa_figures.grouping_figure(h, [(names[g], g, reads[g]) for g in gs])
+    svg = draw.grouping_figure(h, [(names[g], g, reads[g]) for g in gs])
     body = "\n".join([
         f"Drawn for h = {h}, as in the GQA paper's Figure 2: the key/value head that each query head "
         f"reads, `kv_head(i, {h}, g)`, at g = {', '.join(map(str, gs))}.\n",
@@ -549,7 +549,7 @@ def what_g_changes(cfg: Config, lab: Lab) -> Tuple[str, Figures]:
     block = {g: lab.block_multiplies(n, h, g, d, d_model, llama.d_ff,
                                      mlp_matrices=llama.mlp_matrices).total for g in ids.gs}
     table = {g: (cache[g], layer[g] / layer[h], block[g] / block[h]) for g in ids.gs}
-    svg = gqa_figures.g_changes_figure(
+    svg = draw.g_changes_figure(
         h, ids.gs, ids.name, {g: t[0] for g, t in table.items()}, {g: t[1] for g, t in table.items()},
         {g: t[2] for g, t in table.items()},
         cache_note=f"K and V of every layer, {n:,} positions",
@@ -646,7 +646,7 @@ def section_decoding(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
         return cfg.layers * (total - before)
 
     reads = {g: [read_at(t, g) for t in points] for g in ids.gs}
-    svg = gqa_figures.decoding_figure(points, [(ids.label[g], reads[g]) for g in ids.gs],
+    svg = draw.decoding_figure(points, [(ids.label[g], reads[g]) for g in ids.gs],
                                       layers=cfg.layers)
     return "\n".join([
         f"Incremental decoding appends one position and then reads every cached K and V: "
@@ -721,31 +721,31 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
     head = ["task", "g", "conversion"] + [f"{s} steps" + (f" ({100 * s / r['pretrain']:.3g} %)" if s else "")
                                           for s in steps]
     rows, pre_rows, same_rows, bars, said = [], [], [], [], []
-    for task in gqa_train.TASKS:
+    for task in training.TASKS:
         t = result["tasks"][task]
         n = t["answers"]
-        pre = gqa_train.stats(t["pretrained"]["correct"], n)
+        pre = training.stats(t["pretrained"]["correct"], n)
         pre_rows.append((task, f"{t['held_out']:,} sequences, {n:,} answers",
-                         gqa_train.spread_text(pre)))
+                         training.spread_text(pre)))
         gs = sorted({x["g"] for x in t["uptrain"]})
         for g in gs:
-            for how in gqa_train.CONVERSIONS:
+            for how in training.CONVERSIONS:
                 cells = [next(x["correct"] for x in t["uptrain"]
                               if x["g"] == g and x["conversion"] == how and x["steps"] == s) for s in steps]
-                rows.append((task, g, how) + tuple(gqa_train.spread_text(gqa_train.stats(c, n)) for c in cells))
-                means = [gqa_train.stats(c, n).mean for c in cells]
+                rows.append((task, g, how) + tuple(training.spread_text(training.stats(c, n)) for c in cells))
+                means = [training.stats(c, n).mean for c in cells]
                 bars.append(f"{task:<7} g={g} {how:<6}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
                             + "  " + " -> ".join(f"{a:.2f}" for a in means))
             rows.append((task, g, "mean > first > random") + tuple(
-                f"{gqa_train.ordering_held(t, g, s)}/{K} seeds" for s in steps))
+                f"{training.ordering_held(t, g, s)}/{K} seeds" for s in steps))
         for x in t["same_cache"]:
             same_rows.append((task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
-                              gqa_train.spread_text(gqa_train.stats(x["correct"], n))))
-        said.append(f"**{task}.** " + " ".join(gqa_train.findings(result, task)))
-    notes = sorted({result["tasks"][task]["same_cache_note"] for task in gqa_train.TASKS} - {""})
+                              training.spread_text(training.stats(x["correct"], n))))
+        said.append(f"**{task}.** " + " ".join(training.findings(result, task)))
+    notes = sorted({result["tasks"][task]["same_cache_note"] for task in training.TASKS} - {""})
     figures, curves, bars_of = [], [], {}
-    mark = (gqa_train.paper_budget(r), "the GQA paper's 5 %")
-    for task in gqa_train.TASKS:
+    mark = (training.paper_budget(r), "the GQA paper's 5 %")
+    for task in training.TASKS:
         t = result["tasks"][task]
         n = t["answers"]
         accuracy = {(x["g"], x["conversion"]): [] for x in t["uptrain"]}
@@ -754,7 +754,7 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
                 x = next(x for x in t["uptrain"] if (x["g"], x["conversion"], x["steps"]) == key + (s,))
                 accuracy[key].append([c / n for c in x["correct"]])
         name = f"uptraining-{task}.svg"
-        figures.append((name, gqa_figures.uptraining_figure(
+        figures.append((name, draw.uptraining_figure(
             task, steps, accuracy, [c / n for c in t["pretrained"]["correct"]], mark=mark)))
         curves.append(figure_link(name, f"Held-out accuracy of the {task} task against uptraining "
                                         f"steps after converting by the mean, the first head or "
@@ -762,9 +762,9 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
                                         f"lowest to highest seed as a band, the pre-trained MHA "
                                         f"model as a dashed line"))
         bars_of[task] = {x["model"]: [c / n for c in x["correct"]] for x in t["same_cache"]}
-    cache = sorted({x["cache_per_token"] for task in gqa_train.TASKS
+    cache = sorted({x["cache_per_token"] for task in training.TASKS
                     for x in result["tasks"][task]["same_cache"]})
-    figures.append(("equal-cache.svg", gqa_figures.equal_cache_figure(
+    figures.append(("equal-cache.svg", draw.equal_cache_figure(
         bars_of, note=f"{', '.join(map(str, cache))} cached values per token, "
                       f"{r['pretrain']} steps from scratch")))
     body = "\n".join([
@@ -774,12 +774,12 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         f"steps of {r['batch']} sequences on each of two tasks, converts it to each g < h by the "
         f"mean of each group, its first head or new random heads, and trains on with the same "
         f"batches for every conversion; the budgets are checkpoints of one run. "
-        f"{gqa_train.seeds_text(seeds)}; every accuracy is on held-out sequences that training never "
+        f"{training.seeds_text(seeds)}; every accuracy is on held-out sequences that training never "
         f"sees, written mean ± sd [min, max] over the seeds. A conversion *recovers* when it comes "
         f"within 0.02 of its own pre-trained model's accuracy in at least 4 of 5 seeds (80 %), and "
         f"*partly recovers* otherwise; an ordering is stated with the seeds it held in.\n",
-        "- " + gqa_train.describe(gqa_train.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "offsets") + ".",
-        "- " + gqa_train.describe(gqa_train.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "recall") + ".\n",
+        "- " + training.describe(training.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "offsets") + ".",
+        "- " + training.describe(training.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "recall") + ".\n",
         markdown_table(["task", "held out per seed", "pre-trained MHA"], pre_rows),
         "",
         markdown_table(head, rows),
@@ -797,8 +797,8 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         markdown_table(["task", "model", "K/V cache per token", "parameters", "MLP width",
                         "held-out accuracy"], same_rows),
         "",
-        "\n\n".join(f"**{task}.** " + gqa_train.same_cache_finding(result, task)
-                     for task in gqa_train.TASKS) + "\n",
+        "\n\n".join(f"**{task}.** " + training.same_cache_finding(result, task)
+                     for task in training.TASKS) + "\n",
         figure_link("equal-cache.svg", f"At one K/V cache size, the held-out accuracy of MQA, of "
                                        f"one head and of narrower heads, for each task: the mean "
                                        f"of {K} seeds as a bar, lowest to highest seed as a "
@@ -814,13 +814,13 @@ def _training_sentence(m: Measured) -> str:
     result = m.training
     r, K = result["recipe"], len(result["seeds"])
     said = []
-    for steps in sorted({gqa_train.paper_budget(r), max(r["budgets"])}):
+    for steps in sorted({training.paper_budget(r), max(r["budgets"])}):
         parts = []
-        for task in gqa_train.TASKS:
+        for task in training.TASKS:
             t = result["tasks"][task]
             for g in sorted({x["g"] for x in t["uptrain"]}):
-                k = gqa_train.recovered(t, g, steps)
-                word = "recovers" if gqa_train.recovers(k, K) else "partly recovers"
+                k = training.recovered(t, g, steps)
+                word = "recovers" if training.recovers(k, K) else "partly recovers"
                 parts.append(f"{word} on {task} at g = {g} ({k}/{K})")
         said.append(f"after {steps} steps ({100 * steps / r['pretrain']:.3g} % of the pre-training) it "
                     + " and ".join(parts))
@@ -904,7 +904,7 @@ def figures_of(parts: Sequence[Part]) -> List[Tuple[str, str]]:
         if not (isinstance(name, str) and FIGURE_NAME.fullmatch(name) and isinstance(svg, str)):
             raise ValueError(f"a figure must be a file name such as grouping.svg and its SVG text; "
                              f"got {name!r}")
-        why = gqa_figures.not_a_figure(svg)
+        why = draw.not_a_figure(svg)
         if why:
             raise ValueError(f"figure {name} is not one the report draws: {why}")
     if len(set(names)) != len(names):
@@ -936,12 +936,12 @@ def child_parts(module: Any, cfg_values: List[int], label: str,
                 recipe_values: Optional[list] = None) -> Iterator[list]:
     """In the child process (grader.run_in_child): the report's Parts built from module,
     each as plain data [title, body, [[file name, SVG], ...]]; section 8 trains with
-    the recipe whose values the parent sent (its gqa_train.QUICK)."""
+    the recipe whose values the parent sent (its training.QUICK)."""
     cfg, lab = Config(*cfg_values), Lab(module, label)
     recipe = None
     if recipe_values is not None:
-        fields = dict(zip(gqa_train.Recipe._fields, recipe_values))
-        recipe = gqa_train.Recipe(**{**fields, "budgets": tuple(fields["budgets"])})
+        fields = dict(zip(training.Recipe._fields, recipe_values))
+        recipe = training.Recipe(**{**fields, "budgets": tuple(fields["budgets"])})
     for part in build_parts(cfg, measure(cfg, lab, untrained=untrained, recipe=recipe), lab, label):
         yield [part.title, part.body, [list(f) for f in part.figures]]
 
@@ -968,7 +968,7 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
         raise gqa.GQAError(f"--module {path}: no such file")
     came: Dict[str, Part] = {}
     why = "the child process building the report did not send it"
-    failing = failing_steps(path, gqa_train.NEEDS, timeout=min(CHILD_TIMEOUT, 5.0))
+    failing = failing_steps(path, training.NEEDS, timeout=min(CHILD_TIMEOUT, 5.0))
     untrained = "" if not failing else (
         "section 8 trains with the module's own steps once the grader passes them; not yet: "
         + "; ".join(failing) + f" (grade them with: python grader.py --module {path})")
@@ -976,9 +976,9 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
         print(f"gqa report: its steps pass, so section 8 trains with {path} in the grader's "
               f"worker: a minute or more", file=sys.stderr)
     try:
-        for item in grader.run_in_child(path, "gqa_report:child_parts",
-                                        [list(cfg), path, untrained, list(gqa_train.QUICK)],
-                                        paths=[os.path.dirname(os.path.abspath(__file__))],
+        for item in grader.run_in_child(path, "gqa_tools.report:child_parts",
+                                        [list(cfg), path, untrained, list(training.QUICK)],
+                                        paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what="building the report",
                                         item_timeout=CHILD_TRAINING if not failing else CHILD_TIMEOUT,
                                         budget=CHILD_TRAINING if not failing else CHILD_BUDGET):

@@ -1,4 +1,4 @@
-"""gqa_bench: time and memory per g, measured on this machine.
+"""gqa_tools.bench: time and memory per g, measured on this machine.
 
     python -m gqa bench [--heads 8 --head-dim 32 --d-model 32 --context 64 --repeats 5] [--quick] [--json]
 
@@ -23,7 +23,7 @@ import tracemalloc
 from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 
 import gqa
-from gqa_tools import (add_int_options, human_bytes, int_options, progress_line, project, rng_for,
+from gqa_tools.common import (add_int_options, human_bytes, int_options, progress_line, project, rng_for,
                        seed_for, text_table)
 
 

@@ -1,4 +1,4 @@
-"""gqa_uptrain: does quality come back?  The uptraining lab on the command line.
+"""gqa_tools.uptrain: does quality come back?  The uptraining lab on the command line.
 
     python -m gqa uptrain [--seed 0] [--seeds 5] [--quick] [--json] [--module PATH]
 
@@ -6,12 +6,12 @@ On two tasks (one that positions solve, one that needs content), for each of
 --seeds seeds from --seed on: pre-trains a small MHA model, converts it to
 every g < h by three methods, trains on with the same batches for each, and
 trains three models of MQA's cache size and matched parameters from scratch
-(gqa_train.py has the model and the experiment).  Every accuracy is printed
+(training.py has the model and the experiment).  Every accuracy is printed
 as mean ± sd [min, max] over the seeds, every ordering with the seeds it held
 in.  Progress goes to stderr.
 
 --module PATH trains with a student's gqa.py instead of the project's: once
-the grader passes every step that training calls (gqa_train.NEEDS), the
+the grader passes every step that training calls (training.NEEDS), the
 whole run goes to the grader's worker (its limits, its own session, a
 deadline), so the module never runs in this process.
 """
@@ -24,8 +24,8 @@ import os
 import sys
 from typing import Any, Sequence
 
-from gqa_tools import failing_steps, progress_line
-from gqa_train import NEEDS, QUICK, Recipe, render, run
+from gqa_tools.common import failing_steps, progress_line
+from gqa_tools.train import NEEDS, QUICK, Recipe, render, run
 
 MAX_SEEDS = 100
 MODULE_BUDGET = 3600.0      # seconds a run with a student's module may take in all
@@ -49,8 +49,8 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
          f"(no progress is shown until it ends)")
     result = None
     try:
-        for item in grader.run_in_child(path, "gqa_train:child_run", [list(recipe)],
-                                        paths=[os.path.dirname(os.path.abspath(__file__))],
+        for item in grader.run_in_child(path, "gqa_tools.train:child_run", [list(recipe)],
+                                        paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what="training",
                                         item_timeout=MODULE_BUDGET, budget=MODULE_BUDGET):
             result = item
