@@ -3,7 +3,7 @@
 The commands (gqa_tables, gqa_report, gqa_config, gqa_bench, gqa_uptrain)
 import gqa, this module and the libraries gqa_models and gqa_train, never
 each other; with --module they run a student's gqa.py through the grader's
-worker (grader.run_in_child), never in their own process.  Here: plain and Markdown tables, bars, number formats, the
+worker (gqa_grader.run_in_child), never in their own process.  Here: plain and Markdown tables, bars, number formats, the
 integer options of `report` and `bench`, a projection kept outside the
 tally, the one seeding scheme, a progress line on stderr, and an
 all-or-nothing write.
@@ -209,7 +209,7 @@ def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = No
     failing case of each step; a call may take timeout seconds (the grader's
     default when None).
     """
-    import grader
+    import gqa_grader as grader
     try:
         results = grader.grade(path, 0, cases=2, only=list(names), fail_fast=True, label=path,
                                timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)

@@ -934,7 +934,7 @@ CHILD_TRAINING = 900.0      # both, when section 8 trains with the module (five 
 def child_parts(module: Any, cfg_values: List[int], label: str,
                 untrained: str = "not run for this module",
                 recipe_values: Optional[list] = None) -> Iterator[list]:
-    """In the child process (grader.run_in_child): the report's Parts built from module,
+    """In the child process (gqa_grader.run_in_child): the report's Parts built from module,
     each as plain data [title, body, [[file name, SVG], ...]]; section 8 trains with
     the recipe whose values the parent sent (its training.QUICK)."""
     cfg, lab = Config(*cfg_values), Lab(module, label)
@@ -963,7 +963,7 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
     all); this process never imports the module.  A part that never came (the child
     hung, exited or ran out of memory) is that section's note saying why.  Raises
     GQAError when the module cannot be imported."""
-    import grader
+    import gqa_grader as grader
     if not os.path.isfile(path):
         raise gqa.GQAError(f"--module {path}: no such file")
     came: Dict[str, Part] = {}
@@ -976,7 +976,7 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
         print(f"gqa report: its steps pass, so section 8 trains with {path} in the grader's "
               f"worker: a minute or more", file=sys.stderr)
     try:
-        for item in grader.run_in_child(path, "gqa_tools.report:child_parts",
+        for item in grader.run_in_child(path, "report",
                                         [list(cfg), path, untrained, list(training.QUICK)],
                                         paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what="building the report",

@@ -82,7 +82,7 @@ def texts(lab, s: dict, model_g: Optional[int], causal: bool) -> dict:
 
 
 def child_texts(module, s: dict, model_g: Optional[int], causal: bool) -> Iterator[dict]:
-    """In the child process of --module (grader.run_in_child): the texts, or why not."""
+    """In the child process of --module (gqa_grader.run_in_child): the texts, or why not."""
     try:
         yield texts(module, s, model_g, causal)
     except NotImplementedError as err:
@@ -94,11 +94,11 @@ def child_texts(module, s: dict, model_g: Optional[int], causal: bool) -> Iterat
 def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -> dict:
     """texts() computed with the gqa.py at path in a sandboxed child process (the grader's
     worker, its limits and deadlines); raise GQAError saying why when it cannot be."""
-    import grader
+    import gqa_grader as grader
     if not os.path.isfile(path):
         raise gqa.GQAError(f"--module {path}: no such file")
     try:
-        for item in grader.run_in_child(path, "gqa_tools.tables:child_texts", [s, model_g, causal],
+        for item in grader.run_in_child(path, "tables", [s, model_g, causal],
                                         paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what="computing the tables",
                                         item_timeout=CHILD_TIMEOUT, budget=2 * CHILD_TIMEOUT):

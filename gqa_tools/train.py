@@ -698,7 +698,7 @@ def render(result: Dict[str, Any]) -> str:
 
 
 def child_run(module: Any, values: Sequence[Any]) -> Iterator[Dict[str, Any]]:
-    """In a worker (grader.run_in_child): run(Recipe(*values)) with module's steps; its result."""
+    """In a worker (gqa_grader.run_in_child): run(Recipe(*values)) with module's steps; its result."""
     fields = dict(zip(Recipe._fields, values))
     fields["budgets"] = tuple(fields["budgets"])
     yield run(Recipe(**fields), lab=module)

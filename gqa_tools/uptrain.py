@@ -37,7 +37,7 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
     Raises ValueError saying why when the module's steps do not pass yet, or
     when the worker fails, hangs or sends something that is not a result.
     """
-    import grader
+    import gqa_grader as grader
     if not os.path.isfile(path):
         raise ValueError(f"--module {path}: no such file")
     failing = failing_steps(path, NEEDS)
@@ -49,7 +49,7 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
          f"(no progress is shown until it ends)")
     result = None
     try:
-        for item in grader.run_in_child(path, "gqa_tools.train:child_run", [list(recipe)],
+        for item in grader.run_in_child(path, "uptrain", [list(recipe)],
                                         paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what="training",
                                         item_timeout=MODULE_BUDGET, budget=MODULE_BUDGET):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-import grader
+from gqa_grader import compare, reference
 
 
 def new_rng(seed):
@@ -15,7 +15,7 @@ def new_rng(seed):
 def random_case(rng, max_h=12):
     """A random (h, g, n, m, d, d_v) with g dividing h and m >= n."""
     h = rng.randint(1, max_h)
-    g = rng.choice(grader.ref_valid_g(h))
+    g = rng.choice(reference.ref_valid_g(h))
     n = rng.randint(1, 5)
     m = rng.randint(n, 7)
     return h, g, n, m, rng.randint(1, 6), rng.randint(1, 6)
@@ -26,7 +26,7 @@ def random_layer_case(rng, seed, max_d_model=8):
     import gqa
     h, g, n, _, d, _ = random_case(rng)
     d_model = rng.randint(1, max_d_model)
-    return h, g, gqa.init_weights(h, d_model, d, seed=seed), grader.rand_tensor(rng, n, d_model)
+    return h, g, gqa.init_weights(h, d_model, d, seed=seed), reference.rand_tensor(rng, n, d_model)
 
 
 def flat(t):
@@ -40,7 +40,7 @@ class CloseMixin:
     differing index, with its absolute and relative error."""
 
     def assertClose(self, got, expected, rel=1e-12, abs_tol=1e-12, msg=""):
-        diff = grader.first_difference(got, expected, rel=rel, abs_tol=abs_tol)
+        diff = compare.first_difference(got, expected, rel=rel, abs_tol=abs_tol)
         if diff:
             self.fail(f"{msg}: {diff}" if msg else diff)
 

@@ -7,8 +7,8 @@ import unittest
 from array import array
 
 import gqa
-import grader as ref
-from grader import rand_tensor
+from gqa_grader import reference as ref
+from gqa_grader.reference import rand_tensor
 from tests.helpers import CloseMixin, new_rng, random_case
 
 

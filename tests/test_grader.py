@@ -17,7 +17,7 @@ import tempfile
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
-import grader
+from gqa_grader import checks, cli, exchange, grading, handout, reference, sandbox
 from tests.helpers import heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -271,7 +271,7 @@ class Module:
 def grade_source(source, seed=12345, cases=2, only=None, timeout=5.0, fail_fast=True):
     """The results of grading source, each step stopped at its first failing case."""
     with Module(source) as path:
-        return {r["name"]: r for r in grader.grade(path, seed, cases, only, timeout, fail_fast=fail_fast)}
+        return {r["name"]: r for r in grading.grade(path, seed, cases, only, timeout, fail_fast=fail_fast)}
 
 
 def grade_all(jobs):
@@ -368,11 +368,11 @@ class Run:
 
 
 def run_main(*args):
-    """grader.main(ARGS) in this process (the module graded still runs in a worker)."""
+    """cli.main(ARGS) in this process (the module graded still runs in a worker)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = grader.main(list(args))
+            code = cli.main(list(args))
         except SystemExit as exit_:
             code = exit_.code
     return Run(code, out.getvalue(), err.getvalue())
@@ -389,7 +389,7 @@ class Mutants(unittest.TestCase):
         for (name, step, old, new), results in zip(MUTANTS, graded_mutants()):
             for step in steps_of(step):
                 with self.subTest(mutant=name, step=step):
-                    self.assertIn(step, grader.check_names())
+                    self.assertIn(step, checks.check_names())
                     self.assertIn(step, list(results))
                     self.assertEqual(results[step]["status"], "failed", f"{name}: step {step} passed")
                     self.assertTrue(results[step]["message"])
@@ -421,7 +421,7 @@ class Mutants(unittest.TestCase):
 
     def test_every_step_has_systematic_cases(self):
         # So --cases 0 never passes a step on no case at all.
-        for st in grader.STEPS:
+        for st in checks.STEPS:
             self.assertGreater(st.systematic, 0, st.name)
         results = grade_source(SOURCE, cases=0, only=["kv_cache_elements", "output_difference"])
         for r in results.values():
@@ -457,7 +457,7 @@ class Referee(unittest.TestCase):
         # Windows has no select() on pipes: the grader reads the worker with a thread
         # there.  The same path, run here, still times out and still grades.
         from unittest import mock
-        with mock.patch.object(grader.os, "name", "nt"):
+        with mock.patch.object(sandbox.os, "name", "nt"):
             graded = grade_source(in_kv_head("    while True:\n        pass\n"),
                                   only=["kv_head", "group_heads"], timeout=0.3)
         self.assertIn("did not return within 0.3 s", graded["kv_head"]["message"])
@@ -489,7 +489,7 @@ class Referee(unittest.TestCase):
     def test_modules_that_cannot_be_graded(self):
         for source, says in (("def f(:\n", "syntax error, line 1"),
                              ("raise RuntimeError('boom')\n", "raised RuntimeError: boom"),
-                             ("import grader\n", "imports grader.py")):
+                             ("import grader\n", "imports the grader (grader.py or gqa_grader)")):
             with Module(source, beside_grader=True) as path:
                 text = run_main("--module", path)
                 as_json = run_main("--module", path, "--json")
@@ -520,7 +520,7 @@ class CommandLine(unittest.TestCase):
         run = run_grader("--cases", "0", "--only", "valid_g")
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         first = run.stdout.splitlines()[0]
-        self.assertRegex(first, rf"^grading gqa.py with seed \d+ \(grader {grader.GRADER_VERSION};")
+        self.assertRegex(first, rf"^grading ./gqa.py with seed \d+ \(grader {grading.GRADER_VERSION};")
         self.assertEqual(run.stdout.splitlines()[-1], "1 passed, 0 failed")
 
     def test_a_failure_shows_the_case_and_the_command_for_that_case(self):
@@ -575,32 +575,32 @@ class CommandLine(unittest.TestCase):
     def test_literals_are_whole_python(self):
         # What --show prints evaluates back to the very values, never cut.
         value = [[1e308, -0.0, float("inf"), -float("inf")], (1,), (), [5e-324, 2 ** 70, "s", None, True]]
-        text = grader.literal(value)
+        text = exchange.literal(value)
         self.assertEqual(eval(text), value)
-        self.assertEqual(repr(eval(grader.literal([float("nan")]))), "[nan]")
+        self.assertEqual(repr(eval(exchange.literal([float("nan")]))), "[nan]")
         long = [[0.1 * i for i in range(300)]]
-        self.assertEqual(eval(grader.literal(long)), long)
-        self.assertEqual(grader.literal({"$ref": "w"}), "w")
+        self.assertEqual(eval(exchange.literal(long)), long)
+        self.assertEqual(exchange.literal({"$ref": "w"}), "w")
 
     def test_json_is_one_document_with_a_score(self):
         run = run_main("--seed", "5", "--json", "--only", "kv_head,layer", "--cases", "1")
         self.assertEqual(run.returncode, 0)
         data = json.loads(run.stdout)
-        self.assertEqual((data["score"], data["grader"]), (1.0, grader.GRADER_VERSION))
+        self.assertEqual((data["score"], data["grader"]), (1.0, grading.GRADER_VERSION))
         self.assertEqual([s["name"] for s in data["steps"]], ["kv_head", "layer"])
         self.assertEqual(json.loads(run_main("--seed", "5", "--json", "--only", "kv_head,layer",
                                              "--cases", "1").stdout), data)
 
     def test_list_quiet_and_usage_errors(self):
         listed = run_main("--list")
-        self.assertEqual([line.split()[2] for line in listed.stdout.splitlines()], grader.check_names())
+        self.assertEqual([line.split()[2] for line in listed.stdout.splitlines()], checks.check_names())
         quiet = run_main("-q", "--seed", "1", "--cases", "0", "--only", "valid_g,kv_head")
         self.assertEqual(quiet.stdout.strip().splitlines()[-1], "2 passed, 0 failed")
         by_number = run_main("-q", "--seed", "1", "--cases", "0", "--only", "3,1", "--json")
         self.assertEqual([s["name"] for s in json.loads(by_number.stdout)["steps"]], ["valid_g", "kv_head"])
-        self.assertIn(f"0 to {grader.MAX_CASES:,}", " ".join(run_main("--help").stdout.split()))
+        self.assertIn(f"0 to {grading.MAX_CASES:,}", " ".join(run_main("--help").stdout.split()))
         for bad in (["--only", "nope"], ["--only", ","], ["--only", ""], ["--cases", "-1"], ["--only", "26"],
-                    ["--cases", str(grader.MAX_CASES + 1)],
+                    ["--cases", str(grading.MAX_CASES + 1)],
                     ["--seed", "x"], ["--case", "3"], ["--timeout", "0"]):
             run = run_main(*bad)
             self.assertEqual(run.returncode, 2, bad)
@@ -618,18 +618,18 @@ class Starter(unittest.TestCase):
             again = run_grader("--starter", tmp)
         self.assertEqual(graded.returncode, 1)
         lines = graded.stdout.splitlines()
-        self.assertEqual(len(lines), 1 + len(grader.STEPS) + 2 + 2)    # two notes, no failure blocks
+        self.assertEqual(len(lines), 1 + len(checks.STEPS) + 2 + 2)    # two notes, no failure blocks
         self.assertRegex(graded.stdout, r"step 22  ----  decode_step +not started .*\n +needs step 21, "
                          r"KVCache: not started\n")
         self.assertRegex(graded.stdout, r"step  4  ----  group_heads +not started")
         self.assertRegex(graded.stdout, r"step 20  ----  count_multiplies +not started .*\n +step 20, "
                          r"count_multiplies, means changing steps 7, 9, 13 and 22 to count")
-        self.assertEqual(lines[-2], f"0 of {len(grader.STEPS)} steps done; next: step 1, valid_g")
+        self.assertEqual(lines[-2], f"0 of {len(checks.STEPS)} steps done; next: step 1, valid_g")
         self.assertEqual(again.returncode, 2)                       # never overwrites
         self.assertIn("exists already", again.stderr)
 
     def test_starter_keeps_signatures_and_docstrings_and_numbers_the_steps(self):
-        starter = ast.parse(grader.make_starter(SOURCE))
+        starter = ast.parse(handout.make_starter(SOURCE))
         real = ast.parse(SOURCE)
 
         def public(tree):
@@ -639,27 +639,27 @@ class Starter(unittest.TestCase):
         for name, fn in public(starter).items():
             self.assertEqual(ast.dump(fn.args), ast.dump(public(real)[name].args), name)
             self.assertEqual(ast.get_docstring(fn), ast.get_docstring(public(real)[name]), name)
-            self.assertIn(f"step {grader.STEP_OF[name]}: {name}", ast.unparse(fn.body[-1]))
+            self.assertIn(f"step {checks.STEP_OF[name]}: {name}", ast.unparse(fn.body[-1]))
 
     def test_the_reference_reads_beside_the_lab(self):
         # One reference function per step, named after the lab's and in the lab's order.
         import inspect
-        refs = sorted((inspect.getsourcelines(obj)[1], name) for name, obj in vars(grader).items()
+        refs = sorted((inspect.getsourcelines(obj)[1], name) for name, obj in vars(reference).items()
                       if name.startswith("ref_") or name == "RefKVCache")
         self.assertEqual([name for _, name in refs],
-                         ["RefKVCache" if st.name == "KVCache" else f"ref_{st.name}" for st in grader.STEPS])
+                         ["RefKVCache" if st.name == "KVCache" else f"ref_{st.name}" for st in checks.STEPS])
 
     def test_one_step_numbering_in_gqa_py_and_the_grader(self):
         # The module docstring's tables and the section banners number the steps as the grader does.
         import re
         table = re.findall(r"^ +(\d+)  (\w+)", SOURCE.split('"""')[1], re.M)
         self.assertEqual([(int(num), name) for num, name in table],
-                         [(st.number, st.name) for st in grader.STEPS])
+                         [(st.number, st.name) for st in checks.STEPS])
         order = [n.name for n in ast.parse(SOURCE).body
-                 if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in grader.STEP_OF]
-        self.assertEqual([grader.STEP_OF[name] for name in order],
-                         sorted(grader.STEP_OF[name] for name in order))
-        for st in grader.STEPS:
+                 if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in checks.STEP_OF]
+        self.assertEqual([checks.STEP_OF[name] for name in order],
+                         sorted(checks.STEP_OF[name] for name in order))
+        for st in checks.STEPS:
             self.assertRegex(SOURCE, rf"# .*\b{st.name} \({st.number}\)|# Step {st.number}\. .*{st.name}"
                              rf"|# Step {st.number}, .*{st.name}")
 
@@ -670,8 +670,8 @@ class Starter(unittest.TestCase):
                              {"only": ["count_multiplies", "KVCache"], "cases": 0, "seed": 1}) for stub in stubs])
         for stub, results in zip(stubs, graded):
             out = io.StringIO()
-            grader.print_report(list(results.values()), grader.parse_args(["--cases", "0"]), out)
-            text = out.getvalue() + grader.progress(list(results.values()))
+            grading.print_report(list(results.values()), cli.parse_args(["--cases", "0"]), out)
+            text = out.getvalue() + grading.progress(list(results.values()))
             with self.subTest(stub=stub):
                 self.assertRegex(text, r"step 20  ----  count_multiplies +not started .*\n"
                                  r" +needs step 21, KVCache: not started\n +step 20, count_multiplies, "
@@ -697,7 +697,7 @@ class Starter(unittest.TestCase):
         # Fill in the first six steps with gqa.py's own code (and its private helpers).
         done = {"valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "repeat_kv"}
         real = ast.parse(SOURCE)
-        starter = ast.parse(grader.make_starter(SOURCE))
+        starter = ast.parse(handout.make_starter(SOURCE))
         real_defs = {n.name: n for n in real.body if isinstance(n, ast.FunctionDef)}
         starter.body = [real_defs[n.name] if isinstance(n, ast.FunctionDef) and n.name in done else n
                         for n in starter.body]
@@ -705,8 +705,8 @@ class Starter(unittest.TestCase):
         with Module(ast.unparse(starter)) as path:
             run = run_main("--module", path, "--seed", "1", "--cases", "1")
         self.assertEqual([line.split()[3] for line in run.stdout.splitlines() if " PASS " in line],
-                         sorted(done, key=grader.check_names().index))
-        self.assertIn(f"6 of {len(grader.STEPS)} steps done; next: step 7, single_head_attention", run.stdout)
+                         sorted(done, key=checks.check_names().index))
+        self.assertIn(f"6 of {len(checks.STEPS)} steps done; next: step 7, single_head_attention", run.stdout)
         self.assertRegex(run.stdout, r"step  7  ----  single_head_attention +not started")
 
 

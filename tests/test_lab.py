@@ -9,8 +9,8 @@ import random
 import unittest
 
 import gqa
-import grader as ref
-from grader import rand_tensor
+from gqa_grader import reference as ref
+from gqa_grader.reference import rand_tensor
 from tests.helpers import CloseMixin, flat, new_rng, random_case, random_layer_case
 
 

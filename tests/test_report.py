@@ -12,6 +12,7 @@ import unittest
 from unittest import mock
 
 import gqa
+from gqa_grader import handout
 from gqa_tools import cli as gqa_cli
 from gqa_tools import report as gqa_report
 from gqa_tools import train as gqa_train
@@ -360,11 +361,10 @@ class FromAnotherModule(unittest.TestCase):
 
     def test_a_starter_with_two_steps_done_shows_them_and_says_what_is_missing(self):
         import ast
-        import grader
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
         real = {n.name: n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
-        starter = ast.parse(grader.make_starter(source))
+        starter = ast.parse(handout.make_starter(source))
         starter.body = [real[n.name] if isinstance(n, ast.FunctionDef) and n.name in
                         ("valid_g", "method_name") else n for n in starter.body]
         starter.body += [real[name] for name in ("_check_int", "_group_size", "_valid_g_text", "_method")]
@@ -387,9 +387,8 @@ class FromAnotherModule(unittest.TestCase):
         self.assertFalse(os.path.exists(self.out))
 
     def test_tables_from_a_starter_is_a_clear_error(self):
-        import grader
         with open(gqa.__file__, encoding="utf-8") as f:
-            path = self.module(grader.make_starter(f.read()))
+            path = self.module(handout.make_starter(f.read()))
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = gqa_cli.main(["tables", "--module", path])

@@ -17,13 +17,13 @@ import tempfile
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
-import grader
+from gqa_grader import checks, cli, compare, failures, grading, handout, sandbox, worker as worker_program
 from tests.helpers import heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
     SOURCE = _f.read()
-STARTER = grader.make_starter(SOURCE)
+STARTER = handout.make_starter(SOURCE)
 ROOT_POSIX = os.name == "posix" and hasattr(os, "geteuid") and os.geteuid() == 0
 NOT_ROOT = "a sealed run drops privileges only as root; this test runs as another user"
 
@@ -37,11 +37,15 @@ class Copy:
         os.chmod(self.dir, 0o700)
         self.grader = os.path.join(self.dir, "grader.py")
         shutil.copy(os.path.join(ROOT, "grader.py"), self.grader)
-        if grader_edit:
-            with open(self.grader, encoding="utf-8") as f:
+        shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(self.dir, "gqa_grader"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        if grader_edit:                      # (file in gqa_grader/, old text, new text)
+            edited = os.path.join(self.dir, "gqa_grader", grader_edit[0])
+            with open(edited, encoding="utf-8") as f:
                 text = f.read()
-            with open(self.grader, "w", encoding="utf-8") as f:
-                f.write(text.replace(*grader_edit))
+            self.assertEdited = text.count(grader_edit[1]) == 1
+            with open(edited, "w", encoding="utf-8") as f:
+                f.write(text.replace(*grader_edit[1:]))
         shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(self.dir, "gqa.py"))
         self.sub = tempfile.mkdtemp()
         self.module = os.path.join(self.sub, "gqa.py")
@@ -59,15 +63,15 @@ class Copy:
 
 
 def main_in(here, *argv):
-    """grader.main(argv) in this process, as if grader.py stood in the folder here; the
+    """cli.main(argv) in this process, as if grader.py stood in the folder here; the
     module still runs in a worker.  Returns what a subprocess run would (code, stdout, stderr)."""
     import contextlib
     import io
     from unittest import mock
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            mock.patch.object(grader, "HERE", here):
-        code = grader.main(list(argv))
+            mock.patch.object(sandbox, "HERE", here):
+        code = cli.main(list(argv))
     return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
@@ -91,7 +95,7 @@ def grade_source(source, **options):
     with open(path, "w", encoding="utf-8") as f:
         f.write(source)
     try:
-        return {r["name"]: r for r in grader.grade(path, 1, **options)}
+        return {r["name"]: r for r in grading.grade(path, 1, **options)}
     finally:
         shutil.rmtree(folder)
 
@@ -119,10 +123,15 @@ _grader = next(a for a in _argv if a.endswith("grader.py"))
 _folder = _os.path.dirname(_grader)
 
 
-def _load_grader():                  # under another name: the name-only refusal's bypass
+def _load_grader():                  # the referee, under another name: no name to refuse
     import importlib.util
-    spec = importlib.util.spec_from_file_location("not_the_grader", _grader)
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    import sys
+    package = _os.path.join(_folder, "gqa_grader")
+    spec = importlib.util.spec_from_file_location(
+        "not_the_grader", _os.path.join(package, "__init__.py"), submodule_search_locations=[package])
+    sys.modules["not_the_grader"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules["not_the_grader"])
+    sys.modules["not_the_grader"].reference.ref_valid_g(8)
 
 
 def _plant():
@@ -171,39 +180,43 @@ def escapes_report(doc):
 
 
 class WorkerCode(unittest.TestCase):
-    """The worker is code in grader.py that tests can call; its process runs that region
-    alone, so the module it imports has no reference within reach."""
+    """The worker is a file of its own, run as a script: the process that imports the
+    module holds the standard library and worker.py, no reference and no check."""
 
-    def test_the_worker_runs_its_region_alone(self):
+    def test_the_worker_imports_the_standard_library_and_calls_only_the_tools(self):
         import ast
-        tree = ast.parse(grader.WORKER)
-        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-        self.assertIn("w_main", names)
-        self.assertTrue(all(name.startswith(("w_", "_w_")) for name in names), names)
-        with open(grader.__file__, encoding="utf-8") as f:
-            everything = {n.name for n in ast.parse(f.read()).body
-                          if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        import symtable
+        with open(sandbox.WORKER, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        stdlib = {"array", "ctypes", "importlib", "inspect", "json", "os", "resource", "sys",
+                  "traceback"}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                top = {n.split(".")[0] for n in names}
+                inside = [f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                          and f.lineno <= node.lineno <= f.end_lineno]
+                if top <= stdlib:
+                    continue
+                self.assertEqual((top, inside[-1:]), ({"gqa_tools"}, ["w_target"]), node.lineno)
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.assertIn("w_main", defined)
+        self.assertTrue(all(name.startswith(("w_", "_w_")) for name in defined), defined)
 
-        def free(table):                    # the names a function takes from the module
-            found = {sym.get_name() for sym in table.get_symbols() if sym.is_global()}
-            for child in table.get_children():
-                found |= free(child)
-            return found
-        used = free(symtable.symtable(grader.WORKER, "worker", "exec"))
-        self.assertEqual(sorted(used & (everything - names)), [])    # the reference, checks, runner
+    def test_the_worker_is_run_as_a_script(self):
+        with open(sandbox.WORKER, encoding="utf-8") as f:
+            self.assertTrue(f.read().rstrip().endswith('if __name__ == "__main__":\n    w_main(sys.argv)'))
 
     def test_values_go_as_plain_data_with_their_types(self):
         from array import array
-        self.assertEqual(grader.w_enc((1, [2.5, None])), {"$tuple": [1, [2.5, None]]})
-        self.assertEqual(grader.w_enc(array("d", [1.0])), {"$array": "d", "values": [1.0]})
-        self.assertEqual(grader.w_enc(object())["$other"], "object")
+        self.assertEqual(worker_program.w_enc((1, [2.5, None])), {"$tuple": [1, [2.5, None]]})
+        self.assertEqual(worker_program.w_enc(array("d", [1.0])), {"$array": "d", "values": [1.0]})
+        self.assertEqual(worker_program.w_enc(object())["$other"], "object")
         deep = []
         for _ in range(60):
             deep = [deep]
-        encoded = json.dumps(grader.w_enc(deep))
+        encoded = json.dumps(worker_program.w_enc(deep))
         self.assertIn('"$other": "nesting"', encoded)
-        self.assertEqual(grader.decode(grader.w_enc((1, [2.0]))), (1, [2.0]))
+        self.assertEqual(compare.decode(worker_program.w_enc((1, [2.0]))), (1, [2.0]))
 
 
 @unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
@@ -215,7 +228,7 @@ class SealedAsRoot(unittest.TestCase):
     def setUpClass(cls):
         cls.copy = Copy(ESCAPES)
         # A grader whose worker keeps root: what the drop stops is real.
-        cls.kept = Copy(ESCAPES, ("DROP_ROOT = True", "DROP_ROOT = False"))
+        cls.kept = Copy(ESCAPES, ("sandbox.py", "DROP_ROOT = True", "DROP_ROOT = False"))
         cls.sealed, cls.selfcheck, cls.kept_root = in_each([
             lambda: cls.copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
                                  "--out", cls.copy.results),
@@ -259,7 +272,7 @@ class SealedAsRoot(unittest.TestCase):
         with open(self.copy.results, encoding="utf-8") as f:
             self.assertEqual(json.load(f), doc)
         self.assertEqual((doc["score"], doc["passed"], self.sealed.returncode), (0.0, 0, 1))
-        self.assertEqual(sorted(os.listdir(self.copy.dir)), ["gqa.py", "grader.py", "results.json"])
+        self.assertEqual(sorted(os.listdir(self.copy.dir)), ["gqa.py", "gqa_grader", "grader.py", "results.json"])
 
     def test_a_sealed_run_refuses_a_grader_the_worker_could_read(self):
         os.chmod(self.copy.dir, 0o755)
@@ -274,21 +287,26 @@ class SealedAsRoot(unittest.TestCase):
     def test_a_worker_that_kept_root_is_refused(self):
         # The grader does not take the worker's word for the drop: it reads /proc.
         from unittest import mock
-        kept_root = grader.WORKER.replace("os.setuid(uid)", "os.setuid(0)")
-        self.assertNotEqual(kept_root, grader.WORKER)
-        with mock.patch.object(grader, "HERE", self.copy.dir), \
-                mock.patch.object(grader, "WORKER", kept_root):
-            seal = grader.Seal(sealed=True)
+        with open(sandbox.WORKER, encoding="utf-8") as f:
+            source = f.read()
+        kept_root = source.replace("os.setuid(uid)", "os.setuid(0)")
+        self.assertNotEqual(kept_root, source)
+        worker = os.path.join(self.copy.dir, "gqa_grader", "worker.py")
+        with open(worker, "w", encoding="utf-8") as f:
+            f.write(kept_root)
+        with mock.patch.object(sandbox, "HERE", self.copy.dir), \
+                mock.patch.object(sandbox, "WORKER", worker):
+            seal = sandbox.Seal(sealed=True)
             try:
-                with self.assertRaisesRegex(grader.Refused, "did not run as uid [1-9]"):
+                with self.assertRaisesRegex(failures.Refused, "did not run as uid [1-9]"):
                     grade_source(STARTER, cases=0, only=["valid_g"], seal=seal)
             finally:
                 seal.close()
 
     def test_the_worker_runs_with_its_limits(self):
         limits = escapes_report(one_document(self, self.sealed))["limits"]
-        self.assertEqual(limits, [int(grader.DEFAULT_BUDGET) + 5, grader.LIMITS["memory"], 0,
-                                  grader.LIMITS["file_size"], grader.LIMITS["open_files"]])
+        self.assertEqual(limits, [int(sandbox.DEFAULT_BUDGET) + 5, sandbox.LIMITS["memory"], 0,
+                                  sandbox.LIMITS["file_size"], sandbox.LIMITS["open_files"]])
 
 
 @heavy
@@ -327,7 +345,7 @@ class NeverCrashNeverStall(unittest.TestCase):
                 "    requests.readline()\n"
                 "__main__.w_serve = _forge\n")
         from unittest import mock
-        with mock.patch.object(grader, "ANSWER_CAP", 1 << 20):
+        with mock.patch.object(sandbox, "ANSWER_CAP", 1 << 20):
             graded = in_each([lambda i=i, line=line: grade_source(
                 module(line, i == 0), only=["valid_g", "kv_head"] if i == 0 else ["valid_g"],
                 cases=0, timeout=2.0) for i, (line, _) in enumerate(forged)])
@@ -349,7 +367,7 @@ class NeverCrashNeverStall(unittest.TestCase):
         if os.name != "posix" or not ROOT_POSIX:
             self.skipTest("a non-root worker may not fork at all (its process limit is 0)")
         from unittest import mock
-        with mock.patch.object(grader, "DROP_ROOT", False):     # a worker that may fork
+        with mock.patch.object(sandbox, "DROP_ROOT", False):     # a worker that may fork
             self._grandchild()
 
     def _grandchild(self):
@@ -380,7 +398,7 @@ class NeverCrashNeverStall(unittest.TestCase):
                           (["--budget", "x", "--form", "json"], "error")):
             out, err = io.StringIO(), io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                status = grader.main(argv)
+                status = cli.main(argv)
             with self.subTest(argv=argv):
                 self.assertEqual(status, 2)
                 doc = one_document(self, subprocess.CompletedProcess(argv, status, out.getvalue()))
@@ -484,7 +502,7 @@ class Stalls(unittest.TestCase):
     def not_reading(cls):
         path = cls.write(SOURCE + "\nimport __main__, time as _time\n"
                                   "__main__.w_serve = lambda mod, requests: _time.sleep(60)\n", "r.py")
-        worker = grader.Worker(path, 0.3)
+        worker = sandbox.Worker(path, 0.3)
         try:
             err = cls.raised(lambda: worker.exchange(
                 [{"op": "call", "fn": "valid_g", "args": ["x" * (1 << 20)]}], ["big()"]))
@@ -507,13 +525,13 @@ class Stalls(unittest.TestCase):
 
     def test_answers_just_under_the_timeout_end_at_the_budget(self):
         results = self.done["budget"]
-        self.assertEqual(results["valid_g"]["message"], grader.BUDGET_NOTE + " (--budget 0.5 s)")
-        self.assertEqual(results["kv_head"]["message"], grader.BUDGET_NOTE + " (--budget 0.5 s)")
+        self.assertEqual(results["valid_g"]["message"], sandbox.BUDGET_NOTE + " (--budget 0.5 s)")
+        self.assertEqual(results["kv_head"]["message"], sandbox.BUDGET_NOTE + " (--budget 0.5 s)")
         self.assertEqual(results["kv_head"]["cases"], 0)
 
     def test_a_worker_that_stops_reading_cannot_block_the_grader(self):
         err, proc = self.done["not reading"]
-        self.assertIsInstance(err, grader.Failure)
+        self.assertIsInstance(err, failures.Failure)
         self.assertIn("big() did not read its request within 0.3 s", str(err))
         self.assertIsNone(proc)
 
@@ -587,11 +605,14 @@ class Autograder(unittest.TestCase):
         made = main_in(copy.dir, "--autograder", folder, "--cases", "1", "--weights", weights)
         self.assertEqual(made.returncode, 0, made.stderr)
         with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
+            package = sorted(f"gqa_grader/{n}" for n in os.listdir(os.path.join(ROOT, "gqa_grader"))
+                             if n.endswith(".py"))
             self.assertEqual(sorted(z.namelist()),
-                             ["grader.py", "run_autograder", "setup.sh", "weights.json"])
+                             sorted(["grader.py", "run_autograder", "setup.sh", "weights.json"] + package))
             self.assertEqual(z.getinfo("run_autograder").external_attr >> 16 & 0o777, 0o755)
-            with open(grader.__file__, "rb") as f:
-                self.assertEqual(z.read("grader.py"), f.read())
+            for name in ["grader.py"] + package:
+                with open(os.path.join(ROOT, name), "rb") as f:
+                    self.assertEqual(z.read(name), f.read(), name)
             run = z.read("run_autograder").decode()
             setup = z.read("setup.sh").decode()
             z.extractall(os.path.join(folder, "source"))
@@ -611,7 +632,7 @@ class Autograder(unittest.TestCase):
         with open(os.path.join(folder, "results", "results.json"), encoding="utf-8") as f:
             results = json.load(f)
         self.assertEqual(results["score"], 0.0)
-        self.assertEqual(len(results["tests"]), len(grader.STEPS))
+        self.assertEqual(len(results["tests"]), len(checks.STEPS))
         self.assertEqual(results["tests"][2]["max_score"], 2.0)
         self.assertNotIn("output", results)                                   # fully sealed
 
@@ -722,8 +743,8 @@ class WhatIsGraded(unittest.TestCase):
             doc = one_document(self, run)
             self.assertEqual((run.returncode, doc["passed"]), (2, 0))
             self.assertIn("is a symbolic link", doc["error"])
-            with self.assertRaisesRegex(grader.Refused, "is a symbolic link"):
-                list(grader.run_in_child(copy.module, "gqa_tools.tables:child_texts", [{}, None, False]))
+            with self.assertRaisesRegex(failures.Refused, "is a symbolic link"):
+                list(sandbox.run_in_child(copy.module, "tables", [{}, None, False]))
         finally:
             copy.close()
 
@@ -736,11 +757,11 @@ class WhatIsGraded(unittest.TestCase):
                 f.write("#" * (1 << 20) + "\n")
             with open(fine, "w", encoding="utf-8") as f:
                 f.write("#" * ((1 << 20) - 1) + "\n")
-            with self.assertRaisesRegex(grader.Refused, "not a regular file"):
-                grader.read_module(fifo)
-            with self.assertRaisesRegex(grader.Refused, "larger than 1 MiB"):
-                grader.read_module(big)
-            self.assertEqual(len(grader.read_module(fine)), 1 << 20)
+            with self.assertRaisesRegex(failures.Refused, "not a regular file"):
+                sandbox.read_module(fifo)
+            with self.assertRaisesRegex(failures.Refused, "larger than 1 MiB"):
+                sandbox.read_module(big)
+            self.assertEqual(len(sandbox.read_module(fine)), 1 << 20)
         finally:
             shutil.rmtree(folder)
 
@@ -791,8 +812,8 @@ class TheGradersMemory(unittest.TestCase):
                         "        __main__.w_send({'item': 'x' * (3 << 20)})\n"
                         "__main__.w_run = _run\n")
             got = []
-            with self.assertRaisesRegex(grader.Failure, "came to more than 8 MiB"):
-                for item in grader.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]):
+            with self.assertRaisesRegex(failures.Failure, "came to more than 8 MiB"):
+                for item in sandbox.run_in_child(path, "tables", [{}, None, False]):
                     got.append(len(item))
             self.assertEqual(got, [3 << 20, 3 << 20])
         finally:
@@ -841,8 +862,8 @@ class WhatTheWorkerSays(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(SHOUTING)
             got = []
-            with self.assertRaises(grader.Failure) as raised:
-                for item in grader.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]):
+            with self.assertRaises(failures.Failure) as raised:
+                for item in sandbox.run_in_child(path, "tables", [{}, None, False]):
                     got.append(item)
         finally:
             shutil.rmtree(folder)
@@ -853,7 +874,7 @@ class WhatTheWorkerSays(unittest.TestCase):
         doc = {"score": float("nan"), "steps": [{"x": float("inf")}]}
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "r.json")
-            grader.write_out(path, doc)
+            cli.write_out(path, doc)
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         self.assertEqual(json.loads(text), {"score": "nan", "steps": [{"x": "inf"}]})
@@ -930,7 +951,7 @@ class NeverAsRoot(unittest.TestCase):
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(DAEMON)
-            (uid, pid), = grader.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False])
+            (uid, pid), = sandbox.run_in_child(path, "tables", [{}, None, False])
         finally:
             shutil.rmtree(folder)
         self.assertNotEqual(uid, 0)
@@ -940,7 +961,7 @@ class NeverAsRoot(unittest.TestCase):
 
     def test_each_run_has_its_own_uid_and_its_processes_end_with_it(self):
         import pwd
-        seals = [grader.Seal(), grader.Seal()]
+        seals = [sandbox.Seal(), sandbox.Seal()]
         try:
             (a, _), (b, _) = (seal.drop for seal in seals)
             self.assertNotEqual(a, b)
@@ -978,7 +999,7 @@ class NeverAsRoot(unittest.TestCase):
                             ppid = [ln for ln in f if ln.startswith("PPid:")][0].split()[1]
                     except (OSError, IndexError):
                         continue
-                    if ppid == str(run.pid) and b"w_main" in argv:
+                    if ppid == str(run.pid) and b"worker.py" in argv:
                         worker = int(pid)
                 time.sleep(0.01)
             self.assertIsNotNone(worker)
@@ -995,7 +1016,7 @@ class NeverAsRoot(unittest.TestCase):
             copy.close()
 
     def test_what_the_runs_uid_leaves_in_tmp_is_removed(self):
-        seal = grader.Seal()
+        seal = sandbox.Seal()
         try:
             uid = seal.drop[0]
             path = tempfile.mkdtemp(prefix="left-by-worker-", dir="/tmp")   # one the worker made
@@ -1017,11 +1038,11 @@ class NeverAsRoot(unittest.TestCase):
             os.chmod(top, 0o777)                           # world-writable, not sticky
             inner = os.path.join(top, "a", "b")
             os.makedirs(inner, mode=0o755)
-            with mock.patch.object(grader, "HERE", private):
-                with self.assertRaisesRegex(grader.Refused, f"could write into {top}, above"):
-                    grader.Seal(sealed=True, out=os.path.join(inner, "results.json"))
+            with mock.patch.object(sandbox, "HERE", private):
+                with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above"):
+                    sandbox.Seal(sealed=True, out=os.path.join(inner, "results.json"))
                 os.chmod(top, 0o1777)                      # sticky and root's, as /tmp is
-                grader.Seal(sealed=True, out=os.path.join(inner, "results.json")).close()
+                sandbox.Seal(sealed=True, out=os.path.join(inner, "results.json")).close()
         finally:
             shutil.rmtree(private)
             shutil.rmtree(top)
@@ -1040,7 +1061,7 @@ class OneDocument(unittest.TestCase):
         finally:
             shutil.rmtree(folder)
         self.assertEqual([run.returncode for run in runs], [0, 0, 0, 2])
-        self.assertEqual([s["name"] for s in docs[0]["steps"]], grader.check_names())
+        self.assertEqual([s["name"] for s in docs[0]["steps"]], checks.check_names())
         self.assertEqual(docs[1]["starter"], os.path.join(folder, "gqa.py"))
         self.assertEqual(docs[2]["autograder"], os.path.join(folder, "autograder.zip"))
         self.assertIn("cannot write the starter", docs[3]["error"])

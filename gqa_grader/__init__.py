@@ -1,0 +1,26 @@
+"""The referee of the gqa lab: grades a gqa.py step by step against an independent
+reference, the module running only in a sandboxed worker (`python grader.py`).
+
+One job a file, each importing only those above it in this list and the standard
+library (never gqa.py, never the tools):
+
+    failures   how a case or a run ends when it does not pass: kinds with data
+    compare    comparing answers; text from the worker made safe to print
+    reference  the reference: one ref_ function per step, built another way
+    worker     the worker program, run as a script: the only importer of the module
+    sandbox    the seal, the Worker process, and run_in_child (the tools' door)
+    exchange   calls to the worker and back; the --show transcript
+    checks     the 25 checks
+    grading    running the checks; text, JSON and Gradescope output
+    starter    the starter, built from gqa.py's text
+    handout    the starter's file and Gradescope's autograder.zip
+    cli        the command line
+
+The public door, for the tools: grade() and run_in_child(), and their errors.
+"""
+
+from .failures import Failure, Refused
+from .grading import grade
+from .sandbox import DEFAULT_TIMEOUT, run_in_child
+
+__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "run_in_child"]

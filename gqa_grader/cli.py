@@ -1,0 +1,387 @@
+"""The command line: `python grader.py [options]` (see parse_args, and grader.py's docstring)."""
+
+import argparse
+import json
+import math
+import os
+import random
+import signal
+import sys
+import threading
+import time
+
+from .checks import STEPS, check_names
+from .compare import ABS_TOL, REL_TOL, clean_data, clean_text
+from .failures import Refused
+from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, grade, gradescope,
+                      print_report, progress, reproduce)
+from .handout import write_autograder, write_starter
+from .sandbox import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Seal
+
+
+# Command line.
+# ---------------------------------------------------------------------------
+
+def default_module(cwd=None):
+    """The module graded without --module: ./gqa.py when the current folder holds one (a
+    student's lab folder), else the gqa.py beside grader.py."""
+    here = os.path.join(cwd or os.getcwd(), "gqa.py")
+    return here if os.path.isfile(here) else DEFAULT_MODULE
+
+
+def shown_path(path):
+    """A path as the first line shows it: relative to the current folder, with its folder
+    ("./gqa.py", "mylab/gqa.py"), or whole when it is far away."""
+    path = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:                   # another drive (Windows)
+        return path
+    if rel.startswith(os.pardir + os.sep + os.pardir):
+        return path
+    return rel if os.sep in rel or (os.altsep and os.altsep in rel) else os.path.join(os.curdir, rel)
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python grader.py",
+        description="Grade a gqa.py step by step against an independent reference; the "
+                    "module runs in a child process and cannot change the verdict.")
+    add = parser.add_argument
+    add("--module", default=None, metavar="PATH",
+        help="the gqa.py to grade (default: ./gqa.py if this folder has one, else the one "
+             "beside grader.py)")
+    add("--seed", type=int, default=None, help="the seed of the random cases (default: a fresh one, printed)")
+    add("--cases", type=int, default=DEFAULT_CASES, metavar="K",
+        help=f"random cases per step, after the systematic ones: 0 to {MAX_CASES:,} "
+             f"(default {DEFAULT_CASES}; every step has systematic cases too)")
+    add("--only", default=None, metavar="STEPS",
+        help="grade only these steps, by name or number, comma-separated: --only 3 or "
+             "--only kv_head,5 (see --list)")
+    add("--case", type=int, default=None, metavar="K", help="run only case K of the one step given with --only")
+    add("--show", action="store_true",
+        help="print a failing case's failing call (or every call of --case) as Python to "
+             "paste into python started beside the module")
+    add("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+        help=f"seconds a call may take before it fails (default {DEFAULT_TIMEOUT:g})")
+    add("--list", action="store_true", help="name the steps, in order, and exit")
+    add("--json", action="store_true", help="print one JSON document: the score and each step's result")
+    add("--format", choices=("text", "json", "gradescope"), default=None,
+        help="text (default), json (as --json), or gradescope (its results.json)")
+    add("--weights", metavar="FILE", default=None,
+        help="with --format gradescope: a JSON object of step name -> points (default 1 each)")
+    add("-x", "--fail-fast", action="store_true",
+        help="stop each step at its first failing case (faster; the counts are partial)")
+    add("-q", "--quiet", action="store_true", help="print only failures and the summary")
+    add("-v", "--verbose", action="store_true", help="also print the wall time")
+    add("--starter", metavar="DIR", help="write a starter gqa.py for students into DIR and exit")
+    add("--sealed", action="store_true",
+        help="the teacher's grading run: the module alone in a private folder, PATH its only "
+             "variable, limits, and (as root) another user; implied by --format gradescope")
+    add("--user", metavar="NAME", default=None,
+        help="with --sealed, as root: the worker's user (default: a user id drawn for the "
+             "run, which no other process has)")
+    add("--out", metavar="PATH", default=None,
+        help="also write the run's JSON document (Gradescope's with --format gradescope) to "
+             "PATH, once the worker is gone")
+    add("--budget", type=float, default=DEFAULT_BUDGET, metavar="S",
+        help=f"seconds the whole run may take (default {DEFAULT_BUDGET:g}); the steps not "
+             f"reached by then are not graded")
+    add("--autograder", metavar="DIR",
+        help="write DIR/autograder.zip for Gradescope (this grader, sealed) and exit")
+    return parser
+
+
+def _check_ranges(parser, args):
+    if not (0 < args.budget <= 86400):
+        parser.error(f"--budget must be more than 0 and at most 86400 seconds; got {args.budget:g}")
+    if args.user is not None and not args.sealed:
+        parser.error("--user goes with --sealed (or --format gradescope)")
+    if args.out == "":
+        parser.error("--out must name a file; got an empty path")
+    if not 0 <= args.cases <= MAX_CASES:
+        parser.error(f"--cases must be from 0 to {MAX_CASES:,}; got {args.cases}")
+    if not (0 < args.timeout <= 3600):
+        parser.error(f"--timeout must be more than 0 and at most 3600 seconds; got {args.timeout:g}")
+
+
+def _steps_named(parser, only):
+    """--only's steps, by name or number, as names."""
+    by_number = {str(st.number): st.name for st in STEPS}
+    names = [by_number.get(n.strip(), n.strip()) for n in only.split(",")]
+    unknown = [n or "''" for n in names if n not in check_names()]
+    if unknown or not names:
+        parser.error(f"no step named {', '.join(unknown)}; the steps are: {', '.join(check_names())}")
+    return names
+
+
+def _weights(parser, path):
+    """--weights FILE: a JSON object of step name -> points."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            weights = json.load(f)
+        if not isinstance(weights, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                and math.isfinite(v) for v in weights.values()):
+            raise ValueError("not an object of step name -> points")
+    except (OSError, ValueError) as err:
+        parser.error(f"--weights {path}: {err}")
+    unknown = sorted(set(weights) - set(check_names()))
+    if unknown:
+        parser.error(f"--weights {path}: no step named {', '.join(unknown)}")
+    return weights
+
+
+def parse_args(argv):
+    parser = _parser()
+    args = parser.parse_args(argv)
+    args.format = args.format or ("json" if args.json else "text")
+    args.sealed = args.sealed or args.format == "gradescope"
+    args.module_given = args.module is not None
+    args.module = args.module if args.module is not None else default_module()
+    _check_ranges(parser, args)
+    if args.only is not None:
+        args.only = _steps_named(parser, args.only)
+    if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
+        parser.error("--case K needs --only with one step (a name or a number), and K at least 0")
+    args.weight_map = _weights(parser, args.weights) if args.weights else {}
+    return args
+
+
+def emit(doc):
+    json.dump(clean_data(doc), sys.stdout, indent=2, allow_nan=False)
+    print()
+
+
+def write_out(path, doc):
+    """Write doc to path whole or not at all (a temporary file beside it, then renamed)."""
+    import tempfile
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".grader-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(clean_data(doc), f, indent=2, allow_nan=False)
+            f.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def asked_format(argv):
+    """The document format argv asks for ("json", "gradescope" or None), read as argparse
+    would (abbreviations too), for the one place argparse cannot print it: a usage error."""
+    fmt = None
+    for i, arg in enumerate(argv):
+        name, _, value = arg.partition("=")
+        if len(name) >= 3 and "--json".startswith(name):
+            fmt = fmt or "json"
+        elif len(name) >= 4 and "--format".startswith(name):
+            value = value or (argv[i + 1] if i + 1 < len(argv) else "")
+            fmt = value if value in ("json", "gradescope") else fmt
+    return fmt
+
+
+class Stopped(BaseException):
+    """The grader was sent SIGTERM, SIGHUP or SIGINT: the run ends, its worker dies first."""
+
+
+def _stop_run(signum, frame):
+    for which in STOP_SIGNALS:                  # a second signal waits for the cleaning up
+        signal.signal(which, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
+
+
+def main(argv=None):
+    """The command; on SIGTERM, SIGHUP or SIGINT the worker's group (and, with a uid of
+    the run's own, every process of that uid) is killed and its folder removed first."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+    before = {which: signal.signal(which, _stop_run) for which in STOP_SIGNALS}
+    try:
+        return _main(argv)
+    finally:
+        for which, handler in before.items():
+            signal.signal(which, handler)
+
+
+def _parse_or_document(argv):
+    """(args, None), or (None, exit status) once a usage error is printed: as one
+    document when argv asks for one, for the one place argparse cannot print it."""
+    fmt = asked_format(argv)
+    if fmt is None:
+        return parse_args(argv), None
+    import contextlib
+    import io
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            args = parse_args(argv)
+    except SystemExit as exit_:
+        sys.stderr.write(said.getvalue())
+        if not exit_.code:
+            raise
+        why = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else "usage error"
+        emit(gradescope([], {}, error=why) if fmt == "gradescope" else
+             {"grader": GRADER_VERSION, "error": why, "score": 0.0, "passed": 0, "failed": 0,
+              "steps": []})
+        return None, 2
+    sys.stderr.write(said.getvalue())
+    return args, None
+
+
+def _list_steps(documents):
+    if documents:
+        emit({"grader": GRADER_VERSION, "steps": [
+            {"step": st.number, "name": st.name, "summary": st.summary} for st in STEPS]})
+        return 0
+    for st in STEPS:
+        print(f"step {st.number:>2}  {st.name:<22} {st.summary}")
+    return 0
+
+
+def _write_handout(args, documents):
+    """--starter DIR or --autograder DIR: write it and say where; None when neither is asked."""
+    for what, option, write, then in (
+            ("starter", args.starter, write_starter, "grade it with: python grader.py --module {}"),
+            ("autograder", args.autograder, lambda d: write_autograder(d, args),
+             "upload it as the assignment's autograder on Gradescope")):
+        if not option:
+            continue
+        try:
+            path = write(option)
+        except OSError as err:
+            print(f"grader: cannot write the {what}: {err}", file=sys.stderr)
+            if documents:
+                emit({"grader": GRADER_VERSION, "error": f"cannot write the {what}: {err}"})
+            return 2
+        if documents:
+            emit({"grader": GRADER_VERSION, what: path})
+        else:
+            print(f"wrote {path}; {then.format(path)}")
+        return 0
+    return None
+
+
+def _restore_signals():
+    if threading.current_thread() is threading.main_thread():
+        for which in STOP_SIGNALS:          # nothing left to clean up: signals end it
+            signal.signal(which, signal.default_int_handler if which == signal.SIGINT
+                          else signal.SIG_DFL)
+
+
+def _grade_sealed(args, label):
+    """Grade as args ask, the worker shut in; (results, why, partly, stopped): why is the
+    reason nothing was graded, or None.  The worker and its folder are gone on return."""
+    seal, results, why, partly, stopped = None, None, None, None, None
+    try:
+        seal = Seal(args.sealed, args.user, args.out, args.budget)
+        if seal.partly:
+            partly = f"partly sealed: {seal.partly}"
+            print(f"grader: {partly}", file=sys.stdout if args.format == "text" else sys.stderr)
+        if args.format == "text" and not args.quiet:
+            print(f"grading {label} with seed {args.seed} (grader {GRADER_VERSION}; the systematic "
+                  f"cases and {args.cases} random ones per step; floats to rel {REL_TOL:g}, abs "
+                  f"{ABS_TOL:g}; repeat with: {reproduce(args)})")
+            sys.stdout.flush()
+        if not os.path.isfile(args.module):
+            raise Refused(f"no such file: {args.module}")
+        results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case,
+                        args.fail_fast, args.budget, seal, label)
+    except Refused as err:
+        why = f"cannot grade {label}: {err}"
+    except Stopped as err:
+        stopped = err.args[0]
+        why = (f"cannot grade {label}: the grader was stopped by "
+               f"{signal.Signals(stopped).name}; the worker was killed")
+    except Exception as err:              # the grader's own fault: still one document
+        why = f"cannot grade {label}: the grader failed ({type(err).__name__}: {err})"
+    finally:
+        if seal is not None:
+            seal.close()
+        _restore_signals()
+    return results, why, partly, stopped
+
+
+def _document(args, label, results, why, partly):
+    """The run's one document: Gradescope's results.json, or the grader's own."""
+    if why is not None:
+        doc = (gradescope([], {}, error=why) if args.format == "gradescope" else
+               {"grader": GRADER_VERSION, "module": label, "seed": args.seed, "error": why,
+                "score": 0.0, "passed": 0, "failed": 0, "steps": []})
+    elif args.format == "gradescope":
+        doc = gradescope(results, args.weight_map)
+    else:
+        passed = sum(r["status"] == "passed" for r in results)
+        doc = {"grader": GRADER_VERSION, "module": label, "seed": args.seed, "cases": args.cases,
+               "score": passed / len(results) if results else 0.0, "passed": passed,
+               "failed": len(results) - passed, "progress": progress(results), "steps": results}
+    if args.sealed and args.format != "gradescope":
+        doc["sealed"] = partly or "sealed"
+    elif partly:
+        doc["output"] = (partly + "\n" + doc.get("output", "")).rstrip("\n")
+    return doc
+
+
+def _print_text(args, results, why, seconds):
+    if why is not None:
+        print(f"grader: {clean_text(why)}", file=sys.stderr)
+        return
+    passed = sum(r["status"] == "passed" for r in results)
+    print_report(results, args)
+    print(progress(results))
+    if args.verbose:
+        print(f"graded in {seconds:.2f} s of wall time")
+    print(f"{passed} passed, {len(results) - passed} failed")
+
+
+def _main(argv=None):
+    args, status = _parse_or_document(sys.argv[1:] if argv is None else list(argv))
+    if args is None:
+        return status
+    documents = args.format != "text"          # --json, --format: one JSON document, always
+    if args.list:
+        return _list_steps(documents)
+    status = _write_handout(args, documents)
+    if status is not None:
+        return status
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(10 ** 6)
+    label, start = shown_path(args.module), time.perf_counter()
+    results, why, partly, stopped = _grade_sealed(args, label)
+    # From here on the worker and its process group are gone: only the grader's state counts.
+    doc = _document(args, label, results, why, partly)
+    if args.out:
+        try:
+            write_out(args.out, doc)
+        except OSError as err:
+            print(f"grader: cannot write {args.out}: {err}", file=sys.stderr)
+            why = why or f"cannot write {args.out}"
+    if documents:
+        emit(doc)
+    else:
+        _print_text(args, results, why, time.perf_counter() - start)
+    if stopped is not None:
+        return 128 + stopped
+    if why is not None:
+        return 2
+    return 0 if all(r["status"] == "passed" for r in results) else 1
+
+
+def run(argv=None):
+    """main() as a program: its exit status, Ctrl-C and a closed pipe included."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("grader: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:                      # `python grader.py | head`: the reader left
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -1,0 +1,160 @@
+"""Comparing the module's answers with the reference's: values, record fields, the
+types the lab's conventions promise, and text from the worker made safe to print.
+
+Floats agree to REL_TOL relative or ABS_TOL absolute, whichever is looser;
+integers, strings and shapes exactly.  first_difference names where two values
+first part ("[2][0][1]: got 0.5, expected 0.25").  clean_text escapes what a
+terminal or a document must not hold as it is (control characters, invisible
+format characters, lone surrogates).
+"""
+
+import math
+import re
+
+from .failures import Failure
+
+REL_TOL = 1e-9          # values are compared to this relative tolerance...
+ABS_TOL = 1e-12         # ...or this absolute one, whichever is looser
+
+
+# ---------------------------------------------------------------------------
+# Comparing: values, and the types the lab's conventions promise.
+# ---------------------------------------------------------------------------
+
+class Other:
+    """A value the worker could not send as plain data (a generator, an array, ...)."""
+
+    def __init__(self, type_name, text):
+        self.type_name, self.text = type_name, text
+
+    def __repr__(self):
+        return f"<{self.type_name} {self.text}>"
+
+
+class Record(dict):
+    """A record the module returned (a NamedTuple or a record class), by field."""
+
+    def __init__(self, type_name, fields):
+        super().__init__(fields)
+        self.type_name = type_name
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise Failure(f"the {self.type_name} returned has no field {name}; it has "
+                          f"{', '.join(self) or 'none'}") from None
+
+    def __repr__(self):
+        return f"{self.type_name}({', '.join(f'{k}={v!r}' for k, v in self.items())})"
+
+
+def decode(x):
+    """The worker's plain data back into values: lists, tuples, records, Other."""
+    if isinstance(x, list):
+        return [decode(v) for v in x]
+    if isinstance(x, dict):
+        if "$tuple" in x:
+            return tuple(decode(v) for v in x["$tuple"])
+        if "$record" in x:
+            return Record(x["$record"], {k: decode(v) for k, v in x["fields"].items()})
+        if "$array" in x:
+            held = Other(f"array('{x['$array']}')", f"of {len(x['values'])} values")
+            held.values = decode(x["values"])
+            return held
+        if "$other" in x:
+            return Other(x["$other"], x.get("repr", ""))
+        return {k: decode(v) for k, v in x.items()}      # the answer of a get or a tally
+    return x
+
+
+def kind(x):
+    if isinstance(x, Other):
+        return f"a {x.type_name}"
+    if isinstance(x, bool):
+        return f"the bool {x}"
+    return f"a {type(x).__name__}" if not isinstance(x, Record) else f"a {x.type_name} record"
+
+
+def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, where=(),
+                     loose_lists=False):
+    """Return None when got matches expected, else a sentence on the first difference.
+
+    Nested lists are walked in order; floats are compared with math.isclose
+    (or ==, with exact=True); the first differing index is named with its
+    absolute and relative error.  The types are the lab's: a list where a
+    list is expected (not a tuple, unless loose_lists), an int for a count.
+    """
+    def at():                                # a record's field by its name: w_o[0][1]
+        return "at " + ("".join(i if isinstance(i, str) else f"[{i}]" for i in where) or "the top")
+
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(got, (list, tuple)) or (isinstance(got, tuple) and not loose_lists):
+            return f"{at()}: expected a list of {len(expected)}, got {kind(got)}: {_short(got)}"
+        if len(got) != len(expected):
+            return f"{at()}: expected {len(expected)} items, got {len(got)}"
+        for i, (a, b) in enumerate(zip(got, expected)):
+            if a is b or type(a) is type(b) is float and a == b:
+                continue
+            diff = first_difference(a, b, rel, abs_tol, exact, where + (i,), loose_lists)
+            if diff:
+                return diff
+        return None
+    if isinstance(expected, float):
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            return f"{at()}: expected {expected!r}, got {kind(got)}: {_short(got)}"
+        if got == expected or (math.isnan(got) and math.isnan(expected)):
+            return None
+        if not exact and math.isclose(got, expected, rel_tol=rel, abs_tol=abs_tol):
+            return None
+        err = abs(got - expected)
+        rel_err = err / abs(expected) if expected else math.inf
+        return (f"{at()}: expected {expected!r}, got {got!r} "
+                f"(abs error {err:.3g}, rel error {rel_err:.3g})")
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        if type(got) is not int:
+            return (f"{at()}: expected the int {expected}, got {kind(got)}: {_short(got)} "
+                    f"(counts are ints)")
+    if got != expected or type(got) is bool and type(expected) is not bool:
+        return f"{at()}: expected {expected!r}, got {_short(got)}"
+    return None
+
+
+# What the worker sends is printed and written only through these: control
+# characters, lone surrogates and the invisible format characters become
+# escapes (\x1b, \ud800), so a message can neither fake a line of the report
+# nor crash its writing; a float that JSON cannot hold becomes a string.
+_UNSAFE = "\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
+_UNSAFE_KEEP_LINES = re.compile(f"[{_UNSAFE}]")
+_UNSAFE_ALL = re.compile(f"[\n{_UNSAFE}]")
+
+
+def _escape(m):
+    o = ord(m.group())
+    if o in (9, 10, 13):
+        return {9: "\\t", 10: "\\n", 13: "\\r"}[o]
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def clean_text(text, newlines=True):
+    """text with every unsafe character escaped (newlines too, with newlines=False)."""
+    return (_UNSAFE_KEEP_LINES if newlines else _UNSAFE_ALL).sub(_escape, str(text))
+
+
+def clean_data(x, newlines=True):
+    """x (JSON data) with every string cleaned and nan, inf, -inf as strings."""
+    if isinstance(x, str):
+        return clean_text(x, newlines)
+    if isinstance(x, float) and not math.isfinite(x):
+        return repr(x)
+    if isinstance(x, dict):
+        return {clean_text(k, newlines): clean_data(v, newlines) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [clean_data(v, newlines) for v in x]
+    return x
+
+
+def _short(x):
+    text = repr(x)
+    return text if len(text) <= 80 else text[:77] + "..."
+

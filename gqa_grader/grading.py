@@ -1,0 +1,238 @@
+"""Grading: run each step's cases in a worker, and say how it went.
+
+grade() returns one result per step (a dict: status "passed", "failed" or "not
+started", the cases, the first failure's message, case, inputs and --show
+transcript, what the step needs and touches).  print_report() writes them as a
+teacher would; gradescope() as Gradescope's results.json.
+"""
+
+import os
+import random
+import sys
+import time
+
+from .checks import STEP_OF, STEPS
+from .compare import clean_data
+from .exchange import Case, Student
+from .failures import Failure, NotStarted, OutOfTime, Refused
+from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
+
+GRADER_VERSION = "2.0"
+DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
+DEFAULT_CASES = 10      # random cases per check, after the systematic ones
+MAX_CASES = 1000        # at most this many: 1,000 random cases per step take minutes
+
+
+# ---------------------------------------------------------------------------
+# Grading: run the steps, report like a teacher.
+# ---------------------------------------------------------------------------
+
+
+def blocked_by(st, err):
+    """The other step whose function made this step's check stop as not started: the step
+    of the module's function that raised NotImplementedError (its class's, for a method),
+    as the worker saw it; None when that is this step or no step."""
+    number = STEP_OF.get((err.function or "").split(".")[0])
+    return number if number is not None and number != st.number else None
+
+
+def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
+    """Run one step's cases; return its result dict.  Nothing the worker sends raises
+    from here: an answer the grader cannot check fails its case, saying why."""
+    ids = [only_case] if only_case is not None else range(st.systematic + cases)
+    result = {"step": st.number, "name": st.name, "summary": st.summary, "status": "passed",
+              "cases": 0, "cases_passed": 0, "message": "", "case": None, "inputs": None,
+              "show": None, "needs": [], "touches": list(st.touches), "notes": []}
+    for k in ids:
+        shown = Case(student)
+        student.pending = []
+        result["cases"] += 1
+        try:
+            st.fn(shown, k, random.Random(f"{st.name}:{seed}:{k}"))
+            result["cases_passed"] += 1
+            if only_case is not None:
+                result.update(inputs=shown.inputs(), show=shown.show(whole=True))
+        except OutOfTime:
+            result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text,
+                          case=None, inputs=None, show=None)
+            return result
+        except NotStarted as err:
+            blocked = blocked_by(st, err)
+            if blocked:
+                result["needs"] = [{"step": blocked, "name": STEPS[blocked - 1].name}]
+            result["stub"] = err.direct and STEP_OF.get((err.function or "").split(".")[0]) is not None
+            where = err.where                      # the student's file and line
+            if result["cases_passed"] == 0:
+                result.update(status="not started", message=f"{err}{where}", case=k,
+                              inputs=shown.inputs(), show=shown.show())
+                return result
+            result.update(status="failed", message=f"case {k}: {err}{where}", case=k,
+                          inputs=shown.inputs(), show=shown.show())
+            return result
+        except (Failure, Refused, Exception) as err:
+            if not isinstance(err, (Failure, Refused)):
+                err = f"the grader could not check this case's answer ({type(err).__name__}: {err})"
+            if result["status"] == "passed":
+                result.update(status="failed", message=str(err), case=k, inputs=shown.inputs(),
+                              show=shown.show())
+            if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
+                return result
+        if student.worker.out_of_time():
+            if result["status"] == "passed" and k != ids[-1]:
+                result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text)
+            return result
+    return result
+
+
+def not_graded(st, why):
+    return {"step": st.number, "name": st.name, "summary": st.summary, "status": "failed",
+            "cases": 0, "cases_passed": 0, "message": why, "case": None, "inputs": None,
+            "show": None, "needs": [], "touches": list(st.touches), "notes": []}
+
+
+def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None,
+          fail_fast=False, budget=DEFAULT_BUDGET, seal=None, label=None):
+    """Grade the module at path; return the list of step results.
+
+    With fail_fast, each step stops at its first failing case.  The run ends
+    after budget seconds: the steps not reached say so.  seal: how the
+    worker is shut in (default: limits and a session of its own, on POSIX).
+
+    Raises Refused when the module cannot be imported (or imports the grader).
+    """
+    own = seal is None
+    seal = seal or Seal(budget=budget)
+    worker = Worker(path, timeout, seal, time.monotonic() + budget, label=label)
+    worker.budget_text = f" (--budget {budget:g} s)"
+    try:
+        try:
+            worker.start()
+        except OutOfTime:
+            raise Refused(f"importing {label or path} did not finish within the run's time "
+                          f"budget ({budget:g} s)") from None
+        student = Student(worker)
+        results = []
+        for st in STEPS:
+            if only and st.name not in only:
+                continue
+            if worker.out_of_time():
+                results.append(not_graded(st, BUDGET_NOTE + worker.budget_text))
+            else:
+                results.append(run_step(st, student, seed, cases, case, fail_fast))
+        for r in results:
+            r["notes"] = step_notes(r)
+        return results
+    finally:
+        worker.stop()
+        if own:
+            seal.close()
+
+
+def grader_command():
+    """How to run this grader from the current folder: "python grader.py", "python
+    ../grader.py", or "python -m gqa_grader" where no grader.py stands beside the package."""
+    script = os.path.join(HERE, "grader.py")
+    if not os.path.isfile(script):
+        return "python -m gqa_grader"
+    try:
+        rel = os.path.relpath(script)
+    except ValueError:                   # another drive (Windows)
+        rel = script
+    return f"python {rel if not rel.startswith(os.pardir * 2) else script}"
+
+
+def reproduce(args, name=None, case=None):
+    """The command that repeats this run, or one step of it, or one case."""
+    parts = [grader_command()]
+    if getattr(args, "module_given", args.module != DEFAULT_MODULE):
+        parts.append(f"--module {args.module}")
+    parts.append(f"--seed {args.seed}")
+    if name:
+        parts.append(f"--only {name}")
+    if case is not None:
+        parts.append(f"--case {case} --show")
+    elif args.cases != DEFAULT_CASES:
+        parts.append(f"--cases {args.cases}")
+    if args.timeout != DEFAULT_TIMEOUT:
+        parts.append(f"--timeout {args.timeout:g}")
+    return " ".join(parts)
+
+
+def and_list(numbers):
+    """'7, 9 and 13'."""
+    words = [str(n) for n in numbers]
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def step_notes(r):
+    """What a step that is not done needs and touches: 'needs step 21, KVCache: not started'."""
+    st = STEPS[r["step"] - 1]
+    notes = [f"needs step {n['step']}, {n['name']}: not started" for n in r.get("needs", [])]
+    if st.touches and r["status"] != "passed":
+        notes.append(f"step {st.number}, {st.name}, means changing step"
+                     f"{'s' if len(st.touches) > 1 else ''} {and_list(st.touches)} {st.why}".rstrip())
+    return notes
+
+
+def progress(results):
+    """'5 of 23 steps done; next: step 6, repeat_kv'."""
+    done = [r for r in results if r["status"] == "passed"]
+    todo = [r for r in results if r["status"] != "passed"]
+    text = f"{len(done)} of {len(results)} steps done"
+    if todo:
+        text += f"; next: step {todo[0]['step']}, {todo[0]['name']}"
+        if todo[0].get("needs"):
+            text += " (it needs " + " and ".join(f"step {n['step']}, {n['name']}"
+                                                 for n in todo[0]["needs"]) + ", first)"
+    return text
+
+
+def print_report(results, args, out=None):
+    out = out or sys.stdout
+    results = clean_data(results)
+    width = max((len(r["name"]) for r in results), default=0)
+    for r in results:
+        status = {"passed": "PASS", "failed": "FAIL", "not started": "----"}[r["status"]]
+        if args.quiet and status != "FAIL":
+            continue
+        count = "not started" if status == "----" else f"{r['cases_passed']}/{r['cases']} cases"
+        print(f"  step {r['step']:>2}  {status}  {r['name'].ljust(width)}  {count:<13} {r['summary']}",
+              file=out)
+        for note in r.get("notes", []):
+            print(f"        {note}", file=out)
+        if status == "----" and not r.get("stub"):
+            for line in r["message"].splitlines():    # raised midway or by a helper: what and where
+                print(f"        {line}", file=out)
+        if status == "FAIL":
+            for line in r["message"].splitlines():
+                print(f"        {line}", file=out)
+            if not r["message"].startswith(BUDGET_NOTE):
+                print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
+        if args.show and r.get("show") and (status == "FAIL" or args.case is not None):
+            case = r["case"] if r["case"] is not None else args.case
+            folder = os.path.relpath(os.path.dirname(os.path.abspath(args.module)))
+            what = "the call" if status == "FAIL" else "the calls"
+            print(f"        {what} of case {case}, to paste into python started in "
+                  f"{'this folder' if folder == '.' else folder}:\n", file=out)
+            print(r["show"], file=out)
+
+
+def gradescope(results, weights, error=None):
+    """Gradescope's results.json: a score and one test per step."""
+    tests = []
+    for r in results:
+        w = float(weights.get(r["name"], 1.0))
+        tests.append({"name": f"step {r['step']}: {r['name']}", "score": w if r["status"] == "passed" else 0.0,
+                      "max_score": w, "status": "passed" if r["status"] == "passed" else "failed",
+                      "output": r["message"] or r["summary"]})
+    doc = {"score": sum(t["score"] for t in tests), "tests": tests}
+    if error:
+        doc["output"] = error
+    return doc
+
+
+# ---------------------------------------------------------------------------
+# A starter for students: gqa.py's signatures and docstrings, bodies stubbed.
+# ---------------------------------------------------------------------------
+
+# The step of each public name, as the checks above number them; a class's

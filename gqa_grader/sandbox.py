@@ -1,0 +1,628 @@
+"""The seal: how the worker that imports the module is shut in, started and stopped.
+
+Every worker, on POSIX, runs under LIMITS (CPU, memory, no second process,
+file size, open files) in a session of its own, and its whole process group is
+killed when it stops.  A sealed run (Seal(sealed=True): the teacher's run) adds
+a private folder holding only a copy of the module (read once, by read_module:
+no symbolic link, a regular file of at most 1 MiB), an environment of PATH
+alone, and, as root, a user id drawn for the run, which owns nothing and can
+signal, trace, read or write neither the grader nor another run.  As root the
+self-check and a tool's child run under such a user id too.
+
+Worker runs worker.py (in this folder) as a script, `python -I -S worker.py
+CONFIG`, and exchanges JSON lines with it, each read and write with a
+deadline.  run_in_child is the tools' door: a tool's function run with the
+module in a worker, its items streamed back.
+"""
+
+import json
+import os
+import queue
+import random
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .compare import clean_data, clean_text
+from .failures import Failure, OutOfTime, Refused
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # grader.py's folder
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+DEFAULT_TIMEOUT = 5.0   # seconds one call may take before its worker is killed
+DEFAULT_BUDGET = 300.0  # seconds a whole run may take; a correct module takes about one
+BUDGET_NOTE = "not graded: the run's time budget ran out"
+
+
+# What one answer may be.  The largest of a full run of the lab (--cases 200) is
+# about 19 KB with about 400 lists, a report part about 20 KB: the caps leave a
+# wide margin and keep the grader's own memory small whatever the worker sends.
+ANSWER_CAP = 4 << 20                 # bytes: a longer answer line fails its case
+ROUND_TRIP_CAP = 8 << 20             # bytes: all the answers to one request, or one child's items
+STRUCTURE_CAP = 200_000              # values and lists in one line, counted before it is parsed
+IMPORT_TIMEOUT = 10.0                # seconds the module's import may take (at least)
+# What a worker may use, on POSIX: seconds of CPU (its whole life), bytes of
+# address space, processes beyond itself (none: no fork, no thread), bytes
+# per file written, open files.
+LIMITS = {"cpu": DEFAULT_BUDGET, "memory": 2 << 30, "processes": 0, "file_size": 1 << 20,
+          "open_files": 64}
+
+
+def _bounded_int(text):
+    """An integer of the worker's answer: at most 100 digits (converting more is slow)."""
+    if len(text) > 100:
+        raise ValueError("an integer of more than 100 digits")
+    return int(text)
+
+
+def _allowed(st, uid, gids, bit):
+    """Whether uid (in gids) has permission bit (4 read, 2 write, 1 search) on st, by its mode."""
+    if st.st_uid == uid:
+        return bool(st.st_mode >> 6 & bit)
+    if st.st_gid in gids:
+        return bool(st.st_mode >> 3 & bit)
+    return bool(st.st_mode & bit)
+
+
+def reachable(path, uid, gids, bit):
+    """Whether uid could reach path (search on every folder above it) with permission bit.
+
+    By the mode bits only (access control lists are not read); uid 0 reaches everything.
+    """
+    if uid == 0:
+        return True
+    path = os.path.realpath(path)
+    folder = os.path.dirname(path)
+    while True:
+        if not _allowed(os.stat(folder), uid, gids, 1):
+            return False
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return _allowed(os.stat(path), uid, gids, bit)
+
+
+MODULE_CAP = 1 << 20                 # bytes: a larger module is refused by a sealed run
+# As root, every worker (a sealed run's, the self-check's, a tool's) runs as a
+# user of its own, made up for the run.  The tests turn this off in a disposable
+# copy of the grader, to show that what it stops is real.
+DROP_ROOT = True
+
+
+def _uids_in_use():
+    """The real uid of each process (where /proc exists): {uid: [pid, ...]}."""
+    found = {}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except (OSError, ValueError):
+            continue
+        if fields.get("State", "").split()[:1] in (["Z"], ["X"]):
+            continue
+        uids = fields.get("Uid", "").split()
+        for uid in set(uids):
+            found.setdefault(int(uid), []).append(int(pid))
+    return found
+
+
+def fresh_ids():
+    """A uid and gid for one run: a number no user, no group and no process has, within
+    the ids this system can map; each run draws its own, so one run's processes can never
+    signal another's."""
+    import grp
+    import pwd
+    low, high = 1_000_000, 2_000_000_000
+    try:
+        with open("/proc/self/uid_map", encoding="utf-8") as f:
+            ranges = [tuple(map(int, line.split())) for line in f if line.strip()]
+        inside, _, count = max(ranges, key=lambda r: r[0] + r[2])
+        if inside + count - 2 < high:              # a user namespace: its upper half
+            low, high = max(inside + count // 2, 1), inside + count - 2
+    except (OSError, ValueError):
+        pass
+    in_use, draw = _uids_in_use(), random.SystemRandom()
+    for _ in range(1000):
+        uid = draw.randint(low, high)
+        if uid in in_use:
+            continue
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        try:
+            grp.getgrgid(uid)
+            continue
+        except KeyError:
+            return uid, uid
+    raise Refused("no free user id for the worker")
+
+
+def kill_user(uid):
+    """SIGKILL every process whose uid is uid (where /proc exists), until none is left."""
+    for _ in range(200):
+        pids = [pid for pid in _uids_in_use().get(uid, ()) if pid != os.getpid()]
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
+def read_module(path, follow=False):
+    """The module's bytes, for a private copy: one open that follows no symbolic link
+    (of the file itself; unless follow), of a regular file, at most MODULE_CAP bytes,
+    read from that open.  Raises Refused otherwise."""
+    import errno
+    import stat
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        if err.errno == errno.ELOOP or os.path.islink(path):
+            raise Refused(f"{path} is a symbolic link; a graded module must be a file of its "
+                          f"own") from None
+        raise Refused(f"cannot open {path}: {err.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{path} is not a regular file")
+        chunks, size = [], 0
+        while size <= MODULE_CAP:
+            chunk = os.read(fd, MODULE_CAP + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MODULE_CAP or st.st_size > MODULE_CAP:
+            raise Refused(f"{path} is larger than {MODULE_CAP >> 20} MiB")
+        return b"".join(chunks)
+    except OSError as err:
+        raise Refused(f"cannot read {path}: {err.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+class Seal:
+    """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
+    a sealed run adds a private folder holding only a copy of the module, an
+    environment of PATH alone, and, when the grader is root, another user.
+
+    partly is None for a fully sealed run, else the reason it is only partly sealed.
+    Raises Refused when a sealed run cannot be made safe here.
+    """
+
+    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False):
+        self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
+        self.source, self.fresh, self.follow = None, False, not (sealed or private)
+        self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
+        root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
+        if not sealed:
+            if root:                              # the module never runs as root
+                self.drop, self.fresh = fresh_ids(), True
+            if private or root:
+                self._make_dir()
+            return
+        if os.name != "posix":
+            raise Refused("a sealed run needs a POSIX system (Linux, macOS): its limits, "
+                          "sessions and users do not exist here")
+        if not root:
+            self.partly = ("the grader is not running as root, so the worker runs as the same "
+                           "user and could reach the grader's files and process")
+        else:
+            if user is None:
+                self.drop, self.fresh = fresh_ids(), True
+                name = f"uid {self.drop[0]}"
+            else:
+                import pwd
+                name = user
+                try:
+                    entry = pwd.getpwnam(name)
+                except KeyError:
+                    raise Refused(f"--user {name}: no such user") from None
+                if entry.pw_uid == 0:
+                    raise Refused(f"--user {name}: the worker's user must not be root")
+                self.drop = (entry.pw_uid, entry.pw_gid)
+            self.user, gids = name, {self.drop[1]}
+            if reachable(HERE, self.drop[0], gids, 1):
+                raise Refused(f"the worker's user {name} could open files in the grader's folder "
+                              f"{HERE} (grader.py, a solution); make it private first "
+                              f"(chmod 700 {HERE})")
+            if out:
+                folder = os.path.dirname(os.path.abspath(out))
+                if not os.path.isdir(folder):
+                    raise Refused(f"--out {out}: no such folder {folder}")
+                if reachable(folder, self.drop[0], gids, 2):
+                    raise Refused(f"the worker's user {name} could write into {folder}, where "
+                                  f"--out {out} goes; choose a folder only the grader can write")
+                self._check_above(out, name, gids)
+        self._make_dir()
+
+    def _check_above(self, out, name, gids):
+        """Every folder above --out's, as written and as resolved: one the worker's user could
+        write into could have --out's folder renamed and replaced, unless it is sticky and
+        root's (as /tmp is)."""
+        import stat
+        for start in (os.path.abspath(out), os.path.realpath(out)):
+            folder = os.path.dirname(os.path.dirname(start))
+            while True:
+                st = os.stat(folder)
+                if (reachable(folder, self.drop[0], gids, 2)
+                        and not (st.st_mode & stat.S_ISVTX and st.st_uid == 0)):
+                    raise Refused(f"the worker's user {name} could write into {folder}, above "
+                                  f"--out {out}, and rename the folders in it; choose a path "
+                                  f"whose every folder only the grader can write")
+                parent = os.path.dirname(folder)
+                if parent == folder:
+                    break
+                folder = parent
+
+    def _make_dir(self):
+        import tempfile
+        self.dir = tempfile.mkdtemp(prefix="gqa-sealed-")
+        os.chmod(self.dir, 0o755)             # the worker reads it, it writes nothing here
+
+    def place(self, path):
+        """The module's copy in the private folder (written afresh, from the bytes read
+        once by read_module), or path when there is no private folder."""
+        if self.dir is None:
+            return path
+        if self.source is None:
+            self.source = read_module(path, self.follow)
+        copy = os.path.join(self.dir, os.path.basename(path))
+        if os.path.lexists(copy):
+            os.remove(copy)
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(self.source)
+        os.chmod(copy, 0o644)
+        return copy
+
+    def env(self):
+        return {"PATH": os.defpath} if self.sealed else None
+
+    def kill_all(self):
+        """With a uid of the run's own: kill every process of it (a daemon the module left)."""
+        if self.fresh:
+            kill_user(self.drop[0])
+
+    def remove_files(self):
+        """With a uid of the run's own: remove what it left in /tmp, /var/tmp and /dev/shm
+        (its processes are gone by then)."""
+        if not self.fresh:
+            return
+        import shutil
+        import stat
+        for shared in ("/tmp", "/var/tmp", "/dev/shm"):
+            try:
+                names = os.listdir(shared)
+            except OSError:
+                continue
+            for entry in names:
+                path = os.path.join(shared, entry)
+                try:
+                    st = os.lstat(path)
+                    if st.st_uid != self.drop[0]:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.kill_all()
+        self.remove_files()
+        if self.dir is not None:
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+
+class Worker:
+    """One child process running worker.py on the module; replaced when it dies or hangs.
+
+    On POSIX the worker starts in a session of its own, and the whole process
+    group is killed when it stops.  Answers are read with select() on POSIX and
+    by a reader thread elsewhere (Windows), requests written without blocking
+    (or by a thread); every read and write has a deadline: the call's timeout,
+    or the end of the run's budget when that comes first.
+    """
+
+    def __init__(self, path, timeout, seal=None, budget_end=None, label=None, run=None,
+                 paths=None):
+        self.path, self.timeout, self.label = path, timeout, label or path
+        self.seal = seal or Seal()
+        self.budget_end = budget_end if budget_end is not None else time.monotonic() + DEFAULT_BUDGET
+        self.run, self.paths = run, paths
+        self.proc = None
+        self.started = 0
+        self.sent = 0
+        self.budget_text = ""
+
+    def out_of_time(self):
+        return time.monotonic() >= self.budget_end
+
+    def _popen(self):
+        placed = self.seal.place(self.path)
+        config = {"path": placed, "shown": self.label, "limits": self.seal.limits,
+                  "drop": self.seal.drop, "refuse_grader": self.run is None,
+                  "paths": self.paths if self.paths is not None else list(dict.fromkeys(
+                      [os.path.dirname(placed)] + ([] if self.seal.sealed else
+                                                   [os.path.dirname(os.path.abspath(self.path))])))}
+        if self.run is not None:
+            config.update(run=self.run, name="gqa_under_tool", register=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", WORKER, json.dumps(config)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=self.seal.dir, env=self.seal.env(), start_new_session=os.name == "posix")
+        self.started += 1
+        self.buffer, self.scanned, self.round_trip = bytearray(), 0, 0
+        if os.name == "posix":
+            os.set_blocking(self.proc.stdin.fileno(), False)
+        else:
+            self.lines = queue.Queue()
+            threading.Thread(target=self._read, args=(self.proc.stdout, self.lines),
+                             daemon=True).start()
+
+    def start(self):
+        """Start a worker and import the module; raise Refused when it cannot be imported."""
+        self._popen()
+        wait = max(IMPORT_TIMEOUT, 2 * self.timeout + 5)
+        try:
+            first = self._answer(f"importing {self.label}", wait)
+        except OutOfTime:
+            raise
+        except Failure as err:
+            raise Refused(str(err)) from None
+        if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
+            self.stop()
+            why = first.get("import_error") if isinstance(first, dict) else None
+            raise Refused(clean_text(why, False) if isinstance(why, str) else f"the worker's first answer for "
+                          f"{self.label} was not readable")
+        if self.seal.drop:
+            self._check_user()
+
+    def _check_user(self):
+        """Where /proc exists: the worker's real, effective, saved uid and gid are the drop's."""
+        try:
+            with open(f"/proc/{self.proc.pid}/status", encoding="utf-8") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            return
+        uid, gid = self.seal.drop
+        if (set(status.get("Uid", "").split()) != {str(uid)}
+                or set(status.get("Gid", "").split()) != {str(gid)}
+                or status.get("Groups", "").split() not in ([], [str(gid)])):
+            self.stop()
+            raise Refused(f"the worker did not run as uid {uid}, gid {gid}; nothing was graded")
+
+    @staticmethod
+    def _read(stream, lines):
+        while True:
+            line = stream.readline(ANSWER_CAP + 1)
+            if not line or len(line) > ANSWER_CAP:
+                lines.put(None if not line else b"")
+                return
+            lines.put(line.rstrip(b"\n"))
+
+    def _deadline(self, timeout):
+        """(deadline, whether it is the budget's)."""
+        mine = time.monotonic() + timeout
+        return (self.budget_end, True) if self.budget_end < mine else (mine, False)
+
+    def _line(self, deadline):
+        """The worker's next line (bytes), None at its end; raise queue.Empty at the deadline
+        and OverflowError for a line longer than ANSWER_CAP."""
+        if os.name != "posix":
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            if line == b"":
+                raise OverflowError
+            return line
+        fd = self.proc.stdout.fileno()
+        while True:
+            at = self.buffer.find(b"\n", self.scanned)
+            if at > ANSWER_CAP:
+                raise OverflowError
+            if at >= 0:
+                line = bytes(self.buffer[:at])
+                del self.buffer[:at + 1]
+                self.scanned = 0
+                return line
+            self.scanned = len(self.buffer)
+            if self.scanned > ANSWER_CAP:
+                raise OverflowError
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise queue.Empty
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+    def _write(self, data, what):
+        """Send data to the worker, by the call's deadline; a dead worker is left to _answer."""
+        deadline, budget = self._deadline(self.timeout)
+        if os.name != "posix":
+            def write():
+                try:
+                    self.proc.stdin.write(data)
+                    self.proc.stdin.flush()
+                except OSError:
+                    pass
+            writer = threading.Thread(target=write, daemon=True)
+            writer.start()
+            writer.join(max(0.0, deadline - time.monotonic()))
+            if writer.is_alive():
+                self._stalled(what, budget, "did not read its request within")
+            return
+        fd, view = self.proc.stdin.fileno(), memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                self._stalled(what, budget, "did not read its request within")
+            try:
+                view = view[os.write(fd, view[:1 << 16]):]
+            except BlockingIOError:
+                continue
+            except OSError:
+                return
+
+    def _stalled(self, what, budget, how):
+        self.stop()
+        if budget:
+            raise OutOfTime(BUDGET_NOTE)
+        raise Failure(f"{what} {how} {self.timeout:g} s (is there an endless loop?); the worker "
+                      f"was stopped")
+
+    def _answer(self, what, timeout):
+        deadline, budget = self._deadline(timeout)
+        try:
+            line = self._line(deadline)
+        except queue.Empty:
+            self.stop()
+            if budget:
+                raise OutOfTime(BUDGET_NOTE) from None
+            raise Failure(f"{what} did not return within {timeout:g} s (is there an endless "
+                          f"loop?); the worker was stopped") from None
+        except OverflowError:
+            self.stop()
+            raise Failure(f"the answer to {what} was longer than {ANSWER_CAP >> 20} MiB; the "
+                          f"worker was stopped") from None
+        if line is None:
+            code = self.stop()
+            how = f"status {code}" if code is None or code >= 0 else f"signal {-code}"
+            raise Failure(f"the module ended its process ({how}) during {what}")
+        self.round_trip += len(line)
+        if self.round_trip > ROUND_TRIP_CAP:
+            self.stop()
+            raise Failure(f"the worker's answers to one request (up to {what}) came to more "
+                          f"than {ROUND_TRIP_CAP >> 20} MiB; the worker was stopped")
+        if line.count(b"[") + line.count(b"{") + line.count(b",") > STRUCTURE_CAP:
+            self.stop()
+            raise Failure(f"the answer to {what} held more than {STRUCTURE_CAP:,} values and "
+                          f"lists; the worker was stopped")
+        try:
+            return json.loads(line, parse_int=_bounded_int)
+        except (ValueError, RecursionError, MemoryError):
+            self.stop()
+            raise Failure(f"the worker's answer to {what} was not readable") from None
+
+    def exchange(self, items, whats):
+        """Send items in one request; return their answers, up to the first error.
+
+        Each answer has the call's own deadline, so a timeout names the call that hung.
+        """
+        if self.proc is None:
+            self.start()
+        self.sent += 1
+        self.round_trip = 0
+        self._write((json.dumps({"n": self.sent, "items": items}) + "\n").encode("utf-8"),
+                    whats[0])
+        answers = []
+        for i, what in enumerate(whats):
+            answer = self._answer(what, self.timeout)
+            if not isinstance(answer, dict) or answer.get("n") != self.sent or answer.get("i") != i:
+                self.stop()
+                raise Failure(f"the worker's answer to {what} was out of turn or not an answer; "
+                              f"the worker was stopped")
+            answers.append(answer)
+            if "error" in answer:
+                break
+        return answers
+
+    def items(self):
+        """With run: each item the child sends, until it is done; Failure when it ends otherwise."""
+        self.start_run()
+        while True:
+            try:
+                line = self._answer(self.what, self.timeout)
+            except OutOfTime:
+                raise Failure(f"{self.what} did not finish within its time budget") from None
+            if not isinstance(line, dict):
+                self.stop()
+                raise Failure("the child process sent something that is not an item")
+            if "item" in line:
+                yield clean_data(line["item"])
+            elif line.get("done") is True:
+                return
+            elif "import_error" in line and isinstance(line["import_error"], str):
+                self.stop()
+                raise Refused(clean_text(line["import_error"], False))
+            else:
+                error = line.get("error")
+                self.stop()
+                if isinstance(error, dict):
+                    error = clean_data(error, newlines=False)
+                    raise Failure(f"it raised {error.get('type')}: {error.get('message')}")
+                raise Failure("the child process sent something that is not an item")
+
+    def start_run(self):
+        self._popen()
+
+    def stop(self):
+        """Kill the worker and its process group; return its exit status (None if not known)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        if os.name == "posix":
+            try:                             # before wait(): the group's id cannot be reused yet
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            proc.kill()
+        except OSError:
+            pass
+        try:
+            code = proc.wait(10)
+        except subprocess.TimeoutExpired:
+            code = None
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self.seal.kill_all()
+        return code
+
+
+def run_in_child(path, target, args=(), *, paths=(), label=None, what="running the module",
+                 item_timeout=60.0, budget=DEFAULT_BUDGET):
+    """Yield what the tool's function target yields when called as target(the module at
+    path, *args) in a worker, each item as plain JSON data.  target is a name the worker
+    knows ("report", "tables", "uptrain": worker.w_target, its one call into the tools).
+
+    The worker has the grader's limits, its own session (killed at the end), a
+    private folder holding a copy of the module (read by read_module: no symbolic
+    link, at most 1 MiB), as root a user id of the run's own (Seal), a deadline per
+    item and one for the whole run; the items' strings come back cleaned (clean_data); what names the work in
+    messages ("building the report did not return within 60 s").  Raises Refused when the
+    module cannot be imported, Failure (after the items that came) when the
+    child hangs, dies, runs out of the budget or sends something else.  The
+    caller's process never imports the module.
+    """
+    seal = Seal(budget=budget, private=True)
+    worker = Worker(path, item_timeout, seal, time.monotonic() + budget,
+                    label=label, run={"target": target, "args": list(args)}, paths=list(paths))
+    worker.what = what
+    try:
+        yield from worker.items()
+    finally:
+        worker.stop()
+        seal.close()
+

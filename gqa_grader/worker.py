@@ -1,0 +1,440 @@
+"""The worker: the only process that imports the module under test.
+
+The grader runs this file as a script, `python -I -S worker.py CONFIG` (no
+site-packages, no PYTHON* variables, not even this folder on sys.path), so the
+process that imports the module holds none of the reference: this file imports
+only the standard library, and nothing of the grader.  The worker keeps the
+protocol on private copies of stdin and stdout and points fds 0, 1 and 2 at the
+null device, so the module's prints and reads touch neither.  A request is one
+JSON line, {"n": N, "items": [...]}; the worker answers each item with a line
+of its own, {"n": N, "i": I, ...}, and stops at the first error.  The module's
+values are encoded as plain data with their types (tuples, records, arrays and
+other objects tagged), never pickled.
+
+As root (the config's "drop"), the worker imports the standard library it needs,
+then becomes the run's own user, and only then puts the module's folders on
+sys.path and imports the module.  The one call from here into the project's
+tools is w_target: `python -m gqa COMMAND --module PATH` runs a tool's function
+with the student's module in this process, never in the tool's own.
+"""
+
+import json
+import os
+import sys
+from array import array
+
+W = {}                           # the worker's state: its protocol stream, kept objects, the path
+W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC",
+            "file_size": "RLIMIT_FSIZE", "open_files": "RLIMIT_NOFILE"}
+# Imported before the worker gives up root: the standard library may not be
+# readable by the worker's user (an interpreter under root's home, say).
+W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "random", "itertools", "functools",
+             "operator", "contextlib", "typing", "collections", "dataclasses", "statistics",
+             "copy", "abc", "enum", "re", "fractions", "numbers", "string", "bisect", "heapq",
+             "time", "cmath", "decimal", "struct", "weakref", "types", "warnings")
+
+
+def w_send(message):
+    W["out"].write(json.dumps(message) + "\n")
+    W["out"].flush()
+
+
+def w_enc(x, depth=0):
+    if depth > 50:
+        return {"$other": "nesting", "repr": "deeper than 50 levels"}
+    t = type(x)
+    if x is None or t in (bool, str, int, float):
+        return x
+    if t is list:
+        return [w_enc(v, depth + 1) for v in x]
+    if t is tuple and not hasattr(x, "_fields"):
+        return {"$tuple": [w_enc(v, depth + 1) for v in x]}
+    if t is array:
+        return {"$array": x.typecode, "values": [w_enc(v, depth + 1) for v in x]}
+    fields = getattr(x, "_fields", None) or (list(t.__slots__) if isinstance(
+        getattr(t, "__slots__", None), dict) else None)
+    if fields:
+        return {"$record": t.__name__,
+                "fields": {f: w_enc(getattr(x, f, None), depth + 1) for f in fields}}
+    return {"$other": t.__name__, "repr": repr(x)[:60]}
+
+
+def w_dec(x):
+    if isinstance(x, dict) and "$ref" in x:
+        return W["kept"][x["$ref"]]
+    if isinstance(x, dict) and "$tuple" in x:
+        return tuple(w_dec(v) for v in x["$tuple"])
+    if isinstance(x, dict) and "$array" in x:
+        return array("d", [float(v) for v in x["values"]])
+    if isinstance(x, list):
+        return [w_dec(v) for v in x]
+    return x
+
+
+def w_where(tb):
+    import traceback
+    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == W["path"]]
+    return [f"{os.path.basename(W['path'])}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
+            for f in frames[-3:]]
+
+
+def w_error(type_name, message):
+    return {"error": {"type": type_name, "message": message, "gqa_error": False, "where": []}}
+
+
+def w_raised_in(tb):
+    """(name, direct) of the module's innermost function in traceback tb: its name, with
+    its class for a method ("KVCache.append"), and whether the error was raised in it
+    (not in something it called); (None, False) when no frame is the module's."""
+    name, direct = None, False
+    while tb is not None:
+        frame = tb.tb_frame
+        mine = os.path.abspath(frame.f_code.co_filename) == W["path"]
+        if mine:
+            owner = frame.f_locals.get("self", frame.f_locals.get("cls"))
+            owner = owner if isinstance(owner, type) else type(owner) if owner is not None else None
+            name = f"{owner.__name__}.{frame.f_code.co_name}" if owner else frame.f_code.co_name
+        direct = mine
+        tb = tb.tb_next
+    return (name, direct) if name else (None, False)
+
+
+def w_failure(err):
+    if isinstance(err, SystemExit):
+        message = f"called sys.exit({err.code!r})"
+    else:
+        message = str(err)
+    try:
+        raised_in, direct = w_raised_in(err.__traceback__)
+    except BaseException:
+        raised_in, direct = None, False
+    return {"error": {"type": type(err).__name__, "message": message[:500],
+                      "gqa_error": type(err).__name__ == "GQAError"
+                      and isinstance(err, ValueError),
+                      "where": w_where(err.__traceback__),
+                      "raised_in": raised_in if isinstance(raised_in, str) else None,
+                      "direct": direct is True}}
+
+
+def w_lists_in(x, found, depth=0):
+    if isinstance(x, list) and depth < 50:
+        found.add(id(x))
+        for v in x:
+            w_lists_in(v, found, depth + 1)
+    elif isinstance(x, tuple) and depth < 50:
+        for v in x:
+            w_lists_in(v, found, depth + 1)
+    return found
+
+
+def w_resolve(mod, name):
+    if name.startswith("$"):
+        kept, _, attr = name[1:].partition(".")
+        return getattr(W["kept"][kept], attr)
+    if not hasattr(mod, name):
+        raise LookupError(f"the module has no {name}")
+    fn = getattr(mod, name)
+    if not callable(fn):
+        raise LookupError(f"{name} is {_w_kind(fn)}, not a function")
+    return fn
+
+
+def _w_kind(x):
+    return "None" if x is None else f"a {type(x).__name__}: {repr(x)[:40]}"
+
+
+def w_call(mod, req):
+    import inspect
+    try:
+        fn = w_resolve(mod, req["fn"])
+    except LookupError as err:
+        return w_error("missing", str(err))
+    raw = req.get("args", [])
+    args = [w_dec(a) for a in raw]
+    kwargs = {k: w_dec(v) for k, v in req.get("kwargs", {}).items()}
+    names = [str(i) for i in range(len(args))]
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        try:
+            names = list(signature.bind(*args, **kwargs).arguments)[:len(args)]
+        except TypeError as err:
+            return w_error("signature", f"{err}; its signature is {req['fn']}{signature}")
+    mine = [i for i, a in enumerate(raw) if not (isinstance(a, dict) and "$ref" in a)]
+    before = [json.dumps(w_enc(args[i])) for i in mine]
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as err:
+        return w_failure(err)
+    answer = {}
+    if req.get("keep"):
+        W["kept"][req["keep"]] = value
+    if req.get("value", True):
+        answer["value"] = w_enc(value)
+    answer["changed"] = [names[i] for i, old in zip(mine, before)
+                         if json.dumps(w_enc(args[i])) != old]
+    if req.get("fresh"):
+        inputs = set()
+        for i in mine:
+            w_lists_in(args[i], inputs)
+        answer["aliased"] = bool(w_lists_in(value, set()) & inputs)
+    return answer
+
+
+def w_calls_in(mod, calls, values=None):
+    """Run calls in order; the first one's error, or None (each value to values, if given)."""
+    for r in calls:
+        answer = w_call(mod, dict(r, value=values is not None))
+        if "error" in answer:
+            return answer
+        if values is not None:
+            values.append(answer["value"])
+    return None
+
+
+def w_handle(mod, req):
+    op = req["op"]
+    if op == "call":
+        return w_call(mod, req)
+    if op == "get":
+        obj, values = W["kept"][req["ref"]], {}
+        for attr in req["attrs"]:
+            try:
+                values[attr] = w_enc(len(obj) if attr == "len" else getattr(obj, attr))
+            except BaseException as err:
+                return w_failure(err)
+        return {"value": values}
+    if op == "tally":
+        values = [] if req.get("values") else None
+        try:
+            with mod.count_multiplies() as tally:
+                if req.get("nested"):           # an inner block adds to this one as it ends
+                    with mod.count_multiplies():
+                        answer = w_calls_in(mod, req["calls"], values)
+                else:
+                    answer = w_calls_in(mod, req["calls"], values)
+            if answer is not None:
+                return answer
+            fields = {f: w_enc(getattr(tally, f, None)) for f in req["fields"]}
+            fields["multiplies()"] = w_enc(tally.multiplies())
+            if values is not None:
+                fields["values"] = values
+        except BaseException as err:
+            return w_failure(err)
+        return {"value": fields}
+    return w_error("protocol", f"unknown op {op}")
+
+
+def w_is_grader(name):
+    return isinstance(name, str) and (name == "grader" or name.split(".")[0] == "gqa_grader")
+
+
+def w_has_grader():
+    """Whether the module imported the grader (grader.py, or its package gqa_grader)."""
+    return any(w_is_grader(name) for name in list(sys.modules))
+
+
+def w_serve(mod, requests):
+    """Answer each request's items, one line each, until the grader closes the pipe."""
+    for line in requests:
+        try:
+            request = json.loads(line)
+            n, items = request["n"], request["items"]
+        except BaseException as err:
+            w_send(dict(w_failure(err), n=None, i=0))
+            continue
+        for i, item in enumerate(items):
+            try:
+                answer = w_handle(mod, item)
+                if W["refuse_grader"] and w_has_grader():
+                    answer = w_error("refused", "the module imported the grader (grader.py or "
+                                     "gqa_grader) during the call; the grader refuses to grade it")
+                text = json.dumps(dict(answer, n=n, i=i))
+            except BaseException as err:
+                answer = w_failure(err)
+                text = json.dumps(dict(answer, n=n, i=i))
+            W["out"].write(text + "\n")
+            W["out"].flush()
+            if "error" in answer:
+                break
+
+
+def w_target(name):
+    """The tool's function that a --module run calls with the module: the worker's one
+    call into the project's tools, each named here (a tool passes the name)."""
+    if name == "report":
+        from gqa_tools.report import child_parts as target
+    elif name == "tables":
+        from gqa_tools.tables import child_texts as target
+    elif name == "uptrain":
+        from gqa_tools.train import child_run as target
+    else:
+        raise LookupError(f"no tool function named {name!r}")
+    return target
+
+
+def w_run(mod, run):
+    """Send each item that the tool's function target(module, *args) yields, then done."""
+    try:
+        for item in w_target(run["target"])(mod, *run.get("args", [])):
+            w_send({"item": item})
+    except BaseException as err:
+        w_send(w_failure(err))
+        return
+    w_send({"done": True})
+
+
+def w_limit(resource, limits):
+    """Lower this process's limits (never above the hard limits it was given)."""
+    for name, value in limits.items():
+        which = getattr(resource, W_LIMITS[name], None)
+        if which is None:
+            continue
+        soft, hard = value, value + 1 if name == "cpu" else value
+        old_hard = resource.getrlimit(which)[1]
+        if old_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, old_hard), min(hard, old_hard)
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def w_open_path(paths):
+    """Before the drop: a descriptor of each folder of paths, then of sys.path (the
+    module's folders and the standard library, which may sit under a folder the worker's
+    user cannot enter, such as root's home), and prctl.  Opening a folder runs nothing."""
+    if not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+    folders = []
+    for entry in list(paths) + sys.path:
+        try:
+            folders.append(os.open(entry, os.O_RDONLY | os.O_DIRECTORY))
+        except OSError:
+            pass
+    return prctl, folders
+
+
+def w_use_path(opened):
+    """After the drop: import from those folders through /proc/self/fd (which the worker
+    may read once it is dumpable again: only its own user can trace it)."""
+    if not opened:
+        return False
+    prctl, folders = opened
+    if prctl(4, 1, 0, 0, 0) != 0:                   # PR_SET_DUMPABLE
+        return False
+    sys.path[:0] = [f"/proc/self/fd/{fd}" for fd in folders]
+    sys.path_importer_cache.clear()
+    return True
+
+
+def w_streams(config):
+    """The protocol on private copies of stdin and stdout; fds 0, 1, 2 on the null device."""
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    W.update(out=os.fdopen(os.dup(1), "w", encoding="utf-8"), kept={},
+             path=os.path.abspath(config["path"]), refuse_grader=config.get("refuse_grader", True))
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    sys.stdin = open(os.devnull, encoding="utf-8")
+    sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    sys.dont_write_bytecode = True
+    return requests
+
+
+def w_drop(config):
+    """As root: import the standard library the worker and the module use while only the
+    standard library is on sys.path, become the run's user, then put the module's folders
+    first.  Not root: the folders go first at once (the module runs as its own user).
+    Returns an error message, or None."""
+    import importlib
+    paths = config.get("paths", [])
+    if not config.get("drop"):
+        sys.path[:0] = paths
+        return None
+    for name in W_PRELOAD:                            # nothing of the module's folders yet
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    opened = w_open_path(paths)
+    uid, gid = config["drop"]
+    try:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    except OSError as err:
+        return f"the worker could not become uid {uid}: {err}"
+    if not w_use_path(opened):
+        sys.path[:0] = paths
+    return None
+
+
+def w_refusal(shown):
+    return (f"{shown} imports the grader (grader.py or gqa_grader): the grader grades a "
+            f"module that does its own work, so it refuses this one")
+
+
+def w_import(config):
+    """The module, imported under the config's name; or None, its error sent."""
+    import importlib.util
+    name, shown = config.get("name", "gqa"), config.get("shown", config["path"])
+    spec = importlib.util.spec_from_file_location(name, W["path"])
+    if spec is None or spec.loader is None:
+        w_send({"import_error": f"{shown} is not a Python file (it must end in .py)"})
+        return None
+    mod = importlib.util.module_from_spec(spec)
+    if config.get("register", True):
+        sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except SyntaxError as err:
+        w_send({"import_error": f"{shown} has a syntax error, line {err.lineno}: {err.msg}"})
+        return None
+    except BaseException as err:
+        if W["refuse_grader"] and isinstance(err, ImportError) and w_is_grader(err.name):
+            w_send({"import_error": w_refusal(shown)})
+            return None
+        at = "; ".join(w_where(err.__traceback__))
+        w_send({"import_error": f"importing {shown} raised {type(err).__name__}: {err}"
+                                + (f" ({at})" if at else "")})
+        return None
+    if W["refuse_grader"] and w_has_grader():
+        w_send({"import_error": w_refusal(shown)})
+        return None
+    return mod
+
+
+def w_main(argv):
+    config = json.loads(argv[1])
+    requests = w_streams(config)
+    try:
+        import resource
+    except ImportError:                  # Windows: no limits
+        resource = None
+    why = w_drop(config)
+    if why is not None:
+        w_send({"import_error": why})
+        return
+    if resource is not None:
+        w_limit(resource, config.get("limits", {}))
+    mod = w_import(config)
+    if mod is None:
+        return
+    if config.get("run"):
+        w_run(mod, config["run"])
+        return
+    w_send({"ready": True})
+    w_serve(mod, requests)
+
+
+if __name__ == "__main__":
+    w_main(sys.argv)
