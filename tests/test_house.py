@@ -1,0 +1,179 @@
+"""The layout of the house: one job a file, imports one way, short functions, what is
+installed, and a student's folder honoured by the grader."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The floors, lowest first: a module may import the standard library and the modules
+# on floors below its own (or, inside gqa_tools, on its own floor's earlier rows).
+FLOORS = [
+    ["gqa"],
+    ["gqa_grader.failures"], ["gqa_grader.compare"], ["gqa_grader.reference"],
+    ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.checks"],
+    ["gqa_grader.grading"], ["gqa_grader.starter"], ["gqa_grader.handout"], ["gqa_grader.cli"],
+    ["gqa_grader"], ["gqa_grader.__main__", "grader"],
+    ["gqa_tools.figures"], ["gqa_tools.common"], ["gqa_tools.models", "gqa_tools.train"],
+    ["gqa_tools.tables", "gqa_tools.report", "gqa_tools.config", "gqa_tools.bench",
+     "gqa_tools.uptrain"],
+    ["gqa_tools.cli"], ["gqa_tools"],
+]
+# The one call that goes up: the worker, run as a script and imported by no module,
+# runs a tool's function with the student's module (worker.w_target).
+CALLBACK = ("gqa_grader.worker", "w_target")
+
+
+def project_modules():
+    """{dotted name: path} of the project's own modules (tests, benchmarks aside)."""
+    found = {"gqa": os.path.join(ROOT, "gqa.py"), "grader": os.path.join(ROOT, "grader.py")}
+    for package in ("gqa_grader", "gqa_tools"):
+        for name in sorted(os.listdir(os.path.join(ROOT, package))):
+            if name.endswith(".py"):
+                stem = name[:-3]
+                dotted = package if stem == "__init__" else f"{package}.{stem}"
+                found[dotted] = os.path.join(ROOT, package, name)
+    return found
+
+
+def imports_of(dotted, path):
+    """[(imported project module, enclosing function or None, line)] of a file, every
+    import in it (inside functions too), relative ones resolved."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    package = dotted if path.endswith("__init__.py") else dotted.rpartition(".")[0]
+    spans = [(n.lineno, n.end_lineno, n.name) for n in ast.walk(tree)
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(filter(None, [package, base]))
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+                     for a in node.names]          # a module of a package, or a name in one
+        else:
+            continue
+        inside = [name for start, end, name in spans if start <= node.lineno <= end]
+        for name in names:
+            if name.split(".")[0] in ("gqa", "gqa_grader", "gqa_tools", "grader"):
+                found.append((name, inside[-1] if inside else None, node.lineno))
+    return found
+
+
+MODULES = project_modules()
+
+
+class Layout(unittest.TestCase):
+
+    def setUp(self):
+        self.modules = MODULES
+        self.floor = {name: i for i, row in enumerate(FLOORS) for name in row}
+
+    def test_every_module_has_a_floor(self):
+        self.assertEqual(sorted(set(self.modules) - set(self.floor) - {CALLBACK[0]}), [])
+
+    def test_imports_run_one_way(self):
+        for dotted, path in self.modules.items():
+            for name, function, line in imports_of(dotted, path):
+                if name not in self.modules or name == dotted:
+                    continue                 # "from gqa_grader import x": x is checked as a module
+                if dotted == CALLBACK[0]:
+                    self.assertEqual((name.split(".")[0], function), ("gqa_tools", CALLBACK[1]),
+                                     f"{path}:{line}")
+                    continue
+                self.assertLess(self.floor[name], self.floor[dotted] + (dotted == "grader"),
+                                f"{path}:{line}: {dotted} imports {name}, on a floor not below its own")
+
+    def test_the_referee_imports_nothing_of_the_lab_or_the_tools(self):
+        for dotted, path in self.modules.items():
+            if dotted.startswith("gqa_grader") and dotted != CALLBACK[0]:
+                tops = {name.split(".")[0] for name, _, _ in imports_of(dotted, path)}
+                self.assertLessEqual(tops, {"gqa_grader"}, path)
+
+    def test_no_function_over_60_lines(self):
+        long = []
+        for path in self.modules.values():
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            long += [f"{os.path.relpath(path, ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+                     for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.end_lineno - n.lineno + 1 > 60]
+        self.assertEqual(long, [])
+
+    def test_each_file_of_the_referee_holds_one_job(self):
+        for dotted, path in self.modules.items():
+            if dotted.startswith("gqa_grader") or dotted == "grader":
+                with open(path, encoding="utf-8") as f:
+                    self.assertLessEqual(len(f.read().splitlines()), 800, path)
+
+    def test_no_future_import_in_the_referee(self):
+        # It would import a module named __future__, which a planted file could be.
+        for dotted, path in self.modules.items():
+            if dotted.startswith("gqa_grader") or dotted == "grader":
+                with open(path, encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+                future = [n.lineno for n in ast.walk(tree)
+                          if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+                self.assertEqual(future, [], path)
+
+    def test_what_is_installed_is_the_lab_the_referee_and_the_tools(self):
+        with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn('py-modules = ["gqa"]\n', text)
+        self.assertIn('packages = ["gqa_grader", "gqa_tools"]\n', text)
+        packages = sorted(d for d in os.listdir(ROOT)
+                          if os.path.isfile(os.path.join(ROOT, d, "__init__.py")) and d != "tests")
+        self.assertEqual(packages, ["gqa_grader", "gqa_tools"])
+        loose = sorted(n for n in os.listdir(ROOT) if n.endswith(".py"))
+        self.assertEqual(loose, ["gqa.py", "grader.py"])      # grader.py is a door, not installed
+
+
+class StudentFolder(unittest.TestCase):
+    """Inside a lab folder, `python ../grader.py` grades ./gqa.py, and says so."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()
+        cls.lab = os.path.join(cls.dir, "mylab")
+        made = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--starter", cls.lab],
+                              capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir)
+
+    def grade_in(self, folder, *args):
+        grader = os.path.relpath(os.path.join(ROOT, "grader.py"), folder)
+        return subprocess.run([sys.executable, grader, "--only", "1", "--cases", "0", *args],
+                              capture_output=True, text=True, timeout=60, cwd=folder)
+
+    def test_the_grader_grades_the_folders_own_gqa_py(self):
+        run = self.grade_in(self.lab)
+        first, *rest = run.stdout.splitlines()
+        self.assertTrue(first.startswith("grading ./gqa.py with seed "), first)
+        self.assertIn("repeat with: python " + os.path.relpath(os.path.join(ROOT, "grader.py"), self.lab), first)
+        self.assertEqual(run.returncode, 1)                   # the bare starter: not started
+        self.assertIn("step  1  ----  valid_g", run.stdout)
+
+    def test_a_folder_without_one_grades_the_gqa_py_beside_the_grader(self):
+        run = self.grade_in(self.dir, "--json")
+        import json
+        doc = json.loads(run.stdout)
+        self.assertEqual(os.path.abspath(os.path.join(self.dir, doc["module"])),
+                         os.path.join(ROOT, "gqa.py"))
+        self.assertEqual((doc["passed"], run.returncode), (1, 0))
+
+
+if __name__ == "__main__":
+    unittest.main()
