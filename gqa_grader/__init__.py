@@ -5,6 +5,7 @@ One job a file, each importing only those above it in this list and the standard
 library (never gqa.py, never the tools):
 
     failures   how a case or a run ends when it does not pass: kinds with data
+    cleanup    what a run's user left behind, removed; never raises
     compare    comparing answers; text from the worker made safe to print
     reference  the reference: one ref_ function per step, built another way
     worker     the worker program, run as a script: the only importer of the module

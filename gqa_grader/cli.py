@@ -11,10 +11,10 @@ import threading
 import time
 
 from .checks import STEPS, check_names
-from .compare import ABS_TOL, REL_TOL, clean_data, clean_text
+from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
-from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, grade, gradescope,
-                      print_report, progress, reproduce)
+from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, fit, grade,
+                      gradescope, print_report, progress, reproduce)
 from .handout import write_autograder, write_starter
 from .sandbox import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Seal
 
@@ -99,6 +99,12 @@ def _check_ranges(parser, args):
         parser.error("--user goes with --sealed (or --format gradescope)")
     if args.out == "":
         parser.error("--out must name a file; got an empty path")
+    if args.out is not None:
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(folder):
+            parser.error(f"--out {args.out}: no such folder {folder}")
+        if not os.access(folder, os.W_OK) or os.path.isdir(args.out):
+            parser.error(f"--out {args.out}: cannot write a file there")
     if not 0 <= args.cases <= MAX_CASES:
         parser.error(f"--cases must be from 0 to {MAX_CASES:,}; got {args.cases}")
     if not (0 < args.timeout <= 3600):
@@ -278,8 +284,9 @@ def _restore_signals():
 
 
 def _grade_sealed(args, label):
-    """Grade as args ask, the worker shut in; (results, why, partly, stopped): why is the
-    reason nothing was graded, or None.  The worker and its folder are gone on return."""
+    """Grade as args ask, the worker shut in; (results, why, partly, stopped, notes): why
+    is the reason nothing was graded, or None; notes, what the cleanup removed or could
+    not.  The worker, its folder and what it left are gone on return."""
     seal, results, why, partly, stopped = None, None, None, None, None
     try:
         seal = Seal(args.sealed, args.user, args.out, args.budget)
@@ -296,21 +303,21 @@ def _grade_sealed(args, label):
         results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case,
                         args.fail_fast, args.budget, seal, label)
     except Refused as err:
-        why = f"cannot grade {label}: {err}"
+        why = bounded(f"cannot grade {label}: {err}")
     except Stopped as err:
         stopped = err.args[0]
         why = (f"cannot grade {label}: the grader was stopped by "
                f"{signal.Signals(stopped).name}; the worker was killed")
     except Exception as err:              # the grader's own fault: still one document
-        why = f"cannot grade {label}: the grader failed ({type(err).__name__}: {err})"
+        why = bounded(f"cannot grade {label}: the grader failed ({type(err).__name__}: {err})")
     finally:
         if seal is not None:
             seal.close()
         _restore_signals()
-    return results, why, partly, stopped
+    return results, why, partly, stopped, seal.notes if seal is not None else []
 
 
-def _document(args, label, results, why, partly):
+def _document(args, label, results, why, partly, notes):
     """The run's one document: Gradescope's results.json, or the grader's own."""
     if why is not None:
         doc = (gradescope([], {}, error=why) if args.format == "gradescope" else
@@ -327,10 +334,15 @@ def _document(args, label, results, why, partly):
         doc["sealed"] = partly or "sealed"
     elif partly:
         doc["output"] = (partly + "\n" + doc.get("output", "")).rstrip("\n")
-    return doc
+    if notes:
+        doc["cleanup"] = [bounded(n, 500) for n in notes[:20]] + (
+            [f"... and {len(notes) - 20} more notes"] if len(notes) > 20 else [])
+    return fit(doc)
 
 
-def _print_text(args, results, why, seconds):
+def _print_text(args, results, why, seconds, notes):
+    for note in notes:
+        print(f"grader: {clean_text(note)}", file=sys.stderr)
     if why is not None:
         print(f"grader: {clean_text(why)}", file=sys.stderr)
         return
@@ -355,9 +367,9 @@ def _main(argv=None):
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(10 ** 6)
     label, start = shown_path(args.module), time.perf_counter()
-    results, why, partly, stopped = _grade_sealed(args, label)
+    results, why, partly, stopped, notes = _grade_sealed(args, label)
     # From here on the worker and its process group are gone: only the grader's state counts.
-    doc = _document(args, label, results, why, partly)
+    doc = _document(args, label, results, why, partly, notes)
     if args.out:
         try:
             write_out(args.out, doc)
@@ -367,7 +379,7 @@ def _main(argv=None):
     if documents:
         emit(doc)
     else:
-        _print_text(args, results, why, time.perf_counter() - start)
+        _print_text(args, results, why, time.perf_counter() - start, doc.get("cleanup", []))
     if stopped is not None:
         return 128 + stopped
     if why is not None:
@@ -376,7 +388,11 @@ def _main(argv=None):
 
 
 def run(argv=None):
-    """main() as a program: its exit status, Ctrl-C and a closed pipe included."""
+    """main() as a program: its exit status, Ctrl-C and a closed pipe included.  What
+    the terminal's encoding cannot show is escaped (backslashreplace), never a crash."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return main(argv)
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ format characters, lone surrogates).
 
 import math
 import re
+import unicodedata
 
 from .failures import Failure
 
@@ -124,21 +125,46 @@ def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, w
 # characters, lone surrogates and the invisible format characters become
 # escapes (\x1b, \ud800), so a message can neither fake a line of the report
 # nor crash its writing; a float that JSON cannot hold becomes a string.
-_UNSAFE = "\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
-_UNSAFE_KEEP_LINES = re.compile(f"[{_UNSAFE}]")
-_UNSAFE_ALL = re.compile(f"[\n{_UNSAFE}]")
+# Characters a terminal or a document must not hold as they are: every control,
+# format, surrogate, private-use and unassigned code point (categories Cc, Cf, Cs, Co,
+# Cn), line and paragraph separators, and the fillers and blanks that draw as nothing
+# (Hangul fillers, the braille blank, combining grapheme joiner, variation selectors).
+_FILLERS = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f"
+                     "\u2800\u3164\uffa0" + "".join(map(chr, range(0xfe00, 0xfe10)))
+                     + "".join(map(chr, range(0xe0100, 0xe01f0))))
+_ASCII_KEEP_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f]")
+_ASCII_ALL = re.compile("[\x00-\x1f\x7f]")
 
 
-def _escape(m):
-    o = ord(m.group())
+def _escaped(ch):
+    o = ord(ch)
     if o in (9, 10, 13):
         return {9: "\\t", 10: "\\n", 13: "\\r"}[o]
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+
+
+def _unsafe(ch):
+    category = unicodedata.category(ch)
+    return category[0] == "C" or category in ("Zl", "Zp") or ch in _FILLERS
 
 
 def clean_text(text, newlines=True):
     """text with every unsafe character escaped (newlines too, with newlines=False)."""
-    return (_UNSAFE_KEEP_LINES if newlines else _UNSAFE_ALL).sub(_escape, str(text))
+    text = str(text)
+    if text.isascii():
+        return (_ASCII_KEEP_LINES if newlines else _ASCII_ALL).sub(lambda m: _escaped(m.group()), text)
+    return "".join(_escaped(ch) if _unsafe(ch) and not (newlines and ch == "\n") else ch
+                   for ch in text)
+
+
+MESSAGE_CAP = 4000       # characters: a longer message is cut, saying how much went
+
+
+def bounded(text, cap=MESSAGE_CAP):
+    """text, or its first cap characters and a note of how many more were cut."""
+    if len(text) <= cap:
+        return text
+    return text[:cap] + f" [... {len(text) - cap:,} more characters cut]"
 
 
 def clean_data(x, newlines=True):

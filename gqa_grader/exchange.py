@@ -11,7 +11,7 @@ import math
 import re
 from array import array
 
-from .compare import _short, clean_data, decode
+from .compare import _short, bounded, clean_data, decode
 from .failures import Failure, NotStarted
 from .reference import plain
 
@@ -60,6 +60,8 @@ def _well_formed(answer):
             return False
         e.setdefault("where", [])
         e["gqa_error"] = e.get("gqa_error") is True
+        e.update(type=bounded(e["type"], 100), message=bounded(e["message"]),   # before any escaping
+                 where=[bounded(frame, 300) for frame in e["where"][-3:]])
     changed = answer.get("changed", [])
     return isinstance(changed, list) and all(isinstance(c, str) for c in changed)
 

@@ -6,13 +6,14 @@ transcript, what the step needs and touches).  print_report() writes them as a
 teacher would; gradescope() as Gradescope's results.json.
 """
 
+import json
 import os
 import random
 import sys
 import time
 
 from .checks import STEP_OF, STEPS
-from .compare import clean_data
+from .compare import bounded, clean_data
 from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
 from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
@@ -120,6 +121,7 @@ def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, c
             else:
                 results.append(run_step(st, student, seed, cases, case, fail_fast))
         for r in results:
+            r["message"] = bounded(r["message"])
             r["notes"] = step_notes(r)
         return results
     finally:
@@ -236,3 +238,28 @@ def gradescope(results, weights, error=None):
 # ---------------------------------------------------------------------------
 
 # The step of each public name, as the checks above number them; a class's
+
+
+DOCUMENT_CAP = 1 << 20   # bytes of a JSON document, counted after escaping
+
+
+def _size(doc):
+    return len(json.dumps(clean_data(doc), indent=2, allow_nan=False).encode("utf-8"))
+
+
+def fit(doc, cap=DOCUMENT_CAP):
+    """doc, whose JSON (strings escaped) takes at most cap bytes: first each step's
+    transcript and inputs go and its message is cut to 200 characters, then the steps."""
+    if _size(doc) <= cap:
+        return doc
+    doc, note = dict(doc), f"the document was cut to fit {cap:,} bytes"
+    if "steps" in doc:
+        doc["steps"] = [dict(r, show=None, inputs=None, message=bounded(r.get("message") or "", 200))
+                        for r in doc["steps"]]
+    if "tests" in doc:
+        doc["tests"] = [dict(r, output=bounded(r.get("output") or "", 200)) for r in doc["tests"]]
+    doc["output"] = (note + "\n" + doc.get("output", "")).rstrip("\n")
+    if _size(doc) > cap:
+        doc.update({key: [] for key in ("steps", "tests", "cleanup") if key in doc},
+                   output=note + "; its steps were left out")
+    return doc

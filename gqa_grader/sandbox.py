@@ -26,7 +26,8 @@ import sys
 import threading
 import time
 
-from .compare import clean_data, clean_text
+from .cleanup import FolderSearch, clean, remove_tree
+from .compare import bounded, clean_data, clean_text
 from .failures import Failure, OutOfTime, Refused
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # grader.py's folder
@@ -47,7 +48,7 @@ IMPORT_TIMEOUT = 10.0                # seconds the module's import may take (at 
 # address space, processes beyond itself (none: no fork, no thread), bytes
 # per file written, open files.
 LIMITS = {"cpu": DEFAULT_BUDGET, "memory": 2 << 30, "processes": 0, "file_size": 1 << 20,
-          "open_files": 64}
+          "open_files": 64, "message_queues": 0}
 
 
 def _bounded_int(text):
@@ -207,12 +208,14 @@ class Seal:
 
     def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
+        self.notes = []                    # what the cleanup removed, or could not
+        self.search = None                 # the world-writable folders, with a uid of its own
         self.source, self.fresh, self.follow = None, False, not (sealed or private)
         self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
             if root:                              # the module never runs as root
-                self.drop, self.fresh = fresh_ids(), True
+                self.drop, self.fresh, self.search = fresh_ids(), True, FolderSearch()
             if private or root:
                 self._make_dir()
             return
@@ -224,7 +227,7 @@ class Seal:
                            "user and could reach the grader's files and process")
         else:
             if user is None:
-                self.drop, self.fresh = fresh_ids(), True
+                self.drop, self.fresh, self.search = fresh_ids(), True, FolderSearch()
                 name = f"uid {self.drop[0]}"
             else:
                 import pwd
@@ -271,9 +274,13 @@ class Seal:
                 folder = parent
 
     def _make_dir(self):
+        """The run's private folder.  With a user of the run's own: root's, which others
+        may pass through but not list (0711); the module's copy is that user's alone
+        (0400), so no other run, whatever its user, can read it.  Else: the grader's
+        user's alone (0700)."""
         import tempfile
         self.dir = tempfile.mkdtemp(prefix="gqa-sealed-")
-        os.chmod(self.dir, 0o755)             # the worker reads it, it writes nothing here
+        os.chmod(self.dir, 0o711 if self.drop else 0o700)
 
     def place(self, path):
         """The module's copy in the private folder (written afresh, from the bytes read
@@ -285,10 +292,12 @@ class Seal:
         copy = os.path.join(self.dir, os.path.basename(path))
         if os.path.lexists(copy):
             os.remove(copy)
-        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(self.source)
-        os.chmod(copy, 0o644)
+        if self.drop:
+            os.chown(copy, *self.drop)
+            os.chmod(copy, 0o400)
         return copy
 
     def env(self):
@@ -300,37 +309,25 @@ class Seal:
             kill_user(self.drop[0])
 
     def remove_files(self):
-        """With a uid of the run's own: remove what it left in /tmp, /var/tmp and /dev/shm
-        (its processes are gone by then)."""
-        if not self.fresh:
-            return
-        import shutil
-        import stat
-        for shared in ("/tmp", "/var/tmp", "/dev/shm"):
-            try:
-                names = os.listdir(shared)
-            except OSError:
-                continue
-            for entry in names:
-                path = os.path.join(shared, entry)
-                try:
-                    st = os.lstat(path)
-                    if st.st_uid != self.drop[0]:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        shutil.rmtree(path, ignore_errors=True)
-                    else:
-                        os.unlink(path)
-                except OSError:
-                    pass
+        """With a uid of the run's own: remove every file and IPC object it left
+        (cleanup.clean; its processes are gone by then).  Never raises."""
+        if self.fresh:
+            self.notes += clean(self.drop[0], self.search)
 
     def close(self):
-        self.kill_all()
-        self.remove_files()
+        """Kill what is left of the run and remove its files and folder.  Never raises:
+        what it could not do is a note (self.notes), and the run's results are written
+        whatever it meets."""
+        for step in (self.kill_all, self.remove_files, self._remove_dir):
+            try:
+                step()
+            except BaseException as err:
+                self.notes.append(f"the cleanup's {step.__name__} failed: {type(err).__name__}: {err}")
+
+    def _remove_dir(self):
         if self.dir is not None:
-            import shutil
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
+            folder, self.dir = self.dir, None
+            remove_tree(folder, time.monotonic() + 10)
 
 
 class Worker:
@@ -392,7 +389,7 @@ class Worker:
         if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
             self.stop()
             why = first.get("import_error") if isinstance(first, dict) else None
-            raise Refused(clean_text(why, False) if isinstance(why, str) else f"the worker's first answer for "
+            raise Refused(clean_text(bounded(why), False) if isinstance(why, str) else f"the worker's first answer for "
                           f"{self.label} was not readable")
         if self.seal.drop:
             self._check_user()
@@ -400,9 +397,10 @@ class Worker:
     def _check_user(self):
         """Where /proc exists: the worker's real, effective, saved uid and gid are the drop's."""
         try:
-            with open(f"/proc/{self.proc.pid}/status", encoding="utf-8") as f:
-                status = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
+            with open(f"/proc/{self.proc.pid}/status", "rb") as f:
+                text = f.read().decode("utf-8", "replace")      # its name may be any bytes
+            status = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        except (OSError, ValueError):
             return
         uid, gid = self.seal.drop
         if (set(status.get("Uid", "").split()) != {str(uid)}
@@ -562,12 +560,14 @@ class Worker:
                 return
             elif "import_error" in line and isinstance(line["import_error"], str):
                 self.stop()
-                raise Refused(clean_text(line["import_error"], False))
+                raise Refused(clean_text(bounded(line["import_error"]), False))
             else:
                 error = line.get("error")
                 self.stop()
                 if isinstance(error, dict):
-                    error = clean_data(error, newlines=False)
+                    error = clean_data({k: bounded(v) if isinstance(v, str) else None
+                                        for k, v in error.items() if k in ("type", "message")},
+                                       newlines=False)
                     raise Failure(f"it raised {error.get('type')}: {error.get('message')}")
                 raise Failure("the child process sent something that is not an item")
 

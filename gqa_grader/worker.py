@@ -25,7 +25,8 @@ from array import array
 
 W = {}                           # the worker's state: its protocol stream, kept objects, the path
 W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC",
-            "file_size": "RLIMIT_FSIZE", "open_files": "RLIMIT_NOFILE"}
+            "file_size": "RLIMIT_FSIZE", "open_files": "RLIMIT_NOFILE",
+            "message_queues": "RLIMIT_MSGQUEUE"}
 # Imported before the worker gives up root: the standard library may not be
 # readable by the worker's user (an interpreter under root's home, say).
 W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "random", "itertools", "functools",
@@ -347,6 +348,7 @@ def w_streams(config):
     sys.stdin = open(os.devnull, encoding="utf-8")
     sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")
     sys.dont_write_bytecode = True
+    os.umask(0o077)                      # what the module writes, no other user reads
     return requests
 
 

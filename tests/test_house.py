@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # on floors below its own (or, inside gqa_tools, on its own floor's earlier rows).
 FLOORS = [
     ["gqa"],
-    ["gqa_grader.failures"], ["gqa_grader.compare"], ["gqa_grader.reference"],
+    ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.compare"], ["gqa_grader.reference"],
     ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.checks"],
     ["gqa_grader.grading"], ["gqa_grader.starter"], ["gqa_grader.handout"], ["gqa_grader.cli"],
     ["gqa_grader"], ["gqa_grader.__main__", "grader"],

@@ -1,0 +1,221 @@
+"""What a run leaves behind, removed: every file and IPC object of the run's own user id.
+
+A run as root gives its worker a user id of its own (sandbox.fresh_ids), which owns
+nothing on the machine before the run; whatever that id owns after the run is the
+run's, and goes (its processes are killed first, by sandbox.kill_user):
+
+- its entries in every folder it could write into: every world-writable folder it can
+  reach, found by a walk of the file system (not /proc, not /sys) that follows no link
+  and skips the folders the id cannot enter;
+- its System V shared memory segments, message queues and semaphore sets
+  (/proc/sysvipc); POSIX message queues are refused by the worker's limits
+  (RLIMIT_MSGQUEUE 0), and removed from /dev/mqueue where it is mounted.
+
+Nothing here raises, recurses or follows a symbolic link, and each walk has a deadline:
+what could not be done comes back as a note, with what was removed.
+"""
+
+import os
+import stat
+import time
+
+DEADLINE = 10.0          # seconds the whole cleanup may take
+SKIPPED = ("/proc", "/sys")
+
+
+def writable_folders(uid, deadline, top="/"):
+    """Every folder that uid may create entries in without owning it: world-writable
+    and reachable (every folder above it searchable by others), by a walk that follows
+    no link.  Returns (folders, note): note says why the walk stopped early, or None."""
+    found, stack = [], [top]
+    while stack:
+        if time.monotonic() > deadline:
+            return found, "the search for world-writable folders stopped at its deadline"
+        folder = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    if not entry.is_dir(follow_symlinks=False) or entry.path in SKIPPED:
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if st.st_uid == uid or not st.st_mode & stat.S_IXOTH:
+                    continue                 # its own: removed whole; or others cannot enter
+                if st.st_mode & stat.S_IWOTH:
+                    found.append(entry.path)
+                stack.append(entry.path)
+    return found, None
+
+
+class FolderSearch:
+    """writable_folders, searched in a thread from before the run starts (the run's user
+    owns nothing yet, and a folder it makes later is an entry of one found here), so that
+    the walk costs the grader no time of its own; a search less than REUSE seconds old is
+    shared by the runs that follow (a class graded on one machine)."""
+
+    REUSE = 60.0
+    _last = (None, -1e9)                 # (folders, when) of the last finished search
+
+    def __init__(self):
+        self.found, self.note = None, None
+        folders, when = FolderSearch._last
+        if folders is not None and time.monotonic() - when < self.REUSE:
+            self.found, self.thread = list(folders), None
+            return
+        import threading
+        self.thread = threading.Thread(target=self._search, daemon=True)
+        self.thread.start()
+
+    def _search(self):
+        found, self.note = writable_folders(-1, time.monotonic() + DEADLINE)
+        if self.note is None:
+            FolderSearch._last = (found, time.monotonic())
+        self.found = found
+
+    def folders(self, deadline):
+        """The folders found, waiting for the search until deadline; (folders, note)."""
+        if self.thread is not None:
+            self.thread.join(max(0.0, deadline - time.monotonic()))
+        if self.found is None:
+            return [], "the search for world-writable folders did not finish by its deadline"
+        return list(self.found), self.note
+
+
+def remove_tree(path, deadline):
+    """Remove the folder path and everything in it: no recursion, no link followed, one
+    open folder at a time (a tree deeper than PATH_MAX goes too).  Returns the number of
+    entries removed; raises OSError, or TimeoutError at the deadline."""
+    removed, names = 0, []
+    here = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{path}: not removed whole by the deadline")
+            child = _next_entry(here)
+            if child is None:                          # empty: up one, and remove it
+                if not names:
+                    break
+                parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
+                os.close(here)
+                here = parent
+                os.rmdir(names.pop(), dir_fd=here)
+                removed += 1
+            elif child[1]:                             # a folder: down into it
+                inner = os.open(child[0], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=here)
+                os.close(here)
+                here = inner
+                names.append(child[0])
+            else:
+                os.unlink(child[0], dir_fd=here)
+                removed += 1
+    finally:
+        os.close(here)
+    os.rmdir(path)
+    return removed + 1
+
+
+def _next_entry(fd):
+    """(name, is a folder) of some entry of the open folder fd, or None when it is empty."""
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            return entry.name, entry.is_dir(follow_symlinks=False)
+    return None
+
+
+def remove_entries(uid, folders, deadline):
+    """Remove what uid owns at the top of each folder (a folder of its own whole).
+    Returns (count removed, notes)."""
+    count, notes = 0, []
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+                if st.st_uid != uid:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    count += remove_tree(path, deadline)
+                else:
+                    os.unlink(path)
+                    count += 1
+            except (OSError, TimeoutError) as err:
+                notes.append(f"could not remove {path}: {err}")
+    return count, notes
+
+
+# The /proc/sysvipc tables: (file, what, the id's column, the owners' columns, ctl's name).
+SYSV = (("shm", "shared memory segment", 1, (7, 9), "shmctl"),
+        ("msg", "message queue", 1, (7, 9), "msgctl"),
+        ("sem", "semaphore set", 1, (4, 6), "semctl"))
+IPC_RMID = 0
+
+
+def sysv_objects(uid):
+    """[(kind, id, what, ctl)] of the System V IPC objects uid owns or made."""
+    found = []
+    for kind, what, id_col, owners, ctl in SYSV:
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as f:
+                rows = [line.split() for line in f.read().splitlines()[1:]]
+        except (OSError, ValueError):
+            continue
+        for row in rows:
+            try:
+                if any(int(row[c]) == uid for c in owners):
+                    found.append((kind, int(row[id_col]), what, ctl))
+            except (IndexError, ValueError):
+                continue
+    return found
+
+
+def remove_sysv(uid):
+    """Remove uid's System V IPC objects.  Returns (count removed, notes)."""
+    objects = sysv_objects(uid)
+    if not objects:
+        return 0, []
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (ImportError, OSError) as err:
+        return 0, [f"{len(objects)} System V IPC objects left: no libc ({err})"]
+    count, notes = 0, []
+    for kind, ident, what, ctl in objects:
+        fn = getattr(libc, ctl)
+        status = fn(ident, 0, IPC_RMID, None) if kind == "sem" else fn(ident, IPC_RMID, None)
+        if status == 0:
+            count += 1
+        else:
+            notes.append(f"could not remove {what} {ident}: {os.strerror(ctypes.get_errno())}")
+    return count, notes
+
+
+def clean(uid, search=None):
+    """Remove every file and IPC object of uid (its processes already gone), in the
+    folders search found (a FolderSearch; searched now if None).  Never raises.
+    Returns notes: what was removed, and what could not be."""
+    deadline = time.monotonic() + DEADLINE
+    notes = []
+    try:
+        folders, why = (search or FolderSearch()).folders(deadline)
+        if why:
+            notes.append(why)
+        if os.path.isdir("/dev/mqueue"):
+            folders.append("/dev/mqueue")
+        files, more = remove_entries(uid, folders, deadline)
+        ipc, still = remove_sysv(uid)
+        notes += more + still
+        if files or ipc:
+            notes.insert(0, f"removed what the run's user left: {files} files and folders, "
+                            f"{ipc} System V IPC objects")
+    except BaseException as err:        # nothing stops the results from being written
+        notes.append(f"the cleanup stopped: {type(err).__name__}: {err}")
+    return notes

@@ -1,0 +1,209 @@
+"""The referee holds against a module that tries to outlive its run, to read a
+classmate's, to drown the grader in text or to crash its output.  One hostile module
+tries all of it at once in a sealed run as root, graded by a disposable copy of the
+grader; each test then checks one thing the run must have held.  Where the tests do not
+run as root they are skipped, saying why (the seal drops to a user of its own only as root)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from gqa_grader import compare, handout, sandbox
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AS_ROOT = os.name == "posix" and hasattr(os, "geteuid") and os.geteuid() == 0
+NOT_ROOT = "the sealed run draws a user of its own only as root; this test runs as another user"
+with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
+    STARTER = handout.make_starter(_f.read())
+
+# At import: what it leaves behind (3,000 nested folders, files in every world-writable
+# folder, System V shared memory, a message queue, a semaphore set), what it reads of
+# a classmate's run, and a process name that is not UTF-8; then every answer it sends
+# is an error of 3 million characters, with a character no ASCII terminal can show.
+HOSTILE = STARTER + r'''
+import os as _os, ctypes as _ct, __main__ as _w
+_uid = _os.getuid()
+_lib = _ct.CDLL(None, use_errno=True)
+_made = {}
+_top = _os.path.join("/tmp", f"deep-{_uid}")
+_os.mkdir(_top)
+_here = _os.open(_top, _os.O_RDONLY)
+for _i in range(3000):
+    _os.mkdir("d", dir_fd=_here)
+    _next = _os.open("d", _os.O_RDONLY, dir_fd=_here)
+    _os.close(_here)
+    _here = _next
+_os.close(_here)
+for _folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+    try:
+        with open(_os.path.join(_folder, f"left-{_uid}"), "w") as _f:
+            _f.write("x")
+        _made[_folder] = "ok"
+    except OSError as _err:
+        _made[_folder] = type(_err).__name__
+_made["shm"] = [_lib.shmget(0, 40 << 20, 0o1600) for _ in range(3)]
+_made["msg"] = _lib.msgget(0, 0o1600)
+_made["sem"] = _lib.semget(0, 1, 0o1600)
+_read = []
+for _try in (lambda: _os.listdir(CLASSMATE), lambda: open(_os.path.join(CLASSMATE, "classmate.py")).read()):
+    try:
+        _read.append(str(_try())[:20])
+    except OSError as _err:
+        _read.append(type(_err).__name__)
+_made["classmates"] = _read
+_made["folder"] = _os.getcwd()                      # the run's private folder
+_lib.prctl(15, b"\xff\xfe\xfd", 0, 0, 0)             # PR_SET_NAME
+_text = "HELD" + _w.json.dumps(dict(_made, uid=_uid)) + "HELD \u0400" + "x" * 3_000_000
+
+
+def _forge(mod, requests):
+    for _line in requests:
+        _n = _w.json.loads(_line)["n"]
+        _w.W["out"].write(_w.json.dumps({"n": _n, "i": 0, "error": {
+            "type": "ValueError", "message": _text, "gqa_error": False, "where": []}}) + "\n")
+        _w.W["out"].flush()
+
+
+_w.w_serve = _forge
+'''
+
+
+def report_of(doc):
+    """What the hostile module said it did, from a step's message."""
+    message = doc["steps"][0]["message"]
+    return json.loads(message.split("HELD", 2)[1])
+
+
+def left_by(uid):
+    """What uid still has: entries at the top of the world-writable folders, IPC objects."""
+    left = [p for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(folder)
+            for p in glob.glob(os.path.join(folder, "*")) + glob.glob(os.path.join(folder, ".*"))
+            if os.lstat(p).st_uid == uid]
+    for kind, cols in (("shm", (7, 9)), ("msg", (7, 9)), ("sem", (4, 6))):
+        with open(f"/proc/sysvipc/{kind}", encoding="ascii") as f:
+            rows = [line.split() for line in f.read().splitlines()[1:]]
+        left += [f"{kind} {row[1]}" for row in rows if any(int(row[c]) == uid for c in cols)]
+    return left
+
+
+@unittest.skipUnless(AS_ROOT, NOT_ROOT)
+class SealedRunHolds(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()                       # the grader's copy: private
+        shutil.copy(os.path.join(ROOT, "grader.py"), cls.dir)
+        shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(cls.dir, "gqa_grader"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        cls.sub = tempfile.mkdtemp()
+        cls.module = os.path.join(cls.sub, "gqa.py")
+        classmate = os.path.join(cls.sub, "classmate.py")
+        with open(classmate, "w", encoding="utf-8") as f:
+            f.write("SECRET = 'a classmate'\n")
+        from unittest import mock
+        with mock.patch.object(sandbox, "HERE", cls.dir):   # a concurrent run's private folder
+            cls.other = sandbox.Seal(sealed=True)
+        cls.other.place(classmate)
+        with open(cls.module, "w", encoding="utf-8") as f:
+            f.write(HOSTILE.replace("CLASSMATE", repr(cls.other.dir)))
+        cls.results = os.path.join(cls.dir, "results.json")
+        cls.graded = subprocess.run(
+            [sys.executable, os.path.join(cls.dir, "grader.py"), "--module", cls.module, "--sealed",
+             "--out", cls.results, "--cases", "0", "--only", "1,2,3,4,5,6"],
+            capture_output=True, timeout=120, cwd=cls.dir, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+        with open(cls.results, "rb") as f:
+            cls.size = len(f.read())
+        with open(cls.results, encoding="utf-8") as f:
+            cls.doc = json.load(f)
+        cls.said = report_of(cls.doc)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.other.close()
+        shutil.rmtree(cls.dir)
+        shutil.rmtree(cls.sub)
+
+    def test_the_module_did_what_it_tried(self):
+        # Else the tests below would hold for nothing.
+        self.assertNotEqual(self.said["uid"], 0)
+        self.assertEqual(self.said["/tmp"], "ok")
+        self.assertTrue(all(ident >= 0 for ident in self.said["shm"]), self.said["shm"])
+        self.assertGreaterEqual(min(self.said["msg"], self.said["sem"]), 0)
+
+    def test_the_run_ends_whole_on_an_ascii_terminal(self):
+        out = self.graded.stdout.decode("ascii")
+        self.assertEqual(self.graded.returncode, 1, self.graded.stderr.decode("ascii", "replace"))
+        self.assertEqual(out.splitlines()[-1], "0 passed, 6 failed")
+        self.assertIn("\\u0400", out)                     # escaped, not a crash
+        self.assertEqual((self.doc["score"], self.doc["passed"]), (0.0, 0))
+
+    def test_nothing_of_the_runs_user_survives_it(self):
+        self.assertEqual(left_by(self.said["uid"]), [])
+        self.assertTrue(self.said["folder"].startswith(tempfile.gettempdir()), self.said["folder"])
+        self.assertFalse(os.path.exists(self.said["folder"]))
+        self.assertIn("removed what the run's user left", " ".join(self.doc["cleanup"]))
+
+    def test_a_classmates_module_is_out_of_reach(self):
+        self.assertEqual(self.said["classmates"], ["PermissionError"] * 2)    # no list, no read
+
+    def test_the_document_is_bounded(self):
+        self.assertLessEqual(self.size, 1 << 20)
+        for step in self.doc["steps"]:
+            self.assertLessEqual(len(step["message"]), compare.MESSAGE_CAP + 200)
+            self.assertIn("more characters cut]", step["message"])
+
+
+@unittest.skipUnless(AS_ROOT, NOT_ROOT)
+class SelfCheckAsRoot(unittest.TestCase):
+    """The self-check as root imports nothing from the module's folder before it drops."""
+
+    def test_a_planted_standard_module_never_runs_as_root(self):
+        folder = tempfile.mkdtemp()
+        marker = os.path.join(tempfile.gettempdir(), f"gqa-planted-{os.getpid()}")
+        try:
+            os.chmod(folder, 0o755)                       # the worker's user may import from it
+            for name in ("random", "statistics", "typing", "inspect"):
+                with open(os.path.join(folder, f"{name}.py"), "w", encoding="utf-8") as f:
+                    f.write(f"import os\nopen({marker!r}, 'a').write(str(os.getuid()))\n")
+            with open(os.path.join(folder, "gqa.py"), "w", encoding="utf-8") as f:
+                f.write(STARTER)
+            run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module",
+                                  os.path.join(folder, "gqa.py"), "--only", "1", "--cases", "0"],
+                                 capture_output=True, text=True, timeout=60, cwd=folder)
+            self.assertEqual(run.returncode, 1, run.stderr)
+            self.assertFalse(os.path.exists(marker), "a planted module ran as root")
+        finally:
+            shutil.rmtree(folder)
+            if os.path.exists(marker):
+                os.remove(marker)
+
+
+class CleanText(unittest.TestCase):
+
+    def test_every_invisible_or_unassigned_code_point_is_escaped(self):
+        import unicodedata
+        for ch in ("\u00ad", "\u061c", "\u180e", "\ufff9", "\ufffb", "\U000e0001", "\U000e007f",
+                   "\u115f", "\u3164", "\u2800", "\ue000", "\U0010fffd", "\ufe0f", "\u200b", "\u2028"):
+            with self.subTest(code_point=f"U+{ord(ch):04X}"):
+                cleaned = compare.clean_text(f"a{ch}b")
+                self.assertEqual(cleaned, "a" + (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else
+                                                 f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else
+                                                 f"\\U{ord(ch):08x}") + "b")
+        unassigned = next(chr(c) for c in range(0x378, 0x10000) if unicodedata.category(chr(c)) == "Cn")
+        self.assertEqual(compare.clean_text(unassigned), f"\\u{ord(unassigned):04x}")
+        self.assertEqual(compare.clean_text("é Ѐ 中 \n"), "é Ѐ 中 \n")      # text stays text
+
+    def test_a_long_message_is_cut_saying_how_much(self):
+        cut = compare.bounded("x" * (compare.MESSAGE_CAP + 123))
+        self.assertEqual(cut, "x" * compare.MESSAGE_CAP + " [... 123 more characters cut]")
+
+
+if __name__ == "__main__":
+    unittest.main()
