@@ -48,6 +48,7 @@ for _folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
         _made[_folder] = "ok"
     except OSError as _err:
         _made[_folder] = type(_err).__name__
+_made["folder"] = _os.getcwd()                      # the run's private folder
 _made["shm"] = [_lib.shmget(0, 40 << 20, 0o1600) for _ in range(3)]
 _made["msg"] = _lib.msgget(0, 0o1600)
 _made["sem"] = _lib.semget(0, 1, 0o1600)
@@ -58,7 +59,6 @@ for _try in (lambda: _os.listdir(CLASSMATE), lambda: open(_os.path.join(CLASSMAT
     except OSError as _err:
         _read.append(type(_err).__name__)
 _made["classmates"] = _read
-_made["folder"] = _os.getcwd()                      # the run's private folder
 _lib.prctl(15, b"\xff\xfe\xfd", 0, 0, 0)             # PR_SET_NAME
 _text = "HELD" + _w.json.dumps(dict(_made, uid=_uid)) + "HELD \u0400" + "x" * 3_000_000
 
@@ -158,6 +158,50 @@ class SealedRunHolds(unittest.TestCase):
         for step in self.doc["steps"]:
             self.assertLessEqual(len(step["message"]), compare.MESSAGE_CAP + 200)
             self.assertIn("more characters cut]", step["message"])
+
+
+# What the self-check and a tool's child must clean up too: the same things left behind,
+# and then the import fails, saying the run's uid.
+LEAVER = HOSTILE.split("_read = []")[0].replace(STARTER, "") + \
+    'raise RuntimeError("HELD" + _w.json.dumps(dict(_made, uid=_uid)) + "HELD")\n'
+
+
+@unittest.skipUnless(AS_ROOT, NOT_ROOT)
+class EveryRunCleansUp(unittest.TestCase):
+    """The self-check and a tool's child (run_in_child) as root: the same cleanup."""
+
+    def setUp(self):
+        self.folder = tempfile.mkdtemp()
+        self.module = os.path.join(self.folder, "gqa.py")
+        with open(self.module, "w", encoding="utf-8") as f:
+            f.write(LEAVER.replace("import os as _os, ctypes as _ct, __main__ as _w",
+                                   "import os as _os, ctypes as _ct, json as _json\n"
+                                   "class _w: json = _json"))
+
+    def tearDown(self):
+        shutil.rmtree(self.folder)
+
+    def said(self, message):
+        return json.loads(message.split("HELD", 2)[1])
+
+    def test_the_self_check(self):
+        run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module", self.module,
+                              "--json"], capture_output=True, text=True, timeout=60)
+        doc = json.loads(run.stdout)
+        said = self.said(doc["error"])
+        self.assertEqual((run.returncode, said["/tmp"]), (2, "ok"))
+        self.assertNotEqual(said["uid"], 0)
+        self.assertEqual(left_by(said["uid"]), [])
+        self.assertFalse(os.path.exists(said["folder"]))
+
+    def test_a_tools_child(self):
+        from gqa_grader import failures
+        with self.assertRaises(failures.Refused) as raised:
+            list(sandbox.run_in_child(self.module, "tables", [{}, None, False], paths=[ROOT]))
+        said = self.said(str(raised.exception))
+        self.assertNotEqual(said["uid"], 0)
+        self.assertEqual(left_by(said["uid"]), [])
+        self.assertFalse(os.path.exists(said["folder"]))
 
 
 @unittest.skipUnless(AS_ROOT, NOT_ROOT)
