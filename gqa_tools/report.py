@@ -714,59 +714,20 @@ def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
 
 
 def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
-    """The uptraining lab's quick recipe (gqa_train), trained with lab's steps; its figures."""
+    """The uptraining lab's quick recipe (gqa_tools.train), trained with lab's steps; its figures."""
     result = need(m.training)
     r, seeds = result["recipe"], result["seeds"]
     K, steps = len(seeds), (0,) + tuple(r["budgets"])
     head = ["task", "g", "conversion"] + [f"{s} steps" + (f" ({100 * s / r['pretrain']:.3g} %)" if s else "")
                                           for s in steps]
-    rows, pre_rows, same_rows, bars, said = [], [], [], [], []
-    for task in training.TASKS:
-        t = result["tasks"][task]
-        n = t["answers"]
-        pre = training.stats(t["pretrained"]["correct"], n)
-        pre_rows.append((task, f"{t['held_out']:,} sequences, {n:,} answers",
-                         training.spread_text(pre)))
-        gs = sorted({x["g"] for x in t["uptrain"]})
-        for g in gs:
-            for how in training.CONVERSIONS:
-                cells = [next(x["correct"] for x in t["uptrain"]
-                              if x["g"] == g and x["conversion"] == how and x["steps"] == s) for s in steps]
-                rows.append((task, g, how) + tuple(training.spread_text(training.stats(c, n)) for c in cells))
-                means = [training.stats(c, n).mean for c in cells]
-                bars.append(f"{task:<7} g={g} {how:<6}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
-                            + "  " + " -> ".join(f"{a:.2f}" for a in means))
-            rows.append((task, g, "mean > first > random") + tuple(
-                f"{training.ordering_held(t, g, s)}/{K} seeds" for s in steps))
-        for x in t["same_cache"]:
-            same_rows.append((task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
-                              training.spread_text(training.stats(x["correct"], n))))
-        said.append(f"**{task}.** " + " ".join(training.findings(result, task)))
+    pre_rows, rows, bars = _uptraining_rows(result, steps)
+    same_rows = [(task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
+                  training.spread_text(training.stats(x["correct"], result["tasks"][task]["answers"])))
+                 for task in training.TASKS for x in result["tasks"][task]["same_cache"]]
+    said = [f"**{task}.** " + " ".join(training.findings(result, task)) for task in training.TASKS]
     notes = sorted({result["tasks"][task]["same_cache_note"] for task in training.TASKS} - {""})
-    figures, curves, bars_of = [], [], {}
-    mark = (training.paper_budget(r), "the GQA paper's 5 %")
-    for task in training.TASKS:
-        t = result["tasks"][task]
-        n = t["answers"]
-        accuracy = {(x["g"], x["conversion"]): [] for x in t["uptrain"]}
-        for key in accuracy:
-            for s in steps:
-                x = next(x for x in t["uptrain"] if (x["g"], x["conversion"], x["steps"]) == key + (s,))
-                accuracy[key].append([c / n for c in x["correct"]])
-        name = f"uptraining-{task}.svg"
-        figures.append((name, draw.uptraining_figure(
-            task, steps, accuracy, [c / n for c in t["pretrained"]["correct"]], mark=mark)))
-        curves.append(figure_link(name, f"Held-out accuracy of the {task} task against uptraining "
-                                        f"steps after converting by the mean, the first head or "
-                                        f"random heads, at each g: the mean of {K} seeds as a line, "
-                                        f"lowest to highest seed as a band, the pre-trained MHA "
-                                        f"model as a dashed line"))
-        bars_of[task] = {x["model"]: [c / n for c in x["correct"]] for x in t["same_cache"]}
-    cache = sorted({x["cache_per_token"] for task in training.TASKS
-                    for x in result["tasks"][task]["same_cache"]})
-    figures.append(("equal-cache.svg", draw.equal_cache_figure(
-        bars_of, note=f"{', '.join(map(str, cache))} cached values per token, "
-                      f"{r['pretrain']} steps from scratch")))
+    figures, curves = _training_figures(result, steps)
+    recipe = training.Recipe(**{**r, "budgets": tuple(r["budgets"])})
     body = "\n".join([
         f"Everything above runs on random, untrained weights. Here a model is trained and its "
         f"quality measured: `gqa_train` pre-trains an MHA model (h = {r['heads']}, head dim "
@@ -778,8 +739,8 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         f"sees, written mean ± sd [min, max] over the seeds. A conversion *recovers* when it comes "
         f"within 0.02 of its own pre-trained model's accuracy in at least 4 of 5 seeds (80 %), and "
         f"*partly recovers* otherwise; an ordering is stated with the seeds it held in.\n",
-        "- " + training.describe(training.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "offsets") + ".",
-        "- " + training.describe(training.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "recall") + ".\n",
+        "- " + training.describe(recipe, "offsets") + ".",
+        "- " + training.describe(recipe, "recall") + ".\n",
         markdown_table(["task", "held out per seed", "pre-trained MHA"], pre_rows),
         "",
         markdown_table(head, rows),
@@ -805,6 +766,61 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
                                        f"whisker"),
         ""])
     return body, tuple(figures)
+
+
+def _uptraining_rows(result: dict, steps: Sequence[int]) -> Tuple[List[tuple], List[tuple], List[str]]:
+    """Section 8's tables of accuracy: the pre-trained model of each task; each g and
+    conversion after each budget, with a row of how many seeds kept mean > first >
+    random; and the same means as bars."""
+    K = len(result["seeds"])
+    pre_rows, rows, bars = [], [], []
+    for task in training.TASKS:
+        t = result["tasks"][task]
+        n = t["answers"]
+        pre_rows.append((task, f"{t['held_out']:,} sequences, {n:,} answers",
+                         training.spread_text(training.stats(t["pretrained"]["correct"], n))))
+        for g in sorted({x["g"] for x in t["uptrain"]}):
+            for how in training.CONVERSIONS:
+                cells = [next(x["correct"] for x in t["uptrain"]
+                              if x["g"] == g and x["conversion"] == how and x["steps"] == s) for s in steps]
+                rows.append((task, g, how) + tuple(training.spread_text(training.stats(c, n)) for c in cells))
+                means = [training.stats(c, n).mean for c in cells]
+                bars.append(f"{task:<7} g={g} {how:<6}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
+                            + "  " + " -> ".join(f"{a:.2f}" for a in means))
+            rows.append((task, g, "mean > first > random") + tuple(
+                f"{training.ordering_held(t, g, s)}/{K} seeds" for s in steps))
+    return pre_rows, rows, bars
+
+
+def _training_figures(result: dict, steps: Sequence[int]) -> Tuple[List[Tuple[str, str]], List[str]]:
+    """Section 8's figures, (file name, SVG) pairs: each task's uptraining curves, then the
+    equal-cache bars; and the links to the curves."""
+    r, K = result["recipe"], len(result["seeds"])
+    figures, curves, bars_of = [], [], {}
+    mark = (training.paper_budget(r), "the GQA paper's 5 %")
+    for task in training.TASKS:
+        t = result["tasks"][task]
+        n = t["answers"]
+        accuracy = {(x["g"], x["conversion"]): [] for x in t["uptrain"]}
+        for key in accuracy:
+            for s in steps:
+                x = next(x for x in t["uptrain"] if (x["g"], x["conversion"], x["steps"]) == key + (s,))
+                accuracy[key].append([c / n for c in x["correct"]])
+        name = f"uptraining-{task}.svg"
+        figures.append((name, draw.uptraining_figure(
+            task, steps, accuracy, [c / n for c in t["pretrained"]["correct"]], mark=mark)))
+        curves.append(figure_link(name, f"Held-out accuracy of the {task} task against uptraining "
+                                        f"steps after converting by the mean, the first head or "
+                                        f"random heads, at each g: the mean of {K} seeds as a line, "
+                                        f"lowest to highest seed as a band, the pre-trained MHA "
+                                        f"model as a dashed line"))
+        bars_of[task] = {x["model"]: [c / n for c in x["correct"]] for x in t["same_cache"]}
+    cache = sorted({x["cache_per_token"] for task in training.TASKS
+                    for x in result["tasks"][task]["same_cache"]})
+    figures.append(("equal-cache.svg", draw.equal_cache_figure(
+        bars_of, note=f"{', '.join(map(str, cache))} cached values per token, "
+                      f"{r['pretrain']} steps from scratch")))
+    return figures, curves
 
 
 def _training_sentence(m: Measured) -> str:
