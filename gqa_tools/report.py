@@ -1119,30 +1119,83 @@ def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> st
     return target
 
 
-def report_main(argv: Sequence[str]) -> int:
-    defaults = Config()
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m gqa report",
         description="Write report.md: the lab's tables, counted and measured by the code.")
     parser.add_argument("--out", default=None, metavar="PATH",
                         help="where to write (default: report.md at the root of the "
-                             "checkout, or in the current directory when gqa is installed)")
+                             "checkout, or in the current directory when gqa is installed; "
+                             "with --module, report.md beside the module)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the file differs from what the code writes now")
     parser.add_argument("--module", default=None, metavar="PATH",
                         help="build the report from this gqa.py (a student's) instead of the project's")
-    add_int_options(parser, defaults, LIMITS, note=lambda name: f"; {OPTION_HELP[name]}")
+    add_int_options(parser, Config(), LIMITS, note=lambda name: f"; {OPTION_HELP[name]}")
+    return parser
+
+
+# The project: the folder that holds gqa_tools/, its gqa.py and its report.md.
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:                         # one of them is not there (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def why_not_write(path: str, module: Optional[str]) -> Optional[str]:
+    """Why the report will not be written to path, known before any work; None when it may be.
+
+    Refused: a path that is not a regular file (write_target), a folder that
+    is not there or not writable, a file where the figures' folder goes; and,
+    for a report from a module other than the project's gqa.py, the project's
+    own report.md and its figures.
+    """
+    try:
+        target = write_target(path)
+    except WriteRefused as why:
+        return f"will not write {path}: {why}"
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        return f"cannot write {path}: there is no folder {os.path.dirname(path)}; nothing was changed"
+    if not os.access(folder, os.W_OK):
+        return f"cannot write {path}: its folder is not writable; nothing was changed"
+    figures = figures_folder(path)
+    if os.path.lexists(figures) and not os.path.isdir(figures):
+        return f"will not write {path}: {figures} is there and is not a folder; the figures go in it"
+    own = os.path.join(PROJECT, "report.md")
+    if not module or _same_file(module, os.path.join(PROJECT, "gqa.py")):
+        return None
+    what = ("it is the project's own report" if _same_file(target, own) else
+            f"its figures would go in the project's own {figures_folder(own)}"
+            if _same_file(figures, figures_folder(own)) else "")
+    return what and (f"will not write {path}: {what}, and {module} is not the project's gqa.py; "
+                     f"give --out another file (without --out, the report of a --module goes "
+                     f"beside it)")
+
+
+def report_main(argv: Sequence[str]) -> int:
+    parser = make_parser()
     args = parser.parse_args(argv)
-    cfg = int_options(parser, args, defaults, LIMITS)
+    cfg = int_options(parser, args, Config(), LIMITS)
     if args.out == "":
         parser.error("--out must name a file; got an empty path")
-    path = args.out or ("report.md" if args.module else default_report_path())
-    if not args.check:
-        try:
-            write_target(path)
-        except WriteRefused as why:
-            print(f"gqa report: will not write {path}: {why}", file=sys.stderr)
-            return 2
+    if args.module and not os.path.isfile(args.module):
+        print(f"gqa report: --module {args.module}: no such file", file=sys.stderr)
+        return 2
+    path = args.out or (os.path.join(os.path.dirname(args.module), "report.md") if args.module
+                        else default_report_path())
+    refused = None if args.check else why_not_write(path, args.module)
+    if refused:
+        print(f"gqa report: {refused}", file=sys.stderr)
+        return 2
+    if args.check and not os.path.isfile(path):       # nothing to compare with: said at once
+        print(f"gqa report --check: {_differs(path, '')}\nregenerate it with: "
+              f"{cfg.command(args.module)}", file=sys.stderr)
+        return 1
     try:
         if args.module:
             parts = parts_from_child(cfg, args.module)
