@@ -4,7 +4,7 @@
 
 Which method the model uses, what a token of context costs, how many requests
 fit in the memory left, what happens on N tensor-parallel devices, and (as a
-roofline model, not a measurement) how fast it could decode: gqa_models'
+roofline model, not a measurement) how fast it could decode: gqa_tools.models'
 answers as one table, or as JSON with exact bytes.
 """
 

@@ -35,7 +35,7 @@ machine.  Every element lies inside the view box: text widths are estimated
 
 The colours stay distinct for colour-blind readers, and each series has its
 own dash and marker as well, so that the figures also read in greyscale.
-gqa_report's sections call the figure functions with the numbers of the
+gqa_tools.report's sections call the figure functions with the numbers of the
 table they put beside each figure.
 """
 

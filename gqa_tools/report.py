@@ -9,13 +9,13 @@ in a child process with the grader's limits and deadlines (this process
 never imports it), and a section whose functions are missing or fail, or
 that never came back, says so instead.  The
 report is the same to the byte on every run, machine and Python version:
-seeded random numbers (gqa_tools' one scheme), a fixed order, fixed
+seeded random numbers (gqa_tools.common's one scheme), a fixed order, fixed
 precision, no timings, no dates, no machine names.
 
 measure() runs the lab on a small configuration; each section_*() function
 writes one section from the closed forms and those measurements, and returns
 its Markdown, or its Markdown and its figures (SVG text drawn by
-gqa_figures from the numbers of the table beside each); build_parts() and
+gqa_tools.figures from the numbers of the table beside each); build_parts() and
 assemble() put the sections together.  The figures are written into a folder
 beside the report, report-figures/ beside report.md, and --check compares
 them too.
@@ -56,7 +56,7 @@ class Model(NamedTuple):
 
 # The whole-block view's two models, with the fields of their config.json
 # files (examples/configs/llama-2-7b.json and llama-2-70b.json; a test checks
-# that these agree with what gqa_models reads from those files).
+# that these agree with what gqa_tools.models reads from those files).
 BLOCK_MODELS = (Model("Llama-2-7B", 32, 32, 128, 4096, 11008, 3),
                 Model("Llama-2-70B", 64, 8, 128, 8192, 28672, 3))
 

@@ -37,7 +37,7 @@ UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
 
 
 def load_tests(loader, tests, ignore):
-    """These tests, and the examples of gqa_figures' docstrings."""
+    """These tests, and the examples of gqa_tools.figures' docstrings."""
     tests.addTests(doctest.DocTestSuite(gqa_figures))
     return tests
 
