@@ -3,14 +3,18 @@
     python -m gqa report [--out report.md] [--check] [--module PATH] [configuration options]
 
 Every number in the report is computed, counted or measured by a gqa.py when
-the command runs: none is typed in.  By default that is the gqa.py beside
-this file; --module PATH builds the report from another one, a student's,
+the command runs: none is typed in.  By default that is the project's gqa.py
+(beside gqa_tools/), written to the checkout's report.md (./report.md once
+installed); --module PATH builds the report from another one, a student's,
 in a child process with the grader's limits and deadlines (this process
 never imports it), and a section whose functions are missing or fail, or
-that never came back, says so instead.  The
-report is the same to the byte on every run, machine and Python version:
-seeded random numbers (gqa_tools.common's one scheme), a fixed order, fixed
-precision, no timings, no dates, no machine names.
+that never came back, says so instead.  That report goes beside the module
+(report.md in PATH's folder) unless --out says where, and never over the
+project's own.  What would stop a write (no such folder, a path that is not
+a file) is refused before any work.  The report is the same to the byte on
+every run, machine and Python version: seeded random numbers
+(gqa_tools.common's one scheme), a fixed order, fixed precision, no
+timings, no dates, no machine names.
 
 measure() runs the lab on a small configuration; each section_*() function
 writes one section from the closed forms and those measurements, and returns
