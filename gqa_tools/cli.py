@@ -2,12 +2,20 @@
 
 gqa.py, the lab, hands its command line here and needs none of it; each
 command lives in a module of its own, imported only when it is run.
+
+The tools run with their own gqa.py, the one beside gqa_tools/.  Run in a
+student's folder, `python -m gqa` finds the student's gqa.py first (the
+current folder comes first on sys.path); the tools do not import it, and
+say in one line what to run instead: the tools' own gqa.py, with
+--module for the commands that take it.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+import shlex
 import sys
 from typing import Optional, Sequence
 
@@ -18,6 +26,43 @@ COMMANDS = {
     "bench": ("gqa_tools.bench", "time and memory per g, measured on this machine"),
     "uptrain": ("gqa_tools.uptrain", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
 }
+TAKE_MODULE = ("tables", "report", "uptrain")   # the commands that run another gqa.py with --module PATH
+
+# The tools' own gqa.py: beside gqa_tools/, in a checkout and once installed.
+OWN_LAB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gqa.py")
+
+
+def other_lab() -> Optional[str]:
+    """The file `import gqa` gives when it is not the tools' own gqa.py, else None.
+
+    `python -m gqa` looks in the current folder first, so in a student's
+    folder it finds the student's gqa.py; the tools never import that one
+    (a student's module runs only in the grader's worker, with --module).
+    Found without running it.
+    """
+    module = sys.modules.get("gqa")
+    if module is not None:
+        found = getattr(module, "__file__", None)
+    else:
+        spec = importlib.util.find_spec("gqa")
+        found = spec.origin if spec is not None else None
+    if not found:                       # none at all: importing the command says so
+        return None
+    try:
+        return None if os.path.samefile(found, OWN_LAB) else found
+    except OSError:                     # the tools' own is not there
+        return found
+
+
+def instead(command: str, argv: Sequence[str], lab: str) -> str:
+    """The command to run instead, from the same folder: the tools' own gqa.py, and the other
+    one given with --module where the command takes it."""
+    shown = os.path.relpath(lab)
+    if shown.startswith(os.pardir):
+        shown = os.path.abspath(lab)
+    given = any(a == "--module" or a.startswith("--module=") for a in argv)
+    extra = ["--module", shown] if command in TAKE_MODULE and not given else []
+    return " ".join(shlex.quote(a) for a in ["python", OWN_LAB, command] + extra + list(argv))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -34,6 +79,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a path the terminal cannot show is escaped, not fatal
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    lab = other_lab()
+    if lab is not None:
+        print(f"gqa {args[0]}: {lab} is not the tools' own gqa.py, and they do not import another; "
+              f"run instead: {instead(args[0], args[1:], lab)}", file=sys.stderr)
+        return 2
     try:
         tool = importlib.import_module(COMMANDS[args[0]][0])
         return tool.main(args[0], args[1:])

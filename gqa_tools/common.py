@@ -1,12 +1,13 @@
 """gqa_tools.common: what the command-line tools share, and nothing else.
 
-The commands (gqa_tables, gqa_report, gqa_config, gqa_bench, gqa_uptrain)
-import gqa, this module and the libraries gqa_models and gqa_train, never
-each other; with --module they run a student's gqa.py through the grader's
-worker (gqa_grader.run_in_child), never in their own process.  Here: plain and Markdown tables, bars, number formats, the
-integer options of `report` and `bench`, a projection kept outside the
-tally, the one seeding scheme, a progress line on stderr, and an
-all-or-nothing write.
+The commands (gqa_tools.tables, report, config, bench and uptrain) import
+gqa, this module and the libraries gqa_tools.models, train and figures,
+never each other; with --module they run a student's gqa.py through the
+grader's worker (gqa_grader.run_in_child), never in their own process.  Here:
+plain and Markdown tables, bars, number formats, the integer options of
+`report` and `bench`, a projection kept outside the tally, the one seeding
+scheme, a progress line on stderr, which steps the grader passes for a
+student's module, and an all-or-nothing write.
 
 Seeds
 -----

@@ -4,7 +4,7 @@
 
 Which method the model uses, what a token of context costs, how many requests
 fit in the memory left, what happens on N tensor-parallel devices, and (as a
-roofline model, not a measurement) how fast it could decode: gqa_models'
+roofline model, not a measurement) how fast it could decode: gqa_tools.models'
 answers as one table, or as JSON with exact bytes.
 """
 
@@ -89,40 +89,21 @@ def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory
                      "tp": devices, "memory": memory, "weights": weights},
         "columns": [],
     }
+    sizes = {"context": context, "batch": batch, "dtype": dtype, "source": source, "image_tokens": image}
     cols = columns(shape)
     mha = next((c for c in cols if c["method"] == "MHA"), None)
     mha_token = per_position(mha["shape"], dtype=dtype, kv_heads=mha["override"])["token"] if mha else 0
     for c in cols:
-        s, g, override = c["shape"], c["kv_heads"], c["override"]
-        each = per_position(s, dtype=dtype, kv_heads=override)
-        col: Dict[str, Any] = {"label": c["label"], "method": c["method"], "kv_heads": g,
-                               "bytes_per_token": each["token"],
-                               "bytes_per_source_token": each["source"],
-                               "bytes_per_image_token": each["image"],
-                               "bytes_per_request": cache_bytes(s, context=context, batch=batch, dtype=dtype,
-                                                                kv_heads=override, source=source,
-                                                                image_tokens=image)}
-        col["ratio_to_mha"] = col["bytes_per_token"] / mha_token if mha_token else None
-        try:
-            device_bytes = device_cache_bytes(s, context=context, batch=batch, dtype=dtype,
-                                              kv_heads=override, devices=devices, source=source,
-                                              image_tokens=image)
-            split = tensor_parallel(shape.heads, g, devices) if shape.heads else None
-            col["tp"] = {"kv_heads_per_device": split.kv_heads_per_device if split else 0,
-                         "replication": devices if s.method == "MLA" else split.replication if split else 1,
-                         "bytes_per_device": device_bytes,
-                         "bytes_all_devices": device_bytes * devices}
-        except GQAError as err:
-            col["tp"] = {"error": str(err)}
+        col = _cache_column(c, mha_token, sizes)
+        col["tp"] = _devices_column(shape, c, devices, sizes)
         if memory is not None and "error" not in col["tp"]:
             col["max_requests"] = (max_requests(memory, weights // devices, col["tp"]["bytes_per_device"])
                                    if col["tp"]["bytes_per_device"] else None)
         if bandwidth and flops and "error" not in col["tp"]:
             try:
                 col["decode"] = decode_roofline(
-                    s, context=context, batch=batch, dtype=dtype, weights=weights,
-                    weight_dtype=weight_dtype, bandwidth=bandwidth, flops=flops, kv_heads=override,
-                    devices=devices, source=source, image_tokens=image)._asdict()
+                    c["shape"], weights=weights, weight_dtype=weight_dtype, bandwidth=bandwidth,
+                    flops=flops, kv_heads=c["override"], devices=devices, **sizes)._asdict()
             except GQAError as err:
                 col["decode"] = {"error": str(err)}
         out["columns"].append(col)
@@ -130,6 +111,35 @@ def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory
         out["hardware"] = {"bandwidth": bandwidth, "flops": flops,
                            "source": HARDWARE[hardware][2] if hardware else "given on the command line"}
     return out
+
+
+def _cache_column(c: Dict[str, Any], mha_token: int, sizes: Dict[str, Any]) -> Dict[str, Any]:
+    """One column's cache: bytes per token (of context, of the source, of an image), per
+    request at sizes (context, batch, dtype, source, image_tokens), and its ratio to MHA."""
+    each = per_position(c["shape"], dtype=sizes["dtype"], kv_heads=c["override"])
+    col: Dict[str, Any] = {"label": c["label"], "method": c["method"], "kv_heads": c["kv_heads"],
+                           "bytes_per_token": each["token"],
+                           "bytes_per_source_token": each["source"],
+                           "bytes_per_image_token": each["image"],
+                           "bytes_per_request": cache_bytes(c["shape"], kv_heads=c["override"], **sizes)}
+    col["ratio_to_mha"] = col["bytes_per_token"] / mha_token if mha_token else None
+    return col
+
+
+def _devices_column(shape: ModelShape, c: Dict[str, Any], devices: int,
+                    sizes: Dict[str, Any]) -> Dict[str, Any]:
+    """One column on `devices` tensor-parallel devices: K/V heads and bytes per device, how
+    often each head is stored; {"error": why} when the heads cannot be split so."""
+    s, g = c["shape"], c["kv_heads"]
+    try:
+        device_bytes = device_cache_bytes(s, kv_heads=c["override"], devices=devices, **sizes)
+        split = tensor_parallel(shape.heads, g, devices) if shape.heads else None
+        return {"kv_heads_per_device": split.kv_heads_per_device if split else 0,
+                "replication": devices if s.method == "MLA" else split.replication if split else 1,
+                "bytes_per_device": device_bytes,
+                "bytes_all_devices": device_bytes * devices}
+    except GQAError as err:
+        return {"error": str(err)}
 
 
 def render(s: Dict[str, Any]) -> str:

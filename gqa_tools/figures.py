@@ -35,7 +35,7 @@ machine.  Every element lies inside the view box: text widths are estimated
 
 The colours stay distinct for colour-blind readers, and each series has its
 own dash and marker as well, so that the figures also read in greyscale.
-gqa_report's sections call the figure functions with the numbers of the
+gqa_tools.report's sections call the figure functions with the numbers of the
 table they put beside each figure.
 """
 
@@ -589,15 +589,7 @@ def uptraining_figure(task: str, budgets: Sequence[int],
     width = max(panels_w, _title_width(title), base + max(legend_w, text_width(spread, 12)) + 12)
     left0 += (width - panels_w) / 2                 # the panels centred under a wider title
     height = 420.0
-    desc = (f"Held-out accuracy on the task {task!r} against uptraining steps after converting a "
-            f"pre-trained MHA model (accuracy {reference:.3f}, the mean of {seeds} seeds) to g key/value "
-            f"heads. " + " ".join(
-                f"At g = {g}: " + "; ".join(
-                    f"{c} " + ", ".join(f"{_mean(row):.3f}" for row in accuracy[(g, c)])
-                    for c in conversions) + "." for g in gs)
-            + f" Steps: {', '.join(map(str, budgets))}; each value the mean over the seeds, the band "
-            f"the lowest to the highest seed.")
-    fig = Figure(width, height, title, desc)
+    fig = Figure(width, height, title, _uptraining_text(task, budgets, accuracy, conversions, reference, seeds))
     x, y = nice_ticks(0, max(budgets), cover=False, most=4), nice_ticks(0, 1)
     for p, g in enumerate(gs):
         ax = fig.axes(left0 + p * (panel_w + gap), top, panel_w, 240, x=x, y=y, title=f"g = {g}",
@@ -605,18 +597,38 @@ def uptraining_figure(task: str, budgets: Sequence[int],
         if mark is not None:
             ax.vline(mark[0], mark[1])
         ax.hline(reference, f"pre-trained MHA {reference:.3f}", dash="6 3")
-        for k, c in enumerate(conversions):
-            rows = accuracy[(g, c)]
-            ax.band(budgets, [min(r) for r in rows], [max(r) for r in rows], style(k))
-        for k, c in enumerate(conversions):
-            rows = accuracy[(g, c)]
-            ax.plot(budgets, [_mean(r) for r in rows], style(k),
-                    titles=[f"g = {g}, {c}, {b} steps: mean {_mean(r):.3f} over {seeds} seeds "
-                            f"({min(r):.3f} to {max(r):.3f})" for b, r in zip(budgets, rows)])
+        _conversion_lines(ax, g, budgets, [accuracy[(g, c)] for c in conversions], conversions)
     fig.text(base, height - 38, "conversion:", colour=MUTED)
     fig.legend(base + 82, height - 38, [(c, style(k)) for k, c in enumerate(conversions)])
     fig.text(base, height - 16, spread, colour=MUTED)
     return fig.svg()
+
+
+def _uptraining_text(task: str, budgets: Sequence[int],
+                     accuracy: Mapping[Tuple[int, str], Sequence[Sequence[float]]],
+                     conversions: Sequence[str], reference: float, seeds: int) -> str:
+    """uptraining_figure's description: every mean it draws, in words."""
+    gs = sorted({g for g, _ in accuracy})
+    return (f"Held-out accuracy on the task {task!r} against uptraining steps after converting a "
+            f"pre-trained MHA model (accuracy {reference:.3f}, the mean of {seeds} seeds) to g key/value "
+            f"heads. " + " ".join(
+                f"At g = {g}: " + "; ".join(
+                    f"{c} " + ", ".join(f"{_mean(row):.3f}" for row in accuracy[(g, c)])
+                    for c in conversions) + "." for g in gs)
+            + f" Steps: {', '.join(map(str, budgets))}; each value the mean over the seeds, the band "
+            f"the lowest to the highest seed.")
+
+
+def _conversion_lines(ax: "Axes", g: int, budgets: Sequence[int],
+                      curves: Sequence[Sequence[Sequence[float]]], conversions: Sequence[str]) -> None:
+    """One panel's lines: for each conversion, its mean over the seeds after each budget,
+    on a band from the lowest to the highest seed (the bands first, under every line)."""
+    for k, rows in enumerate(curves):
+        ax.band(budgets, [min(r) for r in rows], [max(r) for r in rows], style(k))
+    for k, (c, rows) in enumerate(zip(conversions, curves)):
+        ax.plot(budgets, [_mean(r) for r in rows], style(k),
+                titles=[f"g = {g}, {c}, {b} steps: mean {_mean(r):.3f} over {len(r)} seeds "
+                        f"({min(r):.3f} to {max(r):.3f})" for b, r in zip(budgets, rows)])
 
 
 def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Sequence[float]]], *, note: str) -> str:

@@ -11,7 +11,10 @@ report read shapes with it.  Standard library only: json and arithmetic.
 
 Each group of layers caches by one rule (RULES); which layer follows which,
 and the class defaults a config may leave out, are known per model_type, one
-row of FAMILIES per family.  Never a silent wrong number: every key of a
+row of FAMILIES per family.  A decoder's config says which layer follows
+which in one of a dozen ways (layer_types, a pattern, a period, index
+lists, ...): LAYOUTS holds one function for each, named after the fields it
+reads, in their order of precedence.  Never a silent wrong number: every key of a
 config is read, or known not to change the cache (HARMLESS), or, when its
 name says it may (STRUCTURAL), an error naming it, unless it is ignored on
 purpose; a model_type with no row is sized with a warning naming it.
@@ -682,31 +685,59 @@ def _state_note(keys: _Keys, family: Optional[Family], fallback: str) -> str:
     return f"{what} layers" + (f" (state: {', '.join(shown)})" if shown else "")
 
 
-def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int,
-             ignore: Tuple[str, ...]) -> Tuple[List[str], List[str]]:
-    """What each decoder layer caches, and the fields that said so.
+# ---------------------------------------------------------------------------
+# Which layer caches by which rule: one mechanism per way a config says it.
+# ---------------------------------------------------------------------------
 
-    Each layer is "full", "sliding", "chunked", "mla", "image", "mlp" (no
-    attention) or "none:<what>".  One branch per spelling, in one function on
-    purpose: their order is the precedence; where two spellings say the same
-    thing, they must agree.
+
+class _Layout:
+    """A decoder's layout as the mechanisms of LAYOUTS read it, one after another.
+
+    rules: each layer's rule, "full", "sliding", "chunked", "mla", "image",
+    "mlp" (no attention) or "none:<what>", once a mechanism has said it (None
+    before); fields: the config fields that said so.
     """
-    def unknown(field: str, value: object) -> None:
-        if field in ignore:
-            keys.notes.append(f"WARNING: {field} {_show(value)} is not understood and was ignored "
-                              f"(--ignore {field}): the sizes assume full attention there")
+
+    def __init__(self, keys: _Keys, model_type: str, family: Optional[Family], layers: int,
+                 ignore: Tuple[str, ...]):
+        self.keys, self.model_type, self.family = keys, model_type, family
+        self.layers, self.ignore = layers, ignore
+        self.rules = None           # type: Optional[List[str]]
+        self.fields = []            # type: List[str]
+
+    def unknown(self, field: str, value: object) -> None:
+        """A value the sizer does not understand: an error, or with --ignore FIELD a warning
+        (the layers it spoke of are then sized as full attention)."""
+        if field in self.ignore:
+            self.keys.notes.append(f"WARNING: {field} {_show(value)} is not understood and was ignored "
+                                   f"(--ignore {field}): the sizes assume full attention there")
             return
-        raise GQAError(f"config {keys.where}: {field} {_show(value)} is not understood, and it "
+        raise GQAError(f"config {self.keys.where}: {field} {_show(value)} is not understood, and it "
                        f"changes the cache; give --ignore {field} to size the model as if it were "
                        f"full attention")
 
-    def state(what: str) -> str:
-        return "none:" + _state_note(keys, family, what)
+    def state(self, what: str) -> str:
+        """The rule of a layer that holds a state of fixed size instead of a cache."""
+        return "none:" + _state_note(self.keys, self.family, what)
 
-    rules: Optional[List[str]] = None
-    fields: List[str] = []
-    if model_type == "falcon_h1" and keys.get("attn_layer_indices") is not None:
-        unknown("attn_layer_indices", keys.get("attn_layer_indices"))
+    def agree(self, said: List[str], source: str, which: str) -> None:
+        """Where layer_types said the layout already, source must put full attention on the same layers."""
+        if self.rules is not None and [r == "full" for r in self.rules] != [r == "full" for r in said]:
+            raise GQAError(f"config {self.keys.where}: {source} and layer_types disagree "
+                           f"on which layers are {which}")
+
+
+def _layout_attn_layer_indices(lay: _Layout) -> None:
+    """Falcon-H1: attn_layer_indices, which the sizer does not read (it puts attention in
+    every layer)."""
+    if lay.model_type == "falcon_h1" and lay.keys.get("attn_layer_indices") is not None:
+        lay.unknown("attn_layer_indices", lay.keys.get("attn_layer_indices"))
+
+
+def _layout_layer_types(lay: _Layout) -> None:
+    """layer_types, one per layer (see LAYER_TYPES); when Gemma-3n's or Gemma-4's config
+    leaves it out, the class's default: every 5th (6th) layer full, the rest sliding."""
+    keys, model_type, layers = lay.keys, lay.model_type, lay.layers
     types = keys.get("layer_types")
     if types is None and model_type in ("gemma3n_text", "gemma4_text"):
         period = 5 if model_type == "gemma3n_text" else 6          # the class's own default
@@ -714,142 +745,260 @@ def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int
                  else "sliding_attention" for i in range(layers)]
         keys.notes.append(f"layer_types: the {model_type} default (the config does not set it): every "
                           f"{period}th layer full, the rest sliding")
-    if types is not None:
-        if not isinstance(types, list) or len(types) != layers:
-            raise GQAError(f"config {keys.where}: layer_types must list the {layers} layers; "
-                           f"got {_show(types)}")
-        rules = []
-        for t in types:
-            if isinstance(t, str) and t in LAYER_TYPES:
-                kind = LAYER_TYPES[t]
-                rules.append(state(kind[5:]) if kind.startswith("none:") else kind)
-            else:
-                unknown("layer_types", t)
-                rules.append("full")
-        fields.append("layer_types")
-        if model_type == "gemma4_text" and rules[-1] != "full":  # Gemma4TextConfig forces it
-            rules[-1] = "full"
-            keys.notes.append("layer_types: the last layer is full attention, as the gemma4_text "
-                              "class forces it")
-    idxs = keys.get("full_attn_idxs")
-    if idxs is not None:                                          # LFM2: attention at these, 0-based
-        at = set(_index_list(keys, "full_attn_idxs", idxs, layers, 0))
-        from_idxs = ["full" if i in at else state("short-convolution") for i in range(layers)]
-        if rules is not None and [r == "full" for r in rules] != [r == "full" for r in from_idxs]:
-            raise GQAError(f"config {keys.where}: full_attn_idxs {_show(idxs)} and layer_types disagree "
-                           f"on which layers are attention")
-        rules = rules or from_idxs
-        fields.append("full_attn_idxs")
+    if types is None:
+        return
+    if not isinstance(types, list) or len(types) != layers:
+        raise GQAError(f"config {keys.where}: layer_types must list the {layers} layers; "
+                       f"got {_show(types)}")
+    rules = []
+    for t in types:
+        if isinstance(t, str) and t in LAYER_TYPES:
+            kind = LAYER_TYPES[t]
+            rules.append(lay.state(kind[5:]) if kind.startswith("none:") else kind)
+        else:
+            lay.unknown("layer_types", t)
+            rules.append("full")
+    lay.rules = rules
+    lay.fields.append("layer_types")
+    if model_type == "gemma4_text" and rules[-1] != "full":      # Gemma4TextConfig forces it
+        rules[-1] = "full"
+        keys.notes.append("layer_types: the last layer is full attention, as the gemma4_text "
+                          "class forces it")
+
+
+def _layout_full_attn_idxs(lay: _Layout) -> None:
+    """LFM2: full_attn_idxs, 0-based, are attention; the rest short convolutions."""
+    idxs = lay.keys.get("full_attn_idxs")
+    if idxs is None:
+        return
+    at = set(_index_list(lay.keys, "full_attn_idxs", idxs, lay.layers, 0))
+    said = ["full" if i in at else lay.state("short-convolution") for i in range(lay.layers)]
+    lay.agree(said, f"full_attn_idxs {_show(idxs)}", "attention")
+    lay.rules = lay.rules or said
+    lay.fields.append("full_attn_idxs")
+
+
+def _layout_block_types(lay: _Layout) -> None:
+    """RecurrentGemma: block_types (or _block_types), repeated over the layers: attention in a
+    window of attention_window_size, the rest RG-LRU recurrences."""
+    keys = lay.keys
     named = [n for n in ("_block_types", "block_types") if keys.data.get(n) is not None]
-    if rules is None and (named or model_type == "recurrent_gemma"):     # RecurrentGemma
-        name = named[0] if named else "block_types"
-        blocks = keys.get(name)
-        if len(named) == 2 and keys.get(named[1]) != blocks:
-            raise GQAError(f"config {keys.where}: _block_types and block_types disagree")
-        if not isinstance(blocks, list) or not blocks or set(blocks) - {"recurrent", "attention"}:
-            raise GQAError(f"config {keys.where}: {name} must be a list of 'recurrent' and 'attention'; "
-                           f"got {_show(blocks)}")
-        rules = ["sliding" if blocks[i % len(blocks)] == "attention" else state("recurrent")
-                 for i in range(layers)]                           # repeated over the layers
-        fields += [name, "attention_window_size"]
+    if lay.rules is not None or not (named or lay.model_type == "recurrent_gemma"):
+        return
+    name = named[0] if named else "block_types"
+    blocks = keys.get(name)
+    if len(named) == 2 and keys.get(named[1]) != blocks:
+        raise GQAError(f"config {keys.where}: _block_types and block_types disagree")
+    if not isinstance(blocks, list) or not blocks or set(blocks) - {"recurrent", "attention"}:
+        raise GQAError(f"config {keys.where}: {name} must be a list of 'recurrent' and 'attention'; "
+                       f"got {_show(blocks)}")
+    lay.rules = ["sliding" if blocks[i % len(blocks)] == "attention" else lay.state("recurrent")
+                 for i in range(lay.layers)]
+    lay.fields += [name, "attention_window_size"]
+
+
+def _layout_linear_attn_config(lay: _Layout) -> None:
+    """Kimi Linear: linear_attn_config's full_attn_layers, 1-based, are MLA; its kda_layers,
+    the rest, linear attention."""
+    keys, layers = lay.keys, lay.layers
     linear = keys.get("linear_attn_config")
-    if rules is None and isinstance(linear, dict):                 # Kimi Linear: 1-based lists
-        inner = _Keys(f"{keys.where} linear_attn_config", linear, {}, model_type, keys.notes)
-        keys.nested.append(("linear_attn_config.", inner))
-        full = set(_index_list(inner, "full_attn_layers", inner.get("full_attn_layers"), layers, 1))
-        kda = inner.get("kda_layers")
-        if kda is not None and set(_index_list(inner, "kda_layers", kda, layers, 1)) != set(range(layers)) - full:
-            raise GQAError(f"config {keys.where}: linear_attn_config: full_attn_layers and kda_layers must "
-                           f"share the {layers} layers between them (1-based)")
-        for name in ("num_heads", "head_dim", "short_conv_kernel_size"):
-            inner.get(name)
-        rules = ["mla" if i in full else state("linear attention") for i in range(layers)]
-        fields.append("linear_attn_config.full_attn_layers")
-    pattern = keys.get("hybrid_override_pattern")
-    if rules is None and pattern is not None:                     # Nemotron-H: M mamba, * attention
-        pattern = str(pattern)
-        if len(pattern) != layers or set(pattern) - set("M*-E"):
-            unknown("hybrid_override_pattern", pattern)
-            rules = ["full"] * layers
-        else:
-            rules = ["full" if c == "*" else state("Mamba") if c == "M" else "mlp" for c in pattern]
-        fields.append("hybrid_override_pattern")
-    if rules is None and keys.get("attn_layer_period") is not None:    # Jamba: attention every period
-        period = keys.int(("attn_layer_period",), "attention period")
-        offset = keys.get("attn_layer_offset") or 0
-        rules = ["full" if i % period == offset else state("Mamba") for i in range(layers)]
-        fields += ["attn_layer_period", "attn_layer_offset"]
-    kinds = keys.get("attn_type_list")
-    if rules is None and kinds is not None:                       # MiniMax: 1 softmax, 0 linear
-        if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {0, 1}:
-            unknown("attn_type_list", kinds)
-            rules = ["full"] * layers
-        else:
-            rules = ["full" if k == 1 else state("lightning-attention") for k in kinds]
-        fields.append("attn_type_list")
-    interval = keys.get("full_attention_interval")
-    if interval is not None:                                      # Qwen3-Next: every n-th is full
-        n = keys.int(("full_attention_interval",), "full attention interval")
-        from_interval = ["full" if (i + 1) % n == 0 else state("linear attention") for i in range(layers)]
-        if rules is not None and [r == "full" for r in rules] != [r == "full" for r in from_interval]:
-            raise GQAError(f"config {keys.where}: full_attention_interval {n} and layer_types disagree "
-                           f"on which layers are full attention")
-        rules = rules or from_interval
-        fields.append("full_attention_interval")
+    if lay.rules is not None or not isinstance(linear, dict):
+        return
+    inner = _Keys(f"{keys.where} linear_attn_config", linear, {}, lay.model_type, keys.notes)
+    keys.nested.append(("linear_attn_config.", inner))
+    full = set(_index_list(inner, "full_attn_layers", inner.get("full_attn_layers"), layers, 1))
+    kda = inner.get("kda_layers")
+    if kda is not None and set(_index_list(inner, "kda_layers", kda, layers, 1)) != set(range(layers)) - full:
+        raise GQAError(f"config {keys.where}: linear_attn_config: full_attn_layers and kda_layers must "
+                       f"share the {layers} layers between them (1-based)")
+    for name in ("num_heads", "head_dim", "short_conv_kernel_size"):
+        inner.get(name)
+    lay.rules = ["mla" if i in full else lay.state("linear attention") for i in range(layers)]
+    lay.fields.append("linear_attn_config.full_attn_layers")
+
+
+def _layout_hybrid_override_pattern(lay: _Layout) -> None:
+    """Nemotron-H: hybrid_override_pattern, a character per layer: * attention, M Mamba-2,
+    - and E an MLP alone."""
+    pattern = lay.keys.get("hybrid_override_pattern")
+    if lay.rules is not None or pattern is None:
+        return
+    pattern = str(pattern)
+    if len(pattern) != lay.layers or set(pattern) - set("M*-E"):
+        lay.unknown("hybrid_override_pattern", pattern)
+        lay.rules = ["full"] * lay.layers
+    else:
+        lay.rules = ["full" if c == "*" else lay.state("Mamba") if c == "M" else "mlp" for c in pattern]
+    lay.fields.append("hybrid_override_pattern")
+
+
+def _layout_attn_layer_period(lay: _Layout) -> None:
+    """Jamba: attention every attn_layer_period layers from attn_layer_offset, Mamba between."""
+    keys = lay.keys
+    if lay.rules is not None or keys.get("attn_layer_period") is None:
+        return
+    period = keys.int(("attn_layer_period",), "attention period")
+    offset = keys.get("attn_layer_offset") or 0
+    lay.rules = ["full" if i % period == offset else lay.state("Mamba") for i in range(lay.layers)]
+    lay.fields += ["attn_layer_period", "attn_layer_offset"]
+
+
+def _layout_attn_type_list(lay: _Layout) -> None:
+    """MiniMax: attn_type_list, one per layer: 1 softmax attention, 0 lightning (linear) attention."""
+    kinds = lay.keys.get("attn_type_list")
+    if lay.rules is not None or kinds is None:
+        return
+    if not isinstance(kinds, list) or len(kinds) != lay.layers or set(kinds) - {0, 1}:
+        lay.unknown("attn_type_list", kinds)
+        lay.rules = ["full"] * lay.layers
+    else:
+        lay.rules = ["full" if k == 1 else lay.state("lightning-attention") for k in kinds]
+    lay.fields.append("attn_type_list")
+
+
+def _layout_full_attention_interval(lay: _Layout) -> None:
+    """Qwen3-Next: every full_attention_interval-th layer is full, the rest linear attention."""
+    if lay.keys.get("full_attention_interval") is None:
+        return
+    n = lay.keys.int(("full_attention_interval",), "full attention interval")
+    said = ["full" if (i + 1) % n == 0 else lay.state("linear attention") for i in range(lay.layers)]
+    lay.agree(said, f"full_attention_interval {n}", "full attention")
+    lay.rules = lay.rules or said
+    lay.fields.append("full_attention_interval")
+
+
+def _layout_attention_chunk_size(lay: _Layout) -> None:
+    """Llama-4: attention in chunks of attention_chunk_size where no_rope_layers says 1, full
+    where it says 0; without the list, every no_rope_layer_interval-th layer full (the class
+    default).  Beside layer_types, only the size of its chunked layers."""
+    keys, layers = lay.keys, lay.layers
     chunk = keys.get("attention_chunk_size")
-    if chunk is not None and (rules is None or "chunked" in rules):      # Llama-4
-        no_rope = keys.get("no_rope_layers")
-        if not no_rope and model_type == "llama4_text" and rules is None:
-            # Llama4TextConfig: an empty or missing list means every interval-th layer is full (NoPE).
-            n = keys.int(("no_rope_layer_interval",), "no-rope layer interval")
-            no_rope = [int((i + 1) % n != 0) for i in range(layers)]
-            keys.notes.append(f"no_rope_layers: the llama4_text default (the config gives no list): every "
-                              f"{n}th layer (no_rope_layer_interval) is full attention, the rest chunked")
-            fields.append("no_rope_layer_interval")
-        if rules is None:
-            if not isinstance(no_rope, list) or len(no_rope) != layers:
-                unknown("attention_chunk_size", chunk)
-                rules = ["full"] * layers
-            else:
-                rules = ["chunked" if r else "full" for r in no_rope]
-                fields.append("no_rope_layers")
-        fields.append("attention_chunk_size")
-    cross = keys.get("cross_attention_layers")
-    if cross is not None:                                         # Mllama: cross-attention, 0-based
-        at = set(_index_list(keys, "cross_attention_layers", cross, layers, 0))
-        rules = ["image" if i in at else r for i, r in enumerate(rules or ["full"] * layers)]
-        fields.append("cross_attention_layers")
+    if chunk is None or not (lay.rules is None or "chunked" in lay.rules):
+        return
+    no_rope = keys.get("no_rope_layers")
+    if not no_rope and lay.model_type == "llama4_text" and lay.rules is None:
+        # Llama4TextConfig: an empty or missing list means every interval-th layer is full (NoPE).
+        n = keys.int(("no_rope_layer_interval",), "no-rope layer interval")
+        no_rope = [int((i + 1) % n != 0) for i in range(layers)]
+        keys.notes.append(f"no_rope_layers: the llama4_text default (the config gives no list): every "
+                          f"{n}th layer (no_rope_layer_interval) is full attention, the rest chunked")
+        lay.fields.append("no_rope_layer_interval")
+    if lay.rules is None:
+        if not isinstance(no_rope, list) or len(no_rope) != layers:
+            lay.unknown("attention_chunk_size", chunk)
+            lay.rules = ["full"] * layers
+        else:
+            lay.rules = ["chunked" if r else "full" for r in no_rope]
+            lay.fields.append("no_rope_layers")
+    lay.fields.append("attention_chunk_size")
+
+
+def _layout_cross_attention_layers(lay: _Layout) -> None:
+    """Mllama: cross_attention_layers, 0-based, attend to the image; the rest as said, else full."""
+    cross = lay.keys.get("cross_attention_layers")
+    if cross is None:
+        return
+    at = set(_index_list(lay.keys, "cross_attention_layers", cross, lay.layers, 0))
+    lay.rules = ["image" if i in at else r for i, r in enumerate(lay.rules or ["full"] * lay.layers)]
+    lay.fields.append("cross_attention_layers")
+
+
+def _layout_sliding_window(lay: _Layout) -> None:
+    """sliding_window on every layer (Mistral), unless use_sliding_window is false (Qwen2);
+    which layers stay full: Gemma-3's sliding_window_pattern, Gemma-2's rule (the odd ones)."""
+    keys, layers = lay.keys, lay.layers
     window = keys.get("sliding_window")
     use = keys.get("use_sliding_window")
-    if rules is None and window is not None and use is not False:
-        if use and keys.get("max_window_layers") not in (None, layers):
-            unknown("max_window_layers", keys.get("max_window_layers"))
-            rules = ["full"] * layers
-        elif keys.get("sliding_window_pattern") is not None:      # Gemma-3: every P-th is global
-            p = keys.int(("sliding_window_pattern",), "sliding window pattern")
-            rules = ["full" if (i + 1) % p == 0 else "sliding" for i in range(layers)]
-            fields.append("sliding_window_pattern")
-        elif model_type == "gemma2":                              # every other layer, from 0
-            rules = ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
-            fields.append("model_type gemma2")
-            keys.notes.append("layer_types: the gemma2 default (the config does not set it): "
-                              "sliding on even layers, full on odd")
-        else:
-            rules = ["sliding"] * layers
-        fields.append("sliding_window")
+    if lay.rules is not None or window is None or use is False:
+        return
+    if use and keys.get("max_window_layers") not in (None, layers):
+        lay.unknown("max_window_layers", keys.get("max_window_layers"))
+        lay.rules = ["full"] * layers
+    elif keys.get("sliding_window_pattern") is not None:          # Gemma-3: every P-th is global
+        p = keys.int(("sliding_window_pattern",), "sliding window pattern")
+        lay.rules = ["full" if (i + 1) % p == 0 else "sliding" for i in range(layers)]
+        lay.fields.append("sliding_window_pattern")
+    elif lay.model_type == "gemma2":                              # every other layer, from 0
+        lay.rules = ["sliding" if i % 2 == 0 else "full" for i in range(layers)]
+        lay.fields.append("model_type gemma2")
+        keys.notes.append("layer_types: the gemma2 default (the config does not set it): "
+                          "sliding on even layers, full on odd")
+    else:
+        lay.rules = ["sliding"] * layers
+    lay.fields.append("sliding_window")
+
+
+def _layout_sliding_window_size(lay: _Layout) -> None:
+    """sliding_window_size, an older spelling beside sliding_window: the two must agree.  The
+    window's pattern and max_window_layers, said again beside layer_types or moot without a
+    window, are set aside."""
+    keys = lay.keys
     for name in ("sliding_window_pattern", "_sliding_window_pattern", "max_window_layers"):
-        keys.seen(name)         # said again beside layer_types, or moot without a window
-    size = keys.seen("sliding_window_size")             # an older spelling beside sliding_window
+        keys.seen(name)
+    size, window = keys.seen("sliding_window_size"), keys.get("sliding_window")
     if size is not None and size != window:
         raise GQAError(f"config {keys.where}: sliding_window_size {_show(size)} and sliding_window "
                        f"{_show(window)} disagree")
-    return rules or ["full"] * layers, fields or ["every layer"]
+
+
+# The mechanisms, in their order of precedence.  Each reads the fields it is named
+# after and, when they are there, says every layer's rule (when no mechanism before
+# it has), checks what one before it said (they must agree), or refines it (the
+# chunks of chunked layers, the cross-attention layers).
+LAYOUTS = (_layout_attn_layer_indices, _layout_layer_types, _layout_full_attn_idxs,
+           _layout_block_types, _layout_linear_attn_config, _layout_hybrid_override_pattern,
+           _layout_attn_layer_period, _layout_attn_type_list, _layout_full_attention_interval,
+           _layout_attention_chunk_size, _layout_cross_attention_layers, _layout_sliding_window,
+           _layout_sliding_window_size)
+
+
+def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int,
+             ignore: Tuple[str, ...]) -> Tuple[List[str], List[str]]:
+    """What each decoder layer caches, and the fields that said so: LAYOUTS, in order;
+    every layer full when none of them speaks."""
+    lay = _Layout(keys, model_type, family, layers, ignore)
+    for mechanism in LAYOUTS:
+        mechanism(lay)
+    return lay.rules or ["full"] * layers, lay.fields or ["every layer"]
+
+
+# ---------------------------------------------------------------------------
+# A decoder's layers, grouped: the shapes and the positions each group holds.
+# ---------------------------------------------------------------------------
 
 
 def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
              ignore: Tuple[str, ...], overrides: Dict[str, int]) -> _Read:
+    """A decoder: its attention's sizes, each layer's rule (_layouts), and the groups of
+    layers that cache alike."""
     layers, heads, kv_heads, head_dim, hidden, shape_fields = _attention_sizes(keys, overrides)
     rules, layout_fields = _layouts(keys, model_type, family, layers, ignore)
+    rules, held = _held(keys, rules, layout_fields, overrides)
+    mla = (0, [])           # type: Tuple[int, List[str]]
+    if "mla" in rules:
+        mla = _latent(keys)
+        head_dim = keys.int(("v_head_dim",), "value head dim", default=head_dim)   # as MHA would
+    own = (kv_heads, head_dim, shape_fields[2:])
+    shapes = {"": own, "full": _global_shape(keys, model_type, heads, own)}
+    shared_from = _shared_from(keys, model_type, rules, ignore)
+    groups = _group(_layer_specs(rules, layout_fields, shared_from, mla, shapes, held))
+    if "mlp" in rules:
+        keys.notes.append(f"{rules.count('mlp')} layers are an MLP alone: no attention, no state")
+    if model_type == "falcon_h1":           # a Mamba-2 mixer beside the attention of every layer
+        note = _state_note(keys, family, "Mamba-2").replace(" layers", " mixers beside the attention", 1)
+        groups += (LayerGroup("none", layers, note=note,
+                              fields=("model_type falcon_h1",), layer_ids=tuple(range(layers))),)
+    image, image_field = (None, "")
+    if any(g.rule == "image" for g in groups):
+        image, image_field = _image_tokens(keys, top)
+    return _Read(layers, heads, kv_heads, head_dim, hidden, groups, image=image, image_field=image_field)
+
+
+def _held(keys: _Keys, rules: List[str], layout_fields: List[str],
+          overrides: Dict[str, int]) -> Tuple[List[str], Dict[str, Tuple[Optional[int], str]]]:
+    """The positions a sliding and a chunked layer hold, and the fields that say so:
+    (rules, {"sliding": (window, field), "chunked": (chunk, field)}).  --window makes
+    every full layer sliding."""
     if overrides.get("window"):
         window, window_field = overrides["window"], "--window"
         rules = ["sliding" if r == "full" else r for r in rules]
@@ -864,78 +1013,85 @@ def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
     else:
         window, window_field = None, ""
     chunk = keys.int(("attention_chunk_size",), "chunk") if "chunked" in rules else None
-    latent, latent_fields = 0, []
-    if "mla" in rules:
-        latent, latent_fields = _latent(keys)
-        head_dim = keys.int(("v_head_dim",), "value head dim", default=head_dim)   # as MHA would
-    # Per-layer-type shapes: Gemma-4's global (full) layers have their own head dim, and their own
-    # g when attention_k_eq_v (Gemma4TextConfig.__post_init__'s per_layer_config).
-    global_shape = (kv_heads, head_dim, [])
-    if model_type == "gemma4_text":
-        g_dim, f_dim = keys.num(("global_head_dim",), "global head dim")
-        g_kv, f_kv = kv_heads, shape_fields[2]
-        global_kv = keys.get("num_global_key_value_heads")      # read; used only with attention_k_eq_v
-        if keys.get("attention_k_eq_v") and global_kv is not None:
-            g_kv, f_kv = keys.num(("num_global_key_value_heads",), "global key/value heads")
-            _check_divides(keys.where, heads, g_kv)
-        global_shape = (g_kv, g_dim, [f_kv, f_dim, "attention_k_eq_v"])
-        if keys.get("attention_k_eq_v"):
-            keys.notes.append("attention_k_eq_v true: the global layers' values are their keys; counted as "
-                              "a key and a value per position, as a cache that stores both holds them")
-    # KV sharing (Gemma-3n, Gemma-4): the last num_kv_shared_layers layers read the cache of the
-    # last earlier layer of their own type (Gemma3nTextConfig.kv_sharing_roles).
-    shared_from: Dict[int, int] = {}
-    if model_type in ("gemma3n_text", "gemma4_text"):
-        n_shared = keys.get("num_kv_shared_layers") or 0
-        if isinstance(n_shared, bool) or not isinstance(n_shared, int) or not 0 <= n_shared < layers:
-            raise GQAError(f"config {keys.where}: num_kv_shared_layers must be a whole number from 0 to "
-                           f"{layers - 1}; got {_show(n_shared)}")
-        first = layers - n_shared
-        for i in range(first, layers):
-            earlier = [j for j in range(first) if rules[j] == rules[i]]
-            if not earlier:
-                raise GQAError(f"config {keys.where}: layer {i} shares the cache of an earlier "
-                               f"{rules[i]} layer, and there is none before layer {first}")
-            shared_from[i] = earlier[-1]
-    elif keys.data.get("num_kv_shared_layers"):
-        keys.get("num_kv_shared_layers")
-        unknown_sharing = keys.data["num_kv_shared_layers"]
-        if "num_kv_shared_layers" not in ignore:
-            raise GQAError(f"config {keys.where}: num_kv_shared_layers {_show(unknown_sharing)}: which layers "
-                           f"share which cache is known only for Gemma-3n and Gemma-4; give "
-                           f"--ignore num_kv_shared_layers to count every layer as caching")
-        keys.notes.append(f"WARNING: num_kv_shared_layers {_show(unknown_sharing)} is ignored "
-                          f"(--ignore num_kv_shared_layers): every layer is counted as caching")
-    specs: List[Tuple[Any, ...]] = []
+    return rules, {"sliding": (window, window_field), "chunked": (chunk, "attention_chunk_size")}
+
+
+def _global_shape(keys: _Keys, model_type: str, heads: int,
+                  own: Tuple[int, int, List[str]]) -> Tuple[int, int, List[str]]:
+    """(g, head dim, their fields) of the full-attention layers: own, the other layers'.
+    Gemma-4's global layers have their own head dim, and their own g when attention_k_eq_v
+    (Gemma4TextConfig.__post_init__'s per_layer_config)."""
+    if model_type != "gemma4_text":
+        return own
+    g_dim, f_dim = keys.num(("global_head_dim",), "global head dim")
+    g_kv, f_kv = own[0], own[2][0]
+    global_kv = keys.get("num_global_key_value_heads")      # read; used only with attention_k_eq_v
+    if keys.get("attention_k_eq_v") and global_kv is not None:
+        g_kv, f_kv = keys.num(("num_global_key_value_heads",), "global key/value heads")
+        _check_divides(keys.where, heads, g_kv)
+    if keys.get("attention_k_eq_v"):
+        keys.notes.append("attention_k_eq_v true: the global layers' values are their keys; counted as "
+                          "a key and a value per position, as a cache that stores both holds them")
+    return g_kv, g_dim, [f_kv, f_dim, "attention_k_eq_v"]
+
+
+def _shared_from(keys: _Keys, model_type: str, rules: List[str],
+                 ignore: Tuple[str, ...]) -> Dict[int, int]:
+    """KV sharing: {layer: the earlier layer whose cache it reads}.  In Gemma-3n and Gemma-4
+    the last num_kv_shared_layers layers read the cache of the last earlier layer of their
+    own type (Gemma3nTextConfig.kv_sharing_roles); elsewhere the field is refused, or with
+    --ignore a warning (every layer then caches)."""
+    layers = len(rules)
+    if model_type not in ("gemma3n_text", "gemma4_text"):
+        if keys.data.get("num_kv_shared_layers"):
+            keys.get("num_kv_shared_layers")
+            sharing = keys.data["num_kv_shared_layers"]
+            if "num_kv_shared_layers" not in ignore:
+                raise GQAError(f"config {keys.where}: num_kv_shared_layers {_show(sharing)}: which layers "
+                               f"share which cache is known only for Gemma-3n and Gemma-4; give "
+                               f"--ignore num_kv_shared_layers to count every layer as caching")
+            keys.notes.append(f"WARNING: num_kv_shared_layers {_show(sharing)} is ignored "
+                              f"(--ignore num_kv_shared_layers): every layer is counted as caching")
+        return {}
+    n_shared = keys.get("num_kv_shared_layers") or 0
+    if isinstance(n_shared, bool) or not isinstance(n_shared, int) or not 0 <= n_shared < layers:
+        raise GQAError(f"config {keys.where}: num_kv_shared_layers must be a whole number from 0 to "
+                       f"{layers - 1}; got {_show(n_shared)}")
+    first, shared_from = layers - n_shared, {}
+    for i in range(first, layers):
+        earlier = [j for j in range(first) if rules[j] == rules[i]]
+        if not earlier:
+            raise GQAError(f"config {keys.where}: layer {i} shares the cache of an earlier "
+                           f"{rules[i]} layer, and there is none before layer {first}")
+        shared_from[i] = earlier[-1]
+    return shared_from
+
+
+def _layer_specs(rules: List[str], fields: List[str], shared_from: Dict[int, int],
+                 mla: Tuple[int, List[str]], shapes: Dict[str, Tuple[int, int, List[str]]],
+                 held: Dict[str, Tuple[Optional[int], str]]) -> List[Tuple[Any, ...]]:
+    """Each layer's spec for _group, (rule, g, head dim, positions held, latent, note,
+    fields), in order; a layer that is an MLP alone has none.
+
+    fields: the layout's; mla: (latent, its fields); shapes: {"full": (g, head dim,
+    their fields), "": the same of every other attention layer}; held: _held's.
+    """
+    specs = []              # type: List[Tuple[Any, ...]]
     for i, rule in enumerate(rules):
         if i in shared_from:
             j = shared_from[i]
             specs.append(("shared", 0, 0, None, 0, f"reading the cache of layer {j} ({rules[j]})",
-                          ("num_kv_shared_layers",) + tuple(layout_fields)))
+                          ("num_kv_shared_layers",) + tuple(fields)))
         elif rule == "mla":
-            specs.append(("mla", 0, 0, None, latent, "", tuple(latent_fields + layout_fields)))
+            specs.append(("mla", 0, 0, None, mla[0], "", tuple(mla[1] + fields)))
         elif rule.startswith("none:"):
-            specs.append(("none", 0, 0, None, 0, rule[5:], tuple(layout_fields)))
-        elif rule == "mlp":
-            continue
-        else:
-            g, d, extra = global_shape if rule == "full" and global_shape[2] else (kv_heads, head_dim, [])
-            where_from = (shape_fields[2:] if not extra else extra) + layout_fields
-            held = window if rule == "sliding" else chunk if rule == "chunked" else None
-            if held:
-                where_from = where_from + [window_field if rule == "sliding" else "attention_chunk_size"]
-            specs.append((rule, g, d, held, 0, "", tuple(dict.fromkeys(where_from))))
-    groups = _group(specs)
-    if "mlp" in rules:
-        keys.notes.append(f"{rules.count('mlp')} layers are an MLP alone: no attention, no state")
-    if model_type == "falcon_h1":           # a Mamba-2 mixer beside the attention of every layer
-        note = _state_note(keys, family, "Mamba-2").replace(" layers", " mixers beside the attention", 1)
-        groups += (LayerGroup("none", layers, note=note,
-                              fields=("model_type falcon_h1",), layer_ids=tuple(range(layers))),)
-    image, image_field = (None, "")
-    if any(g.rule == "image" for g in groups):
-        image, image_field = _image_tokens(keys, top)
-    return _Read(layers, heads, kv_heads, head_dim, hidden, groups, image=image, image_field=image_field)
+            specs.append(("none", 0, 0, None, 0, rule[5:], tuple(fields)))
+        elif rule != "mlp":
+            g, d, where_from = shapes.get(rule, shapes[""])
+            size, field = held.get(rule, (None, ""))
+            where_from = where_from + fields + ([field] if size else [])
+            specs.append((rule, g, d, size, 0, "", tuple(dict.fromkeys(where_from))))
+    return specs
 
 
 def _group(specs: List[Tuple[Any, ...]]) -> Tuple[LayerGroup, ...]:

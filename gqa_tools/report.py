@@ -3,19 +3,23 @@
     python -m gqa report [--out report.md] [--check] [--module PATH] [configuration options]
 
 Every number in the report is computed, counted or measured by a gqa.py when
-the command runs: none is typed in.  By default that is the gqa.py beside
-this file; --module PATH builds the report from another one, a student's,
+the command runs: none is typed in.  By default that is the project's gqa.py
+(beside gqa_tools/), written to the checkout's report.md (./report.md once
+installed); --module PATH builds the report from another one, a student's,
 in a child process with the grader's limits and deadlines (this process
 never imports it), and a section whose functions are missing or fail, or
-that never came back, says so instead.  The
-report is the same to the byte on every run, machine and Python version:
-seeded random numbers (gqa_tools' one scheme), a fixed order, fixed
-precision, no timings, no dates, no machine names.
+that never came back, says so instead.  That report goes beside the module
+(report.md in PATH's folder) unless --out says where, and never over the
+project's own.  What would stop a write (no such folder, a path that is not
+a file) is refused before any work.  The report is the same to the byte on
+every run, machine and Python version: seeded random numbers
+(gqa_tools.common's one scheme), a fixed order, fixed precision, no
+timings, no dates, no machine names.
 
 measure() runs the lab on a small configuration; each section_*() function
 writes one section from the closed forms and those measurements, and returns
 its Markdown, or its Markdown and its figures (SVG text drawn by
-gqa_figures from the numbers of the table beside each); build_parts() and
+gqa_tools.figures from the numbers of the table beside each); build_parts() and
 assemble() put the sections together.  The figures are written into a folder
 beside the report, report-figures/ beside report.md, and --check compares
 them too.
@@ -56,7 +60,7 @@ class Model(NamedTuple):
 
 # The whole-block view's two models, with the fields of their config.json
 # files (examples/configs/llama-2-7b.json and llama-2-70b.json; a test checks
-# that these agree with what gqa_models reads from those files).
+# that these agree with what gqa_tools.models reads from those files).
 BLOCK_MODELS = (Model("Llama-2-7B", 32, 32, 128, 4096, 11008, 3),
                 Model("Llama-2-70B", 64, 8, 128, 8192, 28672, 3))
 
@@ -714,59 +718,20 @@ def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
 
 
 def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
-    """The uptraining lab's quick recipe (gqa_train), trained with lab's steps; its figures."""
+    """The uptraining lab's quick recipe (gqa_tools.train), trained with lab's steps; its figures."""
     result = need(m.training)
     r, seeds = result["recipe"], result["seeds"]
     K, steps = len(seeds), (0,) + tuple(r["budgets"])
     head = ["task", "g", "conversion"] + [f"{s} steps" + (f" ({100 * s / r['pretrain']:.3g} %)" if s else "")
                                           for s in steps]
-    rows, pre_rows, same_rows, bars, said = [], [], [], [], []
-    for task in training.TASKS:
-        t = result["tasks"][task]
-        n = t["answers"]
-        pre = training.stats(t["pretrained"]["correct"], n)
-        pre_rows.append((task, f"{t['held_out']:,} sequences, {n:,} answers",
-                         training.spread_text(pre)))
-        gs = sorted({x["g"] for x in t["uptrain"]})
-        for g in gs:
-            for how in training.CONVERSIONS:
-                cells = [next(x["correct"] for x in t["uptrain"]
-                              if x["g"] == g and x["conversion"] == how and x["steps"] == s) for s in steps]
-                rows.append((task, g, how) + tuple(training.spread_text(training.stats(c, n)) for c in cells))
-                means = [training.stats(c, n).mean for c in cells]
-                bars.append(f"{task:<7} g={g} {how:<6}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
-                            + "  " + " -> ".join(f"{a:.2f}" for a in means))
-            rows.append((task, g, "mean > first > random") + tuple(
-                f"{training.ordering_held(t, g, s)}/{K} seeds" for s in steps))
-        for x in t["same_cache"]:
-            same_rows.append((task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
-                              training.spread_text(training.stats(x["correct"], n))))
-        said.append(f"**{task}.** " + " ".join(training.findings(result, task)))
+    pre_rows, rows, bars = _uptraining_rows(result, steps)
+    same_rows = [(task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
+                  training.spread_text(training.stats(x["correct"], result["tasks"][task]["answers"])))
+                 for task in training.TASKS for x in result["tasks"][task]["same_cache"]]
+    said = [f"**{task}.** " + " ".join(training.findings(result, task)) for task in training.TASKS]
     notes = sorted({result["tasks"][task]["same_cache_note"] for task in training.TASKS} - {""})
-    figures, curves, bars_of = [], [], {}
-    mark = (training.paper_budget(r), "the GQA paper's 5 %")
-    for task in training.TASKS:
-        t = result["tasks"][task]
-        n = t["answers"]
-        accuracy = {(x["g"], x["conversion"]): [] for x in t["uptrain"]}
-        for key in accuracy:
-            for s in steps:
-                x = next(x for x in t["uptrain"] if (x["g"], x["conversion"], x["steps"]) == key + (s,))
-                accuracy[key].append([c / n for c in x["correct"]])
-        name = f"uptraining-{task}.svg"
-        figures.append((name, draw.uptraining_figure(
-            task, steps, accuracy, [c / n for c in t["pretrained"]["correct"]], mark=mark)))
-        curves.append(figure_link(name, f"Held-out accuracy of the {task} task against uptraining "
-                                        f"steps after converting by the mean, the first head or "
-                                        f"random heads, at each g: the mean of {K} seeds as a line, "
-                                        f"lowest to highest seed as a band, the pre-trained MHA "
-                                        f"model as a dashed line"))
-        bars_of[task] = {x["model"]: [c / n for c in x["correct"]] for x in t["same_cache"]}
-    cache = sorted({x["cache_per_token"] for task in training.TASKS
-                    for x in result["tasks"][task]["same_cache"]})
-    figures.append(("equal-cache.svg", draw.equal_cache_figure(
-        bars_of, note=f"{', '.join(map(str, cache))} cached values per token, "
-                      f"{r['pretrain']} steps from scratch")))
+    figures, curves = _training_figures(result, steps)
+    recipe = training.Recipe(**{**r, "budgets": tuple(r["budgets"])})
     body = "\n".join([
         f"Everything above runs on random, untrained weights. Here a model is trained and its "
         f"quality measured: `gqa_train` pre-trains an MHA model (h = {r['heads']}, head dim "
@@ -778,8 +743,8 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         f"sees, written mean ± sd [min, max] over the seeds. A conversion *recovers* when it comes "
         f"within 0.02 of its own pre-trained model's accuracy in at least 4 of 5 seeds (80 %), and "
         f"*partly recovers* otherwise; an ordering is stated with the seeds it held in.\n",
-        "- " + training.describe(training.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "offsets") + ".",
-        "- " + training.describe(training.Recipe(**{**r, "budgets": tuple(r["budgets"])}), "recall") + ".\n",
+        "- " + training.describe(recipe, "offsets") + ".",
+        "- " + training.describe(recipe, "recall") + ".\n",
         markdown_table(["task", "held out per seed", "pre-trained MHA"], pre_rows),
         "",
         markdown_table(head, rows),
@@ -805,6 +770,61 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
                                        f"whisker"),
         ""])
     return body, tuple(figures)
+
+
+def _uptraining_rows(result: dict, steps: Sequence[int]) -> Tuple[List[tuple], List[tuple], List[str]]:
+    """Section 8's tables of accuracy: the pre-trained model of each task; each g and
+    conversion after each budget, with a row of how many seeds kept mean > first >
+    random; and the same means as bars."""
+    K = len(result["seeds"])
+    pre_rows, rows, bars = [], [], []
+    for task in training.TASKS:
+        t = result["tasks"][task]
+        n = t["answers"]
+        pre_rows.append((task, f"{t['held_out']:,} sequences, {n:,} answers",
+                         training.spread_text(training.stats(t["pretrained"]["correct"], n))))
+        for g in sorted({x["g"] for x in t["uptrain"]}):
+            for how in training.CONVERSIONS:
+                cells = [next(x["correct"] for x in t["uptrain"]
+                              if x["g"] == g and x["conversion"] == how and x["steps"] == s) for s in steps]
+                rows.append((task, g, how) + tuple(training.spread_text(training.stats(c, n)) for c in cells))
+                means = [training.stats(c, n).mean for c in cells]
+                bars.append(f"{task:<7} g={g} {how:<6}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
+                            + "  " + " -> ".join(f"{a:.2f}" for a in means))
+            rows.append((task, g, "mean > first > random") + tuple(
+                f"{training.ordering_held(t, g, s)}/{K} seeds" for s in steps))
+    return pre_rows, rows, bars
+
+
+def _training_figures(result: dict, steps: Sequence[int]) -> Tuple[List[Tuple[str, str]], List[str]]:
+    """Section 8's figures, (file name, SVG) pairs: each task's uptraining curves, then the
+    equal-cache bars; and the links to the curves."""
+    r, K = result["recipe"], len(result["seeds"])
+    figures, curves, bars_of = [], [], {}
+    mark = (training.paper_budget(r), "the GQA paper's 5 %")
+    for task in training.TASKS:
+        t = result["tasks"][task]
+        n = t["answers"]
+        accuracy = {(x["g"], x["conversion"]): [] for x in t["uptrain"]}
+        for key in accuracy:
+            for s in steps:
+                x = next(x for x in t["uptrain"] if (x["g"], x["conversion"], x["steps"]) == key + (s,))
+                accuracy[key].append([c / n for c in x["correct"]])
+        name = f"uptraining-{task}.svg"
+        figures.append((name, draw.uptraining_figure(
+            task, steps, accuracy, [c / n for c in t["pretrained"]["correct"]], mark=mark)))
+        curves.append(figure_link(name, f"Held-out accuracy of the {task} task against uptraining "
+                                        f"steps after converting by the mean, the first head or "
+                                        f"random heads, at each g: the mean of {K} seeds as a line, "
+                                        f"lowest to highest seed as a band, the pre-trained MHA "
+                                        f"model as a dashed line"))
+        bars_of[task] = {x["model"]: [c / n for c in x["correct"]] for x in t["same_cache"]}
+    cache = sorted({x["cache_per_token"] for task in training.TASKS
+                    for x in result["tasks"][task]["same_cache"]})
+    figures.append(("equal-cache.svg", draw.equal_cache_figure(
+        bars_of, note=f"{', '.join(map(str, cache))} cached values per token, "
+                      f"{r['pretrain']} steps from scratch")))
+    return figures, curves
 
 
 def _training_sentence(m: Measured) -> str:
@@ -1103,30 +1123,83 @@ def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> st
     return target
 
 
-def report_main(argv: Sequence[str]) -> int:
-    defaults = Config()
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m gqa report",
         description="Write report.md: the lab's tables, counted and measured by the code.")
     parser.add_argument("--out", default=None, metavar="PATH",
                         help="where to write (default: report.md at the root of the "
-                             "checkout, or in the current directory when gqa is installed)")
+                             "checkout, or in the current directory when gqa is installed; "
+                             "with --module, report.md beside the module)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if the file differs from what the code writes now")
     parser.add_argument("--module", default=None, metavar="PATH",
                         help="build the report from this gqa.py (a student's) instead of the project's")
-    add_int_options(parser, defaults, LIMITS, note=lambda name: f"; {OPTION_HELP[name]}")
+    add_int_options(parser, Config(), LIMITS, note=lambda name: f"; {OPTION_HELP[name]}")
+    return parser
+
+
+# The project: the folder that holds gqa_tools/, its gqa.py and its report.md.
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:                         # one of them is not there (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def why_not_write(path: str, module: Optional[str]) -> Optional[str]:
+    """Why the report will not be written to path, known before any work; None when it may be.
+
+    Refused: a path that is not a regular file (write_target), a folder that
+    is not there or not writable, a file where the figures' folder goes; and,
+    for a report from a module other than the project's gqa.py, the project's
+    own report.md and its figures.
+    """
+    try:
+        target = write_target(path)
+    except WriteRefused as why:
+        return f"will not write {path}: {why}"
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        return f"cannot write {path}: there is no folder {os.path.dirname(path)}; nothing was changed"
+    if not os.access(folder, os.W_OK):
+        return f"cannot write {path}: its folder is not writable; nothing was changed"
+    figures = figures_folder(path)
+    if os.path.lexists(figures) and not os.path.isdir(figures):
+        return f"will not write {path}: {figures} is there and is not a folder; the figures go in it"
+    own = os.path.join(PROJECT, "report.md")
+    if not module or _same_file(module, os.path.join(PROJECT, "gqa.py")):
+        return None
+    what = ("it is the project's own report" if _same_file(target, own) else
+            f"its figures would go in the project's own {figures_folder(own)}"
+            if _same_file(figures, figures_folder(own)) else "")
+    return what and (f"will not write {path}: {what}, and {module} is not the project's gqa.py; "
+                     f"give --out another file (without --out, the report of a --module goes "
+                     f"beside it)")
+
+
+def report_main(argv: Sequence[str]) -> int:
+    parser = make_parser()
     args = parser.parse_args(argv)
-    cfg = int_options(parser, args, defaults, LIMITS)
+    cfg = int_options(parser, args, Config(), LIMITS)
     if args.out == "":
         parser.error("--out must name a file; got an empty path")
-    path = args.out or ("report.md" if args.module else default_report_path())
-    if not args.check:
-        try:
-            write_target(path)
-        except WriteRefused as why:
-            print(f"gqa report: will not write {path}: {why}", file=sys.stderr)
-            return 2
+    if args.module and not os.path.isfile(args.module):
+        print(f"gqa report: --module {args.module}: no such file", file=sys.stderr)
+        return 2
+    path = args.out or (os.path.join(os.path.dirname(args.module), "report.md") if args.module
+                        else default_report_path())
+    refused = None if args.check else why_not_write(path, args.module)
+    if refused:
+        print(f"gqa report: {refused}", file=sys.stderr)
+        return 2
+    if args.check and not os.path.isfile(path):       # nothing to compare with: said at once
+        print(f"gqa report --check: {_differs(path, '')}\nregenerate it with: "
+              f"{cfg.command(args.module)}", file=sys.stderr)
+        return 1
     try:
         if args.module:
             parts = parts_from_child(cfg, args.module)

@@ -70,7 +70,7 @@ def uptrain_main(argv: Sequence[str]) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="a smaller recipe, the one report.md's section 8 runs")
     parser.add_argument("--json", action="store_true",
-                        help="the raw numbers: every accuracy of every seed (gqa_train's docstring)")
+                        help="the raw numbers: every accuracy of every seed (gqa_tools.train's docstring)")
     parser.add_argument("--module", default=None, metavar="PATH",
                         help="train with this gqa.py (a student's), once the grader passes the "
                              "steps training needs; it runs in the grader's worker")

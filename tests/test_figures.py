@@ -26,6 +26,7 @@ from gqa_tools import cli as gqa_cli
 from tests.helpers import heavy, tiny_recipe
 from gqa_tools import figures as gqa_figures
 from gqa_tools import report as gqa_report
+from gqa_tools import train as gqa_train
 
 SVG = "{http://www.w3.org/2000/svg}"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +37,7 @@ UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
 
 
 def load_tests(loader, tests, ignore):
-    """These tests, and the examples of gqa_figures' docstrings."""
+    """These tests, and the examples of gqa_tools.figures' docstrings."""
     tests.addTests(doctest.DocTestSuite(gqa_figures))
     return tests
 
@@ -648,8 +649,13 @@ class Writing(unittest.TestCase):
         with open(student, "w", encoding="utf-8") as f:        # the lab, with a strided kv_head
             f.write(source.replace("    return query_head // group\n", "    return query_head % g\n"))
         out = os.path.join(self.dir.name, "report.md")
-        status, _, err = run("--module", student, "--out", out, *ARGS)
+        # Which steps pass is the grader's to say, and whether the child then trains with the
+        # module is test_report's (FromAnotherModule): here a step is said to fail, so that the
+        # child draws section 1's figure from this module without grading or training first.
+        with mock.patch("gqa_tools.report.failing_steps", return_value=["step 9, layer: failed"]) as graded:
+            status, _, err = run("--module", student, "--out", out, *ARGS)
         self.assertEqual(status, 0, err)
+        self.assertEqual(graded.call_args[0][:2], (student, gqa_train.NEEDS))
         with open(os.path.join(self.dir.name, "report-figures", "grouping.svg"), encoding="utf-8") as f:
             drawn = f.read()
         ours = dict(gqa_report.figures_of(gqa_report.build_parts(SMALL, NOTHING_MEASURED)))
@@ -678,7 +684,8 @@ class Writing(unittest.TestCase):
     def test_a_file_where_the_folder_goes_is_refused(self):
         with open(self.folder, "w", encoding="utf-8") as f:
             f.write("a file\n")
-        status, _, err = run("--out", self.path, *ARGS)
+        with mock.patch("gqa_tools.report.build_parts", side_effect=AssertionError("it went to work")):
+            status, _, err = run("--out", self.path, *ARGS)       # refused before any work
         self.assertEqual(status, 2)
         self.assertIn("is not a folder", err)
         self.assertFalse(os.path.exists(self.path))

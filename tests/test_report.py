@@ -7,7 +7,11 @@ import copy
 import io
 import os
 import random
+import shlex
+import subprocess
+import sys
 import tempfile
+import types
 import unittest
 from unittest import mock
 
@@ -21,14 +25,15 @@ from tests.helpers import heavy
 # The report trains the uptraining lab's quick recipe (section 8), which takes
 # seconds; these tests run it on a tiny recipe instead.  CI checks the real one.
 # Even the tiny one is most of a report's time, and a dozen tests write a report
-# to test how it is written: each recipe is trained once here and its result
-# shared (a deep copy each time).  That a run repeats to the byte is
-# tests/test_train.py's; the two reports of test_two_runs_write_the_same_bytes
-# each train afresh all the same.
+# to test how it is written: each recipe is trained once here, and what the
+# report measures with the project's gqa.py is measured once for each
+# configuration, each result shared (the training's a deep copy each time).  That a run repeats
+# to the byte is tests/test_train.py's; test_two_runs_write_the_same_bytes
+# compares a report from what was measured first with one measured afresh.
 TINY = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, vocab=3, length=4, offsets=2, batch=2,
                         pretrain=6, budgets=(2, 4), held_out=4, seed=5, seeds=2)
-_QUICK, _RUN = gqa_train.QUICK, gqa_train.run
-_TRAINED = {}
+_QUICK, _RUN, _MEASURE = gqa_train.QUICK, gqa_train.run, gqa_report.measure
+_TRAINED, _MEASURED = {}, {}
 
 
 def _run_once(r, lab=gqa, progress=None):
@@ -39,15 +44,41 @@ def _run_once(r, lab=gqa, progress=None):
     return copy.deepcopy(_TRAINED[key])
 
 
+def _measure_once(cfg, lab=None, progress=None, untrained=None, recipe=None):
+    """gqa_tools.report.measure, measured once for each configuration with the project's gqa.py."""
+    if lab is not None and lab.module is not gqa:
+        return _MEASURE(cfg, lab, progress, untrained, recipe)
+    key = (cfg, untrained, recipe, gqa_train.QUICK)
+    if key not in _MEASURED:
+        _MEASURED[key] = _MEASURE(cfg, lab, progress, untrained, recipe)
+    measured = _MEASURED[key]           # records, read only; the training's dicts are copied
+    return measured._replace(training=copy.deepcopy(measured.training))
+
+
+def _measure_afresh():
+    """The next report trains and measures anew."""
+    _TRAINED.clear()
+    _MEASURED.clear()
+
+
 def setUpModule():
-    gqa_train.QUICK, gqa_train.run = TINY, _run_once
+    gqa_train.QUICK, gqa_train.run, gqa_report.measure = TINY, _run_once, _measure_once
 
 
 def tearDownModule():
-    gqa_train.QUICK, gqa_train.run = _QUICK, _RUN
+    gqa_train.QUICK, gqa_train.run, gqa_report.measure = _QUICK, _RUN, _MEASURE
+
+def no_work():
+    """Around a command that must refuse before it measures or grades anything."""
+    went = AssertionError("the command went to work before it refused")
+    return mock.patch.multiple("gqa_tools.report", measure=mock.Mock(side_effect=went),
+                               failing_steps=mock.Mock(side_effect=went),
+                               parts_from_child=mock.Mock(side_effect=went))
+
 
 SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
                           run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
+ROOT = os.path.dirname(os.path.abspath(gqa.__file__))      # the project: its gqa.py and report.md
 ARGS = [a for name, value in SMALL._asdict().items() for a in (f"--{name.replace('_', '-')}", str(value))]
 
 
@@ -120,7 +151,7 @@ class Contents(unittest.TestCase):
         for g in (1, 3):
             diffs = []
             for seed in (3, 4):
-                w = gqa.init_weights(6, 6, 2, seed=f"weights:{seed}")     # gqa_tools' seeds
+                w = gqa.init_weights(6, 6, 2, seed=f"weights:{seed}")     # gqa_tools.common's seeds
                 rng = random.Random(f"input:{seed}")
                 x = [[rng.uniform(-1.0, 1.0) for _ in range(6)] for _ in range(5)]
                 diffs.append(gqa.output_difference(gqa.layer(x, w, g), gqa.layer(x, w, 6)))
@@ -179,11 +210,10 @@ class Writing(unittest.TestCase):
         self.dir.cleanup()
 
     def test_two_runs_write_the_same_bytes_and_check_passes(self):
-        _TRAINED.clear()                                    # both runs train afresh
-        self.assertEqual(run("--out", self.path, *ARGS)[0], 0)
+        self.assertEqual(run("--out", self.path, *ARGS)[0], 0)     # from what was measured first
         with open(self.path, "rb") as f:
             first = f.read()
-        _TRAINED.clear()
+        _measure_afresh()                                   # the second trains and measures anew
         self.assertEqual(run("--out", self.path, *ARGS)[0], 0)
         with open(self.path, "rb") as f:
             self.assertEqual(f.read(), first)
@@ -203,16 +233,20 @@ class Writing(unittest.TestCase):
         self.assertIn("differs from what the code writes now, first at line 11", err)
         self.assertIn("regenerate it with: python -m gqa report", err)
 
-    def test_check_of_a_missing_file(self):
-        status, _, err = run("--check", "--out", self.path, *ARGS)
+    def test_check_of_a_missing_file_says_so_before_any_work(self):
+        with no_work():
+            status, _, err = run("--check", "--out", self.path, *ARGS)
         self.assertEqual(status, 1)
-        self.assertIn("cannot read", err)
+        self.assertIn(f"cannot read {self.path}", err)
+        self.assertIn("regenerate it with: python -m gqa report", err)
 
-    def test_missing_directory_fails_clearly(self):
+    def test_missing_directory_fails_clearly_before_any_work(self):
         path = os.path.join(self.dir.name, "no", "such", "report.md")
-        status, _, err = run("--out", path, *ARGS)
+        with no_work():
+            status, _, err = run("--out", path, *ARGS)
         self.assertEqual(status, 2)
-        self.assertIn(f"cannot write {path}", err)
+        self.assertIn(f"cannot write {path}: there is no folder", err)
+        self.assertEqual(len(err.splitlines()), 1)
         self.assertFalse(os.path.exists(os.path.dirname(path)))
 
     def test_a_failed_write_leaves_the_old_report_and_no_temporary_file(self):
@@ -245,7 +279,8 @@ class Writing(unittest.TestCase):
         os.mkfifo(fifo)
         for path, says in (("", "must name a file"), (self.dir.name, "not a regular file"),
                            (os.devnull, "not a regular file"), (fifo, "not a regular file")):
-            status, _, err = run("--out", path, *ARGS)
+            with no_work():
+                status, _, err = run("--out", path, *ARGS)
             self.assertEqual(status, 2, path)
             self.assertIn(says, err)
         self.assertTrue(os.path.exists(os.devnull) and not os.path.isfile(os.devnull))
@@ -333,16 +368,18 @@ class FromAnotherModule(unittest.TestCase):
             f.write(source)
         return path
 
-    def report(self, path):
-        status, _, err = run("--module", path, "--out", self.out, *ARGS)
+    def report(self, path, out=None):
+        """The report of the module at path, written where out says, else beside the module."""
+        status, _, err = run("--module", path, *(["--out", out] if out else []), *ARGS)
         self.assertEqual(status, 0, err)
-        with open(self.out, encoding="utf-8") as f:
+        with open(out or self.out, encoding="utf-8") as f:
             return f.read()
 
     def test_the_projects_own_module_gives_the_same_report_but_for_its_first_lines(self):
         with open(gqa.__file__, encoding="utf-8") as f:
             path = self.module(f.read())
-        text = self.report(path)
+        text = self.report(path)                            # written beside the module
+        self.assertIn("grouping.svg", os.listdir(os.path.join(self.dir.name, "report-figures")))
         ours = gqa_report.build_report(SMALL, gqa_report.measure(SMALL))
         self.assertIn(f"--module {path}", text.splitlines()[2])
         # Every section, the training of section 8 included (on the module's own steps, in
@@ -368,7 +405,9 @@ class FromAnotherModule(unittest.TestCase):
         starter.body = [real[n.name] if isinstance(n, ast.FunctionDef) and n.name in
                         ("valid_g", "method_name") else n for n in starter.body]
         starter.body += [real[name] for name in ("_check_int", "_group_size", "_valid_g_text", "_method")]
-        text = self.report(self.module(ast.unparse(starter)))
+        os.mkdir(os.path.join(self.dir.name, "elsewhere"))
+        text = self.report(self.module(ast.unparse(starter)), os.path.join(self.dir.name, "elsewhere", "r.md"))
+        self.assertFalse(os.path.exists(self.out))          # --out said where, not beside the module
         one = text.split("## 1.")[1].split("\n## ")[0]
         for g, name in ((1, "MQA"), (2, "GQA"), (3, "GQA"), (6, "MHA")):      # steps 1 and 2
             self.assertIn(f"| {name}    | {g:>12} | {6 // g:>6} | —", one)
@@ -385,6 +424,70 @@ class FromAnotherModule(unittest.TestCase):
         status, _, err = run("--module", os.path.join(self.dir.name, "none.py"), *ARGS)
         self.assertEqual((status, "no such file" in err), (2, True))
         self.assertFalse(os.path.exists(self.out))
+
+    def test_the_projects_own_report_is_never_written_from_another_module(self):
+        path = self.module("x = 1\n")
+        own = os.path.join(ROOT, "report.md")
+        link = os.path.join(self.dir.name, "link.md")
+        os.symlink(own, link)
+        with open(own, "rb") as f:
+            before = f.read()
+        for out, says in ((own, "it is the project's own report"), (link, "it is the project's own report"),
+                          (os.path.join(ROOT, "report.txt"),            # its figures: report-figures/
+                           f"its figures would go in the project's own {os.path.join(ROOT, 'report-figures')}")):
+            with no_work():
+                status, _, err = run("--module", path, "--out", out, *ARGS)
+            self.assertEqual(status, 2, out)
+            self.assertIn(f"will not write {out}: {says}, and {path} is not the project's gqa.py", err)
+            self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertFalse(os.path.exists(os.path.join(ROOT, "report.txt")))
+        with open(own, "rb") as f:
+            self.assertEqual(f.read(), before)
+        for argv, says in ((["--module", os.path.join(self.dir.name, "none.py")], "none.py: no such file"),
+                           (["--module", path, "--out", os.path.join(self.dir.name, "no", "r.md")],
+                            "there is no folder")):
+            with no_work():
+                status, _, err = run(*argv, *ARGS)
+            self.assertEqual((status, len(err.splitlines())), (2, 1), err)
+            self.assertIn(says, err)
+
+    def test_in_a_students_folder_python_m_gqa_says_what_to_run_instead_and_that_works(self):
+        folder = os.path.join(self.dir.name, "mylab")
+        os.mkdir(folder)
+        with open(gqa.__file__, encoding="utf-8") as f:
+            source = f.read()
+        with open(os.path.join(folder, "gqa.py"), "w", encoding="utf-8") as f:
+            f.write(source)             # the lab, its __main__ block handing over to gqa_tools.cli
+        sizes = ["--heads", "2", "--head-dim", "1", "--layers", "1", "--context", "1"]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        first = subprocess.run([sys.executable, "-m", "gqa", "tables", *sizes], cwd=folder,
+                               env=dict(env, PYTHONPATH=ROOT),          # the tools importable there
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual((first.returncode, first.stdout, len(first.stderr.splitlines())), (2, "", 1),
+                         first.stderr)
+        command = f"python {shlex.quote(os.path.join(ROOT, 'gqa.py'))} tables --module gqa.py {' '.join(sizes)}"
+        self.assertIn(f"run instead: {command}\n", first.stderr)
+        then = subprocess.run([sys.executable] + shlex.split(command)[1:], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(then.returncode, 0, then.stderr)
+        self.assertIn("Computed by gqa.py (given with --module), in the grader's worker.", then.stdout)
+        self.assertEqual(os.listdir(folder), ["gqa.py"])
+
+    def test_a_gqa_that_is_not_the_tools_own_is_never_run_by_them(self):
+        other = types.ModuleType("gqa")
+        other.__file__ = self.module("# another gqa.py\n")
+        shown = os.path.relpath(other.__file__)
+        shown = shown if not shown.startswith("..") else other.__file__
+        lab = shlex.quote(os.path.join(ROOT, "gqa.py"))
+        for argv, command in ((["bench", "--quick"], f"python {lab} bench --quick"),
+                              (["report", "--seeds", "1"], f"python {lab} report --module "
+                                                           f"{shlex.quote(shown)} --seeds 1"),
+                              (["uptrain", "--module", "x.py"], f"python {lab} uptrain --module x.py")):
+            err = io.StringIO()
+            with mock.patch.dict(sys.modules, {"gqa": other}), contextlib.redirect_stderr(err):
+                self.assertEqual(gqa_cli.main(argv), 2)
+            self.assertEqual(err.getvalue(), f"gqa {argv[0]}: {other.__file__} is not the tools' own gqa.py, "
+                                             f"and they do not import another; run instead: {command}\n")
 
     def test_tables_from_a_starter_is_a_clear_error(self):
         with open(gqa.__file__, encoding="utf-8") as f:
