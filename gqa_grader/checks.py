@@ -14,14 +14,14 @@ import re
 from .compare import Other, REL_TOL, Record, _short, first_difference, kind
 from .exchange import ref
 from .failures import Failure
-from .reference import (Counter, RefKVCache, as_rows, nested, plain, rand_tensor, random_weights,
-                        ref_attention, ref_attention_multiplies, ref_block_multiplies,
-                        ref_cache_table, ref_count_multiplies, ref_decode_step, ref_decode_traffic,
-                        ref_fold_kv_mean, ref_fold_weights, ref_group_heads, ref_grouped_attention,
-                        ref_grouped_attention_backward, ref_init_weights, ref_kv_cache_elements,
-                        ref_kv_head, ref_layer, ref_layer_backward, ref_method_name,
-                        ref_multiplies_table, ref_output_difference, ref_prepare_weights,
-                        ref_repeat_kv, ref_single_head_attention, ref_valid_g)
+from .inputs import Counter, as_rows, nested, plain, rand_tensor, random_weights
+from .answers import (RefKVCache, ref_attention, ref_attention_multiplies, ref_block_multiplies,
+                      ref_cache_table, ref_count_multiplies, ref_decode_step, ref_decode_traffic,
+                      ref_fold_kv_mean, ref_fold_weights, ref_group_heads, ref_grouped_attention,
+                      ref_grouped_attention_backward, ref_init_weights, ref_kv_cache_elements,
+                      ref_kv_head, ref_layer, ref_layer_backward, ref_method_name,
+                      ref_multiplies_table, ref_output_difference, ref_prepare_weights,
+                      ref_repeat_kv, ref_single_head_attention, ref_valid_g)
 
 
 # ---------------------------------------------------------------------------

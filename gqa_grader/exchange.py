@@ -13,7 +13,7 @@ from array import array
 
 from .compare import _short, bounded, clean_data, decode
 from .failures import Failure, NotStarted
-from .reference import plain
+from .inputs import plain
 
 
 def ref(name):

@@ -12,86 +12,8 @@ output_difference in exact rational arithmetic.
 import fractions
 import math
 import random
-from array import array
 
-from .compare import Other
-
-
-# ---------------------------------------------------------------------------
-# The reference: slow, obvious, and written differently from gqa.py.  One
-# function per step, named after the lab's (ref_valid_g for valid_g, ...)
-# and in the lab's order, after the few helpers they share.
-# ---------------------------------------------------------------------------
-
-class Counter:
-    """Multiplications counted one at a time, by term; and elements read, by kind."""
-
-    def __init__(self):
-        self.counts = {}                    # term -> multiplications performed
-        self.reads = {}                     # "weight_reads" or "cache_reads" -> elements read
-
-    def add(self, term, k=1):
-        self.counts[term] = self.counts.get(term, 0) + k
-
-    def read(self, kind, k):
-        self.reads[kind] = self.reads.get(kind, 0) + k
-
-    def times(self, term, a, b):
-        self.add(term)
-        return a * b
-
-
-def _no_count(term, a, b):
-    return a * b
-
-
-def nested(shape, fill=0.0):
-    """A real nested list of the given shape."""
-    if not shape:
-        return fill
-    return [nested(shape[1:], fill) for _ in range(shape[0])]
-
-
-def leaves(t):
-    """The numbers of a nested list (or tuple), in order."""
-    if isinstance(t, (list, tuple)):
-        for x in t:
-            yield from leaves(x)
-    else:
-        yield t
-
-
-def count_leaves(t):
-    return sum(1 for _ in leaves(t))
-
-
-def rand_tensor(rng, *shape):
-    if len(shape) == 1:
-        return [rng.uniform(-1.0, 1.0) for _ in range(shape[0])]
-    return [rand_tensor(rng, *shape[1:]) for _ in range(shape[0])]
-
-
-def as_rows(t, how):
-    """t with its innermost rows made tuples ("tuple") or array('d') ("array"), or as it is."""
-    if how is None:
-        return t
-    if t and isinstance(t[0], (list, tuple, array)):
-        return [as_rows(x, how) for x in t]
-    return tuple(t) if how == "tuple" else array("d", t)
-
-
-def plain(t):
-    """t as nested lists (the rows a module returns); an array the worker sent, its values."""
-    if isinstance(t, Other) and hasattr(t, "values"):
-        return list(t.values)
-    return [plain(x) for x in t] if isinstance(t, (list, tuple, array)) else t
-
-
-def random_weights(rng, h, d_model, d, kv_heads=None):
-    """w_q [h][d_model][d], w_k and w_v [kv_heads or h][d_model][d], w_o [h][d][d_model]."""
-    kv = kv_heads or h
-    return [rand_tensor(rng, h, d_model, d), rand_tensor(rng, kv, d_model, d),
-            rand_tensor(rng, kv, d_model, d), rand_tensor(rng, h, d, d_model)]
+from .inputs import Counter, _no_count, count_leaves, leaves, nested, rand_tensor, random_weights
 
 
 def transpose(m):
