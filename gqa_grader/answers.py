@@ -174,7 +174,7 @@ def _replay(name, args, kwargs):
                       f"{name.replace('ref_', '')} to compare with (the teacher's run grades "
                       f"such cases)")
     for i, after in entry["after"].items():
-        args[int(i)].__dict__.update(decode(after).__dict__)
+        args[int(i)].__dict__.update(decode(after))
     return decode(entry["value"])
 
 
@@ -190,7 +190,9 @@ try:
 except ImportError:                      # a handout: the recorded answers stand in
     _reference = None
 
-if _reference is not None:
+HANDOUT = _reference is None            # a student's handout: answers replayed, not computed
+
+if not HANDOUT:
     RefKVCache = _reference.RefKVCache
     globals().update({name: getattr(_reference, name) for name in NAMES})
 else:

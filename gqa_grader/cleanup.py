@@ -140,6 +140,9 @@ def remove_entries(uid, folders, deadline):
             path = os.path.join(folder, name)
             try:
                 st = os.lstat(path)
+            except OSError:                  # gone already: another user's, removed meanwhile
+                continue
+            try:
                 if st.st_uid != uid:
                     continue
                 if stat.S_ISDIR(st.st_mode):

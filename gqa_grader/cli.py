@@ -13,9 +13,11 @@ import time
 from .checks import STEPS, check_names
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
-from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, fit, grade,
-                      gradescope, print_report, progress, reproduce)
+from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
+                      PUBLIC_SEED, fit, grade, gradescope, print_report, progress, reproduce)
+from .answers import HANDOUT
 from .handout import write_autograder, write_starter
+from .selfcheck import write_handout
 from .sandbox import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Seal
 
 
@@ -89,6 +91,9 @@ def _parser():
              f"reached by then are not graded")
     add("--autograder", metavar="DIR",
         help="write DIR/autograder.zip for Gradescope (this grader, sealed) and exit")
+    add("--handout", metavar="DIR",
+        help="write what students get into DIR (the starter, and a self-check of the public "
+             "cases that holds no reference) and exit")
     return parser
 
 
@@ -138,8 +143,21 @@ def _weights(parser, path):
     return weights
 
 
+def _check_handout(parser, args):
+    """A handout's self-check grades the public cases only: it has no reference."""
+    if args.cases or args.seed not in (None, PUBLIC_SEED):
+        parser.error(f"this is a handout's self-check: it grades the public cases (the systematic "
+                     f"ones and {PUBLIC_CASES} random ones per step, seed {PUBLIC_SEED}), so "
+                     f"--cases must be 0 and --seed {PUBLIC_SEED}; your teacher's run grades hidden ones")
+    for option in ("autograder", "handout", "sealed"):
+        if getattr(args, option):
+            parser.error(f"--{option} needs the reference, which a handout does not hold")
+
+
 def parse_args(argv):
     parser = _parser()
+    if HANDOUT:
+        parser.set_defaults(cases=0)
     args = parser.parse_args(argv)
     args.format = args.format or ("json" if args.json else "text")
     args.sealed = args.sealed or args.format == "gradescope"
@@ -151,6 +169,8 @@ def parse_args(argv):
     if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
         parser.error("--case K needs --only with one step (a name or a number), and K at least 0")
     args.weight_map = _weights(parser, args.weights) if args.weights else {}
+    if HANDOUT:
+        _check_handout(parser, args)
     return args
 
 
@@ -257,6 +277,8 @@ def _write_handout(args, documents):
     """--starter DIR or --autograder DIR: write it and say where; None when neither is asked."""
     for what, option, write, then in (
             ("starter", args.starter, write_starter, "grade it with: python grader.py --module {}"),
+            ("handout", args.handout, write_handout, "give students this folder; they run "
+             "`python grader.py` in it"),
             ("autograder", args.autograder, lambda d: write_autograder(d, args),
              "upload it as the assignment's autograder on Gradescope")):
         if not option:
@@ -294,9 +316,10 @@ def _grade_sealed(args, label):
             partly = f"partly sealed: {seal.partly}"
             print(f"grader: {partly}", file=sys.stdout if args.format == "text" else sys.stderr)
         if args.format == "text" and not args.quiet:
-            print(f"grading {label} with seed {args.seed} (grader {GRADER_VERSION}; the systematic "
-                  f"cases and {args.cases} random ones per step; floats to rel {REL_TOL:g}, abs "
-                  f"{ABS_TOL:g}; repeat with: {reproduce(args)})")
+            hidden = f", then {args.cases} hidden ones from seed {args.seed}" if args.cases else ""
+            print(f"grading {label} (grader {GRADER_VERSION}; the public cases: the systematic "
+                  f"ones and {PUBLIC_CASES} random ones per step{hidden}; floats to rel "
+                  f"{REL_TOL:g}, abs {ABS_TOL:g}; repeat with: {reproduce(args)})")
             sys.stdout.flush()
         if not os.path.isfile(args.module):
             raise Refused(f"no such file: {args.module}")

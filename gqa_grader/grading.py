@@ -18,9 +18,11 @@ from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
 from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
 
-GRADER_VERSION = "2.0"
+GRADER_VERSION = "3.0"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
-DEFAULT_CASES = 10      # random cases per check, after the systematic ones
+DEFAULT_CASES = 10      # hidden random cases per check, from the run's seed, after the public ones
+PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
+PUBLIC_CASES = 10       # public random cases per check, after the systematic ones
 MAX_CASES = 1000        # at most this many: 1,000 random cases per step take minutes
 
 
@@ -37,20 +39,35 @@ def blocked_by(st, err):
     return number if number is not None and number != st.number else None
 
 
+def public_end(st):
+    """The number of st's cases that are public: its systematic ones, then PUBLIC_CASES
+    random ones; cases from there on are hidden, drawn from the run's seed."""
+    return st.systematic + PUBLIC_CASES
+
+
+def case_seed(st, k, seed):
+    """The seed case k of step st is drawn from: PUBLIC_SEED for a public case."""
+    return PUBLIC_SEED if k < public_end(st) else seed
+
+
 def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
     """Run one step's cases; return its result dict.  Nothing the worker sends raises
     from here: an answer the grader cannot check fails its case, saying why."""
-    ids = [only_case] if only_case is not None else range(st.systematic + cases)
+    ids = [only_case] if only_case is not None else range(public_end(st) + cases)
     result = {"step": st.number, "name": st.name, "summary": st.summary, "status": "passed",
-              "cases": 0, "cases_passed": 0, "message": "", "case": None, "inputs": None,
-              "show": None, "needs": [], "touches": list(st.touches), "notes": []}
+              "cases": 0, "cases_passed": 0, "public": [0, 0], "hidden": [0, 0], "message": "",
+              "case": None, "inputs": None, "show": None, "needs": [], "touches": list(st.touches),
+              "notes": []}
     for k in ids:
         shown = Case(student)
         student.pending = []
+        part = result["public" if k < public_end(st) else "hidden"]
         result["cases"] += 1
+        part[1] += 1
         try:
-            st.fn(shown, k, random.Random(f"{st.name}:{seed}:{k}"))
+            st.fn(shown, k, random.Random(f"{st.name}:{case_seed(st, k, seed)}:{k}"))
             result["cases_passed"] += 1
+            part[0] += 1
             if only_case is not None:
                 result.update(inputs=shown.inputs(), show=shown.show(whole=True))
         except OutOfTime:
@@ -87,7 +104,8 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
 
 def not_graded(st, why):
     return {"step": st.number, "name": st.name, "summary": st.summary, "status": "failed",
-            "cases": 0, "cases_passed": 0, "message": why, "case": None, "inputs": None,
+            "cases": 0, "cases_passed": 0, "public": [0, 0], "hidden": [0, 0], "message": why,
+            "case": None, "inputs": None,
             "show": None, "needs": [], "touches": list(st.touches), "notes": []}
 
 
@@ -148,7 +166,10 @@ def reproduce(args, name=None, case=None):
     parts = [grader_command()]
     if getattr(args, "module_given", args.module != DEFAULT_MODULE):
         parts.append(f"--module {args.module}")
-    parts.append(f"--seed {args.seed}")
+    step = next((st for st in STEPS if st.name == name), None)
+    public = case is not None and step is not None and case < public_end(step)
+    if not public and args.cases:                   # a public case needs no seed
+        parts.append(f"--seed {args.seed}")
     if name:
         parts.append(f"--only {name}")
     if case is not None:

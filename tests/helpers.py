@@ -84,6 +84,11 @@ HEAVY = (
     (0.3, ("test_sealed.RealWork",)),
     (0.3, ("test_sealed.NeverAsRoot",)),
     (0.2, ("test_sealed.Autograder",)),
+    (3.0, ("test_handout.Handout",)),
+    (1.5, ("test_holds.SealedRunHolds",)),
+    (0.8, ("test_holds.EveryRunCleansUp",)),
+    (0.4, ("test_holds.SelfCheckAsRoot",)),
+    (0.4, ("test_house.StudentFolder",)),
 )
 
 

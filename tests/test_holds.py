@@ -17,6 +17,8 @@ import unittest
 
 from gqa_grader import compare, handout, sandbox
 
+from tests.helpers import heavy
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AS_ROOT = os.name == "posix" and hasattr(os, "geteuid") and os.geteuid() == 0
 NOT_ROOT = "the sealed run draws a user of its own only as root; this test runs as another user"
@@ -94,6 +96,7 @@ def left_by(uid):
 
 
 @unittest.skipUnless(AS_ROOT, NOT_ROOT)
+@heavy
 class SealedRunHolds(unittest.TestCase):
 
     @classmethod
@@ -167,6 +170,7 @@ LEAVER = HOSTILE.split("_read = []")[0].replace(STARTER, "") + \
 
 
 @unittest.skipUnless(AS_ROOT, NOT_ROOT)
+@heavy
 class EveryRunCleansUp(unittest.TestCase):
     """The self-check and a tool's child (run_in_child) as root: the same cleanup."""
 
@@ -205,6 +209,7 @@ class EveryRunCleansUp(unittest.TestCase):
 
 
 @unittest.skipUnless(AS_ROOT, NOT_ROOT)
+@heavy
 class SelfCheckAsRoot(unittest.TestCase):
     """The self-check as root imports nothing from the module's folder before it drops."""
 

@@ -11,6 +11,8 @@ import sys
 import tempfile
 import unittest
 
+from tests.helpers import heavy
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The floors, lowest first: a module may import the standard library and the modules
@@ -138,6 +140,7 @@ class Layout(unittest.TestCase):
         self.assertEqual(loose, ["gqa.py", "grader.py"])      # grader.py is a door, not installed
 
 
+@heavy
 class StudentFolder(unittest.TestCase):
     """Inside a lab folder, `python ../grader.py` grades ./gqa.py, and says so."""
 
