@@ -39,18 +39,21 @@ class Step:
 STEPS = []
 
 
-def step(number, name, summary, systematic, needs=(), touches=(), why="", refusals=None):
+def step(number, name, summary, systematic, needs=(), touches=(), why="", refusals=None, agrees=None):
     """Register a check.  needs: the later steps whose functions it calls too;
-    touches: the earlier steps a student goes back to for it, and why; refusals(s, rng):
-    the refusals its docstring states, one more systematic case after the others."""
+    touches: the earlier steps a student goes back to for it, and why.  Two more
+    systematic cases may follow the check's own: refusals(s, rng), the refusals its
+    docstring states; agrees(s, rng), the module's own functions agreeing with each
+    other (no reference in it, so a handout checks it as the teacher's run does)."""
+    extra = [f for f in (refusals, agrees) if f]
+
     def register(fn):
-        check = fn
-        if refusals:
-            def check(s, case, rng):
-                if case == systematic:
-                    return refusals(s, rng)
-                return fn(s, case - (case > systematic), rng)
-        STEPS.append(Step(number, name, summary, systematic + bool(refusals), check, needs, touches, why))
+        def check(s, case, rng):
+            if systematic <= case < systematic + len(extra):
+                return extra[case - systematic](s, rng)
+            return fn(s, case - len(extra) if case > systematic else case, rng)
+        STEPS.append(Step(number, name, summary, systematic + len(extra), check if extra else fn,
+                          needs, touches, why))
         return fn
     return register
 
@@ -592,8 +595,23 @@ def check_multiplies_table(s, case, rng):
            "multiplies_table rows (kv_heads, group_size, counts.total, ratio.total)")
 
 
+def tally_is_its_closed_form(s, rng):
+    """What count_multiplies() counts while layer() runs is what attention_multiplies()
+    says it costs, term by term: the module's count and its formula agree."""
+    h, g, n, d, d_model, where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
+    causal = rng.random() < 0.5
+    w = send_weights(s, random_weights(rng, h, d_model, d))
+    x = rand_tensor(rng, n, d_model)
+    tally = s.tally([("layer", [x, w, g], {"causal": causal})], TERMS)
+    closed = s.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
+    expect([tally[t] for t in TERMS], fields_of(closed, "attention_multiplies(...)", "Multiplies", TERMS),
+           f"{where}, causal={causal}", "tally fields " + ", ".join(TERMS) + " after layer(), against "
+           "your own attention_multiplies(...) (a count and its closed form agree)", names=TERMS)
+
+
 @step(20, "count_multiplies", "the tally kept while the code runs, nested blocks too",
-      len(ALL_HG), needs=(21, 22), touches=(7, 9, 13, 22), why="to count what their kernels multiply and read")
+      len(ALL_HG), needs=(21, 22), touches=(7, 9, 13, 22), why="to count what their kernels multiply and read",
+      agrees=tally_is_its_closed_form)
 def check_tally(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
@@ -685,8 +703,20 @@ def check_kv_cache(s, case, rng):
            "len(cache) and cache.k after refused appends (nothing is stored unless both are valid)")
 
 
+def decoding_is_a_causal_layer(s, rng):
+    """Decoding x row by row with decode_step gives the rows of the module's own causal
+    layer(x): the two paths of one computation agree."""
+    h, g, n, d, d_model, where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
+    w = send_weights(s, random_weights(rng, h, d_model, d))
+    x = rand_tensor(rng, n + 1, d_model)
+    s.call("KVCache", g, d, keep="cache", value=False)
+    rows = [s.call("decode_step", x_t, w, g, ref("cache"), setup=True) for x_t in x]
+    expect(rows, s.call("layer", x, w, g, causal=True), f"{where}, {n + 1} positions",
+           "decode_step row by row against your own layer(x, weights, g, causal=True)")
+
+
 @step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG),
-      refusals=refuse_decode)
+      refusals=refuse_decode, agrees=decoding_is_a_causal_layer)
 def check_decode(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
