@@ -316,7 +316,8 @@ def _grade_sealed(args, label):
             partly = f"partly sealed: {seal.partly}"
             print(f"grader: {partly}", file=sys.stdout if args.format == "text" else sys.stderr)
         if args.format == "text" and not args.quiet:
-            hidden = f", then {args.cases} hidden ones from seed {args.seed}" if args.cases else ""
+            hidden = (f", then {args.cases} hidden {'one' if args.cases == 1 else 'ones'} from seed "
+                      f"{args.seed}") if args.cases else ""
             print(f"grading {label} (grader {GRADER_VERSION}; the public cases: the systematic "
                   f"ones and {PUBLIC_CASES} random ones per step{hidden}; floats to rel "
                   f"{REL_TOL:g}, abs {ABS_TOL:g}; repeat with: {reproduce(args)})")

@@ -517,10 +517,13 @@ class CommandLine(unittest.TestCase):
     def test_a_run_prints_its_fresh_seed_and_the_graders_version(self):
         # The real module passing every step with the default cases is the README's
         # sample, checked in tests/test_docs.py.
-        run = run_grader("--cases", "0", "--only", "valid_g")
+        run = run_grader("--cases", "1", "--only", "valid_g")
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         first = run.stdout.splitlines()[0]
-        self.assertRegex(first, rf"^grading ./gqa.py with seed \d+ \(grader {grading.GRADER_VERSION};")
+        self.assertRegex(first, rf"^grading ./gqa.py \(grader {grading.GRADER_VERSION}; the public cases: "
+                                rf"the systematic ones and {grading.PUBLIC_CASES} random ones per step, "
+                                rf"then 1 hidden one from seed (\d+);.* repeat with: python grader.py "
+                                rf"--seed \1 --cases 1\)$")
         self.assertEqual(run.stdout.splitlines()[-1], "1 passed, 0 failed")
 
     def test_a_failure_shows_the_case_and_the_command_for_that_case(self):
@@ -530,8 +533,8 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(run.returncode, 1, run.stderr)
         self.assertRegex(run.stdout, r"step  3  FAIL  kv_head .*\n\s+case h=4, g=2")
         self.assertIn("first difference at [1]: expected 0, got 1", run.stdout)
-        self.assertIn(f"reproduce: python grader.py --module {path} --seed 3 --only kv_head --case 6 --show",
-                      run.stdout)
+        self.assertIn(f"reproduce: python grader.py --module {path} --only kv_head --case 6 --show",
+                      run.stdout)                  # a public case: the same in every run, no seed
         self.assertEqual(one.returncode, 1)
         self.assertIn("\nfrom gqa import *\n[kv_head(0, 4, 2), kv_head(1, 4, 2), kv_head(2, 4, 2), "
                       "kv_head(3, 4, 2)]\n", one.stdout)
