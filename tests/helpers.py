@@ -70,7 +70,7 @@ HEAVY = (
     (2.5, ("test_grader.Referee",)),
     (2.4, ("test_sealed.ToolsThroughTheWorker",)),
     (2.2, ("test_report.FromAnotherModule",)),
-    (1.7, ("test_docs.ReadmeSamples",)),
+    (1.7, ("test_docs.PageSamples",)),
     (1.3, ("test_train.WithAStudentsModule",)),
     (1.0, ("test_grader.Starter",)),
     (0.9, ("test_sealed.NeverCrashNeverStall",)),
