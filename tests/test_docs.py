@@ -388,7 +388,7 @@ class Pages(unittest.TestCase):
 
     def test_the_documented_refusal_is_the_codes(self):
         documented = re.search(r"`(kv_head: g=3 does not divide h=8; [^`]*)`", TEXT["CONTRIBUTING.md"]).group(1)
-        self.assertEqual(documented, "kv_head: g=3 does not divide h=8; valid g for h=8: 1, 2, 4, 8")
+        self.assertEqual(documented, "kv_head: g=3 does not divide h=8; valid g: 1, 2, 4, 8")
         with self.assertRaises(gqa.GQAError) as refused:
             gqa.kv_head(0, 8, 3)
         if "; got g=3, h=8;" in str(refused.exception):
