@@ -7,8 +7,9 @@
 - A ```python block whose first line is `# mylab/gqa.py` (a starter's folder) is
   code a student puts in that starter: it replaces the function of that name there,
   and the page's later commands grade it.
-- Every option a page gives a command is one that the command's --help lists, and
-  every relative link leads to a file.
+- Every option a page gives a command (and every option in a table headed
+  `| option |`, the grader's) is one that the command's --help lists, and every
+  relative link leads to a file.
 
 Each command runs once, from the project's folder: `python -m gqa` in this
 process, `python grader.py` as a process of its own, started when the tests are
@@ -25,6 +26,7 @@ import atexit
 import contextlib
 import doctest
 import io
+import json
 import os
 import re
 import shlex
@@ -205,70 +207,103 @@ def in_a_copy(page):
     return found
 
 
-class Runs:
-    """Every page's commands, each run once, beside each other; they start at start().
-    A command alone runs in the project's folder, one after a starter in a copy."""
+class Copies:
+    """The commands that run in copies of the project, each once: the starters first,
+    then the rest beside each other.  They run in a process of their own (COPIES), so
+    that no thread of the tests' process works while other tests run: tracemalloc
+    (tests/test_bench.py) sees every thread."""
 
     def __init__(self):
-        self.started = False
-        self.processes: Dict[str, subprocess.Popen] = {}
-        self.copies: Dict[tuple, Future] = {}
-        self.done: Dict[str, Output] = {}
         self.pool = ThreadPoolExecutor(max_workers=4)
+        self.futures: Dict[tuple, Future] = {}
 
-    def start(self):
-        if self.started:
-            return
-        self.started = True
-        keys = [key for page in PAGES for key in in_a_copy(page).values()]
-        for key in sorted(keys, key=lambda key: key[0] is not None):   # the starters first
-            self.in_a_copy(*key)
-        alone = [s.command for s in samples() if s.index not in in_a_copy(s.page) and s.command not in EXEMPT]
-        for command in dict.fromkeys(alone + [f"{program} --help" for program in programs()]):
-            if not in_process(command):
-                self.processes[command] = subprocess.Popen(
-                    argv_of(command), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                atexit.register(self.processes[command].kill)   # never outlives the suite
-
-    def in_a_copy(self, starter, edits, command) -> Future:
+    def submit(self, starter, edits, command) -> Future:
         """(Output, folder), in time: command run in a copy of the project holding
         starter's folder with edits made (the starter itself when starter is None)."""
         key = (starter, edits, command)
-        if key not in self.copies:
-            self.copies[key] = self.pool.submit(self.run_in_a_copy, *key)
-        return self.copies[key]
+        if key not in self.futures:
+            self.futures[key] = self.pool.submit(self.run, *key)
+        return self.futures[key]
 
-    def run_in_a_copy(self, starter, edits, command):
+    def run(self, starter, edits, command):
         folder = tempfile.mkdtemp(prefix="gqa-docs-")
         atexit.register(shutil.rmtree, folder, True)
         copy_project(folder)
         if starter:
-            _, made_in = self.in_a_copy(None, (), starter).result(timeout=120)
+            _, made_in = self.submit(None, (), starter).result(timeout=120)
             name = shlex.split(starter)[-1]
             shutil.copytree(os.path.join(made_in, name), os.path.join(folder, name))
         for path, source in edits:
             apply_edit(os.path.join(folder, path), source)
         return run_process(argv_of(command), folder), folder
 
+
+def run_copies():
+    """{"page:index": Output} for every page's samples from its starter on."""
+    copies = Copies()
+    keys = {f"{page}:{index}": key for page in PAGES for index, key in in_a_copy(page).items()}
+    for key in sorted(set(keys.values()), key=lambda key: key[0] is not None):   # the starters first
+        copies.submit(*key)
+    return {name: copies.submit(*key).result(timeout=120)[0] for name, key in keys.items()}
+
+
+COPIES = "import json, tests.test_docs as docs; print(json.dumps(docs.run_copies()))"
+
+
+class Runs:
+    """Every page's commands, each run once; the processes start at start().  A command
+    alone runs in the project's folder, the rest in copies (run_copies)."""
+
+    def __init__(self):
+        self.started = False
+        self.processes: Dict[str, subprocess.Popen] = {}
+        self.done: Dict[str, Output] = {}
+        self.copies: Optional[Dict[str, Output]] = None
+
+    def start(self):
+        if self.started:
+            return
+        self.started = True
+        alone = [s.command for s in samples() if s.index not in in_a_copy(s.page) and s.command not in EXEMPT]
+        for command in dict.fromkeys(alone + [f"{program} --help" for program in programs()]):
+            if not in_process(command):
+                self.popen(command, argv_of(command))
+        self.popen("copies", [sys.executable, "-c", COPIES])
+
+    def popen(self, name, argv):
+        self.processes[name] = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE, text=True)
+        atexit.register(self.processes[name].kill)              # never outlives the suite
+
     def output(self, sample: Sample) -> Output:
         """What the sample's command prints, run where the page runs it."""
-        self.start()
-        key = in_a_copy(sample.page).get(sample.index)
-        return self.in_a_copy(*key).result(timeout=120)[0] if key else self.alone(sample.command)
+        if sample.index not in in_a_copy(sample.page):
+            return self.alone(sample.command)
+        if self.copies is None:
+            stdout, stderr, status = self.collect("copies")
+            if status:
+                raise AssertionError(f"the copies' process failed:\n{stderr}")
+            self.copies = {name: Output(*output) for name, output in json.loads(stdout).items()}
+        return self.copies[f"{sample.page}:{sample.index}"]
 
     def alone(self, command) -> Output:
         if command not in self.done:
             if in_process(command):
                 self.done[command] = run_in_process(command)
             else:
-                self.start()
-                proc = self.processes[command]
-                try:
-                    stdout, stderr = proc.communicate(timeout=120)
-                finally:
-                    proc.kill()
-                self.done[command] = Output(stdout + stderr, proc.returncode)
+                stdout, stderr, status = self.collect(command)
+                self.done[command] = Output(stdout + stderr, status)
         return self.done[command]
+
+    def collect(self, name):
+        """(stdout, stderr, exit status) of the process started as name."""
+        self.start()
+        proc = self.processes[name]
+        try:
+            stdout, stderr = proc.communicate(timeout=180)
+        finally:
+            proc.kill()
+        return stdout, stderr, proc.returncode
 
 
 RUNS = Runs()
