@@ -1,9 +1,10 @@
 """The pages (README.md, CONTRIBUTING.md, docs/*.md) say what the code does now.
 
 - A REPL session (`>>>`) runs as a doctest.
-- A block that starts with `$ command` shows what the command prints now (its
-  stdout, then its stderr); a line `...` in it stands for lines left out.  The
-  exemptions are named in EXEMPT, each with its reason.
+- A block that starts with `$ command` shows what the command prints now (on
+  stdout; on stderr for a command that prints nothing on stdout); a line `...` in
+  it stands for lines left out.  The exemptions are named in EXEMPT, each with its
+  reason.
 - A ```python block whose first line is `# mylab/gqa.py` (a starter's folder) is
   code a student puts in that starter: it replaces the function of that name there,
   and the page's later commands grade it.
@@ -112,8 +113,13 @@ def matches(expected, actual):
 # Running a page's commands
 # ---------------------------------------------------------------------------
 class Output(NamedTuple):
-    text: str               # stdout, then stderr
+    text: str               # what a sample shows: stdout, or stderr when stdout is empty
     returncode: int
+    stderr: str
+
+
+def output_of(stdout, stderr, returncode):
+    return Output(stdout or stderr, returncode, stderr)
 
 
 def argv_of(command):
@@ -128,7 +134,7 @@ def argv_of(command):
 def run_process(argv, cwd):
     proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=120)
-    return Output(proc.stdout + proc.stderr, proc.returncode)
+    return output_of(proc.stdout, proc.stderr, proc.returncode)
 
 
 def run_in_process(command):
@@ -139,18 +145,18 @@ def run_in_process(command):
         main, argv = grader.main, words[2:]
     else:
         main, argv = gqa_cli.main, words[3:]
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()
     os.chdir(ROOT)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 status = main(argv)
             except SystemExit as stop:               # --help
                 status = stop.code
     finally:
         os.chdir(here)
-    return Output(out.getvalue(), status or 0)
+    return output_of(out.getvalue(), err.getvalue(), status or 0)
 
 
 def in_process(command):
@@ -292,7 +298,7 @@ class Runs:
                 self.done[command] = run_in_process(command)
             else:
                 stdout, stderr, status = self.collect(command)
-                self.done[command] = Output(stdout + stderr, status)
+                self.done[command] = output_of(stdout, stderr, status)
         return self.done[command]
 
     def collect(self, name):
@@ -332,15 +338,16 @@ class PageSamples(unittest.TestCase):
             with self.subTest(page=sample.page, command=sample.command):
                 if sample.command in EXEMPT:
                     continue
-                got = RUNS.output(sample).text
+                run = RUNS.output(sample)
                 if "...\n" in sample.expected.splitlines(keepends=True):
-                    self.assertTrue(matches(sample.expected, got), f"the command printed:\n{got}")
+                    self.assertTrue(matches(sample.expected, run.text),
+                                    f"the command printed:\n{run.text}\nand on stderr:\n{run.stderr}")
                 else:
-                    self.assertEqual(sample.expected, got)
+                    self.assertEqual(sample.expected, run.text, f"and on stderr:\n{run.stderr}")
 
     def test_the_shipped_module_passes_every_step(self):
         run = RUNS.alone("python grader.py --seed 1")
-        self.assertEqual(run.returncode, 0, run.text)
+        self.assertEqual(run.returncode, 0, run.text + run.stderr)
         self.assertTrue(run.text.endswith("\n25 passed, 0 failed\n"), run.text)
 
     def test_every_option_a_page_gives_is_one_the_command_takes(self):
