@@ -67,10 +67,10 @@ def tiny_recipe():
 # mutants) and run together.
 HEAVY = (
     (7.0, ("test_grader.CommandLine", "test_grader.Mutants")),
+    (3.2, ("test_docs.PageSamples",)),
     (2.5, ("test_grader.Referee",)),
     (2.4, ("test_sealed.ToolsThroughTheWorker",)),
     (2.2, ("test_report.FromAnotherModule",)),
-    (1.7, ("test_docs.ReadmeSamples",)),
     (1.3, ("test_train.WithAStudentsModule",)),
     (1.0, ("test_grader.Starter",)),
     (0.9, ("test_sealed.NeverCrashNeverStall",)),

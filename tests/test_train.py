@@ -338,14 +338,18 @@ class Committed(unittest.TestCase):
         self.assertEqual(len(lows), 2, rows[:2])
         self.assertTrue(all(low >= 0.95 for low in lows), rows[:2])
 
-    def test_the_readme_sample_is_the_reports_run(self):
-        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
-            readme = f.read()
-        sample = re.search(r"```\n\$ python -m gqa uptrain --quick\n(.*?)```", readme, re.S).group(1)
+    def test_the_docs_sample_is_the_reports_run(self):
+        # docs/uptraining.md shows the offsets task of `uptrain --quick` (`...` for recall)
+        with open(os.path.join(ROOT, "docs", "uptraining.md"), encoding="utf-8") as f:
+            page = f.read()
+        sample = re.search(r"```\n\$ python -m gqa uptrain --quick\n(.*?)```", page, re.S).group(1)
         spreads = re.findall(r"\d\.\d{3} ± \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", sample)
-        self.assertGreater(len(spreads), 20)
+        self.assertGreater(len(spreads), 10)
         in_report = re.findall(r"\d\.\d{3} ± \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", self.section)
-        self.assertEqual(sorted(spreads), sorted(in_report))
+        for spread in set(spreads):                  # each shown as often as the report has it
+            self.assertLessEqual(spreads.count(spread), in_report.count(spread), spread)
+        sentences = [line for line in sample.splitlines() if line.startswith("At g = 1, converting")]
+        self.assertTrue(sentences and all(line in self.section for line in sentences), sentences)
 
 
 if __name__ == "__main__":
