@@ -372,15 +372,16 @@ class Families(unittest.TestCase):
 
     def test_never_a_silent_wrong_number(self):
         base = dict(num_hidden_layers=2, num_attention_heads=4, hidden_size=32)
-        with self.assertRaisesRegex(GQAError, r"layer_types 'mystery_attention' is not understood.*--ignore layer_types"):
-            shape(**base, layer_types=["full_attention", "mystery_attention"])
-        warned = ModelShape.from_config(dict(base, model_type="llama",
-                                             layer_types=["full_attention", "mystery_attention"]),
-                                        ignore=["layer_types"])
-        self.assertTrue(warned.notes[0].startswith("WARNING: layer_types 'mystery_attention'"))
+        mystery = dict(base, layer_types=["full_attention", "mystery_attention"])
+        for ignore in ((), ("layer_types",)):           # --ignore cannot make a number of it
+            with self.assertRaises(GQAError) as caught:
+                ModelShape.from_config(mystery, ignore=ignore)
+            self.assertIn("cannot size: layer_types 'mystery_attention' changes the cache in a way no "
+                          "rule reads", str(caught.exception))
+            self.assertNotIn("--ignore", str(caught.exception))
         with self.assertRaisesRegex(GQAError, r"kv_lora_rank without qk_rope_head_dim"):
             shape(**base, kv_lora_rank=512)
-        with self.assertRaisesRegex(GQAError, r"attention_chunk_size .* not understood"):
+        with self.assertRaisesRegex(GQAError, r"cannot size: attention_chunk_size 8 changes the cache"):
             shape(**base, attention_chunk_size=8)              # no list of layers, and no class default
         with self.assertRaisesRegex(GQAError, r"layer_types must list the 2 layers"):
             shape(**base, layer_types=["full_attention"])
