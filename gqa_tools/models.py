@@ -362,6 +362,10 @@ HARMLESS_KEYS = frozenset((
     "use_qk_norm", "qk_layernorm", "query_pre_attn_scalar", "attn_output_gate", "head_dim_scale",
     "vision_config", "audio_config", "vision_feature_layer", "vision_feature_select_strategy",
     "multimodal_projector_bias", "projector_hidden_act", "mm_tokens_per_image", "image_seq_length",
+    # InternVL's vision settings beside its llm_config, and a vision-encoder-decoder's encoder
+    "select_layer", "downsample_ratio", "template", "ps_version", "force_image_size",
+    "dynamic_image_size", "use_thumbnail", "max_dynamic_patch", "min_dynamic_patch",
+    "use_backbone_lora", "use_llm_lora", "pad2square", "encoder",
     "parallel_attn", "pre_allocate_kv_cache", "scale_attn_weights", "reorder_and_upcast_attn",
     "scale_attn_by_inverse_layer_idx", "clip_qkv", "qk_ln", "qk_gn", "attn_impl", "attn_uses_sequence_id", "softmax_scale", "alibi",
     "alibi_bias_max", "prefix_lm", "fused_qkv",
@@ -1262,9 +1266,10 @@ def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
     image, image_field = (None, "")
     if any(g.rule == "image" for g in groups):
         image, image_field = _image_tokens(keys, top)
-    if lay.kv:
-        kv_heads = max(lay.kv)
-    return _Read(layers, heads, kv_heads, head_dim, hidden, groups, image=image, image_field=image_field)
+    per_layer = len(set(lay.kv or ())) > 1 or len(set(lay.q or ())) > 1
+    kv_heads = max(lay.kv) if lay.kv else kv_heads
+    return _Read(layers, heads, kv_heads, head_dim, hidden, groups, image=image, image_field=image_field,
+                 per_layer=per_layer)
 
 
 def _beside(keys: _Keys, family: Optional[Family], model_type: str, layers: int, rules: List[str],
@@ -1278,8 +1283,9 @@ def _beside(keys: _Keys, family: Optional[Family], model_type: str, layers: int,
         note = _state_note(keys, family, "Mamba-2").replace(" layers", " mixers beside the attention", 1)
         extra += (LayerGroup("none", layers, note=note,
                              fields=("model_type falcon_h1",), layer_ids=tuple(range(layers))),)
-    if keys.get("add_cross_attention"):     # a decoder of an encoder-decoder (GPT-2 beside a ViT)
-        extra += tuple(g._replace(rule="cross", window=None, fields=g.fields + ("add_cross_attention",))
+    if keys.get("add_cross_attention") or keys.cross:   # a decoder of an encoder-decoder (GPT-2 after a ViT)
+        said = "add_cross_attention" if keys.data.get("add_cross_attention") else "decoder of an encoder-decoder"
+        extra += tuple(g._replace(rule="cross", window=None, fields=g.fields + (said,))
                        for g in groups if g.rule == "full")
     return extra + _draft(keys)
 
@@ -1446,8 +1452,9 @@ def _layer_specs(rules: List[str], lay: _Layout, shared_from: Dict[int, Tuple[in
     for i, rule in enumerate(rules):
         if i in shared_from:
             j, field = shared_from[i]
-            specs.append(("shared", 0, 0, None, 0, f"reading the cache of layer {j} ({rules[j]})", 0,
-                          (field,) + tuple(fields)))
+            note = f"reading the cache of layer {j} ({rules[j]})" if field != "cla_share_factor" else \
+                "reusing the K and V of the layer before them that computes its own (cross-layer attention)"
+            specs.append(("shared", 0, 0, None, 0, note, 0, (field,) + tuple(fields)))
         elif rule == "mla":
             specs.append(("mla", 0, 0, None, mla[0], "", 0, tuple(mla[1] + fields)))
         elif rule.startswith("none:"):
