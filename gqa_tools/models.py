@@ -51,7 +51,8 @@ RULES = {
     "sliding": "a sliding window: the same per token, for the last `window` positions only",
     "chunked": "chunked attention: the same per token, within the current chunk only",
     "mla": "multi-head latent attention: one latent of kv_lora_rank + qk_rope_head_dim per token",
-    "shared": "no cache of its own: the layer reads the cache of an earlier layer of its type",
+    "shared": "no cache of its own: the layer reads the K and V an earlier layer cached (KV sharing, "
+              "cross-layer attention)",
     "cross": "cross-attention: 2 x g x head_dim values per source token (an encoder's output)",
     "image": "vision cross-attention: 2 x g x head_dim values per image token",
     "none": "no KV cache: a state of fixed size per sequence (state-space, linear attention, "

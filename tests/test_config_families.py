@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import unittest
 
 import gqa
@@ -769,6 +770,30 @@ class Readme(unittest.TestCase):
         rule_table = section.split("| rule |")[1].split("\n\n")[0]
         for family in FAMILIES.values():
             self.assertIn(family.name.split(" (")[0].split(",")[0], rule_table, family.name)
+
+
+class SizingPage(unittest.TestCase):
+    """docs/sizing.md: the rules, the mechanisms with their worked tests, the families, the counts."""
+
+    def test_the_page_lists_every_rule_mechanism_and_family(self):
+        from gqa_tools.models import LAYOUTS
+        with open(os.path.join(ROOT, "docs", "sizing.md"), encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn(family_table(), page)
+        for rule, means in RULES.items():
+            self.assertIn(f"| {rule} | {means} |", page)
+        mechanisms = page.split("## The mechanisms")[1].split("\n## ")[0]
+        for layout in LAYOUTS:                  # each named after the first field it reads
+            field = layout.__name__[len("_layout_"):]
+            self.assertIn(f"`{field}", mechanisms.replace("`_block_types", "`block_types"), field)
+        tests = {name for cls in (ReadByMechanism, Mechanisms, Table) for name in dir(cls) if name.startswith("test_")}
+        for cited in re.findall(r"`(test_\w+)`", mechanisms):
+            self.assertTrue(cited in tests or cited in ("test_every_spelling",), cited)
+        self.assertIn(f"| seen: the rows' examples and six more | {len(SEEN)} | {len(SEEN)} | 0 | 0 |", page)
+        self.assertIn(f"| unseen: families the sizer knows or the mechanisms name | {len(UNSEEN)} | "
+                      f"{len(UNSEEN)} | 0 | 0 |", page)
+        self.assertIn(f"| further: families no row and no issue names | {len(FURTHER)} | {len(FURTHER)} | 0 | 0 |",
+                      page)
 
 
 class Json(unittest.TestCase):
