@@ -5,7 +5,11 @@
 Which method the model uses, what a token of context costs, how many requests
 fit in the memory left, what happens on N tensor-parallel devices, and (as a
 roofline model, not a measurement) how fast it could decode: gqa_tools.models'
-answers as one table, or as JSON with exact bytes.
+answers as one table, or as JSON with exact bytes.  The cache's dtype is the
+config's (kv_cache_dtype, a quantization config's KV scheme) unless --dtype
+says otherwise, and the output says which; the weights come from --weights (a
+size, a model folder or its model.safetensors.index.json) or the index beside
+the config.
 """
 
 from __future__ import annotations
@@ -167,8 +171,10 @@ def render(s: Dict[str, Any]) -> str:
                                       for c in cols]))
     if st["tp"] > 1 and m["heads"]:
         rows += [(f"kv heads per device (tp={st['tp']})",
-                  each(lambda c: "latent" if c["method"] == "MLA" else str(c["tp"]["kv_heads_per_device"]))),
-                 ("each kv head held by", each(lambda c: f"{c['tp']['replication']} device(s)")),
+                  each(lambda c: "latent" if c["method"] == "MLA" else "by layer" if m["per_layer"]
+                       else str(c["tp"]["kv_heads_per_device"]))),
+                 ("each kv head held by", each(lambda c: "by layer" if m["per_layer"] and c["method"] != "MLA"
+                                               else f"{c['tp']['replication']} device(s)")),
                  ("cache per device", each(lambda c: human_bytes(c["tp"]["bytes_per_device"]))),
                  ("cache, all devices", each(lambda c: human_bytes(c["tp"]["bytes_all_devices"])))]
     if st["memory"] is not None:
@@ -177,7 +183,9 @@ def render(s: Dict[str, Any]) -> str:
     if "hardware" in s:
         rows += [("decode step (roofline)", each(lambda c: f"{c['decode']['seconds'] * 1e3:.3g} ms", True)),
                  ("bound by", each(lambda c: c["decode"]["bound"], True))]
-    head = [""] + [f"this model, {c['method']}" + (f" g={c['kv_heads']}" if c["method"] not in ("MLA", "no KV cache") else "")
+    plain = ("MLA", "no KV cache")
+    head = [""] + [f"this model, {c['method']}" + (f" g={c['kv_heads']}" if c["method"] not in plain and
+                                                   not m["per_layer"] else "")
                    if c["label"] == "model" else
                    ("as MHA" if c["label"] == "as MHA" else f"{c['method']} g={c['kv_heads']}")
                    for c in cols]
@@ -255,7 +263,8 @@ def notes(s: Dict[str, Any]) -> List[str]:
                    + ("; give --weights (a size, a model folder or its " + INDEX + ") for the weights' share"
                       if not st["weights"] else "" if st["weights_from"] == "given with --weights"
                       else f"; the weights from {st['weights_from']}"))
-    out += [f"{c['method']} g={c['kv_heads']}: {c['tp']['error']}" for c in cols if "error" in c["tp"]]
+    out += [f"{c['method']}{'' if m['per_layer'] else ' g=' + str(c['kv_heads'])}: {c['tp']['error']}"
+            for c in cols if "error" in c["tp"]]
     out += [c["decode"]["error"] for c in cols if "error" in c.get("decode", {})][:1]
     if "hardware" in s:
         hw = s["hardware"]

@@ -13,11 +13,19 @@ Each group of layers caches by one rule (RULES); which layer follows which,
 and the class defaults a config may leave out, are known per model_type, one
 row of FAMILIES per family.  A decoder's config says which layer follows
 which in one of a dozen ways (layer_types, a pattern, a period, index
-lists, ...): LAYOUTS holds one function for each, named after the fields it
-reads, in their order of precedence.  Never a silent wrong number: every key of a
-config is read, or known not to change the cache (HARMLESS), or, when its
-name says it may (STRUCTURAL), an error naming it, unless it is ignored on
-purpose; a model_type with no row is sized with a warning naming it.
+lists, block configs, heads by layer, ...): LAYOUTS holds one function for
+each, named after the fields it reads, in their order of precedence, and each
+applies only where the family's code reads its field.  The readers (READERS)
+size decoders, MLA, encoder-decoders, encoders (no cache) and attention-free
+models; a decoder nested in a wrapper (NESTED) is found where it sits.
+
+Never a wrong number: every key of a config is read, or known not to change
+the cache (HARMLESS), or refused.  A field a rule reads but cannot size, or a
+mechanism's field (CHANGES) that no rule read, is "cannot size: FIELD changes
+the cache in a way no rule reads", never ignored; a key whose name says it
+may change the cache (STRUCTURAL) is refused unless ignored on purpose; any
+other unknown key is a note on the first line; a model_type with no row is
+sized with a warning naming it.
 
 >>> shape = ModelShape.from_config({"model_type": "llama", "num_hidden_layers": 80,
 ...                                 "num_attention_heads": 64, "num_key_value_heads": 8,
@@ -257,6 +265,10 @@ FAMILIES: Dict[str, Family] = {
                      harmless=("chunk_size", "time_step_rank", "time_step_min", "time_step_max",
                                "time_step_floor", "time_step_limit", "use_conv_bias",
                                "residual_in_fp32", "norm_before_gate")),
+    "openelm": Family("OpenELM", "num_query_heads and num_kv_heads, one per layer (heads that vary by layer)",
+                      "openelm-1.1b-instruct.json", sliding=False,
+                      harmless=("qkv_multipliers", "num_gqa_groups", "share_input_output_layers",
+                                "ffn_with_glu", "rope_max_length")),
     "rwkv5": Family("RWKV-5 (Eagle)", "no attention: every layer a linear-attention recurrence",
                     "rwkv5-world-3b.json", reader="state",
                     state=("RWKV-5", ("attention_hidden_size", "head_size")),
@@ -299,7 +311,7 @@ KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_gro
 HEAD_DIM = ("head_dim", "attention_head_dim", "kv_channels", "head_size")
 MLP_WIDTH = ("intermediate_size", "n_inner", "ffn_hidden_size")
 MAX_CONTEXT = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length",
-               "seq_length", "max_target_positions")
+               "seq_length", "max_target_positions", "max_context_length")
 
 # The MLP's matrices of d_model x d_ff, by model_type, as the model classes of
 # HF transformers build them: gate, up and down projections (SwiGLU or GeGLU)

@@ -139,10 +139,14 @@ PER_TOKEN = {
     "llama-3.1-8b.json": 32 * 2 * 8 * (4096 // 32) * 2,
     "llama-3.2-1b.json": 16 * 2 * 8 * 64 * 2,                       # head_dim 64
     "qwen2.5-7b.json": 28 * 2 * 4 * (3584 // 28) * 2,
+    # mlx-community/OpenELM-1_1B-Instruct-4bit, field for field as a public test transcribes it
+    # (its "quantization" is MLX's, of the weights): num_kv_heads 4 x 3, 5 x 7, 6 x 8, 7 x 6, 8 x 4.
+    "openelm-1.1b-instruct.json": (3 * 4 + 7 * 5 + 8 * 6 + 6 * 7 + 4 * 8) * 2 * 64 * 2,
 }
 
 # The seen set: the configs the sizer's rules were written against, 42 of them.
-SEEN = sorted(set(PER_TOKEN) - {"hunyuan-large.json", "rwkv5-world-3b.json", "snowflake-arctic-embed-m.json"})
+SEEN = sorted(set(PER_TOKEN) - {"hunyuan-large.json", "rwkv5-world-3b.json", "snowflake-arctic-embed-m.json",
+                                 "openelm-1.1b-instruct.json"})
 
 # The unseen set: 42 published configs of the families the sizer knows, or that the issue of the
 # mechanisms names, none of them read while the rules were written (the sizes of the first run,
@@ -514,9 +518,14 @@ class ReadByMechanism(unittest.TestCase):
             ModelShape.from_config(nas, ignore=["block_configs"])
 
     def test_heads_that_vary_by_layer(self):
-        # apple/OpenELM's configuration: num_query_heads and num_kv_heads, one per layer of
-        # num_transformer_layers, head_dim fixed (its attention reads config.num_query_heads[i]).
-        # No published OpenELM file could be read: the lists here are made up.
+        # OpenELM-1.1B (see PER_TOKEN): h and g by layer, head_dim 64; g = 4 to 8 over 28 layers.
+        real = example("openelm-1.1b-instruct.json")
+        self.assertEqual([(g.q_heads, g.kv_heads, g.layers) for g in real.groups],
+                         [(16, 4, 3), (20, 5, 7), (24, 6, 8), (28, 7, 6), (32, 8, 4)])
+        self.assertEqual(cache_bytes(real, context=2048), (3 * 4 + 7 * 5 + 8 * 6 + 6 * 7 + 4 * 8) * 2 * 64 * 2 * 2048)
+        status, out, _ = run(os.path.join(EXAMPLES, "openelm-1.1b-instruct.json"), "--tp", "4")
+        self.assertIn("GQA: tensor_parallel: neither of g=5 key/value heads and 4 devices divides the other", out)
+        # OpenELM's attention reads config.num_query_heads[i] and num_kv_heads[i] (a made-up one):
         elm = shape(model_type="openelm", num_transformer_layers=3, model_dim=128, head_dim=16,
                     num_query_heads=[4, 8, 8], num_kv_heads=[1, 2, 4])
         self.assertEqual(per_position(elm, dtype="fp8")["token"], 2 * (1 + 2 + 4) * 16)
