@@ -5,21 +5,26 @@
 Which method the model uses, what a token of context costs, how many requests
 fit in the memory left, what happens on N tensor-parallel devices, and (as a
 roofline model, not a measurement) how fast it could decode: gqa_tools.models'
-answers as one table, or as JSON with exact bytes.
+answers as one table, or as JSON with exact bytes.  The cache's dtype is the
+config's (kv_cache_dtype, a quantization config's KV scheme) unless --dtype
+says otherwise, and the output says which; the weights come from --weights (a
+size, a model folder or its model.safetensors.index.json) or the index beside
+the config.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gqa
 from gqa import GQAError
-from gqa_tools.models import (DTYPE_BYTES, RULES, ModelShape, cache_bytes, decode_roofline,
-                        device_cache_bytes, dtype_bytes, max_requests, parse_bandwidth, parse_flops,
-                        parse_size, per_position, tensor_parallel)
+from gqa_tools.models import (DTYPE_BYTES, INDEX, RULES, ModelShape, cache_bytes, checkpoint_bytes,
+                        config_path, decode_roofline, device_cache_bytes, dtype_bytes, max_requests,
+                        parse_bandwidth, parse_flops, parse_size, per_position, tensor_parallel)
 from gqa_tools.common import human_bytes, text_table
 
 # Named hardware for the decode estimate, each with its source.  Peak figures:
@@ -43,8 +48,9 @@ def columns(shape: ModelShape) -> List[Dict[str, Any]]:
     Each column is a label, a ModelShape, the g it shows, and the g it sizes
     the attention layers with (None: each group's own, as the config says).
     """
-    if not shape.heads:
-        return [{"label": "model", "method": shape.method, "kv_heads": 0, "override": None, "shape": shape}]
+    if not shape.heads or shape.per_layer:      # no attention, or h and g by layer: the model alone
+        return [{"label": "model", "method": shape.method, "kv_heads": shape.kv_heads, "override": None,
+                 "shape": shape}]
     if shape.gqa_family:
         gs = sorted({shape.heads, shape.kv_heads, 1}, reverse=True)
         return [{"label": "model" if g == shape.kv_heads else gqa.method_name(shape.heads, g),
@@ -73,7 +79,8 @@ def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory
               weights: int, weight_dtype: str, devices: int, bandwidth: Optional[float],
               flops: Optional[float], hardware: Optional[str] = None, source: Optional[int] = None,
               context_from: str = "given with --context", source_from: str = "",
-              image_tokens: Optional[int] = None, image_from: str = "") -> Dict[str, Any]:
+              image_tokens: Optional[int] = None, image_from: str = "",
+              dtype_from: str = "given with --dtype", weights_from: str = "") -> Dict[str, Any]:
     """Everything the command prints, as plain data with exact byte counts."""
     source = source if source is not None else shape.source_tokens or context
     image = image_tokens if image_tokens is not None else shape.image_tokens or 0
@@ -85,8 +92,9 @@ def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory
         "settings": {"context": context, "context_from": context_from, "batch": batch,
                      "source": source, "source_from": source_from or "as --context",
                      "image_tokens": image, "image_from": image_from,
-                     "dtype": dtype, "bytes_per_value": dtype_bytes(dtype),
-                     "tp": devices, "memory": memory, "weights": weights},
+                     "dtype": dtype, "dtype_from": dtype_from, "bytes_per_value": dtype_bytes(dtype),
+                     "tp": devices, "memory": memory, "weights": weights,
+                     "weights_from": weights_from or ("given with --weights" if weights else "")},
         "columns": [],
     }
     sizes = {"context": context, "batch": batch, "dtype": dtype, "source": source, "image_tokens": image}
@@ -133,7 +141,7 @@ def _devices_column(shape: ModelShape, c: Dict[str, Any], devices: int,
     s, g = c["shape"], c["kv_heads"]
     try:
         device_bytes = device_cache_bytes(s, kv_heads=c["override"], devices=devices, **sizes)
-        split = tensor_parallel(shape.heads, g, devices) if shape.heads else None
+        split = tensor_parallel(shape.heads, g, devices) if shape.heads and not shape.per_layer else None
         return {"kv_heads_per_device": split.kv_heads_per_device if split else 0,
                 "replication": devices if s.method == "MLA" else split.replication if split else 1,
                 "bytes_per_device": device_bytes,
@@ -163,8 +171,10 @@ def render(s: Dict[str, Any]) -> str:
                                       for c in cols]))
     if st["tp"] > 1 and m["heads"]:
         rows += [(f"kv heads per device (tp={st['tp']})",
-                  each(lambda c: "latent" if c["method"] == "MLA" else str(c["tp"]["kv_heads_per_device"]))),
-                 ("each kv head held by", each(lambda c: f"{c['tp']['replication']} device(s)")),
+                  each(lambda c: "latent" if c["method"] == "MLA" else "by layer" if m["per_layer"]
+                       else str(c["tp"]["kv_heads_per_device"]))),
+                 ("each kv head held by", each(lambda c: "by layer" if m["per_layer"] and c["method"] != "MLA"
+                                               else f"{c['tp']['replication']} device(s)")),
                  ("cache per device", each(lambda c: human_bytes(c["tp"]["bytes_per_device"]))),
                  ("cache, all devices", each(lambda c: human_bytes(c["tp"]["bytes_all_devices"])))]
     if st["memory"] is not None:
@@ -173,18 +183,21 @@ def render(s: Dict[str, Any]) -> str:
     if "hardware" in s:
         rows += [("decode step (roofline)", each(lambda c: f"{c['decode']['seconds'] * 1e3:.3g} ms", True)),
                  ("bound by", each(lambda c: c["decode"]["bound"], True))]
-    head = [""] + [f"this model, {c['method']}" + (f" g={c['kv_heads']}" if c["method"] not in ("MLA", "no KV cache") else "")
+    plain = ("MLA", "no KV cache")
+    head = [""] + [f"this model, {c['method']}" + (f" g={c['kv_heads']}" if c["method"] not in plain and
+                                                   not m["per_layer"] else "")
                    if c["label"] == "model" else
                    ("as MHA" if c["label"] == "as MHA" else f"{c['method']} g={c['kv_heads']}")
                    for c in cols]
-    warnings = [n for n in m["notes"] if n.startswith("WARNING")]
+    warnings = [n for n in m["notes"] if n.startswith(("WARNING", "NOTE"))]
     sizes = f"context {st['context']:,} ({st['context_from']})"
     if "cross" in rules:
         sizes += f", source {st['source']:,} ({st['source_from']})"
     if "image" in rules:
         sizes += f", image tokens {st['image_tokens']:,} ({st['image_from']})"
+    each_value = f"{st['bytes_per_value']} byte{'s' if st['bytes_per_value'] > 1 else ''} per value"
     return "\n".join(warnings + [headline(s),
-                                 f"KV cache in {st['dtype']} ({st['bytes_per_value']} bytes per value), "
+                                 f"KV cache in {st['dtype']} ({each_value}, {st['dtype_from']}), "
                                  f"{sizes}, batch {st['batch']}; exact bytes with --json", "",
                                  text_table(head, [[label] + values for label, values in rows]), ""]
                      + [f"- {n}" for n in notes(s)])
@@ -192,7 +205,10 @@ def render(s: Dict[str, Any]) -> str:
 
 def headline(s: Dict[str, Any]) -> str:
     m = s["model"]
-    groups = m["groups"]
+    groups = [g for g in m["groups"] if g["rule"] != "draft"]
+    if groups and all(g["rule"] == "encoder" for g in groups):
+        return (f"{m['name']}: no KV cache: an encoder-only model ({groups[0]['note'].split(' ')[0]}), "
+                f"{m['layers']} layers; it reads its input whole and generates nothing; 0 bytes per token")
     if not m["heads"]:
         return (f"{m['name']}: no KV cache: {m['layers']} layers, each holding a state of fixed size "
                 f"per sequence; 0 bytes per token")
@@ -204,8 +220,11 @@ def headline(s: Dict[str, Any]) -> str:
     if s["method"] == "MLA":
         return (f"{m['name']}: MLA, {m['layers']} layers ({s['layer_groups']}), h={m['heads']} query heads; "
                 f"each MLA layer caches one latent per token (kv_lora_rank + qk_rope_head_dim)")
-    each_head = "s" if m["heads"] > m["kv_heads"] else ""
     kinds = "" if len(groups) == 1 and groups[0]["rule"] == "full" else f" ({s['layer_groups']})"
+    if m["per_layer"]:
+        return (f"{m['name']}: {s['method']}, {m['layers']} layers{kinds}, query and key/value heads "
+                f"by layer, head dim {m['head_dim']}, hidden size {m['hidden_size']}")
+    each_head = "s" if m["heads"] > m["kv_heads"] else ""
     return (f"{m['name']}: {s['method']}, {m['layers']} layers{kinds}, h={m['heads']} query heads, "
             f"g={m['kv_heads']} key/value heads ({m['heads'] // m['kv_heads']} query head{each_head} "
             f"each), head dim {m['head_dim']}, hidden size {m['hidden_size']}")
@@ -213,7 +232,7 @@ def headline(s: Dict[str, Any]) -> str:
 
 def notes(s: Dict[str, Any]) -> List[str]:
     m, st, cols = s["model"], s["settings"], s["columns"]
-    out = [n for n in m["notes"] if not n.startswith("WARNING")]
+    out = [n for n in m["notes"] if not n.startswith(("WARNING", "NOTE"))]
     for g in m["groups"]:
         if g["rule"] in ("sliding", "chunked"):
             out.append(f"{g['layers']} {g['rule']} layers hold at most {g['window']:,} positions; "
@@ -222,7 +241,10 @@ def notes(s: Dict[str, Any]) -> List[str]:
             out.append(f"{g['layers']} {g['note']} hold a state of fixed size instead of a KV cache; "
                        f"it is not counted here")
         if g["rule"] == "shared":
-            out.append(f"{g['layers']} layers {g['note']} (num_kv_shared_layers): they add no cache of their own")
+            out.append(f"{g['layers']} layers {g['note']} ({g['fields'][0]}): they add no cache of their own")
+        if g["rule"] == "draft":
+            out.append(f"{g['layers']} multi-token-prediction layers ({', '.join(g['fields'])}) run only "
+                       f"to draft tokens for speculative decoding: not counted")
         if g["rule"] == "cross":
             out.append(f"cross-attention: {g['layers']} decoder layers hold K and V of every source "
                        f"token ({st['source']:,}, {st['source_from']}); 'bytes per token' is "
@@ -238,8 +260,11 @@ def notes(s: Dict[str, Any]) -> List[str]:
         out.append(f"requests that fit: ({human_bytes(st['memory'])} per device - "
                    f"{human_bytes(st['weights'])} of weights / {st['tp']} device(s)) // one "
                    f"request's cache per device"
-                   + ("" if st["weights"] else "; give --weights for the weights' share"))
-    out += [f"{c['method']} g={c['kv_heads']}: {c['tp']['error']}" for c in cols if "error" in c["tp"]]
+                   + ("; give --weights (a size, a model folder or its " + INDEX + ") for the weights' share"
+                      if not st["weights"] else "" if st["weights_from"] == "given with --weights"
+                      else f"; the weights from {st['weights_from']}"))
+    out += [f"{c['method']}{'' if m['per_layer'] else ' g=' + str(c['kv_heads'])}: {c['tp']['error']}"
+            for c in cols if "error" in c["tp"]]
     out += [c["decode"]["error"] for c in cols if "error" in c.get("decode", {})][:1]
     if "hardware" in s:
         hw = s["hardware"]
@@ -262,7 +287,8 @@ def make_parser() -> argparse.ArgumentParser:
         description="Size a model's KV cache from its config.json: method, the rule of each group "
                     "of layers, bytes per token and per request, requests that fit, tensor "
                     "parallelism, and a roofline decode estimate.")
-    parser.add_argument("path", help="a config.json (for example examples/configs/mistral-7b-v0.1.json)")
+    parser.add_argument("path", help="a config.json (for example examples/configs/mistral-7b-v0.1.json), "
+                                     "or a model folder holding one")
     parser.add_argument("--context", type=int, default=None,
                         help="tokens per request (default: the model's own maximum, else 4096)")
     parser.add_argument("--batch", type=int, default=1, help="sequences per request (default 1)")
@@ -272,9 +298,13 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--image-tokens", type=int, default=None,
                         help="vision cross-attention: image tokens per sequence (default: one image "
                              "as the config sizes it)")
-    parser.add_argument("--dtype", default="bf16", help=f"cache dtype: {', '.join(DTYPE_BYTES)} (default bf16)")
+    parser.add_argument("--dtype", default=None,
+                        help=f"cache dtype: {', '.join(DTYPE_BYTES)} (default: the one the config names, "
+                             f"kv_cache_dtype or quantization_config's KV scheme, else bf16)")
     parser.add_argument("--memory", default=None, help="free memory per device, e.g. 80GiB")
-    parser.add_argument("--weights", default="0", help="the weights' size, all devices, e.g. 140GB (default 0)")
+    parser.add_argument("--weights", default=None,
+                        help=f"the weights, all devices: a size (e.g. 140GB), a model folder or its {INDEX} "
+                             f"(its metadata.total_size); default: the {INDEX} beside the config, else 0")
     parser.add_argument("--weight-dtype", default="bf16", help="dtype of the weights, to count parameters (default bf16)")
     parser.add_argument("--tp", type=int, default=1, help="tensor-parallel devices (default 1)")
     parser.add_argument("--bandwidth", default=None, help="memory bandwidth per device, e.g. 2039GB/s")
@@ -285,8 +315,9 @@ def make_parser() -> argparse.ArgumentParser:
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
                             help=f"set {name.replace('_', ' ')} by hand, for a config that cannot be read")
     parser.add_argument("--ignore", action="append", default=[], metavar="FIELD",
-                        help="pass over FIELD, a key the sizer does not read or a value it does not "
-                             "understand (sized as full attention there): a warning on the first line")
+                        help="pass over FIELD, a key of the config that no rule reads and that the model's "
+                             "code leaves out of the cache: a warning on the first line (never a field "
+                             "a rule reads and cannot size)")
     parser.add_argument("--json", action="store_true", help="print the same as JSON, exact bytes")
     return parser
 
@@ -318,11 +349,14 @@ def config_main(argv: Sequence[str]) -> int:
         else:
             source_from = "as --context"
         image_from = "given with --image-tokens" if args.image_tokens is not None else shape.image_field
-        if shape.heads % args.tp:
-            valid = ", ".join(str(n) for n in gqa.valid_g(shape.heads))
-            raise GQAError(f"--tp {args.tp} does not divide the model's {shape.heads} query heads; "
+        bad_tp = [h for h in shape.query_heads() if h % args.tp]
+        if bad_tp:
+            valid = ", ".join(str(n) for n in gqa.valid_g(bad_tp[0]))
+            raise GQAError(f"--tp {args.tp} does not divide the model's {bad_tp[0]} query heads; "
                            f"valid --tp: {valid}")
-        dtype_bytes(args.dtype), dtype_bytes(args.weight_dtype)
+        dtype, dtype_from = cache_dtype(shape, args.dtype)
+        dtype_bytes(args.weight_dtype)
+        weights, weights_from = weights_bytes(args.weights, args.path)
         memory = parse_size(args.memory, "--memory") if args.memory is not None else None
         bandwidth = parse_bandwidth(args.bandwidth) if args.bandwidth is not None else None
         flops = parse_flops(args.flops) if args.flops is not None else None
@@ -330,17 +364,43 @@ def config_main(argv: Sequence[str]) -> int:
             bandwidth, flops = HARDWARE[args.hardware][:2]
         if (bandwidth is None) != (flops is None):
             raise GQAError("give both --bandwidth and --flops (or --hardware) for the decode estimate")
-        summary = summarize(shape, context=context, batch=args.batch, dtype=args.dtype,
-                            memory=memory, weights=parse_size(args.weights, "--weights"),
+        summary = summarize(shape, context=context, batch=args.batch, dtype=dtype,
+                            memory=memory, weights=weights,
                             weight_dtype=args.weight_dtype, devices=args.tp, bandwidth=bandwidth,
                             flops=flops, hardware=args.hardware, source=args.source,
                             context_from=context_from, source_from=source_from,
-                            image_tokens=args.image_tokens, image_from=image_from)
+                            image_tokens=args.image_tokens, image_from=image_from,
+                            dtype_from=dtype_from, weights_from=weights_from)
     except GQAError as err:
         print(f"gqa config: {err}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=2) if args.json else render(summary))
     return 0
+
+
+def cache_dtype(shape: ModelShape, given: Optional[str]) -> Tuple[str, str]:
+    """The cache's dtype and where it came from: --dtype, else the config's, else bf16."""
+    if given is not None:
+        dtype_bytes(given)
+        config_says = f"; the config's {shape.kv_dtype_field} says {shape.kv_dtype}" \
+            if shape.kv_dtype and dtype_bytes(shape.kv_dtype) != dtype_bytes(given) else ""
+        return given, "given with --dtype" + config_says
+    if shape.kv_dtype:
+        return shape.kv_dtype, f"the config's {shape.kv_dtype_field}"
+    return "bf16", "the default: the config names no cache dtype"
+
+
+def weights_bytes(given: Optional[str], path: str) -> Tuple[int, str]:
+    """The weights' bytes and where they came from: --weights as a size, a model folder or its
+    index; else the index beside the config; else 0."""
+    if given is not None:
+        if os.path.exists(given):
+            return checkpoint_bytes(given)
+        return parse_size(given, "--weights"), "given with --weights"
+    beside = os.path.join(os.path.dirname(config_path(path)) or ".", INDEX)
+    if os.path.isfile(beside):
+        return checkpoint_bytes(beside)
+    return 0, ""
 
 
 def main(command: str, argv: Sequence[str]) -> int:

@@ -13,11 +13,19 @@ Each group of layers caches by one rule (RULES); which layer follows which,
 and the class defaults a config may leave out, are known per model_type, one
 row of FAMILIES per family.  A decoder's config says which layer follows
 which in one of a dozen ways (layer_types, a pattern, a period, index
-lists, ...): LAYOUTS holds one function for each, named after the fields it
-reads, in their order of precedence.  Never a silent wrong number: every key of a
-config is read, or known not to change the cache (HARMLESS), or, when its
-name says it may (STRUCTURAL), an error naming it, unless it is ignored on
-purpose; a model_type with no row is sized with a warning naming it.
+lists, block configs, heads by layer, ...): LAYOUTS holds one function for
+each, named after the fields it reads, in their order of precedence, and each
+applies only where the family's code reads its field.  The readers (READERS)
+size decoders, MLA, encoder-decoders, encoders (no cache) and attention-free
+models; a decoder nested in a wrapper (NESTED) is found where it sits.
+
+Never a wrong number: every key of a config is read, or known not to change
+the cache (HARMLESS), or refused.  A field a rule reads but cannot size, or a
+mechanism's field (CHANGES) that no rule read, is "cannot size: FIELD changes
+the cache in a way no rule reads", never ignored; a key whose name says it
+may change the cache (STRUCTURAL) is refused unless ignored on purpose; any
+other unknown key is a note on the first line; a model_type with no row is
+sized with a warning naming it.
 
 >>> shape = ModelShape.from_config({"model_type": "llama", "num_hidden_layers": 80,
 ...                                 "num_attention_heads": 64, "num_key_value_heads": 8,
@@ -51,11 +59,16 @@ RULES = {
     "sliding": "a sliding window: the same per token, for the last `window` positions only",
     "chunked": "chunked attention: the same per token, within the current chunk only",
     "mla": "multi-head latent attention: one latent of kv_lora_rank + qk_rope_head_dim per token",
-    "shared": "no cache of its own: the layer reads the cache of an earlier layer of its type",
+    "shared": "no cache of its own: the layer reads the K and V an earlier layer cached (KV sharing, "
+              "cross-layer attention)",
     "cross": "cross-attention: 2 x g x head_dim values per source token (an encoder's output)",
     "image": "vision cross-attention: 2 x g x head_dim values per image token",
     "none": "no KV cache: a state of fixed size per sequence (state-space, linear attention, "
             "recurrence, convolution), named and not counted",
+    "encoder": "an encoder-only model: it reads its input whole and generates nothing, so it "
+               "keeps no KV cache",
+    "draft": "multi-token-prediction (draft) layers, run only to propose tokens for speculative "
+             "decoding: not counted",
 }
 
 
@@ -70,6 +83,7 @@ class LayerGroup(NamedTuple):
     note: str = ""              # what a "none" or "shared" layer is, and its state
     fields: Tuple[str, ...] = ()        # the config fields this group was read from
     layer_ids: Tuple[int, ...] = ()     # which layers (0-based)
+    q_heads: int = 0            # h of these layers, where it varies by layer (0: the model's)
 
     @property
     def attention(self) -> bool:
@@ -85,7 +99,7 @@ class LayerGroup(NamedTuple):
     def positions(self, context: int, source: int, image: int = 0) -> int:
         """Positions one layer holds at this context (source: the encoder's length; image:
         the image tokens)."""
-        if self.rule in ("none", "shared"):
+        if self.rule in ("none", "shared", "encoder", "draft"):
             return 0
         if self.rule == "cross":
             return source
@@ -99,7 +113,8 @@ class LayerGroup(NamedTuple):
                 "sliding": f"the last {self.window or 0:,} positions",
                 "chunked": f"the current chunk of {self.window or 0:,} positions",
                 "cross": "every source token", "image": "every image token",
-                "shared": "nothing of its own", "none": "no positions: a state of fixed size"}[self.rule]
+                "shared": "nothing of its own", "none": "no positions: a state of fixed size",
+                "encoder": "nothing: it generates nothing", "draft": "nothing: not run by default"}[self.rule]
 
     def describe(self) -> str:
         if self.rule == "mla":
@@ -108,6 +123,8 @@ class LayerGroup(NamedTuple):
             return f"{self.layers} {self.note.split(' (')[0] or 'layers without a KV cache'} (no KV cache)"
         if self.rule == "shared":
             return f"{self.layers} {self.note.split(' (')[0]}"
+        if self.rule in ("encoder", "draft"):
+            return f"{self.layers} {self.note or self.rule} (no KV cache)"
         if self.rule in ("sliding", "chunked"):
             what = f"sliding window {self.window:,}" if self.rule == "sliding" else f"chunked, chunk {self.window:,}"
         else:
@@ -129,22 +146,38 @@ class Family(NamedTuple):
     defaults: Dict[str, Any] = {}       # the model class's defaults a config may leave out
     state: Tuple[str, Tuple[str, ...]] = ("", ())   # a "none" layer: what it is, its fields
     harmless: Tuple[str, ...] = ()      # the family's own keys known not to change the cache
+    sliding: bool = True        # whether the family's code honours sliding_window
 
 
 # Each row's defaults are those of the model class's config in HF transformers
 # (src/transformers/models/<type>/configuration_<type>.py), used only where a
 # config leaves the field out, and quoted in the output when they are.
 FAMILIES: Dict[str, Family] = {
-    "llama": Family("Llama", "every layer full", "llama-2-70b.json",
+    "llama": Family("Llama", "every layer full (its code has no sliding window)", "llama-2-70b.json",
                     defaults={"num_hidden_layers": 32, "num_attention_heads": 32, "hidden_size": 4096,
-                              "intermediate_size": 11008, "max_position_embeddings": 2048}),
+                              "intermediate_size": 11008, "max_position_embeddings": 2048}, sliding=False),
+    "gpt2": Family("GPT-2", "every layer full; n_head, n_layer, n_embd", "gpt2.json", sliding=False,
+                   harmless=("n_ctx",)),
+    "chatglm": Family("ChatGLM2, ChatGLM3, GLM-4", "every layer full; multi_query_group_num when "
+                      "multi_query_attention; kv_channels the head dim", "chatglm3-6b.json", sliding=False,
+                      harmless=("fp32_residual_connection", "bias_dropout_fusion", "padded_vocab_size",
+                                "classifier_dropout", "prefix_projection")),
+    "hf_olmo": Family("OLMo (the first release)", "every layer full; n_kv_heads, or multi_query_attention; "
+                      "block_type sequential, llama or parallel: the same cache", "olmo-7b.json", sliding=False,
+                      harmless=("block_type", "block_group_size", "mlp_hidden_size", "embedding_size",
+                                "weight_tying", "attention_layer_norm", "precision", "subln")),
+    "hunyuan": Family("Hunyuan-Large", "every layer full; with use_cla, the layers between every "
+                      "cla_share_factor-th reuse its K and V", "hunyuan-large.json", sliding=False,
+                      harmless=("moe_topk", "num_shared_expert", "use_mixed_mlp_moe", "moe_intermediate_size",
+                                "use_qk_norm", "class_num", "dense_list", "pool_type", "norm_type")),
     "mistral": Family("Mistral", "sliding_window on every layer (null: none)", "mistral-7b-v0.1.json",
                       defaults={"sliding_window": 4096}),
     "qwen2": Family("Qwen2", "sliding_window only with use_sliding_window", "qwen2-7b.json"),
     "qwen3": Family("Qwen3", "sliding_window only with use_sliding_window", "qwen3-8b.json"),
     "qwen3_moe": Family("Qwen3-MoE", "sliding_window only with use_sliding_window", "qwen3-30b-a3b.json"),
     "mixtral": Family("Mixtral", "sliding_window on every layer (null: none)", "mixtral-8x7b.json"),
-    "phi3": Family("Phi-3", "sliding_window on every layer", "phi-3-mini-4k.json"),
+    "phi3": Family("Phi-3", "sliding_window on every layer", "phi-3-mini-4k.json",
+                   harmless=("full_attn_mod", "interpolate_factor")),     # Phi-4-mini's, not read by Phi3
     "starcoder2": Family("StarCoder2", "sliding_window on every layer", "starcoder2-15b.json"),
     "gemma": Family("Gemma", "every layer full", "gemma-2b.json"),
     "gemma2": Family("Gemma-2", "sliding on even layers, full on odd (the class's rule)", "gemma-2-9b.json",
@@ -232,6 +265,16 @@ FAMILIES: Dict[str, Family] = {
                      harmless=("chunk_size", "time_step_rank", "time_step_min", "time_step_max",
                                "time_step_floor", "time_step_limit", "use_conv_bias",
                                "residual_in_fp32", "norm_before_gate")),
+    "openelm": Family("OpenELM", "num_query_heads and num_kv_heads, one per layer (heads that vary by layer)",
+                      "openelm-1.1b-instruct.json", sliding=False,
+                      harmless=("qkv_multipliers", "num_gqa_groups", "share_input_output_layers",
+                                "ffn_with_glu", "rope_max_length")),
+    "rwkv5": Family("RWKV-5 (Eagle)", "no attention: every layer a linear-attention recurrence",
+                    "rwkv5-world-3b.json", reader="state",
+                    state=("RWKV-5", ("attention_hidden_size", "head_size")),
+                    harmless=("context_length", "rescale_every", "model_version", "head_size_divisor")),
+    "bert": Family("BERT (an encoder)", "no KV cache: an encoder reads its input whole and generates "
+                   "nothing (unless is_decoder)", "snowflake-arctic-embed-m.json", reader="encoder"),
     "mllama_text_model": Family("Llama-3.2-Vision (Mllama)", "cross_attention_layers, 0-based: "
                                 "cross-attention to the image; the rest full", "llama-3.2-11b-vision.json"),
     "t5": Family("T5", "encoder-decoder: the decoder's self-attention and cross-attention", "t5-11b.json",
@@ -256,13 +299,19 @@ WRAPPERS = {"llava": "llama", "gemma3": "gemma3_text", "gemma3n": "gemma3n_text"
             "gemma4": "gemma4_text", "llama4": "llama4_text", "mllama": "mllama_text_model"}
 
 # The spellings real configs use, in the order they are tried.
-QUERY_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "decoder_attention_heads")
+QUERY_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "decoder_attention_heads",
+               "attention_heads")
 LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-HIDDEN = ("hidden_size", "n_embd", "d_model")
-KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num")
+HIDDEN = ("hidden_size", "n_embd", "d_model", "model_dim")
+KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num", "n_kv_heads",
+            "num_query_groups")
+# The head dim's spellings: head_dim, Hunyuan's and Nemotron-H's attention_head_dim, ChatGLM's
+# and Megatron's kv_channels, TensorRT-LLM's head_size.  Where a config gives several, they
+# must agree; where it gives none, the head dim is hidden_size / h.
+HEAD_DIM = ("head_dim", "attention_head_dim", "kv_channels", "head_size")
 MLP_WIDTH = ("intermediate_size", "n_inner", "ffn_hidden_size")
 MAX_CONTEXT = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length",
-               "seq_length", "max_target_positions")
+               "seq_length", "max_target_positions", "max_context_length")
 
 # The MLP's matrices of d_model x d_ff, by model_type, as the model classes of
 # HF transformers build them: gate, up and down projections (SwiGLU or GeGLU)
@@ -288,14 +337,34 @@ STRUCTURAL = re.compile(r"layer|block|attn|attention|window|chunk|kv|key_value|s
                         r"local|ssm|mamba|state|linear|recurr|lru|conv|cross|encoder|decoder|hybrid|"
                         r"pattern|interval|period|head|cache|sparse|span")
 
+# The fields of the mechanisms (LAYOUTS, sharing, heads by layer): where no rule read one (its
+# family's code does not), it cannot be sized, and --ignore of it is refused.
+CHANGES = frozenset((
+    "layer_types", "block_configs", "num_kv_shared_layers", "cla_share_factor", "use_cla",
+    "attn_layer_indices", "layers_block_type", "hybrid_layer_ids", "attention_types",
+    "num_key_value_heads_per_layer", "num_query_heads", "full_attn_idxs", "hybrid_override_pattern",
+    "attn_type_list", "attn_layer_period", "full_attention_interval", "attention_chunk_size",
+    "cross_attention_layers", "kv_lora_rank", "num_attention_groups", "linear_attn_config",
+))
+
 # Keys known not to change the cache: vocabulary and token ids, position
 # encodings (rope), mixture-of-experts routing, dropout, initialisation,
 # normalisation, biases, scalings, and the bookkeeping of HF transformers.
 HARMLESS = re.compile(r"dropout|layerdrop|pdrop|_eps$|epsilon|bias|softcap|token_id|token_index|"
+                      r"intermediate_size|ffn_dim|ffn_hidden_size|^n_inner$|mlp_ratio|ffn_mult|"
                       r"^vocab|_vocab|init|multiplier|scaling|rope|rotary|expert|moe|router|routed|"
                       r"topk|top_k|dtype|quant|_act$|activation|tie_word|output_|return_|label|"
                       r"logits|gradient|temperature|norm|^architectures$|^transformers_version$|"
-                      r"^auto_map$|tokenizer|task_specific|finetuning|problem_type|softmax")
+                      r"^auto_map$|tokenizer|task_specific|finetuning|problem_type|softmax|"
+                      # which kernel runs attention, never what it caches
+                      r"flash_attn|flash_attention|attn_implementation|^fused_|"
+                      # sequence-classification heads, generation lengths, scalings, images
+                      r"^summary_|^n_special$|predict_special|^max_length$|model_max_length|"
+                      r"original_max_position|^scale_|_scale$|scale_depth|dim_model_base|logit|"
+                      r"residual|^n_group$|scoring_func|^mlp_type$|spatial_merge|^embd_layer$|"
+                      r"^img_processor$|^use_mrope$|^is_llama_config$|^_from_model_config$|"
+                      # transformers.js's settings for its ONNX export (its kv_cache_dtype too)
+                      r"^transformers\.js_config$")
 HARMLESS_KEYS = frozenset((
     "_name_or_path", "_commit_hash", "_attn_implementation_autoset", "_attn_implementation",
     "use_cache", "attention_bias", "attention_dropout", "attn_logit_softcapping", "is_decoder",
@@ -306,11 +375,15 @@ HARMLESS_KEYS = frozenset((
     "use_qk_norm", "qk_layernorm", "query_pre_attn_scalar", "attn_output_gate", "head_dim_scale",
     "vision_config", "audio_config", "vision_feature_layer", "vision_feature_select_strategy",
     "multimodal_projector_bias", "projector_hidden_act", "mm_tokens_per_image", "image_seq_length",
+    # InternVL's vision settings beside its llm_config, and a vision-encoder-decoder's encoder
+    "select_layer", "downsample_ratio", "template", "ps_version", "force_image_size",
+    "dynamic_image_size", "use_thumbnail", "max_dynamic_patch", "min_dynamic_patch",
+    "use_backbone_lora", "use_llm_lora", "pad2square", "encoder",
     "parallel_attn", "pre_allocate_kv_cache", "scale_attn_weights", "reorder_and_upcast_attn",
     "scale_attn_by_inverse_layer_idx", "clip_qkv", "qk_ln", "qk_gn", "attn_impl", "attn_uses_sequence_id", "softmax_scale", "alibi",
     "alibi_bias_max", "prefix_lm", "fused_qkv",
-    # Speculative-decoding layers (DeepSeek's and Qwen's multi-token prediction): not run by default.
-    "num_nextn_predict_layers", "mtp_num_hidden_layers",
+    # Qwen (the first release): log-n scaling of the queries and dynamic NTK rope, not the cache.
+    "use_logn_attn", "use_dynamic_ntk",
 ))
 
 
@@ -323,6 +396,7 @@ class _Keys:
         self.where, self.data, self.defaults, self.model_type = where, data, defaults, model_type
         self.notes, self.read = notes, set()          # type: List[str], set
         self.nested = []        # type: List[Tuple[str, _Keys]]  # objects inside it that were read
+        self.cross = False      # a decoder nested in an encoder-decoder: it cross-attends
 
     def get(self, key: str) -> Any:
         """The key's value (an explicit null stays null), else the class default, quoted."""
@@ -362,20 +436,40 @@ class _Keys:
 
     def account(self, ignore: Sequence[str], notes: List[str], family: Optional[Family],
                 prefix: str = "") -> None:
-        """Refuse a structural key that was not read; with --ignore KEY, warn instead."""
+        """Every key no rule read: known not to change the cache, passed; a mechanism's field
+        (CHANGES), refused; a name that says it may change the cache (STRUCTURAL), refused, or
+        with --ignore KEY a warning; any other, a note on the first line of the output."""
+        unknown = []
         for key, value in self.data.items():
             name = prefix + key
-            if key in self.read or key in HARMLESS_KEYS or (family and key in family.harmless):
+            if key in self.read or key in HARMLESS_KEYS or (family and key in family.harmless) or \
+                    HARMLESS.search(key) or value is None:      # null: the field is unset
                 continue
-            if HARMLESS.search(key) or not STRUCTURAL.search(key):
-                continue
+            if key in CHANGES:
+                _cannot(self, name, value, f"no rule reads it for model_type {self.model_type or '(none)'!r}")
             if name in ignore or key in ignore:
                 notes.append(f"WARNING: {name} {_show(value)} is not read (--ignore {name}): "
                              f"the sizes do not take it into account")
-                continue
-            raise GQAError(f"config {self.where}: {name} {_show(value)} is not read by the sizer, and "
-                           f"its name says it may change the cache (layers, attention, windows, "
-                           f"sharing, state); give --ignore {name} to size the model without it")
+            elif STRUCTURAL.search(key):
+                raise GQAError(f"config {self.where}: {name} {_show(value)} is read by no rule, and its "
+                               f"name says it may change the cache (layers, attention, windows, sharing, "
+                               f"state); if the model's code shows it does not, --ignore {name} sizes "
+                               f"the model without it")
+            else:
+                unknown.append(f"{name} {_show(value)}")
+        if unknown:
+            notes.append(f"NOTE: {', '.join(unknown)}: read by no rule and not known to leave the "
+                         f"cache alone; the sizes assume {'it does' if len(unknown) == 1 else 'they do'}")
+
+
+def _cannot(keys: "_Keys", field: str, value: Any, why: str = "") -> None:
+    """Refuse a field that changes the cache in a way no rule reads.  Never --ignore: sizing
+    the model without it would give a wrong number."""
+    keys.read.add(field.split(".")[0].split("[")[0])
+    raise GQAError(f"config {keys.where}: cannot size: {field} {_show(value)} changes the cache in a "
+                   f"way no rule reads" + (f" ({why})" if why else "") +
+                   "; size the model by hand (--layers, --heads, --kv-heads, --head-dim, --window) "
+                   "from its code")
 
 
 def _show(value: Any) -> str:
@@ -420,6 +514,9 @@ class ModelShape(NamedTuple):
     source_field: str = ""
     image_tokens: Optional[int] = None          # image tokens a request's cross-attention holds
     image_field: str = ""
+    kv_dtype: str = ""                          # the cache's dtype, where the config names one
+    kv_dtype_field: str = ""                    # the field that named it
+    per_layer: bool = False                     # h or g varies by layer (no single g to compare)
 
     @property
     def method(self) -> str:
@@ -427,19 +524,28 @@ class ModelShape(NamedTuple):
             return "MLA"
         if not self.heads:
             return "no KV cache"
+        if self.per_layer:              # h and g by layer: one name if every layer has it
+            names = {gqa.method_name(g.q_heads or self.heads, g.kv_heads) for g in self.groups if g.attention}
+            return names.pop() if len(names) == 1 else "GQA"
         return gqa.method_name(self.heads, self.kv_heads)
 
     @property
     def gqa_family(self) -> bool:
         """True when g is the knob of every cached layer, so MHA and MQA columns mean something."""
-        return bool(self.heads) and all(group.rule != "mla" for group in self.groups)
+        return bool(self.heads) and all(group.rule != "mla" for group in self.groups) and not self.per_layer
+
+    def query_heads(self) -> List[int]:
+        """The distinct h of the attention layers (one, unless h varies by layer)."""
+        return sorted({g.q_heads or self.heads for g in self.groups if g.attention}) or [self.heads]
 
     def layer_summary(self) -> str:
         """'40 sliding window 1,024; 8 full attention' (of 48 layers)."""
         parts = []
         for group in self.groups:
             text = group.describe()
-            if group.attention and (group.kv_heads, group.head_dim) != (self.kv_heads, self.head_dim):
+            if group.q_heads:
+                text += f" (h={group.q_heads}, g={group.kv_heads})"
+            elif group.attention and (group.kv_heads, group.head_dim) != (self.kv_heads, self.head_dim):
                 text += f" (g={group.kv_heads}, head dim {group.head_dim})"
             parts.append(text)
         return "; ".join(parts)
@@ -463,37 +569,61 @@ class ModelShape(NamedTuple):
         if isinstance(source, dict):
             where, config = "config", source
         else:
-            where = os.fspath(source)
+            where = config_path(os.fspath(source))
             config = _load_json(where)
         return _shape(where, config, tuple(ignore), dict(overrides or {}))
 
 
 MAX_CONFIG_BYTES = 4 << 20          # a config.json is a few KB; anything far larger is not one
+MAX_INDEX_BYTES = 64 << 20          # a checkpoint's index lists every tensor: a few MB at most
+INDEX = "model.safetensors.index.json"
 
 
-def _load_json(path: str) -> Dict[str, Any]:
+def _load_json(path: str, limit: int = MAX_CONFIG_BYTES, what: str = "config") -> Dict[str, Any]:
     try:
         if not os.path.isfile(path):
-            raise GQAError(f"config {path}: cannot read it: "
+            raise GQAError(f"{what} {path}: cannot read it: "
                            f"{'not a regular file' if os.path.exists(path) else 'no such file'}")
         with open(path, "rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
+            raw = f.read(limit + 1)
     except OSError as err:
-        raise GQAError(f"config {path}: cannot read it: {err.strerror or err}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise GQAError(f"config {path} is larger than {MAX_CONFIG_BYTES // 2 ** 20} MiB: not a config.json")
+        raise GQAError(f"{what} {path}: cannot read it: {err.strerror or err}") from None
+    if len(raw) > limit:
+        raise GQAError(f"{what} {path} is larger than {limit // 2 ** 20} MiB: not a {what} file")
     try:
         config = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as err:
-        raise GQAError(f"config {path} is not UTF-8 text (byte {err.start})") from None
+        raise GQAError(f"{what} {path} is not UTF-8 text (byte {err.start})") from None
     except json.JSONDecodeError as err:
-        raise GQAError(f"config {path} is not JSON: line {err.lineno}, column {err.colno}: "
+        raise GQAError(f"{what} {path} is not JSON: line {err.lineno}, column {err.colno}: "
                        f"{err.msg}") from None
     except (RecursionError, ValueError) as err:
-        raise GQAError(f"config {path} cannot be read as JSON: {str(err)[:80]}") from None
+        raise GQAError(f"{what} {path} cannot be read as JSON: {str(err)[:80]}") from None
     if not isinstance(config, dict):
-        raise GQAError(f"config {path} is not a JSON object but a {type(config).__name__}")
+        raise GQAError(f"{what} {path} is not a JSON object but a {type(config).__name__}")
     return config
+
+
+def config_path(path: str) -> str:
+    """The config.json a path names: the file itself, or the one in a model folder."""
+    return os.path.join(path, "config.json") if os.path.isdir(path) else path
+
+
+def checkpoint_bytes(path: str) -> Tuple[int, str]:
+    """The weights' bytes, all devices, from a checkpoint: (bytes, where they were read).
+
+    path is a model.safetensors.index.json, whose metadata.total_size is the bytes of every
+    tensor, or a model folder holding one.
+    """
+    index = os.path.join(path, INDEX) if os.path.isdir(path) else path
+    if os.path.isdir(path) and not os.path.isfile(index):
+        raise GQAError(f"--weights {path}: the folder holds no {INDEX}; give the weights' size "
+                       f"(for example 140GB)")
+    total = (_load_json(index, MAX_INDEX_BYTES, "weights index").get("metadata") or {}).get("total_size")
+    if isinstance(total, bool) or not isinstance(total, int) or not 0 < total <= MAX_BYTES:
+        raise GQAError(f"weights index {index}: metadata.total_size must be a whole number of bytes "
+                       f"from 1 to {MAX_BYTES:.0e}; got {_show(total)}")
+    return total, f"{index}'s metadata.total_size"
 
 
 def _name(where: str, top: Dict[str, Any], text: Dict[str, Any]) -> str:
@@ -513,65 +643,116 @@ class _Read(NamedTuple):
     source_field: str = ""
     image: Optional[int] = None
     image_field: str = ""
+    per_layer: bool = False     # h or g varies by layer
+
+
+# Where a wrapper keeps its decoder, in the order they are tried: multimodal models' text_config
+# (LLaVA, Gemma-3), InternVL's llm_config, DeepSeek-VL2's language_config, and the decoder of
+# an encoder-decoder wrapper (VisionEncoderDecoderModel: it cross-attends to the encoder).
+NESTED = ("text_config", "llm_config", "language_config", "decoder")
+ENCODER_DECODER_WRAPPERS = ("vision-encoder-decoder", "speech-encoder-decoder", "encoder-decoder")
+
+
+def _nested(where: str, top: Dict[str, Any]) -> Tuple[Dict[str, Any], str, str]:
+    """(the decoder's config, where it sits, the key it sits under: "" for the config itself)."""
+    top_type = str(top.get("model_type") or "")
+    for key in NESTED:
+        if key not in top or (key == "decoder" and top_type not in ENCODER_DECODER_WRAPPERS):
+            continue
+        text = top[key]
+        if not isinstance(text, dict) or not text:
+            raise GQAError(f"config {where}: {key} is {'empty' if text in ({}, None) else 'not an object'}: "
+                           f"the text model's sizes are not given (the model class would fill every "
+                           f"one with its defaults); give them, or size the model by hand")
+        return text, f"{where} ({key})", key
+    return top, where, ""
 
 
 def _shape(where: str, top: Dict[str, Any], ignore: Tuple[str, ...],
            overrides: Dict[str, int]) -> ModelShape:
     notes: List[str] = [f"--{k.replace('_', '-')} {v} given by hand" for k, v in overrides.items()]
     top_type = str(top.get("model_type") or "")
-    text = top
-    if "text_config" in top:
-        text = top["text_config"]
-        if not isinstance(text, dict) or not text:
-            raise GQAError(f"config {where}: text_config is {'empty' if text in ({}, None) else 'not an object'}: "
-                           f"the text model's sizes are not given (the model class would fill every "
-                           f"one with its defaults); give them, or size the model by hand")
-        where = f"{where} (text_config)"
+    text, where, nested = _nested(where, top)
     model_type = str(text.get("model_type") or WRAPPERS.get(top_type) or top_type)
     model_type = ALIASES.get(model_type, model_type)
     family = FAMILIES.get(model_type)
     keys = _Keys(where, text, family.defaults if family else {}, model_type, notes)
     top_keys = keys if text is top else _Keys(where.split(" (")[0], top, {}, top_type, notes)
-    keys.get("model_type"), top_keys.get("model_type"), top_keys.get("text_config")
-    reader = family.reader if family else (
-        "encoder_decoder" if keys.get("is_encoder_decoder") else
-        "mla" if keys.get("kv_lora_rank") is not None and keys.get("linear_attn_config") is None else "decoder")
-    if reader == "encoder_decoder":
-        found = _encoder_decoder(keys, overrides)
-    elif reader == "mla":
-        found = _mla(keys, overrides)
-    elif reader == "state":
-        found = _state_model(keys, family, overrides)
-    else:
-        found = _decoder(keys, top_keys, model_type, family, ignore, overrides)
+    keys.cross = nested == "decoder"
+    keys.get("model_type"), top_keys.get("model_type"), top_keys.get(nested) if nested else None
+    reader = _reader(keys, family)
+    found = READERS[reader](keys, top_keys, model_type, family, ignore, overrides)
     max_context, field = _context(keys)
     width = keys.int(MLP_WIDTH, "MLP width", default=0) if reader == "decoder" else 0
+    dtype, dtype_field = _cache_dtype(top_keys, keys)
     keys.get("is_encoder_decoder")
+    _account(keys, top_keys, top_type, family, model_type, ignore, overrides, notes)
+    warnings = [n for n in notes if n.startswith(("WARNING", "NOTE"))]
+    notes = warnings + [n for n in notes if not n.startswith(("WARNING", "NOTE"))]
+    return ModelShape(_name(where, top, text), found.layers, found.heads, found.kv_heads, found.head_dim,
+                      found.hidden, width or None, MLP_MATRICES.get(model_type) if width else None,
+                      found.groups, max_context, field, tuple(notes), model_type if family else "",
+                      found.source, found.source_field, found.image, found.image_field,
+                      dtype, dtype_field, found.per_layer)
+
+
+def _account(keys: _Keys, top_keys: _Keys, top_type: str, family: Optional[Family], model_type: str,
+             ignore: Tuple[str, ...], overrides: Dict[str, int], notes: List[str]) -> None:
+    """Every key read, known not to change the cache, or refused (_Keys.account); --ignore of a
+    key the config does not have is an error; a model type with no row, a warning first."""
     for name in overrides:          # a field given by hand overrules the config's: read, and set aside
         keys.read.update(OVERRULED.get(name, ()))
+    every = set(keys.data) | set(top_keys.data) | {p + k for p, inner in keys.nested for k in inner.data}
+    missing = [name for name in ignore if name not in every]
+    if missing:
+        raise GQAError(f"--ignore {missing[0]}: the config has no key {missing[0]!r} "
+                       f"(its keys: {', '.join(sorted(every)[:12])}{', ...' if len(every) > 12 else ''})")
     if keys is not top_keys:
         top_keys.account(ignore, notes, FAMILIES.get(WRAPPERS.get(top_type, ""), family))
     keys.account(ignore, notes, family)
     for prefix, inner in keys.nested:
         inner.account(ignore, notes, family, prefix)
-    if family is None:
-        used = sorted(k for k in keys.read if k in text and k not in ("model_type", "_name_or_path"))
+    if family is None and model_type not in KNOWN_WITHOUT_ROW:
+        used = sorted(k for k in keys.read if k in keys.data and k not in ("model_type", "_name_or_path"))
         notes.insert(0, f"WARNING: model_type {model_type or '(none)'!r} has no row in the sizer's table "
                         f"of families: sized by the generic rules from "
                         f"{', '.join(used) or 'no fields'}; check the layers against the model's code")
-    warnings = [n for n in notes if n.startswith("WARNING")]
-    notes = warnings + [n for n in notes if not n.startswith("WARNING")]
-    return ModelShape(_name(where, top, text), found.layers, found.heads, found.kv_heads, found.head_dim,
-                      found.hidden, width or None, MLP_MATRICES.get(model_type) if width else None,
-                      found.groups, max_context, field, tuple(notes), model_type if family else "",
-                      found.source, found.source_field, found.image, found.image_field)
+
+
+# Model types whose models keep no KV cache, known without a row of their own: encoders
+# (their classes are encoders only, or decoders only with is_decoder), and attention-free
+# language models (each with what its layers hold instead).
+ENCODER_ONLY = frozenset((
+    "bert", "roberta", "xlm-roberta", "xlm-roberta-xl", "distilbert", "albert", "electra", "deberta",
+    "deberta-v2", "camembert", "mpnet", "modernbert", "ernie", "nomic_bert", "megatron-bert",
+    "longformer", "funnel", "squeezebert", "mobilebert", "convbert", "esm", "vit", "deit", "clip",
+    "siglip", "wav2vec2", "hubert", "wavlm"))
+ATTENTION_FREE = {"falcon_mamba": "Mamba", "rwkv": "RWKV", "rwkv5": "RWKV-5", "rwkv6": "RWKV-6",
+                  "rwkv7": "RWKV-7", "xlstm": "mLSTM"}
+KNOWN_WITHOUT_ROW = ENCODER_ONLY | frozenset(ATTENTION_FREE)
+def _reader(keys: _Keys, family: Optional[Family]) -> str:
+    """Which reader sizes the model: its row's, else what its config says it is."""
+    if family:
+        reader = family.reader
+    elif keys.get("is_encoder_decoder"):
+        reader = "encoder_decoder"
+    elif keys.data.get("kv_lora_rank") is not None and keys.data.get("linear_attn_config") is None:
+        reader = "mla"
+    elif keys.model_type in ENCODER_ONLY:
+        reader = "encoder"
+    elif keys.model_type in ATTENTION_FREE:
+        reader = "state"
+    else:
+        reader = "decoder"
+    if reader == "encoder" and keys.get("is_decoder"):       # BertLMHeadModel and its kind
+        reader = "decoder"
+    return reader
 
 
 def _context(keys: _Keys) -> Tuple[Optional[int], str]:
-    for name in MAX_CONTEXT:
-        if keys.get(name) is not None:
-            return keys.num((name,), "context")
-    return None, ""
+    """The model's longest context: the first of its spellings set (the others set aside)."""
+    given = [name for name in MAX_CONTEXT if keys.get(name) is not None]
+    return keys.num(given[:1], "context") if given else (None, "")
 
 
 def _kv_heads(keys: _Keys, heads: int) -> Tuple[int, str]:
@@ -596,6 +777,8 @@ def _kv_heads(keys: _Keys, heads: int) -> Tuple[int, str]:
         return heads, "attn_config.attn_type"
     names = KV_HEADS
     keys.get("new_decoder_architecture")
+    if keys.model_type == "hf_olmo" and keys.get("multi_query_attention") and keys.get("n_kv_heads") is None:
+        return 1, "multi_query_attention"     # OLMo's effective_n_kv_heads: one K/V head
     if keys.get("multi_query_attention") is False:       # ChatGLM: the group count is unused
         names = tuple(n for n in KV_HEADS if n != "multi_query_group_num")
         keys.seen("multi_query_group_num")
@@ -616,22 +799,38 @@ def _attention_sizes(keys: _Keys, overrides: Dict[str, int]) -> Tuple[int, int, 
     hidden, f_hidden = keys.num(HIDDEN, "hidden size", default=0)
     kv_heads, f_kv = (overrides["kv_heads"], "--kv-heads") if overrides.get("kv_heads") else \
         _kv_heads(keys, heads)
-    if overrides.get("head_dim"):
-        head_dim, f_dim = overrides["head_dim"], "--head-dim"
-    elif keys.get("head_dim") is not None:
-        head_dim, f_dim = keys.num(("head_dim",), "head dim")
-    elif not hidden:
-        raise GQAError(f"config {keys.where}: no hidden size and no head_dim: tried "
-                       f"{', '.join(HIDDEN)}, head_dim (or give --head-dim)")
-    elif hidden % heads:
-        raise GQAError(f"config {keys.where}: hidden size {hidden} is not a multiple of {heads} "
-                       f"query heads and there is no head_dim to say the head dim")
-    else:
-        head_dim, f_dim = hidden // heads, f"{f_hidden} / {f_heads}"
+    head_dim, f_dim = _head_dim(keys, overrides, heads, f_heads, hidden, f_hidden)
     for names, used, value in ((LAYERS, f_layers, layers), (QUERY_HEADS, f_heads, heads), (HIDDEN, f_hidden, hidden)):
         _agree(keys, names, used, value)
     _check_divides(keys.where, heads, kv_heads)
     return layers, heads, kv_heads, head_dim, hidden, [f_layers, f_heads, f_kv, f_dim]
+
+
+def _head_dim(keys: _Keys, overrides: Dict[str, int], heads: int, f_heads: str, hidden: int,
+              f_hidden: str) -> Tuple[int, str]:
+    """The head dim: --head-dim, else the config's spellings of it (HEAD_DIM: they must agree),
+    else hidden_size / h."""
+    if overrides.get("head_dim"):
+        return overrides["head_dim"], "--head-dim"
+    if keys.model_type in ("zamba", "zamba2"):       # ZambaConfig, Zamba2Config: twice the width
+        keys.seen("kv_channels")                     # the Megatron spelling of hidden_size / h
+        if keys.get("attention_head_dim") is None and hidden:
+            return 2 * hidden // heads, f"2 x {f_hidden} / {f_heads}"
+    given = [(name, keys.get(name)) for name in HEAD_DIM if keys.get(name) is not None]
+    if given:
+        value, name = keys.num((given[0][0],), "head dim")
+        for other, seen in given[1:]:
+            if seen != value:
+                raise GQAError(f"config {keys.where}: cannot size: {name} {value} and {other} {_show(seen)} "
+                               f"disagree on the head dim, and which the model's code reads is not known")
+        return value, name
+    if not hidden:
+        raise GQAError(f"config {keys.where}: no hidden size and no head_dim: tried "
+                       f"{', '.join(HIDDEN)}, {', '.join(HEAD_DIM)} (or give --head-dim)")
+    if hidden % heads:
+        raise GQAError(f"config {keys.where}: hidden size {hidden} is not a multiple of {heads} "
+                       f"query heads and there is no head_dim to say the head dim")
+    return hidden // heads, f"{f_hidden} / {f_heads}"
 
 
 def _agree(keys: _Keys, names: Sequence[str], used: str, value: int) -> None:
@@ -699,22 +898,22 @@ class _Layout:
     """
 
     def __init__(self, keys: _Keys, model_type: str, family: Optional[Family], layers: int,
-                 ignore: Tuple[str, ...]):
+                 ignore: Tuple[str, ...], heads: int = 0):
         self.keys, self.model_type, self.family = keys, model_type, family
-        self.layers, self.ignore = layers, ignore
+        self.layers, self.ignore, self.heads = layers, ignore, heads
         self.rules = None           # type: Optional[List[str]]
         self.fields = []            # type: List[str]
+        self.kv = None              # type: Optional[List[int]]   # g of each layer, where it varies
+        self.q = None               # type: Optional[List[int]]   # h of each layer, where it varies
 
-    def unknown(self, field: str, value: object) -> None:
-        """A value the sizer does not understand: an error, or with --ignore FIELD a warning
-        (the layers it spoke of are then sized as full attention)."""
-        if field in self.ignore:
-            self.keys.notes.append(f"WARNING: {field} {_show(value)} is not understood and was ignored "
-                                   f"(--ignore {field}): the sizes assume full attention there")
-            return
-        raise GQAError(f"config {self.keys.where}: {field} {_show(value)} is not understood, and it "
-                       f"changes the cache; give --ignore {field} to size the model as if it were "
-                       f"full attention")
+    def cannot(self, field: str, value: object) -> None:
+        """A value that changes the cache in a way no rule reads: refused, never ignored."""
+        _cannot(self.keys, field, value)
+
+    def honours(self, *model_types: str) -> bool:
+        """True when the family's code reads the mechanism's field: one of model_types, or a
+        model type with no row (sized with its warning)."""
+        return self.family is None or self.model_type in model_types
 
     def state(self, what: str) -> str:
         """The rule of a layer that holds a state of fixed size instead of a cache."""
@@ -730,8 +929,99 @@ class _Layout:
 def _layout_attn_layer_indices(lay: _Layout) -> None:
     """Falcon-H1: attn_layer_indices, which the sizer does not read (it puts attention in
     every layer)."""
-    if lay.model_type == "falcon_h1" and lay.keys.get("attn_layer_indices") is not None:
-        lay.unknown("attn_layer_indices", lay.keys.get("attn_layer_indices"))
+    indices = lay.keys.data.get("attn_layer_indices")
+    if indices is None:
+        return
+    if lay.model_type == "falcon_h1":
+        lay.cannot("attn_layer_indices", indices)
+    if lay.rules is None and lay.honours("bamba"):
+        lay.keys.get("attn_layer_indices")
+        at = set(_index_list(lay.keys, "attn_layer_indices", indices, lay.layers, 0))
+        lay.rules = ["full" if i in at else lay.state("Mamba-2") for i in range(lay.layers)]
+        lay.fields.append("attn_layer_indices")
+
+
+# The fields of a Nemotron-NAS block's attention (DeciLM's AttentionConfig) that the sizer
+# reads; the others (window_length, num_sink_tokens, sparsify, ...) must be unset.
+NAS_ATTENTION = ("n_heads_in_group", "no_op", "replace_with_linear")
+
+
+def _layout_block_configs(lay: _Layout) -> None:
+    """Nemotron-NAS (DeciLM; Llama-3.1-Nemotron-51B, Nano, Super, Ultra): block_configs, one per
+    layer.  A block's attention has h // n_heads_in_group key/value heads, or none at all
+    (no_op, or replace_with_linear: a linear layer in its place), and then no cache."""
+    if lay.keys.data.get("block_configs") is None or not lay.honours("nemotron-nas", "deci"):
+        return
+    blocks = lay.keys.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) != lay.layers or \
+            not all(isinstance(b, dict) and isinstance(b.get("attention"), dict) for b in blocks):
+        lay.cannot("block_configs", blocks)
+    rules, kv = [], []
+    for i, block in enumerate(blocks):
+        attention = block["attention"]
+        others = {k: v for k, v in attention.items() if k not in NAS_ATTENTION and v not in (None, False)}
+        group = attention.get("n_heads_in_group")
+        if others:
+            lay.cannot(f"block_configs[{i}].attention", others)
+        if attention.get("no_op") or attention.get("replace_with_linear"):
+            rules.append("mlp")
+            kv.append(0)
+        elif isinstance(group, bool) or not isinstance(group, int) or group < 1 or lay.heads % group:
+            lay.cannot(f"block_configs[{i}].attention.n_heads_in_group", group)
+        else:
+            rules.append("full")
+            kv.append(lay.heads // group)
+    lay.rules, lay.kv = rules, kv
+    lay.fields.append("block_configs")
+
+
+def _layout_layers_block_type(lay: _Layout) -> None:
+    """Zamba and Zamba2: layers_block_type, one per layer: "hybrid" layers run the shared
+    attention block (each with a cache of its own), "mamba" layers a Mamba mixer alone."""
+    if lay.keys.data.get("layers_block_type") is None or lay.rules is not None or \
+            not lay.honours("zamba", "zamba2"):
+        return
+    types = lay.keys.get("layers_block_type")
+    if not isinstance(types, list) or len(types) != lay.layers or set(types) - {"mamba", "hybrid"}:
+        lay.cannot("layers_block_type", types)
+    lay.rules = ["full" if t == "hybrid" else lay.state("Mamba") for t in types]
+    lay.fields.append("layers_block_type")
+    ids = lay.keys.get("hybrid_layer_ids")
+    if ids is not None and sorted(_index_list(lay.keys, "hybrid_layer_ids", ids, lay.layers, 0)) != \
+            [i for i, t in enumerate(types) if t == "hybrid"]:
+        raise GQAError(f"config {lay.keys.where}: hybrid_layer_ids {_show(ids)} and layers_block_type "
+                       f"disagree on which layers are hybrid")
+
+
+def _layout_attention_types(lay: _Layout) -> None:
+    """GPT-Neo: attention_types, [[kinds, n], ...]: the kinds repeated n times make the layers;
+    "local" layers attend to the last window_size positions, "global" ones to all."""
+    if lay.keys.data.get("attention_types") is None or lay.rules is not None or not lay.honours("gpt_neo"):
+        return
+    spec = lay.keys.get("attention_types")
+    kinds = []          # type: List[Any]
+    try:
+        for pattern, times in spec:
+            kinds += list(pattern) * times
+    except (TypeError, ValueError):
+        lay.cannot("attention_types", spec)
+    if len(kinds) != lay.layers or set(kinds) - {"global", "local"}:
+        lay.cannot("attention_types", spec)
+    lay.rules = ["sliding" if k == "local" else "full" for k in kinds]
+    lay.fields += ["attention_types", "window_size"]
+
+
+def _layout_blocksparse(lay: _Layout) -> None:
+    """Phi-3-small: block-sparse attention in all layers but every dense_attention_every_n_layers-th.
+    A block-sparse layer attends to local blocks and to a vertical stride of blocks reaching
+    back to the first token, so it caches every position, as a dense layer does."""
+    keys = lay.keys
+    names = [k for k in keys.data if k.startswith("blocksparse_")] + ["dense_attention_every_n_layers"]
+    if not any(keys.data.get(n) is not None for n in names) or not lay.honours("phi3small"):
+        return
+    for name in names:
+        keys.get(name)
+    lay.fields += ["dense_attention_every_n_layers", "blocksparse_block_size"]
 
 
 def _layout_layer_types(lay: _Layout) -> None:
@@ -756,8 +1046,7 @@ def _layout_layer_types(lay: _Layout) -> None:
             kind = LAYER_TYPES[t]
             rules.append(lay.state(kind[5:]) if kind.startswith("none:") else kind)
         else:
-            lay.unknown("layer_types", t)
-            rules.append("full")
+            lay.cannot("layer_types", t)
     lay.rules = rules
     lay.fields.append("layer_types")
     if model_type == "gemma4_text" and rules[-1] != "full":      # Gemma4TextConfig forces it
@@ -825,10 +1114,8 @@ def _layout_hybrid_override_pattern(lay: _Layout) -> None:
         return
     pattern = str(pattern)
     if len(pattern) != lay.layers or set(pattern) - set("M*-E"):
-        lay.unknown("hybrid_override_pattern", pattern)
-        lay.rules = ["full"] * lay.layers
-    else:
-        lay.rules = ["full" if c == "*" else lay.state("Mamba") if c == "M" else "mlp" for c in pattern]
+        lay.cannot("hybrid_override_pattern", pattern)
+    lay.rules = ["full" if c == "*" else lay.state("Mamba") if c == "M" else "mlp" for c in pattern]
     lay.fields.append("hybrid_override_pattern")
 
 
@@ -849,10 +1136,8 @@ def _layout_attn_type_list(lay: _Layout) -> None:
     if lay.rules is not None or kinds is None:
         return
     if not isinstance(kinds, list) or len(kinds) != lay.layers or set(kinds) - {0, 1}:
-        lay.unknown("attn_type_list", kinds)
-        lay.rules = ["full"] * lay.layers
-    else:
-        lay.rules = ["full" if k == 1 else lay.state("lightning-attention") for k in kinds]
+        lay.cannot("attn_type_list", kinds)
+    lay.rules = ["full" if k == 1 else lay.state("lightning-attention") for k in kinds]
     lay.fields.append("attn_type_list")
 
 
@@ -885,11 +1170,9 @@ def _layout_attention_chunk_size(lay: _Layout) -> None:
         lay.fields.append("no_rope_layer_interval")
     if lay.rules is None:
         if not isinstance(no_rope, list) or len(no_rope) != layers:
-            lay.unknown("attention_chunk_size", chunk)
-            lay.rules = ["full"] * layers
-        else:
-            lay.rules = ["chunked" if r else "full" for r in no_rope]
-            lay.fields.append("no_rope_layers")
+            lay.cannot("attention_chunk_size", chunk)
+        lay.rules = ["chunked" if r else "full" for r in no_rope]
+        lay.fields.append("no_rope_layers")
     lay.fields.append("attention_chunk_size")
 
 
@@ -911,10 +1194,13 @@ def _layout_sliding_window(lay: _Layout) -> None:
     use = keys.get("use_sliding_window")
     if lay.rules is not None or window is None or use is False:
         return
+    if lay.family and not lay.family.sliding:
+        keys.notes.append(f"sliding_window {_show(window)} is set aside: {lay.family.name}'s code has no "
+                          f"sliding window, every layer attends to every position")
+        return
     if use and keys.get("max_window_layers") not in (None, layers):
-        lay.unknown("max_window_layers", keys.get("max_window_layers"))
-        lay.rules = ["full"] * layers
-    elif keys.get("sliding_window_pattern") is not None:          # Gemma-3: every P-th is global
+        lay.cannot("max_window_layers", keys.get("max_window_layers"))
+    if keys.get("sliding_window_pattern") is not None:          # Gemma-3: every P-th is global
         p = keys.int(("sliding_window_pattern",), "sliding window pattern")
         lay.rules = ["full" if (i + 1) % p == 0 else "sliding" for i in range(layers)]
         lay.fields.append("sliding_window_pattern")
@@ -945,21 +1231,24 @@ def _layout_sliding_window_size(lay: _Layout) -> None:
 # after and, when they are there, says every layer's rule (when no mechanism before
 # it has), checks what one before it said (they must agree), or refines it (the
 # chunks of chunked layers, the cross-attention layers).
-LAYOUTS = (_layout_attn_layer_indices, _layout_layer_types, _layout_full_attn_idxs,
-           _layout_block_types, _layout_linear_attn_config, _layout_hybrid_override_pattern,
-           _layout_attn_layer_period, _layout_attn_type_list, _layout_full_attention_interval,
-           _layout_attention_chunk_size, _layout_cross_attention_layers, _layout_sliding_window,
-           _layout_sliding_window_size)
+LAYOUTS = (_layout_block_configs, _layout_layer_types, _layout_attn_layer_indices,
+           _layout_full_attn_idxs, _layout_layers_block_type, _layout_block_types,
+           _layout_linear_attn_config, _layout_hybrid_override_pattern, _layout_attn_layer_period,
+           _layout_attn_type_list, _layout_full_attention_interval, _layout_attention_types,
+           _layout_attention_chunk_size, _layout_cross_attention_layers, _layout_blocksparse,
+           _layout_sliding_window, _layout_sliding_window_size)
 
 
 def _layouts(keys: _Keys, model_type: str, family: Optional[Family], layers: int,
-             ignore: Tuple[str, ...]) -> Tuple[List[str], List[str]]:
+             ignore: Tuple[str, ...], heads: int) -> _Layout:
     """What each decoder layer caches, and the fields that said so: LAYOUTS, in order;
     every layer full when none of them speaks."""
-    lay = _Layout(keys, model_type, family, layers, ignore)
+    lay = _Layout(keys, model_type, family, layers, ignore, heads)
     for mechanism in LAYOUTS:
         mechanism(lay)
-    return lay.rules or ["full"] * layers, lay.fields or ["every layer"]
+    lay.rules = lay.rules or ["full"] * layers
+    lay.fields = lay.fields or ["every layer"]
+    return lay
 
 
 # ---------------------------------------------------------------------------
@@ -971,9 +1260,13 @@ def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
              ignore: Tuple[str, ...], overrides: Dict[str, int]) -> _Read:
     """A decoder: its attention's sizes, each layer's rule (_layouts), and the groups of
     layers that cache alike."""
-    layers, heads, kv_heads, head_dim, hidden, shape_fields = _attention_sizes(keys, overrides)
-    rules, layout_fields = _layouts(keys, model_type, family, layers, ignore)
-    rules, held = _held(keys, rules, layout_fields, overrides)
+    per_layer = _per_layer_heads(keys, overrides)
+    layers, heads, kv_heads, head_dim, hidden, shape_fields = per_layer[0] if per_layer else \
+        _attention_sizes(keys, overrides)
+    lay = _layouts(keys, model_type, family, layers, ignore, heads)
+    if per_layer:
+        lay.q, lay.kv = per_layer[1], per_layer[2]
+    rules, held = _held(keys, lay.rules, lay.fields, overrides)
     mla = (0, [])           # type: Tuple[int, List[str]]
     if "mla" in rules:
         mla = _latent(keys)
@@ -981,17 +1274,90 @@ def _decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
     own = (kv_heads, head_dim, shape_fields[2:])
     shapes = {"": own, "full": _global_shape(keys, model_type, heads, own)}
     shared_from = _shared_from(keys, model_type, rules, ignore)
-    groups = _group(_layer_specs(rules, layout_fields, shared_from, mla, shapes, held))
-    if "mlp" in rules:
-        keys.notes.append(f"{rules.count('mlp')} layers are an MLP alone: no attention, no state")
-    if model_type == "falcon_h1":           # a Mamba-2 mixer beside the attention of every layer
-        note = _state_note(keys, family, "Mamba-2").replace(" layers", " mixers beside the attention", 1)
-        groups += (LayerGroup("none", layers, note=note,
-                              fields=("model_type falcon_h1",), layer_ids=tuple(range(layers))),)
+    groups = _group(_layer_specs(rules, lay, shared_from, mla, shapes, held))
+    groups += _beside(keys, family, model_type, layers, rules, groups)
     image, image_field = (None, "")
     if any(g.rule == "image" for g in groups):
         image, image_field = _image_tokens(keys, top)
-    return _Read(layers, heads, kv_heads, head_dim, hidden, groups, image=image, image_field=image_field)
+    per_layer = len(set(lay.kv or ())) > 1 or len(set(lay.q or ())) > 1
+    kv_heads = max(lay.kv) if lay.kv else kv_heads
+    return _Read(layers, heads, kv_heads, head_dim, hidden, groups, image=image, image_field=image_field,
+                 per_layer=per_layer)
+
+
+def _beside(keys: _Keys, family: Optional[Family], model_type: str, layers: int, rules: List[str],
+            groups: Tuple[LayerGroup, ...]) -> Tuple[LayerGroup, ...]:
+    """Groups beside the decoder's own: Falcon-H1's Mamba-2 mixers, cross-attention to an
+    encoder (add_cross_attention), and the draft layers of multi-token prediction."""
+    extra = ()          # type: Tuple[LayerGroup, ...]
+    if "mlp" in rules:
+        keys.notes.append(f"{rules.count('mlp')} layers have no attention: no cache, no state")
+    if model_type == "falcon_h1":           # a Mamba-2 mixer beside the attention of every layer
+        note = _state_note(keys, family, "Mamba-2").replace(" layers", " mixers beside the attention", 1)
+        extra += (LayerGroup("none", layers, note=note,
+                             fields=("model_type falcon_h1",), layer_ids=tuple(range(layers))),)
+    if keys.get("add_cross_attention") or keys.cross:   # a decoder of an encoder-decoder (GPT-2 after a ViT)
+        said = "add_cross_attention" if keys.data.get("add_cross_attention") else "decoder of an encoder-decoder"
+        extra += tuple(g._replace(rule="cross", window=None, fields=g.fields + (said,))
+                       for g in groups if g.rule == "full")
+    return extra + _draft(keys)
+
+
+# Multi-token-prediction layers, by the fields that count them: DeepSeek-V3's and GLM-4.5's
+# num_nextn_predict_layers, Qwen3-Next's mtp_num_hidden_layers, MiniMax-M2's
+# num_mtp_modules of mtp_transformer_layers each.
+DRAFT = (("num_nextn_predict_layers",), ("mtp_num_hidden_layers",),
+         ("num_mtp_modules", "mtp_transformer_layers"))
+
+
+def _draft(keys: _Keys) -> Tuple[LayerGroup, ...]:
+    """The draft layers of multi-token prediction: a group of their own, not counted (a
+    serving engine runs them only when told to speculate)."""
+    keys.get("use_mtp")
+    for names in DRAFT:
+        counts = [keys.get(n) for n in names]
+        counts = [c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c > 0]
+        if counts:
+            layers = counts[0] * (counts[1] if len(counts) > 1 else 1)
+            return (LayerGroup("draft", layers, note="multi-token-prediction layers",
+                               fields=tuple(n for n in names if keys.data.get(n) is not None)),)
+    return ()
+
+
+def _per_layer_heads(keys: _Keys, overrides: Dict[str, int]
+                     ) -> Optional[Tuple[Tuple[int, int, int, int, int, List[str]], List[int], List[int]]]:
+    """Heads that vary by layer: OpenELM's num_query_heads and num_kv_heads (lists, over
+    num_transformer_layers), DeciLM's num_key_value_heads_per_layer.  ((layers, the largest h,
+    the largest g, head dim, hidden size, fields), h by layer, g by layer), or None."""
+    if isinstance(keys.data.get("num_query_heads"), list):
+        layers, f_layers = keys.num(("num_transformer_layers",) + LAYERS, "layer count")
+        q = _count_list(keys, "num_query_heads", layers)
+        kv = _count_list(keys, "num_kv_heads", layers)
+        fields = [f_layers, "num_query_heads", "num_kv_heads"]
+    elif keys.data.get("num_key_value_heads_per_layer") is not None:
+        layers, f_layers = keys.num(LAYERS, "layer count")
+        q = [keys.int(QUERY_HEADS, "query head count")] * layers
+        kv = _count_list(keys, "num_key_value_heads_per_layer", layers)
+        fields = [f_layers, "num_attention_heads", "num_key_value_heads_per_layer"]
+    else:
+        return None
+    if overrides.get("kv_heads"):
+        kv = [overrides["kv_heads"]] * layers
+    hidden, f_hidden = keys.num(HIDDEN, "hidden size", default=0)
+    head_dim, f_dim = _head_dim(keys, overrides, max(q), "num_query_heads", hidden, f_hidden)
+    for h, g in zip(q, kv):
+        _check_divides(keys.where, h, g)
+    return (layers, max(q), max(kv), head_dim, hidden, fields + [f_dim]), q, kv
+
+
+def _count_list(keys: _Keys, name: str, layers: int) -> List[int]:
+    """A list of one positive count per layer."""
+    value = keys.get(name)
+    if not isinstance(value, list) or len(value) != layers or \
+            any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 10 ** 6 for v in value):
+        raise GQAError(f"config {keys.where}: {name} must list a positive count for each of the "
+                       f"{layers} layers; got {_show(value)}")
+    return value
 
 
 def _held(keys: _Keys, rules: List[str], layout_fields: List[str],
@@ -1005,6 +1371,8 @@ def _held(keys: _Keys, rules: List[str], layout_fields: List[str],
     elif "sliding" in rules:
         if "attention_window_size" in layout_fields:
             window, window_field = keys.num(("attention_window_size",), "attention window")
+        elif "window_size" in layout_fields:        # GPT-Neo's local layers
+            window, window_field = keys.num(("window_size",), "attention window")
         else:
             window, window_field = keys.num(("sliding_window",), "sliding window")
             if keys.get("use_bidirectional_attention") == "all":    # Gemma-4: the class halves it
@@ -1036,23 +1404,23 @@ def _global_shape(keys: _Keys, model_type: str, heads: int,
 
 
 def _shared_from(keys: _Keys, model_type: str, rules: List[str],
-                 ignore: Tuple[str, ...]) -> Dict[int, int]:
-    """KV sharing: {layer: the earlier layer whose cache it reads}.  In Gemma-3n and Gemma-4
-    the last num_kv_shared_layers layers read the cache of the last earlier layer of their
-    own type (Gemma3nTextConfig.kv_sharing_roles); elsewhere the field is refused, or with
-    --ignore a warning (every layer then caches)."""
-    layers = len(rules)
+                 ignore: Tuple[str, ...]) -> Dict[int, Tuple[int, str]]:
+    """Layers that keep no cache of their own: {layer: (the earlier layer whose K and V it
+    reads, the field that says so)}.  Gemma-3n and Gemma-4: the last num_kv_shared_layers
+    layers read the last earlier layer of their own type (Gemma3nTextConfig.kv_sharing_roles).
+    Hunyuan with use_cla: every cla_share_factor-th layer computes K and V, the layers between
+    reuse them (cross-layer attention: _get_cla_factor and HunYuanCrossAttention in vLLM's
+    hunyuan code).  Elsewhere num_kv_shared_layers cannot be sized."""
+    if model_type in CLA_FAMILIES or not any(model_type in t for t in (FAMILIES, CLA_FAMILIES)):
+        cla = _cross_layer(keys, len(rules))
+        if cla:
+            return cla
     if model_type not in ("gemma3n_text", "gemma4_text"):
         if keys.data.get("num_kv_shared_layers"):
-            keys.get("num_kv_shared_layers")
-            sharing = keys.data["num_kv_shared_layers"]
-            if "num_kv_shared_layers" not in ignore:
-                raise GQAError(f"config {keys.where}: num_kv_shared_layers {_show(sharing)}: which layers "
-                               f"share which cache is known only for Gemma-3n and Gemma-4; give "
-                               f"--ignore num_kv_shared_layers to count every layer as caching")
-            keys.notes.append(f"WARNING: num_kv_shared_layers {_show(sharing)} is ignored "
-                              f"(--ignore num_kv_shared_layers): every layer is counted as caching")
+            _cannot(keys, "num_kv_shared_layers", keys.get("num_kv_shared_layers"),
+                    "which layers share which cache is known only for Gemma-3n and Gemma-4")
         return {}
+    layers = len(rules)
     n_shared = keys.get("num_kv_shared_layers") or 0
     if isinstance(n_shared, bool) or not isinstance(n_shared, int) or not 0 <= n_shared < layers:
         raise GQAError(f"config {keys.where}: num_kv_shared_layers must be a whole number from 0 to "
@@ -1063,34 +1431,54 @@ def _shared_from(keys: _Keys, model_type: str, rules: List[str],
         if not earlier:
             raise GQAError(f"config {keys.where}: layer {i} shares the cache of an earlier "
                            f"{rules[i]} layer, and there is none before layer {first}")
-        shared_from[i] = earlier[-1]
+        shared_from[i] = (earlier[-1], "num_kv_shared_layers")
     return shared_from
 
 
-def _layer_specs(rules: List[str], fields: List[str], shared_from: Dict[int, int],
+# The model types whose code reads use_cla and cla_share_factor (cross-layer attention).
+CLA_FAMILIES = ("hunyuan", "hunyuan_v1_dense", "hunyuan_v1_moe")
+
+
+def _cross_layer(keys: _Keys, layers: int) -> Dict[int, Tuple[int, str]]:
+    """Cross-layer attention: with use_cla, layer i reads the K and V of layer i - i % factor."""
+    factor = keys.get("cla_share_factor")
+    if not keys.get("use_cla") or factor in (None, 1):
+        return {}
+    if isinstance(factor, bool) or not isinstance(factor, int) or not 1 <= factor <= layers:
+        raise GQAError(f"config {keys.where}: cla_share_factor must be a whole number from 1 to "
+                       f"{layers}; got {_show(factor)}")
+    return {i: (i - i % factor, "cla_share_factor") for i in range(layers) if i % factor}
+
+
+def _layer_specs(rules: List[str], lay: _Layout, shared_from: Dict[int, Tuple[int, str]],
                  mla: Tuple[int, List[str]], shapes: Dict[str, Tuple[int, int, List[str]]],
                  held: Dict[str, Tuple[Optional[int], str]]) -> List[Tuple[Any, ...]]:
-    """Each layer's spec for _group, (rule, g, head dim, positions held, latent, note,
+    """Each layer's spec for _group, (rule, g, head dim, positions held, latent, note, h,
     fields), in order; a layer that is an MLP alone has none.
 
-    fields: the layout's; mla: (latent, its fields); shapes: {"full": (g, head dim,
-    their fields), "": the same of every other attention layer}; held: _held's.
+    lay: the layout (its fields, and g and h by layer where they vary); shared_from: {layer:
+    (the layer whose cache it reads, the field that says so)}; mla: (latent, its fields);
+    shapes: {"full": (g, head dim, their fields), "": the same of every other attention
+    layer}; held: _held's.
     """
-    specs = []              # type: List[Tuple[Any, ...]]
+    fields, specs = lay.fields, []          # type: List[str], List[Tuple[Any, ...]]
     for i, rule in enumerate(rules):
         if i in shared_from:
-            j = shared_from[i]
-            specs.append(("shared", 0, 0, None, 0, f"reading the cache of layer {j} ({rules[j]})",
-                          ("num_kv_shared_layers",) + tuple(fields)))
+            j, field = shared_from[i]
+            note = f"reading the cache of layer {j} ({rules[j]})" if field != "cla_share_factor" else \
+                "reusing the K and V of the layer before them that computes its own (cross-layer attention)"
+            specs.append(("shared", 0, 0, None, 0, note, 0, (field,) + tuple(fields)))
         elif rule == "mla":
-            specs.append(("mla", 0, 0, None, mla[0], "", tuple(mla[1] + fields)))
+            specs.append(("mla", 0, 0, None, mla[0], "", 0, tuple(mla[1] + fields)))
         elif rule.startswith("none:"):
-            specs.append(("none", 0, 0, None, 0, rule[5:], tuple(fields)))
+            specs.append(("none", 0, 0, None, 0, rule[5:], 0, tuple(fields)))
         elif rule != "mlp":
             g, d, where_from = shapes.get(rule, shapes[""])
+            g = lay.kv[i] if lay.kv else g
+            q = lay.q[i] if lay.q and len(set(lay.q)) > 1 else 0
             size, field = held.get(rule, (None, ""))
             where_from = where_from + fields + ([field] if size else [])
-            specs.append((rule, g, d, size, 0, "", tuple(dict.fromkeys(where_from))))
+            specs.append((rule, g, d, size, 0, "", q, tuple(dict.fromkeys(where_from))))
     return specs
 
 
@@ -1098,10 +1486,10 @@ def _group(specs: List[Tuple[Any, ...]]) -> Tuple[LayerGroup, ...]:
     """Layers with the same rule and shapes, in the order they first appear."""
     ids: Dict[Tuple[Any, ...], List[int]] = {}
     for i, spec in enumerate(specs):
-        ids.setdefault(spec[:6], []).append(i)
-    fields = {spec[:6]: spec[6] for spec in specs}
-    return tuple(LayerGroup(rule, len(ids[key]), g, d, held, latent, note, fields[key], tuple(ids[key]))
-                 for key in ids for rule, g, d, held, latent, note in [key])
+        ids.setdefault(spec[:7], []).append(i)
+    fields = {spec[:7]: spec[7] for spec in specs}
+    return tuple(LayerGroup(rule, len(ids[key]), g, d, held, latent, note, fields[key], tuple(ids[key]), q)
+                 for key in ids for rule, g, d, held, latent, note, q in [key])
 
 
 def _latent(keys: _Keys) -> Tuple[int, List[str]]:
@@ -1130,7 +1518,8 @@ def _image_tokens(keys: _Keys, top: _Keys) -> Tuple[int, str]:
         f"vision_config: max_num_tiles {tiles} x ((image_size {size} // patch_size {patch})^2 + 1)")
 
 
-def _mla(keys: _Keys, overrides: Dict[str, int]) -> _Read:
+def _mla(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family], ignore: Tuple[str, ...],
+         overrides: Dict[str, int]) -> _Read:
     """DeepSeek-V2/V3 (and Kimi-K2): every layer caches one latent per token."""
     latent, fields = _latent(keys)
     layers = overrides.get("layers") or keys.int(LAYERS, "layer count")
@@ -1139,12 +1528,13 @@ def _mla(keys: _Keys, overrides: Dict[str, int]) -> _Read:
     keys.seen("num_key_value_heads")        # a g that MLA does not use
     return _Read(layers, heads, heads, v_dim, keys.int(HIDDEN, "hidden size", 0),
                  (LayerGroup("mla", layers, latent=latent, fields=tuple(fields + ["num_hidden_layers"]),
-                             layer_ids=tuple(range(layers))),))
+                             layer_ids=tuple(range(layers))),) + _draft(keys))
 
 
-def _encoder_decoder(keys: _Keys, overrides: Dict[str, int]) -> _Read:
-    """T5, Whisper, BART: the decoder caches its own tokens, and the encoder's output for
-    cross-attention; the encoder itself caches nothing while the decoder generates."""
+def _encoder_decoder(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
+                     ignore: Tuple[str, ...], overrides: Dict[str, int]) -> _Read:
+    """T5, Whisper, BART, Pegasus: the decoder caches its own tokens, and the encoder's output
+    for cross-attention; the encoder itself caches nothing while the decoder generates."""
     heads, f_heads = (overrides["heads"], "--heads") if overrides.get("heads") else \
         keys.num(("decoder_attention_heads",) + QUERY_HEADS, "query head count")
     layers, f_layers = (overrides["layers"], "--layers") if overrides.get("layers") else \
@@ -1174,14 +1564,80 @@ def _encoder_decoder(keys: _Keys, overrides: Dict[str, int]) -> _Read:
                  source, source_field)
 
 
-def _state_model(keys: _Keys, family: Optional[Family], overrides: Dict[str, int]) -> _Read:
-    """Mamba, Mamba-2: no attention anywhere; every layer holds a state of fixed size."""
-    layers, used = (overrides["layers"], "--layers") if overrides.get("layers") else keys.num(LAYERS, "layer count")
-    _agree(keys, LAYERS, used, layers)
-    note = _state_note(keys, family, "state-space")
-    fields = tuple(f for f in (family.state[1] if family else ()) if f in keys.data)
-    return _Read(layers, 0, 0, 0, keys.int(HIDDEN, "hidden size", 0),
+def _state_model(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
+                 ignore: Tuple[str, ...], overrides: Dict[str, int]) -> _Read:
+    """Mamba, Mamba-2, Falcon-Mamba, RWKV, xLSTM: no attention anywhere; every layer holds a
+    state of fixed size.  A model type known to be attention-free (ATTENTION_FREE) without a row
+    has every key read but those that would name attention layers in a hybrid."""
+    names = LAYERS + ("num_blocks",)
+    layers, used = (overrides["layers"], "--layers") if overrides.get("layers") else keys.num(names, "layer count")
+    _agree(keys, names, used, layers)
+    what = ATTENTION_FREE.get(model_type, "state-space")
+    note = _state_note(keys, family, what)
+    if family is None:
+        keys.read.update(k for k in keys.data if not HYBRID_ATTENTION.search(k))
+    fields = tuple(f for f in (family.state[1] if family else ()) if f in keys.data) or (used,)
+    return _Read(layers, 0, 0, 0, keys.int(HIDDEN + ("embedding_dim",), "hidden size", 0),
                  (LayerGroup("none", layers, note=note, fields=fields, layer_ids=tuple(range(layers))),))
+
+
+# Keys by which an attention-free family's hybrids (flash-linear-attention's "attn") name
+# their attention layers: never read as attention-free.
+HYBRID_ATTENTION = re.compile(r"^attn$|^attn_layers$|attention_layers$|^attn_type_list$|^layer_types$")
+
+
+def _encoder_only(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
+                  ignore: Tuple[str, ...], overrides: Dict[str, int]) -> _Read:
+    """BERT and the other encoders: the model reads its whole input in one pass and generates
+    nothing, so it keeps no KV cache at all (its class is no decoder: is_decoder is not set)."""
+    layers, used = keys.num(LAYERS, "layer count")
+    keys.read.update(k for k in keys.data if k not in ("add_cross_attention",))
+    note = f"{model_type} encoder layers"
+    return _Read(layers, 0, 0, 0, keys.int(HIDDEN, "hidden size", 0),
+                 (LayerGroup("encoder", layers, note=note, fields=(f"model_type {model_type}", "is_decoder"),
+                             layer_ids=tuple(range(layers))),))
+
+
+def _decoder_reader(keys: _Keys, top: _Keys, model_type: str, family: Optional[Family],
+                    ignore: Tuple[str, ...], overrides: Dict[str, int]) -> _Read:
+    return _decoder(keys, top, model_type, family, ignore, overrides)
+
+
+READERS = {"decoder": _decoder_reader, "mla": _mla, "encoder_decoder": _encoder_decoder,
+           "state": _state_model, "encoder": _encoder_only}
+
+
+# The cache's own dtype, where a config names it: vLLM's kv_cache_dtype, and the KV scheme of
+# a quantization_config (compressed-tensors' kv_cache_scheme, ModelOpt's kv_cache_quant_algo).
+KV_DTYPES = {"fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_inc": "fp8", "int8": "int8",
+             "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16", "half": "fp16",
+             "float32": "fp32", "fp32": "fp32"}
+
+
+def _cache_dtype(top: _Keys, keys: _Keys) -> Tuple[str, str]:
+    """(the cache dtype the config names, the field that names it), or ("", "")."""
+    for where in (keys, top):
+        named = where.get("kv_cache_dtype")
+        if named is not None and str(named).lower() != "auto":
+            if str(named).lower() not in KV_DTYPES:
+                _cannot(where, "kv_cache_dtype", named, f"not one of {', '.join(KV_DTYPES)}")
+            return KV_DTYPES[str(named).lower()], f"kv_cache_dtype {_show(named)}"
+    quant = top.get("quantization_config") if keys is top else (top.get("quantization_config") or
+                                                                keys.get("quantization_config"))
+    if not isinstance(quant, dict):
+        return "", ""
+    scheme, algo = quant.get("kv_cache_scheme"), quant.get("kv_cache_quant_algo")
+    if isinstance(scheme, dict):
+        bits, kind = scheme.get("num_bits"), scheme.get("type")
+        if bits == 8 and kind in ("float", "int"):
+            return ("fp8" if kind == "float" else "int8"), \
+                f"quantization_config.kv_cache_scheme ({bits}-bit {kind})"
+        _cannot(top, "quantization_config.kv_cache_scheme", scheme, "only 8-bit schemes are read")
+    if algo is not None:
+        if str(algo).upper() != "FP8":
+            _cannot(top, "quantization_config.kv_cache_quant_algo", algo, "only FP8 is read")
+        return "fp8", f"quantization_config.kv_cache_quant_algo {_show(algo)}"
+    return "", ""
 
 
 # ---------------------------------------------------------------------------
@@ -1196,7 +1652,7 @@ def dtype_bytes(dtype: str) -> int:
         raise GQAError(f"dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}") from None
 
 
-def cache_bytes(shape: ModelShape, *, context: int = 1, batch: int = 1, dtype: str = "bf16",
+def cache_bytes(shape: ModelShape, *, context: int = 1, batch: int = 1, dtype: Optional[str] = None,
                 kv_heads: Optional[int] = None, source: Optional[int] = None,
                 image_tokens: Optional[int] = None) -> int:
     """Bytes of KV cache for batch sequences of context tokens, layer group by layer group.
@@ -1207,7 +1663,8 @@ def cache_bytes(shape: ModelShape, *, context: int = 1, batch: int = 1, dtype: s
     holds source positions (default: the model's own, else context) or
     image tokens (default: the model's own); a layer that shares another's
     cache, or holds a state of fixed size, holds no KV cache.  kv_heads
-    overrides g, to ask what MHA (g = h) or MQA (g = 1) would need.
+    overrides g, to ask what MHA (g = h) or MQA (g = 1) would need.  dtype
+    defaults to the cache dtype the config names, else bf16.
 
     >>> s = ModelShape.from_config({"num_hidden_layers": 2, "num_attention_heads": 4,
     ...                             "hidden_size": 32, "sliding_window": 3})
@@ -1215,8 +1672,8 @@ def cache_bytes(shape: ModelShape, *, context: int = 1, batch: int = 1, dtype: s
     384
     """
     groups = shape.groups or (LayerGroup("full", shape.layers, shape.kv_heads, shape.head_dim),)
-    return _bytes(groups, context, batch, dtype, kv_heads, _source(shape, context, source),
-                  _image(shape, image_tokens))
+    return _bytes(groups, context, batch, dtype or shape.kv_dtype or "bf16", kv_heads,
+                  _source(shape, context, source), _image(shape, image_tokens))
 
 
 def _source(shape: ModelShape, context: int, source: Optional[int]) -> int:
@@ -1227,7 +1684,8 @@ def _image(shape: ModelShape, image_tokens: Optional[int]) -> int:
     return image_tokens if image_tokens is not None else shape.image_tokens or 0
 
 
-def per_position(shape: ModelShape, *, dtype: str = "bf16", kv_heads: Optional[int] = None) -> Dict[str, int]:
+def per_position(shape: ModelShape, *, dtype: Optional[str] = None,
+                 kv_heads: Optional[int] = None) -> Dict[str, int]:
     """Bytes one position adds, apart: a generated token (its own layers), a source token
     (cross-attention to an encoder) and an image token (cross-attention to an image).
 
@@ -1237,6 +1695,7 @@ def per_position(shape: ModelShape, *, dtype: str = "bf16", kv_heads: Optional[i
     {'token': 128, 'source': 128, 'image': 0}
     """
     groups = shape.groups or (LayerGroup("full", shape.layers, shape.kv_heads, shape.head_dim),)
+    dtype = dtype or shape.kv_dtype or "bf16"
     return {"token": _bytes(groups, 1, 1, dtype, kv_heads, 0, 0),
             "source": _bytes([g for g in groups if g.rule == "cross"], 0, 1, dtype, kv_heads, 1, 0),
             "image": _bytes([g for g in groups if g.rule == "image"], 0, 1, dtype, kv_heads, 0, 1)}
@@ -1307,7 +1766,8 @@ def device_cache_bytes(shape: ModelShape, *, context: int, batch: int, dtype: st
     total = 0
     for group in groups:
         if group.attention:
-            split = tensor_parallel(shape.heads, group.kv_heads if kv_heads is None else kv_heads, devices)
+            split = tensor_parallel(group.q_heads or shape.heads,
+                                    group.kv_heads if kv_heads is None else kv_heads, devices)
             total += _bytes([group], context, batch, dtype, split.kv_heads_per_device, src, img)
         elif group.rule == "mla":
             total += _bytes([group], context, batch, dtype, None, src, img)
@@ -1337,7 +1797,7 @@ def decode_roofline(shape: ModelShape, *, context: int, batch: int, dtype: str, 
         source=source, image_tokens=image_tokens)
     params = weights // dtype_bytes(weight_dtype)
     groups = shape.groups or (LayerGroup("full", shape.layers, shape.kv_heads, shape.head_dim),)
-    body = sum(2 * g.layers * shape.heads * g.head_dim * g.positions(context, src, img)
+    body = sum(2 * g.layers * (g.q_heads or shape.heads) * g.head_dim * g.positions(context, src, img)
                for g in groups if g.attention)
     work = 2 * batch * (params + body) // devices
     memory_s, compute_s = bytes_read / bandwidth, work / flops

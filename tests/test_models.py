@@ -245,6 +245,113 @@ class CommandLine(unittest.TestCase):
 
 
 
+class CacheDtype(unittest.TestCase):
+    """The cache's own dtype: the config's, --dtype over it, and a line saying which."""
+
+    def config(self, **extra):
+        with open(os.path.join(EXAMPLES, "llama-3.1-8b.json"), encoding="utf-8") as f:
+            config = json.load(f)
+        config.update(extra)
+        tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8")
+        with tmp:
+            json.dump(config, tmp)
+        self.addCleanup(os.unlink, tmp.name)
+        return tmp.name
+
+    def test_the_configs_dtype_is_the_caches(self):
+        # Llama-3.1-8B: 32 layers x 2 x 8 K/V heads x 128, at one byte a value in fp8.
+        fp8 = 32 * 2 * 8 * 128 * 1
+        for extra, said in (({"kv_cache_dtype": "fp8"}, "kv_cache_dtype 'fp8'"),
+                            ({"quantization_config": {"quant_method": "compressed-tensors", "kv_cache_scheme": {
+                                "num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False}}},
+                             "quantization_config.kv_cache_scheme (8-bit float)"),
+                            ({"quantization_config": {"quant_method": "modelopt", "kv_cache_quant_algo": "FP8"}},
+                             "quantization_config.kv_cache_quant_algo 'FP8'")):
+            path = self.config(**extra)
+            s = ModelShape.from_config(path)
+            self.assertEqual((s.kv_dtype, cache_bytes(s)), ("fp8", fp8), extra)
+            status, out, _ = run(path, "--json")
+            data = json.loads(out)
+            self.assertEqual((data["columns"][1]["bytes_per_token"], data["settings"]["dtype_from"]),
+                             (fp8, f"the config's {said}"))
+            status, out, _ = run(path)
+            self.assertIn(f"KV cache in fp8 (1 byte per value, the config's {said})", out)
+            status, out, _ = run(path, "--dtype", "bf16")           # --dtype overrides it, and says so
+            self.assertIn(f"KV cache in bf16 (2 bytes per value, given with --dtype; the config's {said} "
+                          f"says fp8)", out)
+            self.assertRegex(out, r"bytes per token +512 KiB +128 KiB")
+
+    def test_no_dtype_named_is_bf16_and_says_so(self):
+        for extra in ({}, {"kv_cache_dtype": "auto"},       # "auto": the model's own dtype, 16-bit
+                      {"transformers.js_config": {"kv_cache_dtype": {"fp16": "float16"}}}):
+            status, out, _ = run(self.config(**extra))
+            self.assertIn("KV cache in bf16 (2 bytes per value, the default: the config names no cache dtype)",
+                          out, extra)
+
+    def test_a_dtype_no_rule_reads_is_refused(self):
+        for extra, field in (({"kv_cache_dtype": "fp4"}, "kv_cache_dtype 'fp4'"),
+                             ({"quantization_config": {"kv_cache_scheme": {"num_bits": 4, "type": "int"}}},
+                              "quantization_config.kv_cache_scheme")):
+            status, _, err = run(self.config(**extra))
+            self.assertEqual(status, 2)
+            self.assertIn(f"cannot size: {field}", err)
+
+
+class Weights(unittest.TestCase):
+    """--weights from a checkpoint's index, or a model folder holding config.json and it."""
+
+    def folder(self, total=16_060_522_496, config="llama-3.1-8b.json"):
+        folder = tempfile.mkdtemp()
+        self.addCleanup(__import__("shutil").rmtree, folder)
+        with open(os.path.join(EXAMPLES, config), encoding="utf-8") as f, \
+                open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as out:
+            out.write(f.read())
+        with open(os.path.join(folder, "model.safetensors.index.json"), "w", encoding="utf-8") as out:
+            json.dump({"metadata": {"total_size": total}, "weight_map": {"lm_head.weight": "model-1.safetensors"}}, out)
+        return folder
+
+    def test_the_index_gives_the_weights(self):
+        folder = self.folder()
+        index = os.path.join(folder, "model.safetensors.index.json")
+        # (80 GiB - 16,060,522,496 bytes) // (32 x 2 x 8 x 128 x 2 bytes x 8,192 positions)
+        fits = (80 * 2 ** 30 - 16_060_522_496) // (32 * 2 * 8 * 128 * 2 * 8192)
+        for argv in ([folder], [os.path.join(folder, "config.json")],            # the index beside it
+                     [os.path.join(EXAMPLES, "llama-3.1-8b.json"), "--weights", index],
+                     [os.path.join(EXAMPLES, "llama-3.1-8b.json"), "--weights", folder]):
+            status, out, err = run(*argv, "--memory", "80GiB", "--context", "8192", "--json")
+            self.assertEqual(status, 0, err)
+            data = json.loads(out)
+            self.assertEqual((data["settings"]["weights"], data["columns"][1]["max_requests"]),
+                             (16_060_522_496, fits), argv)
+            self.assertEqual(data["settings"]["weights_from"], f"{index}'s metadata.total_size")
+        status, out, _ = run(folder, "--memory", "80GiB")
+        self.assertIn("; the weights from " + index + "'s metadata.total_size", out)
+
+    def test_a_bad_index_is_a_clear_message(self):
+        empty = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, empty)
+        llama = os.path.join(EXAMPLES, "llama-3.1-8b.json")
+        status, _, err = run(llama, "--weights", empty)
+        self.assertIn("the folder holds no model.safetensors.index.json", err)
+        status, _, err = run(llama, "--weights", os.path.join(self.folder(total=-1), "model.safetensors.index.json"))
+        self.assertIn("metadata.total_size must be a whole number of bytes", err)
+
+
+class IgnoreAndNotes(unittest.TestCase):
+
+    def test_ignore_of_a_key_the_config_does_not_have_is_an_error(self):
+        status, _, err = run(os.path.join(EXAMPLES, "llama-2-7b.json"), "--ignore", "nosuchkey")
+        self.assertEqual(status, 2)
+        self.assertIn("--ignore nosuchkey: the config has no key 'nosuchkey'", err)
+
+    def test_an_unknown_key_is_a_note_on_the_first_line(self):
+        s = shape(model_type="llama", num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
+                  my_custom_flag=True)
+        self.assertEqual(s.notes[0], "NOTE: my_custom_flag true: read by no rule and not known to leave "
+                                     "the cache alone; the sizes assume it does")
+        self.assertEqual(cache_bytes(s, dtype="fp8"), 2 * 2 * 4 * 8)
+
+
 class WholeBlock(unittest.TestCase):
     """The MLP's width and matrices: read where configs give them, never guessed."""
 
@@ -372,15 +479,16 @@ class Families(unittest.TestCase):
 
     def test_never_a_silent_wrong_number(self):
         base = dict(num_hidden_layers=2, num_attention_heads=4, hidden_size=32)
-        with self.assertRaisesRegex(GQAError, r"layer_types 'mystery_attention' is not understood.*--ignore layer_types"):
-            shape(**base, layer_types=["full_attention", "mystery_attention"])
-        warned = ModelShape.from_config(dict(base, model_type="llama",
-                                             layer_types=["full_attention", "mystery_attention"]),
-                                        ignore=["layer_types"])
-        self.assertTrue(warned.notes[0].startswith("WARNING: layer_types 'mystery_attention'"))
+        mystery = dict(base, layer_types=["full_attention", "mystery_attention"])
+        for ignore in ((), ("layer_types",)):           # --ignore cannot make a number of it
+            with self.assertRaises(GQAError) as caught:
+                ModelShape.from_config(mystery, ignore=ignore)
+            self.assertIn("cannot size: layer_types 'mystery_attention' changes the cache in a way no "
+                          "rule reads", str(caught.exception))
+            self.assertNotIn("--ignore", str(caught.exception))
         with self.assertRaisesRegex(GQAError, r"kv_lora_rank without qk_rope_head_dim"):
             shape(**base, kv_lora_rank=512)
-        with self.assertRaisesRegex(GQAError, r"attention_chunk_size .* not understood"):
+        with self.assertRaisesRegex(GQAError, r"cannot size: attention_chunk_size 8 changes the cache"):
             shape(**base, attention_chunk_size=8)              # no list of layers, and no class default
         with self.assertRaisesRegex(GQAError, r"layer_types must list the 2 layers"):
             shape(**base, layer_types=["full_attention"])
