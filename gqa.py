@@ -120,13 +120,13 @@ Heads = List[Matrix]            # [heads][rows][cols]
 
 
 # ---------------------------------------------------------------------------
-# The lab's one exception, its limits, and the records its results come in.
+# The lab's one exception.  (Its limits are checked at the door, at the end.)
 # ---------------------------------------------------------------------------
 
 
 class _Own(type):
-    """The type of GQAError and the records: help() shows what a class says
-    of itself, not the methods it inherits."""
+    """The type of GQAError and of the lab's classes: help() shows what a class
+    says of itself, not what it inherits.  No step of the lab: leave it as it is."""
 
     def __dir__(cls) -> list:              # public methods and constants; the docstring says the rest
         return [name for name, value in cls.__dict__.items() if not name.startswith("_")
@@ -135,76 +135,6 @@ class _Own(type):
 
 class GQAError(ValueError, metaclass=_Own):
     """A size or shape that breaks the rules of grouped-query attention."""
-
-
-# Limits: past them nothing here could finish in minutes, or fit in memory.
-MAX_SIZE = 10 ** 12         # h, g, or any count a function takes
-MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)
-MAX_KV_HEADS = 2 ** 16      # heads of one KVCache (each holds two arrays)
-
-
-class _Fields(_Own):
-    """The type of records: their signature is their fields, and their
-    docstring ends with each field and what it holds, for help()."""
-
-    def __init__(cls, name: str, bases: tuple, namespace: dict) -> None:
-        super().__init__(name, bases, namespace)
-        if cls.__slots__:
-            width = max(map(len, cls.__slots__))
-            cls.__doc__ = (f"{inspect.cleandoc(cls.__doc__)}\n\nFields:\n" + "\n".join(
-                f"    {field:<{width}}  {what}" for field, what in cls.__slots__.items()))
-
-    @property
-    def __signature__(cls) -> inspect.Signature:
-        return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                  for name in cls.__slots__])
-
-
-class _Record(metaclass=_Fields):
-    """The base of the lab's records: named fields, set once.
-
-    A record's fields are its __slots__, a dict of name -> what it holds,
-    which help() shows.  It unpacks like a tuple, compares with == field by
-    field, and _replace(field=value) returns a changed copy.  (A NamedTuple
-    would do the same, but buries help(gqa) under tuple's methods.)
-    """
-
-    __slots__ = ()
-
-    def __init__(self, *values: object, **named: object) -> None:
-        fields = self.__slots__
-        given = dict(zip(fields, values), **named) if values else named
-        if len(values) > len(fields) or len(given) != len(values) + len(named) \
-                or given.keys() != fields.keys():
-            raise TypeError(f"{type(self).__name__}() takes the fields "
-                            f"{', '.join(fields)}; got {len(values)} values and "
-                            f"the names {', '.join(named) or 'none'}")
-        for name, value in given.items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is a record: use _replace({name}=...)")
-
-    def __iter__(self) -> Iterator:
-        return (getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return tuple(self) == tuple(other)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self.__slots__, self))
-        return f"{type(self).__name__}({fields})"
-
-    def _replace(self, **changes: object) -> "_Record":
-        return type(self)(**{**self._asdict(), **changes})
-
-    def _asdict(self) -> dict:
-        return dict(zip(self.__slots__, self))
 
 
 # ---------------------------------------------------------------------------
@@ -540,6 +470,67 @@ def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
         if saved is not None:
             saved.append(rows)
     return out                                              # [h][n][d_v]
+
+
+# ---------------------------------------------------------------------------
+# The records the results of Parts 3 to 6 come in (Weights, Difference, ...).
+# No step of the lab: _Record is the machinery of all of them; leave it as it is.
+# ---------------------------------------------------------------------------
+
+
+class _Record(metaclass=_Own):
+    """The base of the lab's records: named fields, set once.
+
+    A record's fields are its __slots__, a dict of name -> what it holds,
+    which help() shows, with the fields as the record's signature.  It
+    unpacks like a tuple, compares with == field by field, and
+    _replace(field=value) returns a changed copy.  (A NamedTuple would do
+    the same, but buries help(gqa) under tuple's methods.)
+    """
+
+    __slots__ = ()
+
+    def __init_subclass__(cls) -> None:
+        width = max(map(len, cls.__slots__))
+        cls.__doc__ = (f"{inspect.cleandoc(cls.__doc__)}\n\nFields:\n" + "\n".join(
+            f"    {field:<{width}}  {what}" for field, what in cls.__slots__.items()))
+        cls.__signature__ = inspect.Signature(
+            [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in cls.__slots__])
+
+    def __init__(self, *values: object, **named: object) -> None:
+        fields = self.__slots__
+        given = dict(zip(fields, values), **named) if values else named
+        if len(values) > len(fields) or len(given) != len(values) + len(named) \
+                or given.keys() != fields.keys():
+            raise TypeError(f"{type(self).__name__}() takes the fields "
+                            f"{', '.join(fields)}; got {len(values)} values and "
+                            f"the names {', '.join(named) or 'none'}")
+        for name, value in given.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is a record: use _replace({name}=...)")
+
+    def __iter__(self) -> Iterator:
+        return (getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self.__slots__, self))
+        return f"{type(self).__name__}({fields})"
+
+    def _replace(self, **changes: object) -> "_Record":
+        return type(self)(**{**self._asdict(), **changes})
+
+    def _asdict(self) -> dict:
+        return dict(zip(self.__slots__, self))
 
 
 # ---------------------------------------------------------------------------
@@ -1452,6 +1443,11 @@ def _unfold(grads: Heads, heads: int) -> Heads:
 # in a GQAError or TypeError that names the function, the rule and the
 # numbers given.
 # ---------------------------------------------------------------------------
+
+# Limits: past them nothing here could finish in minutes, or fit in memory.
+MAX_SIZE = 10 ** 12         # h, g, or any count a function takes
+MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)
+MAX_KV_HEADS = 2 ** 16      # heads of one KVCache (each holds two arrays)
 
 _FLOAT_MAX = sys.float_info.max
 _INF = math.inf
