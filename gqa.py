@@ -185,8 +185,8 @@ def _method(h: int, g: int) -> str:
 # The whole of grouped-query attention is this one integer division.  It is
 # llama2.c's `h / kv_mul`, HF transformers' `repeat_kv` and PyTorch's
 # `scaled_dot_product_attention(enable_gqa=True)`: contiguous blocks of
-# h // g query heads, not strided (i % g).  Every kernel below asks _kv_head,
-# this step's line for checked input, which key/value head a query head reads.
+# h // g query heads, not strided (i % g).  The kernels run this one line too
+# (as _kv_head, for checked input) to find the key/value head of a query head.
 def kv_head(query_head: int, h: int, g: int) -> int:
     """Return the key/value head that query head `query_head` reads.
 
