@@ -268,7 +268,7 @@ def _fold(kv: Sequence[Matrix], g: int) -> Heads:
     group = h // g                                                # heads per group
     folded = []
     for j in range(g):
-        members = kv[j * group:(j + 1) * group]                  # [h//g][rows][cols]: group_heads' j
+        members = kv[j * group:(j + 1) * group]       # [h//g][rows][cols]: group_heads(h, g)[j]
         folded.append([[_mean(vals, group) for vals in zip(*rows)]
                        for rows in zip(*members)])               # [rows][cols]
     return folded                                                 # [g][rows][cols]
@@ -500,8 +500,8 @@ class _Record(metaclass=_Own):
         width = max(map(len, cls.__slots__))
         cls.__doc__ = (f"{inspect.cleandoc(cls.__doc__)}\n\nFields:\n" + "\n".join(
             f"    {field:<{width}}  {what}" for field, what in cls.__slots__.items()))
-        cls.__signature__ = inspect.Signature(
-            [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in cls.__slots__])
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD               # help(): Weights(w_q, ...)
+        cls.__signature__ = inspect.Signature([inspect.Parameter(f, kind) for f in cls.__slots__])
 
     def __init__(self, *values: object, **named: object) -> None:
         fields = self.__slots__
@@ -1320,7 +1320,7 @@ def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence,
     h, g = len(q), len(k)
     dq, dk, dv = [], [None] * g, [None] * g
     for i in range(h):
-        j = _kv_head(i, h, g)                                   # the key/value head query head i read
+        j = _kv_head(i, h, g)                         # the key/value head query head i read from
         dq_i, dk_i, dv_i = _attend_backward(q[i], k[j], v[j], d_out[i], probs[i])
         dq.append(dq_i)                                         # [n][d]
         # The shared head's gradient: the sum of what its h // g query heads send it.
@@ -1506,7 +1506,8 @@ def _group_size(func: str, h: object, g: object) -> int:
     _check_int(func, "h", h, low=1)
     _check_int(func, "g", g, low=None, high=None)              # 1 <= g <= h is checked next
     if not 1 <= g <= h:
-        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; {_valid_g_text(h)}")
+        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; "
+                       f"{_valid_g_text(h)}")
     if h % g:
         raise GQAError(f"{func}: g={g} does not divide h={h}; {_valid_g_text(h)}")
     return h // g
