@@ -120,13 +120,13 @@ Heads = List[Matrix]            # [heads][rows][cols]
 
 
 # ---------------------------------------------------------------------------
-# The lab's one exception, its limits, and the records its results come in.
+# The lab's one exception.  (Its limits are checked at the door, at the end.)
 # ---------------------------------------------------------------------------
 
 
 class _Own(type):
-    """The type of GQAError and the records: help() shows what a class says
-    of itself, not the methods it inherits."""
+    """The type of GQAError and of the lab's classes: help() shows what a class
+    says of itself, not what it inherits.  No step of the lab: leave it as it is."""
 
     def __dir__(cls) -> list:              # public methods and constants; the docstring says the rest
         return [name for name, value in cls.__dict__.items() if not name.startswith("_")
@@ -135,76 +135,6 @@ class _Own(type):
 
 class GQAError(ValueError, metaclass=_Own):
     """A size or shape that breaks the rules of grouped-query attention."""
-
-
-# Limits: past them nothing here could finish in minutes, or fit in memory.
-MAX_SIZE = 10 ** 12         # h, g, or any count a function takes
-MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)
-MAX_KV_HEADS = 2 ** 16      # heads of one KVCache (each holds two arrays)
-
-
-class _Fields(_Own):
-    """The type of records: their signature is their fields, and their
-    docstring ends with each field and what it holds, for help()."""
-
-    def __init__(cls, name: str, bases: tuple, namespace: dict) -> None:
-        super().__init__(name, bases, namespace)
-        if cls.__slots__:
-            width = max(map(len, cls.__slots__))
-            cls.__doc__ = (f"{inspect.cleandoc(cls.__doc__)}\n\nFields:\n" + "\n".join(
-                f"    {field:<{width}}  {what}" for field, what in cls.__slots__.items()))
-
-    @property
-    def __signature__(cls) -> inspect.Signature:
-        return inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                  for name in cls.__slots__])
-
-
-class _Record(metaclass=_Fields):
-    """The base of the lab's records: named fields, set once.
-
-    A record's fields are its __slots__, a dict of name -> what it holds,
-    which help() shows.  It unpacks like a tuple, compares with == field by
-    field, and _replace(field=value) returns a changed copy.  (A NamedTuple
-    would do the same, but buries help(gqa) under tuple's methods.)
-    """
-
-    __slots__ = ()
-
-    def __init__(self, *values: object, **named: object) -> None:
-        fields = self.__slots__
-        given = dict(zip(fields, values), **named) if values else named
-        if len(values) > len(fields) or len(given) != len(values) + len(named) \
-                or given.keys() != fields.keys():
-            raise TypeError(f"{type(self).__name__}() takes the fields "
-                            f"{', '.join(fields)}; got {len(values)} values and "
-                            f"the names {', '.join(named) or 'none'}")
-        for name, value in given.items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is a record: use _replace({name}=...)")
-
-    def __iter__(self) -> Iterator:
-        return (getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return tuple(self) == tuple(other)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self.__slots__, self))
-        return f"{type(self).__name__}({fields})"
-
-    def _replace(self, **changes: object) -> "_Record":
-        return type(self)(**{**self._asdict(), **changes})
-
-    def _asdict(self) -> dict:
-        return dict(zip(self.__slots__, self))
 
 
 # ---------------------------------------------------------------------------
@@ -255,8 +185,8 @@ def _method(h: int, g: int) -> str:
 # The whole of grouped-query attention is this one integer division.  It is
 # llama2.c's `h / kv_mul`, HF transformers' `repeat_kv` and PyTorch's
 # `scaled_dot_product_attention(enable_gqa=True)`: contiguous blocks of
-# h // g query heads, not strided (i % g).  The kernels below compute
-# group = h // g once per call (llama2.c's kv_mul) and index with i // group.
+# h // g query heads, not strided (i % g).  The kernels run this one line too
+# (as _kv_head, for checked input) to find the key/value head of a query head.
 def kv_head(query_head: int, h: int, g: int) -> int:
     """Return the key/value head that query head `query_head` reads.
 
@@ -268,11 +198,17 @@ def kv_head(query_head: int, h: int, g: int) -> int:
     >>> [kv_head(i, h=8, g=2) for i in range(8)]
     [0, 0, 0, 0, 1, 1, 1, 1]
     """
-    group = _group_size("kv_head", h, g)
+    _group_size("kv_head", h, g)
     _check_int("kv_head", "query_head", query_head)
     if query_head >= h:
-        raise GQAError(f"kv_head: query_head must be in 0..{h - 1} for h={h}; "
+        raise GQAError(f"kv_head: query_head must be in 0..h-1 for h={h}; "
                        f"got query_head={query_head}")
+    return _kv_head(query_head, h, g)
+
+
+def _kv_head(query_head: int, h: int, g: int) -> int:
+    """kv_head for checked input: the line every kernel runs."""
+    group = h // g                              # query heads per group: llama2.c's kv_mul
     return query_head // group
 
 
@@ -289,7 +225,7 @@ def group_heads(h: int, g: int) -> list[list[int]]:
     [[0], [1], [2], [3]]
     """
     group = _group_size("group_heads", h, g)
-    _check_heads_made("group_heads", h, g)
+    _check_heads_made("group_heads", h)
     return [list(range(j * group, (j + 1) * group)) for j in range(g)]    # [g][h // g]
 
 
@@ -328,10 +264,11 @@ def fold_kv_mean(kv: Sequence[Matrix], g: int) -> Heads:
 
 def _fold(kv: Sequence[Matrix], g: int) -> Heads:
     """fold_kv_mean for checked input."""
-    group = len(kv) // g
+    h = len(kv)
+    group = h // g                                                # heads per group
     folded = []
     for j in range(g):
-        members = kv[j * group:(j + 1) * group]                  # [h//g][rows][cols]
+        members = kv[j * group:(j + 1) * group]       # [h//g][rows][cols]: group_heads(h, g)[j]
         folded.append([[_mean(vals, group) for vals in zip(*rows)]
                        for rows in zip(*members)])               # [rows][cols]
     return folded                                                 # [g][rows][cols]
@@ -364,14 +301,14 @@ def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """
     g, _, _ = _check_heads("repeat_kv", "kv", kv)
     _group_size("repeat_kv", h, g)
-    _check_heads_made("repeat_kv", h, g)
+    _check_heads_made("repeat_kv", h)
     return _repeat(kv, h)
 
 
 def _repeat(kv: Sequence[Matrix], h: int) -> Heads:
     """repeat_kv for checked input."""
-    group = h // len(kv)
-    return [kv[j // group] for j in range(h)]                    # [h][rows][cols]
+    g = len(kv)
+    return [kv[_kv_head(i, h, g)] for i in range(h)]             # [h][rows][cols]
 
 
 # Step 7. single_head_attention, and the kernel of every multiplication ---------
@@ -516,9 +453,7 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
     """
     _check_multihead("grouped_attention", q, k, v, causal)
     h, g = len(q), len(k)
-    if h % g:
-        raise GQAError(f"grouped_attention: k and v have g={g} heads, which does not "
-                       f"divide h={h} query heads; {_valid_g_text(h)}")
+    _check_divides("grouped_attention", h, g)
     if not q[0]:
         return [[] for _ in range(h)]
     # V is transposed once per key/value head, [d_v][m]: each output value is one dot product.
@@ -532,14 +467,76 @@ def _grouped(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
     When saved is a list, each query head's softmax rows are appended to it
     as one list (see _attend): [h][n] of (e, z).
     """
-    group = len(q) // len(k)                                # h // g, once: llama2.c's kv_mul
+    h, g = len(q), len(k)
     out = []
-    for i in range(len(q)):
+    for i in range(h):
+        j = _kv_head(i, h, g)                               # the key/value head query head i reads
         rows = None if saved is None else []
-        out.append(_attend(q[i], k[i // group], v_cols[i // group], causal, rows))
+        out.append(_attend(q[i], k[j], v_cols[j], causal, rows))
         if saved is not None:
             saved.append(rows)
     return out                                              # [h][n][d_v]
+
+
+# ---------------------------------------------------------------------------
+# The records the results of Parts 3 to 6 come in (Weights, Difference, ...).
+# No step of the lab: _Record is the machinery of all of them; leave it as it is.
+# ---------------------------------------------------------------------------
+
+
+class _Record(metaclass=_Own):
+    """The base of the lab's records: named fields, set once.
+
+    A record's fields are its __slots__, a dict of name -> what it holds,
+    which help() shows, with the fields as the record's signature.  It
+    unpacks like a tuple, compares with == field by field, and
+    _replace(field=value) returns a changed copy.  (A NamedTuple would do
+    the same, but buries help(gqa) under tuple's methods.)
+    """
+
+    __slots__ = ()
+
+    def __init_subclass__(cls) -> None:
+        width = max(map(len, cls.__slots__))
+        cls.__doc__ = (f"{inspect.cleandoc(cls.__doc__)}\n\nFields:\n" + "\n".join(
+            f"    {field:<{width}}  {what}" for field, what in cls.__slots__.items()))
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD               # help(): Weights(w_q, ...)
+        cls.__signature__ = inspect.Signature([inspect.Parameter(f, kind) for f in cls.__slots__])
+
+    def __init__(self, *values: object, **named: object) -> None:
+        fields = self.__slots__
+        given = dict(zip(fields, values), **named) if values else named
+        if len(values) > len(fields) or len(given) != len(values) + len(named) \
+                or given.keys() != fields.keys():
+            raise TypeError(f"{type(self).__name__}() takes the fields "
+                            f"{', '.join(fields)}; got {len(values)} values and "
+                            f"the names {', '.join(named) or 'none'}")
+        for name, value in given.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is a record: use _replace({name}=...)")
+
+    def __iter__(self) -> Iterator:
+        return (getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self.__slots__, self))
+        return f"{type(self).__name__}({fields})"
+
+    def _replace(self, **changes: object) -> "_Record":
+        return type(self)(**{**self._asdict(), **changes})
+
+    def _asdict(self) -> dict:
+        return dict(zip(self.__slots__, self))
 
 
 # ---------------------------------------------------------------------------
@@ -580,8 +577,9 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
     for name, value in (("h", h), ("d_model", d_model), ("d", d)):
         _check_int("init_weights", name, value, low=1)
     if 4 * h * d_model * d > MAX_ALLOCATION:
-        raise GQAError(f"init_weights: 4 x h x d_model x d = 4 x {h} x {d_model} x {d} weights is "
-                       f"more than the {MAX_ALLOCATION:,} floats one call may allocate")
+        raise GQAError(f"init_weights: 4 x h x d_model x d weights must be at most the "
+                       f"{MAX_ALLOCATION:,} floats one call may allocate; got h={h}, "
+                       f"d_model={d_model}, d={d}")
     if isinstance(seed, bool) or not isinstance(seed, (int, str)):
         raise TypeError(f"init_weights: seed must be an int or a str, "
                         f"not {type(seed).__name__} ({seed!r})")
@@ -1080,8 +1078,9 @@ class KVCache(metaclass=_Own):
         self._d = _check_int("KVCache", "d", d, low=1, high=MAX_ALLOCATION)
         room = _check_int("KVCache", "capacity", capacity) * d
         if 2 * g * room > MAX_ALLOCATION or 2 * g > MAX_ALLOCATION:
-            raise GQAError(f"KVCache: g x capacity x d = {g} x {capacity} x {d} values for K and "
-                           f"V is more than the {MAX_ALLOCATION:,} floats one call may allocate")
+            raise GQAError(f"KVCache: 2 x g x capacity x d floats (K and V) must be at most the "
+                           f"{MAX_ALLOCATION:,} one call may allocate; got g={g}, "
+                           f"capacity={capacity}, d={d}")
         # array * N allocates exactly N items; appending over-allocates.
         self.k = [array("d", [0.0]) * room for _ in range(g)]     # [g][capacity*d], row-major
         self.v = [array("d", [0.0]) * room for _ in range(g)]     # [g][capacity*d], row-major
@@ -1189,9 +1188,12 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     w = _weights_for_decoding(weights, g)
     if not isinstance(cache, KVCache):
         raise TypeError(f"decode_step: cache must be a KVCache, not {type(cache).__name__}")
-    if cache.g != g or cache.d != w.d:
-        raise GQAError(f"decode_step: cache holds g={cache.g} heads of d={cache.d}; "
-                       f"this step needs g={g}, d={w.d}")
+    if cache.g != g:
+        raise GQAError(f"decode_step: the cache must hold the step's g key/value heads; "
+                       f"got a cache of g={cache.g} for g={g}")
+    if cache.d != w.d:
+        raise GQAError(f"decode_step: the cache's heads must be as wide as the weights' head "
+                       f"dim; got a cache of d={cache.d} for weights of d={w.d}")
     _check_list("decode_step", "x_t", x_t, "a list of floats")
     if len(x_t) != w.d_model:
         raise GQAError(f"decode_step: x_t has {len(x_t)} values; the weights need "
@@ -1205,9 +1207,9 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     cache._write(k, v)
     try:
         views = [_cache_views(cache, j) for j in range(g)]        # [g] x ([m][d], [d][m])
-        group = w.h // g                                           # kv_head(i) = i // group
-        heads = [_attend([q[i]], *views[i // group], causal=False)
-                 for i in range(w.h)]                              # [h][1][d]
+        h = w.h
+        heads = [_attend([q[i]], *views[_kv_head(i, h, g)], causal=False)
+                 for i in range(h)]                                # [h][1][d]
         del views                 # release the views, so the cache can grow again
         return _output(heads, w.o_cols)[0]                         # [d_model]
     except BaseException as err:  # even Ctrl-C: the cache is left as it was
@@ -1300,9 +1302,7 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     func = "grouped_attention_backward"
     _check_multihead(func, q, k, v, causal)
     h, g = len(q), len(k)
-    if h % g:
-        raise GQAError(f"{func}: k and v have g={g} heads, which does not divide h={h} query "
-                       f"heads; {_valid_g_text(h)}")
+    _check_divides(func, h, g)
     _, rows, cols = _check_heads(func, "d_out", d_out, rows=len(q[0]), cols=len(v[0][0]))
     if len(d_out) != h:
         raise GQAError(f"{func}: d_out must have h={h} heads, one per query head; got {len(d_out)}")
@@ -1318,10 +1318,9 @@ def _grouped_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Sequence,
                       probs: Sequence) -> tuple:
     """grouped_attention_backward for checked input and the softmax _grouped saved."""
     h, g = len(q), len(k)
-    group = h // g                                              # kv_head(i) = i // group
     dq, dk, dv = [], [None] * g, [None] * g
     for i in range(h):
-        j = i // group
+        j = _kv_head(i, h, g)                         # the key/value head query head i read from
         dq_i, dk_i, dv_i = _attend_backward(q[i], k[j], v[j], d_out[i], probs[i])
         dq.append(dq_i)                                         # [n][d]
         # The shared head's gradient: the sum of what its h // g query heads send it.
@@ -1438,12 +1437,14 @@ def _layer_backward(saved: _Saved, d_y: Sequence) -> tuple:
     return dx, Weights(w_q=d_w_q, w_k=_unfold(d_w_k, kv_k), w_v=_unfold(d_w_v, kv_v), w_o=d_w_o)
 
 
-def _unfold(grads: Heads, heads: int) -> Heads:
-    """The gradient of g folded heads, sent back through the mean fold to `heads` heads."""
-    group = heads // len(grads)
+def _unfold(grads: Heads, h: int) -> Heads:
+    """The gradient of g folded heads, sent back through the mean fold to h heads."""
+    g = len(grads)
+    group = h // g                                              # heads per group
     if group == 1:
         return grads
-    return [[[x / group for x in row] for row in grads[i // group]] for i in range(heads)]
+    return [[[x / group for x in row] for row in grads[_kv_head(i, h, g)]]
+            for i in range(h)]                                  # [h][rows][cols]
 
 
 # ---------------------------------------------------------------------------
@@ -1452,6 +1453,11 @@ def _unfold(grads: Heads, heads: int) -> Heads:
 # in a GQAError or TypeError that names the function, the rule and the
 # numbers given.
 # ---------------------------------------------------------------------------
+
+# Limits: past them nothing here could finish in minutes, or fit in memory.
+MAX_SIZE = 10 ** 12         # h, g, or any count a function takes
+MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)
+MAX_KV_HEADS = 2 ** 16      # heads of one KVCache (each holds two arrays)
 
 _FLOAT_MAX = sys.float_info.max
 _INF = math.inf
@@ -1487,12 +1493,12 @@ def _check_causal(func: str, causal: object) -> bool:
 
 
 def _valid_g_text(h: int) -> str:
-    """The end of every message about a bad g: 'valid g for h=8: 1, 2, 4, 8'."""
+    """The end of every message about a bad g: 'valid g: 1, 2, 4, 8' (for h=8)."""
     gs = valid_g(h)                             # O(sqrt(h)), and h is at most MAX_SIZE
     if len(gs) > 12:                            # a few, and how many there are
-        return (f"valid g for h={h}: {', '.join(map(str, gs[:6]))}, ..., "
+        return (f"valid g: {', '.join(map(str, gs[:6]))}, ..., "
                 f"{', '.join(map(str, gs[-3:]))} ({len(gs)} in all)")
-    return f"valid g for h={h}: {', '.join(map(str, gs))}"
+    return f"valid g: {', '.join(map(str, gs))}"
 
 
 def _group_size(func: str, h: object, g: object) -> int:
@@ -1500,17 +1506,25 @@ def _group_size(func: str, h: object, g: object) -> int:
     _check_int(func, "h", h, low=1)
     _check_int(func, "g", g, low=None, high=None)              # 1 <= g <= h is checked next
     if not 1 <= g <= h:
-        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; {_valid_g_text(h)}")
+        raise GQAError(f"{func}: g must be between 1 and h; got g={_brief(g)}, h={h}; "
+                       f"{_valid_g_text(h)}")
     if h % g:
-        raise GQAError(f"{func}: g={g} does not divide h={h}; got g={g}, h={h}; {_valid_g_text(h)}")
+        raise GQAError(f"{func}: g={g} does not divide h={h}; {_valid_g_text(h)}")
     return h // g
 
 
-def _check_heads_made(func: str, h: int, g: int) -> None:
+def _check_divides(func: str, h: int, g: int) -> None:
+    """Check that k and v's g heads divide q's h heads (each at least 1)."""
+    if h % g:
+        raise GQAError(f"{func}: g={g} (the heads of k and v) does not divide h={h} (the heads "
+                       f"of q); {_valid_g_text(h)}")
+
+
+def _check_heads_made(func: str, h: int) -> None:
     """Check that a list of h heads (or h head numbers) fits in one call's allocation."""
     if h > MAX_ALLOCATION:
-        raise GQAError(f"{func}: h={h} heads is more than the {MAX_ALLOCATION:,} items one call "
-                       f"may allocate (MAX_ALLOCATION); got h={h}, g={g}")
+        raise GQAError(f"{func}: h must be at most the {MAX_ALLOCATION:,} items one call may "
+                       f"allocate; got h={h}")
 
 
 def _check_list(func: str, what: str, value: object, expected: str) -> None:

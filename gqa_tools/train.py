@@ -13,9 +13,8 @@ random.Random(f"{stream}:{seed}") (gqa_tools.rng_for).
 Every lab function the experiment uses (Weights, init_weights, fold_weights,
 group_heads, valid_g, prepare_weights, layer, layer_backward,
 kv_cache_elements) is called through `lab`, gqa by default, so the
-experiment can run on a student's module; where the module has
-_layer_forward and _layer_backward, the backward reuses what the forward
-saved instead of computing it again.
+experiment can run on a student's module: only the lab's public steps, the
+API a student's module promises (so layer_backward runs each forward again).
 
 Two tasks (both in every run):
 
@@ -72,16 +71,25 @@ from __future__ import annotations
 import math
 import time
 from fractions import Fraction
-from operator import add
+from operator import add, mul
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
 from gqa_tools.common import rng_for, seed_for, text_table
 
-# The matrix kernel is the project's (gqa._mm: math.sumprod where Python has
-# it): the embeddings, the MLP and the output heads are not the lab's lesson,
-# so they run on it whichever module supplies the attention layer.
-_mm = gqa._mm
+# The matrix kernel of the model around the lab's layer (the embeddings, the
+# MLP and the output heads are not the lab's lesson), whichever module supplies
+# the layer: gqa.py's arithmetic (math.sumprod where Python has it, else
+# sum(map(mul, ...))), written here, so a float is the same as the lab's.
+if hasattr(math, "sumprod"):
+    def _mm(a: Sequence, b_cols: Sequence) -> list:
+        """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
+        sumprod = math.sumprod
+        return [[sumprod(col, row) for col in b_cols] for row in a]
+else:                                                    # Python 3.9 to 3.11
+    def _mm(a: Sequence, b_cols: Sequence) -> list:
+        """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
+        return [[sum(map(mul, col, row)) for col in b_cols] for row in a]
 
 
 class Recipe(NamedTuple):
@@ -242,62 +250,35 @@ def _transpose(rows: Sequence) -> list:
     return list(zip(*rows))
 
 
-def _layer_functions(lab: Any) -> Tuple[Callable, Callable, bool]:
-    """(forward, backward, prepared): the lab's layer with saved values when it has them."""
-    def optional(name: str) -> Any:
-        try:
-            return getattr(lab, name)
-        except Exception:                   # a wrapper may refuse a missing name in its own way
-            return None
-    forward, backward = optional("_layer_forward"), optional("_layer_backward")
-    if forward is not None and backward is not None:
-        return forward, backward, True
-
-    def fwd(x, w, g, *, causal):                     # the public pair: the backward recomputes
-        return lab.layer(x, w[1], g, causal=causal), (x, w[0], g, causal)
-
-    def bwd(saved, d_y):
-        x, w, g, causal = saved
-        return lab.layer_backward(x, w, g, d_y, causal=causal)
-    return fwd, bwd, False
+def _embed(model: Model, inputs: Sequence) -> list:
+    """One example's layer input: each position's embedding plus its symbols': [length][d_model]."""
+    x = []
+    for i, syms in enumerate(inputs):
+        xi = model.pos[i]
+        for s in syms:
+            xi = list(map(add, xi, model.emb[s]))
+        x.append(xi)
+    return x
 
 
-def step(model: Model, examples: Sequence, g: int, lab: Any = gqa, train: bool = True) -> tuple:
-    """(loss summed over the answers, correct answers, answers, gradients of the summed loss or None)."""
-    forward, backward, saves = _layer_functions(lab)
-    w = lab.Weights(*model.weights)
-    prepared = lab.prepare_weights(w, g)                 # checked once per batch
-    wf = prepared if saves else (w, prepared)           # the public backward takes Weights
-    emb, pos = model.emb, model.pos
-    length = len(examples[0][0])
-    saved, res = [], []                                  # res: [N][d_model], every position
-    for inputs, _ in examples:
-        x = []
-        for i, syms in enumerate(inputs):
-            xi = pos[i]
-            for s in syms:
-                xi = list(map(add, xi, emb[s]))
-            x.append(xi)                                  # [length][d_model]
-        y, sv = forward(x, wf, g, causal=True)
-        saved.append(sv)
-        res += [list(map(add, a, b)) for a, b in zip(x, y)]
-    # Only the positions with an answer go on through the MLP and the output heads.
-    where: Dict[int, int] = {}                           # position in res -> row of rows
-    asked = []                                           # per head: (row, target) pairs
-    for head in range(len(model.out)):
-        asked.append([])
+def _asked(examples: Sequence, length: int, heads: int) -> tuple:
+    """(where, asked): where maps a position of the batch (e * length + i) to its row among
+    the answered positions, in order of first use; asked[head] its (row, target) pairs."""
+    where: Dict[int, int] = {}
+    asked: List[list] = [[] for _ in range(heads)]
     for e, (_, answers) in enumerate(examples):
         for i, o, t in answers:
             asked[o].append((where.setdefault(e * length + i, len(where)), t))
-    rows = [res[i] for i in where]                        # [A][d_model], in order of first use
-    w_in, w_out = model.mlp
-    pre = _mm(rows, _transpose(w_in))                     # [A][d_ff]
-    hid = [[v if v > 0.0 else 0.0 for v in row] for row in pre]
-    z = [list(map(add, a, b)) for a, b in zip(rows, _mm(hid, _transpose(w_out)))]   # [A][d_model]
+    return where, asked
+
+
+def _output_heads(out: Sequence, z: list, asked: Sequence, train: bool) -> tuple:
+    """Cross-entropy of every output head: (loss, correct, count, g_out, d_z), the last two None
+    unless train; d_z [A][d_model] is the loss's gradient at z."""
     loss, correct, count = 0.0, 0, 0
     d_z = [[0.0] * len(z[0]) for _ in z] if train else None
     g_out = []
-    for u, pairs in zip(model.out, asked):
+    for u, pairs in zip(out, asked):
         zs = [z[j] for j, _ in pairs]                     # [answers][d_model]
         logits = _mm(zs, _transpose(u))                   # [answers][classes]
         dl = []
@@ -318,21 +299,36 @@ def step(model: Model, examples: Sequence, g: int, lab: Any = gqa, train: bool =
             g_out.append(_mm(_transpose(zs), _transpose(dl)))     # [d_model][classes]: z^T dl
             for (j, _), back in zip(pairs, _mm(dl, u)):           # dl u^T: [answers][d_model]
                 d_z[j] = list(map(add, d_z[j], back))
-    if not train:
-        return loss, correct, count, None
+    return loss, correct, count, (g_out if train else None), d_z
+
+
+def _mlp_backward(mlp: Sequence, rows: list, pre: list, hid: list, d_z: list) -> tuple:
+    """The MLP's residual block backward: (g_w_in, g_w_out, d_rows [A][d_model])."""
+    w_in, w_out = mlp
     g_w_out = _mm(_transpose(hid), _transpose(d_z))        # [d_ff][d_model]: hid^T d_z
     d_pre = [[d if p > 0.0 else 0.0 for d, p in zip(dr, pr)]
              for dr, pr in zip(_mm(d_z, w_out), pre)]     # [A][d_ff]
     g_w_in = _mm(_transpose(rows), _transpose(d_pre))      # [d_model][d_ff]: rows^T d_pre
     d_rows = [list(map(add, a, b)) for a, b in zip(d_z, _mm(d_pre, w_in))]      # [A][d_model]
-    d_model, zero = len(pos[0]), [0.0] * len(pos[0])
+    return g_w_in, g_w_out, d_rows
+
+
+def _back_through_layer(model: Model, examples: Sequence, xs: Sequence, w: Any, g: int, lab: Any,
+                       where: dict, d_rows: list) -> tuple:
+    """Back through the lab's layer and the embeddings, example by example: (g_emb, g_pos, g_w).
+
+    lab.layer_backward runs the layer's forward again: a module's public steps are all
+    that the experiment may rely on.
+    """
+    length, d_model = len(xs[0]), len(model.pos[0])
+    zero = [0.0] * d_model
     g_emb = [[0.0] * d_model for _ in model.emb]
-    g_pos = [[0.0] * d_model for _ in pos]
+    g_pos = [[0.0] * d_model for _ in model.pos]
     g_w = None
     for e, (inputs, _) in enumerate(examples):
         d_res = [d_rows[where[e * length + i]] if e * length + i in where else zero
                  for i in range(length)]                  # [length][d_model]
-        dx, grads = backward(saved[e], d_res)
+        dx, grads = lab.layer_backward(xs[e], w, g, d_res, causal=True)
         for i, syms in enumerate(inputs):
             d = list(map(add, dx[i], d_res[i]))           # through the layer and the residual
             g_pos[i] = list(map(add, g_pos[i], d))
@@ -344,6 +340,31 @@ def step(model: Model, examples: Sequence, g: int, lab: Any = gqa, train: bool =
         else:
             for t, p in zip(total_rows, _leaves(grads)):
                 t[:] = map(add, t, p)
+    return g_emb, g_pos, g_w
+
+
+def step(model: Model, examples: Sequence, g: int, lab: Any = gqa, train: bool = True) -> tuple:
+    """(loss summed over the answers, correct answers, answers, gradients of the summed loss or None)."""
+    w = lab.Weights(*model.weights)
+    prepared = lab.prepare_weights(w, g)                 # checked and folded once per batch
+    xs, res = [], []                                     # xs [E][length][d_model], res [E*length][d_model]
+    for inputs, _ in examples:
+        x = _embed(model, inputs)
+        y = lab.layer(x, prepared, g, causal=True)
+        xs.append(x)
+        res += [list(map(add, a, b)) for a, b in zip(x, y)]
+    # Only the positions with an answer go on through the MLP and the output heads.
+    where, asked = _asked(examples, len(xs[0]), len(model.out))
+    rows = [res[i] for i in where]                        # [A][d_model], in order of first use
+    w_in, w_out = model.mlp
+    pre = _mm(rows, _transpose(w_in))                     # [A][d_ff]
+    hid = [[v if v > 0.0 else 0.0 for v in row] for row in pre]
+    z = [list(map(add, a, b)) for a, b in zip(rows, _mm(hid, _transpose(w_out)))]   # [A][d_model]
+    loss, correct, count, g_out, d_z = _output_heads(model.out, z, asked, train)
+    if not train:
+        return loss, correct, count, None
+    g_w_in, g_w_out, d_rows = _mlp_backward(model.mlp, rows, pre, hid, d_z)
+    g_emb, g_pos, g_w = _back_through_layer(model, examples, xs, w, g, lab, where, d_rows)
     return loss, correct, count, Model(g_emb, g_pos, g_w, [g_w_in, g_w_out], g_out)
 
 

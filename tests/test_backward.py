@@ -108,7 +108,7 @@ class FiniteDifferences(unittest.TestCase):
 
     def test_bad_input(self):
         q = [[[1.0]]] * 4
-        with self.assertRaisesRegex(gqa.GQAError, r"grouped_attention_backward: k and v have g=3 heads"):
+        with self.assertRaisesRegex(gqa.GQAError, r"grouped_attention_backward: g=3 \(the heads of k and v\) does not divide h=4"):
             gqa.grouped_attention_backward(q, q[:3], q[:3], q)
         with self.assertRaisesRegex(gqa.GQAError, r"grouped_attention_backward: d_out must have h=4 heads"):
             gqa.grouped_attention_backward(q, q[:2], q[:2], q[:3])

@@ -271,9 +271,11 @@ class Decoding(CloseMixin, unittest.TestCase):
 
     def test_decode_step_rejects_a_cache_of_the_wrong_shape(self):
         w = gqa.init_weights(h=4, d_model=3, d=2, seed=0)
-        with self.assertRaisesRegex(gqa.GQAError, r"decode_step: cache holds g=4 heads of d=2; this step needs g=2, d=2"):
+        with self.assertRaisesRegex(gqa.GQAError, r"decode_step: the cache must hold the step's g key/value "
+                                    r"heads; got a cache of g=4 for g=2$"):
             gqa.decode_step([1.0] * 3, w, 2, gqa.KVCache(4, 2))
-        with self.assertRaisesRegex(gqa.GQAError, r"decode_step: cache holds g=2 heads of d=3; this step needs g=2, d=2"):
+        with self.assertRaisesRegex(gqa.GQAError, r"decode_step: the cache's heads must be as wide as the "
+                                    r"weights' head dim; got a cache of d=3 for weights of d=2$"):
             gqa.decode_step([1.0] * 3, w, 2, gqa.KVCache(2, 3))
         with self.assertRaisesRegex(gqa.GQAError, r"decode_step: x_t has 2 values; the weights need d_model=3"):
             gqa.decode_step([1.0] * 2, w, 2, gqa.KVCache(2, 2))

@@ -6,6 +6,7 @@ import doctest
 import math
 import pydoc
 import random
+import re
 import unittest
 
 import gqa
@@ -477,7 +478,7 @@ class House(unittest.TestCase):
         lines = self.source.splitlines()
         first = {name: next(i for i, line in enumerate(lines) if line.startswith(f"def {name}("))
                  for name in ("valid_g", "layer_backward", "_check_int", "_check_matrix")}
-        self.assertLess(first["valid_g"], 250)
+        self.assertLess(first["valid_g"], 150)                          # step 1 on the first screens
         self.assertLess(first["layer_backward"], first["_check_int"])    # the door after step 25
         self.assertLess(first["layer_backward"], first["_check_matrix"])
         banners = [int(line.split()[2].rstrip(".")) for line in lines if line.startswith("# Step ")]
@@ -540,14 +541,41 @@ class BadInput(unittest.TestCase):
         self.assertIsInstance(cm.exception, ValueError)
 
     def test_g_must_divide_h(self):
-        self.err(r"group_heads: g=3 does not divide h=8; got g=3, h=8; valid g for h=8: 1, 2, 4, 8",
-                 gqa.group_heads, 8, 3)
+        self.err(r"^group_heads: g=3 does not divide h=8; valid g: 1, 2, 4, 8$", gqa.group_heads, 8, 3)
         self.err(r"kv_head: .*g=5 does not divide h=6", gqa.kv_head, 0, 6, 5)
-        self.err(r"fold_kv_mean: .*valid g for h=4: 1, 2, 4", gqa.fold_kv_mean, [[[1.0]]] * 4, 3)
+        self.err(r"fold_kv_mean: .*valid g: 1, 2, 4$", gqa.fold_kv_mean, [[[1.0]]] * 4, 3)
         self.err(r"repeat_kv: .*g=3 does not divide h=4", gqa.repeat_kv, [[[1.0]]] * 3, 4)
         q = [[[1.0]]] * 4
         self.err(r"attention: .*g=3 does not divide h=4", gqa.attention, q, q, q, 3)
-        self.err(r"grouped_attention: .*g=3 .*h=4", gqa.grouped_attention, q, q[:3], q[:3])
+        self.err(r"grouped_attention: g=3 \(the heads of k and v\) does not divide h=4 \(the heads of q\)",
+                 gqa.grouped_attention, q, q[:3], q[:3])
+        self.err(r"method_name: g must be between 1 and h; got g=0, h=8; valid g: 1, 2, 4, 8$",
+                 gqa.method_name, 8, 0)
+
+    def test_a_refusal_names_each_number_given_once(self):
+        w = gqa.init_weights(4, 3, 2, seed=0)
+        q = [[[1.0]]] * 4
+        calls = [  # (the call, the numbers it was given that its message names)
+            (lambda: gqa.method_name(8, 3), (8, 3)), (lambda: gqa.method_name(8, 9), (8, 9)),
+            (lambda: gqa.kv_head(9, 8, 2), (9, 8)), (lambda: gqa.group_heads(6, 4), (6, 4)),
+            (lambda: gqa.fold_kv_mean([[[1.0]]] * 3, 2), (3, 2)),
+            (lambda: gqa.repeat_kv([[[1.0]]] * 2, 3), (2, 3)),
+            (lambda: gqa.grouped_attention(q, q[:3], q[:3]), (4, 3)),
+            (lambda: gqa.grouped_attention_backward(q, q[:3], q[:3], q), (4, 3)),
+            (lambda: gqa.fold_weights(w, 3), (4, 3)), (lambda: gqa.attention_multiplies(1, 6, 4, 1, 1), (6, 4)),
+            (lambda: gqa.group_heads(2 * 10 ** 8, 1), (2 * 10 ** 8,)),
+            (lambda: gqa.init_weights(100, 999, 1001, seed=0), (100, 999, 1001)),
+            (lambda: gqa.KVCache(3, 100, capacity=10 ** 6), (3, 100, 10 ** 6)),
+            (lambda: gqa.decode_step([1.0] * 3, w, 2, gqa.KVCache(4, 2)), (4, 2)),
+            (lambda: gqa.decode_step([1.0] * 3, w, 2, gqa.KVCache(2, 3)), (3, 2)),
+        ]
+        for call, numbers in calls:
+            with self.assertRaises(gqa.GQAError) as cm:
+                call()
+            message = str(cm.exception).split("; valid g: ")[0]      # the advice lists valid g apart
+            for x in numbers:
+                found = re.findall(rf"(?<!\d)(?<!\d,){x}(?!\d|,\d)", message)      # not in 100,000,000
+                self.assertEqual(len(found), 1, (message, x))
         self.err(r"layer: .*g=3 does not divide h=4", gqa.layer, [[1.0]], gqa.init_weights(4, 1, 1, seed=0), 3)
 
     def test_g_out_of_range(self):
@@ -608,7 +636,7 @@ class BadInput(unittest.TestCase):
                  gqa.single_head_attention, [[1.0]] * 3, [[1.0]] * 2, [[1.0]] * 2, causal=True)
 
     def test_query_head_out_of_range(self):
-        self.err(r"kv_head: query_head must be in 0..7 for h=8; got query_head=8", gqa.kv_head, 8, 8, 2)
+        self.err(r"kv_head: query_head must be in 0..h-1 for h=8; got query_head=9", gqa.kv_head, 9, 8, 2)
         self.err(r"kv_head: query_head must be at least 0; got query_head=-1", gqa.kv_head, -1, 8, 2)
 
     def test_layer_shapes(self):

@@ -579,7 +579,7 @@ class Folder(unittest.TestCase):
             weights = os.path.join(tmp, "weights.json")
             with open(weights, "w", encoding="utf-8") as f:
                 json.dump({"kv_head": 3, "layer": 2}, f)
-            copy = Copy(SOURCE.replace("return query_head // group", "return query_head % g"))
+            copy = Copy(SOURCE.replace("return _kv_head(query_head, h, g)", "return query_head % g"))
             try:
                 run = main_in(copy.dir, "--module", copy.module, "--seed", "1", "--format",
                               "gradescope", "--weights", weights, "--only", "kv_head,layer",
