@@ -158,7 +158,7 @@ def grader_command():
         rel = os.path.relpath(script)
     except ValueError:                   # another drive (Windows)
         rel = script
-    return f"python {rel if not rel.startswith(os.pardir * 2) else script}"
+    return f"python {script if rel.startswith(os.pardir + os.sep + os.pardir) else rel}"
 
 
 def reproduce(args, name=None, case=None):

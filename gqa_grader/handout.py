@@ -1,61 +1,20 @@
 """What is handed out: the starter a student fills in, and Gradescope's autograder.zip."""
 
-import ast
 import os
 import zipfile
 
 from .checks import STEP_OF
 from .grading import DEFAULT_CASES, DEFAULT_MODULE
-from . import sandbox
+from . import sandbox, starter
 from .sandbox import DEFAULT_BUDGET, DEFAULT_TIMEOUT
 
 
 
 
 def make_starter(source):
-    """Return the source of a starter gqa.py: public functions and methods stubbed.
-
-    Keeps the module docstring, imports, records, private base classes and
-    constants (a student's helpers may use them); drops private helpers, the
-    kernels and the command line; replaces each
-    public function's body by its docstring and
-    raise NotImplementedError("step N: NAME: ..."), N being the grader's step.
-    """
-    tree = ast.parse(source)
-
-    def stub(fn, qualname, owner):
-        doc = ast.get_docstring(fn)
-        summary = doc.splitlines()[0] if doc else ""
-        body = [ast.Expr(ast.Constant(doc))] if doc else []
-        number = STEP_OF.get(owner)
-        label = f"step {number}: {qualname}" if number else f"{qualname} (not graded)"
-        body.append(ast.Raise(ast.Call(ast.Name("NotImplementedError", ast.Load()),
-                                       [ast.Constant(label + (f": {summary}" if summary else ""))],
-                                       []), None))
-        fn.body = body
-
-    kept = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if node.name.startswith("_") or node.name == "main":
-                continue
-            stub(node, node.name, node.name)
-        elif isinstance(node, ast.ClassDef):
-            if not node.name.startswith("_"):        # a private base class is kept whole
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_")
-                                                               or item.name in ("__init__", "__len__")):
-                        stub(item, f"{node.name}.{item.name}", node.name)
-        elif isinstance(node, ast.If) and ("__name__" in ast.dump(node.test) or all(
-                isinstance(n, ast.FunctionDef) and n.name.startswith("_")
-                for n in node.body + node.orelse)):
-            continue                                 # the command line, private kernels
-        kept.append(node)
-    tree.body = kept
-    header = ('# A starter for the gqa lab, written by `python grader.py --starter`.\n'
-              '# Replace each `raise NotImplementedError` with your code, step by step, and run\n'
-              '# `python grader.py --module THIS_FILE` to see your progress.\n')
-    return header + ast.unparse(tree) + "\n"
+    """The starter built from the text of source (gqa.py): starter.make_starter, each
+    step numbered as the checks number them."""
+    return starter.make_starter(source, STEP_OF)
 
 
 def write_starter(directory, source_path=DEFAULT_MODULE):

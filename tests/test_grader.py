@@ -704,7 +704,9 @@ class Starter(unittest.TestCase):
         real_defs = {n.name: n for n in real.body if isinstance(n, ast.FunctionDef)}
         starter.body = [real_defs[n.name] if isinstance(n, ast.FunctionDef) and n.name in done else n
                         for n in starter.body]
-        starter.body += [n for n in real.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_")]
+        starter.body += [n for n in real.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_")
+                         or isinstance(n, ast.Assign) and all(isinstance(x, ast.Name) and x.id.startswith("_")
+                                                              for x in n.targets)]
         with Module(ast.unparse(starter)) as path:
             run = run_main("--module", path, "--seed", "1", "--cases", "1")
         self.assertEqual([line.split()[3] for line in run.stdout.splitlines() if " PASS " in line],

@@ -19,9 +19,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # on floors below its own (or, inside gqa_tools, on its own floor's earlier rows).
 FLOORS = [
     ["gqa"],
-    ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.compare"], ["gqa_grader.reference"],
+    ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
+    ["gqa_grader.reference"], ["gqa_grader.answers"],
     ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.checks"],
-    ["gqa_grader.grading"], ["gqa_grader.starter"], ["gqa_grader.handout"], ["gqa_grader.cli"],
+    ["gqa_grader.grading"], ["gqa_grader.starter"], ["gqa_grader.handout"], ["gqa_grader.selfcheck"],
+    ["gqa_grader.cli"],
     ["gqa_grader"], ["gqa_grader.__main__", "grader"],
     ["gqa_tools.figures"], ["gqa_tools.common"], ["gqa_tools.models", "gqa_tools.train"],
     ["gqa_tools.tables", "gqa_tools.report", "gqa_tools.config", "gqa_tools.bench",
@@ -147,7 +149,7 @@ class StudentFolder(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp()
-        cls.lab = os.path.join(cls.dir, "mylab")
+        cls.lab = tempfile.mkdtemp(dir=ROOT, prefix=".mylab-")    # a lab folder in the project
         made = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--starter", cls.lab],
                               capture_output=True, text=True, timeout=60)
         assert made.returncode == 0, made.stderr
@@ -155,6 +157,7 @@ class StudentFolder(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.dir)
+        shutil.rmtree(cls.lab)
 
     def grade_in(self, folder, *args):
         grader = os.path.relpath(os.path.join(ROOT, "grader.py"), folder)
@@ -164,8 +167,8 @@ class StudentFolder(unittest.TestCase):
     def test_the_grader_grades_the_folders_own_gqa_py(self):
         run = self.grade_in(self.lab)
         first, *rest = run.stdout.splitlines()
-        self.assertTrue(first.startswith("grading ./gqa.py with seed "), first)
-        self.assertIn("repeat with: python " + os.path.relpath(os.path.join(ROOT, "grader.py"), self.lab), first)
+        self.assertTrue(first.startswith("grading ./gqa.py (grader "), first)
+        self.assertIn("repeat with: python ../grader.py", first)
         self.assertEqual(run.returncode, 1)                   # the bare starter: not started
         self.assertIn("step  1  ----  valid_g", run.stdout)
 
