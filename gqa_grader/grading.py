@@ -20,9 +20,9 @@ from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, W
 
 GRADER_VERSION = "3.0"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
-DEFAULT_CASES = 10      # hidden random cases per check, from the run's seed, after the public ones
+DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
-PUBLIC_CASES = 10       # public random cases per check, after the systematic ones
+PUBLIC_CASES = 5        # public random cases per check, after the systematic ones
 MAX_CASES = 1000        # at most this many: 1,000 random cases per step take minutes
 
 
