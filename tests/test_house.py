@@ -17,9 +17,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # on floors below its own (or, inside gqa_tools, on its own floor's earlier rows).
 FLOORS = [
     ["gqa"],
-    ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.compare"], ["gqa_grader.reference"],
+    ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
+    ["gqa_grader.reference"], ["gqa_grader.answers"],
     ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.checks"],
-    ["gqa_grader.grading"], ["gqa_grader.starter"], ["gqa_grader.handout"], ["gqa_grader.cli"],
+    ["gqa_grader.grading"], ["gqa_grader.starter"], ["gqa_grader.handout"],
+    ["gqa_grader.records", "gqa_grader.submissions"], ["gqa_grader.classroom"], ["gqa_grader.cli"],
     ["gqa_grader"], ["gqa_grader.__main__", "grader"],
     ["gqa_tools.figures"], ["gqa_tools.common"], ["gqa_tools.models", "gqa_tools.train"],
     ["gqa_tools.tables", "gqa_tools.report", "gqa_tools.config", "gqa_tools.bench",
