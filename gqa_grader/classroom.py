@@ -331,7 +331,7 @@ class Gradebook:
         self.steps = [st for st in STEPS if not args.only or st.name in args.only]
         self.weights = {st.name: float(args.weight_map.get(st.name, 1.0)) for st in self.steps}
         self.old = read_gradebook(self.path)
-        self.rows, self.stopped, self.reused = {}, None, 0
+        self.rows, self.stopped, self.reused, self.folders = {}, None, 0, {}
 
     def run(self):
         subs = discover(self.args.class_dir, {self.path, self.feedback}, self.args.roster)
@@ -386,7 +386,13 @@ class Gradebook:
     # -- what is known already ------------------------------------------------
 
     def _folder(self, sub):
-        return os.path.join(self.feedback, safe_name(sub.key))
+        """sub's feedback folder: named after its key, and no other submission's."""
+        if sub.key not in self.folders:
+            name, taken = safe_name(sub.key), set(self.folders.values())
+            unique = next(f"{name}-{i}" if i else name for i in range(len(taken) + 1)
+                          if (f"{name}-{i}" if i else name) not in taken)
+            self.folders[sub.key] = unique
+        return os.path.join(self.feedback, self.folders[sub.key])
 
     def _known(self, sub):
         """Whether sub needs no run: it cannot be graded (its row says why), or its
