@@ -9,6 +9,10 @@
     python grader.py --json | --format gradescope      for course tooling
     python grader.py --sealed                 the teacher's run: the module shut in
     python grader.py --autograder dist        dist/autograder.zip for Gradescope
+    python grader.py --class subs --gradebook grades.csv
+                                              a class's submissions, each a sealed run,
+                                              into a gradebook (docs/teachers-class.md)
+    python grader.py --classroom DIR          DIR/.github/workflows/classroom.yml
 
 The module under test runs only in a child process, the worker
 (gqa_grader/worker.py), which imports it and answers calls; this process

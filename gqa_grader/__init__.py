@@ -15,6 +15,10 @@ library (never gqa.py, never the tools):
     grading    running the checks; text, JSON and Gradescope output
     starter    the starter, built from gqa.py's text
     handout    the starter's file and Gradescope's autograder.zip
+    records    what a run records to be had again: provenance, the options carried,
+               Gradescope's results.json
+    submissions  what was submitted: a class's folder, a student's gqa.py in it
+    classroom  a class: --class's gradebook, --classroom's workflow
     cli        the command line
 
 The public door, for the tools: grade() and run_in_child(), and their errors.

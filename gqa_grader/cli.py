@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+from . import classroom, records, submissions
 from .checks import STEPS, check_names
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
@@ -94,6 +95,7 @@ def _parser():
     add("--handout", metavar="DIR",
         help="write what students get into DIR (the starter, and a self-check of the public "
              "cases that holds no reference) and exit")
+    classroom.add_options(parser)
     return parser
 
 
@@ -149,9 +151,10 @@ def _check_handout(parser, args):
         parser.error(f"this is a handout's self-check: it grades the public cases (the systematic "
                      f"ones and {PUBLIC_CASES} random ones per step, seed {PUBLIC_SEED}), so "
                      f"--cases must be 0 and --seed {PUBLIC_SEED}; your teacher's run grades hidden ones")
-    for option in ("autograder", "handout", "sealed"):
-        if getattr(args, option):
-            parser.error(f"--{option} needs the reference, which a handout does not hold")
+    for option in ("autograder", "handout", "class_dir", "classroom"):
+        if getattr(args, option, None):
+            parser.error(f"{option.replace('class_dir', 'class').replace('_', '-').join(['--', ''])} "
+                         f"needs the reference, which a handout does not hold")
 
 
 def parse_args(argv):
@@ -169,6 +172,7 @@ def parse_args(argv):
     if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
         parser.error("--case K needs --only with one step (a name or a number), and K at least 0")
     args.weight_map = _weights(parser, args.weights) if args.weights else {}
+    classroom.check_args(parser, args, argv)
     if HANDOUT:
         _check_handout(parser, args)
     return args
@@ -279,7 +283,8 @@ def _write_handout(args, documents):
             ("starter", args.starter, write_starter, "grade it with: python grader.py --module {}"),
             ("handout", args.handout, write_handout, "give students this folder; they run "
              "`python grader.py` in it"),
-            ("autograder", args.autograder, lambda d: write_autograder(d, args),
+            ("autograder", args.autograder,
+             lambda d: write_autograder(d, args, records.carried(args, args.given, "weights.json")),
              "upload it as the assignment's autograder on Gradescope")):
         if not option:
             continue
@@ -323,7 +328,7 @@ def _grade_sealed(args, label):
                   f"{REL_TOL:g}, abs {ABS_TOL:g}; repeat with: {reproduce(args)})")
             sys.stdout.flush()
         if not os.path.isfile(args.module):
-            raise Refused(f"no such file: {args.module}")
+            raise Refused(submissions.missing_module(args.module))
         results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case,
                         args.fail_fast, args.budget, seal, label)
     except Refused as err:
@@ -337,6 +342,7 @@ def _grade_sealed(args, label):
     finally:
         if seal is not None:
             seal.close()
+            args.sha256 = records.sha256_of(seal, args.module)
         _restore_signals()
     return results, why, partly, stopped, seal.notes if seal is not None else []
 
@@ -344,11 +350,11 @@ def _grade_sealed(args, label):
 def _document(args, label, results, why, partly, notes):
     """The run's one document: Gradescope's results.json, or the grader's own."""
     if why is not None:
-        doc = (gradescope([], {}, error=why) if args.format == "gradescope" else
+        doc = (records.gradescope([], args, error=why) if args.format == "gradescope" else
                {"grader": GRADER_VERSION, "module": label, "seed": args.seed, "error": why,
                 "score": 0.0, "passed": 0, "failed": 0, "steps": []})
     elif args.format == "gradescope":
-        doc = gradescope(results, args.weight_map)
+        doc = records.gradescope(results, args)
     else:
         passed = sum(r["status"] == "passed" for r in results)
         doc = {"grader": GRADER_VERSION, "module": label, "seed": args.seed, "cases": args.cases,
@@ -385,7 +391,9 @@ def _main(argv=None):
     documents = args.format != "text"          # --json, --format: one JSON document, always
     if args.list:
         return _list_steps(documents)
-    status = _write_handout(args, documents)
+    status = classroom.dispatch(args, main)
+    if status is None:
+        status = _write_handout(args, documents)
     if status is not None:
         return status
     if args.seed is None:
@@ -393,7 +401,8 @@ def _main(argv=None):
     label, start = shown_path(args.module), time.perf_counter()
     results, why, partly, stopped, notes = _grade_sealed(args, label)
     # From here on the worker and its process group are gone: only the grader's state counts.
-    doc = _document(args, label, results, why, partly, notes)
+    doc = records.stamp(_document(args, label, results, why, partly, notes), args,
+                        time.perf_counter() - start)
     if args.out:
         try:
             write_out(args.out, doc)

@@ -1,12 +1,12 @@
 """What is handed out: the starter a student fills in, and Gradescope's autograder.zip."""
 
 import os
+import shlex
 import zipfile
 
 from .checks import STEP_OF
-from .grading import DEFAULT_CASES, DEFAULT_MODULE
+from .grading import DEFAULT_MODULE
 from . import sandbox, starter
-from .sandbox import DEFAULT_BUDGET, DEFAULT_TIMEOUT
 
 
 
@@ -70,18 +70,11 @@ def _add(z, name, data, mode):
     z.writestr(info, data)
 
 
-def write_autograder(directory, args):
-    """Write directory/autograder.zip: setup.sh, run_autograder, the grader (grader.py and
-    gqa_grader/) and the weights, if any."""
-    options = ""
-    if args.weights:
-        options += " --weights weights.json"
-    if args.cases != DEFAULT_CASES:
-        options += f" --cases {args.cases}"
-    if args.timeout != DEFAULT_TIMEOUT:
-        options += f" --timeout {args.timeout:g}"
-    if args.budget != DEFAULT_BUDGET:
-        options += f" --budget {args.budget:g}"
+def write_autograder(directory, args, options):
+    """Write directory/autograder.zip: setup.sh, run_autograder (the grader's run with
+    options, the words that repeat the grading: the seed and every option given), the
+    grader (grader.py and gqa_grader/) and the weights, if any."""
+    options = "".join(" " + shlex.quote(word) for word in options)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "autograder.zip")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:

@@ -589,7 +589,10 @@ class Folder(unittest.TestCase):
         data = one_document(self, run)
         self.assertEqual(data["score"], 2.0)
         self.assertEqual([(t["name"], t["score"], t["max_score"], t["status"]) for t in data["tests"]],
-                         [("step 3: kv_head", 0.0, 3.0, "failed"), ("step 13: layer", 2.0, 2.0, "passed")])
+                         [("step 3: kv_head", 0.0, 1.5, "failed"),          # a step's points: half for
+                          ("step 3: kv_head (hidden cases)", 0.0, 1.5, "failed"),   # its public cases,
+                          ("step 13: layer", 1.0, 1.0, "passed"),           # half for its hidden ones
+                          ("step 13: layer (hidden cases)", 1.0, 1.0, "passed")])
         if not ROOT_POSIX:
             self.assertTrue(data["output"].startswith("partly sealed:"))
 
@@ -636,8 +639,9 @@ class Autograder(unittest.TestCase):
         with open(os.path.join(folder, "results", "results.json"), encoding="utf-8") as f:
             results = json.load(f)
         self.assertEqual(results["score"], 0.0)
-        self.assertEqual(len(results["tests"]), len(checks.STEPS))
-        self.assertEqual(results["tests"][2]["max_score"], 2.0)
+        self.assertEqual(len(results["tests"]), 2 * len(checks.STEPS))      # public, hidden
+        points = {x["name"]: x["max_score"] for x in results["tests"]}
+        self.assertEqual((points["step 3: kv_head"], points["step 3: kv_head (hidden cases)"]), (1.0, 1.0))
         self.assertNotIn("output", results)                                   # fully sealed
 
 

@@ -1,0 +1,727 @@
+"""A class: a folder of submissions graded into a gradebook, and the GitHub Classroom
+workflow of the lab.
+
+    python grader.py --class SUBMISSIONS --gradebook grades.csv [--jobs N] [--roster FILE]
+    python grader.py --classroom DIR
+
+--class grades every submission in SUBMISSIONS, each a sealed run of its own: what
+`python grader.py --sealed --module M --out ...` does, with a seal, a worker and (as
+root) a user id of its own, so that no run can see another.  N grader processes
+(Server) take the runs one after another.  It reads the layouts submissions.py
+knows: .py files, folders holding a gqa.py (GitHub Classroom's clones), a
+Gradescope export.
+It writes one CSV row per student, rewritten whole (a temporary file, then
+renamed) as each run ends, so that stopping it loses nothing already written,
+and a feedback folder per student beside the gradebook (report.txt, the text
+report; results.json, the run's document).  Run again, it grades only what is not
+graded yet with the same bytes, grader, seed and options.  A submission that
+cannot be graded is a row that says why.
+
+--classroom writes DIR/.github/workflows/classroom.yml: a command-grader step per
+lab step with its points, each the sealed run of that step, then the reporter.
+"""
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from .checks import STEPS
+from .compare import clean_text
+from .failures import Refused
+from .grading import GRADER_VERSION
+from .records import VISIBILITIES, carried, flag, given, options_of
+from .sandbox import HERE, Seal, read_module
+from .submissions import discover
+
+# ---------------------------------------------------------------------------
+# The command line: the options, and what each command can carry.
+# ---------------------------------------------------------------------------
+
+# What each command takes beyond its own options: the options that grade, the seed,
+# the weights; the zip also the hidden tests' visibility.  Anything else given with it
+# is refused, never dropped.
+CARRY = ("cases", "only", "timeout", "budget", "fail_fast", "seed", "weights")
+ALLOWED = {"autograder": CARRY + ("autograder", "hidden_visibility", "sealed", "format", "json"),
+           "classroom": CARRY + ("classroom", "sealed"),
+           "class_dir": CARRY + ("class_dir", "gradebook", "jobs", "roster", "sealed", "quiet",
+                                 "verbose"),
+           "handout": ("handout",)}
+NAMES = {"autograder": "--autograder", "classroom": "--classroom", "class_dir": "--class",
+         "handout": "--handout"}
+WHY_NOT = {"module": "it grades each submission's own gqa.py (the handout: the project's)", "case": "it grades every case",
+           "show": "it prints no transcript", "out": "it writes each run's results itself",
+           "user": "each run draws a user id of its own", "quiet": "its report is whole",
+           "verbose": "its report is whole", "hidden_visibility": "hidden tests are Gradescope's",
+           "format": "it writes files, not a document", "json": "it writes files, not a document"}
+
+
+def add_options(parser):
+    add = parser.add_argument
+    add("--class", dest="class_dir", metavar="SUBMISSIONS",
+        help="grade every submission in this folder (.py files, folders holding a gqa.py, or "
+             "a Gradescope export), each a sealed run of its own, into --gradebook")
+    add("--gradebook", metavar="FILE", help="with --class: the CSV to write, one row per "
+        "student; each student's feedback goes in FILE's folder, in STEM-feedback/")
+    add("--jobs", type=int, default=None, metavar="N",
+        help="with --class: runs at a time (default: the number of CPUs)")
+    add("--roster", metavar="FILE", help="with --class: a CSV naming each submission's student "
+        "(submission, student[, name]), or GitHub Classroom's roster")
+    add("--classroom", metavar="DIR",
+        help="write DIR/.github/workflows/classroom.yml for GitHub Classroom: a graded step "
+             "per lab step, with its points")
+    add("--class-serve", action="store_true", help=argparse.SUPPRESS)   # --class's own graders
+    add("--hidden-visibility", choices=VISIBILITIES, default="hidden",
+        help="with --format gradescope or --autograder: when students see the tests of the "
+             "hidden cases (Gradescope's visibility; default hidden)")
+
+
+def check_args(parser, args, argv):
+    """The usage errors of these commands: what each cannot carry, and its own options."""
+    args.given = given(parser, argv)
+    commands = [dest for dest in NAMES if getattr(args, dest)]
+    if len(commands) > 1 or commands and args.starter:
+        parser.error("give one of --class, --classroom, --autograder, --handout and --starter at a time")
+    for dest in sorted(args.given):
+        command = next((c for c in commands if dest not in ALLOWED[c]), None)
+        if command is not None:
+            why = WHY_NOT.get(dest, "it is another command")
+            parser.error(f"{NAMES[command]} cannot carry {flag(parser, dest)} ({why}); "
+                         f"leave it out")
+    for dest in ("gradebook", "jobs", "roster"):
+        if dest in args.given and not args.class_dir:
+            parser.error(f"{flag(parser, dest)} goes with --class")
+    if "hidden_visibility" in args.given and not (args.autograder or args.format == "gradescope"):
+        parser.error("--hidden-visibility goes with --format gradescope or --autograder")
+    if args.class_dir:
+        _check_class(parser, args)
+    if args.classroom:
+        bad = ", ".join(f"{n}: {w:g}" for n, w in args.weight_map.items() if float(w) != int(w))
+        if bad:
+            parser.error(f"--classroom: GitHub Classroom's points are whole numbers (its "
+                         f"max-score); --weights gives {bad}")
+
+
+def _check_class(parser, args):
+    if not os.path.isdir(args.class_dir):
+        parser.error(f"--class {args.class_dir}: no such folder")
+    if not args.gradebook:
+        parser.error("--class needs --gradebook FILE, the CSV it writes")
+    folder = os.path.dirname(os.path.abspath(args.gradebook))
+    if not os.path.isdir(folder) or os.path.isdir(args.gradebook):
+        parser.error(f"--gradebook {args.gradebook}: no such folder {folder}, or a folder")
+    if args.jobs is not None and not 1 <= args.jobs <= 64:
+        parser.error(f"--jobs must be from 1 to 64; got {args.jobs}")
+    if args.roster and not os.path.isfile(args.roster):
+        parser.error(f"--roster {args.roster}: no such file")
+
+
+def dispatch(args, main):
+    """Run --class or --classroom and return the exit status; for --autograder draw its
+    seed (and say so); else None.  main is the command's own (cli.main): --class's
+    graders run it once per submission."""
+    if args.class_serve:
+        return serve(main)
+    if args.autograder and args.seed is None:
+        args.seed = random.SystemRandom().randrange(10 ** 6)
+        print(f"grader: the autograder grades every submission with seed {args.seed}, drawn "
+              f"now (give --seed to choose it)", file=sys.stderr)
+    if args.classroom:
+        return write_workflow(args)
+    if args.class_dir:
+        return Gradebook(args).run()
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The gradebook: each submission a sealed run of its own, N at a time.
+# ---------------------------------------------------------------------------
+
+def short(text, cap):
+    return text if len(text) <= cap else text[:cap - 3].rstrip() + "..."
+
+
+def cell(value):
+    """A gradebook cell that a spreadsheet shows as text: one that would start a formula
+    (=, +, -, @: a file's name or a module's message can) gets a ' before it."""
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def safe_name(key):
+    """A folder name for a submission's feedback."""
+    name = re.sub(r"[^\w.+@-]+", "_", key).strip("._") or "submission"
+    return name[:100]
+
+
+def grader_argv():
+    """How to start this grader as a process of its own."""
+    script = os.path.join(HERE, "grader.py")
+    if os.path.isfile(script):
+        return [sys.executable, script]
+    return [sys.executable, "-m", "gqa_grader"]
+
+
+def write_atomically(path, data):
+    """Write bytes to path whole or not at all: a temporary file beside it, renamed."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".gqa-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        return doc if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def read_gradebook(path):
+    """{submission: row} of a gradebook written before ({} when there is none)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return {row.get("submission", ""): row for row in csv.DictReader(f)}
+    except (OSError, csv.Error, UnicodeDecodeError):
+        return {}
+
+
+class Server:
+    """A grader process of --class's own (`python grader.py --class-serve`) that runs
+    the class's runs one after another: each a whole `python grader.py --sealed ...`
+    run (cli.main with its own seal, user id and worker), its text in its report and
+    its document in its --out.  A grader that starts once per job slot, not once per
+    submission, saves the start and the search of the file system for world-writable
+    folders (shared by the runs that follow: cleanup.FolderSearch) of every run."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(grader_argv() + ["--class-serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self.buffer, self.job, self.started = b"", None, 0.0
+
+    def send(self, job):
+        self.job, self.started = job, time.monotonic()
+        line = json.dumps({"argv": job.argv, "report": job.text}) + "\n"
+        try:
+            self.proc.stdin.write(line.encode("utf-8"))
+            self.proc.stdin.flush()
+        except OSError:
+            pass                                 # it died: answer() says so
+
+    def answer(self):
+        """The job's exit status once the server has said it (None before; "gone" when
+        the server ended without saying it)."""
+        if b"\n" not in self.buffer:
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 12)
+            if not chunk:
+                return "gone"
+            self.buffer += chunk
+        if b"\n" not in self.buffer:
+            return None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            return int(json.loads(line)["status"])
+        except (ValueError, KeyError, TypeError):
+            return "gone"
+
+    def stop(self):
+        """Stop it: SIGTERM (its run, if any, kills its worker and cleans up), then SIGKILL."""
+        for which, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+            if self.proc.poll() is not None:
+                break
+            try:
+                os.killpg(self.proc.pid, which)
+            except OSError:
+                pass
+            try:
+                self.proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def close(self):
+        """An idle server ends when its input does."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(15)
+        except (OSError, subprocess.TimeoutExpired):
+            self.stop()
+
+
+class Job:
+    """One submission's run: its arguments and where its outputs go first."""
+
+    def __init__(self, sub, folder, argv):
+        self.sub = sub
+        self.out = os.path.join(folder, ".results.json")
+        self.text = os.path.join(folder, ".report.txt")
+        self.argv = argv + ["--out", self.out]
+
+    def discard(self):
+        for path in (self.out, self.text):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+
+def serve(main):
+    """--class-serve: run the jobs that --class sends on stdin, one JSON line each
+    ({"argv": [...], "report": PATH}), each as main(argv) with its output in the
+    report, each answered by a line {"status": N}; end with stdin, or after a run a
+    signal stopped."""
+    import contextlib
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    for which in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(which, signal.SIG_DFL)     # between runs nothing needs cleaning up
+    status = 0
+    for line in requests:
+        job = json.loads(line)
+        with open(job["report"], "w", encoding="utf-8", errors="backslashreplace") as report, \
+                contextlib.redirect_stdout(report), contextlib.redirect_stderr(report):
+            try:
+                status = main(job["argv"])
+            except SystemExit as stop:
+                status = stop.code if isinstance(stop.code, int) else 2
+            except Exception as err:             # the grader's own fault: this run's row says so
+                print(f"grader: the grader failed ({type(err).__name__}: {err})")
+                status = 2
+        answers.write(json.dumps({"status": status}) + "\n")
+        answers.flush()
+        if status >= 128:
+            break
+    return status if status >= 128 else 0
+
+
+class Gradebook:
+    """--class SUBMISSIONS --gradebook FILE: see the module's docstring."""
+
+    def __init__(self, args):
+        self.args, self.path = args, os.path.abspath(args.gradebook)
+        stem = os.path.splitext(os.path.basename(self.path))[0]
+        self.feedback = os.path.join(os.path.dirname(self.path), f"{stem}-feedback")
+        self.jobs = args.jobs or os.cpu_count() or 1
+        self.steps = [st for st in STEPS if not args.only or st.name in args.only]
+        self.weights = {st.name: float(args.weight_map.get(st.name, 1.0)) for st in self.steps}
+        self.old = read_gradebook(self.path)
+        self.rows, self.stopped, self.reused, self.folders = {}, None, 0, {}
+
+    def run(self):
+        subs = discover(self.args.class_dir, {self.path, self.feedback}, self.args.roster)
+        self._choose_seed()
+        os.makedirs(self.feedback, exist_ok=True)
+        why = self._check_seal()
+        if why:
+            print(f"grader: cannot grade the class: {why}", file=sys.stderr)
+            return 2
+        todo = [sub for sub in subs if not self._known(sub)]
+        if self.reused:
+            self._say(f"{self.reused} submission{'s' * (self.reused != 1)} graded before with the "
+                      f"same bytes, grader, seed and options: kept")
+        self._write()
+        self._grade(todo)
+        self._summary(len(subs))
+        return 128 + self.stopped if self.stopped else 0
+
+    def _say(self, text):
+        """Progress, on stderr (none with --quiet, or once stderr is closed)."""
+        if not self.args.quiet:
+            try:
+                print(f"grader: {text}", file=sys.stderr)
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                self.args.quiet = True
+
+    def _choose_seed(self):
+        """--seed; else the gradebook's own seed (so that a second run goes on where the
+        first stopped); else one drawn now.  Said on stderr."""
+        seeds = {row.get("seed") for row in self.old.values() if row.get("seed")}
+        if self.args.seed is not None:
+            how = "given"
+        elif len(seeds) == 1 and next(iter(seeds)).isdigit():
+            self.args.seed, how = int(next(iter(seeds))), "the gradebook's"
+        else:
+            self.args.seed, how = random.SystemRandom().randrange(10 ** 6), "drawn now"
+        self._say(f"grading the class with seed {self.args.seed} ({how}), {self.jobs} at a time")
+
+    def _check_seal(self):
+        """Why no sealed run can be made here (the grader's folder or the feedback's
+        reachable by the workers), or None; said once, before any run."""
+        try:
+            seal = Seal(True, None, os.path.join(self.feedback, "results.json"), self.args.budget)
+        except Refused as err:
+            return str(err)
+        seal.close()
+        if seal.partly:
+            print(f"grader: partly sealed: {seal.partly}", file=sys.stderr)
+        return None
+
+    # -- what is known already ------------------------------------------------
+
+    def _folder(self, sub):
+        """sub's feedback folder: named after its key, and no other submission's."""
+        if sub.key not in self.folders:
+            name, taken = safe_name(sub.key), set(self.folders.values())
+            unique = next(f"{name}-{i}" if i else name for i in range(len(taken) + 1)
+                          if (f"{name}-{i}" if i else name) not in taken)
+            self.folders[sub.key] = unique
+        return os.path.join(self.feedback, self.folders[sub.key])
+
+    def _known(self, sub):
+        """Whether sub needs no run: it cannot be graded (its row says why), or its
+        feedback holds a document of the same bytes, grader, seed and options."""
+        sha = None
+        if sub.why is None:
+            try:
+                sha = hashlib.sha256(read_module(sub.path)).hexdigest()
+            except Refused as err:
+                sub.why = str(err)
+        if sub.why is not None:
+            doc = self._document(sub, error=sub.why)
+            self._keep(sub, doc, f"{sub.student}: not graded: {sub.why}\n".encode("utf-8"), None)
+            return True
+        doc = read_json(os.path.join(self._folder(sub), "results.json"))
+        if (doc is None or not os.path.isfile(os.path.join(self._folder(sub), "report.txt"))
+                or [doc.get(k) for k in ("sha256", "grader", "seed", "options")]
+                != [sha, GRADER_VERSION, self.args.seed, options_of(self.args)]):
+            return False
+        old = self.old.get(sub.key, {})
+        self.rows[sub.key] = self._row(sub, doc, old.get("seconds", ""))
+        self.reused += 1
+        return True
+
+    def _document(self, sub, error):
+        """The document of a submission no run graded."""
+        return {"grader": GRADER_VERSION, "module": sub.key, "seed": self.args.seed,
+                "options": options_of(self.args), "sha256": None, "error": error,
+                "score": 0.0, "passed": 0, "failed": 0, "steps": []}
+
+    def _keep(self, sub, doc, text, seconds):
+        """sub's feedback (its document and report) and its row, each written whole."""
+        folder = self._folder(sub)
+        os.makedirs(folder, exist_ok=True)
+        write_atomically(os.path.join(folder, "results.json"),
+                         (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+        write_atomically(os.path.join(folder, "report.txt"), text)
+        self.rows[sub.key] = self._row(sub, doc, "" if seconds is None else f"{seconds:.1f}")
+
+    # -- the runs -------------------------------------------------------------
+
+    def _argv(self, sub):
+        dests = self.args.given & {"cases", "only", "timeout", "budget", "fail_fast"}
+        return ["--sealed", "--module", sub.path] + carried(self.args, dests)
+
+    def _grade(self, todo):
+        """Run todo's submissions, jobs at a time; each row written as its run ends.  A
+        signal stops it: the runs under way are stopped and leave nothing."""
+        if not todo:
+            return
+        handlers = self._catch_signals()
+        servers = [Server() for _ in range(min(self.jobs, len(todo)))]
+        queue, done, start, limit = list(todo), 0, time.monotonic(), self.args.budget + 60
+        try:
+            while (queue or any(s.job for s in servers)) and not self.stopped:
+                for server in servers:
+                    if server.job is None and queue:
+                        sub = queue.pop(0)
+                        os.makedirs(self._folder(sub), exist_ok=True)
+                        server.send(Job(sub, self._folder(sub), self._argv(sub)))
+                for server in self._ended(servers, limit):
+                    status, job = server.ended, server.job
+                    server.job = None
+                    if status == "late" or status == "gone":
+                        server.stop()
+                        servers[servers.index(server)] = Server()
+                    self._finish(job, status, time.monotonic() - server.started)
+                    done += 1
+                    self._progress(job, done, len(todo), start)
+        finally:
+            for server in servers:
+                if server.job is not None:
+                    server.stop()
+                    server.job.discard()
+                else:
+                    server.close()
+            for which, handler in handlers.items():
+                signal.signal(which, handler)
+
+    def _ended(self, servers, limit):
+        """The busy servers whose job ended or ran out of time (each with .ended: its exit
+        status, "gone" or "late"); waits up to 0.1 s for one."""
+        import select
+        busy = [s for s in servers if s.job is not None]
+        try:
+            ready = select.select([s.proc.stdout for s in busy], [], [], 0.1)[0] if busy else []
+        except (OSError, ValueError):
+            ready = []
+        ended = []
+        for server in busy:
+            server.ended = server.answer() if server.proc.stdout in ready else None
+            if server.ended is None and time.monotonic() - server.started > limit:
+                server.ended = "late"
+            if server.ended is not None and not self.stopped:
+                ended.append(server)
+        return ended
+
+    def _catch_signals(self):
+        """SIGINT, SIGTERM and SIGHUP stop the class's runs (in the main thread only)."""
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+
+        def stop(signum, frame):
+            self.stopped = signum
+        which = [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)]
+        return {s: signal.signal(s, stop) for s in which}
+
+    def _finish(self, job, status, seconds):
+        """A run that ended (or was stopped): its document, report and row."""
+        doc = read_json(job.out) if isinstance(status, int) and status < 128 else None
+        try:
+            with open(job.text, "rb") as f:
+                text = f.read()
+        except OSError:
+            text = b""
+        job.discard()
+        if doc is None:
+            why = ("the run did not end within its time; it was stopped" if status == "late" else
+                   f"the grader ended (status {status}) without a document")
+            doc, text = self._document(job.sub, why), text + f"not graded: {why}\n".encode("utf-8")
+        text += (f"sha256 of the bytes graded: {doc.get('sha256')}; grader {doc.get('grader')}; "
+                 f"seed {doc.get('seed')}\n").encode("utf-8")
+        self._keep(job.sub, doc, text, seconds)
+        self._write()
+
+    def _progress(self, job, done, total, start):
+        row = self.rows[job.sub.key]
+        left = (time.monotonic() - start) / done * (total - done)
+        what = (f"not graded ({short(row['notes'], 70)})" if row["status"] == "not graded" else
+                f"{row['status']}, {row['score']}/{row['max_score']} points")
+        self._say(f"[{done:>{len(str(total))}}/{total}] {job.sub.student}: {what}, "
+                  f"{row['seconds']} s" + (f"; about {left:.0f} s left" if done < total else ""))
+
+    # -- the gradebook --------------------------------------------------------
+
+    def columns(self):
+        return (["student", "name", "submission", "score", "max_score"]
+                + [f"{st.number} {st.name}" for st in self.steps]
+                + ["status", "seed", "sha256", "seconds", "grader", "notes"])
+
+    def _row(self, sub, doc, seconds):
+        """The gradebook's row of sub, from its document: points per step (its weight
+        when the step passed), the status and what to know."""
+        row = {"student": sub.student, "name": sub.name, "submission": sub.key,
+               "seed": doc.get("seed"), "sha256": doc.get("sha256") or "", "seconds": seconds,
+               "grader": doc.get("grader"), "max_score": f"{sum(self.weights.values()):g}"}
+        steps = {r.get("name"): r for r in doc.get("steps") or [] if isinstance(r, dict)}
+        if doc.get("error") or not steps:
+            why = str(doc.get("error") or "nothing was graded")
+            why = why.split(": ", 1)[1] if why.startswith(f"cannot grade {doc.get('module')}: ") else why
+            row.update(status="not graded", score="", notes=clean_text(why, newlines=False))
+            return row
+        points = {st: (self.weights[st.name] if steps.get(st.name, {}).get("status") == "passed"
+                       else 0.0) for st in self.steps}
+        failed = [st for st in self.steps if steps.get(st.name, {}).get("status") != "passed"]
+        notes = [sub.note] if sub.note else []
+        if failed:
+            first = steps.get(failed[0].name, {})
+            message = (first.get("message") or first.get("status") or "not graded").splitlines()
+            notes.append(f"step {failed[0].number} {failed[0].name}: {message[0] if message else ''}")
+        notes += ["partly sealed"] if doc.get("sealed", "sealed") != "sealed" else []
+        notes += [str(n) for n in doc.get("cleanup") or []]
+        row["passed"] = {st.name for st in self.steps if st not in failed}
+        row.update({f"{st.number} {st.name}": f"{p:g}" for st, p in points.items()},
+                   score=f"{sum(points.values()):g}", status="failed" if failed else "passed",
+                   notes=clean_text(short("; ".join(notes), 300), newlines=False))
+        return row
+
+    def _write(self):
+        """The gradebook, whole: every row known so far, by submission."""
+        import io
+        text = io.StringIO()
+        writer = csv.DictWriter(text, self.columns(), extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for key in sorted(self.rows):
+            writer.writerow({k: cell(v) for k, v in self.rows[key].items()})
+        write_atomically(self.path, text.getvalue().encode("utf-8"))
+
+    def _summary(self, total):
+        """What the class did: counts, the pass rate per step, a histogram of scores."""
+        rows = [self.rows[k] for k in sorted(self.rows)]
+        graded = [r for r in rows if r["status"] != "not graded"]
+        shown = os.path.relpath(self.path)
+        lines = [f"{len(rows)} of {total} submissions in {shown} (feedback in "
+                 f"{os.path.relpath(self.feedback)}{os.sep}), seed {self.args.seed}, grader "
+                 f"{GRADER_VERSION}: {sum(r['status'] == 'passed' for r in rows)} passed every "
+                 f"step, {sum(r['status'] == 'failed' for r in rows)} failed some, "
+                 f"{len(rows) - len(graded)} not graded"]
+        lines += [f"  not graded: {r['student']}: {short(r['notes'], 100)}"
+                  for r in rows if r["status"] == "not graded"]
+        if graded:
+            lines += self._pass_rates(graded) + self._histogram(graded)
+        if self.stopped:
+            lines.append(f"stopped by {signal.Signals(self.stopped).name}: {len(rows)} of {total} "
+                         f"written; run the same command again to grade the rest")
+        print("\n".join(lines))
+
+    def _pass_rates(self, graded):
+        width = max(len(st.name) for st in self.steps)
+        lines = [f"pass rate per step, of the {len(graded)} graded:"]
+        for st in self.steps:
+            passed = sum(st.name in r["passed"] for r in graded)
+            share = passed / len(graded)
+            lines.append(f"  step {st.number:>2} {st.name:<{width}} {passed:>4}/{len(graded):<4} "
+                         f"{share:>4.0%} {'#' * round(30 * share)}")
+        return lines
+
+    def _histogram(self, graded):
+        """Scores as a share of the most points, in tenths (100% a bar of its own)."""
+        most = sum(self.weights.values())
+        bins = [0] * 11
+        for r in graded:
+            share = float(r["score"]) / most if most else 1.0
+            bins[10 if share >= 1 else int(share * 10)] += 1
+        top = max(bins)
+        lines = [f"scores, out of {most:g} points:"]
+        for i in range(10, -1, -1):
+            label = "100%" if i == 10 else f"{10 * i}-{10 * i + 9}%"
+            lines.append(f"  {label:>7} {'#' * math.ceil(30 * bins[i] / top) if bins[i] else '':<30} "
+                         f"{bins[i]}")
+        return lines
+
+
+# ---------------------------------------------------------------------------
+# GitHub Classroom: the workflow, written from data by a small YAML emitter.
+# ---------------------------------------------------------------------------
+# Checked against the actions' published files (their tag v1):
+# classroom-resources/autograding-command-grader, action.yml and dist/main.js: inputs
+# test-name and command (required), setup-command, timeout (minutes, parseFloat; default
+# 10) and max-score (parseInt: whole points); the command runs with only PATH, HOME and
+# a few others in its environment, its output goes to the log, a zero exit status
+# passes; its output `result` is the test's JSON, base64.
+# classroom-resources/autograding-grading-reporter, action.yml, README and
+# src/main.js: input runners (the step ids, comma-separated); each runner's result in
+# the environment as <ID in capitals>_RESULTS; the points it reports to Classroom are
+# the sum of the runners' max_score and scores.  Classroom's own workflow template (its
+# name, triggers, permissions, the job's `if`) is the one these READMEs show.
+
+YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}   # YAML 1.1's
+
+
+def yaml_scalar(value):
+    """A scalar as YAML: whole numbers plain, every string double-quoted (JSON's escapes
+    are YAML's), so that no ': ' or '#' in it can be read as structure."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(str(value))
+
+
+def yaml_key(key):
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) and key.lower() not in YAML_WORDS
+    return key if plain else json.dumps(key)
+
+
+def yaml_lines(value, indent=0):
+    """The lines of value (a dict, a list, or a scalar) in block style."""
+    pad, lines = " " * indent, []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, (dict, list)) and item:
+                lines.append(f"{pad}{yaml_key(key)}:")
+                lines += yaml_lines(item, indent + 2)
+            else:
+                lines.append(f"{pad}{yaml_key(key)}: {yaml_scalar(item)}")
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)) and item:
+                inner = yaml_lines(item, indent + 2)
+                lines += [f"{pad}- {inner[0].lstrip()}"] + inner[1:]
+            else:
+                lines.append(f"{pad}- {yaml_scalar(item)}")
+    else:
+        lines.append(pad + yaml_scalar(value))
+    return lines
+
+
+def workflow(args):
+    """The workflow as data: a command-grader step per lab step (the sealed run of that
+    step alone, its points the step's weight), then the reporter of them all."""
+    words = carried(args, args.given & {"cases", "timeout", "budget", "fail_fast"})
+    if "cases" not in args.given:
+        words = ["--cases", "0"] + words      # the handout holds the public cases' answers only
+    minutes = math.ceil(args.budget / 60) + 1
+    graded = [st for st in STEPS if not args.only or st.name in args.only]
+    steps = [{"name": "Checkout code", "uses": "actions/checkout@v4"}]
+    for st in graded:
+        command = " ".join(["python3", "grader.py", "--sealed", "--only", str(st.number)] + words)
+        steps.append({"name": f"step {st.number}: {st.name}", "id": f"step{st.number}",
+                      "uses": "classroom-resources/autograding-command-grader@v1",
+                      "with": {"test-name": f"step {st.number}: {st.name}", "command": command,
+                               "timeout": minutes,
+                               "max-score": int(args.weight_map.get(st.name, 1))}})
+    steps.append({"name": "Autograding Reporter",
+                  "uses": "classroom-resources/autograding-grading-reporter@v1",
+                  "env": {f"STEP{st.number}_RESULTS": f"${{{{ steps.step{st.number}.outputs.result }}}}"
+                          for st in graded},
+                  "with": {"runners": ",".join(f"step{st.number}" for st in graded)}})
+    return {"name": "Autograding Tests", "on": ["push", "repository_dispatch"],
+            "permissions": {"checks": "write", "actions": "read", "contents": "read"},
+            "jobs": {"run-autograding-tests": {
+                "runs-on": "ubuntu-latest", "if": "github.actor != 'github-classroom[bot]'",
+                "steps": steps}}}
+
+
+def write_workflow(args):
+    """--classroom DIR: DIR/.github/workflows/classroom.yml, and what DIR still needs."""
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(10 ** 6)
+    data = workflow(args)
+    graded = data["jobs"]["run-autograding-tests"]["steps"][1:-1]
+    head = ["# GitHub Classroom's autograding for the gqa lab, written by `python grader.py "
+            "--classroom`:",
+            f"# one graded step per lab step, seed {args.seed}, grader {GRADER_VERSION}.  Write it "
+            "again rather than edit it."]
+    path = os.path.join(args.classroom, ".github", "workflows", "classroom.yml")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomically(path, ("\n".join(head + yaml_lines(data)) + "\n").encode("utf-8"))
+    except OSError as err:
+        print(f"grader: cannot write {path}: {err}", file=sys.stderr)
+        return 2
+    points = sum(step["with"]["max-score"] for step in graded)
+    print(f"wrote {path}: {len(graded)} graded steps, {points} points, seed {args.seed}")
+    if not os.path.isfile(os.path.join(args.classroom, "grader.py")):
+        print(f"{args.classroom} has no grader.py yet: the template repository holds the "
+              f"handout (python grader.py --handout {args.classroom})")
+    return 0

@@ -1,0 +1,212 @@
+"""What was submitted: the submissions of a class's folder, and a student's gqa.py in each.
+
+A folder of submissions is read in any of three layouts, or a mix: .py files (one a
+student, named by the file), folders each holding a gqa.py somewhere (GitHub
+Classroom's clones, named by the folder), and a Gradescope export (submission_<id>
+folders beside its submission_metadata.yml, which names their students).  A roster
+(a CSV) can name the students instead.  Each entry becomes a Submission: the gqa.py
+to grade, or why there is none (no gqa.py, two of them, a zip, a binary, ...).
+
+missing_module() says what a folder holds when the gqa.py a run was given is not
+there, and what to rename: the message a Gradescope submission gets.
+"""
+
+import csv
+import os
+import re
+
+
+# ---------------------------------------------------------------------------
+# A class's folder: .py files, folders holding a gqa.py, a Gradescope export.
+# ---------------------------------------------------------------------------
+
+class Submission:
+    """One student's entry: key is its name in the folder (the gradebook's key),
+    student the id the gradebook shows; path the gqa.py to grade, or why it is not
+    graded; note, a word on what was graded."""
+
+    def __init__(self, key, student, path=None, why=None, note="", name=""):
+        self.key, self.student, self.path, self.why = key, student, path, why
+        self.note, self.name = note, name
+
+
+WALK_CAP = 5000          # files looked at in one submission's folder, at most
+
+
+def _files(folder):
+    """The files under folder (relative paths), hidden folders, __pycache__ and links aside."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__"
+                         and not os.path.islink(os.path.join(top, d)))
+        found += [os.path.relpath(os.path.join(top, f), folder) for f in sorted(files)]
+        if len(found) > WALK_CAP:
+            break
+    return found
+
+
+def locate(folder):
+    """(the gqa.py to grade, why there is none, a note): the one file named gqa.py
+    anywhere in folder; else what the folder holds and what to rename."""
+    found = _files(folder)
+    exact = [f for f in found if os.path.basename(f) == "gqa.py"]
+    if len(exact) == 1:
+        where = exact[0]
+        return os.path.join(folder, where), None, "" if where == "gqa.py" else f"graded {where}"
+    if exact:
+        return None, f"{len(exact)} files named gqa.py ({', '.join(exact[:4])}): keep one", ""
+    near = [f for f in found if os.path.basename(f).lower() == "gqa.py"]
+    zips = [f for f in found if f.lower().endswith(".zip")]
+    if near:
+        return None, f"no gqa.py; {near[0]} would be it: rename it to gqa.py", ""
+    if zips:
+        return None, f"no gqa.py; {zips[0]} is a zip: unpack it", ""
+    held = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return None, f"no gqa.py; the folder holds {held}" if found else "an empty folder", ""
+
+
+def examine(path):
+    """Why the file at path is not Python source to grade (None when it may be)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8192)
+    except OSError as err:
+        return f"cannot read it: {err.strerror}"
+    if b"\0" in head:
+        return "a binary file, not Python source"
+    return None
+
+
+def entry(folder, name):
+    """The Submission of one entry of the submissions folder."""
+    path = os.path.join(folder, name)
+    stem = os.path.splitext(name)[0] if os.path.isfile(path) else name
+    if os.path.islink(path):
+        return Submission(name, stem, why="a symbolic link; a submission must be a file or a folder")
+    if os.path.isdir(path):
+        module, why, note = locate(path)
+        why = why or examine(module)
+        return Submission(name, name, None if why else module, why, note)
+    if name.endswith(".py"):
+        why = examine(path)
+        return Submission(name, stem, None if why else path, why)
+    if name.lower().endswith(".zip"):
+        return Submission(name, stem, why="a zip: unpack it, so that its gqa.py is a file of its own")
+    return Submission(name, stem, why="not a .py file nor a folder")
+
+
+def gradescope_metadata(path):
+    """{submission folder: [(name, sid), ...]} from a Gradescope export's
+    submission_metadata.yml: its top-level keys (the folders) and, under each, the
+    :submitters: list's :name: and :sid: (otter-grader reads the export the same way:
+    otter/grade/metadata.py).  Nothing else of the file is read."""
+    found, current, person = {}, None, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            top = re.match(r"^([^\s#:'\"][^:]*):\s*$", line)
+            if top:
+                current = found.setdefault(top.group(1).strip(), [])
+                continue
+            field = re.match(r"^\s*(-\s+)?:(name|sid):\s*(.*?)\s*$", line)
+            if current is None or not field:
+                continue
+            if field.group(1) or person is None:
+                person = {}
+                current.append(person)
+            person[field.group(2)] = field.group(3).strip("'\"")
+    return {k: [(p.get("name", ""), p.get("sid", "")) for p in v] for k, v in found.items()}
+
+
+def read_roster(path):
+    """{submission key or GitHub user: (student, name)} from a roster CSV: GitHub
+    Classroom's (identifier, github_username, github_id, name), or rows of
+    submission, student[, name] under a header."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return {}, False
+    header = [h.strip().lower() for h in rows[0]]
+    if "github_username" not in header:
+        return {r[0].strip(): (r[1].strip() if len(r) > 1 and r[1].strip() else r[0].strip(),
+                               r[2].strip() if len(r) > 2 else "")
+                for r in rows[1:] if r and r[0].strip()}, False
+    at = {h: header.index(h) for h in ("identifier", "github_username", "name") if h in header}
+
+    def get(row, h):
+        return row[at[h]].strip() if h in at and at[h] < len(row) else ""
+    return {get(r, "github_username"): (get(r, "identifier") or get(r, "github_username"),
+                                        get(r, "name"))
+            for r in rows[1:] if get(r, "github_username")}, True
+
+
+def _roster_match(sub, roster, classroom):
+    stem = sub.key[:-3] if sub.key.endswith(".py") else sub.key
+    for key in (sub.key, stem):
+        if key in roster:
+            return key
+    if classroom:
+        return next((u for u in sorted(roster, key=len, reverse=True)
+                     if stem.endswith("-" + u) or stem == u), None)
+    return None
+
+
+def discover(folder, skip=(), roster_path=None):
+    """Every submission in folder, by key; roster students with none get a row too."""
+    names = sorted(n for n in os.listdir(folder) if not n.startswith(".")
+                   and n not in ("submission_metadata.yml", "__pycache__")
+                   and os.path.abspath(os.path.join(folder, n)) not in skip)
+    subs = [entry(folder, n) for n in names]
+    meta = os.path.join(folder, "submission_metadata.yml")
+    if os.path.isfile(meta):
+        people = gradescope_metadata(meta)
+        for sub in subs:
+            who = people.get(sub.key)
+            if who:
+                sub.student = "+".join(sid for _, sid in who if sid) or sub.key
+                sub.name = "; ".join(name for name, _ in who if name)
+    if roster_path:
+        roster, classroom = read_roster(roster_path)
+        used = set()
+        for sub in subs:
+            key = _roster_match(sub, roster, classroom)
+            if key is not None:
+                used.add(key)
+                sub.student, sub.name = roster[key][0], roster[key][1] or sub.name
+        subs += [Submission(f"(no submission) {roster[k][0]}", roster[k][0], why="no submission",
+                            name=roster[k][1]) for k in sorted(set(roster) - used)]
+    return subs
+
+
+# ---------------------------------------------------------------------------
+# No gqa.py where it should be: what was submitted, and what to rename.
+# ---------------------------------------------------------------------------
+
+def renames(found, name):
+    """What to do with what was found, so that name is at the top: advice, one per line."""
+    advice = []
+    for path in found:
+        base = os.path.basename(path)
+        if base.lower() == name.lower() and path != name:
+            advice.append(f"rename {path} to {name}" if base == path else
+                          f"move {path} to the top of the submission, as {name}")
+        elif base.lower().endswith(".zip"):
+            advice.append(f"{path} is a zip: submit {name} itself, not a zip of it")
+    if not advice:
+        py = [p for p in found if p.lower().endswith(".py")]
+        if py:
+            advice.append(f"if {' or '.join(py[:3])} is your lab, rename it to {name}")
+    return advice
+
+
+def missing_module(path):
+    """Why there is nothing to grade at path (no such file), with what its folder holds."""
+    folder, name = os.path.split(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"no such file: {path} (there is no folder {folder})"
+    found = _files(folder)[:200]
+    if not found:
+        return f"no such file: {path}; the folder is empty"
+    shown = ", ".join(found[:20]) + (f" and {len(found) - 20} more" if len(found) > 20 else "")
+    advice = renames(found, name)
+    return f"no such file: {path}; the folder holds {shown}" + "".join("; " + a for a in advice)
+

@@ -1,0 +1,526 @@
+"""A lab a teacher gives a class: grades that reproduce (the same document twice, the
+seed and options a Gradescope zip carries, a failing case's command that repeats
+it), a gradebook of a folder of submissions (--class: its layouts, its bad
+submissions, resumed, stopped), GitHub Classroom's workflow (--classroom: parsed
+back, its commands run) and Gradescope's details (hidden cases, what to rename).
+
+The sealed runs as root use a private copy of the grader, as a teacher's must be
+(a sealed run refuses a grader its workers could read); as another user they run
+partly sealed, and the tests that need the seal itself say so and are skipped."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+from unittest import mock
+
+from gqa_grader import checks, cli, classroom, records, sandbox, submissions, grading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GQA = os.path.join(ROOT, "gqa.py")
+with open(GQA, encoding="utf-8") as _f:
+    SOURCE = _f.read()
+WRONG = SOURCE.replace("return query_head // group", "return query_head % g")   # step 3 fails
+AS_ROOT = os.name == "posix" and os.geteuid() == 0
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(text.encode("utf-8") if isinstance(text, str) else text)
+    return path
+
+
+class Private:
+    """A folder only root can enter, holding a copy of grader.py and gqa_grader/ (and the
+    solution, as a teacher's has), and a work folder beside it for what a test writes."""
+
+    def __init__(self, test):
+        self.top = tempfile.mkdtemp()
+        test.addCleanup(shutil.rmtree, self.top, True)
+        self.dir = os.path.join(self.top, "grader")
+        os.makedirs(self.dir, mode=0o700)
+        shutil.copy(os.path.join(ROOT, "grader.py"), self.dir)
+        shutil.copy(GQA, self.dir)
+        shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(self.dir, "gqa_grader"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        self.work = os.path.join(self.top, "work")
+        os.makedirs(self.work)
+
+    def run(self, *argv, **kw):
+        return subprocess.run([sys.executable, os.path.join(self.dir, "grader.py"), *argv],
+                              capture_output=True, text=True, cwd=self.work, timeout=120, **kw)
+
+    def main(self, *argv):
+        """cli.main in this process, as if grader.py stood in the private folder (the
+        module still runs in a worker): (status, stdout, stderr)."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                mock.patch.object(sandbox, "HERE", self.dir):
+            status = cli.main(list(argv))
+        return status, out.getvalue(), err.getvalue()
+
+
+def usage_error(*argv):
+    """parse_args(argv)'s usage error, as printed (None when there is none)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            cli.parse_args(list(argv))
+        except SystemExit as stop:
+            return err.getvalue().strip().splitlines()[-1] if stop.code == 2 else None
+    return None
+
+
+# ---------------------------------------------------------------------------
+# 2. Grades that reproduce.
+# ---------------------------------------------------------------------------
+
+class GradesThatReproduce(unittest.TestCase):
+
+    def test_the_same_submission_twice_gives_the_same_document_times_aside(self):
+        private = Private(self)
+        module = write(os.path.join(private.work, "sub", "gqa.py"), SOURCE)
+        for fmt in ("json", "gradescope"):
+            docs = []
+            for _ in range(2):
+                status, out, _ = private.main("--sealed", "--module", module, "--format", fmt,
+                                              "--seed", "7", "--only", "1,2", "--cases", "2")
+                self.assertEqual(status, 0, out)
+                doc = json.loads(out)
+                docs.append(doc)
+                doc.pop("execution_time", None)
+            self.assertEqual(docs[0], docs[1])
+            made = docs[0] if fmt == "json" else docs[0]["extra_data"]
+            self.assertEqual((made["grader"], made["seed"], made["sha256"]),
+                             (grading.GRADER_VERSION, 7, sha256(module)))
+            self.assertEqual((made["options"]["cases"], made["options"]["only"]),
+                             (2, ["valid_g", "method_name"]))
+        self.assertEqual(json.loads(private.main("--sealed", "--module", module, "--json",
+                                                 "--only", "1", "--seed", "8")[1])["seed"], 8)
+
+    def test_a_failing_case_in_gradescope_says_the_command_that_repeats_it(self):
+        private = Private(self)
+        wrong = write(os.path.join(private.work, "wrong", "gqa.py"), WRONG)
+        right = write(os.path.join(private.work, "right", "gqa.py"), SOURCE)
+        status, out, _ = private.main("--module", wrong, "--format", "gradescope", "--seed", "3",
+                                      "--only", "kv_head", "--cases", "0")
+        doc = json.loads(out)
+        test = doc["tests"][0]
+        self.assertEqual((test["status"], test["output_format"], doc["output_format"]),
+                         ("failed", "md", "md"))
+        command = re.search(r"```sh\n(python grader\.py [^\n]*)\n```", test["output"]).group(1)
+        words = shlex.split(command)
+        self.assertEqual(words[:4], ["python", "grader.py", "--only", "kv_head"])   # public: no seed
+        self.assertIn("--case", words)
+        # The command repeats that one case: it fails the wrong module, passes the right one.
+        failed = private.main(*words[2:], "--module", wrong)
+        passed = private.main(*words[2:], "--module", right)
+        self.assertEqual((failed[0], passed[0]), (1, 0), failed[1])
+        self.assertIn("0/1 cases", failed[1])
+        self.assertIn("1/1 cases", passed[1])
+
+    def test_the_autograder_carries_the_seed_and_every_option_given(self):
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        weights = write(os.path.join(folder, "w.json"), json.dumps({"kv_head": 2}))
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = cli.main(["--autograder", folder, "--cases", "3", "--only", "1,kv_head",
+                               "-x", "--hidden-visibility", "after_due_date", "--timeout", "4",
+                               "--budget", "100", "--weights", weights])
+        self.assertEqual(status, 0, err.getvalue())
+        drawn = re.search(r"with seed (\d+), drawn now", err.getvalue()).group(1)
+        with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
+            run = z.read("run_autograder").decode()
+        line = run[run.index("python3 grader.py"):].replace("\\\n", " ")
+        words = shlex.split(line.split(">")[0])
+        pairs = {w: words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("--")}
+        self.assertEqual({k: pairs[k] for k in ("--cases", "--only", "--hidden-visibility",
+                                                "--timeout", "--budget", "--weights", "--seed")},
+                         {"--cases": "3", "--only": "valid_g,kv_head",
+                          "--hidden-visibility": "after_due_date", "--timeout": "4",
+                          "--budget": "100", "--weights": "weights.json", "--seed": drawn})
+        self.assertIn("--fail-fast", words)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            cli.main(["--autograder", folder, "--seed", "11"])
+        with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
+            self.assertIn("--seed 11 >", z.read("run_autograder").decode())
+
+    def test_what_a_zip_or_a_workflow_cannot_carry_is_refused_not_dropped(self):
+        for argv, says in ((["--autograder", "d", "--module", "x.py"], "cannot carry --module"),
+                           (["--autograder", "d", "--only", "1", "--case", "2"], "cannot carry --case"),
+                           (["--autograder", "d", "--out", "r.json"], "cannot carry --out"),
+                           (["--autograder", "d", "-q"], "cannot carry --quiet"),
+                           (["--autograder", "d", "--user", "nobody", "--sealed"], "cannot carry --user"),
+                           (["--classroom", "d", "--hidden-visibility", "visible"],
+                            "cannot carry --hidden-visibility"),
+                           (["--classroom", "d", "--autograder", "e"], "one of"),
+                           (["--hidden-visibility", "visible"], "goes with --format gradescope"),
+                           (["--jobs", "2"], "--jobs goes with --class"),
+                           (["--class", ROOT], "--class needs --gradebook"),
+                           (["--class", ROOT, "--gradebook", "g.csv", "--module", "x.py"],
+                            "--class cannot carry --module"),
+                           (["--class", ROOT, "--gradebook", "g.csv", "--jobs", "0"], "--jobs must be")):
+            with self.subTest(argv=argv):
+                self.assertIn(says, usage_error(*argv) or "no usage error")
+        self.assertIsNone(usage_error("--autograder", "d", "--seed", "1", "--cases", "0", "--json"))
+
+
+# ---------------------------------------------------------------------------
+# 5. Gradescope: hidden cases in tests of their own, what to rename.
+# ---------------------------------------------------------------------------
+
+def step_result(step, name, status, case=None, public=None, hidden=None, message="", show=None):
+    r = {"step": step, "name": name, "summary": f"what {name} does", "status": status,
+         "cases": 23, "cases_passed": 23 if status == "passed" else 20, "message": message,
+         "case": case, "inputs": None, "show": show}
+    if public is not None:
+        r.update(public=public, hidden=hidden)
+    return r
+
+
+class Gradescope(unittest.TestCase):
+
+    ARGS = argparse.Namespace(seed=9, cases=10, timeout=5.0, hidden_visibility="after_due_date",
+                              weight_map={"kv_head": 4})
+
+    def graded(self, *results):
+        doc = records.gradescope(list(results), self.ARGS)
+        return doc, [(t["name"], t["score"], t["max_score"], t.get("visibility")) for t in doc["tests"]]
+
+    def test_hidden_cases_are_tests_of_their_own_with_the_visibility_chosen(self):
+        doc, tests = self.graded(
+            step_result(3, "kv_head", "passed", public=[13, 13], hidden=[10, 10]),
+            step_result(4, "group_heads", "failed", case=15, public=[13, 13], hidden=[9, 10],
+                        message="case 15: wrong", show=">>> group_heads(4, 2)"),
+            step_result(5, "fold_kv_mean", "failed", case=2, public=[12, 13], hidden=[8, 10],
+                        message="case 2: wrong"),
+            step_result(6, "repeat_kv", "failed", case=1, public=[12, 13], hidden=[10, 10],
+                        message="case 1: wrong"))
+        self.assertEqual(tests, [
+            ("step 3: kv_head", 2.0, 2.0, None), ("step 3: kv_head (hidden cases)", 2.0, 2.0, "after_due_date"),
+            ("step 4: group_heads", 0.5, 0.5, None),
+            ("step 4: group_heads (hidden cases)", 0.0, 0.5, "after_due_date"),
+            ("step 5: fold_kv_mean", 0.0, 0.5, None),
+            ("step 5: fold_kv_mean (hidden cases)", 0.0, 0.5, "after_due_date"),
+            ("step 6: repeat_kv", 0.0, 0.5, None),
+            ("step 6: repeat_kv (hidden cases)", 0.5, 0.5, "after_due_date")])
+        self.assertEqual(doc["score"], 5.0)
+        hidden_failure, public_failure = doc["tests"][3]["output"], doc["tests"][4]["output"]
+        self.assertIn(">>> group_heads(4, 2)", hidden_failure)          # the call, to paste
+        self.assertNotIn("--case", hidden_failure)                       # no handout can repeat it
+        self.assertIn("python grader.py --only fold_kv_mean --case 2 --show", public_failure)   # no seed
+        self.assertIn("public one", doc["tests"][5]["output"])
+        self.assertTrue(all(t["output_format"] == "md" for t in doc["tests"]))
+
+    def test_a_result_without_the_split_counts_every_case_as_public(self):
+        _, tests = self.graded(step_result(3, "kv_head", "failed", case=4, message="no"),
+                                 step_result(6, "repeat_kv", "passed"))
+        self.assertEqual(tests, [("step 3: kv_head", 0.0, 4.0, None), ("step 6: repeat_kv", 1.0, 1.0, None)])
+
+    def test_a_submission_without_gqa_py_lists_what_was_submitted_and_what_to_rename(self):
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        for name in ("GQA.py", "notes.txt", os.path.join("mylab", "gqa.py"), "lab.zip"):
+            write(os.path.join(folder, name), "x")
+        text = submissions.missing_module(os.path.join(folder, "gqa.py"))
+        for says in ("GQA.py", "notes.txt", "lab.zip", "rename GQA.py to gqa.py",
+                     "move mylab/gqa.py to the top", "lab.zip is a zip"):
+            self.assertIn(says, text)
+        os.makedirs(os.path.join(folder, "empty"))
+        self.assertIn("the folder is empty", submissions.missing_module(os.path.join(folder, "empty", "gqa.py")))
+
+    def test_the_autograders_run_names_what_to_rename(self):
+        private = Private(self)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            cli.main(["--autograder", private.work, "--seed", "5"])
+        top = os.path.join(private.work, "autograder")
+        with zipfile.ZipFile(os.path.join(private.work, "autograder.zip")) as z:
+            z.extractall(os.path.join(top, "source"))
+            run = z.read("run_autograder").decode()
+        os.chmod(top, 0o700)
+        write(os.path.join(top, "submission", "GQA.py"), SOURCE)
+        script = write(os.path.join(top, "run_autograder"),
+                       run.replace("/autograder", top).replace("python3 ", f"{sys.executable} "))
+        done = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(os.path.join(top, "results", "results.json"), encoding="utf-8") as f:
+            results = json.load(f)
+        self.assertEqual((results["score"], results["tests"], results["extra_data"]["seed"]), (0, [], 5))
+        self.assertIn("rename GQA.py to gqa.py", results["output"])
+
+
+# ---------------------------------------------------------------------------
+# 3. --class: a folder of submissions into a gradebook.
+# ---------------------------------------------------------------------------
+
+def rows_of(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return {row["submission"]: row for row in csv.DictReader(f)}
+
+
+class Gradebook(unittest.TestCase):
+
+    def test_a_mixed_class_resumed_and_a_changed_submission_graded_again(self):
+        private = Private(self)
+        subs = os.path.join(private.work, "subs")
+        alice = write(os.path.join(subs, "alice.py"), SOURCE)
+        bob = write(os.path.join(subs, "bob.py"), WRONG)
+        write(os.path.join(subs, "carol-repo", "lab", "gqa.py"), SOURCE)   # a Classroom clone
+        write(os.path.join(subs, "dave.zip"), b"PK\x03\x04")
+        write(os.path.join(subs, "erin", "GQA.py"), SOURCE)
+        write(os.path.join(subs, "frank.py"), "def valid_g(h:\n")
+        write(os.path.join(subs, "gina", "a", "gqa.py"), SOURCE)
+        write(os.path.join(subs, "gina", "b", "gqa.py"), SOURCE)
+        write(os.path.join(subs, "hank.py"), b"\x7fELF\x00\x00")
+        roster = write(os.path.join(private.work, "roster.csv"),
+                       "submission,student,name\nalice.py,s001,Alice A\nzoe,s026,Zoe Z\n")
+        argv = ["--class", "subs", "--gradebook", "grades.csv", "--only", "1,2,3", "--cases", "0",
+                "--roster", roster, "--jobs", "2"]
+        first = private.run(*argv)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        rows = rows_of(os.path.join(private.work, "grades.csv"))
+        self.assertEqual(sorted(rows), ["(no submission) s026", "alice.py", "bob.py", "carol-repo",
+                                        "dave.zip", "erin", "frank.py", "gina", "hank.py"])
+        seed = re.search(r"seed (\d+) \(drawn now\)", first.stderr).group(1)
+        got = {k: (r["student"], r["score"], r["status"]) for k, r in rows.items()}
+        self.assertEqual({k: got[k] for k in ("alice.py", "bob.py", "carol-repo")},
+                         {"alice.py": ("s001", "3", "passed"), "bob.py": ("bob", "2", "failed"),
+                          "carol-repo": ("carol-repo", "3", "passed")})
+        self.assertEqual((rows["bob.py"]["3 kv_head"], rows["bob.py"]["1 valid_g"]), ("0", "1"))
+        self.assertEqual((rows["alice.py"]["sha256"], rows["bob.py"]["sha256"], rows["alice.py"]["seed"]),
+                         (sha256(alice), sha256(bob), seed))
+        self.assertIn("graded lab/gqa.py", rows["carol-repo"]["notes"])
+        for key, says in (("dave.zip", "a zip"), ("erin", "rename it to gqa.py"), ("frank.py", "syntax error"),
+                          ("gina", "2 files named gqa.py"), ("hank.py", "binary"),
+                          ("(no submission) s026", "no submission")):
+            self.assertEqual(rows[key]["status"], "not graded", key)
+            self.assertIn(says, rows[key]["notes"], key)
+        self.assertRegex(first.stdout, r"step  3 kv_head +2/3 ")        # the class's pass rate
+        feedback = os.path.join(private.work, "grades-feedback", "bob.py")
+        self.assertEqual(sorted(os.listdir(feedback)), ["report.txt", "results.json"])
+        with open(os.path.join(feedback, "results.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["sealed"], "sealed" if AS_ROOT else mock.ANY)   # a uid of its own
+        with open(os.path.join(feedback, "report.txt"), encoding="utf-8") as f:
+            self.assertIn("FAIL  kv_head", f.read())
+        # Again, after bob submits a new file: his alone is graded again.
+        write(bob, SOURCE)
+        again = private.run(*argv)
+        self.assertIn("3 submissions graded before with the same bytes", again.stderr)   # alice, carol, frank
+        self.assertIn("[1/1] bob: passed", again.stderr)
+        after = rows_of(os.path.join(private.work, "grades.csv"))
+        self.assertEqual(after["bob.py"]["score"], "3")
+        self.assertEqual({k: r for k, r in after.items() if k != "bob.py"},
+                         {k: r for k, r in rows.items() if k != "bob.py"})
+
+    def test_a_stopped_class_keeps_what_was_written_and_goes_on_from_there(self):
+        private = Private(self)
+        subs = os.path.join(private.work, "subs")
+        write(os.path.join(subs, "a.py"), SOURCE)
+        slow = write(os.path.join(subs, "b.py"), "import time\ntime.sleep(60)\n")   # its import waits
+        write(os.path.join(subs, "c.py"), SOURCE)
+        argv = [sys.executable, os.path.join(private.dir, "grader.py"), "--class", "subs",
+                "--gradebook", "g.csv", "--only", "1", "--cases", "0", "--jobs", "1", "--timeout", "30"]
+        proc = subprocess.Popen(argv, cwd=private.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        for line in proc.stderr:                        # a's row is written; b's run is under way
+            if "[1/3] a:" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 130, out)
+        self.assertIn("stopped by SIGINT: 1 of 3 written", out)
+        self.assertEqual(sorted(rows_of(os.path.join(private.work, "g.csv"))), ["a.py"])
+        left = [name for top, _, files in os.walk(os.path.join(private.work, "g-feedback"))
+                for name in files if name.startswith(".")]
+        self.assertEqual(left, [])
+        if os.path.isdir("/proc"):
+            alive = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        alive += [pid] if private.dir.encode() in f.read() else []
+                except OSError:
+                    pass
+            self.assertEqual(alive, [])                 # no grader, no worker left
+        write(slow, SOURCE)                             # b submits again
+        again = subprocess.run(argv, cwd=private.work, capture_output=True, text=True, timeout=120)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("1 submission graded before", again.stderr)
+        self.assertEqual({k: r["status"] for k, r in rows_of(os.path.join(private.work, "g.csv")).items()},
+                         {"a.py": "passed", "b.py": "passed", "c.py": "passed"})
+
+    def test_a_gradescope_export_and_a_classroom_roster_name_the_students(self):
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        write(os.path.join(folder, "submission_metadata.yml"),
+              "submission_101:\n  :submitters:\n  - :name: Solo Student\n    :sid: '100'\n"
+              "    :email: solo@example.edu\n  :created_at: 2024-01-01\n"
+              "submission_102:\n  :submitters:\n  - :name: Pair One\n    :sid: '200'\n"
+              "  - :name: Pair Two\n    :sid: '201'\n")
+        write(os.path.join(folder, "submission_101", "gqa.py"), SOURCE)
+        write(os.path.join(folder, "submission_102", "lab", "GQA.py"), SOURCE)
+        found = {s.key: (s.student, s.name, s.path is not None) for s in submissions.discover(folder)}
+        self.assertEqual(found, {"submission_101": ("100", "Solo Student", True),
+                                 "submission_102": ("200+201", "Pair One; Pair Two", False)})
+        clones = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, clones)
+        write(os.path.join(clones, "lab1-octocat", "gqa.py"), SOURCE)
+        write(os.path.join(clones, "lab1-hubot", "gqa.py"), SOURCE)
+        roster = write(os.path.join(folder, "classroom_roster.csv"),
+                       '"identifier","github_username","github_id","name"\n'
+                       '"ann@example.edu","octocat","1","Ann"\n"bo@example.edu","","",""\n')
+        found = {s.key: s.student for s in submissions.discover(clones, roster_path=roster)}
+        self.assertEqual(found, {"lab1-hubot": "lab1-hubot", "lab1-octocat": "ann@example.edu"})
+
+
+# ---------------------------------------------------------------------------
+# 4. GitHub Classroom: the workflow, parsed back.
+# ---------------------------------------------------------------------------
+
+def parse_yaml(text):
+    """The YAML the workflow is written in, and nothing more: block mappings and
+    sequences by indentation, keys plain or double-quoted, scalars double-quoted (JSON's
+    escapes) or whole numbers.  Anything else (a plain string, a flow collection, a tab,
+    a duplicate key) raises ValueError."""
+    lines = [(len(line) - len(line.lstrip(" ")), line.strip()) for line in text.splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    if any("\t" in line for _, line in lines):
+        raise ValueError("a tab")
+
+    def scalar(token):
+        if re.fullmatch(r"-?[0-9]+", token):
+            return int(token)
+        if token.startswith('"'):
+            value, end = json.JSONDecoder().raw_decode(token)
+            if end == len(token) and isinstance(value, str):
+                return value
+        raise ValueError(f"not a scalar of the subset: {token!r}")
+
+    def pair(token):
+        if token.startswith('"'):
+            key, end = json.JSONDecoder().raw_decode(token)
+        else:
+            match = re.match(r"[A-Za-z_][A-Za-z0-9_-]*", token)
+            if not match:
+                raise ValueError(f"not a key: {token!r}")
+            key, end = match.group(), match.end()
+        rest = token[end:]
+        if rest == ":":
+            return key, None
+        if not rest.startswith(": "):
+            raise ValueError(f"not a key and value: {token!r}")
+        return key, rest[2:]
+
+    def block(i, indent):
+        if lines[i][1].startswith("- "):
+            items = []
+            while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("- "):
+                rest = lines[i][1][2:]
+                if re.match(r'("[^"]*"|[A-Za-z_][\w-]*):( |$)', rest):
+                    lines[i] = (indent + 2, rest)            # a mapping, one line in
+                    value, i = block(i, indent + 2)
+                else:
+                    value, i = scalar(rest), i + 1
+                items.append(value)
+            return items, i
+        mapping = {}
+        while i < len(lines) and lines[i][0] == indent:
+            key, rest = pair(lines[i][1])
+            if key in mapping:
+                raise ValueError(f"a duplicate key {key}")
+            if rest is None:
+                if i + 1 >= len(lines) or lines[i + 1][0] <= indent:
+                    raise ValueError(f"nothing under {key}")
+                mapping[key], i = block(i + 1, lines[i + 1][0])
+            else:
+                mapping[key], i = scalar(rest), i + 1
+        if i < len(lines) and lines[i][0] > indent:
+            raise ValueError(f"a line out of place: {lines[i][1]!r}")
+        return mapping, i
+
+    value, end = block(0, 0)
+    if end != len(lines):
+        raise ValueError(f"a line out of place: {lines[end][1]!r}")
+    return value
+
+
+class Classroom(unittest.TestCase):
+
+    def test_the_parser_refuses_what_the_readme_once_shipped(self):
+        with self.assertRaises(ValueError):
+            parse_yaml("steps:\n  - name: Grade gqa.py (sealed: the grader as root)\n")
+        self.assertEqual(parse_yaml('a:\n  - "x"\n  - b: 2\n    "on": "y"\n'), {"a": ["x", {"b": 2, "on": "y"}]})
+
+    def test_one_graded_step_per_lab_step_with_its_points_then_the_reporter(self):
+        private = Private(self)
+        weights = write(os.path.join(private.work, "w.json"), json.dumps({"kv_head": 3, "layer": 0}))
+        status, out, _ = private.main("--classroom", private.work, "--weights", weights, "--seed", "4")
+        self.assertEqual(status, 0)
+        with open(os.path.join(private.work, ".github", "workflows", "classroom.yml"), encoding="utf-8") as f:
+            flow = parse_yaml(f.read())
+        self.assertEqual(flow["on"], ["push", "repository_dispatch"])
+        steps = flow["jobs"]["run-autograding-tests"]["steps"]
+        self.assertEqual(steps[0]["uses"], "actions/checkout@v4")
+        graded, reporter = steps[1:-1], steps[-1]
+        self.assertEqual([s["uses"] for s in graded],
+                         ["classroom-resources/autograding-command-grader@v1"] * len(checks.STEPS))
+        self.assertEqual([s["with"]["max-score"] for s in graded],
+                         [3 if st.name == "kv_head" else 0 if st.name == "layer" else 1 for st in checks.STEPS])
+        for s, st in zip(graded, checks.STEPS):
+            words = shlex.split(s["with"]["command"])
+            self.assertEqual(words[:3], ["python3", "grader.py", "--sealed"])
+            self.assertEqual(words[words.index("--only") + 1], str(st.number))
+            self.assertTrue(re.fullmatch(r"[a-z0-9]+", s["id"]), s["id"])
+            self.assertIsInstance(s["with"]["timeout"], int)
+        ids = [s["id"] for s in graded]
+        self.assertEqual(len(set(ids)), len(ids))
+        self.assertEqual(reporter["uses"], "classroom-resources/autograding-grading-reporter@v1")
+        self.assertEqual(reporter["with"]["runners"].split(","), ids)
+        self.assertEqual(reporter["env"], {f"{i.upper()}_RESULTS": "${{ steps.%s.outputs.result }}" % i
+                                           for i in ids})
+        # A step's command grades that step: run in the repository (gqa.py beside grader.py).
+        repo = private.dir
+        for source, step, expected in ((WRONG, 3, 1), (WRONG, 1, 0)):
+            write(os.path.join(repo, "gqa.py"), source)
+            words = shlex.split(graded[step - 1]["with"]["command"])
+            done = subprocess.run([sys.executable] + words[1:], cwd=repo, capture_output=True,
+                                  text=True, timeout=60)
+            self.assertEqual(done.returncode, expected, done.stdout + done.stderr)
+
+    def test_points_classroom_cannot_hold_are_refused(self):
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        weights = write(os.path.join(folder, "w.json"), json.dumps({"kv_head": 2.5}))
+        self.assertIn("whole numbers", usage_error("--classroom", folder, "--weights", weights))
+
+
+class Emitter(unittest.TestCase):
+
+    def test_strings_are_quoted_whatever_they_hold(self):
+        data = {"on": ["a: b", "#c", "x'y\"z", "é\n"], "n": 3, "key with space": {"k": "v"}}
+        self.assertEqual(parse_yaml("\n".join(classroom.yaml_lines(data))), data)
+
+
+if __name__ == "__main__":
+    unittest.main()
