@@ -187,8 +187,8 @@ class WorkerCode(unittest.TestCase):
         import ast
         with open(sandbox.WORKER, encoding="utf-8") as f:
             tree = ast.parse(f.read())
-        stdlib = {"array", "ctypes", "importlib", "inspect", "json", "os", "resource", "sys",
-                  "traceback"}
+        stdlib = {"array", "ctypes", "importlib", "inspect", "json", "linecache", "os", "resource",
+                  "sys", "traceback"}
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
@@ -381,7 +381,7 @@ class NeverCrashNeverStall(unittest.TestCase):
         deadline = time.monotonic() + 10          # SIGKILL is sent; its end takes a moment
         while True:
             try:
-                with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
                     state = f.read().rsplit(")", 1)[1].split()[0]
             except OSError:
                 state = "gone"
@@ -894,7 +894,7 @@ class Blocked(unittest.TestCase):
 
 def alive(pid):
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
             return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except OSError:
         return False
@@ -995,7 +995,7 @@ class NeverAsRoot(unittest.TestCase):
                     try:
                         with open(f"/proc/{pid}/cmdline", "rb") as f:
                             argv = f.read()
-                        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+                        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as f:
                             ppid = [ln for ln in f if ln.startswith("PPid:")][0].split()[1]
                     except (OSError, IndexError):
                         continue
