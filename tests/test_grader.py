@@ -312,6 +312,7 @@ def load_tests(loader, tests, pattern):
 PASTE = """
 import code, contextlib, importlib, io, json, re, sys
 shown = []
+sys.path.insert(0, "")
 for folder, text in json.load(sys.stdin):
     sys.modules.pop("gqa", None)
     sys.path[0] = folder
