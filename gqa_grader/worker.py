@@ -15,7 +15,8 @@ modules the grader trusts, one after another: grading.Trusted) also takes
 
 As root (the config's "drop"), the worker imports the standard library it needs,
 then becomes the run's own user, and only then puts the module's folders on
-sys.path and imports the module.  The one call from here into the project's
+sys.path (and the standard library's, opened before, through /proc/self/fd) and
+imports the module.  The one call from here into the project's
 tools is w_target: `python -m gqa COMMAND --module PATH` runs a tool's function
 with the student's module in this process, never in the tool's own.
 """
@@ -28,8 +29,12 @@ from array import array
 W = {}                           # the worker's state: its protocol stream, kept objects, the path
 W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC",
             "file_size": "RLIMIT_FSIZE", "open_files": "RLIMIT_NOFILE"}
-# Imported before the worker gives up root: the standard library may not be
+# Imported before the worker gives up root, while only the standard library is on
+# sys.path: what the worker itself imports later (W_OWN); and, where the standard
+# library cannot be reached after the drop through /proc/self/fd (w_open_path), the
+# rest that a module is likely to use (W_PRELOAD), since the library may not be
 # readable by the worker's user (an interpreter under root's home, say).
+W_OWN = ("inspect", "traceback", "linecache", "importlib.util")
 W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "random", "itertools", "functools",
              "operator", "contextlib", "typing", "collections", "dataclasses", "statistics",
              "copy", "abc", "enum", "re", "fractions", "numbers", "string", "bisect", "heapq",
@@ -362,21 +367,21 @@ def w_streams(config):
 
 
 def w_drop(config):
-    """As root: import the standard library the worker and the module use while only the
-    standard library is on sys.path, become the run's user, then put the module's folders
-    first.  Not root: the folders go first at once (the module runs as its own user).
-    Returns an error message, or None."""
+    """As root: import what the worker uses while only the standard library is on sys.path
+    (and what the module may use, where the library cannot be reached after the drop),
+    become the run's user, then put the module's folders first.  Not root: the folders go
+    first at once (the module runs as its own user).  Returns an error message, or None."""
     import importlib
     paths = config.get("paths", [])
     if not config.get("drop"):
         sys.path[:0] = paths
         return None
-    for name in W_PRELOAD:                            # nothing of the module's folders yet
+    opened = w_open_path(paths)
+    for name in W_OWN if opened else W_PRELOAD:       # nothing of the module's folders yet
         try:
             importlib.import_module(name)
         except ImportError:
             pass
-    opened = w_open_path(paths)
     uid, gid = config["drop"]
     try:
         os.setgroups([])
