@@ -765,12 +765,12 @@ class ToolsThroughTheWorker(unittest.TestCase):
     SMALL = ["--heads", "4", "--head-dim", "4", "--layers", "2", "--context", "16", "--batch", "2",
              "--run-head-dim", "2", "--run-d-model", "4", "--run-context", "3", "--run-layers", "1",
              "--seed", "1", "--seeds", "1"]
-    # valid_g is the first function the report calls: the first module ends the child
-    # there (the starter's stubs after it are never reached), the second fails it there
-    # and the lab's other steps run on.
-    ENDS = [(STARTER, "\ndef valid_g(h):\n    import os\n    os._exit(0)\n",
+    # valid_g is the first function the report calls: in these starters the first ends
+    # the child there, the second fails it there (the stubs after it are notes of their
+    # own; the lab's report below computes every section).
+    ENDS = [("\ndef valid_g(h):\n    import os\n    os._exit(0)\n",
              "the module ended its process (status 0) during building the report"),
-            (SOURCE, "\ndef valid_g(h):\n    return [0] * (1 << 40)\n", "MemoryError")]
+            ("\ndef valid_g(h):\n    return [0] * (1 << 40)\n", "MemoryError")]
     EARLY = ("reports",)
 
     @staticmethod
@@ -795,8 +795,8 @@ class ToolsThroughTheWorker(unittest.TestCase):
                 return [status, f.read(), stderr]
         try:
             out = os.path.join(folder, "report.md")
-            return {"ends": [report(module(body, f"m{i}.py", lab), os.path.join(folder, f"report{i}.md"))
-                             for i, (lab, body, _) in enumerate(ToolsThroughTheWorker.ENDS)],
+            return {"ends": [report(module(body, f"m{i}.py", STARTER), os.path.join(folder, f"report{i}.md"))
+                             for i, (body, _) in enumerate(ToolsThroughTheWorker.ENDS)],
                     "lab": report(module("", "student.py"), out),
                     "check": report(module("\nimport os\nos._exit(0)\n", "student.py"), out, "--check")}
         finally:
@@ -805,7 +805,7 @@ class ToolsThroughTheWorker(unittest.TestCase):
     def test_report_notes_what_never_came_back(self):
         reports = early(self.reports)["ends"]
         self.assertEqual(len(reports), len(self.ENDS))
-        for (_, body, says), (status, text, err) in zip(self.ENDS, reports):
+        for (body, says), (status, text, err) in zip(self.ENDS, reports):
             with self.subTest(module=body):
                 self.assertEqual(status, 0, err)
                 self.assertIn(says, text.split("## 2.")[1].split("## 3.")[0])
