@@ -1,5 +1,7 @@
-"""Helpers for the tests.  The brute-force reference itself lives in grader.py
-(written independently of gqa.py), so the tests and the grader share one."""
+"""Helpers for the tests.  The brute-force reference itself lives in the grader
+(gqa_grader/reference.py, written independently of gqa.py), so the tests and the
+grader share one.  Below: CI's share of the process-heavy classes (HEAVY), and
+their slow parts run early, beside the suite (start_early, early)."""
 
 from __future__ import annotations
 
@@ -128,10 +130,12 @@ def heavy(cls):
 # to run go to one of two early pythons (by HEAVY's costs, the one with less work so
 # far), which runs its jobs one after another in the order the classes come (a job
 # runs its parts two at a time where it can), while this python runs the tests
-# before them; a test reads its job's data with early(fn).  Not in threads of this process: tests that
-# measure its memory (tracemalloc) would see them.  A class run on its own (python
-# -m unittest tests.test_grader.Mutants) runs its jobs here when first asked, their
-# data passed through JSON all the same.  A job may read another's with early().
+# before them; a test reads its job's data with early(fn).  Not in threads of this
+# process: tests that measure its memory (tracemalloc) would see them.  A class run
+# on its own (python -m unittest tests.test_grader.Mutants) runs its jobs here when
+# first asked, their data passed through JSON all the same.  A job may read
+# another's with early() (the same python runs both: classes that share work are
+# one HEAVY group).
 
 EARLY_PYTHONS = 2                  # the machine has two cores; this python is the third process
 _EARLY = {"pythons": [], "runs": {}, "done": {}, "serving": False}   # runs: name -> its python
@@ -173,10 +177,10 @@ class _Early:
     def stop(self):
         """At exit: the python ends once its stdin does; a job no test read ends with it."""
         import subprocess
-        self.proc.stdin.close()
         try:
+            self.proc.stdin.close()
             self.proc.wait(0.5)
-        except subprocess.TimeoutExpired:
+        except (OSError, subprocess.TimeoutExpired):
             self.proc.terminate()
             self.proc.wait()
         self.file.close()
