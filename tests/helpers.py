@@ -74,23 +74,23 @@ def tiny_recipe():
 # over the shards and over the early pythons; classes in one tuple share work
 # (the graded mutants) and run together.
 HEAVY = (
-    (3.3, ("test_grader.CommandLine", "test_grader.Mutants")),
+    (3.1, ("test_grader.CommandLine", "test_grader.Mutants")),
     (2.2, ("test_report.FromAnotherModule",)),
     (1.7, ("test_docs.ReadmeSamples",)),
-    (1.5, ("test_grader.Referee",)),
-    (1.5, ("test_sealed.ToolsThroughTheWorker",)),
-    (1.2, ("test_train.WithAStudentsModule",)),
-    (0.8, ("test_sealed.NeverCrashNeverStall",)),
+    (1.4, ("test_grader.Referee",)),
+    (1.0, ("test_sealed.ToolsThroughTheWorker",)),
+    (1.0, ("test_train.WithAStudentsModule",)),
     (0.8, ("test_figures.Writing",)),
+    (0.7, ("test_sealed.NeverCrashNeverStall",)),
     (0.6, ("test_report.Writing",)),
     (0.6, ("test_sealed.Stalls",)),
     (0.5, ("test_grader.Starter",)),
     (0.5, ("test_sealed.SealedAsRoot",)),
-    (0.4, ("test_sealed.WhatTheWorkerSays",)),
     (0.3, ("test_sealed.Folder",)),
     (0.3, ("test_sealed.TheGradersMemory",)),
     (0.3, ("test_sealed.RealWork",)),
-    (0.3, ("test_sealed.NeverAsRoot",)),
+    (0.2, ("test_sealed.WhatTheWorkerSays",)),
+    (0.2, ("test_sealed.NeverAsRoot",)),
     (0.2, ("test_sealed.Autograder",)),
 )
 
