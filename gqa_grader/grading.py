@@ -2,7 +2,8 @@
 
 grade() returns one result per step (a dict: status "passed", "failed" or "not
 started", the cases, the first failure's message, case, inputs and --show
-transcript, what the step needs and touches).  print_report() writes them as a
+transcript, what the step needs and touches); Trusted grades modules one trusts
+one after another in one worker.  print_report() writes them as a
 teacher would; gradescope() as Gradescope's results.json.
 """
 
@@ -121,31 +122,67 @@ def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, c
     """
     own = seal is None
     seal = seal or Seal(budget=budget)
-    worker = Worker(path, timeout, seal, time.monotonic() + budget, label=label)
-    worker.budget_text = f" (--budget {budget:g} s)"
+    worker = Worker(path, timeout, seal, label=label)
     try:
-        try:
-            worker.start()
-        except OutOfTime:
-            raise Refused(f"importing {label or path} did not finish within the run's time "
-                          f"budget ({budget:g} s)") from None
-        student = Student(worker)
-        results = []
-        for st in STEPS:
-            if only and st.name not in only:
-                continue
-            if worker.out_of_time():
-                results.append(not_graded(st, BUDGET_NOTE + worker.budget_text))
-            else:
-                results.append(run_step(st, student, seed, cases, case, fail_fast))
-        for r in results:
-            r["message"] = bounded(r["message"])
-            r["notes"] = step_notes(r)
-        return results
+        return _graded(worker, worker.start, seed, cases, only, case, fail_fast, budget)
     finally:
         worker.stop()
         if own:
             seal.close()
+
+
+class Trusted:
+    """One worker process in which to grade modules one trusts, one after another (a lab's
+    own variants, such as the tests' mutants), never a student's.  The worker imports each
+    module afresh (a new module object, nothing kept from the last), but what a module does
+    to the worker's process stays for those after it, where grade() gives each module a
+    process of its own.  Use it in a with block, or close() it."""
+
+    def __init__(self, budget=DEFAULT_BUDGET):
+        self.seal = Seal(budget=budget)
+        self.worker = Worker("", DEFAULT_TIMEOUT, self.seal, reload=True)
+
+    def grade(self, path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT,
+              case=None, fail_fast=False, budget=DEFAULT_BUDGET, label=None):
+        """grade() of the module at path, in this worker (budget: this module's)."""
+        worker = self.worker
+        worker.timeout = timeout
+        return _graded(worker, lambda: worker.load(path, label), seed, cases, only, case,
+                       fail_fast, budget)
+
+    def close(self):
+        self.worker.stop()
+        self.seal.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _graded(worker, start, seed, cases, only, case, fail_fast, budget):
+    """The steps' results, from the worker, once start() has imported the module in it."""
+    worker.budget_end = time.monotonic() + budget
+    worker.budget_text = f" (--budget {budget:g} s)"
+    try:
+        start()
+    except OutOfTime:
+        raise Refused(f"importing {worker.label} did not finish within the run's time "
+                      f"budget ({budget:g} s)") from None
+    student = Student(worker)
+    results = []
+    for st in STEPS:
+        if only and st.name not in only:
+            continue
+        if worker.out_of_time():
+            results.append(not_graded(st, BUDGET_NOTE + worker.budget_text))
+        else:
+            results.append(run_step(st, student, seed, cases, case, fail_fast))
+    for r in results:
+        r["message"] = bounded(r["message"])
+        r["notes"] = step_notes(r)
+    return results
 
 
 def grader_command():

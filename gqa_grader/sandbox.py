@@ -101,17 +101,43 @@ def _uids_in_use():
     except OSError:
         return found
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status", encoding="utf-8") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except (OSError, ValueError):
+        status = _status(pid)
+        if status is None:
             continue
-        if fields.get("State", "").split()[:1] in (["Z"], ["X"]):
+        state, uids = status
+        if state in (b"Z", b"X"):
             continue
-        uids = fields.get("Uid", "").split()
         for uid in set(uids):
             found.setdefault(int(uid), []).append(int(pid))
     return found
+
+
+def _status(pid):
+    """(state, [real, effective, saved, filesystem uid]) of a process, from /proc/PID/status
+    read in one call (the scans above read every process's); None when it cannot be read."""
+    try:
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 1 << 16)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    state, uids = _field(text, b"State:"), _field(text, b"Uid:")
+    if not state or not uids or not all(u.isdigit() for u in uids):
+        return None
+    return state[0], uids
+
+
+def _field(text, name):
+    """The words of the line of text that starts with name (after it); [] when there is none."""
+    at = text.find(b"\n" + name)
+    if at < 0:
+        return []
+    end = text.find(b"\n", at + 1)
+    return text[at + 1 + len(name):end if end >= 0 else None].split()
 
 
 def fresh_ids():
@@ -341,11 +367,11 @@ class Worker:
     """
 
     def __init__(self, path, timeout, seal=None, budget_end=None, label=None, run=None,
-                 paths=None):
+                 paths=None, reload=False):
         self.path, self.timeout, self.label = path, timeout, label or path
         self.seal = seal or Seal()
         self.budget_end = budget_end if budget_end is not None else time.monotonic() + DEFAULT_BUDGET
-        self.run, self.paths = run, paths
+        self.run, self.paths, self.reload = run, paths, reload
         self.proc = None
         self.started = 0
         self.sent = 0
@@ -363,6 +389,8 @@ class Worker:
                                                    [os.path.dirname(os.path.abspath(self.path))])))}
         if self.run is not None:
             config.update(run=self.run, name="gqa_under_tool", register=False)
+        if self.reload:
+            config["reload"] = True
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", WORKER, json.dumps(config)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -393,6 +421,35 @@ class Worker:
                           f"{self.label} was not readable")
         if self.seal.drop:
             self._check_user()
+
+    def load(self, path, label=None):
+        """For a worker made with reload (modules one trusts): the module at path in place
+        of the last one, in the same process, imported afresh (a fresh worker if there is
+        none).  Raises Refused when it cannot be imported, as start() does."""
+        if not self.reload:
+            raise ValueError("load() needs a worker made with reload=True")
+        self.path, self.label = path, label or path
+        self.seal.source = None                      # the next module's bytes, read afresh
+        if self.proc is None:
+            return self.start()
+        self.sent += 1
+        self.round_trip = 0
+        load = {"op": "load", "path": self.seal.place(path), "shown": self.label}
+        what = f"importing {self.label}"
+        self._write((json.dumps({"n": self.sent, "items": [load]}) + "\n").encode("utf-8"), what)
+        try:
+            answer = self._answer(what, max(IMPORT_TIMEOUT, 2 * self.timeout + 5))
+        except OutOfTime:
+            raise
+        except Failure as err:
+            raise Refused(str(err)) from None
+        if (not isinstance(answer, dict) or answer.get("ready") is not True
+                or (answer.get("n"), answer.get("i")) != (self.sent, 0)):
+            self.stop()
+            why = answer.get("import_error") if isinstance(answer, dict) else None
+            raise Refused(clean_text(why, False) if isinstance(why, str) else f"the worker's answer "
+                          f"to {what} was not readable")
+        return None
 
     def _check_user(self):
         """Where /proc exists: the worker's real, effective, saved uid and gid are the drop's."""

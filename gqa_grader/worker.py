@@ -9,11 +9,14 @@ null device, so the module's prints and reads touch neither.  A request is one
 JSON line, {"n": N, "items": [...]}; the worker answers each item with a line
 of its own, {"n": N, "i": I, ...}, and stops at the first error.  The module's
 values are encoded as plain data with their types (tuples, records, arrays and
-other objects tagged), never pickled.
+other objects tagged), never pickled.  A worker started with "reload" (for
+modules the grader trusts, one after another: grading.Trusted) also takes
+{"op": "load", "path": ...}: another module imported afresh in place of the last.
 
 As root (the config's "drop"), the worker imports the standard library it needs,
 then becomes the run's own user, and only then puts the module's folders on
-sys.path and imports the module.  The one call from here into the project's
+sys.path (and the standard library's, opened before, through /proc/self/fd) and
+imports the module.  The one call from here into the project's
 tools is w_target: `python -m gqa COMMAND --module PATH` runs a tool's function
 with the student's module in this process, never in the tool's own.
 """
@@ -27,8 +30,12 @@ W = {}                           # the worker's state: its protocol stream, kept
 W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC",
             "file_size": "RLIMIT_FSIZE", "open_files": "RLIMIT_NOFILE",
             "message_queues": "RLIMIT_MSGQUEUE"}
-# Imported before the worker gives up root: the standard library may not be
+# Imported before the worker gives up root, while only the standard library is on
+# sys.path: what the worker itself imports later (W_OWN); and, where the standard
+# library cannot be reached after the drop through /proc/self/fd (w_open_path), the
+# rest that a module is likely to use (W_PRELOAD), since the library may not be
 # readable by the worker's user (an interpreter under root's home, say).
+W_OWN = ("inspect", "traceback", "linecache", "importlib.util")
 W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "random", "itertools", "functools",
              "operator", "contextlib", "typing", "collections", "dataclasses", "statistics",
              "copy", "abc", "enum", "re", "fractions", "numbers", "string", "bisect", "heapq",
@@ -233,8 +240,13 @@ def w_is_grader(name):
 
 
 def w_has_grader():
-    """Whether the module imported the grader (grader.py, or its package gqa_grader)."""
-    return any(w_is_grader(name) for name in list(sys.modules))
+    """Whether the module imported the grader (grader.py, or its package gqa_grader): whether
+    sys.modules holds one of its names.  Each name is judged once, when it first appears."""
+    names = set(sys.modules)
+    new = names - W["seen"]
+    W["seen"] |= new
+    W["graders"] |= {name for name in new if w_is_grader(name)}
+    return not W["graders"].isdisjoint(names)
 
 
 def w_serve(mod, requests):
@@ -248,7 +260,10 @@ def w_serve(mod, requests):
             continue
         for i, item in enumerate(items):
             try:
-                answer = w_handle(mod, item)
+                if item.get("op") == "load" and W["reload"]:
+                    mod, answer = w_reload(item)
+                else:
+                    answer = w_handle(mod, item)
                 if W["refuse_grader"] and w_has_grader():
                     answer = w_error("refused", "the module imported the grader (grader.py or "
                                      "gqa_grader) during the call; the grader refuses to grade it")
@@ -339,8 +354,9 @@ def w_use_path(opened):
 def w_streams(config):
     """The protocol on private copies of stdin and stdout; fds 0, 1, 2 on the null device."""
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    W.update(out=os.fdopen(os.dup(1), "w", encoding="utf-8"), kept={},
-             path=os.path.abspath(config["path"]), refuse_grader=config.get("refuse_grader", True))
+    W.update(out=os.fdopen(os.dup(1), "w", encoding="utf-8"), kept={}, seen=set(), graders=set(),
+             path=os.path.abspath(config["path"]), refuse_grader=config.get("refuse_grader", True),
+             reload=config.get("reload") is True, config=config)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -353,21 +369,21 @@ def w_streams(config):
 
 
 def w_drop(config):
-    """As root: import the standard library the worker and the module use while only the
-    standard library is on sys.path, become the run's user, then put the module's folders
-    first.  Not root: the folders go first at once (the module runs as its own user).
-    Returns an error message, or None."""
+    """As root: import what the worker uses while only the standard library is on sys.path
+    (and what the module may use, where the library cannot be reached after the drop),
+    become the run's user, then put the module's folders first.  Not root: the folders go
+    first at once (the module runs as its own user).  Returns an error message, or None."""
     import importlib
     paths = config.get("paths", [])
     if not config.get("drop"):
         sys.path[:0] = paths
         return None
-    for name in W_PRELOAD:                            # nothing of the module's folders yet
+    opened = w_open_path(paths)
+    for name in W_OWN if opened else W_PRELOAD:       # nothing of the module's folders yet
         try:
             importlib.import_module(name)
         except ImportError:
             pass
-    opened = w_open_path(paths)
     uid, gid = config["drop"]
     try:
         os.setgroups([])
@@ -386,33 +402,39 @@ def w_refusal(shown):
 
 
 def w_import(config):
-    """The module, imported under the config's name; or None, its error sent."""
+    """(the module, imported under the config's name, None) or (None, why it was not)."""
     import importlib.util
     name, shown = config.get("name", "gqa"), config.get("shown", config["path"])
     spec = importlib.util.spec_from_file_location(name, W["path"])
     if spec is None or spec.loader is None:
-        w_send({"import_error": f"{shown} is not a Python file (it must end in .py)"})
-        return None
+        return None, f"{shown} is not a Python file (it must end in .py)"
     mod = importlib.util.module_from_spec(spec)
     if config.get("register", True):
         sys.modules[name] = mod
     try:
         spec.loader.exec_module(mod)
     except SyntaxError as err:
-        w_send({"import_error": f"{shown} has a syntax error, line {err.lineno}: {err.msg}"})
-        return None
+        return None, f"{shown} has a syntax error, line {err.lineno}: {err.msg}"
     except BaseException as err:
         if W["refuse_grader"] and isinstance(err, ImportError) and w_is_grader(err.name):
-            w_send({"import_error": w_refusal(shown)})
-            return None
+            return None, w_refusal(shown)
         at = "; ".join(w_where(err.__traceback__))
-        w_send({"import_error": f"importing {shown} raised {type(err).__name__}: {err}"
-                                + (f" ({at})" if at else "")})
-        return None
+        return None, (f"importing {shown} raised {type(err).__name__}: {err}"
+                      + (f" ({at})" if at else ""))
     if W["refuse_grader"] and w_has_grader():
-        w_send({"import_error": w_refusal(shown)})
-        return None
-    return mod
+        return None, w_refusal(shown)
+    return mod, None
+
+
+def w_reload(item):
+    """The load request of a worker made to import one module after another (the grader's
+    trusted modules, never a student's): the next module in place of the last, imported
+    afresh, nothing kept.  (module or None, the answer)."""
+    import linecache
+    W.update(path=os.path.abspath(item["path"]), kept={})
+    linecache.clearcache()                       # the last module's lines, where tracebacks look
+    mod, why = w_import(dict(W["config"], path=item["path"], shown=item["shown"]))
+    return mod, {"ready": True} if why is None else {"import_error": why}
 
 
 def w_main(argv):
@@ -428,8 +450,9 @@ def w_main(argv):
         return
     if resource is not None:
         w_limit(resource, config.get("limits", {}))
-    mod = w_import(config)
+    mod, why = w_import(config)
     if mod is None:
+        w_send({"import_error": why})
         return
     if config.get("run"):
         w_run(mod, config["run"])

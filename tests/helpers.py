@@ -1,11 +1,18 @@
-"""Helpers for the tests.  The brute-force reference itself lives in grader.py
-(written independently of gqa.py), so the tests and the grader share one."""
+"""Helpers for the tests.  The brute-force reference itself lives in the grader
+(gqa_grader/reference.py, written independently of gqa.py), so the tests and the
+grader share one.  Below: CI's share of the process-heavy classes (HEAVY), and
+their slow parts run early, beside the suite (start_early, early)."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import unittest
 
 from gqa_grader import compare, reference
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def new_rng(seed):
@@ -62,33 +69,34 @@ def tiny_recipe():
 # CI runs the suite under every Python 3.9+ on the machine and sets
 # GQA_TEST_SHARD="k/n" for the k-th of n: then each class here runs under
 # exactly one of those Pythons, the rest of the suite (every in-process test)
-# under all of them.  The numbers are CPU seconds measured on 3.11, used only
-# to spread the classes evenly; classes in one tuple share work (the graded
-# mutants) and run together.
+# under all of them.  The numbers are CPU seconds measured on 3.11 (a class's
+# early jobs, below, and its tests), used only to spread the classes evenly,
+# over the shards and over the early pythons; classes in one tuple share work
+# (the graded mutants) and run together.
 HEAVY = (
-    (7.0, ("test_grader.CommandLine", "test_grader.Mutants")),
     (3.2, ("test_docs.PageSamples",)),
-    (2.5, ("test_grader.Referee",)),
-    (2.4, ("test_sealed.ToolsThroughTheWorker",)),
-    (2.2, ("test_report.FromAnotherModule",)),
-    (1.3, ("test_train.WithAStudentsModule",)),
-    (1.0, ("test_grader.Starter",)),
-    (0.9, ("test_sealed.NeverCrashNeverStall",)),
-    (0.8, ("test_figures.Writing",)),
-    (0.6, ("test_sealed.Stalls",)),
-    (0.6, ("test_report.Writing",)),
-    (0.5, ("test_sealed.SealedAsRoot",)),
-    (0.4, ("test_sealed.Folder",)),
-    (0.3, ("test_sealed.WhatTheWorkerSays",)),
-    (0.3, ("test_sealed.TheGradersMemory",)),
-    (0.3, ("test_sealed.RealWork",)),
-    (0.3, ("test_sealed.NeverAsRoot",)),
-    (0.2, ("test_sealed.Autograder",)),
+    (3.1, ("test_grader.CommandLine", "test_grader.Mutants")),
     (3.0, ("test_handout.Handout",)),
+    (2.2, ("test_report.FromAnotherModule",)),
     (1.5, ("test_holds.SealedRunHolds",)),
+    (1.4, ("test_grader.Referee",)),
+    (1.0, ("test_sealed.ToolsThroughTheWorker",)),
+    (1.0, ("test_train.WithAStudentsModule",)),
+    (0.8, ("test_figures.Writing",)),
     (0.8, ("test_holds.EveryRunCleansUp",)),
+    (0.7, ("test_sealed.NeverCrashNeverStall",)),
+    (0.6, ("test_report.Writing",)),
+    (0.6, ("test_sealed.Stalls",)),
+    (0.5, ("test_grader.Starter",)),
+    (0.5, ("test_sealed.SealedAsRoot",)),
     (0.4, ("test_holds.SelfCheckAsRoot",)),
     (0.4, ("test_house.StudentFolder",)),
+    (0.3, ("test_sealed.Folder",)),
+    (0.3, ("test_sealed.TheGradersMemory",)),
+    (0.3, ("test_sealed.RealWork",)),
+    (0.2, ("test_sealed.WhatTheWorkerSays",)),
+    (0.2, ("test_sealed.NeverAsRoot",)),
+    (0.2, ("test_sealed.Autograder",)),
 )
 
 
@@ -106,8 +114,6 @@ def _shard_of(name, n):
 
 def heavy(cls):
     """Class decorator: under GQA_TEST_SHARD="k/n" the class runs only in its own shard."""
-    import os
-    import unittest
     shard = os.environ.get("GQA_TEST_SHARD")
     name = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
     if not shard:
@@ -117,3 +123,159 @@ def heavy(cls):
     if _shard_of(name, n) == k:
         return cls
     return unittest.skip(f"CI runs {name} under another Python (GQA_TEST_SHARD={shard})")(cls)
+
+
+# ---------------------------------------------------------------------------
+# Work begun early, beside the suite.
+# ---------------------------------------------------------------------------
+# The slow part of a heavy class (modules graded in workers, whole commands, runs
+# that wait out a deadline) is a job: a static method of the class, named in its
+# EARLY, that takes no arguments and returns plain JSON data.  As a test module is
+# loaded, its load_tests calls start_early: the jobs of each of its classes that is
+# to run go to one of two early pythons (by HEAVY's costs, the one with less work so
+# far), which runs its jobs one after another in the order the classes come (a job
+# runs its parts two at a time where it can), while this python runs the tests
+# before them; a test reads its job's data with early(fn).  Not in threads of this
+# process: tests that measure its memory (tracemalloc) would see them.  A class run
+# on its own (python -m unittest tests.test_grader.Mutants) runs its jobs here when
+# first asked, their data passed through JSON all the same.  A job may read
+# another's with early() (the same python runs both: classes that share work are
+# one HEAVY group).
+
+EARLY_PYTHONS = 2                  # the machine has two cores; this python is the third process
+_EARLY = {"pythons": [], "runs": {}, "done": {}, "serving": False}   # runs: name -> its python
+
+
+class _Early:
+    """One early python: the jobs sent to it, and the lines it has written so far."""
+
+    def __init__(self):
+        import atexit
+        import subprocess
+        import sys
+        import tempfile
+        fd, self.path = tempfile.mkstemp(prefix="gqa-early-", suffix=".jsonl")
+        os.close(fd)
+        self.file = open(self.path, "rb")
+        self.cost, self.groups = 0.0, set()             # HEAVY's costs of the classes sent here
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "import sys, tests.helpers as h; h.serve_early(sys.argv[1])", self.path],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, cwd=ROOT)
+        atexit.register(self.stop)
+
+    def send(self, names):
+        self.proc.stdin.write("".join(n + "\n" for n in names).encode("utf-8"))
+        self.proc.stdin.flush()
+
+    def read(self):
+        """The lines written since the last look, into done; whether the python has ended."""
+        ended = self.proc.poll() is not None
+        while True:
+            at = self.file.tell()
+            line = self.file.readline()
+            if not line.endswith(b"\n"):                 # none, or one still being written
+                self.file.seek(at)
+                return ended
+            entry = json.loads(line)
+            _EARLY["done"][entry["job"]] = entry
+
+    def stop(self):
+        """At exit: the python ends once its stdin does; a job no test read ends with it."""
+        import subprocess
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(0.5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.terminate()
+            self.proc.wait()
+        self.file.close()
+        os.remove(self.path)
+
+
+def job_name(fn):
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+def _cases(suite):
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            yield from _cases(test)
+        else:
+            yield test
+
+
+def start_early(tests):
+    """For load_tests: send the jobs of each class in tests that is to run (not skipped by
+    heavy) to an early python; return tests."""
+    if _EARLY["serving"]:
+        return tests
+    for cls in dict.fromkeys(type(test) for test in _cases(tests)):
+        names = [job_name(getattr(cls, name)) for name in getattr(cls, "EARLY", ())]
+        names = [n for n in names if n not in _EARLY["runs"]]
+        if not names or getattr(cls, "__unittest_skip__", False):
+            continue
+        python = _python_for(f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}")
+        python.send(names)
+        _EARLY["runs"].update(dict.fromkeys(names, python))
+    return tests
+
+
+def _python_for(name):
+    """The early python for class name's jobs: its HEAVY group's (classes that share work
+    share a python), else the one with the least work so far by HEAVY's costs."""
+    cost, group = next(((c, g) for c, g in HEAVY if name in g), (0.1, (name,)))
+    pythons = _EARLY["pythons"]
+    for python in pythons:
+        if python.groups & set(group):
+            return python
+    if len(pythons) < EARLY_PYTHONS:
+        pythons.append(_Early())
+    python = min(pythons, key=lambda p: p.cost)
+    python.cost += cost
+    python.groups |= set(group)
+    return python
+
+
+def early(fn):
+    """fn's data: from the early python when its job was started there, else run here."""
+    import time
+    name = job_name(fn)
+    run = _EARLY["runs"].get(name)
+    if run is None:
+        if name not in _EARLY["done"]:
+            _EARLY["done"][name] = {"job": name, "data": json.loads(json.dumps(fn()))}
+        return _EARLY["done"][name]["data"]
+    while name not in _EARLY["done"]:
+        ended = run.read()
+        if name not in _EARLY["done"] and ended:
+            raise AssertionError(f"the early python ended (status {run.proc.returncode}) without {name}")
+        time.sleep(0.005)
+    entry = _EARLY["done"][name]
+    if "error" in entry:
+        raise AssertionError(f"{name}, run early, raised:\n{entry['error']}")
+    return entry["data"]
+
+
+def serve_early(path):
+    """The early python: run each job named on stdin, in turn, and append a JSON line to
+    path for each: {"job": name, "data": ...}, or "error": its traceback if it raised.
+    It ends with its stdin, or at SIGTERM (the job it runs ending first, its workers too)."""
+    import importlib
+    import signal
+    import sys
+    import traceback
+    _EARLY["serving"] = True
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    with open(path, "a", encoding="utf-8") as out:
+        for line in sys.stdin:
+            name = line.strip()
+            module, _, qualname = name.partition(":")
+            try:
+                fn = importlib.import_module(module)
+                for part in qualname.split("."):
+                    fn = getattr(fn, part)
+                entry = {"job": name, "data": early(fn)}
+            except Exception:
+                entry = {"job": name, "error": traceback.format_exc()}
+            out.write(json.dumps(entry) + "\n")
+            out.flush()

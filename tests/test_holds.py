@@ -214,20 +214,26 @@ class SelfCheckAsRoot(unittest.TestCase):
     """The self-check as root imports nothing from the module's folder before it drops."""
 
     def test_a_planted_standard_module_never_runs_as_root(self):
+        # A file named like a standard module beside the student's module may shadow it for
+        # the student's own code (as it does without root), but only ever as the run's user.
         folder = tempfile.mkdtemp()
         marker = os.path.join(tempfile.gettempdir(), f"gqa-planted-{os.getpid()}")
         try:
             os.chmod(folder, 0o755)                       # the worker's user may import from it
-            for name in ("random", "statistics", "typing", "inspect"):
+            for name in ("random", "statistics", "typing", "inspect", "json", "traceback"):
                 with open(os.path.join(folder, f"{name}.py"), "w", encoding="utf-8") as f:
-                    f.write(f"import os\nopen({marker!r}, 'a').write(str(os.getuid()))\n")
+                    f.write(f"import os\nif os.getuid() == 0:\n    open({marker!r}, 'a').close()\n"
+                            f"raise RuntimeError(f'PLANTED {name} as uid {{os.getuid()}}')\n")
             with open(os.path.join(folder, "gqa.py"), "w", encoding="utf-8") as f:
                 f.write(STARTER)
             run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module",
-                                  os.path.join(folder, "gqa.py"), "--only", "1", "--cases", "0"],
+                                  os.path.join(folder, "gqa.py"), "--only", "1", "--cases", "0", "--json"],
                                  capture_output=True, text=True, timeout=60, cwd=folder)
-            self.assertEqual(run.returncode, 1, run.stderr)
             self.assertFalse(os.path.exists(marker), "a planted module ran as root")
+            doc = json.loads(run.stdout)
+            said = doc.get("error", "") + " ".join(s["message"] for s in doc["steps"])
+            self.assertNotIn("as uid 0)", said)
+            self.assertIn("PLANTED random as uid ", said)       # it ran, as the run's user
         finally:
             shutil.rmtree(folder)
             if os.path.exists(marker):

@@ -18,7 +18,7 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 
 from gqa_grader import checks, cli, compare, failures, grading, handout, sandbox, worker as worker_program
-from tests.helpers import heavy
+from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -83,10 +83,36 @@ def one_document(test, run):
     return doc
 
 
-def in_each(jobs):
-    """fn() for each fn, two at a time (each grades in its own worker process)."""
-    with ThreadPoolExecutor(2) as pool:
+def in_each(jobs, at_once=2):
+    """fn() for each fn, at_once at a time (each grades in its own worker process)."""
+    with ThreadPoolExecutor(at_once) as pool:
         return list(pool.map(lambda fn: fn(), jobs))
+
+
+def completed(run):
+    """A run (subprocess.CompletedProcess) as plain data, for a job: [status, stdout, stderr]."""
+    return [run.returncode, run.stdout, run.stderr]
+
+
+def as_run(data):
+    """A run from completed()'s data."""
+    return subprocess.CompletedProcess(None, *data)
+
+
+def raised(fn):
+    """What fn() raised, as plain data: {"failure": whether a Failure (or kind of one),
+    "refused": whether Refused, "type", "message"}; None when it raised nothing."""
+    try:
+        fn()
+    except Exception as err:
+        return {"failure": isinstance(err, failures.Failure), "refused": isinstance(err, failures.Refused),
+                "type": type(err).__name__, "message": str(err)}
+    return None
+
+
+def load_tests(loader, tests, pattern):
+    """The heavy classes' jobs start now, as the tests are loaded (tests/helpers.py, early)."""
+    return start_early(tests)
 
 
 def grade_source(source, **options):
@@ -190,8 +216,8 @@ class WorkerCode(unittest.TestCase):
         import ast
         with open(sandbox.WORKER, encoding="utf-8") as f:
             tree = ast.parse(f.read())
-        stdlib = {"array", "ctypes", "importlib", "inspect", "json", "os", "resource", "sys",
-                  "traceback"}
+        stdlib = {"array", "ctypes", "importlib", "inspect", "json", "linecache", "os", "resource",
+                  "sys", "traceback"}
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
@@ -227,38 +253,68 @@ class WorkerCode(unittest.TestCase):
 class SealedAsRoot(unittest.TestCase):
     """Every way out tried at once: open in the self-check, shut in the sealed run."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.copy = Copy(ESCAPES)
-        # A grader whose worker keeps root: what the drop stops is real.
-        cls.kept = Copy(ESCAPES, ("sandbox.py", "DROP_ROOT = True", "DROP_ROOT = False"))
-        cls.sealed, cls.selfcheck, cls.kept_root = in_each([
-            lambda: cls.copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
-                                 "--out", cls.copy.results),
-            lambda: cls.copy.run("--json", "--only", "valid_g", "--cases", "0"),
-            lambda: cls.kept.run("--json", "--only", "valid_g", "--cases", "0")])
+    EARLY = ("runs",)
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.copy.close()
-        cls.kept.close()
+    @staticmethod
+    def runs():
+        """The escapes tried in a sealed run, the self-check, and a grader whose worker keeps
+        root (what the drop stops is real); and a grader whose worker lies about its drop."""
+        copy = Copy(ESCAPES)
+        kept = Copy(ESCAPES, ("sandbox.py", "DROP_ROOT = True", "DROP_ROOT = False"))
+        try:
+            sealed, selfcheck, kept_root = in_each([
+                lambda: copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
+                                 "--out", copy.results),
+                lambda: copy.run("--json", "--only", "valid_g", "--cases", "0"),
+                lambda: kept.run("--json", "--only", "valid_g", "--cases", "0")], at_once=3)
+            with open(copy.results, encoding="utf-8") as f:
+                results = json.load(f)
+            runs = {"sealed": completed(sealed), "selfcheck": completed(selfcheck),
+                    "kept_root": completed(kept_root), "edited": kept.assertEdited,
+                    "results": results, "listing": sorted(os.listdir(copy.dir))}
+            runs["lying"] = SealedAsRoot.lying_worker(copy)
+            return runs
+        finally:
+            copy.close()
+            kept.close()
+
+    @staticmethod
+    def lying_worker(copy):
+        """A sealed run whose worker keeps root yet says it dropped it: what grading raised."""
+        from unittest import mock
+        with open(sandbox.WORKER, encoding="utf-8") as f:
+            source = f.read()
+        kept_root = source.replace("os.setuid(uid)", "os.setuid(0)")
+        worker = os.path.join(copy.dir, "gqa_grader", "worker.py")
+        with open(worker, "w", encoding="utf-8") as f:
+            f.write(kept_root)
+        with mock.patch.object(sandbox, "HERE", copy.dir), \
+                mock.patch.object(sandbox, "WORKER", worker):
+            seal = sandbox.Seal(sealed=True)
+            try:
+                return {"edited": kept_root != source, "raised": raised(
+                    lambda: grade_source(STARTER, cases=0, only=["valid_g"], seal=seal))}
+            finally:
+                seal.close()
 
     def test_a_worker_that_keeps_root_reaches_everything(self):
         # Here the attacks work, which proves they are real.
-        report = escapes_report(one_document(self, self.kept_root))
+        runs = early(self.runs)
+        self.assertTrue(runs["edited"])
+        report = escapes_report(one_document(self, as_run(runs["kept_root"])))
         self.assertEqual({k: report[k] for k in ESCAPES_TRIED}, dict.fromkeys(ESCAPES_TRIED, "ok"))
         self.assertEqual(report["uid"], 0)
 
     def test_the_self_check_as_root_runs_the_module_as_a_user_of_its_own(self):
         # Never as root: the module cannot fork, signal the grader or write its folder.
-        report = escapes_report(one_document(self, self.selfcheck))
+        report = escapes_report(one_document(self, as_run(early(self.runs)["selfcheck"])))
         self.assertNotEqual(report["uid"], 0)
         for name in ("plant", "edit_grader", "results", "stdout", "memory", "signal", "fork"):
             with self.subTest(escape=name):
                 self.assertNotEqual(report[name], "ok")
 
     def test_the_sealed_run_closes_every_way_out(self):
-        doc = one_document(self, self.sealed)
+        doc = one_document(self, as_run(early(self.runs)["sealed"]))
         self.assertEqual(doc["sealed"], "sealed")
         report = escapes_report(doc)
         for name in ESCAPES_TRIED:
@@ -269,68 +325,70 @@ class SealedAsRoot(unittest.TestCase):
             pwd.getpwuid(report["uid"])
         self.assertEqual([k for k in report["env"] if k != "LC_CTYPE"], ["PATH"])
         self.assertEqual(report["cwd"], "PermissionError")     # a private folder, not listed
-        self.assertEqual(escapes_report(one_document(self, self.selfcheck))["cwd"], "PermissionError")
+        self.assertEqual(escapes_report(one_document(self, as_run(early(self.runs)["selfcheck"])))["cwd"],
+                         "PermissionError")
 
     def test_the_results_are_the_graders_own_and_only_it_can_write_them(self):
-        doc = one_document(self, self.sealed)
-        with open(self.copy.results, encoding="utf-8") as f:
-            self.assertEqual(json.load(f), doc)
-        self.assertEqual((doc["score"], doc["passed"], self.sealed.returncode), (0.0, 0, 1))
-        self.assertEqual(sorted(os.listdir(self.copy.dir)), ["gqa.py", "gqa_grader", "grader.py", "results.json"])
+        runs = early(self.runs)
+        sealed = as_run(runs["sealed"])
+        doc = one_document(self, sealed)
+        self.assertEqual(runs["results"], doc)
+        self.assertEqual((doc["score"], doc["passed"], sealed.returncode), (0.0, 0, 1))
+        self.assertEqual(runs["listing"], ["gqa.py", "gqa_grader", "grader.py", "results.json"])
 
     def test_a_sealed_run_refuses_a_grader_the_worker_could_read(self):
-        os.chmod(self.copy.dir, 0o755)
-        try:
-            run = main_in(self.copy.dir, "--module", self.copy.module, "--format", "gradescope",
-                          "--only", "valid_g")
-        finally:
-            os.chmod(self.copy.dir, 0o700)
+        copy = Copy(ESCAPES)
+        self.addCleanup(copy.close)
+        os.chmod(copy.dir, 0o755)
+        run = main_in(copy.dir, "--module", copy.module, "--format", "gradescope", "--only", "valid_g")
         self.assertEqual(run.returncode, 2)
         self.assertIn("could open files in the grader's folder", one_document(self, run)["output"])
 
     def test_a_worker_that_kept_root_is_refused(self):
         # The grader does not take the worker's word for the drop: it reads /proc.
-        from unittest import mock
-        with open(sandbox.WORKER, encoding="utf-8") as f:
-            source = f.read()
-        kept_root = source.replace("os.setuid(uid)", "os.setuid(0)")
-        self.assertNotEqual(kept_root, source)
-        worker = os.path.join(self.copy.dir, "gqa_grader", "worker.py")
-        with open(worker, "w", encoding="utf-8") as f:
-            f.write(kept_root)
-        with mock.patch.object(sandbox, "HERE", self.copy.dir), \
-                mock.patch.object(sandbox, "WORKER", worker):
-            seal = sandbox.Seal(sealed=True)
-            try:
-                with self.assertRaisesRegex(failures.Refused, "did not run as uid [1-9]"):
-                    grade_source(STARTER, cases=0, only=["valid_g"], seal=seal)
-            finally:
-                seal.close()
+        lying = early(self.runs)["lying"]
+        self.assertTrue(lying["edited"])
+        self.assertIsNotNone(lying["raised"], "the grader took the worker's word")
+        self.assertTrue(lying["raised"]["refused"], lying["raised"])
+        self.assertRegex(lying["raised"]["message"], "did not run as uid [1-9]")
 
     def test_the_worker_runs_with_its_limits(self):
-        limits = escapes_report(one_document(self, self.sealed))["limits"]
+        limits = escapes_report(one_document(self, as_run(early(self.runs)["sealed"])))["limits"]
         self.assertEqual(limits, [int(sandbox.DEFAULT_BUDGET) + 5, sandbox.LIMITS["memory"], 0,
                                   sandbox.LIMITS["file_size"], sandbox.LIMITS["open_files"]])
+
+
+# Lines the module's own loop sends for the first request, in place of the worker's
+# answer, and what each must fail with.  A module has at most 1 MiB: the long line
+# is made in the worker.
+FORGED = [
+    ('{"n": 1, "i": 0, "error": {}}', "was malformed"),
+    ('{"n": 1, "i": 0, "value": {"$record": "Weights"}}', "was malformed"),
+    ('{"n": 1, "i": 0, "error": {"type": "X", "message": 5}}', "was malformed"),
+    ('[' * 100000 + ']' * 100000, "not readable"),
+    ('{"n": 1, "i": 0, "value": ' + '[' * 100000 + ']' * 100000 + '}', "not readable"),
+    ('{"n": 7, "i": 0, "value": [1]}', "out of turn"),
+    ('not json', "not readable"),
+    ('"x"' + ' ' * (1 << 20), "longer than 1 MiB"),
+]
+
+# Modules that end or break at import, each with what its one document says.
+AT_IMPORT = [("import os\nos._exit(0)\n", "ended its process (status 0)"),
+             ("kv_head = None\n", None),
+             ("raise SystemExit(3)\n", "raised SystemExit"),
+             ("x = [0] * (1 << 40)\n", "MemoryError")]
 
 
 @heavy
 class NeverCrashNeverStall(unittest.TestCase):
     """Whatever the worker sends, or does not send, the grader decides and says why."""
 
-    def test_forged_answers_fail_their_case(self):
-        # The module replaces the worker's loop: it answers the first request with a forged line.
-        forged = [
-            ('{"n": 1, "i": 0, "error": {}}', "was malformed"),
-            ('{"n": 1, "i": 0, "value": {"$record": "Weights"}}', "was malformed"),
-            ('{"n": 1, "i": 0, "error": {"type": "X", "message": 5}}', "was malformed"),
-            ('[' * 100000 + ']' * 100000, "not readable"),
-            ('{"n": 1, "i": 0, "value": ' + '[' * 100000 + ']' * 100000 + '}', "not readable"),
-            ('{"n": 7, "i": 0, "value": [1]}', "out of turn"),
-            ('not json', "not readable"),
-            ('"x"' + ' ' * (1 << 20), "longer than 1 MiB"),
-        ]
-        # A module has at most 1 MiB: the long line is made in the worker.
-        long_line = forged[-1][0]
+    EARLY = ("runs",)
+
+    @staticmethod
+    def forged():
+        """Each forged line's module graded (valid_g; the first one, the lab, kv_head too)."""
+        long_line = FORGED[-1][0]
 
         def text(line):
             return "'\"x\"' + ' ' * (1 << 20)" if line == long_line else repr(line)
@@ -350,18 +408,61 @@ class NeverCrashNeverStall(unittest.TestCase):
                 "__main__.w_serve = _forge\n")
         from unittest import mock
         with mock.patch.object(sandbox, "ANSWER_CAP", 1 << 20):
-            graded = in_each([lambda i=i, line=line: grade_source(
+            return in_each([lambda i=i, line=line: grade_source(
                 module(line, i == 0), only=["valid_g", "kv_head"] if i == 0 else ["valid_g"],
-                cases=0, timeout=2.0) for i, (line, _) in enumerate(forged)])
-        for (line, says), results in zip(forged, graded):
+                cases=0, timeout=2.0) for i, (line, _) in enumerate(FORGED)])
+
+    @staticmethod
+    def grandchild():
+        """The pid of a child the module forks at import (a worker that may fork: it keeps
+        root), and its state once the grading has ended: gone, Z or X."""
+        from unittest import mock
+        source = SOURCE + ("\nimport os as _os, time as _time\n"
+                           "_child = _os.fork()\n"
+                           "if _child == 0:\n    _time.sleep(60)\n    _os._exit(0)\n"
+                           "def valid_g(h):\n    raise RuntimeError(f'CHILD{_child}')\n")
+        with mock.patch.object(sandbox, "DROP_ROOT", False):     # a worker that may fork
+            message = grade_source(source, only=["valid_g"], cases=0)["valid_g"]["message"]
+        pid = int(message.split("CHILD", 1)[1].split()[0])
+        import time
+        deadline = time.monotonic() + 10          # SIGKILL is sent; its end takes a moment
+        while True:
+            try:
+                with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = "gone"
+            if state in ("gone", "Z", "X") or time.monotonic() > deadline:
+                return state
+            time.sleep(0.01)
+
+    @staticmethod
+    def runs():
+        def at_import(body):
+            copy = Copy(STARTER + body)
+            try:
+                return completed(main_in(copy.dir, "--module", copy.module, "--json", "--only",
+                                         "valid_g,kv_head", "--cases", "0"))
+            finally:
+                copy.close()
+        return {"forged": NeverCrashNeverStall.forged(),
+                "not a function": grade_source(SOURCE + "\nkv_head = None\ngroup_heads = 3\n",
+                                               only=["kv_head", "group_heads", "repeat_kv"], cases=0),
+                "grandchild": NeverCrashNeverStall.grandchild() if ROOT_POSIX else None,
+                "at import": [at_import(body) for body, _ in AT_IMPORT]}
+
+    def test_forged_answers_fail_their_case(self):
+        # The module replaces the worker's loop: it answers the first request with a forged line.
+        graded = early(self.runs)["forged"]
+        self.assertEqual(len(graded), len(FORGED))
+        for (line, says), results in zip(FORGED, graded):
             with self.subTest(forged=line[:40]):
                 self.assertEqual(results["valid_g"]["status"], "failed")
                 self.assertIn(says, results["valid_g"]["message"])
         self.assertEqual(graded[0]["kv_head"]["status"], "passed")        # in a fresh worker
 
     def test_a_step_that_is_not_a_function_is_a_failed_step(self):
-        results = grade_source(SOURCE + "\nkv_head = None\ngroup_heads = 3\n",
-                               only=["kv_head", "group_heads", "repeat_kv"], cases=0)
+        results = early(self.runs)["not a function"]
         self.assertIn("kv_head is None, not a function", results["kv_head"]["message"])
         self.assertIn("group_heads is a int: 3, not a function", results["group_heads"]["message"])
         self.assertEqual(results["repeat_kv"]["status"], "passed")
@@ -370,29 +471,7 @@ class NeverCrashNeverStall(unittest.TestCase):
         # In the self-check as well: the worker's whole process group is killed.
         if os.name != "posix" or not ROOT_POSIX:
             self.skipTest("a non-root worker may not fork at all (its process limit is 0)")
-        from unittest import mock
-        with mock.patch.object(sandbox, "DROP_ROOT", False):     # a worker that may fork
-            self._grandchild()
-
-    def _grandchild(self):
-        source = SOURCE + ("\nimport os as _os, time as _time\n"
-                           "_child = _os.fork()\n"
-                           "if _child == 0:\n    _time.sleep(60)\n    _os._exit(0)\n"
-                           "def valid_g(h):\n    raise RuntimeError(f'CHILD{_child}')\n")
-        message = grade_source(source, only=["valid_g"], cases=0)["valid_g"]["message"]
-        pid = int(message.split("CHILD", 1)[1].split()[0])
-        import time
-        deadline = time.monotonic() + 10          # SIGKILL is sent; its end takes a moment
-        while True:
-            try:
-                with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                state = "gone"
-            if state in ("gone", "Z", "X") or time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-        self.assertIn(state, ("gone", "Z", "X"))
+        self.assertIn(early(self.runs)["grandchild"], ("gone", "Z", "X"))
 
     def test_a_usage_error_is_one_document_too(self):
         import contextlib
@@ -410,20 +489,9 @@ class NeverCrashNeverStall(unittest.TestCase):
                 self.assertIn("usage:", err.getvalue())
 
     def test_one_document_whatever_the_module_does(self):
-        cases = [("import os\nos._exit(0)\n", "ended its process (status 0)"),
-                 ("kv_head = None\n", None),
-                 ("raise SystemExit(3)\n", "raised SystemExit"),
-                 ("x = [0] * (1 << 40)\n", "MemoryError")]
-
-        def run(body):
-            copy = Copy(STARTER + body)
-            try:
-                return main_in(copy.dir, "--module", copy.module, "--json", "--only",
-                               "valid_g,kv_head", "--cases", "0")
-            finally:
-                copy.close()
-        runs = [run(body) for body, _ in cases]
-        for (body, says), result in zip(cases, runs):
+        runs = early(self.runs)["at import"]
+        self.assertEqual(len(runs), len(AT_IMPORT))
+        for (body, says), result in zip(AT_IMPORT, map(as_run, runs)):
             with self.subTest(module=body):
                 doc = one_document(self, result)
                 self.assertNotIn("Traceback", result.stderr)
@@ -440,48 +508,44 @@ class Stalls(unittest.TestCase):
     """Whatever stalls costs its deadline and no more: each waits, so they wait together."""
 
     SLEEP = "    import time\n    time.sleep(600)\n"
+    EARLY = ("stalled",)
 
-    @classmethod
-    def setUpClass(cls):
+    @staticmethod
+    def stalled():
+        """Every stall at once, each waiting out its deadline."""
         from unittest import mock
 
         from gqa_tools import report as gqa_report
         from gqa_tools import tables as gqa_tables
-        cls.dir = tempfile.mkdtemp()
-        jobs = {"hung call": cls.hung_call, "budget": cls.budget, "not reading": cls.not_reading,
-                "import": cls.loop_at_import,
-                "report": lambda: gqa_report.parts_from_child(
-                    gqa_report.Config(heads=4, head_dim=4, layers=2, context=16, batch=2,
-                                      run_head_dim=2, run_d_model=4, run_context=3, run_layers=1,
-                                      seed=1, seeds=1), cls.write("def valid_g(h):\n" + cls.SLEEP)),
-                "tables": lambda: cls.raised(lambda: gqa_tables.texts_from_child(
-                    cls.write("def cache_table(*a, **k):\n" + cls.SLEEP, "t.py"),
+        folder = tempfile.mkdtemp()
+
+        def write(source, name="gqa.py"):
+            path = os.path.join(folder, name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            return path
+        config = gqa_report.Config(heads=4, head_dim=4, layers=2, context=16, batch=2, run_head_dim=2,
+                                   run_d_model=4, run_context=3, run_layers=1, seed=1, seeds=1)
+        jobs = {"hung call": Stalls.hung_call, "budget": Stalls.budget,
+                "not reading": lambda: Stalls.not_reading(write), "import": Stalls.loop_at_import,
+                "report": lambda: [[part.title, part.body] for part in gqa_report.parts_from_child(
+                    config, write("def valid_g(h):\n" + Stalls.SLEEP))],
+                "tables": lambda: raised(lambda: gqa_tables.texts_from_child(
+                    write("def cache_table(*a, **k):\n" + Stalls.SLEEP, "t.py"),
                     {"heads": 4, "head_dim": 4, "layers": 2, "context": 16, "d_model": 16,
                      "d_ff": None, "mlp_matrices": 3}, None, False))}
-        with mock.patch.object(gqa_report, "CHILD_TIMEOUT", 0.5), \
-                mock.patch.object(gqa_tables, "CHILD_TIMEOUT", 0.5), \
-                ThreadPoolExecutor(len(jobs)) as pool:
-            futures = {name: pool.submit(job) for name, job in jobs.items()}
-            cls.done = {name: f.result() for name, f in futures.items()}
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir)
-
-    @classmethod
-    def write(cls, source, name="gqa.py"):
-        path = os.path.join(cls.dir, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(source)
-        return path
-
-    @staticmethod
-    def raised(fn):
         try:
-            fn()
-        except Exception as err:
-            return err
-        return None
+            with mock.patch.object(gqa_report, "CHILD_TIMEOUT", 0.5), \
+                    mock.patch.object(gqa_tables, "CHILD_TIMEOUT", 0.5), \
+                    ThreadPoolExecutor(len(jobs)) as pool:
+                futures = {name: pool.submit(job) for name, job in jobs.items()}
+                return {name: f.result() for name, f in futures.items()}
+        finally:
+            shutil.rmtree(folder)
+
+    @property
+    def done(self):
+        return early(self.stalled)
 
     @staticmethod
     def hung_call():
@@ -500,17 +564,17 @@ class Stalls(unittest.TestCase):
                          "    return g\n"
                          "valid_g, method_name, kv_head = _slow(valid_g), _slow(method_name), _slow(kv_head)\n")
         return grade_source(slow, only=["valid_g", "method_name", "kv_head"], timeout=2.0,
-                            budget=0.5, cases=0)
+                            budget=1.0, cases=0)
 
-    @classmethod
-    def not_reading(cls):
-        path = cls.write(SOURCE + "\nimport __main__, time as _time\n"
-                                  "__main__.w_serve = lambda mod, requests: _time.sleep(60)\n", "r.py")
+    @staticmethod
+    def not_reading(write):
+        path = write(SOURCE + "\nimport __main__, time as _time\n"
+                              "__main__.w_serve = lambda mod, requests: _time.sleep(60)\n", "r.py")
         worker = sandbox.Worker(path, 0.3)
         try:
-            err = cls.raised(lambda: worker.exchange(
+            err = raised(lambda: worker.exchange(
                 [{"op": "call", "fn": "valid_g", "args": ["x" * (1 << 20)]}], ["big()"]))
-            return err, worker.proc
+            return {"raised": err, "stopped": worker.proc is None}
         finally:
             worker.stop()
             worker.seal.close()
@@ -519,7 +583,7 @@ class Stalls(unittest.TestCase):
     def loop_at_import():
         copy = Copy(STARTER + "import time\ntime.sleep(600)\n")       # a loop that costs no CPU
         try:
-            return copy.run("--format", "gradescope", "--budget", "0.5")
+            return completed(copy.run("--format", "gradescope", "--budget", "0.5"))
         finally:
             copy.close()
 
@@ -529,18 +593,19 @@ class Stalls(unittest.TestCase):
 
     def test_answers_just_under_the_timeout_end_at_the_budget(self):
         results = self.done["budget"]
-        self.assertEqual(results["valid_g"]["message"], sandbox.BUDGET_NOTE + " (--budget 0.5 s)")
-        self.assertEqual(results["kv_head"]["message"], sandbox.BUDGET_NOTE + " (--budget 0.5 s)")
+        # valid_g's 17 calls take 1.7 s: the budget of 1 s ends within them.
+        self.assertEqual(results["valid_g"]["message"], sandbox.BUDGET_NOTE + " (--budget 1 s)")
+        self.assertEqual(results["kv_head"]["message"], sandbox.BUDGET_NOTE + " (--budget 1 s)")
         self.assertEqual(results["kv_head"]["cases"], 0)
 
     def test_a_worker_that_stops_reading_cannot_block_the_grader(self):
-        err, proc = self.done["not reading"]
-        self.assertIsInstance(err, failures.Failure)
-        self.assertIn("big() did not read its request within 0.3 s", str(err))
-        self.assertIsNone(proc)
+        err = self.done["not reading"]["raised"]
+        self.assertTrue(err and err["failure"], err)
+        self.assertIn("big() did not read its request within 0.3 s", err["message"])
+        self.assertTrue(self.done["not reading"]["stopped"])
 
     def test_an_endless_loop_at_import_is_one_document_saying_so(self):
-        run = self.done["import"]
+        run = as_run(self.done["import"])
         self.assertEqual(run.returncode, 2)
         self.assertIn("did not finish within the run's time budget (0.5 s)",
                       one_document(self, run)["output"])
@@ -548,45 +613,56 @@ class Stalls(unittest.TestCase):
     def test_report_notes_a_module_that_hangs_in_every_section(self):
         parts = self.done["report"]
         self.assertEqual(len(parts), 10)
-        for part in parts[1:]:
-            self.assertIn("building the report did not return within 0.5 s", part.body)
+        for _, body in parts[1:]:
+            self.assertIn("building the report did not return within 0.5 s", body)
 
     def test_tables_of_a_module_that_hangs_is_a_clear_error(self):
         err = self.done["tables"]
-        self.assertIn("computing the tables did not return within 0.5 s", str(err))
+        self.assertIsNotNone(err)
+        self.assertIn("computing the tables did not return within 0.5 s", err["message"])
 
 
 @heavy
 class Folder(unittest.TestCase):
 
-    def test_planted_standard_modules_beside_the_grader_never_run(self):
-        # Standard modules' names planted beside grader.py (the module's own folder is its own).
+    EARLY = ("runs",)
+    PLANTED = ("__future__", "json", "queue", "argparse", "select", "random", "ast")
+
+    @staticmethod
+    def runs():
+        """A starter graded by a grader with standard modules' names planted beside it (a
+        process of its own: what python finds first), and a gradescope run with weights."""
         copy = Copy(STARTER)
         try:
-            for name in ("__future__", "json", "queue", "argparse", "select", "random", "ast"):
+            for name in Folder.PLANTED:
                 with open(os.path.join(copy.dir, name + ".py"), "w", encoding="utf-8") as f:
                     f.write("raise SystemExit('planted module ran')\n")
-            run = copy.run("--json", "--cases", "1")
+            planted = completed(copy.run("--json", "--cases", "1"))
         finally:
             copy.close()
-        doc = one_document(self, run)
-        self.assertEqual((run.returncode, doc["passed"]), (1, 0))
-        self.assertEqual({s["status"] for s in doc["steps"]}, {"not started"})
-        self.assertNotIn("planted", run.stdout + run.stderr)
-
-    def test_gradescope_format_and_weights(self):
         with tempfile.TemporaryDirectory() as tmp:
             weights = os.path.join(tmp, "weights.json")
             with open(weights, "w", encoding="utf-8") as f:
                 json.dump({"kv_head": 3, "layer": 2}, f)
             copy = Copy(SOURCE.replace("return _kv_head(query_head, h, g)", "return query_head % g"))
             try:
-                run = main_in(copy.dir, "--module", copy.module, "--seed", "1", "--format",
-                              "gradescope", "--weights", weights, "--only", "kv_head,layer",
-                              "--cases", "1")
+                gradescope = completed(main_in(copy.dir, "--module", copy.module, "--seed", "1", "--format",
+                                               "gradescope", "--weights", weights, "--only", "kv_head,layer",
+                                               "--cases", "1"))
             finally:
                 copy.close()
-        data = one_document(self, run)
+        return {"planted": planted, "gradescope": gradescope}
+
+    def test_planted_standard_modules_beside_the_grader_never_run(self):
+        # Standard modules' names planted beside grader.py (the module's own folder is its own).
+        run = as_run(early(self.runs)["planted"])
+        doc = one_document(self, run)
+        self.assertEqual((run.returncode, doc["passed"]), (1, 0))
+        self.assertEqual({s["status"] for s in doc["steps"]}, {"not started"})
+        self.assertNotIn("planted", run.stdout + run.stderr)
+
+    def test_gradescope_format_and_weights(self):
+        data = one_document(self, as_run(early(self.runs)["gradescope"]))
         self.assertEqual(data["score"], 2.0)
         self.assertEqual([(t["name"], t["score"], t["max_score"], t["status"]) for t in data["tests"]],
                          [("step 3: kv_head", 0.0, 1.5, "failed"),          # a step's points: half for
@@ -600,49 +676,94 @@ class Folder(unittest.TestCase):
 @heavy
 class Autograder(unittest.TestCase):
 
-    def test_the_zip_has_gradescopes_layout_and_its_run_writes_the_results(self):
+    EARLY = ("made",)
+
+    @staticmethod
+    def made():
+        """autograder.zip made with weights, read, and run as Gradescope would (as root)."""
         import zipfile
         folder = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, folder)
         copy = Copy(STARTER)
-        self.addCleanup(copy.close)
-        weights = os.path.join(folder, "w.json")
-        with open(weights, "w", encoding="utf-8") as f:
-            json.dump({"kv_head": 2}, f)
-        made = main_in(copy.dir, "--autograder", folder, "--cases", "1", "--weights", weights)
-        self.assertEqual(made.returncode, 0, made.stderr)
-        with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
+        try:
+            weights = os.path.join(folder, "w.json")
+            with open(weights, "w", encoding="utf-8") as f:
+                json.dump({"kv_head": 2}, f)
+            made = {"made": completed(main_in(copy.dir, "--autograder", folder, "--cases", "1",
+                                               "--weights", weights))}
             package = sorted(f"gqa_grader/{n}" for n in os.listdir(os.path.join(ROOT, "gqa_grader"))
                              if n.endswith(".py"))
-            self.assertEqual(sorted(z.namelist()),
-                             sorted(["grader.py", "run_autograder", "setup.sh", "weights.json"] + package))
-            self.assertEqual(z.getinfo("run_autograder").external_attr >> 16 & 0o777, 0o755)
-            for name in ["grader.py"] + package:
-                with open(os.path.join(ROOT, name), "rb") as f:
-                    self.assertEqual(z.read(name), f.read(), name)
-            run = z.read("run_autograder").decode()
-            setup = z.read("setup.sh").decode()
-            z.extractall(os.path.join(folder, "source"))
+            with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
+                made["names"], made["package"] = sorted(z.namelist()), package
+                made["mode"] = z.getinfo("run_autograder").external_attr >> 16 & 0o777
+                made["same"] = {}
+                for name in ["grader.py"] + package:
+                    with open(os.path.join(ROOT, name), "rb") as f:
+                        made["same"][name] = z.read(name) == f.read()
+                run = made["run"] = z.read("run_autograder").decode()
+                made["setup"] = z.read("setup.sh").decode()
+                z.extractall(os.path.join(folder, "source"))
+            if not ROOT_POSIX:
+                return made
+            # Gradescope's folders under a temporary root, the submission a starter.
+            os.makedirs(os.path.join(folder, "submission"))
+            shutil.copy(copy.module, os.path.join(folder, "submission", "gqa.py"))
+            script = os.path.join(folder, "run_autograder")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write(run.replace("/autograder", folder).replace("python3 ", f"{sys.executable} "))
+            made["done"] = completed(subprocess.run(["bash", script], capture_output=True, text=True,
+                                                    timeout=60))
+            with open(os.path.join(folder, "results", "results.json"), encoding="utf-8") as f:
+                made["results"] = json.load(f)
+            return made
+        finally:
+            copy.close()
+            shutil.rmtree(folder)
+
+    def test_the_zip_has_gradescopes_layout_and_its_run_writes_the_results(self):
+        made = early(self.made)
+        self.assertEqual(made["made"][0], 0, made["made"][2])
+        self.assertEqual(made["names"], sorted(["grader.py", "run_autograder", "setup.sh", "weights.json"]
+                                               + made["package"]))
+        self.assertIn("gqa_grader/sandbox.py", made["package"])
+        self.assertEqual(made["mode"], 0o755)
+        self.assertEqual(made["same"], dict.fromkeys(["grader.py"] + made["package"], True))
+        run, setup = made["run"], made["setup"]
         self.assertNotRegex(setup, r"apt|pip|install ")                    # installs nothing
         self.assertIn("--sealed --format gradescope --module /autograder/submission/gqa.py", run)
         self.assertIn("--out /autograder/results/results.json --weights weights.json --cases 1", run)
         if not ROOT_POSIX:
             self.skipTest(NOT_ROOT)
-        # Gradescope's folders under a temporary root, the submission a starter.
-        os.makedirs(os.path.join(folder, "submission"))
-        shutil.copy(copy.module, os.path.join(folder, "submission", "gqa.py"))
-        script = os.path.join(folder, "run_autograder")
-        with open(script, "w", encoding="utf-8") as f:
-            f.write(run.replace("/autograder", folder).replace("python3 ", f"{sys.executable} "))
-        done = subprocess.run(["bash", script], capture_output=True, text=True, timeout=60)
+        done = as_run(made["done"])
         self.assertEqual((done.returncode, done.stdout), (0, ""), done.stderr)
-        with open(os.path.join(folder, "results", "results.json"), encoding="utf-8") as f:
-            results = json.load(f)
+        results = made["results"]
         self.assertEqual(results["score"], 0.0)
         self.assertEqual(len(results["tests"]), 2 * len(checks.STEPS))      # public, hidden
         points = {x["name"]: x["max_score"] for x in results["tests"]}
         self.assertEqual((points["step 3: kv_head"], points["step 3: kv_head (hidden cases)"]), (1.0, 1.0))
         self.assertNotIn("output", results)                                   # fully sealed
+
+
+def gqa_main(*argv):
+    """python -m gqa ARGV in this process (a --module still runs in a worker), a correct
+    module's training tiny: [status, stdout, stderr]."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from gqa_tools import cli as gqa_cli
+    from gqa_tools import report as gqa_report
+    from gqa_tools import train as gqa_train
+    from tests.helpers import tiny_recipe
+    tiny = tiny_recipe()                                  # a correct module trains: briefly
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            mock.patch.object(gqa_report, "CHILD_TIMEOUT", 10.0), \
+            mock.patch.object(gqa_train, "QUICK", tiny):
+        try:
+            status = gqa_cli.main(list(argv))
+        except SystemExit as exit_:
+            status = exit_.code
+    return [status, out.getvalue(), err.getvalue()]
 
 
 @heavy
@@ -653,74 +774,71 @@ class ToolsThroughTheWorker(unittest.TestCase):
     SMALL = ["--heads", "4", "--head-dim", "4", "--layers", "2", "--context", "16", "--batch", "2",
              "--run-head-dim", "2", "--run-d-model", "4", "--run-context", "3", "--run-layers", "1",
              "--seed", "1", "--seeds", "1"]
+    # valid_g is the first function the report calls: in these starters the first ends
+    # the child there, the second fails it there (the stubs after it are notes of their
+    # own; the lab's report below computes every section).
+    ENDS = [("\ndef valid_g(h):\n    import os\n    os._exit(0)\n",
+             "the module ended its process (status 0) during building the report"),
+            ("\ndef valid_g(h):\n    return [0] * (1 << 40)\n", "MemoryError")]
+    EARLY = ("reports",)
 
-    def setUp(self):
-        self.dir = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, self.dir)
+    @staticmethod
+    def reports():
+        """report --module of each module that ends the child, and of the lab, then --check of
+        the lab's report with the module at its path now exiting at import: [status, the
+        report written (stdout for --check), stderr]."""
+        folder = tempfile.mkdtemp()
 
-    def module(self, body, name="student.py"):
-        path = os.path.join(self.dir, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(SOURCE + body)
-        return path
+        def module(body, name, lab=SOURCE):
+            path = os.path.join(folder, name)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(lab + body)
+            return path
 
-    def gqa_main(self, *argv):
-        import contextlib
-        import io
-        from unittest import mock
-
-        from gqa_tools import cli as gqa_cli
-        from gqa_tools import report as gqa_report
-        from gqa_tools import train as gqa_train
-        from tests.helpers import tiny_recipe
-        tiny = tiny_recipe()                                  # a correct module trains: briefly
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                mock.patch.object(gqa_report, "CHILD_TIMEOUT", 10.0), \
-                mock.patch.object(gqa_train, "QUICK", tiny):
-            try:
-                status = gqa_cli.main(list(argv))
-            except SystemExit as exit_:
-                status = exit_.code
-        return status, out.getvalue(), err.getvalue()
+        def report(path, out, *more):
+            status, stdout, stderr = gqa_main("report", *more, "--module", path, "--out", out,
+                                              *ToolsThroughTheWorker.SMALL)
+            if more or status != 0:
+                return [status, stdout, stderr]
+            with open(out, encoding="utf-8") as f:
+                return [status, f.read(), stderr]
+        try:
+            out = os.path.join(folder, "report.md")
+            return {"ends": [report(module(body, f"m{i}.py", STARTER), os.path.join(folder, f"report{i}.md"))
+                             for i, (body, _) in enumerate(ToolsThroughTheWorker.ENDS)],
+                    "lab": report(module("", "student.py"), out),
+                    "check": report(module("\nimport os\nos._exit(0)\n", "student.py"), out, "--check")}
+        finally:
+            shutil.rmtree(folder)
 
     def test_report_notes_what_never_came_back(self):
-        # valid_g is the first function the report calls: each ends the child early.
-        bodies = [("\ndef valid_g(h):\n    import os\n    os._exit(0)\n",
-                   "the module ended its process (status 0) during building the report"),
-                  ("\ndef valid_g(h):\n    return [0] * (1 << 40)\n", "MemoryError")]
-        for i, (body, says) in enumerate(bodies):
+        reports = early(self.reports)["ends"]
+        self.assertEqual(len(reports), len(self.ENDS))
+        for (body, says), (status, text, err) in zip(self.ENDS, reports):
             with self.subTest(module=body):
-                out = os.path.join(self.dir, f"report{i}.md")
-                status, _, err = self.gqa_main("report", "--module", self.module(body, f"m{i}.py"),
-                                               "--out", out, *self.SMALL)
                 self.assertEqual(status, 0, err)
-                with open(out, encoding="utf-8") as f:
-                    text = f.read()
                 self.assertIn(says, text.split("## 2.")[1].split("## 3.")[0])
                 self.assertEqual(text.count("\n## "), 9)
 
     def test_report_check_of_a_module_that_exits_is_not_a_silent_success(self):
-        out = os.path.join(self.dir, "report.md")
-        status, _, err = self.gqa_main("report", "--module", self.module(""), "--out", out, *self.SMALL)
+        reports = early(self.reports)
+        status, _, err = reports["lab"]
         self.assertEqual(status, 0, err)
-        status, _, err = self.gqa_main("report", "--check", "--module", self.module(
-            "\nimport os\nos._exit(0)\n"), "--out", out, *self.SMALL)
+        status, _, err = reports["check"]
         self.assertEqual(status, 1)
         self.assertIn("ended its process (status 0)", err)
-
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 @heavy
 class RealWork(unittest.TestCase):
     """A tally is worth something only with the work it counts."""
 
-    def test_a_tally_with_fake_values_fails_its_step(self):
-        # The counts are the real ones (the lab's own layer runs), the values zeros.
+    EARLY = ("graded",)
+
+    @staticmethod
+    def graded():
+        """count_multiplies graded for a module whose layer and decode_step count the real work
+        (the lab's own runs) and return zeros, and for the lab."""
         source = SOURCE + (
             "\n_layer, _decode_step = layer, decode_step\n"
             "def layer(x, *a, **k):\n"
@@ -728,13 +846,17 @@ class RealWork(unittest.TestCase):
             "    return [[0.0] * len(r) for r in y]\n"
             "def decode_step(x_t, *a, **k):\n"
             "    return [0.0] * len(_decode_step(x_t, *a, **k))\n")
-        results = grade_source(source, only=["count_multiplies"], cases=0, fail_fast=True)
-        self.assertEqual(results["count_multiplies"]["status"], "failed")
+        return in_each([lambda src=src: grade_source(src, only=["count_multiplies"], cases=0, fail_fast=True)
+                        for src in (source, SOURCE)])
+
+    def test_a_tally_with_fake_values_fails_its_step(self):
+        # The counts are the real ones (the lab's own layer runs), the values zeros.
+        fake, lab = early(self.graded)
+        self.assertEqual(fake["count_multiplies"]["status"], "failed")
         self.assertIn("the value layer() returned inside count_multiplies()",
-                      results["count_multiplies"]["message"])
+                      fake["count_multiplies"]["message"])
         # The check does not fail the lab itself: its step passes.
-        self.assertEqual(grade_source(SOURCE, only=["count_multiplies"], cases=0,
-                                      fail_fast=True)["count_multiplies"]["status"], "passed")
+        self.assertEqual(lab["count_multiplies"]["status"], "passed")
 
 
 class WhatIsGraded(unittest.TestCase):
@@ -795,21 +917,18 @@ def forging(lines_expr):
 class TheGradersMemory(unittest.TestCase):
     """What the worker sends is bounded before the grader builds anything from it."""
 
-    def test_large_answers_fail_their_case_before_they_are_built(self):
-        nested = "'{\"n\": 1, \"i\": 0, \"value\": [' + '[],' * (1 << 20) + '[]]}'"
-        big = "'{\"n\": 1, \"i\": 0, \"value\": \"' + 'x' * (3 << 20) + '\"}'"
-        digits = "'{\"n\": 1, \"i\": 0, \"value\": ' + '7' * 200000 + '}'"
-        forged = [(f"[{nested}]", "more than 200,000 values and lists"),
-                  (f"[{digits}]", "not readable"),
-                  ("['x' * (5 << 20)]", "longer than 4 MiB")]
-        graded = in_each([lambda expr=expr: grade_source(forging(expr), only=["valid_g"], cases=0)
-                          for expr, _ in forged])
-        for (expr, says), results in zip(forged, graded):
-            with self.subTest(forged=expr[:30]):
-                self.assertEqual(results["valid_g"]["status"], "failed")
-                self.assertIn(says, results["valid_g"]["message"])
+    # Answers the module's loop forges, made in the worker, and what each must fail with.
+    LARGE = [("[" + "'{\"n\": 1, \"i\": 0, \"value\": [' + '[],' * (1 << 20) + '[]]}'" + "]",
+              "more than 200,000 values and lists"),
+             ("[" + "'{\"n\": 1, \"i\": 0, \"value\": ' + '7' * 200000 + '}'" + "]", "not readable"),
+             ("['x' * (5 << 20)]", "longer than 4 MiB")]
+    EARLY = ("runs",)
 
-    def test_a_childs_items_have_a_cap_in_all(self):
+    @staticmethod
+    def runs():
+        """Each large answer's grading, and a tool's child sending 3 MiB items."""
+        graded = in_each([lambda expr=expr: grade_source(forging(expr), only=["valid_g"], cases=0)
+                          for expr, _ in TheGradersMemory.LARGE])
         folder = tempfile.mkdtemp()
         try:
             path = os.path.join(folder, "gqa.py")
@@ -820,12 +939,27 @@ class TheGradersMemory(unittest.TestCase):
                         "        __main__.w_send({'item': 'x' * (3 << 20)})\n"
                         "__main__.w_run = _run\n")
             got = []
-            with self.assertRaisesRegex(failures.Failure, "came to more than 8 MiB"):
+
+            def items():
                 for item in sandbox.run_in_child(path, "tables", [{}, None, False]):
                     got.append(len(item))
-            self.assertEqual(got, [3 << 20, 3 << 20])
+            return {"graded": graded, "items": {"raised": raised(items), "got": got}}
         finally:
             shutil.rmtree(folder)
+
+    def test_large_answers_fail_their_case_before_they_are_built(self):
+        graded = early(self.runs)["graded"]
+        self.assertEqual(len(graded), len(self.LARGE))
+        for (expr, says), results in zip(self.LARGE, graded):
+            with self.subTest(forged=expr[:30]):
+                self.assertEqual(results["valid_g"]["status"], "failed")
+                self.assertIn(says, results["valid_g"]["message"])
+
+    def test_a_childs_items_have_a_cap_in_all(self):
+        items = early(self.runs)["items"]
+        self.assertTrue(items["raised"] and items["raised"]["failure"], items["raised"])
+        self.assertRegex(items["raised"]["message"], "came to more than 8 MiB")
+        self.assertEqual(items["got"], [3 << 20, 3 << 20])
 
 
 SHOUTING = STARTER + (
@@ -843,40 +977,56 @@ class WhatTheWorkerSays(unittest.TestCase):
     """Every string from the worker is printed and written with its control characters and
     surrogates escaped; a document holds standard JSON only."""
 
-    def test_messages_are_escaped_in_text_and_documents(self):
+    EARLY = ("runs",)
+
+    @staticmethod
+    def runs():
+        """SHOUTING graded by the command (as a process of its own, its text as bytes, base64:
+        what the terminal gets; and its document), and a tool's child of it."""
+        import base64
         copy = Copy(SHOUTING)
         try:
             env = dict(os.environ, PYTHONIOENCODING="utf-8")
-            text, doc = in_each([
-                lambda: subprocess.run([sys.executable, copy.grader, "--module", copy.module,
-                                        "--only", "valid_g", "--cases", "0"], env=env,
-                                       capture_output=True, timeout=60, cwd=copy.dir),
-                lambda: copy.run("--json", "--only", "valid_g", "--cases", "0")])
+            text = subprocess.run([sys.executable, copy.grader, "--module", copy.module, "--only", "valid_g",
+                                   "--cases", "0"], env=env, capture_output=True, timeout=60, cwd=copy.dir)
+            doc = main_in(copy.dir, "--module", copy.module, "--json", "--only", "valid_g", "--cases", "0")
         finally:
             copy.close()
-        out = text.stdout.decode("utf-8")            # strict: a surrogate would not decode
-        self.assertEqual((text.returncode, text.stderr), (1, b""))
-        self.assertIn("\\ud800\\r\\x1b[2K25 passed, 0 failed\\n", out)
-        self.assertNotIn("\x1b", out)
-        self.assertEqual([line for line in out.splitlines() if "passed," in line][-1],
-                         "0 passed, 1 failed")
-        message = one_document(self, doc)["steps"][0]["message"]
-        self.assertIn("ValueError: \\ud800\\r\\x1b[2K25 passed", message)
-
-    def test_a_tools_items_and_errors_are_escaped(self):
+        runs = {"text": [text.returncode] + [base64.b64encode(b).decode("ascii") for b in (text.stdout, text.stderr)],
+                "doc": completed(doc)}
         folder = tempfile.mkdtemp()
         try:
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(SHOUTING)
             got = []
-            with self.assertRaises(failures.Failure) as raised:
+
+            def items():
                 for item in sandbox.run_in_child(path, "tables", [{}, None, False]):
                     got.append(item)
+            runs["items"] = {"raised": raised(items), "got": got}
         finally:
             shutil.rmtree(folder)
-        self.assertEqual(got, [["\\ud800\\x1b[2K", "a\nb\\x07", [["x\\ud800", "y"]]]])
-        self.assertEqual(str(raised.exception), "it raised X\\x1b: \\ud801")
+        return runs
+
+    def test_messages_are_escaped_in_text_and_documents(self):
+        import base64
+        runs = early(self.runs)
+        code, stdout, stderr = runs["text"]
+        out = base64.b64decode(stdout).decode("utf-8")            # strict: a surrogate would not decode
+        self.assertEqual((code, base64.b64decode(stderr)), (1, b""))
+        self.assertIn("\\ud800\\r\\x1b[2K25 passed, 0 failed\\n", out)
+        self.assertNotIn("\x1b", out)
+        self.assertEqual([line for line in out.splitlines() if "passed," in line][-1],
+                         "0 passed, 1 failed")
+        message = one_document(self, as_run(runs["doc"]))["steps"][0]["message"]
+        self.assertIn("ValueError: \\ud800\\r\\x1b[2K25 passed", message)
+
+    def test_a_tools_items_and_errors_are_escaped(self):
+        items = early(self.runs)["items"]
+        self.assertEqual(items["got"], [["\\ud800\\x1b[2K", "a\nb\\x07", [["x\\ud800", "y"]]]])
+        self.assertTrue(items["raised"] and items["raised"]["failure"], items["raised"])
+        self.assertEqual(items["raised"]["message"], "it raised X\\x1b: \\ud801")
 
     def test_a_document_holds_no_bare_nan(self):
         doc = {"score": float("nan"), "steps": [{"x": float("inf")}]}
@@ -891,18 +1041,24 @@ class WhatTheWorkerSays(unittest.TestCase):
 
 class Blocked(unittest.TestCase):
 
+    EARLY = ("graded",)
+    # The worker cuts a message at 500 characters: this one forges the answer.
+    LINE = ("'{\"n\": 1, \"i\": 0, \"error\": {\"type\": \"NotImplementedError\", "
+            "\"message\": \"step ' + '9' * 5000 + ': no\"}}'")
+
+    @staticmethod
+    def graded():
+        return grade_source(forging(f"[{Blocked.LINE}]"), only=["valid_g"], cases=0)
+
     def test_a_huge_step_number_in_a_message_is_no_crash(self):
-        # The worker cuts a message at 500 characters: this one forges the answer.
-        line = ("'{\"n\": 1, \"i\": 0, \"error\": {\"type\": \"NotImplementedError\", "
-                "\"message\": \"step ' + '9' * 5000 + ': no\"}}'")
-        result = grade_source(forging(f"[{line}]"), only=["valid_g"], cases=0)["valid_g"]
+        result = early(self.graded)["valid_g"]
         self.assertEqual((result["status"], result["needs"]), ("not started", []))
         self.assertIn("step 999", result["message"])
 
 
 def alive(pid):
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
             return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except OSError:
         return False
@@ -953,19 +1109,69 @@ class NeverAsRoot(unittest.TestCase):
     """As root, every worker runs as a uid drawn for its run, and every process of that uid
     is killed at the end; the grader stopped by a signal kills its worker first."""
 
-    def test_a_tools_child_is_no_root_daemon(self):
+    EARLY = ("runs",)
+
+    @staticmethod
+    def runs():
+        """DAEMON run as a tool's child and graded; a sealed grader stopped by SIGTERM."""
         folder = tempfile.mkdtemp()
         try:
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(DAEMON)
-            (uid, pid), = sandbox.run_in_child(path, "tables", [{}, None, False])
+            child = list(sandbox.run_in_child(path, "tables", [{}, None, False]))
         finally:
             shutil.rmtree(folder)
+        return {"child": child, "graded": grade_source(DAEMON, only=["valid_g"], cases=0),
+                "sigterm": NeverAsRoot.sigterm()}
+
+    @staticmethod
+    def sigterm():
+        """A sealed grader, its module looping and ignoring SIGTERM and SIGHUP, sent SIGTERM once
+        its worker runs: what it printed and how it ended, and whether its worker and the
+        worker's folder are gone after it."""
+        import signal
+        import time
+        copy = Copy(STARTER + (
+            "\nimport signal as _s, os as _os\n"
+            "_s.signal(_s.SIGTERM, _s.SIG_IGN)\n_s.signal(_s.SIGHUP, _s.SIG_IGN)\n"
+            "def valid_g(h):\n    while True:\n        pass\n"))
+        try:
+            run = subprocess.Popen([sys.executable, copy.grader, "--module", copy.module,
+                                    "--sealed", "--json", "--timeout", "60", "--only", "valid_g"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=copy.dir)
+            deadline, worker = time.monotonic() + 20, None
+            while worker is None and time.monotonic() < deadline:
+                for pid in filter(str.isdigit, os.listdir("/proc")):
+                    try:
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            argv = f.read()
+                        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as f:
+                            ppid = [ln for ln in f if ln.startswith("PPid:")][0].split()[1]
+                    except (OSError, IndexError):
+                        continue
+                    if ppid == str(run.pid) and b"worker.py" in argv:
+                        worker = int(pid)
+                time.sleep(0.01)
+            if worker is None:
+                run.kill()
+                run.communicate()
+                return {"worker": None}
+            with open(f"/proc/{worker}/cmdline", "rb") as f:
+                folder = json.loads(f.read().split(b"\0")[-2])["path"].rsplit("/", 1)[0]
+            run.send_signal(signal.SIGTERM)
+            out, _ = run.communicate(timeout=30)
+            return {"worker": worker, "status": run.returncode, "doc": json.loads(out),
+                    "gone": gone_soon([worker]), "folder left": os.path.exists(folder)}
+        finally:
+            copy.close()
+
+    def test_a_tools_child_is_no_root_daemon(self):
+        runs = early(self.runs)
+        (uid, pid), = runs["child"]
         self.assertNotEqual(uid, 0)
         self.assertEqual(pid, "BlockingIOError")           # no process of its own beyond itself
-        message = grade_source(DAEMON, only=["valid_g"], cases=0)["valid_g"]["message"]
-        self.assertRegex(message, r"UID[1-9]\d* BlockingIOError")
+        self.assertRegex(runs["graded"]["valid_g"]["message"], r"UID[1-9]\d* BlockingIOError")
 
     def test_each_run_has_its_own_uid_and_its_processes_end_with_it(self):
         import pwd
@@ -988,40 +1194,12 @@ class NeverAsRoot(unittest.TestCase):
 
     def test_sigterm_kills_the_worker_and_its_folder_first(self):
         import signal
-        import time
-        copy = Copy(STARTER + (
-            "\nimport signal as _s, os as _os\n"
-            "_s.signal(_s.SIGTERM, _s.SIG_IGN)\n_s.signal(_s.SIGHUP, _s.SIG_IGN)\n"
-            "def valid_g(h):\n    while True:\n        pass\n"))
-        try:
-            run = subprocess.Popen([sys.executable, copy.grader, "--module", copy.module,
-                                    "--sealed", "--json", "--timeout", "60", "--only", "valid_g"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=copy.dir)
-            deadline, worker = time.monotonic() + 20, None
-            while worker is None and time.monotonic() < deadline:
-                for pid in filter(str.isdigit, os.listdir("/proc")):
-                    try:
-                        with open(f"/proc/{pid}/cmdline", "rb") as f:
-                            argv = f.read()
-                        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
-                            ppid = [ln for ln in f if ln.startswith("PPid:")][0].split()[1]
-                    except (OSError, IndexError):
-                        continue
-                    if ppid == str(run.pid) and b"worker.py" in argv:
-                        worker = int(pid)
-                time.sleep(0.01)
-            self.assertIsNotNone(worker)
-            with open(f"/proc/{worker}/cmdline", "rb") as f:
-                folder = json.loads(f.read().split(b"\0")[-2])["path"].rsplit("/", 1)[0]
-            run.send_signal(signal.SIGTERM)
-            out, _ = run.communicate(timeout=30)
-            doc = json.loads(out)
-            self.assertEqual(run.returncode, 128 + signal.SIGTERM)
-            self.assertIn("stopped by SIGTERM", doc["error"])
-            self.assertTrue(gone_soon([worker]))
-            self.assertFalse(os.path.exists(folder))
-        finally:
-            copy.close()
+        stopped = early(self.runs)["sigterm"]
+        self.assertIsNotNone(stopped["worker"])
+        self.assertEqual(stopped["status"], 128 + signal.SIGTERM)
+        self.assertIn("stopped by SIGTERM", stopped["doc"]["error"])
+        self.assertTrue(stopped["gone"])
+        self.assertFalse(stopped["folder left"])
 
     def test_what_the_runs_uid_leaves_in_tmp_is_removed(self):
         seal = sandbox.Seal()
@@ -1073,3 +1251,7 @@ class OneDocument(unittest.TestCase):
         self.assertEqual(docs[1]["starter"], os.path.join(folder, "gqa.py"))
         self.assertEqual(docs[2]["autograder"], os.path.join(folder, "autograder.zip"))
         self.assertIn("cannot write the starter", docs[3]["error"])
+
+
+if __name__ == "__main__":
+    unittest.main()

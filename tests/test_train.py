@@ -21,12 +21,20 @@ import gqa
 from gqa_tools import cli as gqa_cli
 from gqa_tools import train as gqa_train
 from gqa_tools.common import rng_for
-from tests.helpers import heavy
+from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, d_ff=2, vocab=3, length=4, offsets=2,
                         keys=3, values=3, pairs=2, queries=1, batch=2, pretrain=6, budgets=(2, 4),
                         held_out=6, seed=5, seeds=2)
+_RUNS = {}
+
+
+def run_of(recipe):
+    """gqa_train.run(recipe) with the lab, run once for the tests that only read it."""
+    if recipe not in _RUNS:
+        _RUNS[recipe] = gqa_train.run(recipe)
+    return _RUNS[recipe]
 
 
 class Gradients(unittest.TestCase):
@@ -167,7 +175,7 @@ class Runs(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.result = gqa_train.run(TINY)
+        cls.result = run_of(TINY)
 
     def test_every_task_conversion_budget_and_seed_is_measured(self):
         self.assertEqual(self.result["seeds"], [5, 6])
@@ -182,7 +190,7 @@ class Runs(unittest.TestCase):
 
     def test_budgets_are_checkpoints_of_one_run(self):
         for budgets in ((4,), (2,)):
-            alone = gqa_train.run(TINY._replace(budgets=budgets, seeds=1))
+            alone = run_of(TINY._replace(budgets=budgets, seeds=1))
             for task in gqa_train.TASKS:
                 mine = {(x["g"], x["conversion"], x["steps"]): (x["correct"], x["loss"])
                         for x in alone["tasks"][task]["uptrain"]}
@@ -254,7 +262,7 @@ class TheLab(unittest.TestCase):
                     return obj(*args, **kwargs)
                 return call
         r = TINY._replace(seeds=1, budgets=(2,))
-        plain = gqa_train.run(r)
+        plain = run_of(r)
         got = gqa_train.run(r, lab=Counting())
         self.assertEqual(private, [])
         for name in ("layer", "layer_backward", "init_weights", "fold_weights", "group_heads", "valid_g",
@@ -360,50 +368,57 @@ class Committed(unittest.TestCase):
         self.assertTrue(sentences and all(line in self.section for line in sentences), sentences)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 @heavy
 class WithAStudentsModule(unittest.TestCase):
     """uptrain --module: trained with the module's own steps, in the grader's worker."""
 
     ONE = TINY._replace(seeds=1)
+    EARLY = ("trained",)
 
-    def setUp(self):
+    @staticmethod
+    def trained():
+        """run_module of a copy of the lab (what it trained to), and of the lab with
+        layer_backward's gradients doubled (what it raised, training refused here)."""
+        import shutil
         import tempfile
-        self.dir = tempfile.mkdtemp(prefix="gqa-uptrain-")
-        self.addCleanup(__import__("shutil").rmtree, self.dir, True)
-
-    def module(self, source):
-        path = os.path.join(self.dir, "gqa.py")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(source)
-        return path
-
-    def test_a_copy_of_the_lab_trains_to_the_same_numbers_out_of_process(self):
         from gqa_tools import uptrain as gqa_uptrain
         with open(gqa.__file__, encoding="utf-8") as f:
-            path = self.module(f.read())
-        theirs = gqa_uptrain.run_module(path, self.ONE)
+            source = f.read()
+        broken = source.replace("    return _layer_backward(saved, d_y)",
+                                "    return _layer_backward(saved, [[2 * v for v in r] for r in d_y])", 1)
+        folder = tempfile.mkdtemp(prefix="gqa-uptrain-")
+        try:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            theirs = gqa_uptrain.run_module(path, WithAStudentsModule.ONE)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(broken)
+            try:
+                with mock.patch.object(gqa_train, "run", side_effect=AssertionError("trained")):
+                    gqa_uptrain.run_module(path, WithAStudentsModule.ONE)
+                refused = None
+            except Exception as err:
+                refused = [isinstance(err, ValueError), type(err).__name__, str(err)]
+            return {"theirs": theirs, "path": path, "edited": broken != source, "refused": refused}
+        finally:
+            shutil.rmtree(folder, True)
+
+    def test_a_copy_of_the_lab_trains_to_the_same_numbers_out_of_process(self):
+        theirs = early(self.trained)["theirs"]
         ours = json.loads(json.dumps(gqa_train.run(self.ONE)))      # tuples as the wire sends them
         for result in (theirs, ours):
             self.assertGreater(result.pop("seconds"), 0)                # wall time, not a result
         self.assertEqual(theirs, ours)
 
     def test_steps_that_do_not_pass_are_named_and_nothing_is_trained(self):
-        from gqa_tools import uptrain as gqa_uptrain
-        with open(gqa.__file__, encoding="utf-8") as f:
-            source = f.read()
-        broken = source.replace("    return _layer_backward(saved, d_y)",
-                                "    return _layer_backward(saved, [[2 * v for v in r] for r in d_y])", 1)
-        self.assertNotEqual(broken, source)              # layer_backward's gradients, doubled
-        path = self.module(broken)
-        with mock.patch.object(gqa_train, "run", side_effect=AssertionError("trained")):
-            with self.assertRaises(ValueError) as ctx:
-                gqa_uptrain.run_module(path, self.ONE)
-        self.assertIn("step 25, layer_backward: failed", str(ctx.exception))
-        self.assertIn(f"python grader.py --module {path}", str(ctx.exception))
+        trained = early(self.trained)
+        self.assertTrue(trained["edited"])               # layer_backward's gradients, doubled
+        self.assertIsNotNone(trained["refused"], "the broken module was trained")
+        value_error, kind, message = trained["refused"]
+        self.assertTrue(value_error, f"{kind}: {message}")
+        self.assertIn("step 25, layer_backward: failed", message)
+        self.assertIn(f"python grader.py --module {trained['path']}", message)
 
 
 # A small run's counts, written once by the code (regenerate with the snippet in
@@ -428,3 +443,11 @@ class EveryPython(unittest.TestCase):
         with open(os.path.join(os.path.dirname(__file__), "data", "small_run.json"), encoding="utf-8") as f:
             self.assertEqual(small_run_counts(), json.load(f))
 
+
+def load_tests(loader, tests, pattern):
+    """The heavy classes' jobs start now, as the tests are loaded (tests/helpers.py, early)."""
+    return start_early(tests)
+
+
+if __name__ == "__main__":
+    unittest.main()
