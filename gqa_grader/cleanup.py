@@ -23,15 +23,22 @@ DEADLINE = 10.0          # seconds the whole cleanup may take
 SKIPPED = ("/proc", "/sys")
 
 
+DEPTH = 24               # folders below the root that the search goes down to
+
+
 def writable_folders(uid, deadline, top="/"):
     """Every folder that uid may create entries in without owning it: world-writable
     and reachable (every folder above it searchable by others), by a walk that follows
-    no link.  Returns (folders, note): note says why the walk stopped early, or None."""
-    found, stack = [], [top]
+    no link, goes DEPTH folders down at most, and skips uid's own folders (each is
+    removed whole, as an entry of the folder it is in).  Returns (folders, note): note
+    says why the walk stopped early, or None."""
+    found, stack = [], [(top, 0)]
     while stack:
         if time.monotonic() > deadline:
             return found, "the search for world-writable folders stopped at its deadline"
-        folder = stack.pop()
+        folder, depth = stack.pop()
+        if depth >= DEPTH:
+            continue
         try:
             entries = os.scandir(folder)
         except OSError:
@@ -48,7 +55,7 @@ def writable_folders(uid, deadline, top="/"):
                     continue                 # its own: removed whole; or others cannot enter
                 if st.st_mode & stat.S_IWOTH:
                     found.append(entry.path)
-                stack.append(entry.path)
+                stack.append((entry.path, depth + 1))
     return found, None
 
 
@@ -61,8 +68,8 @@ class FolderSearch:
     REUSE = 60.0
     _last = (None, -1e9)                 # (folders, when) of the last finished search
 
-    def __init__(self):
-        self.found, self.note = None, None
+    def __init__(self, uid):
+        self.uid, self.found, self.note = uid, None, None
         folders, when = FolderSearch._last
         if folders is not None and time.monotonic() - when < self.REUSE:
             self.found, self.thread = list(folders), None
@@ -72,7 +79,7 @@ class FolderSearch:
         self.thread.start()
 
     def _search(self):
-        found, self.note = writable_folders(-1, time.monotonic() + DEADLINE)
+        found, self.note = writable_folders(self.uid, time.monotonic() + DEADLINE)
         if self.note is None:
             FolderSearch._last = (found, time.monotonic())
         self.found = found
@@ -208,7 +215,7 @@ def clean(uid, search=None):
     deadline = time.monotonic() + DEADLINE
     notes = []
     try:
-        folders, why = (search or FolderSearch()).folders(deadline)
+        folders, why = (search or FolderSearch(uid)).folders(deadline)
         if why:
             notes.append(why)
         if os.path.isdir("/dev/mqueue"):

@@ -241,7 +241,8 @@ class Seal:
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
             if root:                              # the module never runs as root
-                self.drop, self.fresh, self.search = fresh_ids(), True, FolderSearch()
+                self.drop, self.fresh = fresh_ids(), True
+                self.search = FolderSearch(self.drop[0])
             if private or root:
                 self._make_dir()
             return
@@ -253,7 +254,8 @@ class Seal:
                            "user and could reach the grader's files and process")
         else:
             if user is None:
-                self.drop, self.fresh, self.search = fresh_ids(), True, FolderSearch()
+                self.drop, self.fresh = fresh_ids(), True
+                self.search = FolderSearch(self.drop[0])
                 name = f"uid {self.drop[0]}"
             else:
                 import pwd

@@ -25,8 +25,10 @@ NOT_ROOT = "the sealed run draws a user of its own only as root; this test runs 
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
     STARTER = handout.make_starter(_f.read())
 
-# At import: what it leaves behind (3,000 nested folders, files in every world-writable
-# folder, System V shared memory, a message queue, a semaphore set), what it reads of
+# At import: what it leaves behind (DEPTH nested folders, more than Python's recursion
+# limit, which the recursive shutil.rmtree does not survive on 3.9 to 3.12; files in
+# every world-writable folder; System V shared memory, a message queue, a semaphore
+# set), what it reads of
 # a classmate's run, and a process name that is not UTF-8; then every answer it sends
 # is an error of 3 million characters, with a character no ASCII terminal can show.
 HOSTILE = STARTER + r'''
@@ -37,7 +39,7 @@ _made = {}
 _top = _os.path.join("/tmp", f"deep-{_uid}")
 _os.mkdir(_top)
 _here = _os.open(_top, _os.O_RDONLY)
-for _i in range(3000):
+for _i in range(DEPTH):
     _os.mkdir("d", dir_fd=_here)
     _next = _os.open("d", _os.O_RDONLY, dir_fd=_here)
     _os.close(_here)
@@ -115,7 +117,7 @@ class SealedRunHolds(unittest.TestCase):
             cls.other = sandbox.Seal(sealed=True)
         cls.other.place(classmate)
         with open(cls.module, "w", encoding="utf-8") as f:
-            f.write(HOSTILE.replace("CLASSMATE", repr(cls.other.dir)))
+            f.write(HOSTILE.replace("CLASSMATE", repr(cls.other.dir)).replace("DEPTH", "1100"))
         cls.results = os.path.join(cls.dir, "results.json")
         cls.graded = subprocess.run(
             [sys.executable, os.path.join(cls.dir, "grader.py"), "--module", cls.module, "--sealed",
@@ -178,7 +180,7 @@ class EveryRunCleansUp(unittest.TestCase):
         self.folder = tempfile.mkdtemp()
         self.module = os.path.join(self.folder, "gqa.py")
         with open(self.module, "w", encoding="utf-8") as f:
-            f.write(LEAVER.replace("import os as _os, ctypes as _ct, __main__ as _w",
+            f.write(LEAVER.replace("DEPTH", "20").replace("import os as _os, ctypes as _ct, __main__ as _w",
                                    "import os as _os, ctypes as _ct, json as _json\n"
                                    "class _w: json = _json"))
 
