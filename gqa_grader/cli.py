@@ -290,7 +290,7 @@ def _write_handout(args, documents):
             continue
         try:
             path = write(option)
-        except OSError as err:
+        except (OSError, RuntimeError) as err:     # RuntimeError: the solution fails its steps
             print(f"grader: cannot write the {what}: {err}", file=sys.stderr)
             if documents:
                 emit({"grader": GRADER_VERSION, "error": f"cannot write the {what}: {err}"})
