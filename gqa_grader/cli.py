@@ -184,22 +184,9 @@ def emit(doc):
 
 
 def write_out(path, doc):
-    """Write doc to path whole or not at all (a temporary file beside it, then renamed)."""
-    import tempfile
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".grader-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(clean_data(doc), f, indent=2, allow_nan=False)
-            f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+    """Write doc to path as JSON, whole or not at all (classroom.write_atomically)."""
+    text = json.dumps(clean_data(doc), indent=2, allow_nan=False) + "\n"
+    classroom.write_atomically(os.path.abspath(path), text.encode("utf-8"))
 
 
 def asked_format(argv):
