@@ -328,6 +328,10 @@ class Writing(unittest.TestCase):
             status, _, err = run(*argv)
             self.assertEqual(status, 2, argv)
             self.assertIn("error:", err)
+        with no_work():                                  # refused before section 8 trains
+            status, _, err = run("--jobs", "0")
+        self.assertEqual(status, 2)
+        self.assertIn("--jobs must be between 1 and 64; got 0", err)
 
 
 
