@@ -16,8 +16,8 @@ The figures, each from plain data (numbers in, SVG text out):
     grouping_figure          which key/value head each query head reads
     g_changes_figure         the KV cache per g beside the multiplications per g
     decoding_figure          the cache read for every new token, per g
-    uptraining_figure        accuracy against uptraining steps, over seeds
-    equal_cache_figure       accuracy at one cache size, over seeds
+    uptraining_figure        accuracy against uptraining steps: means and intervals
+    equal_cache_figure       accuracy at one cache size: means and intervals
 
     >>> nice_ticks(0, 4096, cover=False).values
     [0.0, 1000.0, 2000.0, 3000.0, 4000.0]
@@ -345,7 +345,7 @@ class Axes(Canvas):
 
     def band(self, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], st: Style,
              opacity: float = 0.16) -> None:
-        """Add a shaded band between lows and highs (the min-max over seeds)."""
+        """Add a shaded band between lows and highs (an interval at each point)."""
         upper = [f"{num(self.x(a))},{num(self.y(b))}" for a, b in zip(xs, highs)]
         lower = [f"{num(self.x(a))},{num(self.y(b))}" for a, b in zip(xs, lows)]
         self.add(f"<polygon{_attrs(class_='band', points=' '.join(upper + lower[::-1]), fill=st.colour, fill_opacity=num(opacity))}/>")
@@ -548,114 +548,128 @@ def _title_width(title: str) -> float:
     return 1.1 * text_width(title, 15) + 32
 
 
-def _mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values)
+# A value measured over seeds, as the figures take it: (mean, low, high), the
+# low and high ends of an interval around the mean (the report gives 95 % ones).
+Spread = Tuple[float, float, float]
 
 
-def uptraining_figure(task: str, budgets: Sequence[int],
-                      accuracy: Mapping[Tuple[int, str], Sequence[Sequence[float]]],
-                      pretrained: Sequence[float], *,
+def _check_spreads(func: str, what: str, spreads: Sequence[Spread], count: int) -> None:
+    if len(spreads) != count or any(len(s) != 3 or not s[1] <= s[0] <= s[2] for s in spreads):
+        raise ValueError(f"{func}: {what} must hold {count} (mean, low, high) triples with "
+                         f"low <= mean <= high; got {list(spreads)!r}")
+
+
+CONTROL_STYLE = Style(PALETTE[6], "1 3", "plus")         # black, dotted: the control, in every panel
+
+
+def uptraining_figure(task: str, budgets: Sequence[int], curves: Mapping[Tuple[int, str], Sequence[Spread]],
+                      frozen: Spread, control: Sequence[Spread], *, seeds: int,
                       conversions: Sequence[str] = ("mean", "first", "random"),
                       mark: Optional[Tuple[int, str]] = None) -> str:
     """Held-out accuracy against uptraining steps: one panel per g, one line per conversion.
 
-    task: the task's name, for the title ("name the tokens before").
+    task: the task's name, for the title ("offsets").
     budgets: the steps after which accuracy was measured, from 0 (right
-        after the conversion), e.g. (0, 3, 6, 12).
-    accuracy: {(g, conversion): [[seed 0, seed 1, ...] after budgets[0],
-        [...] after budgets[1], ...]}, one accuracy per seed, for every g
-        and every conversion named in `conversions`.
-    pretrained: the pre-trained MHA model's accuracy, one per seed.
+        after the conversion), e.g. (0, 5, 20).
+    curves: {(g, conversion): [(mean, low, high) after budgets[0], ...]}
+        for every g and every conversion named in `conversions`.
+    frozen: the pre-trained MHA model's (mean, low, high): a dashed line.
+    control: the MHA model trained on the same batches, (mean, low, high)
+        after each budget: a dotted line in every panel.
+    seeds: how many seeds the means are over, for the caption.
     mark: (steps, label) draws a dotted vertical line there, e.g.
-        (3, "5 % of pre-training").
+        (5, "the GQA paper's 5 %").
 
-    Each line is the mean over the seeds, its band the lowest to the
-    highest seed; the pre-trained model's mean is a dashed reference line.
+    Each line is a mean over the seeds, its band [low, high].
     """
-    gs = sorted({g for g, _ in accuracy})
-    seeds = len(pretrained)
-    for key, rows in accuracy.items():
-        if len(rows) != len(budgets) or any(len(r) != seeds for r in rows):
-            raise ValueError(f"uptraining_figure: accuracy[{key!r}] must hold {len(budgets)} lists of "
-                             f"{seeds} accuracies (one per budget, one per seed)")
-    reference = _mean(pretrained)
+    func = "uptraining_figure"
+    gs = sorted({g for g, _ in curves})
+    for key, rows in curves.items():
+        _check_spreads(func, f"curves[{key!r}]", rows, len(budgets))
+    _check_spreads(func, "control", control, len(budgets))
+    _check_spreads(func, "frozen", [frozen], 1)
     panel_w, gap, left0, top = 230.0, 56.0, 62.0, 80.0
     title = f"Uptraining after the conversion: {task}"
-    spread = (f"line: the mean of {seeds} seeds; band: lowest to highest seed" if seeds > 1
-              else "one seed")
-    legend_w = 90 + sum(26 + 5 + text_width(c, 12) + 18 for c in conversions)
+    caption = (f"line: the mean of {seeds} seeds; band: its 95 % interval" if seeds > 1 else "one seed")
+    entries = [(c, style(k)) for k, c in enumerate(conversions)] + [("MHA trained on (control)", CONTROL_STYLE)]
+    legend_w = sum(26 + 5 + text_width(c, 12) + 18 for c, _ in entries)
     panels_w = left0 + len(gs) * panel_w + (len(gs) - 1) * gap + 24
     base = left0 - 50                               # where the legend and the caption start
-    width = max(panels_w, _title_width(title), base + max(legend_w, text_width(spread, 12)) + 12)
+    width = max(panels_w, _title_width(title), base + max(legend_w, text_width(caption, 12)) + 12)
     left0 += (width - panels_w) / 2                 # the panels centred under a wider title
     height = 420.0
-    fig = Figure(width, height, title, _uptraining_text(task, budgets, accuracy, conversions, reference, seeds))
+    fig = Figure(width, height, title, _uptraining_text(task, budgets, curves, conversions, frozen, control, seeds))
     x, y = nice_ticks(0, max(budgets), cover=False, most=4), nice_ticks(0, 1)
     for p, g in enumerate(gs):
         ax = fig.axes(left0 + p * (panel_w + gap), top, panel_w, 240, x=x, y=y, title=f"g = {g}",
                       ylabel="held-out accuracy" if p == 0 else "", xlabel="uptraining steps")
         if mark is not None:
             ax.vline(mark[0], mark[1])
-        ax.hline(reference, f"pre-trained MHA {reference:.3f}", dash="6 3")
-        _conversion_lines(ax, g, budgets, [accuracy[(g, c)] for c in conversions], conversions)
-    fig.text(base, height - 38, "conversion:", colour=MUTED)
-    fig.legend(base + 82, height - 38, [(c, style(k)) for k, c in enumerate(conversions)])
-    fig.text(base, height - 16, spread, colour=MUTED)
+        ax.hline(frozen[0], f"pre-trained MHA {frozen[0]:.3f}", dash="6 3")
+        _conversion_lines(ax, g, budgets, [curves[(g, c)] for c in conversions], conversions)
+        ax.plot(budgets, [s[0] for s in control], CONTROL_STYLE, width=1.5,
+                titles=[f"control, {b} steps: mean {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f})"
+                        for b, s in zip(budgets, control)])
+    fig.legend(base, height - 38, entries)
+    fig.text(base, height - 16, caption, colour=MUTED)
     return fig.svg()
 
 
-def _uptraining_text(task: str, budgets: Sequence[int],
-                     accuracy: Mapping[Tuple[int, str], Sequence[Sequence[float]]],
-                     conversions: Sequence[str], reference: float, seeds: int) -> str:
+def _uptraining_text(task: str, budgets: Sequence[int], curves: Mapping[Tuple[int, str], Sequence[Spread]],
+                     conversions: Sequence[str], frozen: Spread, control: Sequence[Spread],
+                     seeds: int) -> str:
     """uptraining_figure's description: every mean it draws, in words."""
-    gs = sorted({g for g, _ in accuracy})
+    gs = sorted({g for g, _ in curves})
     return (f"Held-out accuracy on the task {task!r} against uptraining steps after converting a "
-            f"pre-trained MHA model (accuracy {reference:.3f}, the mean of {seeds} seeds) to g key/value "
-            f"heads. " + " ".join(
+            f"pre-trained MHA model (accuracy {frozen[0]:.3f}, the mean of {seeds} seeds) to g key/value "
+            f"heads, beside the MHA model trained on the same batches (" +
+            ", ".join(f"{s[0]:.3f}" for s in control) + "). " + " ".join(
                 f"At g = {g}: " + "; ".join(
-                    f"{c} " + ", ".join(f"{_mean(row):.3f}" for row in accuracy[(g, c)])
-                    for c in conversions) + "." for g in gs)
+                    f"{c} " + ", ".join(f"{s[0]:.3f}" for s in curves[(g, c)]) for c in conversions) + "."
+                for g in gs)
             + f" Steps: {', '.join(map(str, budgets))}; each value the mean over the seeds, the band "
-            f"the lowest to the highest seed.")
+            f"its 95 % interval.")
 
 
 def _conversion_lines(ax: "Axes", g: int, budgets: Sequence[int],
-                      curves: Sequence[Sequence[Sequence[float]]], conversions: Sequence[str]) -> None:
-    """One panel's lines: for each conversion, its mean over the seeds after each budget,
-    on a band from the lowest to the highest seed (the bands first, under every line)."""
+                      curves: Sequence[Sequence[Spread]], conversions: Sequence[str]) -> None:
+    """One panel's lines: for each conversion, its mean after each budget, on a band from
+    low to high (the bands first, under every line)."""
     for k, rows in enumerate(curves):
-        ax.band(budgets, [min(r) for r in rows], [max(r) for r in rows], style(k))
+        ax.band(budgets, [s[1] for s in rows], [s[2] for s in rows], style(k))
     for k, (c, rows) in enumerate(zip(conversions, curves)):
-        ax.plot(budgets, [_mean(r) for r in rows], style(k),
-                titles=[f"g = {g}, {c}, {b} steps: mean {_mean(r):.3f} over {len(r)} seeds "
-                        f"({min(r):.3f} to {max(r):.3f})" for b, r in zip(budgets, rows)])
+        ax.plot(budgets, [s[0] for s in rows], style(k),
+                titles=[f"g = {g}, {c}, {b} steps: mean {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f})"
+                        for b, s in zip(budgets, rows)])
 
 
-def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Sequence[float]]], *, note: str) -> str:
+def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Spread]], *, note: str, seeds: int) -> str:
     """At one cache size, held-out accuracy of each model: a bar per model, one panel per task.
 
-    accuracy: {task: {model: [accuracy of each seed]}}, the models in the
-        order to draw them (top down), the same models for every task.
-    note: what is equal, e.g. "6 cached values per token; trained from
-        scratch for 60 steps".
+    accuracy: {task: {model: (mean, low, high)}}, the models in the order to
+        draw them (top down), the same models for every task.
+    note: what is equal, e.g. "8 cached values per token; trained from
+        scratch for 100 steps".
+    seeds: how many seeds the means are over.
 
-    Each bar is the mean over the seeds, its whisker the lowest to the
-    highest seed; the mean is written beside the whisker.
+    Each bar is a mean over the seeds, its whisker [low, high]; the mean is
+    written beside the whisker.
     """
     tasks = list(accuracy)
     models = list(accuracy[tasks[0]]) if tasks else []
     if not models or any(list(accuracy[t]) != models for t in tasks):
         raise ValueError("equal_cache_figure: every task needs the same models, in one order")
+    for t in tasks:
+        _check_spreads("equal_cache_figure", f"accuracy[{t!r}]", list(accuracy[t].values()), len(models))
     left = max(text_width(m, 12) for m in models) + 22
     panel_w, bar_h = 300.0, 30.0
     panel_h = bar_h * len(models)
     step = panel_h + 86
     title = "Same cache, three ways: which model uses it best"
     width, height = max(left + panel_w + 64, _title_width(title)), 52 + len(tasks) * step + 34
-    desc = ("Held-out accuracy at one cache size (" + note + "), the mean over the seeds with the "
-            "lowest and highest seed: " + " ".join(
-                f"{t}: " + "; ".join(f"{m} {_mean(v):.3f} ({min(v):.3f} to {max(v):.3f})"
-                                     for m, v in accuracy[t].items()) + "." for t in tasks))
+    desc = (f"Held-out accuracy at one cache size ({note}), the mean over {seeds} seeds with its 95 % "
+            f"interval: " + " ".join(f"{t}: " + "; ".join(f"{m} {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f})"
+                                                        for m, s in accuracy[t].items()) + "." for t in tasks))
     fig = Figure(width, height, title, desc)
     y = Ticks(-0.5, len(models) - 0.5, tuple((float(len(models) - 1 - i), m) for i, m in enumerate(models)))
     positions = [float(len(models) - 1 - i) for i in range(len(models))]
@@ -664,14 +678,14 @@ def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Sequence[float]]], *,
                       title=f"task: {t}", xlabel="held-out accuracy" if p == len(tasks) - 1 else "",
                       grid=False)
         values = [accuracy[t][m] for m in models]
-        ax.hbars(positions, [_mean(v) for v in values], PALETTE[5],
-                 titles=[f"{t}, {m}: mean {_mean(v):.3f} ({min(v):.3f} to {max(v):.3f}, "
-                         f"{len(v)} seeds)" for m, v in zip(models, values)],
-                 lows=[min(v) for v in values], highs=[max(v) for v in values])
-        for pos, v in zip(positions, values):
-            ax.text(ax.x(max(v)) + 6, ax.y(pos) + 4, f"{_mean(v):.3f}", size=11)
-    fig.lines_of_text(12, height - 30, note + "; bar: the mean over the seeds, whisker: lowest to "
-                      "highest.", width - 24)
+        ax.hbars(positions, [s[0] for s in values], PALETTE[5],
+                 titles=[f"{t}, {m}: mean {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f}, {seeds} seeds)"
+                         for m, s in zip(models, values)],
+                 lows=[s[1] for s in values], highs=[s[2] for s in values])
+        for pos, s in zip(positions, values):
+            ax.text(ax.x(s[2]) + 6, ax.y(pos) + 4, f"{s[0]:.3f}", size=11)
+    fig.lines_of_text(12, height - 30, note + f"; bar: the mean over {seeds} seeds, whisker: its 95 % "
+                      f"interval.", width - 24)
     return fig.svg()
 
 

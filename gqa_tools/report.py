@@ -296,11 +296,12 @@ def head_cosines(lab: Lab, cfg: Config) -> Spread:
 
 def measure(cfg: Config, lab: Optional[Lab] = None,
             progress: Optional[Callable[[str], None]] = None,
-            untrained: Optional[str] = None, recipe: Optional[Any] = None) -> Measured:
+            untrained: Optional[str] = None, recipe: Optional[Any] = None, jobs: int = 1) -> Measured:
     """Everything the report measures.  Section 8 trains with lab when untrained is
     "", and says why not when it is text; by default (None) it trains the project's
     gqa.py only: another module is trained when its caller has checked that the
-    steps training needs pass (parts_from_child)."""
+    steps training needs pass (parts_from_child).  jobs: the processes that train
+    section 8's seeds (the project's gqa.py only; the report is the same for every jobs)."""
     lab = lab or Lab(gqa, "gqa.py")
     if untrained is None:
         untrained = "" if lab.module is gqa else "not run for this module"
@@ -313,7 +314,7 @@ def measure(cfg: Config, lab: Optional[Lab] = None,
         head_cosine=attempt(lambda: head_cosines(lab, cfg)),
         training=attempt(lambda: training.run((recipe or training.QUICK)._replace(seed=cfg.seed),
                                                lab=lab if lab.module is not gqa else gqa,
-                                               progress=progress))
+                                               progress=progress, jobs=jobs))
         if not untrained else Missing(untrained))
 
 
@@ -720,111 +721,158 @@ def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
 def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
     """The uptraining lab's quick recipe (gqa_tools.train), trained with lab's steps; its figures."""
     result = need(m.training)
-    r, seeds = result["recipe"], result["seeds"]
-    K, steps = len(seeds), (0,) + tuple(r["budgets"])
-    head = ["task", "g", "conversion"] + [f"{s} steps" + (f" ({100 * s / r['pretrain']:.3g} %)" if s else "")
-                                          for s in steps]
-    pre_rows, rows, bars = _uptraining_rows(result, steps)
-    same_rows = [(task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
-                  training.spread_text(training.stats(x["correct"], result["tasks"][task]["answers"])))
-                 for task in training.TASKS for x in result["tasks"][task]["same_cache"]]
-    said = [f"**{task}.** " + " ".join(training.findings(result, task)) for task in training.TASKS]
-    notes = sorted({result["tasks"][task]["same_cache_note"] for task in training.TASKS} - {""})
-    figures, curves = _training_figures(result, steps)
+    r = result["recipe"]
     recipe = training.Recipe(**{**r, "budgets": tuple(r["budgets"])})
+    figures, curves = _training_figures(result)
+    notes = sorted({result["tasks"][task]["same_cache_note"] for task in training.TASKS} - {""})
     body = "\n".join([
-        f"Everything above runs on random, untrained weights. Here a model is trained and its "
-        f"quality measured: `gqa_train` pre-trains an MHA model (h = {r['heads']}, head dim "
-        f"{r['head_dim']}, d_model {r['d_model']}, an MLP of width {r['d_ff']}) for {r['pretrain']} "
-        f"steps of {r['batch']} sequences on each of two tasks, converts it to each g < h by the "
-        f"mean of each group, its first head or new random heads, and trains on with the same "
-        f"batches for every conversion; the budgets are checkpoints of one run. "
-        f"{training.seeds_text(seeds)}; every accuracy is on held-out sequences that training never "
-        f"sees, written mean ± sd [min, max] over the seeds. A conversion *recovers* when it comes "
-        f"within 0.02 of its own pre-trained model's accuracy in at least 4 of 5 seeds (80 %), and "
-        f"*partly recovers* otherwise; an ordering is stated with the seeds it held in.\n",
+        _training_intro(result),
         "- " + training.describe(recipe, "offsets") + ".",
         "- " + training.describe(recipe, "recall") + ".\n",
-        markdown_table(["task", "held out per seed", "pre-trained MHA"], pre_rows),
+        markdown_table(["task", "held out per seed", "pre-trained MHA (the frozen baseline)",
+                        "seeds at 0.95 or more"], _pretrained_rows(result)),
         "",
-        markdown_table(head, rows),
+        markdown_table(["task", "g", "model"] + training.steps_header(r), _uptraining_rows(result)),
         "",
-        _code("\n".join(bars)),
+        _code("\n".join(_uptraining_bars(result))),
         "",
         "\n\n".join(curves),
         "",
-        "\n\n".join(said) + "\n",
+        "\n\n".join(f"**{task}.** " + " ".join(training.findings(result, task))
+                     for task in training.TASKS) + "\n",
+        _same_cache_part(result, notes),
+        ""])
+    return body, tuple(figures)
+
+
+def _same_cache_part(result: dict, notes: Sequence[str]) -> str:
+    """The MQA paper's comparison at one cache: its table, sentences and figure; or where it is run."""
+    r, K = result["recipe"], len(result["seeds"])
+    if not any(result["tasks"][task]["same_cache"] for task in training.TASKS):
+        return (f"The MQA paper's comparison at one cache size (MQA, one head and narrower heads, "
+                f"trained from scratch) is not trained in this recipe: `python -m gqa uptrain` "
+                f"trains it over {training.Recipe().seeds} seeds, and `docs/uptraining.md` states "
+                f"what it measured.")
+    return "\n".join([
         f"Same cache, three ways (the MQA paper's comparison): at MQA's cache per token, trained "
         f"from scratch for {r['pretrain']} steps on the same batches; every K/V head starts with the "
         f"same variance, and the models with fewer attention parameters get a wider MLP, so the "
         f"parameter counts match to within one MLP unit"
         + ("" if not notes else f" ({'; '.join(notes)})") + ".\n",
         markdown_table(["task", "model", "K/V cache per token", "parameters", "MLP width",
-                        "held-out accuracy"], same_rows),
+                        "held-out accuracy"], _same_cache_rows(result)),
         "",
         "\n\n".join(f"**{task}.** " + training.same_cache_finding(result, task)
                      for task in training.TASKS) + "\n",
         figure_link("equal-cache.svg", f"At one K/V cache size, the held-out accuracy of MQA, of "
                                        f"one head and of narrower heads, for each task: the mean "
-                                       f"of {K} seeds as a bar, lowest to highest seed as a "
-                                       f"whisker"),
-        ""])
-    return body, tuple(figures)
+                                       f"of {K} seeds as a bar, its 95 % interval as a whisker")])
 
 
-def _uptraining_rows(result: dict, steps: Sequence[int]) -> Tuple[List[tuple], List[tuple], List[str]]:
-    """Section 8's tables of accuracy: the pre-trained model of each task; each g and
-    conversion after each budget, with a row of how many seeds kept mean > first >
-    random; and the same means as bars."""
+def _training_intro(result: dict) -> str:
+    """Section 8's first paragraph: what is trained, what is compared, how it is written and decided."""
+    r, seeds = result["recipe"], result["seeds"]
+    n = r["held_out"]
+    return (
+        f"Everything above runs on random, untrained weights. Here a model is trained and its "
+        f"quality measured (`gqa_tools/train.py`): an MHA model (h = {r['heads']}, head dim "
+        f"{r['head_dim']}, d_model {r['d_model']}, an MLP of width {r['d_ff']}) is pre-trained for "
+        f"{r['pretrain']} steps of {r['batch']} sequences on each of two tasks; a copy of it is "
+        f"trained on for {max(r['budgets'])} more steps (*the control*), and it is converted to each "
+        f"g < h by the mean of each group, its first head or new random heads, each conversion "
+        f"trained on with the control's batches; the budgets are checkpoints of one run. "
+        f"{training.seeds_text(seeds)}; every accuracy is on {n} held-out sequences per seed that "
+        f"training never sees (for an accuracy p of one seed, a 95 % interval at most "
+        f"1.96 √(p(1 − p)/{n}) wide on each side: {1.96 * (0.25 / n) ** 0.5:.3f} at p = 0.5, "
+        f"{1.96 * (0.95 * 0.05 / n) ** 0.5:.3f} at p = 0.95), written mean ± sd [95 % interval of "
+        f"the mean] over the seeds, a t-interval; a count of seeds is written k/K [its 95 % Wilson "
+        f"interval]. {training.RULE}\n")
+
+
+def _pretrained_rows(result: dict) -> List[tuple]:
     K = len(result["seeds"])
-    pre_rows, rows, bars = [], [], []
+    rows = []
     for task in training.TASKS:
         t = result["tasks"][task]
-        n = t["answers"]
-        pre_rows.append((task, f"{t['held_out']:,} sequences, {n:,} answers",
-                         training.spread_text(training.stats(t["pretrained"]["correct"], n))))
+        rows.append((task, f"{t['held_out']:,} sequences, {t['answers']:,} answers",
+                     training.spread_text(training.stats(t["pretrained"]["correct"], t["answers"])),
+                     f"{training.pretrained_at(t)}/{K}"))
+    return rows
+
+
+def _uptraining_rows(result: dict) -> List[tuple]:
+    """Section 8's main table: for each task and g, the control, the conversions and the shares."""
+    rows = []
+    for task in training.TASKS:
+        t = result["tasks"][task]
         for g in sorted({x["g"] for x in t["uptrain"]}):
-            for how in training.CONVERSIONS:
-                cells = [next(x["correct"] for x in t["uptrain"]
-                              if x["g"] == g and x["conversion"] == how and x["steps"] == s) for s in steps]
-                rows.append((task, g, how) + tuple(training.spread_text(training.stats(c, n)) for c in cells))
-                means = [training.stats(c, n).mean for c in cells]
-                bars.append(f"{task:<7} g={g} {how:<6}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
-                            + "  " + " -> ".join(f"{a:.2f}" for a in means))
-            rows.append((task, g, "mean > first > random") + tuple(
-                f"{training.ordering_held(t, g, s)}/{K} seeds" for s in steps))
-    return pre_rows, rows, bars
+            rows += [(task, g, *row) for row in training.uptraining_rows(result, task, g)]
+    return rows
 
 
-def _training_figures(result: dict, steps: Sequence[int]) -> Tuple[List[Tuple[str, str]], List[str]]:
+def _uptraining_bars(result: dict) -> List[str]:
+    """The table's means as bars, one line per task, g and model."""
+    r = result["recipe"]
+    lines = []
+    for task in training.TASKS:
+        t = result["tasks"][task]
+        n, steps = t["answers"], (0,) + tuple(r["budgets"])
+        for g in sorted({x["g"] for x in t["uptrain"]}):
+            for how in ("control",) + training.CONVERSIONS:
+                means = [training.stats(training.baseline(t, s) if how == "control" else
+                                        training.cell(t, g, how, s), n).mean for s in steps]
+                lines.append(f"{task:<7} g={g} {how:<7}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
+                             + "  " + " -> ".join(f"{a:.2f}" for a in means))
+    return lines
+
+
+def _same_cache_rows(result: dict) -> List[tuple]:
+    return [(task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
+             training.spread_text(training.stats(x["correct"], result["tasks"][task]["answers"])))
+            for task in training.TASKS for x in result["tasks"][task]["same_cache"]]
+
+
+def _spread_of(correct: Sequence[int], answers: int) -> Tuple[float, float, float]:
+    s = training.stats(correct, answers)
+    return s.mean, s.low, s.high
+
+
+def _training_figures(result: dict) -> Tuple[List[Tuple[str, str]], List[str]]:
     """Section 8's figures, (file name, SVG) pairs: each task's uptraining curves, then the
     equal-cache bars; and the links to the curves."""
     r, K = result["recipe"], len(result["seeds"])
+    steps = (0,) + tuple(r["budgets"])
     figures, curves, bars_of = [], [], {}
     mark = (training.paper_budget(r), "the GQA paper's 5 %")
     for task in training.TASKS:
         t = result["tasks"][task]
         n = t["answers"]
-        accuracy = {(x["g"], x["conversion"]): [] for x in t["uptrain"]}
-        for key in accuracy:
-            for s in steps:
-                x = next(x for x in t["uptrain"] if (x["g"], x["conversion"], x["steps"]) == key + (s,))
-                accuracy[key].append([c / n for c in x["correct"]])
+        spreads = {(x["g"], x["conversion"]): [_spread_of(training.cell(t, x["g"], x["conversion"], s), n)
+                                               for s in steps] for x in t["uptrain"]}
         name = f"uptraining-{task}.svg"
         figures.append((name, draw.uptraining_figure(
-            task, steps, accuracy, [c / n for c in t["pretrained"]["correct"]], mark=mark)))
+            task, steps, spreads, _spread_of(t["pretrained"]["correct"], n),
+            [_spread_of(training.baseline(t, s), n) for s in steps], seeds=K, mark=mark)))
         curves.append(figure_link(name, f"Held-out accuracy of the {task} task against uptraining "
                                         f"steps after converting by the mean, the first head or "
                                         f"random heads, at each g: the mean of {K} seeds as a line, "
-                                        f"lowest to highest seed as a band, the pre-trained MHA "
+                                        f"its 95 % interval as a band, the MHA model trained on the "
+                                        f"same batches as a dotted line, the frozen pre-trained "
                                         f"model as a dashed line"))
-        bars_of[task] = {x["model"]: [c / n for c in x["correct"]] for x in t["same_cache"]}
+        bars_of[task] = {x["model"]: _spread_of(x["correct"], n) for x in t["same_cache"]}
     cache = sorted({x["cache_per_token"] for task in training.TASKS
                     for x in result["tasks"][task]["same_cache"]})
+    if not cache:                                   # the recipe trained no equal-cache models
+        return figures, curves
     figures.append(("equal-cache.svg", draw.equal_cache_figure(
         bars_of, note=f"{', '.join(map(str, cache))} cached values per token, "
-                      f"{r['pretrain']} steps from scratch")))
+                      f"{r['pretrain']} steps from scratch", seeds=K)))
     return figures, curves
+
+
+def _and(items: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _training_sentence(m: Measured) -> str:
@@ -834,19 +882,21 @@ def _training_sentence(m: Measured) -> str:
     result = m.training
     r, K = result["recipe"], len(result["seeds"])
     said = []
-    for steps in sorted({training.paper_budget(r), max(r["budgets"])}):
-        parts = []
+    for steps in r["budgets"]:
+        by_verdict: Dict[str, List[str]] = {}
         for task in training.TASKS:
             t = result["tasks"][task]
             for g in sorted({x["g"] for x in t["uptrain"]}):
                 k = training.recovered(t, g, steps)
-                word = "recovers" if training.recovers(k, K) else "partly recovers"
-                parts.append(f"{word} on {task} at g = {g} ({k}/{K})")
+                by_verdict.setdefault(training.share_verdict(k, K, training.RECOVERS), []).append(
+                    f"{task} at g = {g} ({k}/{K})")
         said.append(f"after {steps} steps ({100 * steps / r['pretrain']:.3g} % of the pre-training) it "
-                    + " and ".join(parts))
-    return (f" Section 8 measures it on a small trained model over {K} seeds: converted by the mean, "
-            + "; ".join(said) + " (in brackets, the seeds in which it came within 0.02 of its "
-            "pre-trained model).")
+                    + "; ".join(f"{training.verdict_text(word, K)} for {_and(items)}"
+                                for word, items in sorted(by_verdict.items())))
+    return (f" Section 8 measures it on a small trained model (h = {r['heads']}) over {K} seeds, "
+            f"against an MHA model trained on the same batches for as many steps: whether the mean "
+            f"conversion *recovers* (by section 8's rule; in brackets, the seeds in which it came to "
+            f"no more than 0.02 below that model): " + "; ".join(said) + ".")
 
 
 SECTIONS = (("1. What g is", section_what_g_is),
@@ -948,7 +998,7 @@ def build_report(cfg: Config, m: Measured, lab: Optional[Lab] = None,
 
 CHILD_TIMEOUT = 120.0       # seconds the child may take to send a part (the measuring comes first)
 CHILD_BUDGET = 300.0        # seconds it may take in all
-CHILD_TRAINING = 900.0      # both, when section 8 trains with the module (five seeds, two tasks)
+CHILD_TRAINING = 900.0      # both, when section 8 trains with the module (its seeds, two tasks, one process)
 
 
 def child_parts(module: Any, cfg_values: List[int], label: str,
@@ -1123,6 +1173,9 @@ def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> st
     return target
 
 
+MAX_JOBS = 64
+
+
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m gqa report",
@@ -1135,6 +1188,10 @@ def make_parser() -> argparse.ArgumentParser:
                         help="write nothing; exit 1 if the file differs from what the code writes now")
     parser.add_argument("--module", default=None, metavar="PATH",
                         help="build the report from this gqa.py (a student's) instead of the project's")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help=f"processes that train section 8's seeds (default: the number of CPUs; "
+                             f"at most {MAX_JOBS}); the report is the same for every N (with "
+                             f"--module, one process)")
     add_int_options(parser, Config(), LIMITS, note=lambda name: f"; {OPTION_HELP[name]}")
     return parser
 
@@ -1187,6 +1244,8 @@ def report_main(argv: Sequence[str]) -> int:
     cfg = int_options(parser, args, Config(), LIMITS)
     if args.out == "":
         parser.error("--out must name a file; got an empty path")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        parser.error(f"--jobs must be between 1 and {MAX_JOBS}; got {args.jobs}")
     if args.module and not os.path.isfile(args.module):
         print(f"gqa report: --module {args.module}: no such file", file=sys.stderr)
         return 2
@@ -1206,7 +1265,7 @@ def report_main(argv: Sequence[str]) -> int:
         else:
             lab = Lab(gqa, "gqa.py")
             with progress_line("report") as progress:           # section 8 trains for seconds
-                measured = measure(cfg, lab, progress)
+                measured = measure(cfg, lab, progress, jobs=args.jobs)
             parts = build_parts(cfg, measured, lab)
     except gqa.GQAError as err:
         if args.module:

@@ -4,17 +4,30 @@ The uptraining lab, as a library: `python -m gqa uptrain` (uptrain.py)
 runs it and prints it, and report.md's section 8 runs the quick recipe.
 
 The model, small enough to read and to train in pure Python: token and
-position embeddings, one causal attention layer of the lab (gqa.py, or a
-module given as `lab`) with g key/value heads and a residual, a ReLU MLP
-with a residual, and one linear output head per answer kind; cross-entropy
-on the positions that have an answer; Adam.  Every random draw comes from
-random.Random(f"{stream}:{seed}") (gqa_tools.rng_for).
+position embeddings, one causal attention layer with g key/value heads and
+a residual, a ReLU MLP with a residual, and one linear output layer holding
+every answer kind's logits; cross-entropy on the positions that have an
+answer; Adam.  Every random draw comes from random.Random(f"{stream}:{seed}")
+(gqa_tools.common.rng_for).
+
+The attention is the lab's: grouped_attention and grouped_attention_backward
+of gqa.py (or of a module given as `lab`), each called once per batch, the
+batch's sequences side by side as heads.  Sequence e's query heads are
+e*h .. e*h + h - 1 and its K/V heads e*g .. e*g + g - 1, so contiguous
+grouping (query head i reads K/V head i // (h // g)) keeps every sequence on
+its own keys: a batch of E sequences is GQA with E*h query heads and E*g K/V
+heads.  Only the positions from the first that has an answer are queried
+(the lab's causal queries are the last n of the m keys).  The projections
+around the attention are the model's own, batched: a position's input is
+its embedding plus its symbols', so its projection is the sum of theirs,
+and each embedding is projected once per batch.
 
 Every lab function the experiment uses (Weights, init_weights, fold_weights,
-group_heads, valid_g, prepare_weights, layer, layer_backward,
+group_heads, valid_g, grouped_attention, grouped_attention_backward,
 kv_cache_elements) is called through `lab`, gqa by default, so the
 experiment can run on a student's module: only the lab's public steps, the
-API a student's module promises (so layer_backward runs each forward again).
+API a student's module promises (so the backward runs the attention's
+forward again).
 
 Two tasks (both in every run):
 
@@ -29,12 +42,16 @@ The experiment, for every task and seed (`seeds` seeds from `seed` on), every
 accuracy measured on `held_out` sequences of that seed that training never sees:
 
 1. Pre-train an MHA model (g = h) for `pretrain` steps.
-2. For every g < h and every conversion (the mean of each group, its first
+2. The control: train a copy of it on, max(budgets) more steps, measured
+   after each budget.
+3. For every g < h and every conversion (the mean of each group, its first
    head, new random heads), convert the K/V projections (everything else is
    copied), measure, then train on.  `budgets` are checkpoints of one run of
-   max(budgets) steps, and the three conversions of a (g, seed) train on the
-   same batches (paired runs).
-3. Same cache, three ways, the MQA paper's comparison: at MQA's cache per token
+   max(budgets) steps, and the control and every conversion of a seed train
+   on the same batches (paired runs), each with an Adam of its own.
+4. Same cache, three ways, the MQA paper's comparison (when the recipe's
+   same_cache is true; else "same_cache" is empty and "same_cache_note" says
+   so): at MQA's cache per token
    (2 x head_dim values per layer), train from scratch for `pretrain` steps, on
    the same batches, (a) h query heads sharing one K/V head, (b) one head,
    (c) n heads of dim head_dim / n, n the largest divisor of head_dim up to
@@ -44,16 +61,21 @@ accuracy measured on `held_out` sequences of that seed that training never sees:
    parameters get a wider MLP, so the parameter counts match to within one
    MLP unit (as the MQA paper widened its feed-forward layers).
 
+Each (seed, task) is measured on its own (measure_seed), from its own seeded
+draws: run(recipe, jobs=N) measures them in N processes and gives the same
+result for every N.
+
 run(recipe, lab=gqa) returns plain JSON-able data:
 
     {"recipe": {...Recipe fields...},
-     "seeds": [0, 1, 2, 3, 4],
+     "seeds": [0, 1, ..., 19],
      "seconds": float,                               # wall time, never printed in report.md
      "tasks": {"offsets": T, "recall": T}}
 
     T = {"task": str, "description": str,
          "held_out": sequences, "answers": held-out answers per seed,
          "pretrained": {"steps": int, "correct": [per seed], "accuracy": [per seed], "loss": [per seed]},
+         "control": [{"steps": int, "correct": [per seed], ...}, ...],       # one per budget
          "uptrain": [{"g": int, "conversion": "mean" | "first" | "random", "steps": int,
                       "correct": [per seed], "accuracy": [per seed], "loss": [per seed]}, ...],
          "same_cache": [{"model": label, "heads": int, "kv_heads": int, "head_dim": int,
@@ -63,33 +85,43 @@ run(recipe, lab=gqa) returns plain JSON-able data:
 
 Every list "per seed" is in the order of "seeds"; "uptrain" holds every
 g < h, conversion and steps in (0,) + budgets; accuracy is correct / answers.
+Over the seeds, every accuracy is a mean ± sd with its 95 % t-interval (stats;
+t_quantile inverts the t distribution with the math module alone), every
+count of seeds k/K comes with its 95 % Wilson interval (wilson), and a claim
+holds, does not hold or is not resolved by where its interval lies (RULE).
 What it prints is what it measured, whether or not it is what the papers found.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import signal
 import time
 from fractions import Fraction
-from operator import add, mul
+from itertools import chain, repeat
+from operator import add, mul, truediv
+from statistics import NormalDist
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
 from gqa_tools.common import rng_for, seed_for, text_table
 
-# The matrix kernel of the model around the lab's layer (the embeddings, the
-# MLP and the output heads are not the lab's lesson), whichever module supplies
-# the layer: gqa.py's arithmetic (math.sumprod where Python has it, else
-# sum(map(mul, ...))), written here, so a float is the same as the lab's.
+# The matrix kernel of the model around the lab's attention (the projections,
+# the MLP and the output layer are not the lab's lesson): gqa.py's arithmetic,
+# each entry one dot product of a row and a column (math.sumprod where Python
+# has it, else sum(map(mul, ...)), the same order of arguments), written here,
+# so a float is the same as the lab's; mapped over the columns, which on 3.9
+# to 3.11 is faster than a comprehension calling sum.
 if hasattr(math, "sumprod"):
     def _mm(a: Sequence, b_cols: Sequence) -> list:
         """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
         sumprod = math.sumprod
-        return [[sumprod(col, row) for col in b_cols] for row in a]
+        return [list(map(sumprod, b_cols, repeat(row))) for row in a]
 else:                                                    # Python 3.9 to 3.11
     def _mm(a: Sequence, b_cols: Sequence) -> list:
         """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
-        return [[sum(map(mul, col, row)) for col in b_cols] for row in a]
+        return [list(map(sum, map(map, repeat(mul), b_cols, repeat(row)))) for row in a]
 
 
 class Recipe(NamedTuple):
@@ -109,24 +141,29 @@ class Recipe(NamedTuple):
     lr: float = 0.02
     pretrain: int = 200             # steps of pre-training (and of each equal-cache model)
     budgets: tuple = (10, 20, 40)   # uptraining checkpoints: 5 %, 10 %, 20 % of pretrain
-    held_out: int = 512             # sequences per task and seed, never trained on
+    held_out: int = 256             # sequences per task and seed, never trained on
     seed: int = 0                   # the first seed
-    seeds: int = 5                  # how many seeds
+    seeds: int = 20                 # how many seeds
+    same_cache: bool = True         # train the equal-cache models (the MQA paper's comparison)
 
 
-# A smaller model (2 heads) on shorter tasks, measured at two budgets: report.md
-# runs it.  Its pre-trained model reaches at least 0.95 on both tasks in each of
-# seeds 0 to 4 (report.md shows the lowest).
-QUICK = Recipe(heads=2, head_dim=4, d_model=12, d_ff=6, vocab=6, length=5, offsets=2,
-               keys=6, values=6, pairs=3, queries=3, batch=6, lr=0.03, pretrain=100,
-               budgets=(5, 20), held_out=512)
+# A smaller model (4 heads, so g = 1 and g = 2) on shorter tasks, measured at
+# two budgets, without the equal-cache models (a third of its work would go to
+# them): report.md runs it.
+QUICK = Recipe(heads=4, head_dim=4, d_model=12, d_ff=6, vocab=6, length=4, offsets=2,
+               keys=6, values=6, pairs=3, queries=2, batch=6, lr=0.03, pretrain=100,
+               budgets=(5, 20), held_out=128, same_cache=False)
+
+# What a result's same_cache_note says when its recipe trains no equal-cache models.
+NOT_TRAINED = ("the equal-cache models are not trained in this recipe; python -m gqa uptrain "
+               "(the default recipe) trains them")
 
 TASKS = ("offsets", "recall")
 CONVERSIONS = ("mean", "first", "random")
 # The lab's steps that training calls: a student's module is trained on only
 # once the grader passes every one of them.
-NEEDS = ("valid_g", "group_heads", "init_weights", "fold_weights", "prepare_weights", "layer",
-         "kv_cache_elements", "grouped_attention_backward", "layer_backward")
+NEEDS = ("valid_g", "group_heads", "grouped_attention", "init_weights", "fold_weights",
+         "kv_cache_elements", "grouped_attention_backward")
 
 
 # ---------------------------------------------------------------------------
@@ -232,7 +269,10 @@ def parameters(model: Model) -> int:
 
 
 def _leaves(t) -> list:
-    """The innermost lists (rows of floats) of a nested structure, in order."""
+    """The innermost lists (rows of floats) of a Model, or of any nested structure, in order."""
+    if isinstance(t, Model):                        # its depths known: no search
+        return (t.emb + t.pos + [row for part in t.weights for head in part for row in head]
+                + [row for m in t.mlp for row in m] + [row for head in t.out for row in head])
     out: list = []
 
     def walk(x):
@@ -250,122 +290,178 @@ def _transpose(rows: Sequence) -> list:
     return list(zip(*rows))
 
 
-def _embed(model: Model, inputs: Sequence) -> list:
-    """One example's layer input: each position's embedding plus its symbols': [length][d_model]."""
-    x = []
-    for i, syms in enumerate(inputs):
-        xi = model.pos[i]
-        for s in syms:
-            xi = list(map(add, xi, model.emb[s]))
-        x.append(xi)
-    return x
+def _heads_of(rows: Sequence, start: int, heads: int, d: int) -> list:
+    """Columns start .. start + heads * d of rows, d at a time: [heads][len(rows)][d]."""
+    return [[row[a:a + d] for row in rows] for a in range(start, start + heads * d, d)]
 
 
-def _asked(examples: Sequence, length: int, heads: int) -> tuple:
-    """(where, asked): where maps a position of the batch (e * length + i) to its row among
-    the answered positions, in order of first use; asked[head] its (row, target) pairs."""
-    where: Dict[int, int] = {}
-    asked: List[list] = [[] for _ in range(heads)]
+class _Pass(NamedTuple):
+    """What one batch's forward keeps for its backward (R = examples x queried positions)."""
+    first: int          # the first position with an answer: positions first .. length - 1 are queried
+    w_all: list         # [d_model][(h + 2g) d]: w_q, w_k and w_v side by side, head by head
+    q: list             # [E*h][length - first][d]: sequence e's query heads are e*h .. e*h + h - 1
+    k: list             # [E*g][length][d]: its K/V heads e*g .. e*g + g - 1
+    v: list             # [E*g][length][d]
+    heads: list         # [R][h*d]: each queried position's heads' outputs, side by side
+    res: list           # [R][d_model]: input plus attention, the MLP's input
+    pre: list           # [R][d_ff]: the MLP before its ReLU
+    hid: list           # [R][d_ff]: after it
+    z: list             # [R][d_model]: the output layer's input
+    logits: list        # [R][out heads * classes]: every output head's logits, side by side
+
+
+def _qkv(examples: Sequence, table: Sequence, first: int, h: int, g: int, d: int) -> tuple:
+    """The lab's inputs (q, k, v) for a batch, every sequence's heads one after another.
+
+    A position's input is its embedding plus its symbols', so its projection is
+    the sum of their rows of table ([length + symbols][(h + 2g) d], each
+    embedding projected once).
+    """
+    length = len(examples[0][0])
+    q: list = []
+    k: list = []
+    v: list = []
+    for inputs, _ in examples:
+        seq = []                                          # [length][(h + 2g) d]
+        for i, syms in enumerate(inputs):
+            row = table[i]
+            for s in syms:
+                row = list(map(add, row, table[length + s]))
+            seq.append(row)
+        q += _heads_of(seq[first:], 0, h, d)              # only the queried positions ask
+        k += _heads_of(seq, h * d, g, d)
+        v += _heads_of(seq, (h + g) * d, g, d)
+    return q, k, v
+
+
+def _forward(model: Model, examples: Sequence, g: int, lab: Any) -> _Pass:
+    """The model on a batch of examples of one length, its attention one call of the lab's.
+
+    Queries are the positions from the first that has an answer on (causal
+    attention allows it: the lab's queries are the last n of the m keys), so
+    a position no answer reads is never attended from.
+    """
+    w_q, w_k, w_v, w_o = model.weights
+    h, d, length = len(w_q), len(w_q[0][0]), len(model.pos)
+    first = min(i for _, answers in examples for i, _, _ in answers)
+    w_all = [list(chain.from_iterable(parts)) for parts in zip(*w_q, *w_k, *w_v)]
+    table = _mm(model.pos + model.emb, _transpose(w_all))          # [length + symbols][(h + 2g) d]
+    q, k, v = _qkv(examples, table, first, h, g, d)
+    out = lab.grouped_attention(q, k, v, causal=True)             # [E*h][length - first][d]
+    heads = [list(chain.from_iterable(at_t)) for e in range(0, len(out), h)
+             for at_t in zip(*out[e:e + h])]                              # [R][h*d]
+    y = _mm(heads, _transpose(list(chain.from_iterable(w_o))))   # [R][d_model]
+    res = []
+    for e, (inputs, _) in enumerate(examples):
+        for i in range(first, length):
+            xi = model.pos[i]
+            for s in inputs[i]:
+                xi = list(map(add, xi, model.emb[s]))
+            res.append(list(map(add, xi, y[len(res)])))           # the residual
+    w_in, w_out = model.mlp
+    pre = _mm(res, _transpose(w_in))
+    hid = [[x if x > 0.0 else 0.0 for x in row] for row in pre]
+    z = [list(map(add, a, b)) for a, b in zip(res, _mm(hid, _transpose(w_out)))]   # the residual
+    logits = _mm(z, [col for head in model.out for col in zip(*head)])
+    return _Pass(first, w_all, q, k, v, heads, res, pre, hid, z, logits)
+
+
+def _loss(p: _Pass, examples: Sequence, classes: int, train: bool) -> tuple:
+    """Cross-entropy of every answer: (loss, correct, count, d_logits [R][heads*classes] or None)."""
+    nq = len(examples[0][0]) - p.first
+    loss, correct, count = 0.0, 0, 0
+    d_logits = [[0.0] * len(p.logits[0]) for _ in p.logits] if train else None
+    exp, log = math.exp, math.log
     for e, (_, answers) in enumerate(examples):
         for i, o, t in answers:
-            asked[o].append((where.setdefault(e * length + i, len(where)), t))
-    return where, asked
-
-
-def _output_heads(out: Sequence, z: list, asked: Sequence, train: bool) -> tuple:
-    """Cross-entropy of every output head: (loss, correct, count, g_out, d_z), the last two None
-    unless train; d_z [A][d_model] is the loss's gradient at z."""
-    loss, correct, count = 0.0, 0, 0
-    d_z = [[0.0] * len(z[0]) for _ in z] if train else None
-    g_out = []
-    for u, pairs in zip(out, asked):
-        zs = [z[j] for j, _ in pairs]                     # [answers][d_model]
-        logits = _mm(zs, _transpose(u))                   # [answers][classes]
-        dl = []
-        for row, (_, t) in zip(logits, pairs):
+            j, a = e * nq + i - p.first, o * classes
+            row = p.logits[j][a:a + classes]
             top = max(row)
-            ex = [math.exp(v - top) for v in row]
-            total = 0.0
-            for v in ex:
-                total += v
-            loss -= math.log(ex[t] / total)
+            ex = [exp(x - top) for x in row]
+            total = math.fsum(ex)                        # correctly rounded: the same on every Python
+            loss -= log(ex[t] / total)
             correct += row.index(top) == t               # the first of equal maxima
             count += 1
             if train:
-                p = [v / total for v in ex]
-                p[t] -= 1.0
-                dl.append(p)                              # d loss / d logits
-        if train:
-            g_out.append(_mm(_transpose(zs), _transpose(dl)))     # [d_model][classes]: z^T dl
-            for (j, _), back in zip(pairs, _mm(dl, u)):           # dl u^T: [answers][d_model]
-                d_z[j] = list(map(add, d_z[j], back))
-    return loss, correct, count, (g_out if train else None), d_z
+                dl = [x / total for x in ex]
+                dl[t] -= 1.0
+                d_logits[j][a:a + classes] = dl          # d loss / d logits
+    return loss, correct, count, d_logits
 
 
 def _mlp_backward(mlp: Sequence, rows: list, pre: list, hid: list, d_z: list) -> tuple:
-    """The MLP's residual block backward: (g_w_in, g_w_out, d_rows [A][d_model])."""
+    """The MLP's residual block backward: (g_w_in, g_w_out, d_rows [R][d_model])."""
     w_in, w_out = mlp
     g_w_out = _mm(_transpose(hid), _transpose(d_z))        # [d_ff][d_model]: hid^T d_z
-    d_pre = [[d if p > 0.0 else 0.0 for d, p in zip(dr, pr)]
-             for dr, pr in zip(_mm(d_z, w_out), pre)]     # [A][d_ff]
+    d_pre = [[dv if pv > 0.0 else 0.0 for dv, pv in zip(dr, pr)]
+             for dr, pr in zip(_mm(d_z, w_out), pre)]     # [R][d_ff]
     g_w_in = _mm(_transpose(rows), _transpose(d_pre))      # [d_model][d_ff]: rows^T d_pre
-    d_rows = [list(map(add, a, b)) for a, b in zip(d_z, _mm(d_pre, w_in))]      # [A][d_model]
+    d_rows = [list(map(add, a, b)) for a, b in zip(d_z, _mm(d_pre, w_in))]      # [R][d_model]
     return g_w_in, g_w_out, d_rows
 
 
-def _back_through_layer(model: Model, examples: Sequence, xs: Sequence, w: Any, g: int, lab: Any,
-                       where: dict, d_rows: list) -> tuple:
-    """Back through the lab's layer and the embeddings, example by example: (g_emb, g_pos, g_w).
+def _table_gradient(examples: Sequence, grads: tuple, h: int, g: int, first: int,
+                    symbols: int) -> list:
+    """The gradient at each row of the projection's table: [length + symbols][(h + 2g) d].
 
-    lab.layer_backward runs the layer's forward again: a module's public steps are all
-    that the experiment may rely on.
+    A position sends its (dq, dk, dv) to its own row and to its symbols'.
     """
-    length, d_model = len(xs[0]), len(model.pos[0])
-    zero = [0.0] * d_model
-    g_emb = [[0.0] * d_model for _ in model.emb]
-    g_pos = [[0.0] * d_model for _ in model.pos]
-    g_w = None
+    dq, dk, dv = grads
+    length = len(examples[0][0])
+    zero_q = [0.0] * (h * len(dk[0][0]))                  # a position no query asked from
+    d_tab = [[0.0] * (len(zero_q) + 2 * g * len(dk[0][0])) for _ in range(length + symbols)]
     for e, (inputs, _) in enumerate(examples):
-        d_res = [d_rows[where[e * length + i]] if e * length + i in where else zero
-                 for i in range(length)]                  # [length][d_model]
-        dx, grads = lab.layer_backward(xs[e], w, g, d_res, causal=True)
-        for i, syms in enumerate(inputs):
-            d = list(map(add, dx[i], d_res[i]))           # through the layer and the residual
-            g_pos[i] = list(map(add, g_pos[i], d))
-            for s in syms:
-                g_emb[s] = list(map(add, g_emb[s], d))
-        if g_w is None:
-            g_w = [[list(map(list, head)) for head in t] for t in grads]
-            total_rows = _leaves(g_w)
-        else:
-            for t, p in zip(total_rows, _leaves(grads)):
-                t[:] = map(add, t, p)
-    return g_emb, g_pos, g_w
+        qs = [zero_q] * first + [list(chain.from_iterable(at_i)) for at_i in zip(*dq[e * h:(e + 1) * h])]
+        for i, (syms, q_i, k_i, v_i) in enumerate(zip(inputs, qs, zip(*dk[e * g:(e + 1) * g]),
+                                                      zip(*dv[e * g:(e + 1) * g]))):
+            row = list(chain(q_i, chain.from_iterable(k_i), chain.from_iterable(v_i)))
+            for r in (i, *(length + s for s in syms)):
+                d_tab[r] = list(map(add, d_tab[r], row))
+    return d_tab
+
+
+def _layer_backward(model: Model, examples: Sequence, p: _Pass, d_res: list, g: int, lab: Any) -> tuple:
+    """Back through the attention layer: (g_emb, g_pos, g_weights), the lab's backward once."""
+    w_q, _, _, w_o = model.weights
+    h, d, length = len(w_q), len(w_q[0][0]), len(model.pos)
+    nq, hd = length - p.first, h * d
+    o_rows = list(chain.from_iterable(w_o))                       # [h*d][d_model]
+    g_o = _mm(_transpose(p.heads), _transpose(d_res))            # [h*d][d_model]: heads^T d_res
+    d_heads = _mm(d_res, o_rows)                                  # [R][h*d]: d_res w_o^T
+    d_out = [[d_heads[e * nq + t][a:a + d] for t in range(nq)]
+             for e in range(len(examples)) for a in range(0, hd, d)]          # [E*h][nq][d]
+    grads = lab.grouped_attention_backward(p.q, p.k, p.v, d_out, causal=True)
+    d_tab = _table_gradient(examples, grads, h, g, p.first, len(model.emb))
+    g_all = _mm(_transpose(model.pos + model.emb), _transpose(d_tab))   # [d_model][(h + 2g) d]
+    d_x = _mm(d_tab, p.w_all)                                     # [length + symbols][d_model]
+    for e, (inputs, _) in enumerate(examples):                    # the residual's share
+        for i in range(p.first, length):
+            back = d_res[e * nq + i - p.first]
+            for r in (i, *(length + s for s in inputs[i])):
+                d_x[r] = list(map(add, d_x[r], back))
+    g_w = [_heads_of(g_all, 0, h, d), _heads_of(g_all, hd, g, d), _heads_of(g_all, hd + g * d, g, d),
+           [g_o[a:a + d] for a in range(0, hd, d)]]
+    return d_x[length:], d_x[:length], g_w
 
 
 def step(model: Model, examples: Sequence, g: int, lab: Any = gqa, train: bool = True) -> tuple:
-    """(loss summed over the answers, correct answers, answers, gradients of the summed loss or None)."""
-    w = lab.Weights(*model.weights)
-    prepared = lab.prepare_weights(w, g)                 # checked and folded once per batch
-    xs, res = [], []                                     # xs [E][length][d_model], res [E*length][d_model]
-    for inputs, _ in examples:
-        x = _embed(model, inputs)
-        y = lab.layer(x, prepared, g, causal=True)
-        xs.append(x)
-        res += [list(map(add, a, b)) for a, b in zip(x, y)]
-    # Only the positions with an answer go on through the MLP and the output heads.
-    where, asked = _asked(examples, len(xs[0]), len(model.out))
-    rows = [res[i] for i in where]                        # [A][d_model], in order of first use
-    w_in, w_out = model.mlp
-    pre = _mm(rows, _transpose(w_in))                     # [A][d_ff]
-    hid = [[v if v > 0.0 else 0.0 for v in row] for row in pre]
-    z = [list(map(add, a, b)) for a, b in zip(rows, _mm(hid, _transpose(w_out)))]   # [A][d_model]
-    loss, correct, count, g_out, d_z = _output_heads(model.out, z, asked, train)
+    """(loss summed over the answers, correct answers, answers, gradients of the summed loss or None).
+
+    examples: a batch of one task (all of one length); g: the model's K/V heads.
+    """
+    p = _forward(model, examples, g, lab)
+    classes = len(model.out[0][0])
+    loss, correct, count, d_logits = _loss(p, examples, classes, train)
     if not train:
         return loss, correct, count, None
-    g_w_in, g_w_out, d_rows = _mlp_backward(model.mlp, rows, pre, hid, d_z)
-    g_emb, g_pos, g_w = _back_through_layer(model, examples, xs, w, g, lab, where, d_rows)
-    return loss, correct, count, Model(g_emb, g_pos, g_w, [g_w_in, g_w_out], g_out)
+    out_rows = [list(chain.from_iterable(head[r] for head in model.out))
+                for r in range(len(p.z[0]))]                    # [d_model][heads*classes]
+    g_out = _mm(_transpose(p.z), _transpose(d_logits))            # [d_model][heads*classes]
+    d_z = _mm(d_logits, out_rows)                                 # [R][d_model]
+    g_w_in, g_w_out, d_res = _mlp_backward(model.mlp, p.res, p.pre, p.hid, d_z)
+    g_emb, g_pos, g_w = _layer_backward(model, examples, p, d_res, g, lab)
+    g_heads = [[row[a:a + classes] for row in g_out] for a in range(0, len(g_out[0]), classes)]
+    return loss, correct, count, Model(g_emb, g_pos, g_w, [g_w_in, g_w_out], g_heads)
 
 
 class Adam:
@@ -374,19 +470,23 @@ class Adam:
     def __init__(self, model: Model, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
         self.lr, self.b1, self.b2, self.eps, self.t = lr, b1, b2, eps, 0
         self.rows = _leaves(model)                       # the model's rows, changed in place
-        self.m = [[0.0] * len(row) for row in self.rows]
-        self.v = [[0.0] * len(row) for row in self.rows]
+        size = sum(map(len, self.rows))
+        self.m, self.v = [0.0] * size, [0.0] * size      # every row's moments, one after another
 
     def update(self, model: Model, grads: Model, scale: float) -> None:
         self.t += 1
         b1, b2, eps, sqrt = self.b1, self.b2, self.eps, math.sqrt
         lr1, c2 = self.lr / (1 - b1 ** self.t), 1 - b2 ** self.t
-        a1, a2 = 1 - b1, 1 - b2
-        for p, g, m, v in zip(self.rows, _leaves(grads), self.m, self.v):   # each a row, in place
-            g = [gi * scale for gi in g]
-            m[:] = [b1 * mi + a1 * gi for mi, gi in zip(m, g)]
-            v[:] = [b2 * vi + a2 * gi * gi for vi, gi in zip(v, g)]
-            p[:] = [pi - lr1 * mi / (sqrt(vi / c2) + eps) for pi, mi, vi in zip(p, m, v)]
+        a1, a2 = (1 - b1) * scale, (1 - b2) * scale * scale     # the gradient is scale * g
+        g = list(chain.from_iterable(_leaves(grads)))
+        m = self.m = [b1 * mi + a1 * gi for mi, gi in zip(self.m, g)]
+        v = self.v = [b2 * vi + a2 * (gi * gi) for vi, gi in zip(self.v, g)]
+        roots = map(sqrt, map(truediv, v, repeat(c2)))   # sqrt(v / c2), at C speed
+        new = [pi - lr1 * mi / (ri + eps) for pi, mi, ri in zip(chain.from_iterable(self.rows), m, roots)]
+        end = 0
+        for row in self.rows:                            # back into the model's rows, in place
+            start, end = end, end + len(row)
+            row[:] = new[start:end]
 
 
 def train(model: Model, g: int, batches_: Sequence, lab: Any = gqa, lr: float = 0.01,
@@ -403,11 +503,14 @@ def train(model: Model, g: int, batches_: Sequence, lab: Any = gqa, lr: float = 
     return optimizer
 
 
+EVALUATED_TOGETHER = 256         # held-out sequences in one call of the lab's attention
+
+
 def evaluate(model: Model, g: int, examples: Sequence, lab: Any = gqa) -> Tuple[int, float]:
-    """(correct answers, mean loss) on examples, 64 at a time."""
+    """(correct answers, mean loss) on examples, EVALUATED_TOGETHER at a time."""
     correct, loss, count = 0, 0.0, 0
-    for i in range(0, len(examples), 64):
-        l, c, n, _ = step(model, examples[i:i + 64], g, lab, train=False)
+    for i in range(0, len(examples), EVALUATED_TOGETHER):
+        l, c, n, _ = step(model, examples[i:i + EVALUATED_TOGETHER], g, lab, train=False)
         loss, correct, count = loss + l, correct + c, count + n
     return correct, loss / count
 
@@ -481,11 +584,15 @@ def _matched(r: Recipe, task: str, rows: Sequence[SameCache], lab: Any) -> List[
 def _blank(r: Recipe, task: str, lab: Any) -> dict:
     rows, note = same_cache_models(r)
     h = r.heads
-    ups = [dict(g=g, conversion=how, steps=s, correct=[], accuracy=[], loss=[])
+
+    def entry(**fields: Any) -> dict:
+        return dict(fields, correct=[], accuracy=[], loss=[])
+    ups = [entry(g=g, conversion=how, steps=s)
            for g in lab.valid_g(h) if g < h for how in CONVERSIONS for s in (0,) + tuple(r.budgets)]
-    same = [dict(x, steps=r.pretrain, correct=[], accuracy=[], loss=[]) for x in _matched(r, task, rows, lab)]
+    same = [entry(**x, steps=r.pretrain) for x in _matched(r, task, rows, lab)] if r.same_cache else []
+    note = note if r.same_cache else NOT_TRAINED
     return dict(task=task, description=describe(r, task), held_out=r.held_out, answers=None,
-                pretrained=dict(steps=r.pretrain, correct=[], accuracy=[], loss=[]),
+                pretrained=entry(steps=r.pretrain), control=[entry(steps=s) for s in r.budgets],
                 uptrain=ups, same_cache=same, same_cache_note=note)
 
 
@@ -512,106 +619,303 @@ def check(r: Recipe) -> None:
                                f"would have too few left")
 
 
-def run(r: Recipe, lab: Any = gqa, progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
-    """The whole experiment, every task and seed, as plain data (see the module docstring)."""
+def measure_seed(r: Recipe, task: str, seed: int, lab: Any = gqa,
+                 note: Callable[[str], None] = lambda text: None) -> dict:
+    """One task and seed of the experiment: every (correct, mean loss) it measures.
+
+    {"answers": held-out answers, "pretrained": value, "control": {steps: value},
+     "uptrain": {(g, conversion, steps): value}, "same_cache": [value per row]}
+    """
+    h, test = r.heads, held_out(r, task, seed)
+    exclude = {ex[0] for ex in test}
+    got: dict = {"answers": sum(len(ex[1]) for ex in test), "control": {}, "uptrain": {}}
+
+    def measure(model: Model, g: int) -> Tuple[int, float]:
+        return evaluate(model, g, test, lab)
+
+    note(f"seed {seed}, {task}: pre-training")
+    mha = init_model(r, task, h, r.head_dim, h, r.d_ff, "mha", seed, lab)
+    train(mha, h, batches(r, task, seed, "pretrain", r.pretrain, exclude), lab, r.lr)
+    got["pretrained"] = measure(mha, h)
+    # One stream of uptraining batches: the control and every conversion train on it.
+    shared = batches(r, task, seed, "uptrain", max(r.budgets), exclude)
+    note(f"seed {seed}, {task}: the control, MHA trained on")
+    control = copy_model(mha)
+    train(control, h, shared, lab, r.lr, checkpoints=r.budgets,
+          measure=lambda k: got["control"].__setitem__(k, measure(control, h)))
+    for g in [g for g in lab.valid_g(h) if g < h]:
+        note(f"seed {seed}, {task}: uptraining g = {g}")
+        for how in CONVERSIONS:
+            model = convert(mha, h, g, how, r, task, seed, lab)
+            got["uptrain"][(g, how, 0)] = measure(model, g)
+            train(model, g, shared, lab, r.lr, checkpoints=r.budgets,
+                  measure=lambda k: got["uptrain"].__setitem__((g, how, k), measure(model, g)))
+    note(f"seed {seed}, {task}: same cache, from scratch" if r.same_cache else f"seed {seed}, {task}: done")
+    got["same_cache"] = _from_scratch(r, task, seed, lab, exclude, measure) if r.same_cache else []
+    return got
+
+
+def _from_scratch(r: Recipe, task: str, seed: int, lab: Any, exclude: set,
+                  measure: Callable[[Model, int], Tuple[int, float]]) -> list:
+    """The equal-cache models, trained from scratch on one stream: each one's measurement."""
+    scratch = batches(r, task, seed, "from scratch", r.pretrain, exclude)
+    out = []
+    for row in _matched(r, task, same_cache_models(r)[0], lab):
+        model = init_model(r, task, row["heads"], row["head_dim"], row["kv_heads"], row["d_ff"],
+                           f"scratch {row['model']}", seed, lab)
+        if parameters(model) != row["parameters"]:
+            raise RuntimeError(f"same_cache: {row['model']} has {parameters(model)} "
+                               f"parameters, not {row['parameters']}")
+        train(model, row["kv_heads"], scratch, lab, r.lr)
+        out.append(measure(model, row["kv_heads"]))
+    return out
+
+
+def _record(t: dict, got: dict) -> None:
+    """Append one seed's measurements (measure_seed) to a task's entries."""
+    n = t["answers"] = got["answers"]
+    pairs = [(t["pretrained"], got["pretrained"])]
+    pairs += [(x, got["control"][x["steps"]]) for x in t["control"]]
+    pairs += [(x, got["uptrain"][(x["g"], x["conversion"], x["steps"])]) for x in t["uptrain"]]
+    pairs += list(zip(t["same_cache"], got["same_cache"]))
+    for entry, (correct, loss) in pairs:
+        entry["correct"].append(correct)
+        entry["accuracy"].append(correct / n)
+        entry["loss"].append(loss)
+
+
+def _in_a_process(job: tuple) -> tuple:
+    """A worker's job: measure_seed(recipe, task, seed) with the project's gqa.py."""
+    r, task, seed = job
+    return (seed, task), measure_seed(r, task, seed)
+
+
+def _quiet() -> None:
+    """A worker ignores Ctrl-C: the command that started it ends it, and says so once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _measure_all(r: Recipe, units: Sequence[tuple], lab: Any, note: Callable[[str], None],
+                 jobs: int) -> dict:
+    """{(seed, task): measure_seed(...)}, run in jobs processes when lab is the project's gqa.py.
+
+    Each (seed, task) is measured alone from its own seeded draws, so the
+    result is the same whatever the number of processes and the order they
+    finish in.  Another module (a student's, in the grader's worker) runs
+    in this process only.
+    """
+    if jobs <= 1 or lab is not gqa or len(units) < 2:
+        return {(seed, task): measure_seed(r, task, seed, lab, note) for seed, task in units}
+    import multiprocessing
+    jobs = min(jobs, len(units))
+    note(f"{len(units)} runs (a seed and a task each) in {jobs} processes")
+    done = {}
+    # fork where the system has it: the workers start at once, with this process's modules,
+    # and no script that called run() is imported again (spawn, elsewhere, does that).
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(jobs, initializer=_quiet) as pool:
+        for (seed, task), got in pool.imap_unordered(_in_a_process, [(r, task, seed) for seed, task in units]):
+            done[(seed, task)] = got
+            note(f"seed {seed}, {task}: measured ({len(done)} of {len(units)} runs)")
+    return done
+
+
+def run(r: Recipe, lab: Any = gqa, progress: Optional[Callable[[str], None]] = None,
+        jobs: int = 1) -> Dict[str, Any]:
+    """The whole experiment, every task and seed, as plain data (see the module docstring).
+
+    jobs: how many processes measure the seeds (the project's gqa.py only;
+    the result is the same for every jobs).
+    """
     check(r)
-    start, h = time.perf_counter(), r.heads
+    start = time.perf_counter()
     seeds = list(range(r.seed, r.seed + r.seeds))
     out = {task: _blank(r, task, lab) for task in TASKS}
-
-    def note(text: str) -> None:
-        if progress:
-            progress(text)
-
-    for seed in seeds:
-        for task in TASKS:
-            t = out[task]
-            test = held_out(r, task, seed)
-            exclude = {ex[0] for ex in test}
-            t["answers"] = sum(len(ex[1]) for ex in test)
-
-            def record(entry: dict, model: Model, g: int) -> None:
-                correct, loss = evaluate(model, g, test, lab)
-                entry["correct"].append(correct)
-                entry["accuracy"].append(correct / t["answers"])
-                entry["loss"].append(loss)
-
-            note(f"seed {seed}, {task}: pre-training")
-            mha = init_model(r, task, h, r.head_dim, h, r.d_ff, "mha", seed, lab)
-            train(mha, h, batches(r, task, seed, "pretrain", r.pretrain, exclude), lab, r.lr)
-            record(t["pretrained"], mha, h)
-            for g in [g for g in lab.valid_g(h) if g < h]:
-                note(f"seed {seed}, {task}: uptraining g = {g}")
-                shared = batches(r, task, seed, f"uptrain g={g}", max(r.budgets), exclude)
-                for how in CONVERSIONS:
-                    entries = {x["steps"]: x for x in t["uptrain"] if x["g"] == g and x["conversion"] == how}
-                    model = convert(mha, h, g, how, r, task, seed, lab)
-                    record(entries[0], model, g)
-                    train(model, g, shared, lab, r.lr, checkpoints=r.budgets,
-                          measure=lambda k: record(entries[k], model, g))
-            note(f"seed {seed}, {task}: same cache, from scratch")
-            scratch = batches(r, task, seed, "from scratch", r.pretrain, exclude)
-            for entry in t["same_cache"]:
-                model = init_model(r, task, entry["heads"], entry["head_dim"], entry["kv_heads"],
-                                   entry["d_ff"], f"scratch {entry['model']}", seed, lab)
-                if parameters(model) != entry["parameters"]:
-                    raise RuntimeError(f"same_cache: {entry['model']} has {parameters(model)} "
-                                       f"parameters, not {entry['parameters']}")
-                train(model, entry["kv_heads"], scratch, lab, r.lr)
-                record(entry, model, entry["kv_heads"])
+    units = [(seed, task) for seed in seeds for task in TASKS]
+    measured = _measure_all(r, units, lab, progress or (lambda text: None), jobs)
+    for seed, task in units:                             # in the order of the seeds
+        _record(out[task], measured[(seed, task)])
     recipe = r._asdict()
     recipe["budgets"] = list(r.budgets)
     return {"recipe": recipe, "seeds": seeds, "seconds": time.perf_counter() - start, "tasks": out}
 
 
 # ---------------------------------------------------------------------------
-# Statistics over the seeds, exact: every accuracy is correct / answers, so
-# means and spreads are computed from the counts as fractions and rounded
-# once; the printed digits cannot depend on how a Python sums floats.
+# Statistics over the seeds.  Every accuracy is correct / answers, so a mean
+# and a standard deviation are computed from the counts as fractions and
+# rounded once (the printed digits cannot depend on how a Python sums
+# floats); the intervals come from the math module's functions alone.
 # ---------------------------------------------------------------------------
 
+Z95 = NormalDist().inv_cdf(0.975)       # the normal quantile of a two-sided 95 % interval
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function, by the modified Lentz method."""
+    tiny = 1e-300
+
+    def nonzero(v: float) -> float:
+        return v if abs(v) > tiny else tiny
+    c, d = 1.0, 1.0 / nonzero(1.0 - (a + b) * x / (a + 1.0))
+    total = d
+    for m in range(1, 500):
+        for aa in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),            # even step
+                   -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):   # odd step
+            d = 1.0 / nonzero(1.0 + aa * d)
+            c = nonzero(1.0 + aa / c)
+            total *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return total
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), for a, b > 0 and 0 <= x <= 1."""
+    if x <= 0.0 or x >= 1.0:
+        return 0.0 if x <= 0.0 else 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+                     + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):                # the fraction converges fast here
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: int) -> float:
+    """P(T <= t) for Student's t with df degrees of freedom."""
+    tail = 0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+@functools.lru_cache(maxsize=None)
+def t_quantile(p: float, df: int) -> float:
+    """The t with P(T <= t) = p, for 0.5 <= p < 1: t_cdf inverted by bisection."""
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        low, high = high, 2.0 * high
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        if mid in (low, high):
+            break
+        low, high = (mid, high) if t_cdf(mid, df) < p else (low, mid)
+    return (low + high) / 2.0
+
+
+def wilson(k: int, n: int, z: float = Z95) -> Tuple[float, float]:
+    """The Wilson score interval of a share k / n (Wilson 1927): 95 % for the default z."""
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 class Stats(NamedTuple):
+    """A mean over the seeds, their sample standard deviation, and its 95 % t-interval."""
     mean: float
-    sd: float           # the sample standard deviation (0 for one seed)
-    low: float
+    sd: float           # 0 for one seed
+    low: float          # the interval; the mean itself for one seed
     high: float
+    seeds: int
+
+
+def interval(values: Sequence[Fraction], clip: Tuple[float, float] = (-math.inf, math.inf)) -> Stats:
+    """The mean of exact values, their sd and the 95 % t-interval of the mean, clipped to clip."""
+    k = len(values)
+    mean = sum(values, Fraction(0)) / k
+    var = sum((x - mean) ** 2 for x in values) / (k - 1) if k > 1 else Fraction(0)
+    sd = math.sqrt(var)
+    half = t_quantile(0.975, k - 1) * sd / math.sqrt(k) if k > 1 else 0.0
+    return Stats(float(mean), sd, max(clip[0], float(mean) - half), min(clip[1], float(mean) + half), k)
 
 
 def stats(correct: Sequence[int], answers: int) -> Stats:
-    k = len(correct)
-    mean = Fraction(sum(correct), k * answers)
-    var = (sum(Fraction(c, answers) ** 2 for c in correct) - k * mean * mean) / (k - 1) if k > 1 else 0
-    return Stats(float(mean), math.sqrt(float(var)), min(correct) / answers, max(correct) / answers)
+    """An accuracy over the seeds: its interval clipped to [0, 1], where an accuracy lies."""
+    return interval([Fraction(c, answers) for c in correct], (0.0, 1.0))
 
 
 def spread_text(s: Stats) -> str:
-    """'0.812 ± 0.034 [0.771, 0.859]'."""
+    """'0.812 ± 0.034 [0.796, 0.828]': mean ± sd [95 % interval of the mean]."""
+    if s.seeds == 1:
+        return f"{s.mean:.3f} (1 seed)"
     return f"{s.mean:.3f} ± {s.sd:.3f} [{s.low:.3f}, {s.high:.3f}]"
+
+
+def signed_text(s: Stats) -> str:
+    """A difference: '+0.012 ± 0.020 [+0.003, +0.021]'."""
+    if s.seeds == 1:
+        return f"{s.mean:+.3f} (1 seed)"
+    return f"{s.mean:+.3f} ± {s.sd:.3f} [{s.low:+.3f}, {s.high:+.3f}]"
+
+
+def share_text(k: int, n: int) -> str:
+    """'13/20 [0.433, 0.819]': k of n seeds, with its 95 % Wilson interval."""
+    low, high = wilson(k, n)
+    return f"{k}/{n} [{low:.3f}, {high:.3f}]"
+
+
+# How a claim is decided: by an interval, never by a count alone.  It holds
+# when its interval lies wholly above the bar, does not hold when wholly
+# below, and is not resolved at these seeds otherwise.
+WITHIN = Fraction(1, 50)     # "recovers": no more than 0.02 below the control ...
+RECOVERS = 0.8               # ... in a share of the seeds whose interval lies above 0.8
+MOST = 0.5                   # "in most seeds": a share whose interval lies above 0.5
+
+
+def verdict(low: float, high: float, bar: float) -> str:
+    """'holds', 'does not hold' or 'not resolved', by where [low, high] lies against bar."""
+    return "holds" if low > bar else "does not hold" if high < bar else "not resolved"
+
+
+def share_verdict(k: int, n: int, bar: float) -> str:
+    """A share of seeds against a bar, by its Wilson interval."""
+    return verdict(*wilson(k, n), bar)
+
+
+def verdict_text(word: str, seeds: int) -> str:
+    """A verdict as the end of a sentence whose subject is the claim."""
+    return f"is not resolved at {seeds} seed{'s' if seeds > 1 else ''}" if word == "not resolved" else word
+
+
+# ---------------------------------------------------------------------------
+# What the seeds say: counts and paired differences, read from run()'s result.
+# ---------------------------------------------------------------------------
+
+def cell(t: dict, g: int, how: str, steps: int) -> List[int]:
+    """Each seed's correct answers of a conversion at g after steps."""
+    return next(x["correct"] for x in t["uptrain"]
+                if x["g"] == g and x["conversion"] == how and x["steps"] == steps)
+
+
+def baseline(t: dict, steps: int, control: bool = True) -> List[int]:
+    """Each seed's correct answers of the control after steps (the pre-trained model at 0 steps,
+    and always when control is False: the frozen baseline)."""
+    if not control or steps == 0:
+        return t["pretrained"]["correct"]
+    return next(x["correct"] for x in t["control"] if x["steps"] == steps)
+
+
+def recovered(t: dict, g: int, steps: int, how: str = "mean", control: bool = True) -> int:
+    """In how many seeds the conversion came to no more than 0.02 below its baseline."""
+    return sum(Fraction(b - c, t["answers"]) <= WITHIN
+               for b, c in zip(baseline(t, steps, control), cell(t, g, how, steps)))
 
 
 def ordering_held(t: dict, g: int, steps: int) -> int:
     """In how many seeds mean > first > random held (strictly) at g after steps."""
-    acc = {x["conversion"]: x["correct"] for x in t["uptrain"] if x["g"] == g and x["steps"] == steps}
-    return sum(m > f > rd for m, f, rd in zip(acc["mean"], acc["first"], acc["random"]))
+    acc = [cell(t, g, how, steps) for how in CONVERSIONS]
+    return sum(m > f > rd for m, f, rd in zip(*acc))
 
 
-def recovered(t: dict, g: int, steps: int, how: str = "mean", within: Fraction = Fraction(1, 50)) -> int:
-    """In how many seeds the conversion came within 0.02 of its pre-trained model's accuracy."""
-    pre = t["pretrained"]["correct"]
-    got = next(x["correct"] for x in t["uptrain"] if x["g"] == g and x["conversion"] == how
-               and x["steps"] == steps)
-    return sum(Fraction(p - c, t["answers"]) <= within for p, c in zip(pre, got))
+def difference(a: Sequence[int], b: Sequence[int], answers: int) -> Stats:
+    """The paired difference a - b of two accuracies over the seeds."""
+    return interval([Fraction(x - y, answers) for x, y in zip(a, b)])
 
 
-def recovers(k: int, seeds: int) -> bool:
-    """'recovers' needs at least 4 seeds of 5 (80 %) within 0.02 of the pre-trained accuracy."""
-    return 5 * k >= 4 * seeds
-
-
-def same_cache_wins(t: dict, strict: bool = True) -> int:
-    """In how many seeds the first equal-cache row (MQA) beat (or, not strict, tied) every other row."""
-    rows = [x["correct"] for x in t["same_cache"]]
-    return sum(all(col[0] > c if strict else col[0] >= c for c in col[1:]) for col in zip(*rows))
+def same_cache_wins(t: dict, strict: bool = True, rows: Optional[Sequence[int]] = None) -> int:
+    """In how many seeds the first equal-cache row (MQA) beat (or, not strict, tied) the others
+    (rows: their indices, every other row by default)."""
+    others = [x["correct"] for i, x in enumerate(t["same_cache"]) if i and (rows is None or i in rows)]
+    first = t["same_cache"][0]["correct"]
+    return sum(all(c0 > c if strict else c0 >= c for c in col) for c0, *col in zip(first, *others))
 
 
 def paper_budget(r: dict) -> int:
@@ -623,52 +927,85 @@ def _pct(steps: int, r: dict) -> str:
     return f"{100 * steps / r['pretrain']:.3g} %"
 
 
-def findings(result: Dict[str, Any], task: str) -> List[str]:
-    """The sentences one task's numbers support, each with its seeds held and its paper."""
+# ---------------------------------------------------------------------------
+# The sentences: each claim with its interval and what the rule decides.
+# ---------------------------------------------------------------------------
+
+RULE = ("A claim holds when its 95 % interval lies wholly above its bar, does not hold when it "
+        "lies wholly below, and is not resolved at these seeds otherwise: *recovers* is the share "
+        "of seeds in which a conversion ends no more than 0.02 below the control (the MHA model "
+        "trained on the same batches for as many steps), against 0.8; *in most seeds* (the "
+        "orderings, the equal-cache comparison) is a share against 0.5; *drops* is the paired "
+        "difference, pre-trained minus converted, against 0. A share's interval is Wilson's; a "
+        "mean's is the t-interval over the seeds.")
+
+
+def recovery_sentence(result: Dict[str, Any], task: str, g: int) -> str:
+    """At one g: the drop, then each budget's recovery against the control (and the frozen model)."""
     r, t = result["recipe"], result["tasks"][task]
     K, n = len(result["seeds"]), t["answers"]
+    drop = difference(t["pretrained"]["correct"], cell(t, g, "mean", 0), n)
+    parts = []
+    for s in r["budgets"]:
+        k = recovered(t, g, s)
+        parts.append(f"after {s} steps ({_pct(s, r)} of the pre-training) in {share_text(k, K)} seeds: "
+                     f"*recovers* {verdict_text(share_verdict(k, K, RECOVERS), K)}")
+    counts = [f"{recovered(t, g, s, control=False)}/{K}" for s in r["budgets"]]
+    frozen = counts[0] if len(counts) == 1 else ", ".join(counts[:-1]) + " and " + counts[-1]
+    return (f"At g = {g}, converting by the mean takes held-out accuracy from "
+            f"{stats(t['pretrained']['correct'], n).mean:.3f} to {stats(cell(t, g, 'mean', 0), n).mean:.3f}, "
+            f"a drop of {spread_text(drop)} (pre-trained minus converted): *drops* "
+            f"{verdict_text(verdict(drop.low, drop.high, 0.0), K)}. It came to no more than 0.02 below "
+            f"the control " + "; ".join(parts) + f". Against the frozen pre-trained model instead, those "
+            f"counts would be {frozen}.")
+
+
+def ordering_sentence(result: Dict[str, Any], task: str, g: int) -> str:
+    """At one g: in how many seeds the GQA paper's ordering held, before and after each budget."""
+    r, t, K = result["recipe"], result["tasks"][task], len(result["seeds"])
+    parts = []
+    for s in (0,) + tuple(r["budgets"]):
+        k = ordering_held(t, g, s)
+        when = "before any training" if s == 0 else f"after {s} steps"
+        parts.append(f"{when} in {share_text(k, K)} seeds ({verdict_text(share_verdict(k, K, MOST), K)})")
+    return (f"At g = {g}, the ordering mean > first > random (strictly), which the GQA paper (Ainslie "
+            f"et al. 2023) reports, held " + ", ".join(parts[:-1]) + f" and {parts[-1]}; the verdicts "
+            f"are for *in most seeds*.")
+
+
+def control_sentence(result: Dict[str, Any], task: str) -> str:
+    """What the extra steps did to the MHA model itself: the control against the frozen model."""
+    r, t, K = result["recipe"], result["tasks"][task], len(result["seeds"])
+    s = max(r["budgets"])
+    gain = difference(baseline(t, s), t["pretrained"]["correct"], t["answers"])
+    word = verdict(gain.low, gain.high, 0.0)
+    said = {"holds": "it improved", "does not hold": "it got worse", "not resolved": "no change is resolved"}
+    return (f"The control, trained on for {s} steps, changed by {signed_text(gain)} (control minus "
+            f"frozen): by its interval, {said[word]} at {K} seed{'s' if K > 1 else ''}.")
+
+
+def findings(result: Dict[str, Any], task: str) -> List[str]:
+    """The sentences one task's uptraining supports, each claim with its interval and verdict."""
+    t = result["tasks"][task]
     gs = sorted({x["g"] for x in t["uptrain"]})
-    five, last = paper_budget(r), max(r["budgets"])
-    pre = stats(t["pretrained"]["correct"], n)
-    out = []
-    for g in gs:
-        def acc(how: str, s: int) -> Stats:
-            return stats(next(x["correct"] for x in t["uptrain"]
-                              if x["g"] == g and x["conversion"] == how and x["steps"] == s), n)
-        parts = []
-        for s in sorted({five, last}):
-            k = recovered(t, g, s)
-            parts.append(f"after {s} steps ({_pct(s, r)} of the pre-training) it "
-                         f"{'recovers' if recovers(k, K) else 'partly recovers'}, to "
-                         f"{spread_text(acc('mean', s))}, within 0.02 of its pre-trained model "
-                         f"in {k}/{K} seeds")
-        out.append(f"At g = {g}, converting by the mean drops held-out accuracy from "
-                   f"{pre.mean:.3f} to {acc('mean', 0).mean:.3f} (means over the seeds); "
-                   + "; ".join(parts) + ".")
-    out.append("The ordering mean > first > random (strictly) held "
-               + "; ".join(f"at g = {g} in {ordering_held(t, g, last)}/{K} seeds after {last} steps, "
-                           + (f"{ordering_held(t, g, five)}/{K} after {five} and " if five != last else "")
-                           + f"{ordering_held(t, g, 0)}/{K} before any training" for g in gs)
-               + ". The GQA paper (Ainslie et al. 2023) uptrains with 5 % of the pre-training "
-                 "compute and reports mean > first > random.")
-    return out
+    return ([control_sentence(result, task)] + [recovery_sentence(result, task, g) for g in gs]
+            + [ordering_sentence(result, task, g) for g in gs])
 
 
 def same_cache_finding(result: Dict[str, Any], task: str) -> str:
-    """The equal-cache comparison's sentence, with its seeds held and the MQA paper's claim."""
+    """The equal-cache comparison's sentence, with its intervals, verdict and the MQA paper's claim."""
     t, K = result["tasks"][task], len(result["seeds"])
     same = t["same_cache"]
-    others = " and ".join(x["model"] for x in same[1:])
-    return (f"At one cache size ({same[0]['cache_per_token']} values per token and layer) and "
-            f"matched parameters, {same[0]['model']} beat {others} in {same_cache_wins(t)}/{K} seeds "
-            f"(beat or tied them in {same_cache_wins(t, strict=False)}/{K}). The MQA paper "
-            f"(Shazeer 2019) reports that sharing one K/V head loses little against MHA and beats "
-            f"fewer or narrower heads at the same cache.")
+    k = same_cache_wins(t)
+    alone = "; ".join(f"{x['model']} alone in {share_text(same_cache_wins(t, rows=[i]), K)}"
+                      for i, x in enumerate(same) if i)
+    return (f"At one cache size ({same[0]['cache_per_token']} values per token and layer) and matched "
+            f"parameters, {same[0]['model']} beat every other row in {share_text(k, K)} seeds (beat or "
+            f"tied them in {same_cache_wins(t, strict=False)}/{K}): that it beats them in most seeds "
+            f"{verdict_text(share_verdict(k, K, MOST), K)}. It beat {alone}. The MQA paper (Shazeer "
+            f"2019) reports that sharing one K/V head loses little against MHA and beats fewer or "
+            f"narrower heads at the same cache.")
 
-
-# ---------------------------------------------------------------------------
-# What it prints.
-# ---------------------------------------------------------------------------
 
 def seeds_text(seeds: Sequence[int]) -> str:
     """'5 seeds (0 to 4)', or '1 seed (7)'."""
@@ -677,43 +1014,67 @@ def seeds_text(seeds: Sequence[int]) -> str:
     return f"{len(seeds)} seeds ({seeds[0]} to {seeds[-1]})"
 
 
+def pretrained_at(t: dict, bar: float = 0.95) -> int:
+    """In how many seeds the pre-trained model reached bar."""
+    return sum(Fraction(c, t["answers"]) >= Fraction(bar) for c in t["pretrained"]["correct"])
+
+
+# ---------------------------------------------------------------------------
+# What it prints.
+# ---------------------------------------------------------------------------
+
+def uptraining_rows(result: Dict[str, Any], task: str, g: int) -> List[List[str]]:
+    """One g's table: the control, each conversion, then the shares, one column per steps."""
+    r, t, K = result["recipe"], result["tasks"][task], len(result["seeds"])
+    n, steps = t["answers"], (0,) + tuple(r["budgets"])
+    rows = [["MHA trained on (the control)"] + [spread_text(stats(baseline(t, s), n)) for s in steps]]
+    rows += [[how] + [spread_text(stats(cell(t, g, how, s), n)) for s in steps] for how in CONVERSIONS]
+    rows.append(["mean ≥ control − 0.02"] + [share_text(recovered(t, g, s), K) for s in steps])
+    rows.append(["mean ≥ frozen − 0.02"]
+                + [share_text(recovered(t, g, s, control=False), K) for s in steps])
+    rows.append(["mean > first > random"] + [share_text(ordering_held(t, g, s), K) for s in steps])
+    return rows
+
+
+def steps_header(r: dict) -> List[str]:
+    return [f"{s} steps ({_pct(s, r)})" if s else "0 steps" for s in (0,) + tuple(r["budgets"])]
+
+
+def same_cache_lines(result: Dict[str, Any], task: str) -> List[str]:
+    """The equal-cache table and its sentence, or the note that the recipe trained none."""
+    r, t = result["recipe"], result["tasks"][task]
+    if not t["same_cache"]:
+        return [f"({t['same_cache_note']}.)", ""]
+    lines = [f"Same KV cache, trained from scratch for {r['pretrain']} steps on the same batches, "
+             f"parameters matched by the MLP's width:",
+             text_table(["model", "K/V cache per token", "parameters", "MLP width", "held-out accuracy"],
+                        [[x["model"], str(x["cache_per_token"]), f"{x['parameters']:,}",
+                          str(x["d_ff"]), spread_text(stats(x["correct"], t["answers"]))]
+                         for x in t["same_cache"]])]
+    if t["same_cache_note"]:
+        lines.append(f"({t['same_cache_note']}.)")
+    return lines + ["", same_cache_finding(result, task), ""]
+
+
 def render(result: Dict[str, Any]) -> str:
     r, seeds = result["recipe"], result["seeds"]
     K = len(seeds)
     lines = [f"Uptraining lab: h = {r['heads']}, head dim {r['head_dim']}, d_model {r['d_model']}, "
              f"MLP width {r['d_ff']}; Adam at {r['lr']}, batches of {r['batch']}; pre-training "
-             f"{r['pretrain']} steps; {seeds_text(seeds)}; each accuracy on "
-             f"{r['held_out']} held-out sequences per seed, as mean ± sd [min, max] over the seeds. "
-             f"'Recovers': within 0.02 of the pre-trained model's accuracy in at least 80 % of the seeds.", ""]
+             f"{r['pretrain']} steps; {seeds_text(seeds)}; each accuracy on {r['held_out']} held-out "
+             f"sequences per seed, as mean ± sd [95 % interval of the mean] over the seeds, each count "
+             f"of seeds as k/K [95 % Wilson interval]. " + RULE, ""]
     for task in TASKS:
         t = result["tasks"][task]
         pre = stats(t["pretrained"]["correct"], t["answers"])
         lines += [f"== {t['description']}.", "",
-                  f"Pre-trained MHA: {spread_text(pre)} ({t['answers']:,} answers per seed).", ""]
-        gs = sorted({x["g"] for x in t["uptrain"]})
-        steps = sorted({x["steps"] for x in t["uptrain"]})
-        for g in gs:
+                  f"Pre-trained MHA (the frozen baseline): {spread_text(pre)} ({t['answers']:,} answers "
+                  f"per seed); at 0.95 or more in {pretrained_at(t)}/{K} seeds.", ""]
+        for g in sorted({x["g"] for x in t["uptrain"]}):
             lines.append(f"g = {g}: held-out accuracy after converting, then training on:")
-            rows = []
-            for how in CONVERSIONS:
-                rows.append([how] + [spread_text(stats(x["correct"], t["answers"]))
-                                     for s in steps for x in t["uptrain"]
-                                     if x["g"] == g and x["conversion"] == how and x["steps"] == s])
-            rows.append(["mean > first > random"] + [f"{ordering_held(t, g, s)}/{K} seeds" for s in steps])
-            rows.append(["mean within 0.02 of pre-trained"] + [f"{recovered(t, g, s)}/{K} seeds" for s in steps])
-            lines += [text_table(["conversion"] + [f"{s} steps ({_pct(s, r)})" if s else "0 steps"
-                                                   for s in steps], rows), ""]
+            lines += [text_table(["model"] + steps_header(r), uptraining_rows(result, task, g)), ""]
         lines += findings(result, task) + [""]
-        same = t["same_cache"]
-        lines.append(f"Same KV cache, trained from scratch for {r['pretrain']} steps on the same batches, "
-                     f"parameters matched by the MLP's width:")
-        lines.append(text_table(["model", "K/V cache per token", "parameters", "MLP width", "held-out accuracy"],
-                                [[x["model"], str(x["cache_per_token"]), f"{x['parameters']:,}",
-                                  str(x["d_ff"]), spread_text(stats(x["correct"], t["answers"]))]
-                                 for x in same]))
-        if t["same_cache_note"]:
-            lines.append(f"({t['same_cache_note']}.)")
-        lines += ["", same_cache_finding(result, task), ""]
+        lines += same_cache_lines(result, task)
     lines.append("What was measured is printed as it came, whether or not it is what the papers found.")
     return "\n".join(lines)
 

@@ -1,19 +1,22 @@
 """gqa_tools.uptrain: does quality come back?  The uptraining lab on the command line.
 
-    python -m gqa uptrain [--seed 0] [--seeds 5] [--quick] [--json] [--module PATH]
+    python -m gqa uptrain [--seed 0] [--seeds 20] [--quick] [--json] [--jobs N] [--module PATH]
 
 On two tasks (one that positions solve, one that needs content), for each of
---seeds seeds from --seed on: pre-trains a small MHA model, converts it to
-every g < h by three methods, trains on with the same batches for each, and
-trains three models of MQA's cache size and matched parameters from scratch
-(training.py has the model and the experiment).  Every accuracy is printed
-as mean ± sd [min, max] over the seeds, every ordering with the seeds it held
-in.  Progress goes to stderr.
+--seeds seeds from --seed on: pre-trains a small MHA model, trains a copy on
+(the control), converts it to every g < h by three methods, trains each on
+with the control's batches, and trains three models of MQA's cache size and
+matched parameters from scratch (train.py has the model and the
+experiment).  Every accuracy is printed as mean ± sd [95 % interval of the
+mean] over the seeds, every count of seeds with its 95 % Wilson interval,
+and every claim with what its interval decides.  --jobs N measures the
+seeds in N processes (the output is the same for every N).  Progress, which
+names the seed, goes to stderr.
 
 --module PATH trains with a student's gqa.py instead of the project's: once
-the grader passes every step that training calls (training.NEEDS), the
-whole run goes to the grader's worker (its limits, its own session, a
-deadline), so the module never runs in this process.
+the grader passes every step that training calls (train.NEEDS), the whole
+run goes to the grader's worker (its limits, its own session, a deadline),
+in one process, so the module never runs in this one.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from gqa_tools.common import failing_steps, progress_line
 from gqa_tools.train import NEEDS, QUICK, Recipe, render, run
 
 MAX_SEEDS = 100
+MAX_JOBS = 64
 MODULE_BUDGET = 3600.0      # seconds a run with a student's module may take in all
 
 
@@ -66,11 +70,15 @@ def uptrain_main(argv: Sequence[str]) -> int:
                                      description="Convert a trained MHA model to GQA/MQA, train on, "
                                                  "and measure held-out quality over several seeds.")
     parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
-    parser.add_argument("--seeds", type=int, default=5, help="how many seeds (default 5)")
+    parser.add_argument("--seeds", type=int, default=Recipe().seeds,
+                        help=f"how many seeds (default {Recipe().seeds}; at most {MAX_SEEDS})")
     parser.add_argument("--quick", action="store_true",
                         help="a smaller recipe, the one report.md's section 8 runs")
     parser.add_argument("--json", action="store_true",
                         help="the raw numbers: every accuracy of every seed (gqa_tools.train's docstring)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help=f"processes that measure the seeds (default: the number of CPUs; at "
+                             f"most {MAX_JOBS}); the output is the same for every N")
     parser.add_argument("--module", default=None, metavar="PATH",
                         help="train with this gqa.py (a student's), once the grader passes the "
                              "steps training needs; it runs in the grader's worker")
@@ -79,6 +87,8 @@ def uptrain_main(argv: Sequence[str]) -> int:
         parser.error(f"--seed must be between 0 and 1,000,000,000; got {args.seed}")
     if not 1 <= args.seeds <= MAX_SEEDS:
         parser.error(f"--seeds must be between 1 and {MAX_SEEDS}; got {args.seeds}")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        parser.error(f"--jobs must be between 1 and {MAX_JOBS}; got {args.jobs}")
     recipe = (QUICK if args.quick else Recipe())._replace(seed=args.seed, seeds=args.seeds)
     if args.module:
         try:
@@ -94,7 +104,7 @@ def uptrain_main(argv: Sequence[str]) -> int:
         print(f"Trained with the steps of {args.module}.\n\n{text}" if not args.json else text)
         return 0
     with progress_line("uptrain") as progress:
-        result = run(recipe, progress=progress)
+        result = run(recipe, progress=progress, jobs=args.jobs)
     print(json.dumps(result, indent=1) if args.json else render(result))
     return 0
 

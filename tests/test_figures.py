@@ -421,10 +421,10 @@ class ReportFigures(SvgChecks):
             self.assertTrue(all(b - a >= 12 for a, b in zip(ys, ys[1:])), ys)    # labels do not overlap
 
 
-    def test_the_training_figures_draw_the_spreads_of_their_tables(self):
+    def test_the_training_figures_draw_the_intervals_of_their_tables(self):
         _, text, figures = self._reports[0]                    # the committed report: it trained
         body = section(text, 8)
-        header, rows = table(body, "task", "g", "conversion")
+        header, rows = table(body, "task", "g", "model")
         budgets = [int(c.split()[0]) for c in header[3:]]
         spread = re.compile(r"([0-9.]+) ± [0-9.]+ \[([0-9.]+), ([0-9.]+)\]")
         for task in sorted({row[0] for row in rows}):
@@ -434,29 +434,45 @@ class ReportFigures(SvgChecks):
                 x, y = Axis(axes, "xtick"), Axis(axes, "ytick")
                 lines = [el for el in axes.iter(f"{SVG}polyline") if "line" in classes(el)]
                 bands = [el for el in axes.iter(f"{SVG}polygon") if "band" in classes(el)]
-                mine = [row for row in rows if row[0] == task and row[1] == g and " > " not in row[2]]
-                self.assertEqual((len(lines), len(bands)), (len(mine), len(mine)))
-                for row, line, band in zip(mine, lines, bands):
-                    drawn, outline, n = polyline(line), polyline(band), len(budgets)
+                mine = [row for row in rows if row[0] == task and row[1] == g and spread.fullmatch(row[3])]
+                self.assertEqual([row[2] for row in mine], ["MHA trained on (the control)", "mean", "first", "random"])
+                self.assertEqual((len(lines), len(bands)), (4, 3))      # the control: a line alone
+                tol = abs(y.per_pixel) * 0.01 + 0.0005                 # the table rounds to 3 places
+                for row, line, band in zip(mine[1:] + mine[:1], lines, bands + [None]):
+                    drawn, n = polyline(line), len(budgets)
                     for i, (b, cell) in enumerate(zip(budgets, row[3:])):
                         mean, low, high = (float(v) for v in spread.fullmatch(cell).groups())
-                        tol = abs(y.per_pixel) * 0.01 + 0.0005                # the table rounds to 3 places
                         self.assertNear(x.value(drawn[i][0]), b, abs(x.per_pixel) * 0.01)
                         self.assertNear(y.value(drawn[i][1]), mean, tol, (task, row[2], b))
-                        self.assertNear(y.value(outline[i][1]), high, tol)
-                        self.assertNear(y.value(outline[2 * n - 1 - i][1]), low, tol)
+                        if band is not None:
+                            outline = polyline(band)
+                            self.assertNear(y.value(outline[i][1]), high, tol)
+                            self.assertNear(y.value(outline[2 * n - 1 - i][1]), low, tol)
+                frozen = float(spread.fullmatch(mine[0][3]).group(1))  # the control at 0 steps
+                refs = [el for el in axes.iter(f"{SVG}line") if "reference" in classes(el)
+                        and el.get("y1") == el.get("y2")]
+                self.assertEqual(len(refs), 1)
+                self.assertNear(y.value(float(refs[0].get("y1"))), frozen, tol)
+        if "equal-cache.svg" not in figures:                   # a recipe without the equal-cache models
+            self.assertIn("is not trained in this recipe", body)
+            return
         header, rows = table(body, "task", "model")
         root = self.check_svg(figures["equal-cache.svg"], "equal cache")
         for task, axes in zip(sorted({row[0] for row in rows}, key=[r[0] for r in rows].index),
                               all_axes(root)):
             x = Axis(axes, "xtick")
             bars = [el for el in axes.iter(f"{SVG}rect") if "bar" in classes(el)]
+            whiskers = [el for el in axes.iter(f"{SVG}path") if "whisker" in classes(el)]
             mine = [row for row in rows if row[0] == task]
-            self.assertEqual(len(bars), len(mine))
-            for row, bar in zip(mine, bars):
-                mean = float(spread.fullmatch(row[-1]).group(1))
+            self.assertEqual((len(bars), len(whiskers)), (len(mine), len(mine)))
+            for row, bar, whisker in zip(mine, bars, whiskers):
+                mean, low, high = (float(v) for v in spread.fullmatch(row[-1]).groups())
                 end = float(bar.get("x")) + float(bar.get("width"))
-                self.assertNear(x.value(end), mean, abs(x.per_pixel) * 0.01 + 0.0005, (task, row[1]))
+                tol = abs(x.per_pixel) * 0.01 + 0.0005
+                self.assertNear(x.value(end), mean, tol, (task, row[1]))
+                xs = [pt[0] for pt in path_points(whisker.get("d"))]
+                self.assertNear(x.value(min(xs)), low, tol)
+                self.assertNear(x.value(max(xs)), high, tol)
 
 
 class FromAStudentsModule(unittest.TestCase):
@@ -502,20 +518,24 @@ class FromAStudentsModule(unittest.TestCase):
 CONVERSIONS = ("mean", "first", "random")
 
 
-def made_up_training(seed, seeds=5, budgets=(0, 3, 6, 12), gs=(1, 2)):
+def made_up_spread(rng):
+    mean = rng.uniform(0.2, 0.9)
+    return (mean, mean - rng.uniform(0.0, 0.1), mean + rng.uniform(0.0, 0.1))
+
+
+def made_up_training(seed, budgets=(0, 3, 6, 12), gs=(1, 2)):
     rng = random.Random(f"made up:{seed}")
-    accuracy = {(g, c): [[rng.uniform(0.1, 0.95) for _ in range(seeds)] for _ in budgets]
-                for g in gs for c in CONVERSIONS}
-    return budgets, accuracy, [rng.uniform(0.9, 1.0) for _ in range(seeds)]
+    curves = {(g, c): [made_up_spread(rng) for _ in budgets] for g in gs for c in CONVERSIONS}
+    return budgets, curves, made_up_spread(rng), [made_up_spread(rng) for _ in budgets]
 
 
 class TrainingFigures(SvgChecks):
 
-    def test_lines_are_the_means_and_bands_the_spread_of_the_seeds(self):
+    def test_lines_are_the_means_and_bands_their_intervals(self):
         for seed in range(3):
-            budgets, accuracy, pretrained = made_up_training(seed, budgets=((0, 3, 6, 12), (0, 15, 30, 60))[seed % 2])
-            svg = gqa_figures.uptraining_figure("name the tokens before", budgets, accuracy, pretrained,
-                                                mark=(budgets[1], "5 % of pre-training"))
+            budgets, curves, frozen, control = made_up_training(seed, budgets=((0, 3, 6, 12), (0, 15, 30, 60))[seed % 2])
+            svg = gqa_figures.uptraining_figure("name the tokens before", budgets, curves, frozen, control,
+                                                seeds=20, mark=(budgets[1], "5 % of pre-training"))
             root = self.check_svg(svg, f"uptraining {seed}")
             panels = all_axes(root)
             self.assertEqual(len(panels), 2)
@@ -524,41 +544,46 @@ class TrainingFigures(SvgChecks):
                 x, y = Axis(axes, "xtick"), Axis(axes, "ytick")
                 lines = [el for el in axes.iter(f"{SVG}polyline") if "line" in classes(el)]
                 bands = [el for el in axes.iter(f"{SVG}polygon") if "band" in classes(el)]
-                self.assertEqual((len(lines), len(bands)), (3, 3))
+                self.assertEqual((len(lines), len(bands)), (4, 3))
                 for c, line, band in zip(CONVERSIONS, lines, bands):
-                    rows = accuracy[(g, c)]
-                    drawn = polyline(line)
-                    outline = polyline(band)                  # highs left to right, then lows back
-                    n = len(budgets)
-                    for i, (b, seeds) in enumerate(zip(budgets, rows)):
-                        mean = sum(seeds) / len(seeds)
+                    drawn, outline, n = polyline(line), polyline(band), len(budgets)  # highs, then lows back
+                    for i, (b, (mean, low, high)) in enumerate(zip(budgets, curves[(g, c)])):
                         self.assertNear(x.value(drawn[i][0]), b, abs(x.per_pixel) * 0.01)
                         self.assertNear(y.value(drawn[i][1]), mean, abs(y.per_pixel) * 0.01, (g, c, b))
-                        self.assertNear(y.value(outline[i][1]), max(seeds), abs(y.per_pixel) * 0.01)
-                        self.assertNear(y.value(outline[2 * n - 1 - i][1]), min(seeds), abs(y.per_pixel) * 0.01)
+                        self.assertNear(y.value(outline[i][1]), high, abs(y.per_pixel) * 0.01)
+                        self.assertNear(y.value(outline[2 * n - 1 - i][1]), low, abs(y.per_pixel) * 0.01)
+                for i, point in enumerate(polyline(lines[3])):        # the control, in every panel
+                    self.assertNear(y.value(point[1]), control[i][0], abs(y.per_pixel) * 0.01)
                 refs = [el for el in axes.iter(f"{SVG}line") if "reference" in classes(el)]
                 heights = sorted({round(y.value(float(el.get("y1"))), 4) for el in refs if el.get("y1") == el.get("y2")})
-                self.assertEqual(heights, [round(sum(pretrained) / len(pretrained), 4)])
+                self.assertEqual(heights, [round(frozen[0], 4)])
+            self.assertIn("band: its 95 % interval", svg)
 
     def test_one_g_and_one_seed_still_fit(self):
-        budgets, accuracy, pretrained = made_up_training(7, seeds=1, gs=(1,))
-        svg = gqa_figures.uptraining_figure("name the tokens 1 and 2 positions back", budgets, accuracy,
-                                            pretrained)
+        budgets, curves, frozen, control = made_up_training(7, gs=(1,))
+        svg = gqa_figures.uptraining_figure("name the tokens 1 and 2 positions back", budgets, curves,
+                                            frozen, control, seeds=1)
         self.check_svg(svg, "one g, one seed")
-        self.check_svg(gqa_figures.equal_cache_figure({"t": {"MQA": [0.5]}}, note="n"), "one bar")
+        self.check_svg(gqa_figures.equal_cache_figure({"t": {"MQA": (0.5, 0.5, 0.5)}}, note="n", seeds=1),
+                       "one bar")
 
-    def test_ragged_data_is_refused(self):
-        budgets, accuracy, pretrained = made_up_training(0)
-        accuracy[(1, "mean")][2] = accuracy[(1, "mean")][2][:-1]
+    def test_ragged_or_inside_out_data_is_refused(self):
+        budgets, curves, frozen, control = made_up_training(0)
+        short = dict(curves)
+        short[(1, "mean")] = curves[(1, "mean")][:-1]
         with self.assertRaises(ValueError):
-            gqa_figures.uptraining_figure("t", budgets, accuracy, pretrained)
+            gqa_figures.uptraining_figure("t", budgets, short, frozen, control, seeds=5)
+        inside_out = dict(curves)
+        inside_out[(1, "mean")] = [(0.5, 0.6, 0.4)] * len(budgets)
+        with self.assertRaises(ValueError):
+            gqa_figures.uptraining_figure("t", budgets, inside_out, frozen, control, seeds=5)
 
-    def test_equal_cache_bars_are_means_with_their_spread(self):
+    def test_equal_cache_bars_are_means_with_their_intervals(self):
         rng = random.Random("made up:bars")
         models = ("h heads, 1 K/V head (MQA)", "1 head (MHA, h = 1)", "h heads of dim d / h (MHA)")
-        data = {task: {m: [rng.uniform(0.3, 1.0) for _ in range(5)] for m in models}
-                for task in ("name the tokens before", "recall")}
-        root = self.check_svg(gqa_figures.equal_cache_figure(data, note="6 values per token"), "equal cache")
+        data = {task: {m: made_up_spread(rng) for m in models} for task in ("name the tokens before", "recall")}
+        root = self.check_svg(gqa_figures.equal_cache_figure(data, note="6 values per token", seeds=5),
+                              "equal cache")
         panels = all_axes(root)
         self.assertEqual(len(panels), 2)
         for task, axes in zip(data, panels):
@@ -571,16 +596,17 @@ class TrainingFigures(SvgChecks):
             whiskers = [el for el in axes.iter(f"{SVG}path") if "whisker" in classes(el)]
             self.assertEqual((len(bars), len(whiskers)), (3, 3))
             for m, bar, whisker in zip(models, bars, whiskers):
-                seeds = data[task][m]
+                mean, low, high = data[task][m]
                 self.assertNear(x.value(float(bar.get("x"))), 0, 1e-9)
                 end = float(bar.get("x")) + float(bar.get("width"))
-                self.assertNear(x.value(end), sum(seeds) / 5, abs(x.per_pixel) * 0.01, (task, m))
+                self.assertNear(x.value(end), mean, abs(x.per_pixel) * 0.01, (task, m))
                 self.assertNear(float(bar.get("y")) + float(bar.get("height")) / 2, at[m], 0.02)
                 xs = [p[0] for p in path_points(whisker.get("d"))]
-                self.assertNear(x.value(min(xs)), min(seeds), abs(x.per_pixel) * 0.01)
-                self.assertNear(x.value(max(xs)), max(seeds), abs(x.per_pixel) * 0.01)
+                self.assertNear(x.value(min(xs)), low, abs(x.per_pixel) * 0.01)
+                self.assertNear(x.value(max(xs)), high, abs(x.per_pixel) * 0.01)
         with self.assertRaises(ValueError):
-            gqa_figures.equal_cache_figure({"a": {"x": [1.0]}, "b": {"y": [1.0]}}, note="")
+            gqa_figures.equal_cache_figure({"a": {"x": (1.0, 1.0, 1.0)}, "b": {"y": (1.0, 1.0, 1.0)}},
+                                           note="", seeds=1)
 
 
 # ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import io
 import os
 import random
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,21 +37,21 @@ _QUICK, _RUN, _MEASURE = gqa_train.QUICK, gqa_train.run, gqa_report.measure
 _TRAINED, _MEASURED = {}, {}
 
 
-def _run_once(r, lab=gqa, progress=None):
-    """gqa_tools.train.run, trained once for each recipe and module."""
+def _run_once(r, lab=gqa, progress=None, jobs=1):
+    """gqa_tools.train.run, trained once for each recipe and module (the same for every jobs)."""
     key = (r, lab)
     if key not in _TRAINED:
-        _TRAINED[key] = _RUN(r, lab, progress)
+        _TRAINED[key] = _RUN(r, lab, progress, jobs)
     return copy.deepcopy(_TRAINED[key])
 
 
-def _measure_once(cfg, lab=None, progress=None, untrained=None, recipe=None):
+def _measure_once(cfg, lab=None, progress=None, untrained=None, recipe=None, jobs=1):
     """gqa_tools.report.measure, measured once for each configuration with the project's gqa.py."""
     if lab is not None and lab.module is not gqa:
-        return _MEASURE(cfg, lab, progress, untrained, recipe)
+        return _MEASURE(cfg, lab, progress, untrained, recipe, jobs)
     key = (cfg, untrained, recipe, gqa_train.QUICK)
     if key not in _MEASURED:
-        _MEASURED[key] = _MEASURE(cfg, lab, progress, untrained, recipe)
+        _MEASURED[key] = _MEASURE(cfg, lab, progress, untrained, recipe, jobs)
     measured = _MEASURED[key]           # records, read only; the training's dicts are copied
     return measured._replace(training=copy.deepcopy(measured.training))
 
@@ -177,12 +178,14 @@ class Contents(unittest.TestCase):
         self.assertEqual(result["seeds"], [SMALL.seed, SMALL.seed + 1])
         for task in gqa_train.TASKS:
             t = result["tasks"][task]
-            pre = t["pretrained"]["correct"]
-            self.assertIn(gqa_train.spread_text(gqa_train.stats(pre, t["answers"])), section)
-            for x in t["uptrain"] + t["same_cache"]:
-                low, high = min(x["correct"]) / t["answers"], max(x["correct"]) / t["answers"]
-                self.assertIn(f"[{low:.3f}, {high:.3f}]", section)
+            for x in [t["pretrained"]] + t["control"] + t["uptrain"] + t["same_cache"]:
+                acc = [c / t["answers"] for c in x["correct"]]
+                mean = sum(acc) / len(acc)
+                self.assertIn(f"{mean:.3f} ± {statistics.stdev(acc):.3f} [", section)
+            for g in sorted({x["g"] for x in t["uptrain"]}):
+                self.assertIn(f"| {task:<7} | {g} | MHA trained on (the control)", section)
         self.assertIn("Same cache, three ways", section)
+        self.assertIn("*recovers* is the share of seeds", section)          # the rule, stated
         self.assertIn("Section 8 measures it", self.text.split("## 9.")[1])
 
     def test_no_sentence_says_prefill_does_not_speed_up(self):
@@ -325,6 +328,10 @@ class Writing(unittest.TestCase):
             status, _, err = run(*argv)
             self.assertEqual(status, 2, argv)
             self.assertIn("error:", err)
+        with no_work():                                  # refused before section 8 trains
+            status, _, err = run("--jobs", "0")
+        self.assertEqual(status, 2)
+        self.assertIn("--jobs must be between 1 and 64; got 0", err)
 
 
 
@@ -389,11 +396,12 @@ class FromAnotherModule(unittest.TestCase):
     def test_section_8_names_the_steps_that_do_not_pass_and_trains_nothing(self):
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
-        broken = source.replace("    return _layer_backward(saved, d_y)",
-                                "    return _layer_backward(saved, [[2 * v for v in r] for r in d_y])", 1)
-        self.assertNotEqual(broken, source)              # layer_backward's gradients, doubled
+        broken = source.replace("    return _grouped_backward(q, k, v, d_out, probs)",
+                                "    return _grouped_backward(q, k, v, [[[2 * x for x in r] for r in m] "
+                                "for m in d_out], probs)", 1)
+        self.assertNotEqual(broken, source)              # grouped_attention_backward's gradients, doubled
         section = self.report(self.module(broken)).split("## 8.")[1].split("## 9.")[0]
-        self.assertIn("not yet: step 25, layer_backward: failed", section)
+        self.assertIn("not yet: step 24, grouped_attention_backward: failed", section)
         self.assertNotIn("| task ", section)
 
     def test_a_starter_with_two_steps_done_shows_them_and_says_what_is_missing(self):
