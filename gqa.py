@@ -1448,10 +1448,10 @@ def _unfold(grads: Heads, h: int) -> Heads:
 
 
 # ---------------------------------------------------------------------------
-# The door: every public function checks what it was given here, once,
-# then calls the private steps above, which trust it; so bad input ends
-# in a GQAError or TypeError that names the function, the rule and the
-# numbers given.
+# The door: every public function checks what it was given first, once,
+# so that bad input ends in a GQAError or TypeError naming the function,
+# the rule and the numbers given (the rules: the module docstring), and
+# the private steps above can trust it.  The limits below bound every size.
 # ---------------------------------------------------------------------------
 
 # Limits: past them nothing here could finish in minutes, or fit in memory.

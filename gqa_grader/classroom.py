@@ -374,13 +374,22 @@ class Gradebook:
         self._say(f"grading the class with seed {self.args.seed} ({how}), {self.jobs} at a time")
 
     def _check_seal(self):
-        """Why no sealed run can be made here (the grader's folder or the feedback's
-        reachable by the workers), or None; said once, before any run."""
+        """Why no sealed run can be made here, or None; said once, before any run.  The
+        workers must reach neither the grader's folder, nor the submissions (a classmate's
+        file is a solution), nor the gradebook's folder (the grades, the feedback)."""
         try:
-            seal = Seal(True, None, os.path.join(self.feedback, "results.json"), self.args.budget)
+            seal = Seal(True, None, os.path.join(self.feedback, "results.json"), self.args.budget,
+                        out_name=f"--gradebook {self.args.gradebook}'s feedback")
         except Refused as err:
             return str(err)
-        seal.close()
+        try:
+            seal.keep_private(os.path.abspath(self.args.class_dir), "the submissions of --class")
+            seal.keep_private(os.path.dirname(self.path), "the folder of --gradebook "
+                              f"{self.args.gradebook} and its feedback")
+        except Refused as err:
+            return str(err)
+        finally:
+            seal.close()
         if seal.partly:
             print(f"grader: partly sealed: {seal.partly}", file=sys.stderr)
         return None

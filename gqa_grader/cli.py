@@ -297,6 +297,21 @@ def _restore_signals():
                           else signal.SIG_DFL)
 
 
+def _what_is_graded(args):
+    """The first line's parenthesis: the grader, the cases graded, the tolerance, the
+    command that repeats the run."""
+    if args.case is not None:
+        name = args.only[0]
+        cases, again = f"case {args.case} of step {name} alone", reproduce(args, name, args.case)
+    else:
+        hidden = (f", then {args.cases} hidden {'one' if args.cases == 1 else 'ones'} from seed "
+                  f"{args.seed}") if args.cases else ""
+        cases = f"the public cases: the systematic ones and {PUBLIC_CASES} random ones per step{hidden}"
+        again = reproduce(args)
+    return (f"grader {GRADER_VERSION}; {cases}; floats to rel {REL_TOL:g}, abs {ABS_TOL:g}; "
+            f"repeat with: {again}")
+
+
 def _grade_sealed(args, label):
     """Grade as args ask, the worker shut in; (results, why, partly, stopped, notes): why
     is the reason nothing was graded, or None; notes, what the cleanup removed or could
@@ -308,11 +323,7 @@ def _grade_sealed(args, label):
             partly = f"partly sealed: {seal.partly}"
             print(f"grader: {partly}", file=sys.stdout if args.format == "text" else sys.stderr)
         if args.format == "text" and not args.quiet:
-            hidden = (f", then {args.cases} hidden {'one' if args.cases == 1 else 'ones'} from seed "
-                      f"{args.seed}") if args.cases else ""
-            print(f"grading {label} (grader {GRADER_VERSION}; the public cases: the systematic "
-                  f"ones and {PUBLIC_CASES} random ones per step{hidden}; floats to rel "
-                  f"{REL_TOL:g}, abs {ABS_TOL:g}; repeat with: {reproduce(args)})")
+            print(f"grading {label} ({_what_is_graded(args)})")
             sys.stdout.flush()
         if not os.path.isfile(args.module):
             raise Refused(submissions.missing_module(args.module))

@@ -207,8 +207,8 @@ def reproduce(args, name=None, case=None):
     public = case is not None and step is not None and case < public_end(step)
     if not public and args.cases:                   # a public case needs no seed
         parts.append(f"--seed {args.seed}")
-    if name:
-        parts.append(f"--only {name}")
+    if name or getattr(args, "only", None):
+        parts.append(f"--only {name or ','.join(args.only)}")
     if case is not None:
         parts.append(f"--case {case} --show")
     elif args.cases != DEFAULT_CASES:

@@ -232,7 +232,8 @@ class Seal:
     Raises Refused when a sealed run cannot be made safe here.
     """
 
-    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False):
+    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False,
+                 out_name=None):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
         self.notes = []                    # what the cleanup removed, or could not
         self.search = None                 # the world-writable folders, with a uid of its own
@@ -273,16 +274,17 @@ class Seal:
                               f"{HERE} (grader.py, a solution); make it private first "
                               f"(chmod 700 {HERE})")
             if out:
+                out_name = out_name or f"--out {out}"
                 folder = os.path.dirname(os.path.abspath(out))
                 if not os.path.isdir(folder):
-                    raise Refused(f"--out {out}: no such folder {folder}")
+                    raise Refused(f"{out_name}: no such folder {folder}")
                 if reachable(folder, self.drop[0], gids, 2):
                     raise Refused(f"the worker's user {name} could write into {folder}, where "
-                                  f"--out {out} goes; choose a folder only the grader can write")
-                self._check_above(out, name, gids)
+                                  f"{out_name} goes; choose a folder only the grader can write")
+                self._check_above(out, out_name, name, gids)
         self._make_dir()
 
-    def _check_above(self, out, name, gids):
+    def _check_above(self, out, out_name, name, gids):
         """Every folder above --out's, as written and as resolved: one the worker's user could
         write into could have --out's folder renamed and replaced, unless it is sticky and
         root's (as /tmp is)."""
@@ -294,12 +296,19 @@ class Seal:
                 if (reachable(folder, self.drop[0], gids, 2)
                         and not (st.st_mode & stat.S_ISVTX and st.st_uid == 0)):
                     raise Refused(f"the worker's user {name} could write into {folder}, above "
-                                  f"--out {out}, and rename the folders in it; choose a path "
+                                  f"{out_name}, and rename the folders in it; choose a path "
                                   f"whose every folder only the grader can write")
                 parent = os.path.dirname(folder)
                 if parent == folder:
                     break
                 folder = parent
+
+    def keep_private(self, folder, what):
+        """Refused when the worker's user could open files in folder (what it holds, for the
+        message); nothing to check when the worker keeps the grader's user."""
+        if self.drop and reachable(folder, self.drop[0], {self.drop[1]}, 1):
+            raise Refused(f"the worker's user {getattr(self, 'user', self.drop[0])} could open files in {folder}, {what}; "
+                          f"make it private first (chmod 700 {folder})")
 
     def _make_dir(self):
         """The run's private folder.  With a user of the run's own: root's, which others

@@ -333,6 +333,27 @@ class Gradebook(unittest.TestCase):
         self.assertEqual({k: r for k, r in after.items() if k != "bob.py"},
                          {k: r for k, r in rows.items() if k != "bob.py"})
 
+    @unittest.skipUnless(AS_ROOT, "a worker's user of its own needs root")
+    def test_submissions_or_a_gradebook_a_worker_could_open_are_refused(self):
+        private = Private(self)
+        shared = tempfile.mkdtemp()                      # a folder every user may enter
+        self.addCleanup(shutil.rmtree, shared, True)
+        os.chmod(shared, 0o755)
+        subs = os.path.join(shared, "subs")
+        write(os.path.join(subs, "alice.py"), SOURCE)    # a classmate's solution, by its name
+        mine = os.path.join(private.work, "subs")
+        write(os.path.join(mine, "mallory.py"), SOURCE)
+        for class_dir, book, where, what in (
+                (subs, os.path.join(private.work, "g.csv"), subs, "the submissions of --class"),
+                (mine, os.path.join(shared, "g.csv"), shared, "the folder of --gradebook")):
+            status, out, err = private.main("--class", class_dir, "--gradebook", book, "--only", "1",
+                                            "--cases", "0", "--quiet")
+            self.assertEqual(status, 2, err)
+            self.assertRegex(err, rf"cannot grade the class: the worker's user uid \d+ could open "
+                                  rf"files in {re.escape(where)}, {what}")
+            self.assertIn(f"chmod 700 {where}", err)
+            self.assertFalse(os.path.exists(book))       # refused before any run or row
+
     def test_a_stopped_class_keeps_what_was_written_and_goes_on_from_there(self):
         private = Private(self)
         subs = os.path.join(private.work, "subs")
