@@ -447,7 +447,7 @@ class Gradebook:
 
     def _argv(self, sub):
         dests = self.args.given & {"cases", "only", "timeout", "budget", "fail_fast"}
-        return ["--sealed", "--module", sub.path] + carried(self.args, dests)
+        return ["--sealed", "--withhold-hidden", "--module", sub.path] + carried(self.args, dests)
 
     def _grade(self, todo):
         """Run todo's submissions, jobs at a time; each row written as its run ends.  A

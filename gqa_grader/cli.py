@@ -15,7 +15,8 @@ from .checks import STEPS, check_names
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
-                      PUBLIC_SEED, fit, grade, gradescope, print_report, progress, reproduce)
+                      PUBLIC_SEED, fit, grade, gradescope, print_report, progress, reproduce,
+                      withhold_hidden)
 from .answers import HANDOUT
 from .handout import write_autograder, write_starter
 from .selfcheck import write_handout
@@ -75,6 +76,9 @@ def _parser():
         help="with --format gradescope: a JSON object of step name -> points (default 1 each)")
     add("-x", "--fail-fast", action="store_true",
         help="stop each step at its first failing case (faster; the counts are partial)")
+    add("--withhold-hidden", action="store_true",
+        help="a failing hidden case says only that it failed: its input, the answer expected "
+             "and its calls are withheld (what --class's feedback does)")
     add("-q", "--quiet", action="store_true", help="print only failures and the summary")
     add("-v", "--verbose", action="store_true", help="also print the wall time")
     add("--starter", metavar="DIR", help="write a starter gqa.py for students into DIR and exit")
@@ -398,6 +402,8 @@ def _main(argv=None):
         args.seed = random.SystemRandom().randrange(10 ** 6)
     label, start = shown_path(args.module), time.perf_counter()
     results, why, partly, stopped, notes = _grade_sealed(args, label)
+    if results is not None and args.withhold_hidden:
+        results = withhold_hidden(results)
     # From here on the worker and its process group are gone: only the grader's state counts.
     doc = records.stamp(_document(args, label, results, why, partly, notes), args,
                         time.perf_counter() - start)

@@ -103,6 +103,20 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
     return result
 
 
+WITHHELD = ("a hidden case failed: its input, the answer expected and its calls are withheld, "
+            "since every submission meets the same hidden cases")
+
+
+def withhold_hidden(results):
+    """results with each failing hidden case's message, inputs and calls withheld: the
+    feedback a class is sent (the case's number and the command that repeats it stay,
+    for the teacher, who has the grader and its seed)."""
+    return [dict(r, message=f"case {r['case']}: {WITHHELD}", inputs=None, show=None)
+            if r["status"] != "passed" and r.get("case") is not None
+            and r["case"] >= public_end(STEPS[r["step"] - 1]) else r
+            for r in results]
+
+
 def not_graded(st, why):
     return {"step": st.number, "name": st.name, "summary": st.summary, "status": "failed",
             "cases": 0, "cases_passed": 0, "public": [0, 0], "hidden": [0, 0], "message": why,

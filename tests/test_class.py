@@ -35,6 +35,9 @@ GQA = os.path.join(ROOT, "gqa.py")
 with open(GQA, encoding="utf-8") as _f:
     SOURCE = _f.read()
 WRONG = SOURCE.replace("return query_head // group", "return query_head % g")   # step 3 fails
+_DOC = SOURCE.index('"""', SOURCE.index('"""', SOURCE.index("def valid_g(")) + 3) + 3
+BIG_WRONG = (SOURCE[:_DOC] + "\n    if type(h) is int and h > 16:\n        return [1]"   # step 1's random
+             + SOURCE[_DOC:])                                                          # cases fail
 AS_ROOT = os.name == "posix" and os.geteuid() == 0
 
 
@@ -89,6 +92,35 @@ def usage_error(*argv):
         except SystemExit as stop:
             return err.getvalue().strip().splitlines()[-1] if stop.code == 2 else None
     return None
+
+
+class HiddenCasesWithheld(unittest.TestCase):
+    """A class's feedback shows no hidden case: every submission meets the same ones."""
+
+    def test_a_failing_hidden_case_is_withheld_where_asked_and_in_every_class_run(self):
+        private = Private(self)
+        module = write(os.path.join(private.work, "sub", "gqa.py"), BIG_WRONG)
+        hidden = grading.public_end(checks.STEPS[0])          # step 1's first hidden case
+        got = {}
+        for case, extra in ((hidden, []), (hidden, ["--withhold-hidden"]),
+                            (hidden - 1, ["--withhold-hidden"])):   # the last public one
+            status, out, _ = private.main("--module", module, "--json", "--seed", "2", "--only", "1",
+                                          "--case", str(case), *extra)
+            self.assertEqual(status, 1, out)
+            got[case, bool(extra)] = json.loads(out)["steps"][0]
+        shown, withheld, public = got[hidden, False], got[hidden, True], got[hidden - 1, True]
+        for step in (shown, withheld, public):
+            self.assertEqual(step["status"], "failed")
+        self.assertIn("got:      [1]", shown["message"])
+        self.assertIsNotNone(shown["inputs"])
+        self.assertEqual((withheld["case"], withheld["inputs"], withheld["show"]), (hidden, None, None))
+        self.assertEqual(withheld["message"], f"case {hidden}: {grading.WITHHELD}")
+        self.assertNotIn("[1]", withheld["message"])
+        self.assertIn("got:      [1]", public["message"])          # a public case is shown whole
+        args = cli.parse_args(["--class", private.work, "--gradebook", os.path.join(private.work, "g.csv"),
+                               "--seed", "2"])
+        argv = classroom.Gradebook(args)._argv(submissions.Submission("a.py", "a", path=module))
+        self.assertTrue(cli.parse_args(argv).withhold_hidden, argv)
 
 
 # ---------------------------------------------------------------------------
