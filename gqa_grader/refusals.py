@@ -130,17 +130,21 @@ def calls_of(s, name):
         "method_name": lambda: sizes("method_name", [8, 2], 1, 0),
         "kv_head": lambda: sizes("kv_head", [0, 8, 2], 0, 2),
         "group_heads": lambda: sizes("group_heads", [8, 2], 0, 1),
-        "fold_kv_mean": lambda: sizes("fold_kv_mean", [k + k, 1], 1, 1) + bad("fold_kv_mean", [STRS, 1], DATA),
+        "fold_kv_mean": lambda: sizes("fold_kv_mean", [k + k, 1], 1, 1)
+        + bad("fold_kv_mean", [STRS, 1], DATA),
         "repeat_kv": lambda: sizes("repeat_kv", [k, 2], 1, 1) + bad("repeat_kv", [STRS, 1], DATA),
         "single_head_attention": lambda: bad("single_head_attention", [q[0], k[0], v[0]], CAUSAL, causal=1)
         + bad("single_head_attention", [[["1.0", "0.0"]], k[0], v[0]], DATA),
         "attention": lambda: sizes("attention", [q, k + k, v + v, 2], 3, 3)
-        + bad("attention", ["q", k + k, v + v, 2], DATA) + bad("attention", [q, k + k, v + v, 2], CAUSAL, causal=None),
-        "grouped_attention": lambda: bad("grouped_attention", [q, [[["1.0", "0.0"], ["0.5", "0.5"]]], v], DATA)
+        + bad("attention", ["q", k + k, v + v, 2], DATA)
+        + bad("attention", [q, k + k, v + v, 2], CAUSAL, causal=None),
+        "grouped_attention": lambda: bad("grouped_attention", [q, [[["1.0", "0.0"], ["0.5", "0.5"]]], v],
+                                         DATA)
         + bad("grouped_attention", [q, k, v], CAUSAL, causal=1),
         "init_weights": lambda: sizes("init_weights", [2, 3, 2], 0, 1, seed=0),
         "fold_weights": lambda: sizes("fold_weights", [w, 1], 1, 1) + bad("fold_weights", [strs, 1], DATA),
-        "prepare_weights": lambda: sizes("prepare_weights", [w, 2], 1, 1) + bad("prepare_weights", [strs, 1], DATA),
+        "prepare_weights": lambda: sizes("prepare_weights", [w, 2], 1, 1)
+        + bad("prepare_weights", [strs, 1], DATA),
         "layer": lambda: sizes("layer", [x, w, 1], 2, 2) + bad("layer", [[["a", "b", "c"]], w, 1], DATA)
         + bad("layer", [x, w, 1], CAUSAL, causal=None),
         "output_difference": lambda: bad("output_difference", [[["1.0"]], [[1.0]]], DATA)
@@ -160,10 +164,12 @@ def calls_of(s, name):
         "decode_step": lambda: sizes("decode_step", [[1.0, 0.0, -1.0], w, 1, ref("cache")], 2, 2)
         + bad("decode_step", ["abc", w, 1, ref("cache")], DATA),
         "decode_traffic": lambda: sizes("decode_traffic", [2, 4, 1, 2, 8], 2, "batch", batch=1),
-        "grouped_attention_backward": lambda: bad("grouped_attention_backward", [q, k, v, [[["1.0"]]] * 2], DATA)
+        "grouped_attention_backward": lambda: bad("grouped_attention_backward",
+                                                  [q, k, v, [[["1.0"]]] * 2], DATA)
         + bad("grouped_attention_backward", [q, k, v, [[[1.0]], [[1.0]]]], CAUSAL, causal=1),
         "layer_backward": lambda: sizes("layer_backward", [x, w, 1, x], 2, 2)
-        + bad("layer_backward", [x, w, 1, [["a"] * 3] * 2], DATA) + bad("layer_backward", [x, w, 1, x], CAUSAL, causal=None),
+        + bad("layer_backward", [x, w, 1, [["a"] * 3] * 2], DATA)
+        + bad("layer_backward", [x, w, 1, x], CAUSAL, causal=None),
     }
     return table.get(name, list)()
 
