@@ -45,10 +45,11 @@ Shapes: nested lists of floats, a matrix a list of rows, head axis first.
 Rules every step keeps (the grader checks each one)
 - Input that breaks a rule raises GQAError, whose message names the
   function, the rule and the numbers that break it: method_name(8, 3)
-  names g=3 and h=8; valid_g(0) raises (h must be positive).  A size that is not an
-  int (or is a bool), data that is not nested lists (tuples and array('d')
-  rows too) of equal rows of ints and floats, or a causal flag that is not
-  a bool raises TypeError.  Ragged rows raise GQAError.
+  names g=3 and h=8; valid_g(0) and valid_g(-4) raise (h must be positive).
+  A size that is not an int (or is a bool), data that is not nested lists
+  (tuples and array('d') rows too) of ints and floats, or a causal flag
+  that is not a bool raises TypeError, whose message names the function
+  too: valid_g(True) and valid_g(8.0) raise it.  Ragged rows raise GQAError.
 - Arguments are never changed, and results are new lists, not the
   input's (repeat_kv alone may share the input's heads, as torch's expand()).
 - Counts take 0 where a count can be 0: kv_cache_elements(1, 1, 0, 1) is 0.

@@ -11,6 +11,7 @@ library (never gqa.py, never the tools):
     worker     the worker program, run as a script: the only importer of the module
     sandbox    the seal, the Worker process, and run_in_child (the tools' door)
     exchange   calls to the worker and back; the --show transcript
+    refusals   the calls each step must refuse: GQAError for values, TypeError for types
     checks     the 25 checks
     grading    running the checks; text, JSON and Gradescope output
     starter    the starter, built from gqa.py's text

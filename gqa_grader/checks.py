@@ -11,10 +11,13 @@ come from the reference, computed from the grader's own copy of the inputs.
 import math
 import re
 
-from .compare import Other, REL_TOL, Record, _short, first_difference, kind
-from .exchange import ref
+from .compare import Other, Record, _short, expect, first_difference, kind
+from .exchange import ref, send_weights
 from .failures import Failure
 from .inputs import Counter, as_rows, nested, plain, rand_tensor, random_weights
+from .refusals import (refuse_attention, refuse_cache_elements, refuse_decode, refuse_difference,
+                       refuse_fold_weights, refuse_grouped, refuse_kv_cache, refuse_layer,
+                       refuse_repeat_kv, refuse_single, refuse_types)
 from .answers import (RefKVCache, ref_attention, ref_attention_multiplies, ref_block_multiplies,
                       ref_cache_table, ref_count_multiplies, ref_decode_step, ref_decode_traffic,
                       ref_fold_kv_mean, ref_fold_weights, ref_group_heads, ref_grouped_attention,
@@ -44,72 +47,21 @@ def step(number, name, summary, systematic, needs=(), touches=(), why="", refusa
     touches: the earlier steps a student goes back to for it, and why.  Two more
     systematic cases may follow the check's own: refusals(s, rng), the refusals its
     docstring states; agrees(s, rng), the module's own functions agreeing with each
-    other (no reference in it, so a handout checks it as the teacher's run does)."""
+    other (no reference in it, so a handout checks it as the teacher's run does).
+    Case 0 ends with the calls of the wrong types that must raise TypeError
+    (refusals.refuse_types), which draw nothing from the case's random stream."""
     extra = [f for f in (refusals, agrees) if f]
 
     def register(fn):
         def check(s, case, rng):
             if systematic <= case < systematic + len(extra):
                 return extra[case - systematic](s, rng)
-            return fn(s, case - len(extra) if case > systematic else case, rng)
-        STEPS.append(Step(number, name, summary, systematic + len(extra), check if extra else fn,
-                          needs, touches, why))
+            fn(s, case - len(extra) if case > systematic else case, rng)
+            if case == 0:
+                refuse_types(s, name)
+        STEPS.append(Step(number, name, summary, systematic + len(extra), check, needs, touches, why))
         return fn
     return register
-
-
-# The refusals each step's docstring states, beyond those its check draws: calls that
-# must raise GQAError naming the numbers given.
-def refuse_repeat_kv(s, rng):
-    s.raises("repeat_kv", [[], 2], [])                                       # no heads
-
-
-def refuse_single(s, rng):
-    s.raises("single_head_attention", [[[1.0]], [], []], [])                 # no keys
-    s.raises("single_head_attention", [[[1.0, 2.0]], [[1.0]], [[1.0]]], [2, 1])   # d differs
-    s.raises("single_head_attention", [[[1.0]], [[1.0], [2.0]], [[1.0], [2.0], [3.0]]], [2, 3])
-
-
-def refuse_attention(s, rng):
-    s.raises("attention", [[[[1.0]], [[1.0]]], [[[1.0]]], [[[1.0]]], 1], [2, 1])   # k, v not h heads
-
-
-def refuse_grouped(s, rng):
-    s.raises("grouped_attention", [[[[1.0]], [[1.0]]], [[[1.0]], [[1.0]]], [[[1.0]]]], [2, 1])
-
-
-def refuse_fold_weights(s, rng):
-    w_q, w_k, w_v, w_o = random_weights(rng, 4, 3, 2)
-    s.raises("fold_weights", [send_weights(s, [w_q, w_k[:3], w_v, w_o]), 2], [3, 4, 2])
-    s.raises("fold_weights", [send_weights(s, [w_q, w_k, w_v, [h[:1] for h in w_o]]), 2], [])
-
-
-def refuse_layer(s, rng):
-    s.call("prepare_weights", send_weights(s, random_weights(rng, 2, 3, 2)), 1, keep="p", value=False)
-    s.raises("layer", [rand_tensor(rng, 1, 3), ref("p"), 2], [1, 2])      # prepared for another g
-
-
-def refuse_difference(s, rng):
-    s.raises("output_difference", [[[[[1.0]]]], [[[[1.0]]]]], [])           # deeper than 3 levels
-
-
-def refuse_cache_elements(s, rng):
-    s.raises("kv_cache_elements", [1, 1, 1, 0], [0])                         # head_dim 0
-    s.raises("kv_cache_elements", [-1, 1, 1, 1], [-1])                       # a negative count
-
-
-def refuse_kv_cache(s, rng):
-    s.raises("KVCache", [0, 2], [0])
-    s.raises("KVCache", [2, 0], [0])
-
-
-def refuse_decode(s, rng):
-    w = send_weights(s, random_weights(rng, 2, 3, 2))
-    s.call("KVCache", 2, 2, keep="cache", value=False)
-    s.raises("decode_step", [[1.0, 2.0, 3.0], w, 1, ref("cache")], [2, 1])  # a cache for another g
-    s.call("KVCache", 1, 2, keep="cache", value=False)
-    s.raises("decode_step", [[1.0, 2.0], w, 1, ref("cache")], [2, 3])       # x_t not d_model long
-    expect(s.get("cache", "len")["len"], 0, "a refused decode_step", "len(cache) after refused steps")
 
 
 ALL_HG = [(h, g) for h in range(1, 17) for g in ref_valid_g(h)]     # every (h, g) with h <= 16
@@ -126,30 +78,6 @@ def draw_hg(case, rng):
 def bad_g(h, rng):
     """A g that breaks the rule for h: a non-divisor when h has one, else out of range."""
     return rng.choice([g for g in range(2, h) if h % g] or [0, h + 1, -1])
-
-
-def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False, names=None):
-    """Raise a Failure naming the case, and showing both values when they are short.
-    names: got and expected are a record's fields, in this order (named in the message)."""
-    diff = None
-    if names is not None and isinstance(got, list) and len(got) == len(names) == len(expected):
-        for name, a, b in zip(names, got, expected):
-            diff = first_difference(a, b, rel=rel, exact=exact, where=(name,), loose_lists=loose)
-            if diff:
-                break
-    else:
-        diff = first_difference(got, expected, rel=rel, exact=exact, loose_lists=loose)
-    if diff:
-        shown = f"expected: {_cut(expected)}\ngot:      {_cut(got)}\n"
-        raise Failure(f"case {where}: {what}\n{shown}first difference {diff}")
-
-
-def _cut(x, limit=200):
-    """repr(x), its middle cut when long (--show prints the whole call)."""
-    text = repr(x)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit * 3 // 4]} ... {text[-limit // 4:]} ({len(text)} characters; --show prints the call)"
 
 
 def fields_of(got, what, record, names):
@@ -194,6 +122,7 @@ def check_valid_g(s, case, rng):
     expect(s.call("valid_g", h), ref_valid_g(h), f"h={h}", f"valid_g({h})")
     if case == 0:
         s.raises("valid_g", [0], [0])
+        s.raises("valid_g", [-4], [-4])
 
 
 @step(2, "method_name", "MHA at g = h, MQA at g = 1 < h, GQA between", len(ALL_HG))
@@ -363,13 +292,6 @@ def check_grouped(s, case, rng):
            f"grouped_attention(q, k, v, causal={causal})")
     if h % (g + 1):                              # g + 1 key/value heads do not divide h
         s.raises("grouped_attention", [q, k + k[:1], v + v[:1]], [h, g + 1])
-
-
-def send_weights(s, fields, name="w"):
-    """Make the module's Weights record from the grader's lists, kept in the worker as name."""
-    w_q, w_k, w_v, w_o = fields
-    s.call("Weights", w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, keep=name, value=False)
-    return ref(name)
 
 
 WEIGHT_FIELDS = ("w_q", "w_k", "w_v", "w_o")

@@ -3,7 +3,8 @@ types the lab's conventions promise, and text from the worker made safe to print
 
 Floats agree to REL_TOL relative or ABS_TOL absolute, whichever is looser;
 integers, strings and shapes exactly.  first_difference names where two values
-first part ("[2][0][1]: got 0.5, expected 0.25").  clean_text escapes what a
+first part ("[2][0][1]: got 0.5, expected 0.25"), and expect() fails a case with
+both values when they differ.  clean_text escapes what a
 terminal or a document must not hold as it is (control characters, invisible
 format characters, lone surrogates).
 """
@@ -184,3 +185,26 @@ def _short(x):
     text = repr(x)
     return text if len(text) <= 80 else text[:77] + "..."
 
+
+def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False, names=None):
+    """Raise a Failure naming the case, and showing both values when they are short.
+    names: got and expected are a record's fields, in this order (named in the message)."""
+    diff = None
+    if names is not None and isinstance(got, list) and len(got) == len(names) == len(expected):
+        for name, a, b in zip(names, got, expected):
+            diff = first_difference(a, b, rel=rel, exact=exact, where=(name,), loose_lists=loose)
+            if diff:
+                break
+    else:
+        diff = first_difference(got, expected, rel=rel, exact=exact, loose_lists=loose)
+    if diff:
+        shown = f"expected: {_cut(expected)}\ngot:      {_cut(got)}\n"
+        raise Failure(f"case {where}: {what}\n{shown}first difference {diff}")
+
+
+def _cut(x, limit=200):
+    """repr(x), its middle cut when long (--show prints the whole call)."""
+    text = repr(x)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit * 3 // 4]} ... {text[-limit // 4:]} ({len(text)} characters; --show prints the call)"

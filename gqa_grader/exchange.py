@@ -21,6 +21,13 @@ def ref(name):
     return {"$ref": name}
 
 
+def send_weights(s, fields, name="w"):
+    """Make the module's Weights record from the grader's lists, kept in the worker as name."""
+    w_q, w_k, w_v, w_o = fields
+    s.call("Weights", w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, keep=name, value=False)
+    return ref(name)
+
+
 def _brief(value):
     """A short description of an argument: numbers as they are, tensors by shape."""
     if isinstance(value, dict) and "$ref" in value:
@@ -60,6 +67,7 @@ def _well_formed(answer):
             return False
         e.setdefault("where", [])
         e["gqa_error"] = e.get("gqa_error") is True
+        e["type_error"] = e.get("type_error") is True
         e.update(type=bounded(e["type"], 100), message=bounded(e["message"]),   # before any escaping
                  where=[bounded(frame, 300) for frame in e["where"][-3:]])
     changed = answer.get("changed", [])
@@ -167,30 +175,51 @@ class Student:
         return self._check(self._send(message, "count_multiplies()"),
                            "the calls inside count_multiplies()", False)
 
-    def raises(self, fn, args, numbers, kwargs=None):
-        """fn(*args) must raise the module's GQAError, naming the numbers given."""
+    def _refusal(self, fn, args, kwargs, expected):
+        """Call fn(*args, **kwargs), which must raise: its error (cleaned), and the call as
+        text; a Failure if it returned, or did not get as far as refusing."""
         what = f"{fn}({_args(args, kwargs or {})})"
         answer = self._send({"op": "call", "fn": fn, "args": wire(list(args)),
                              "kwargs": {k: wire(v) for k, v in (kwargs or {}).items()}}, what)
         if "error" not in answer:
             raise Failure(f"{what} returned {_short(self._check(answer, what, False))} instead "
-                          f"of raising GQAError")
+                          f"of raising {expected}")
         e = clean_data(answer["error"], newlines=False)
         if e["type"] in ("NotImplementedError", "missing", "signature"):
             self._raise(answer, what)
+        return e, what
+
+    @staticmethod
+    def _names_function(fn, e, what, raised, why):
+        name = "KVCache." + fn.split(".", 1)[1] if fn.startswith("$cache.") else fn
+        if not re.search(rf"\b{re.escape(name)}\b", e["message"]):
+            raise Failure(f"{what} raised {raised}({e['message']!r}), which does not name the "
+                          f"function, {name} ({why})")
+
+    def raises(self, fn, args, numbers, kwargs=None):
+        """fn(*args) must raise the module's GQAError, naming the numbers given."""
+        e, what = self._refusal(fn, args, kwargs, "GQAError")
         if not e["gqa_error"]:
             raise Failure(f"{what} raised {e['type']}: {e['message']}, not GQAError (a "
                           f"ValueError subclass)")
-        name = "KVCache." + fn.split(".", 1)[1] if fn.startswith("$cache.") else fn
-        if not re.search(rf"\b{re.escape(name)}\b", e["message"]):
-            raise Failure(f"{what} raised GQAError({e['message']!r}), which does not name the "
-                          f"function, {name} (a refusal's message names the function, the rule "
-                          f"and the numbers at fault)")
+        self._names_function(fn, e, what, "GQAError", "a refusal's message names the function, "
+                             "the rule and the numbers at fault")
         missing = [str(x) for x in numbers if not re.search(rf"(?<!\d)(?<!\d\.){re.escape(str(x))}(?!\d|\.\d)",
                                                             e["message"])]
         if missing:
             raise Failure(f"{what} raised GQAError({e['message']!r}), which does not mention "
                           f"{', '.join(missing)} (a refusal's message names the numbers at fault)")
+
+    def raises_type(self, fn, args, rule, kwargs=None):
+        """fn(*args) must raise TypeError (or a subclass, but not GQAError), naming the
+        function: the argument breaks rule, a rule about types, not about values."""
+        e, what = self._refusal(fn, args, kwargs, f"TypeError ({rule})")
+        if e["gqa_error"] or not e.get("type_error"):
+            raise Failure(f"{what} raised {e['type']}: {e['message']}, not TypeError ({rule}; "
+                          f"GQAError is for values that break the lab's rules, TypeError for "
+                          f"arguments of the wrong type)")
+        self._names_function(fn, e, what, e["type"], "a TypeError's message names the function, "
+                             "as every message of the lab does")
 
 
 # ---------------------------------------------------------------------------
@@ -227,9 +256,10 @@ def literal(value):
 
 class Statement:
     """One line (or block) of the transcript: lines that name its lists, then its code.
-    Written only when shown: make() returns (code, hoisted [(name, value)], inputs)."""
+    Written only when shown: make() returns (code, hoisted [(name, value)], inputs).
+    refused: the exception a refused call must raise ("GQAError", "TypeError"), or None."""
 
-    def __init__(self, make, setup=False, refused=False):
+    def __init__(self, make, setup=False, refused=None):
         self.make, self.made, self.setup, self.refused = make, None, setup, refused
 
     def _parts(self):
@@ -257,9 +287,9 @@ class Statement:
     def text(self, wrapped=False):
         """The lines; wrapped: a refused call inside try/except, so a paste runs on past it."""
         code = self.code
-        if wrapped:
+        if wrapped and self.refused:
             code = ("try:\n" + "".join(f"    {line}\n" for line in code.splitlines())
-                    + "except GQAError as e:\n    print(e)\n")
+                    + f"except {self.refused} as e:\n    print(e)\n")
         return "".join(f"{name} = {literal(value)}\n" for name, value in self.hoisted) + code
 
 
@@ -343,13 +373,20 @@ class Case:
         self._note(Statement(make))
         return self.student.tally(calls, fields, nested=nested)
 
-    def raises(self, fn, args, numbers, kwargs=None):
+    def _refused(self, fn, args, kwargs, expected):
         # A refused call on an object kept in the worker (a method, or a kept argument)
         # may still change it: the paste makes it too, before what follows.
         keeps = fn.startswith("$") or any(isinstance(a, dict) and "$ref" in a
                                           for a in list(args) + list((kwargs or {}).values()))
-        self._note(Statement(lambda: call_text(fn, args, kwargs or {}), keeps, refused=True))
+        self._note(Statement(lambda: call_text(fn, args, kwargs or {}), keeps, refused=expected))
+
+    def raises(self, fn, args, numbers, kwargs=None):
+        self._refused(fn, args, kwargs, "GQAError")
         return self.student.raises(fn, args, numbers, kwargs)
+
+    def raises_type(self, fn, args, rule, kwargs=None):
+        self._refused(fn, args, kwargs, "TypeError")
+        return self.student.raises_type(fn, args, rule, kwargs)
 
     def failing(self):
         """The statement the failure is about."""
@@ -366,7 +403,7 @@ class Case:
             if st is last:
                 break
             if st.setup or whole:
-                lines.append(st.text(wrapped=st.refused))
+                lines.append(st.text(wrapped=True))
         lines.append(last.text())
         if any("array('" in line for line in lines):
             lines.insert(1, "from array import array")

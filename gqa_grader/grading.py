@@ -19,7 +19,7 @@ from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
 from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
 
-GRADER_VERSION = "3.0"
+GRADER_VERSION = "3.1"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout

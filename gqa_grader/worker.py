@@ -87,7 +87,8 @@ def w_where(tb):
 
 
 def w_error(type_name, message):
-    return {"error": {"type": type_name, "message": message, "gqa_error": False, "where": []}}
+    return {"error": {"type": type_name, "message": message, "gqa_error": False,
+                      "type_error": False, "where": []}}
 
 
 def w_raised_in(tb):
@@ -119,6 +120,7 @@ def w_failure(err):
     return {"error": {"type": type(err).__name__, "message": message[:500],
                       "gqa_error": type(err).__name__ == "GQAError"
                       and isinstance(err, ValueError),
+                      "type_error": isinstance(err, TypeError),
                       "where": w_where(err.__traceback__),
                       "raised_in": raised_in if isinstance(raised_in, str) else None,
                       "direct": direct is True}}

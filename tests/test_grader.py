@@ -44,6 +44,18 @@ def replace_function(source, name, new):
     return "".join(lines[:node.lineno - 1]) + new + "".join(lines[node.end_lineno:])
 
 
+# The steps whose functions take an int size, data (tensors, or Weights holding them),
+# a causal flag: each must refuse a wrong type with TypeError.
+TYPED_SIZES = ("valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "repeat_kv",
+               "attention", "init_weights", "fold_weights", "prepare_weights", "layer",
+               "kv_cache_elements", "attention_multiplies", "block_multiplies", "cache_table",
+               "multiplies_table", "KVCache", "decode_step", "decode_traffic", "layer_backward")
+TYPED_DATA = ("fold_kv_mean", "repeat_kv", "single_head_attention", "grouped_attention", "fold_weights",
+              "prepare_weights", "layer", "KVCache", "grouped_attention_backward", "layer_backward")
+CAUSAL_ONE = ("single_head_attention", "grouped_attention", "attention_multiplies", "multiplies_table",
+              "grouped_attention_backward")                 # given causal=1
+CAUSAL_NONE = ("attention", "layer", "block_multiplies", "layer_backward")     # given causal=None
+
 # (name, the step that must fail, text in gqa.py, its replacement)
 MUTANTS = [
     ("strided grouping (i % g)", "kv_head",
@@ -131,7 +143,7 @@ MUTANTS = [
      "if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):",
      "if widths is None or (cols is not None and widths - {cols}):"),
     ("repeat_kv accepting an h that g does not divide", "repeat_kv",
-     '    _group_size("repeat_kv", h, g)\n', ""),
+     '    _group_size("repeat_kv", h, g)\n', '    _check_int("repeat_kv", "h", h, low=1)\n'),
     ("grouped_attention accepting g that does not divide h", "grouped_attention",
      '    _check_divides("grouped_attention", h, g)\n', ""),
     ("prepare_weights folding the caller's Weights in place", "prepare_weights",
@@ -209,6 +221,29 @@ MUTANTS = [
      "ratio = Multiplies(*(c / r if r else 1.0", "ratio = tuple((c / r if r else 1.0"),
     ("the weighted sum tallied with d instead of d_v", "count_multiplies",
      "_tally.weighted_sum += seen * len(v_cols)", "_tally.weighted_sum += seen * len(qi)"),
+    # The rules of types (TypeError, naming the function), and valid_g's refusal below 0.
+    ("valid_g accepting True and 8.0 (h = int(h))", "valid_g",
+     '    _check_int("valid_g", "h", h, low=1)\n',
+     '    h = int(h)\n    if h < 1:\n        raise GQAError(f"valid_g: h must be positive; got h={h}")\n'),
+    ("valid_g accepting 8.0 (bools refused, then h = int(h))", "valid_g",
+     '    _check_int("valid_g", "h", h, low=1)\n',
+     '    if isinstance(h, bool):\n        raise TypeError(f"valid_g: h must be an int, not bool")\n'
+     '    h = int(h)\n    if h < 1:\n        raise GQAError(f"valid_g: h must be positive; got h={h}")\n'),
+    ("valid_g returning [] for a negative h", "valid_g",
+     '    _check_int("valid_g", "h", h, low=1)\n',
+     '    _check_int("valid_g", "h", h, low=None)\n    if h == 0:\n'
+     '        raise GQAError("valid_g: h must be positive; got h=0")\n    if h < 0:\n        return []\n'),
+    ("every size made an int with int() (True and 8.0 accepted)", TYPED_SIZES,
+     "    if isinstance(value, bool) or not isinstance(value, int):\n        raise TypeError(",
+     "    value = int(value)\n    if False:\n        raise TypeError("),
+    ("a causal flag checked with `in (True, False)` (1 accepted)", CAUSAL_ONE,
+     "    if not isinstance(causal, bool):\n", "    if causal not in (True, False):\n"),
+    ("a causal flag made bool(causal) (None accepted)", CAUSAL_NONE,
+     "    if not isinstance(causal, bool):\n", "    causal = bool(causal)\n    if False:\n"),
+    ("values never checked for their type (a tensor of strs accepted)", TYPED_DATA,
+     "    if not kinds <= _NUMBERS:\n", "    if False:\n"),
+    ("output_difference accepting values that are not numbers", "output_difference",
+     "                if type(value) not in _NUMBERS:\n", "                if False:\n"),
 ]
 
 
@@ -222,7 +257,10 @@ SHOWN = ["strided grouping (i % g)", "repeat_kv accepting an h that g does not d
          "a nested count_multiplies that adds nothing to the outer tally",
          "a KVCache whose len is its capacity", "a decode step that forgets to append to the cache",
          "a fold that changes its input in place", "a fold that returns its input itself at g = h",
-         "a decode_step that appends to the cache before refusing"]
+         "a decode_step that appends to the cache before refusing",
+         "valid_g accepting True and 8.0 (h = int(h))", "valid_g returning [] for a negative h"]
+# Of those, the ones whose paste beside the real gqa.py must raise its TypeError.
+SHOWN_TYPES = ["valid_g accepting True and 8.0 (h = int(h))"]
 
 # Modules that misbehave in kv_head: (name, the body's new line, the call's timeout, what
 # the failure says).  Each hangs at kv_head's first call; only the first has a step after
@@ -389,9 +427,16 @@ class Mutants(unittest.TestCase):
         jobs = ([(mutate(old, new), {"only": list(steps_of(step)), "cases": 1}) for _, step, old, new in MUTANTS]
                 + [(SOURCE, {"cases": 0, "only": ["kv_cache_elements", "output_difference"]})]
                 + [(wrong, {"seed": seed, "cases": 0, "only": ["kv_head"]}) for seed in (1, 2, 3)])
+        # A size of the wrong type raising a TypeError subclass (passes), or GQAError (fails).
+        raising = [mutate('raise TypeError(f"{func}: {name} must be an int, "',
+                          f'raise {error}(f"{{func}}: {{name}} must be an int, "') + extra
+                   for error, extra in (("_SizeError", "\n\nclass _SizeError(TypeError):\n    pass\n"),
+                                        ("GQAError", ""))]
+        jobs += [(source, {"cases": 0, "only": ["valid_g"]}) for source in raising]
         graded = grade_trusted(jobs)
         return {"mutants": graded[:len(MUTANTS)], "systematic": graded[len(MUTANTS)],
-                "one_pair": graded[len(MUTANTS) + 1:]}
+                "one_pair": graded[len(MUTANTS) + 1:len(MUTANTS) + 4],
+                "subclass": graded[len(MUTANTS) + 4], "gqa_error_for_type": graded[len(MUTANTS) + 5]}
 
     def test_every_mutant_fails_the_step_that_ought_to_catch_it(self):
         # Each mutant is graded by the one step that should catch it: the
@@ -431,6 +476,40 @@ class Mutants(unittest.TestCase):
         result = graded["a nested count_multiplies that adds nothing to the outer tally"]["count_multiplies"]
         self.assertEqual([c["fn"] for c in result["inputs"]["calls"]], ["layer"])
         self.assertEqual(set(result["inputs"]["calls"][0]), {"fn", "x", "weights", "g", "causal"})
+
+    def test_wrong_types_fail_saying_what_was_expected(self):
+        # Each rule of types, broken by a mutant, fails with the call and the rule it broke.
+        graded = {name: results for (name, *_), results in zip(MUTANTS, early(self.graded)["mutants"])}
+
+        def message(mutant, step):
+            return graded[mutant][step]["message"]
+        self.assertEqual(message("valid_g accepting True and 8.0 (h = int(h))", "valid_g"),
+                         "valid_g(True) returned [1] instead of raising TypeError (a size is an int, "
+                         "and a bool is not one)")
+        self.assertEqual(message("valid_g accepting 8.0 (bools refused, then h = int(h))", "valid_g"),
+                         "valid_g(8.0) returned [1, 2, 4, 8] instead of raising TypeError (a size is an "
+                         "int, not a float)")
+        self.assertEqual(message("valid_g returning [] for a negative h", "valid_g"),
+                         "valid_g(-4) returned [] instead of raising GQAError")
+        for step in TYPED_SIZES:
+            with self.subTest(step=step):
+                self.assertRegex(message("every size made an int with int() (True and 8.0 accepted)", step),
+                                 rf"^\$?{step}\(.*True.*\) (returned .* instead of raising TypeError|raised "
+                                 rf"GQAError: .*, not TypeError) \(a size is an int, and a bool is not one")
+        for mutant, steps, flag in (("a causal flag checked with `in (True, False)` (1 accepted)", CAUSAL_ONE, 1),
+                                    ("a causal flag made bool(causal) (None accepted)", CAUSAL_NONE, None)):
+            for step in steps:
+                with self.subTest(step=step, causal=flag):
+                    self.assertRegex(message(mutant, step), rf"^{step}\(.*, causal={flag}\) returned .* instead "
+                                                            rf"of raising TypeError \(causal is True or False\)$")
+        # Strs where numbers go: returned, or a TypeError of Python's own, which names no function.
+        for step in TYPED_DATA + ("output_difference",):
+            mutant = ("output_difference accepting values that are not numbers" if step == "output_difference"
+                      else "values never checked for their type (a tensor of strs accepted)")
+            with self.subTest(step=step):
+                self.assertRegex(message(mutant, step), r"( instead of raising TypeError \(data is nested lists "
+                                                        r"of ints and floats\)|\), which does not name the "
+                                                        r"function, [\w.]+ \(a TypeError's message names)")
 
     CHOSEN = (8, 40, len(MUTANTS) - 1)
 
@@ -478,6 +557,16 @@ class Mutants(unittest.TestCase):
             self.assertEqual(r["status"], "passed")
             self.assertEqual(r["cases"], r["cases_passed"])
             self.assertGreater(r["cases"], 0)
+
+    def test_a_wrong_type_raises_a_typeerror_or_a_subclass_never_gqaerror(self):
+        graded = early(self.graded)
+        self.assertEqual(graded["subclass"]["valid_g"]["status"], "passed")
+        result = graded["gqa_error_for_type"]["valid_g"]
+        self.assertEqual(result["status"], "failed")
+        self.assertEqual(result["message"].splitlines()[0],
+                         "valid_g(True) raised GQAError: valid_g: h must be an int, not bool (True), not "
+                         "TypeError (a size is an int, and a bool is not one; GQAError is for values that "
+                         "break the lab's rules, TypeError for arguments of the wrong type)")
 
     def test_a_module_wrong_at_one_pair_fails_on_every_seed(self):
         # The systematic cases hold every (h, g) with h <= 16, whatever the seed.
@@ -607,6 +696,7 @@ class CommandLine(unittest.TestCase):
                                        "--json")
         runs["json"] = [run_main("--seed", "5", "--json", "--only", "kv_head,layer", "--cases", "1")
                         for _ in range(2)]
+        runs["typed"] = run_main("--seed", "1", "--only", "decode_step", "--case", "0", "--show", "--json")
         runs["quiet"] = run_main("-q", "--seed", "1", "--cases", "0", "--only", "valid_g,kv_head")
         runs["by number"] = run_main("-q", "--seed", "1", "--cases", "0", "--only", "3,1", "--json")
         return runs
@@ -649,6 +739,17 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(step["inputs"], {"arg0": 1, "arg1": bad})
         self.assertEqual(step["show"], f"from gqa import *\nmethod_name(1, {bad})\n")
 
+    def test_a_whole_case_pasted_runs_past_its_typeerror_refusals(self):
+        # Case 0's transcript (--case 0 --show) holds the calls of the wrong types, each
+        # refused call but the last inside try/except TypeError: pasted, it runs to the end.
+        run = Run(*early(self.runs)["typed"])
+        text = json.loads(run.stdout)["steps"][0]["show"]
+        self.assertIn("\nexcept TypeError as e:\n    print(e)\n", text)
+        [[(out, err)]] = paste([([text], SOURCE)])
+        self.assertIn("decode_step: g must be an int, not bool (True)\n", out)
+        self.assertIn("decode_step: g must be an int, not float (1.0)\n", out)
+        self.assertRegex(err, r"\nTypeError: decode_step: x_t must be a list of floats, not str\n$")
+
     @staticmethod
     def pastes():
         """Each shown mutant's failing call pasted beside the mutant, and all of them beside
@@ -675,8 +776,12 @@ class CommandLine(unittest.TestCase):
                 self.assertTrue(text.startswith("from gqa import *\n"), text)
                 self.assertNotIn("...", text)
                 compile(text.replace("\n\n", "\n"), "shown", "exec")       # whole Python, never cut
-                self.assertNotRegex(right[1], r"\b(Syntax|Name|Type|Attribute|Index)Error",
-                                    f"{name}: the paste does not run on the real module")
+                if name in SHOWN_TYPES:                            # the real module's own refusal
+                    self.assertRegex(right[1], rf"\nTypeError: {step}: \w+ must be an int, not bool "
+                                               rf"\(True\)\n$")
+                else:
+                    self.assertNotRegex(right[1], r"\b(Syntax|Name|Type|Attribute|Index)Error",
+                                        f"{name}: the paste does not run on the real module")
                 self.assertNotEqual(wrong, right, name)
 
     def test_literals_are_whole_python(self):

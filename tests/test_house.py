@@ -21,7 +21,7 @@ FLOORS = [
     ["gqa"],
     ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
     ["gqa_grader.reference"], ["gqa_grader.answers"],
-    ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.checks"],
+    ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.refusals"], ["gqa_grader.checks"],
     ["gqa_grader.grading"], ["gqa_grader.starter"], ["gqa_grader.handout"],
     ["gqa_grader.selfcheck", "gqa_grader.records", "gqa_grader.submissions"], ["gqa_grader.classroom"],
     ["gqa_grader.cli"],
