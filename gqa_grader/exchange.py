@@ -33,13 +33,21 @@ def _brief(value):
     if isinstance(value, dict) and "$ref" in value:
         return value["$ref"]
     if isinstance(value, (list, tuple, array)):
-        shape = []
-        while isinstance(value, (list, tuple, array)):
-            shape.append(len(value))
-            value = value[0] if value else None
-        return "<" + "x".join(map(str, shape)) + " list>"
+        shape = _shape(value)
+        return ("<" + "x".join(map(str, shape)) + " list>" if shape is not None
+                else f"<ragged list of {len(value)}>")
     text = repr(value)
     return text if len(text) <= 40 else type(value).__name__
+
+
+def _shape(value):
+    """The sizes of a nested list, outermost first; None when its rows are unequal."""
+    if not isinstance(value, (list, tuple, array)):
+        return []
+    inner = [_shape(v) for v in value]
+    if any(x is None or x != inner[0] for x in inner):
+        return None
+    return [len(value)] + (inner[0] if inner else [])
 
 
 def wire(x):
