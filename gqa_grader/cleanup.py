@@ -17,6 +17,7 @@ what could not be done comes back as a note, with what was removed.
 
 import os
 import stat
+import threading
 import time
 
 DEADLINE = 10.0          # seconds the whole cleanup may take
@@ -25,14 +26,42 @@ SKIPPED = ("/proc", "/sys")
 
 DEPTH = 24               # folders below the root that the search goes down to
 
+# File systems whose folders count their subfolders in their link count (2 + one per
+# subfolder, from each one's ".."), so that a folder with a link count of 2 has none
+# and the search need not list it.  Elsewhere (btrfs says 1, others may not count) every
+# folder is listed.  ext4 says 1 once a folder has more than 65,000 subfolders.
+COUNTS_SUBFOLDERS = frozenset(("ext2", "ext3", "ext4", "xfs", "tmpfs", "devtmpfs"))
+
+
+def counting_devices(mountinfo="/proc/self/mountinfo"):
+    """The device numbers (st_dev) of the mounted file systems of COUNTS_SUBFOLDERS, from
+    mountinfo; an empty set when it cannot be read (then every folder is listed)."""
+    found = set()
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        try:
+            major, minor = fields[2].split(":")
+            kind = fields[fields.index("-", 6) + 1]
+        except (IndexError, ValueError):
+            continue
+        if kind in COUNTS_SUBFOLDERS and major.isdigit() and minor.isdigit():
+            found.add(os.makedev(int(major), int(minor)))
+    return found
+
 
 def writable_folders(uid, deadline, top="/"):
     """Every folder that uid may create entries in without owning it: world-writable
     and reachable (every folder above it searchable by others), by a walk that follows
     no link, goes DEPTH folders down at most, and skips uid's own folders (each is
-    removed whole, as an entry of the folder it is in).  Returns (folders, note): note
-    says why the walk stopped early, or None."""
-    found, stack = [], [(top, 0)]
+    removed whole, as an entry of the folder it is in).  A folder with no subfolder (by
+    its link count, on a file system of COUNTS_SUBFOLDERS) is not listed: nothing below
+    it is a folder.  Returns (folders, note): note says why the walk stopped early, or None."""
+    found, stack, counting = [], [(top, 0)], counting_devices()
     while stack:
         if time.monotonic() > deadline:
             return found, "the search for world-writable folders stopped at its deadline"
@@ -55,39 +84,53 @@ def writable_folders(uid, deadline, top="/"):
                     continue                 # its own: removed whole; or others cannot enter
                 if st.st_mode & stat.S_IWOTH:
                     found.append(entry.path)
-                stack.append((entry.path, depth + 1))
+                if st.st_nlink != 2 or st.st_dev not in counting:
+                    stack.append((entry.path, depth + 1))
     return found, None
 
 
 class FolderSearch:
     """writable_folders, searched in a thread from before the run starts (the run's user
     owns nothing yet, and a folder it makes later is an entry of one found here), so that
-    the walk costs the grader no time of its own; a search less than REUSE seconds old is
-    shared by the runs that follow (a class graded on one machine)."""
+    the walk costs the grader no time of its own.  The search is the same for every user
+    id that owns nothing, so a search still under way is shared by the runs that start
+    meanwhile (two at a time in one process), and a finished one less than REUSE
+    seconds old by the runs that follow (a class graded on one machine)."""
 
     REUSE = 60.0
     _last = (None, -1e9)                 # (folders, when) of the last finished search
+    _running = None                      # the search under way, if one is
+    _lock = threading.Lock()
 
     def __init__(self, uid):
-        self.uid, self.found, self.note = uid, None, None
-        folders, when = FolderSearch._last
-        if folders is not None and time.monotonic() - when < self.REUSE:
-            self.found, self.thread = list(folders), None
-            return
-        import threading
-        self.thread = threading.Thread(target=self._search, daemon=True)
-        self.thread.start()
+        self.uid, self.found, self.note, self.thread = uid, None, None, None
+        with FolderSearch._lock:
+            folders, when = FolderSearch._last
+            if folders is not None and time.monotonic() - when < self.REUSE:
+                self.found = list(folders)
+                return
+            running = FolderSearch._running
+            if running is not None and running.thread.is_alive():
+                self.thread, self.shared = running.thread, running
+                return
+            self.thread, self.shared = threading.Thread(target=self._search, daemon=True), self
+            FolderSearch._running = self
+            self.thread.start()
 
     def _search(self):
         found, self.note = writable_folders(self.uid, time.monotonic() + DEADLINE)
-        if self.note is None:
-            FolderSearch._last = (found, time.monotonic())
-        self.found = found
+        with FolderSearch._lock:
+            if self.note is None:
+                FolderSearch._last = (found, time.monotonic())
+            self.found = found
+            if FolderSearch._running is self:
+                FolderSearch._running = None
 
     def folders(self, deadline):
         """The folders found, waiting for the search until deadline; (folders, note)."""
         if self.thread is not None:
             self.thread.join(max(0.0, deadline - time.monotonic()))
+            self.found, self.note = self.shared.found, self.shared.note
         if self.found is None:
             return [], "the search for world-writable folders did not finish by its deadline"
         return list(self.found), self.note

@@ -242,6 +242,82 @@ class SelfCheckAsRoot(unittest.TestCase):
                 os.remove(marker)
 
 
+class TheSearch(unittest.TestCase):
+    """cleanup.writable_folders finds every world-writable folder others can reach, with or
+    without the link counts that let it leave folders with no subfolder unlisted."""
+
+    def setUp(self):
+        self.top = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.top)
+        tree = {"a": 0o755, "a/b": 0o777, "a/b/c": 0o755, "a/b/c/d": 0o1777, "files": 0o755,
+                "shut": 0o700, "shut/open": 0o777, "open": 0o777, "open/leaf": 0o777,
+                "many": 0o755, "many/one": 0o711, "many/one/two": 0o755, "many/one/two/ww": 0o777}
+        tree.update({f"many/x{i}": 0o755 for i in range(5)})
+        for path, mode in sorted(tree.items()):
+            os.mkdir(os.path.join(self.top, path))
+        for path, mode in tree.items():
+            os.chmod(os.path.join(self.top, path), mode)
+        for i in range(30):
+            with open(os.path.join(self.top, "files", f"f{i}"), "w", encoding="utf-8") as f:
+                f.write("x")
+        os.symlink(os.path.join(self.top, "open"), os.path.join(self.top, "a", "link"))
+
+    def expected(self):
+        """By os.walk: world-writable folders below top with every folder between searchable by others."""
+        found = []
+        for folder, subfolders, _ in os.walk(self.top):
+            modes = {s: os.lstat(os.path.join(folder, s)).st_mode for s in subfolders}
+            subfolders[:] = [s for s, mode in modes.items() if not os.path.islink(os.path.join(folder, s))
+                             and mode & 0o001]
+            found += [os.path.join(folder, s) for s in subfolders if modes[s] & 0o002]
+        return sorted(found)
+
+    def test_the_same_folders_with_and_without_link_counts(self):
+        from unittest import mock
+        from gqa_grader import cleanup
+        relative = lambda paths: sorted(os.path.relpath(p, self.top) for p in paths)
+        self.assertEqual(relative(self.expected()), ["a/b", "a/b/c/d", "many/one/two/ww", "open", "open/leaf"])
+        found, note = cleanup.writable_folders(-1, 1e18, top=self.top)
+        self.assertEqual((sorted(found), note), (self.expected(), None))
+        with mock.patch.object(cleanup, "counting_devices", set):
+            found, note = cleanup.writable_folders(-1, 1e18, top=self.top)
+        self.assertEqual((sorted(found), note), (self.expected(), None))
+
+    def test_a_search_under_way_is_shared_and_a_finished_one_reused(self):
+        import threading
+        import time
+        from unittest import mock
+        from gqa_grader import cleanup
+        calls, go = [], threading.Event()
+
+        def search(uid, deadline):
+            calls.append(uid)
+            go.wait(10)
+            return [self.top], None
+        with mock.patch.object(cleanup, "writable_folders", search), \
+                mock.patch.object(cleanup.FolderSearch, "_last", (None, -1e9)), \
+                mock.patch.object(cleanup.FolderSearch, "_running", None):
+            first, second = cleanup.FolderSearch(1), cleanup.FolderSearch(2)
+            go.set()
+            self.assertEqual([s.folders(time.monotonic() + 10) for s in (first, second)], [([self.top], None)] * 2)
+            self.assertEqual(cleanup.FolderSearch(3).folders(time.monotonic() + 10), ([self.top], None))
+            with mock.patch.object(cleanup.FolderSearch, "_last", (None, -1e9)):
+                cleanup.FolderSearch(4).folders(time.monotonic() + 10)
+        self.assertEqual(calls, [1, 4])
+
+    def test_link_counts_are_trusted_only_where_the_file_system_keeps_them(self):
+        from gqa_grader import cleanup
+        info = os.path.join(self.top, "mountinfo")
+        with open(info, "w", encoding="utf-8") as f:
+            f.write("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+                    "23 22 0:25 / /dev/shm rw - tmpfs tmpfs rw\n"
+                    "24 22 0:31 / /home rw shared:5 master:2 - btrfs /dev/vdb rw\n"
+                    "25 22 0:40 / /mnt rw - fuse.sshfs host: rw\n"
+                    "not a line of mountinfo\n")
+        self.assertEqual(cleanup.counting_devices(info), {os.makedev(254, 0), os.makedev(0, 25)})
+        self.assertEqual(cleanup.counting_devices(os.path.join(self.top, "none")), set())
+
+
 class CleanText(unittest.TestCase):
 
     def test_every_invisible_or_unassigned_code_point_is_escaped(self):
