@@ -30,7 +30,9 @@ with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
 # every world-writable folder; System V shared memory, a message queue, a semaphore
 # set), what it reads of
 # a classmate's run, and a process name that is not UTF-8; then every answer it sends
-# is an error of 3 million characters, with a character no ASCII terminal can show.
+# is an error with a character no ASCII terminal can show, of 3 million characters the
+# first time a request names its functions, of its first 20,000 after (still five
+# times what a message may show: every message is cut all the same).
 HOSTILE = STARTER + r'''
 import os as _os, ctypes as _ct, __main__ as _w
 _uid = _os.getuid()
@@ -68,10 +70,14 @@ _text = "HELD" + _w.json.dumps(dict(_made, uid=_uid)) + "HELD \u0400" + "x" * 3_
 
 
 def _forge(mod, requests):
+    _seen = set()
     for _line in requests:
-        _n = _w.json.loads(_line)["n"]
-        _w.W["out"].write(_w.json.dumps({"n": _n, "i": 0, "error": {
-            "type": "ValueError", "message": _text, "gqa_error": False, "where": []}}) + "\n")
+        _request = _w.json.loads(_line)
+        _fn = str([_item.get("fn") for _item in _request["items"]])
+        _message = _text if _fn not in _seen else _text[:20_000]
+        _seen.add(_fn)
+        _w.W["out"].write(_w.json.dumps({"n": _request["n"], "i": 0, "error": {
+            "type": "ValueError", "message": _message, "gqa_error": False, "where": []}}) + "\n")
         _w.W["out"].flush()
 
 
