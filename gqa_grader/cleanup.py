@@ -95,7 +95,8 @@ class FolderSearch:
     the walk costs the grader no time of its own.  The search is the same for every user
     id that owns nothing, so a search still under way is shared by the runs that start
     meanwhile (two at a time in one process), and a finished one less than REUSE
-    seconds old by the runs that follow (a class graded on one machine)."""
+    seconds old by the runs that follow (a class graded on one machine), in this
+    process and, through the grader's user's own folder (SAVED), in the next ones."""
 
     REUSE = 60.0
     _last = (None, -1e9)                 # (folders, when) of the last finished search
@@ -106,7 +107,11 @@ class FolderSearch:
         self.uid, self.found, self.note, self.thread = uid, None, None, None
         with FolderSearch._lock:
             folders, when = FolderSearch._last
-            if folders is not None and time.monotonic() - when < self.REUSE:
+            if folders is None or time.monotonic() - when >= self.REUSE:
+                folders, age = saved_search(self.REUSE)
+                if folders is not None:
+                    FolderSearch._last = (folders, time.monotonic() - age)
+            if folders is not None and time.monotonic() - FolderSearch._last[1] < self.REUSE:
                 self.found = list(folders)
                 return
             running = FolderSearch._running
@@ -119,6 +124,8 @@ class FolderSearch:
 
     def _search(self):
         found, self.note = writable_folders(self.uid, time.monotonic() + DEADLINE)
+        if self.note is None:
+            save_search(found)
         with FolderSearch._lock:
             if self.note is None:
                 FolderSearch._last = (found, time.monotonic())
@@ -134,6 +141,76 @@ class FolderSearch:
         if self.found is None:
             return [], "the search for world-writable folders did not finish by its deadline"
         return list(self.found), self.note
+
+
+# The last finished search, for the grader processes that follow: a file in a folder of
+# the grader's user's alone (made 0700 in the temporary folder, which is sticky: no one
+# else can replace it), read only when that folder is still the user's alone and the file
+# a regular one of the user's; anything else, and the search is made afresh.
+SAVED = "gqa-grader-{uid}"
+
+
+def _saved_folder():
+    import tempfile
+    folder = os.path.join(tempfile.gettempdir(), SAVED.format(uid=os.geteuid()))
+    try:
+        os.mkdir(folder, 0o700)
+    except OSError:
+        pass
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    private = st.st_uid == os.geteuid() and st.st_mode & 0o077 == 0
+    return folder if stat.S_ISDIR(st.st_mode) and private else None
+
+
+def saved_search(reuse):
+    """(folders, age in seconds) of the search saved less than reuse seconds ago (by the
+    clock and since boot), else (None, None)."""
+    import json
+    folder = _saved_folder()
+    if folder is None:
+        return None, None
+    try:
+        fd = os.open(os.path.join(folder, "search.json"), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None, None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_size > 1 << 20:
+            return None, None
+        saved = json.loads(os.read(fd, 1 << 20).decode("utf-8"))
+        ages = (time.time() - saved["time"], time.monotonic() - saved["since boot"])
+        folders = saved["folders"]
+        if (all(0 <= age < reuse for age in ages) and isinstance(folders, list)
+                and all(isinstance(f, str) for f in folders)):
+            return folders, max(ages)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    finally:
+        os.close(fd)
+    return None, None
+
+
+def save_search(folders):
+    """Save a finished search for the processes that follow (saved_search); never raises."""
+    import json
+    folder = _saved_folder()
+    if folder is None:
+        return
+    path = os.path.join(folder, f"search.{os.getpid()}.{threading.get_ident()}")
+    data = {"time": time.time(), "since boot": time.monotonic(), "folders": folders}
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(path, os.path.join(folder, "search.json"))
+    except OSError:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 def remove_tree(path, deadline):

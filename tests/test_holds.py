@@ -294,22 +294,45 @@ class TheSearch(unittest.TestCase):
         import time
         from unittest import mock
         from gqa_grader import cleanup
-        calls, go = [], threading.Event()
+        calls, go, name = [], threading.Event(), f"gqa-test-search-{os.getpid()}-{{uid}}"
+        saved = os.path.join(tempfile.gettempdir(), name.format(uid=os.geteuid()))
+        self.addCleanup(shutil.rmtree, saved, True)
 
         def search(uid, deadline):
             calls.append(uid)
             go.wait(10)
             return [self.top], None
-        with mock.patch.object(cleanup, "writable_folders", search), \
+
+        def found(uid):
+            return cleanup.FolderSearch(uid).folders(time.monotonic() + 10)
+        with mock.patch.object(cleanup, "writable_folders", search), mock.patch.object(cleanup, "SAVED", name), \
                 mock.patch.object(cleanup.FolderSearch, "_last", (None, -1e9)), \
                 mock.patch.object(cleanup.FolderSearch, "_running", None):
             first, second = cleanup.FolderSearch(1), cleanup.FolderSearch(2)
             go.set()
             self.assertEqual([s.folders(time.monotonic() + 10) for s in (first, second)], [([self.top], None)] * 2)
-            self.assertEqual(cleanup.FolderSearch(3).folders(time.monotonic() + 10), ([self.top], None))
-            with mock.patch.object(cleanup.FolderSearch, "_last", (None, -1e9)):
-                cleanup.FolderSearch(4).folders(time.monotonic() + 10)
-        self.assertEqual(calls, [1, 4])
+            self.assertEqual((found(3), calls), (([self.top], None), [1]))       # this process's
+            self.assertEqual(os.stat(saved).st_mode & 0o777, 0o700)
+            link = os.path.join(self.top, "saved.json")
+            for uid, spoil in ((4, None), (5, lambda: os.chmod(saved, 0o755)),
+                               (6, lambda: os.replace(os.path.join(saved, "search.json"), link)
+                                or os.symlink(link, os.path.join(saved, "search.json"))),
+                               (7, lambda: self.save(saved, time.time() - 61)), (8, None)):
+                with mock.patch.object(cleanup.FolderSearch, "_last", (None, -1e9)):    # the next process
+                    self.save(saved, time.time())
+                    if spoil:
+                        spoil()
+                    self.assertEqual(found(uid), ([self.top], None))
+                    os.chmod(saved, 0o700)
+        self.assertEqual(calls, [1, 5, 6, 7])
+
+    def save(self, saved, when):
+        import time
+        path = os.path.join(saved, "search.json")
+        if os.path.lexists(path):
+            os.remove(path)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"time": when, "since boot": time.monotonic(), "folders": [self.top]}, f)
 
     def test_link_counts_are_trusted_only_where_the_file_system_keeps_them(self):
         from gqa_grader import cleanup
