@@ -78,6 +78,7 @@ HEAVY = (
     (3.1, ("test_grader.CommandLine", "test_grader.Mutants")),
     (3.0, ("test_handout.Handout",)),
     (2.2, ("test_report.FromAnotherModule",)),
+    (1.9, ("test_class.Gradebook",)),
     (1.5, ("test_holds.SealedRunHolds",)),
     (1.4, ("test_grader.Referee",)),
     (1.0, ("test_sealed.ToolsThroughTheWorker",)),
