@@ -17,6 +17,7 @@ what could not be done comes back as a note, with what was removed.
 
 import os
 import stat
+import threading
 import time
 
 DEADLINE = 10.0          # seconds the whole cleanup may take
@@ -25,14 +26,42 @@ SKIPPED = ("/proc", "/sys")
 
 DEPTH = 24               # folders below the root that the search goes down to
 
+# File systems whose folders count their subfolders in their link count (2 + one per
+# subfolder, from each one's ".."), so that a folder with a link count of 2 has none
+# and the search need not list it.  Elsewhere (btrfs says 1, others may not count) every
+# folder is listed.  ext4 says 1 once a folder has more than 65,000 subfolders.
+COUNTS_SUBFOLDERS = frozenset(("ext2", "ext3", "ext4", "xfs", "tmpfs", "devtmpfs"))
+
+
+def counting_devices(mountinfo="/proc/self/mountinfo"):
+    """The device numbers (st_dev) of the mounted file systems of COUNTS_SUBFOLDERS, from
+    mountinfo; an empty set when it cannot be read (then every folder is listed)."""
+    found = set()
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        try:
+            major, minor = fields[2].split(":")
+            kind = fields[fields.index("-", 6) + 1]
+        except (IndexError, ValueError):
+            continue
+        if kind in COUNTS_SUBFOLDERS and major.isdigit() and minor.isdigit():
+            found.add(os.makedev(int(major), int(minor)))
+    return found
+
 
 def writable_folders(uid, deadline, top="/"):
     """Every folder that uid may create entries in without owning it: world-writable
     and reachable (every folder above it searchable by others), by a walk that follows
     no link, goes DEPTH folders down at most, and skips uid's own folders (each is
-    removed whole, as an entry of the folder it is in).  Returns (folders, note): note
-    says why the walk stopped early, or None."""
-    found, stack = [], [(top, 0)]
+    removed whole, as an entry of the folder it is in).  A folder with no subfolder (by
+    its link count, on a file system of COUNTS_SUBFOLDERS) is not listed: nothing below
+    it is a folder.  Returns (folders, note): note says why the walk stopped early, or None."""
+    found, stack, counting = [], [(top, 0)], counting_devices()
     while stack:
         if time.monotonic() > deadline:
             return found, "the search for world-writable folders stopped at its deadline"
@@ -55,42 +84,133 @@ def writable_folders(uid, deadline, top="/"):
                     continue                 # its own: removed whole; or others cannot enter
                 if st.st_mode & stat.S_IWOTH:
                     found.append(entry.path)
-                stack.append((entry.path, depth + 1))
+                if st.st_nlink != 2 or st.st_dev not in counting:
+                    stack.append((entry.path, depth + 1))
     return found, None
 
 
 class FolderSearch:
     """writable_folders, searched in a thread from before the run starts (the run's user
     owns nothing yet, and a folder it makes later is an entry of one found here), so that
-    the walk costs the grader no time of its own; a search less than REUSE seconds old is
-    shared by the runs that follow (a class graded on one machine)."""
+    the walk costs the grader no time of its own.  The search is the same for every user
+    id that owns nothing, so a search still under way is shared by the runs that start
+    meanwhile (two at a time in one process), and a finished one less than REUSE
+    seconds old by the runs that follow (a class graded on one machine), in this
+    process and, through the grader's user's own folder (SAVED), in the next ones."""
 
     REUSE = 60.0
     _last = (None, -1e9)                 # (folders, when) of the last finished search
+    _running = None                      # the search under way, if one is
+    _lock = threading.Lock()
 
     def __init__(self, uid):
-        self.uid, self.found, self.note = uid, None, None
-        folders, when = FolderSearch._last
-        if folders is not None and time.monotonic() - when < self.REUSE:
-            self.found, self.thread = list(folders), None
-            return
-        import threading
-        self.thread = threading.Thread(target=self._search, daemon=True)
-        self.thread.start()
+        self.uid, self.found, self.note, self.thread = uid, None, None, None
+        with FolderSearch._lock:
+            folders, when = FolderSearch._last
+            if folders is None or time.monotonic() - when >= self.REUSE:
+                folders, age = saved_search(self.REUSE)
+                if folders is not None:
+                    FolderSearch._last = (folders, time.monotonic() - age)
+            if folders is not None and time.monotonic() - FolderSearch._last[1] < self.REUSE:
+                self.found = list(folders)
+                return
+            running = FolderSearch._running
+            if running is not None and running.thread.is_alive():
+                self.thread, self.shared = running.thread, running
+                return
+            self.thread, self.shared = threading.Thread(target=self._search, daemon=True), self
+            FolderSearch._running = self
+            self.thread.start()
 
     def _search(self):
         found, self.note = writable_folders(self.uid, time.monotonic() + DEADLINE)
         if self.note is None:
-            FolderSearch._last = (found, time.monotonic())
-        self.found = found
+            save_search(found)
+        with FolderSearch._lock:
+            if self.note is None:
+                FolderSearch._last = (found, time.monotonic())
+            self.found = found
+            if FolderSearch._running is self:
+                FolderSearch._running = None
 
     def folders(self, deadline):
         """The folders found, waiting for the search until deadline; (folders, note)."""
         if self.thread is not None:
             self.thread.join(max(0.0, deadline - time.monotonic()))
+            self.found, self.note = self.shared.found, self.shared.note
         if self.found is None:
             return [], "the search for world-writable folders did not finish by its deadline"
         return list(self.found), self.note
+
+
+# The last finished search, for the grader processes that follow: a file in a folder of
+# the grader's user's alone (made 0700 in the temporary folder, which is sticky: no one
+# else can replace it), read only when that folder is still the user's alone and the file
+# a regular one of the user's; anything else, and the search is made afresh.
+SAVED = "gqa-grader-{uid}"
+
+
+def _saved_folder():
+    import tempfile
+    folder = os.path.join(tempfile.gettempdir(), SAVED.format(uid=os.geteuid()))
+    try:
+        os.mkdir(folder, 0o700)
+    except OSError:
+        pass
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    private = st.st_uid == os.geteuid() and st.st_mode & 0o077 == 0
+    return folder if stat.S_ISDIR(st.st_mode) and private else None
+
+
+def saved_search(reuse):
+    """(folders, age in seconds) of the search saved less than reuse seconds ago (by the
+    clock and since boot), else (None, None)."""
+    import json
+    folder = _saved_folder()
+    if folder is None:
+        return None, None
+    try:
+        fd = os.open(os.path.join(folder, "search.json"), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None, None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_size > 1 << 20:
+            return None, None
+        saved = json.loads(os.read(fd, 1 << 20).decode("utf-8"))
+        ages = (time.time() - saved["time"], time.monotonic() - saved["since boot"])
+        folders = saved["folders"]
+        if (all(0 <= age < reuse for age in ages) and isinstance(folders, list)
+                and all(isinstance(f, str) for f in folders)):
+            return folders, max(ages)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    finally:
+        os.close(fd)
+    return None, None
+
+
+def save_search(folders):
+    """Save a finished search for the processes that follow (saved_search); never raises."""
+    import json
+    folder = _saved_folder()
+    if folder is None:
+        return
+    path = os.path.join(folder, f"search.{os.getpid()}.{threading.get_ident()}")
+    data = {"time": time.time(), "since boot": time.monotonic(), "folders": folders}
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(path, os.path.join(folder, "search.json"))
+    except OSError:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
 
 
 def remove_tree(path, deadline):

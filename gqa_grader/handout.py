@@ -8,13 +8,16 @@ from .checks import STEP_OF
 from .grading import DEFAULT_MODULE
 from . import sandbox, starter
 
-
+_MADE = {}                          # source -> its starter: made once per process
 
 
 def make_starter(source):
     """The starter built from the text of source (gqa.py): starter.make_starter, each
-    step numbered as the checks number them."""
-    return starter.make_starter(source, STEP_OF)
+    step numbered as the checks number them; the same source's again from memory."""
+    if source not in _MADE:
+        _MADE.clear()                                 # one source at a time is kept
+        _MADE[source] = starter.make_starter(source, STEP_OF)
+    return _MADE[source]
 
 
 def write_starter(directory, source_path=DEFAULT_MODULE):

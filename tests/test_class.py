@@ -29,6 +29,7 @@ import zipfile
 from unittest import mock
 
 from gqa_grader import checks, cli, classroom, records, sandbox, submissions, grading
+from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GQA = os.path.join(ROOT, "gqa.py")
@@ -39,6 +40,11 @@ _DOC = SOURCE.index('"""', SOURCE.index('"""', SOURCE.index("def valid_g(")) + 3
 BIG_WRONG = (SOURCE[:_DOC] + "\n    if type(h) is int and h > 16:\n        return [1]"   # step 1's random
              + SOURCE[_DOC:])                                                          # cases fail
 AS_ROOT = os.name == "posix" and os.geteuid() == 0
+
+
+def load_tests(loader, tests, pattern):
+    """The gradebooks' runs start now, as the tests are loaded (tests/helpers.py, early)."""
+    return start_early(tests)
 
 
 def sha256(path):
@@ -57,9 +63,11 @@ class Private:
     """A folder only root can enter, holding a copy of grader.py and gqa_grader/ (and the
     solution, as a teacher's has), and a work folder beside it for what a test writes."""
 
-    def __init__(self, test):
+    def __init__(self, test=None):
+        """Removed after test; with no test (an early job's), by remove()."""
         self.top = tempfile.mkdtemp()
-        test.addCleanup(shutil.rmtree, self.top, True)
+        if test is not None:
+            test.addCleanup(self.remove)
         self.dir = os.path.join(self.top, "grader")
         os.makedirs(self.dir, mode=0o700)
         shutil.copy(os.path.join(ROOT, "grader.py"), self.dir)
@@ -68,6 +76,9 @@ class Private:
                         ignore=shutil.ignore_patterns("__pycache__"))
         self.work = os.path.join(self.top, "work")
         os.makedirs(self.work)
+
+    def remove(self):
+        shutil.rmtree(self.top, True)
 
     def run(self, *argv, **kw):
         return subprocess.run([sys.executable, os.path.join(self.dir, "grader.py"), *argv],
@@ -306,61 +317,96 @@ class Gradescope(unittest.TestCase):
 # 3. --class: a folder of submissions into a gradebook.
 # ---------------------------------------------------------------------------
 
+def alive_in(folder):
+    """The processes whose command line names folder (where /proc exists; else none)."""
+    alive = []
+    if os.path.isdir("/proc"):
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    alive += [pid] if folder.encode() in f.read() else []
+            except OSError:
+                pass
+    return alive
+
+
 def rows_of(path):
     with open(path, newline="", encoding="utf-8") as f:
         return {row["submission"]: row for row in csv.DictReader(f)}
 
 
+@heavy
 class Gradebook(unittest.TestCase):
+    EARLY = ("mixed", "stopped")
+
+    @staticmethod
+    def mixed():
+        """A mixed class graded (--jobs 2), then again after bob submits a new file: the
+        runs, the gradebooks and bob's feedback, as plain data."""
+        private = Private()
+        try:
+            subs = os.path.join(private.work, "subs")
+            alice = write(os.path.join(subs, "alice.py"), SOURCE)
+            bob = write(os.path.join(subs, "bob.py"), WRONG)
+            write(os.path.join(subs, "carol-repo", "lab", "gqa.py"), SOURCE)   # a Classroom clone
+            write(os.path.join(subs, "dave.zip"), b"PK\x03\x04")
+            write(os.path.join(subs, "erin", "GQA.py"), SOURCE)
+            write(os.path.join(subs, "frank.py"), "def valid_g(h:\n")
+            write(os.path.join(subs, "gina", "a", "gqa.py"), SOURCE)
+            write(os.path.join(subs, "gina", "b", "gqa.py"), SOURCE)
+            write(os.path.join(subs, "hank.py"), b"\x7fELF\x00\x00")
+            roster = write(os.path.join(private.work, "roster.csv"),
+                           "submission,student,name\nalice.py,s001,Alice A\nzoe,s026,Zoe Z\n")
+            argv = ["--class", "subs", "--gradebook", "grades.csv", "--only", "1,2,3", "--cases", "0",
+                    "--roster", roster, "--jobs", "2"]
+            run = private.run(*argv)
+            data = {"first": [run.returncode, run.stdout, run.stderr],
+                    "rows": rows_of(os.path.join(private.work, "grades.csv")),
+                    "sha256": [sha256(alice), sha256(bob)]}
+            feedback = os.path.join(private.work, "grades-feedback", "bob.py")
+            data["feedback"] = sorted(os.listdir(feedback))
+            with open(os.path.join(feedback, "results.json"), encoding="utf-8") as f:
+                data["sealed"] = json.load(f)["sealed"]
+            with open(os.path.join(feedback, "report.txt"), encoding="utf-8") as f:
+                data["report"] = f.read()
+            write(bob, SOURCE)
+            run = private.run(*argv)
+            data.update(again=[run.returncode, run.stdout, run.stderr],
+                        after=rows_of(os.path.join(private.work, "grades.csv")))
+            return data
+        finally:
+            private.remove()
 
     def test_a_mixed_class_resumed_and_a_changed_submission_graded_again(self):
-        private = Private(self)
-        subs = os.path.join(private.work, "subs")
-        alice = write(os.path.join(subs, "alice.py"), SOURCE)
-        bob = write(os.path.join(subs, "bob.py"), WRONG)
-        write(os.path.join(subs, "carol-repo", "lab", "gqa.py"), SOURCE)   # a Classroom clone
-        write(os.path.join(subs, "dave.zip"), b"PK\x03\x04")
-        write(os.path.join(subs, "erin", "GQA.py"), SOURCE)
-        write(os.path.join(subs, "frank.py"), "def valid_g(h:\n")
-        write(os.path.join(subs, "gina", "a", "gqa.py"), SOURCE)
-        write(os.path.join(subs, "gina", "b", "gqa.py"), SOURCE)
-        write(os.path.join(subs, "hank.py"), b"\x7fELF\x00\x00")
-        roster = write(os.path.join(private.work, "roster.csv"),
-                       "submission,student,name\nalice.py,s001,Alice A\nzoe,s026,Zoe Z\n")
-        argv = ["--class", "subs", "--gradebook", "grades.csv", "--only", "1,2,3", "--cases", "0",
-                "--roster", roster, "--jobs", "2"]
-        first = private.run(*argv)
-        self.assertEqual(first.returncode, 0, first.stderr)
-        rows = rows_of(os.path.join(private.work, "grades.csv"))
+        data = early(self.mixed)
+        (status, stdout, stderr), rows = data["first"], data["rows"]
+        self.assertEqual(status, 0, stderr)
         self.assertEqual(sorted(rows), ["(no submission) s026", "alice.py", "bob.py", "carol-repo",
                                         "dave.zip", "erin", "frank.py", "gina", "hank.py"])
-        seed = re.search(r"seed (\d+) \(drawn now\)", first.stderr).group(1)
+        seed = re.search(r"seed (\d+) \(drawn now\)", stderr).group(1)
         got = {k: (r["student"], r["score"], r["status"]) for k, r in rows.items()}
         self.assertEqual({k: got[k] for k in ("alice.py", "bob.py", "carol-repo")},
                          {"alice.py": ("s001", "3", "passed"), "bob.py": ("bob", "2", "failed"),
                           "carol-repo": ("carol-repo", "3", "passed")})
         self.assertEqual((rows["bob.py"]["3 kv_head"], rows["bob.py"]["1 valid_g"]), ("0", "1"))
-        self.assertEqual((rows["alice.py"]["sha256"], rows["bob.py"]["sha256"], rows["alice.py"]["seed"]),
-                         (sha256(alice), sha256(bob), seed))
+        self.assertEqual([rows["alice.py"]["sha256"], rows["bob.py"]["sha256"]], data["sha256"])
+        self.assertEqual(rows["alice.py"]["seed"], seed)
+        self.assertEqual(data["sha256"], [hashlib.sha256(SOURCE.encode()).hexdigest(),
+                                          hashlib.sha256(WRONG.encode()).hexdigest()])
         self.assertIn("graded lab/gqa.py", rows["carol-repo"]["notes"])
         for key, says in (("dave.zip", "a zip"), ("erin", "rename it to gqa.py"), ("frank.py", "syntax error"),
                           ("gina", "2 files named gqa.py"), ("hank.py", "binary"),
                           ("(no submission) s026", "no submission")):
             self.assertEqual(rows[key]["status"], "not graded", key)
             self.assertIn(says, rows[key]["notes"], key)
-        self.assertRegex(first.stdout, r"step  3 kv_head +2/3 ")        # the class's pass rate
-        feedback = os.path.join(private.work, "grades-feedback", "bob.py")
-        self.assertEqual(sorted(os.listdir(feedback)), ["report.txt", "results.json"])
-        with open(os.path.join(feedback, "results.json"), encoding="utf-8") as f:
-            self.assertEqual(json.load(f)["sealed"], "sealed" if AS_ROOT else mock.ANY)   # a uid of its own
-        with open(os.path.join(feedback, "report.txt"), encoding="utf-8") as f:
-            self.assertIn("FAIL  kv_head", f.read())
+        self.assertRegex(stdout, r"step  3 kv_head +2/3 ")        # the class's pass rate
+        self.assertEqual(data["feedback"], ["report.txt", "results.json"])
+        self.assertEqual(data["sealed"], "sealed" if AS_ROOT else mock.ANY)   # a uid of its own
+        self.assertIn("FAIL  kv_head", data["report"])
         # Again, after bob submits a new file: his alone is graded again.
-        write(bob, SOURCE)
-        again = private.run(*argv)
-        self.assertIn("3 submissions graded before with the same bytes", again.stderr)   # alice, carol, frank
-        self.assertIn("[1/1] bob: passed", again.stderr)
-        after = rows_of(os.path.join(private.work, "grades.csv"))
+        again, after = data["again"][2], data["after"]
+        self.assertIn("3 submissions graded before with the same bytes", again)   # alice, carol, frank
+        self.assertIn("[1/1] bob: passed", again)
         self.assertEqual(after["bob.py"]["score"], "3")
         self.assertEqual({k: r for k, r in after.items() if k != "bob.py"},
                          {k: r for k, r in rows.items() if k != "bob.py"})
@@ -386,42 +432,48 @@ class Gradebook(unittest.TestCase):
             self.assertIn(f"chmod 700 {where}", err)
             self.assertFalse(os.path.exists(book))       # refused before any run or row
 
+    @staticmethod
+    def stopped():
+        """A class stopped by SIGINT while b's import waits, then run again after b submits
+        a new file: what it said and left, as plain data."""
+        private = Private()
+        try:
+            subs = os.path.join(private.work, "subs")
+            write(os.path.join(subs, "a.py"), SOURCE)
+            slow = write(os.path.join(subs, "b.py"), "import time\ntime.sleep(60)\n")   # its import waits
+            write(os.path.join(subs, "c.py"), SOURCE)
+            argv = [sys.executable, os.path.join(private.dir, "grader.py"), "--class", "subs",
+                    "--gradebook", "g.csv", "--only", "1", "--cases", "0", "--jobs", "1", "--timeout", "30"]
+            proc = subprocess.Popen(argv, cwd=private.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+            for line in proc.stderr:                        # a's row is written; b's run is under way
+                if "[1/3] a:" in line:
+                    break
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+            data = {"stopped": [proc.returncode, out], "rows": sorted(rows_of(os.path.join(private.work, "g.csv"))),
+                    "left": [name for top, _, files in os.walk(os.path.join(private.work, "g-feedback"))
+                             for name in files if name.startswith(".")], "alive": alive_in(private.dir)}
+            write(slow, SOURCE)                             # b submits again
+            again = subprocess.run(argv, cwd=private.work, capture_output=True, text=True, timeout=120)
+            data.update(again=[again.returncode, again.stderr], statuses={
+                k: r["status"] for k, r in rows_of(os.path.join(private.work, "g.csv")).items()})
+            return data
+        finally:
+            private.remove()
+
     def test_a_stopped_class_keeps_what_was_written_and_goes_on_from_there(self):
-        private = Private(self)
-        subs = os.path.join(private.work, "subs")
-        write(os.path.join(subs, "a.py"), SOURCE)
-        slow = write(os.path.join(subs, "b.py"), "import time\ntime.sleep(60)\n")   # its import waits
-        write(os.path.join(subs, "c.py"), SOURCE)
-        argv = [sys.executable, os.path.join(private.dir, "grader.py"), "--class", "subs",
-                "--gradebook", "g.csv", "--only", "1", "--cases", "0", "--jobs", "1", "--timeout", "30"]
-        proc = subprocess.Popen(argv, cwd=private.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        for line in proc.stderr:                        # a's row is written; b's run is under way
-            if "[1/3] a:" in line:
-                break
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-        self.assertEqual(proc.returncode, 130, out)
+        data = early(self.stopped)
+        status, out = data["stopped"]
+        self.assertEqual(status, 130, out)
         self.assertIn("stopped by SIGINT: 1 of 3 written", out)
-        self.assertEqual(sorted(rows_of(os.path.join(private.work, "g.csv"))), ["a.py"])
-        left = [name for top, _, files in os.walk(os.path.join(private.work, "g-feedback"))
-                for name in files if name.startswith(".")]
-        self.assertEqual(left, [])
-        if os.path.isdir("/proc"):
-            alive = []
-            for pid in filter(str.isdigit, os.listdir("/proc")):
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        alive += [pid] if private.dir.encode() in f.read() else []
-                except OSError:
-                    pass
-            self.assertEqual(alive, [])                 # no grader, no worker left
-        write(slow, SOURCE)                             # b submits again
-        again = subprocess.run(argv, cwd=private.work, capture_output=True, text=True, timeout=120)
-        self.assertEqual(again.returncode, 0, again.stderr)
-        self.assertIn("1 submission graded before", again.stderr)
-        self.assertEqual({k: r["status"] for k, r in rows_of(os.path.join(private.work, "g.csv")).items()},
-                         {"a.py": "passed", "b.py": "passed", "c.py": "passed"})
+        self.assertEqual(data["rows"], ["a.py"])
+        self.assertEqual(data["left"], [])
+        self.assertEqual(data["alive"], [])                 # no grader, no worker left
+        status, stderr = data["again"]
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("1 submission graded before", stderr)
+        self.assertEqual(data["statuses"], {"a.py": "passed", "b.py": "passed", "c.py": "passed"})
 
     def test_a_gradescope_export_and_a_classroom_roster_name_the_students(self):
         folder = tempfile.mkdtemp()

@@ -14,7 +14,7 @@ import tempfile
 import unittest
 
 from gqa_grader import grading, selfcheck
-from tests.helpers import heavy
+from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = ["valid_g", "kv_head", "fold_kv_mean", "single_head_attention", "count_multiplies",
@@ -50,36 +50,76 @@ def source_lines(path, keep=lambda fn, owner: True):
     return found
 
 
+def load_tests(loader, tests, pattern):
+    """The handout's runs start now, as the tests are loaded (tests/helpers.py, early)."""
+    return start_early(tests)
+
+
 def public(fn, owner):
     """A function the lab grades: public, or a public class's method."""
     return not (owner or fn).name.startswith("_") and (owner is None or not fn.name.startswith("_")
                                                        or fn.name in ("__init__", "__len__"))
 
 
+def grade_in(handout, module, *args):
+    """The handout's own grader on module (its starter when None): [exit status, document]."""
+    run = subprocess.run([sys.executable, os.path.join(handout, "grader.py"), "--json",
+                          "--only", ",".join(STEPS), *args] + (["--module", module] if module else []),
+                         capture_output=True, text=True, timeout=120, cwd=handout)
+    return [run.returncode, json.loads(run.stdout)]
+
+
+def refused_in(handout, *args):
+    """The handout's grader given what needs the reference: [exit status, stderr]."""
+    run = subprocess.run([sys.executable, os.path.join(handout, "grader.py"), *args],
+                         capture_output=True, text=True, timeout=60, cwd=handout)
+    return [run.returncode, run.stderr]
+
+
+# The wrong modules: (the step that must fail, the line of gqa.py, what it becomes).
+WRONG = (("kv_head", "return query_head // group", "return query_head % g"),
+         ("fold_kv_mean", "def _mean(vals: tuple, n: int) -> float:\n",
+          "def _mean(vals: tuple, n: int) -> float:\n    n = n + 1\n"))
+REFUSED = (["--cases", "3"], ["--autograder", "{dir}"], ["--handout", "{dir}"])
+
+
 @heavy
 class Handout(unittest.TestCase):
+    EARLY = ("made",)
+
+    @staticmethod
+    def made():
+        """A handout written (its files' texts) and its grader's runs: on its starter, the
+        shipped lab, each wrong module, and what it must refuse, two at a time."""
+        from concurrent.futures import ThreadPoolExecutor
+        folder = tempfile.mkdtemp()
+        handout = os.path.join(folder, "handout")
+        try:
+            selfcheck.write_handout(handout, only=STEPS)
+            texts = {}
+            for top, _, names in os.walk(handout):
+                for name in names:
+                    with open(os.path.join(top, name), encoding="utf-8") as f:
+                        texts[os.path.relpath(os.path.join(top, name), handout)] = f.read()
+            with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
+                source = f.read()
+            wrong = []
+            for k, (_, old, new) in enumerate(WRONG):
+                wrong.append(os.path.join(folder, f"wrong{k}.py"))
+                with open(wrong[-1], "w", encoding="utf-8") as f:
+                    f.write(source.replace(old, new, 1) if old in source else "")
+            with ThreadPoolExecutor(2) as pool:
+                graded = list(pool.map(lambda m: grade_in(handout, m), [None, os.path.join(ROOT, "gqa.py")] + wrong))
+                refused = list(pool.map(lambda a: refused_in(handout, *[w.format(dir=folder) for w in a]), REFUSED))
+            return {"texts": texts, "source": source, "bare": graded[0], "shipped": graded[1],
+                    "wrong": graded[2:], "refused": refused}
+        finally:
+            shutil.rmtree(folder)
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp()
-        cls.handout = os.path.join(cls.dir, "handout")
-        selfcheck.write_handout(cls.handout, only=STEPS)
-        cls.texts = {}
-        for folder, _, names in os.walk(cls.handout):
-            for name in names:
-                with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    cls.texts[os.path.relpath(os.path.join(folder, name), cls.handout)] = f.read()
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir)
-
-    def grade(self, module, *args):
-        run = subprocess.run([sys.executable, os.path.join(self.handout, "grader.py"), "--json",
-                              "--only", ",".join(STEPS), *args]
-                             + (["--module", module] if module else []),
-                             capture_output=True, text=True, timeout=120, cwd=self.handout)
-        return run.returncode, json.loads(run.stdout)
+        cls.runs = early(cls.made)
+        cls.texts = cls.runs["texts"]
 
     def test_it_holds_what_students_get_and_nothing_else(self):
         self.assertEqual(sorted(n for n in self.texts if not n.startswith("gqa_grader")),
@@ -107,38 +147,29 @@ class Handout(unittest.TestCase):
                 self.assertEqual(sorted(line for line in solution if line in text), [])
 
     def test_it_fails_the_bare_starter_and_passes_the_shipped_lab(self):
-        status, bare = self.grade(None)
+        status, bare = self.runs["bare"]
         self.assertEqual((status, bare["passed"]), (1, 0))
         self.assertTrue(all(s["status"] == "not started" for s in bare["steps"]))
-        status, shipped = self.grade(os.path.join(ROOT, "gqa.py"))
+        status, shipped = self.runs["shipped"]
         self.assertEqual((status, shipped["passed"], shipped["failed"]), (0, len(STEPS), 0))
         for step in shipped["steps"]:               # every public case, none hidden
             self.assertEqual(step["hidden"], [0, 0])
             self.assertEqual(step["public"][0], step["public"][1])
 
     def test_a_wrong_module_fails_its_step_as_it_does_in_the_teachers_run(self):
-        with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
-            source = f.read()
-        wrong = os.path.join(self.dir, "wrong.py")
-        for name, old, new in (("kv_head", "return query_head // group", "return query_head % g"),
-                               ("fold_kv_mean", "def _mean(vals: tuple, n: int) -> float:\n",
-                                "def _mean(vals: tuple, n: int) -> float:\n    n = n + 1\n")):
-            self.assertIn(old, source)
-            with open(wrong, "w", encoding="utf-8") as f:
-                f.write(source.replace(old, new, 1))
+        for (name, old, _), (_, doc) in zip(WRONG, self.runs["wrong"]):
+            self.assertIn(old, self.runs["source"])
             with self.subTest(step=name):
-                _, doc = self.grade(wrong)
                 failed = {s["name"]: s for s in doc["steps"] if s["status"] != "passed"}
                 self.assertIn(name, failed)
                 self.assertNotIn("not a public case", failed[name]["message"])
 
     def test_a_handout_refuses_what_needs_the_reference(self):
-        for args in (["--cases", "3"], ["--autograder", self.dir], ["--handout", self.dir]):
+        self.assertEqual(len(self.runs["refused"]), len(REFUSED))
+        for args, (status, stderr) in zip(REFUSED, self.runs["refused"]):
             with self.subTest(args=args):
-                run = subprocess.run([sys.executable, os.path.join(self.handout, "grader.py"), *args],
-                                     capture_output=True, text=True, timeout=60, cwd=self.handout)
-                self.assertEqual(run.returncode, 2)
-                self.assertIn("error:", run.stderr)
+                self.assertEqual(status, 2)
+                self.assertIn("error:", stderr)
 
 
 class PublicCases(unittest.TestCase):

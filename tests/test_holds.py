@@ -30,7 +30,9 @@ with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
 # every world-writable folder; System V shared memory, a message queue, a semaphore
 # set), what it reads of
 # a classmate's run, and a process name that is not UTF-8; then every answer it sends
-# is an error of 3 million characters, with a character no ASCII terminal can show.
+# is an error with a character no ASCII terminal can show, of 3 million characters the
+# first time a request names its functions, of its first 20,000 after (still five
+# times what a message may show: every message is cut all the same).
 HOSTILE = STARTER + r'''
 import os as _os, ctypes as _ct, __main__ as _w
 _uid = _os.getuid()
@@ -68,10 +70,14 @@ _text = "HELD" + _w.json.dumps(dict(_made, uid=_uid)) + "HELD \u0400" + "x" * 3_
 
 
 def _forge(mod, requests):
+    _seen = set()
     for _line in requests:
-        _n = _w.json.loads(_line)["n"]
-        _w.W["out"].write(_w.json.dumps({"n": _n, "i": 0, "error": {
-            "type": "ValueError", "message": _text, "gqa_error": False, "where": []}}) + "\n")
+        _request = _w.json.loads(_line)
+        _fn = str([_item.get("fn") for _item in _request["items"]])
+        _message = _text if _fn not in _seen else _text[:20_000]
+        _seen.add(_fn)
+        _w.W["out"].write(_w.json.dumps({"n": _request["n"], "i": 0, "error": {
+            "type": "ValueError", "message": _message, "gqa_error": False, "where": []}}) + "\n")
         _w.W["out"].flush()
 
 
@@ -240,6 +246,105 @@ class SelfCheckAsRoot(unittest.TestCase):
             shutil.rmtree(folder)
             if os.path.exists(marker):
                 os.remove(marker)
+
+
+class TheSearch(unittest.TestCase):
+    """cleanup.writable_folders finds every world-writable folder others can reach, with or
+    without the link counts that let it leave folders with no subfolder unlisted."""
+
+    def setUp(self):
+        self.top = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.top)
+        tree = {"a": 0o755, "a/b": 0o777, "a/b/c": 0o755, "a/b/c/d": 0o1777, "files": 0o755,
+                "shut": 0o700, "shut/open": 0o777, "open": 0o777, "open/leaf": 0o777,
+                "many": 0o755, "many/one": 0o711, "many/one/two": 0o755, "many/one/two/ww": 0o777}
+        tree.update({f"many/x{i}": 0o755 for i in range(5)})
+        for path, mode in sorted(tree.items()):
+            os.mkdir(os.path.join(self.top, path))
+        for path, mode in tree.items():
+            os.chmod(os.path.join(self.top, path), mode)
+        for i in range(30):
+            with open(os.path.join(self.top, "files", f"f{i}"), "w", encoding="utf-8") as f:
+                f.write("x")
+        os.symlink(os.path.join(self.top, "open"), os.path.join(self.top, "a", "link"))
+
+    def expected(self):
+        """By os.walk: world-writable folders below top with every folder between searchable by others."""
+        found = []
+        for folder, subfolders, _ in os.walk(self.top):
+            modes = {s: os.lstat(os.path.join(folder, s)).st_mode for s in subfolders}
+            subfolders[:] = [s for s, mode in modes.items() if not os.path.islink(os.path.join(folder, s))
+                             and mode & 0o001]
+            found += [os.path.join(folder, s) for s in subfolders if modes[s] & 0o002]
+        return sorted(found)
+
+    def test_the_same_folders_with_and_without_link_counts(self):
+        from unittest import mock
+        from gqa_grader import cleanup
+        relative = lambda paths: sorted(os.path.relpath(p, self.top) for p in paths)
+        self.assertEqual(relative(self.expected()), ["a/b", "a/b/c/d", "many/one/two/ww", "open", "open/leaf"])
+        found, note = cleanup.writable_folders(-1, 1e18, top=self.top)
+        self.assertEqual((sorted(found), note), (self.expected(), None))
+        with mock.patch.object(cleanup, "counting_devices", set):
+            found, note = cleanup.writable_folders(-1, 1e18, top=self.top)
+        self.assertEqual((sorted(found), note), (self.expected(), None))
+
+    def test_a_search_under_way_is_shared_and_a_finished_one_reused(self):
+        import threading
+        import time
+        from unittest import mock
+        from gqa_grader import cleanup
+        calls, go, name = [], threading.Event(), f"gqa-test-search-{os.getpid()}-{{uid}}"
+        saved = os.path.join(tempfile.gettempdir(), name.format(uid=os.geteuid()))
+        self.addCleanup(shutil.rmtree, saved, True)
+
+        def search(uid, deadline):
+            calls.append(uid)
+            go.wait(10)
+            return [self.top], None
+
+        def found(uid):
+            return cleanup.FolderSearch(uid).folders(time.monotonic() + 10)
+        with mock.patch.object(cleanup, "writable_folders", search), mock.patch.object(cleanup, "SAVED", name), \
+                mock.patch.object(cleanup.FolderSearch, "_last", (None, -1e9)), \
+                mock.patch.object(cleanup.FolderSearch, "_running", None):
+            first, second = cleanup.FolderSearch(1), cleanup.FolderSearch(2)
+            go.set()
+            self.assertEqual([s.folders(time.monotonic() + 10) for s in (first, second)], [([self.top], None)] * 2)
+            self.assertEqual((found(3), calls), (([self.top], None), [1]))       # this process's
+            self.assertEqual(os.stat(saved).st_mode & 0o777, 0o700)
+            link = os.path.join(self.top, "saved.json")
+            for uid, spoil in ((4, None), (5, lambda: os.chmod(saved, 0o755)),
+                               (6, lambda: os.replace(os.path.join(saved, "search.json"), link)
+                                or os.symlink(link, os.path.join(saved, "search.json"))),
+                               (7, lambda: self.save(saved, time.time() - 61)), (8, None)):
+                with mock.patch.object(cleanup.FolderSearch, "_last", (None, -1e9)):    # the next process
+                    self.save(saved, time.time())
+                    if spoil:
+                        spoil()
+                    self.assertEqual(found(uid), ([self.top], None))
+                    os.chmod(saved, 0o700)
+        self.assertEqual(calls, [1, 5, 6, 7])
+
+    def save(self, saved, when):
+        import time
+        path = os.path.join(saved, "search.json")
+        if os.path.lexists(path):
+            os.remove(path)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"time": when, "since boot": time.monotonic(), "folders": [self.top]}, f)
+
+    def test_link_counts_are_trusted_only_where_the_file_system_keeps_them(self):
+        from gqa_grader import cleanup
+        info = os.path.join(self.top, "mountinfo")
+        with open(info, "w", encoding="utf-8") as f:
+            f.write("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+                    "23 22 0:25 / /dev/shm rw - tmpfs tmpfs rw\n"
+                    "24 22 0:31 / /home rw shared:5 master:2 - btrfs /dev/vdb rw\n"
+                    "25 22 0:40 / /mnt rw - fuse.sshfs host: rw\n"
+                    "not a line of mountinfo\n")
+        self.assertEqual(cleanup.counting_devices(info), {os.makedev(254, 0), os.makedev(0, 25)})
+        self.assertEqual(cleanup.counting_devices(os.path.join(self.top, "none")), set())
 
 
 class CleanText(unittest.TestCase):

@@ -4,6 +4,7 @@ installed, and a student's folder honoured by the grader."""
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import shutil
 import subprocess
@@ -48,11 +49,18 @@ def project_modules():
     return found
 
 
+@functools.lru_cache(maxsize=None)
+def tree_of(path):
+    """The syntax tree of a file, parsed once for all the tests here (none changes it)."""
+    with open(path, encoding="utf-8") as f:
+        return ast.parse(f.read())
+
+
+@functools.lru_cache(maxsize=None)
 def imports_of(dotted, path):
     """[(imported project module, enclosing function or None, line)] of a file, every
     import in it (inside functions too), relative ones resolved."""
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read())
+    tree = tree_of(path)
     package = dotted if path.endswith("__init__.py") else dotted.rpartition(".")[0]
     spans = [(n.lineno, n.end_lineno, n.name) for n in ast.walk(tree)
              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -108,8 +116,7 @@ class Layout(unittest.TestCase):
     def test_no_function_over_60_lines(self):
         long = []
         for path in self.modules.values():
-            with open(path, encoding="utf-8") as f:
-                tree = ast.parse(f.read())
+            tree = tree_of(path)
             long += [f"{os.path.relpath(path, ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
                      for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                      and n.end_lineno - n.lineno + 1 > 60]
@@ -125,9 +132,7 @@ class Layout(unittest.TestCase):
         # It would import a module named __future__, which a planted file could be.
         for dotted, path in self.modules.items():
             if dotted.startswith("gqa_grader") or dotted == "grader":
-                with open(path, encoding="utf-8") as f:
-                    tree = ast.parse(f.read())
-                future = [n.lineno for n in ast.walk(tree)
+                future = [n.lineno for n in ast.walk(tree_of(path))
                           if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
                 self.assertEqual(future, [], path)
 
