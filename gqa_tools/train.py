@@ -318,19 +318,25 @@ def _qkv(examples: Sequence, table: Sequence, first: int, h: int, g: int, d: int
     embedding projected once).
     """
     length = len(examples[0][0])
+    cuts = range(0, (h + 2 * g) * d, d)
+    split: dict = {}                                      # (position, symbols) -> its row's h + 2g heads
     q: list = []
     k: list = []
     v: list = []
     for inputs, _ in examples:
-        seq = []                                          # [length][(h + 2g) d]
+        seq = []                                          # [length][h + 2g][d]
         for i, syms in enumerate(inputs):
-            row = table[i]
-            for s in syms:
-                row = list(map(add, row, table[length + s]))
-            seq.append(row)
-        q += _heads_of(seq[first:], 0, h, d)              # only the queried positions ask
-        k += _heads_of(seq, h * d, g, d)
-        v += _heads_of(seq, (h + g) * d, g, d)
+            heads = split.get((i, syms))
+            if heads is None:                             # a position and symbols not seen yet
+                row = table[i]
+                for s in syms:
+                    row = list(map(add, row, table[length + s]))
+                heads = split[(i, syms)] = [row[a:a + d] for a in cuts]
+            seq.append(heads)
+        by_head = list(zip(*seq))                         # [h + 2g][length][d]
+        q += [list(rows[first:]) for rows in by_head[:h]]     # only the queried positions ask
+        k += [list(rows) for rows in by_head[h:h + g]]
+        v += [list(rows) for rows in by_head[h + g:]]
     return q, k, v
 
 
@@ -351,12 +357,15 @@ def _forward(model: Model, examples: Sequence, g: int, lab: Any) -> _Pass:
     heads = [list(chain.from_iterable(at_t)) for e in range(0, len(out), h)
              for at_t in zip(*out[e:e + h])]                              # [R][h*d]
     y = _mm(heads, _transpose(list(chain.from_iterable(w_o))))   # [R][d_model]
-    res = []
-    for e, (inputs, _) in enumerate(examples):
+    res, inputs_at = [], {}                                       # (position, symbols) -> its input
+    for inputs, _ in examples:
         for i in range(first, length):
-            xi = model.pos[i]
-            for s in inputs[i]:
-                xi = list(map(add, xi, model.emb[s]))
+            xi = inputs_at.get((i, inputs[i]))
+            if xi is None:
+                xi = model.pos[i]
+                for s in inputs[i]:
+                    xi = list(map(add, xi, model.emb[s]))
+                inputs_at[(i, inputs[i])] = xi
             res.append(list(map(add, xi, y[len(res)])))           # the residual
     w_in, w_out = model.mlp
     pre = _mm(res, _transpose(w_in))
