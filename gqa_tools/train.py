@@ -26,8 +26,8 @@ Every lab function the experiment uses (Weights, init_weights, fold_weights,
 group_heads, valid_g, grouped_attention, grouped_attention_backward,
 kv_cache_elements) is called through `lab`, gqa by default, so the
 experiment can run on a student's module: only the lab's public steps, the
-API a student's module promises (so the backward runs the attention's
-forward again).
+API a student's module promises (so the backward computes the attention's
+softmax again).
 
 Two tasks (both in every run):
 
@@ -111,13 +111,14 @@ from gqa_tools.common import rng_for, seed_for, text_table
 # the MLP and the output layer are not the lab's lesson): gqa.py's arithmetic,
 # each entry one dot product of a row and a column (math.sumprod where Python
 # has it, else sum(map(mul, ...)), the same order of arguments), written here,
-# so a float is the same as the lab's; mapped over the columns, which on 3.9
-# to 3.11 is faster than a comprehension calling sum.
+# so a float is the same as the lab's.  On 3.9 to 3.11 it is mapped over the
+# columns, faster there than a comprehension calling sum; on 3.12 and later a
+# comprehension (inlined since 3.12) is faster than the map.
 if hasattr(math, "sumprod"):
     def _mm(a: Sequence, b_cols: Sequence) -> list:
         """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
         sumprod = math.sumprod
-        return [list(map(sumprod, b_cols, repeat(row))) for row in a]
+        return [[sumprod(col, row) for col in b_cols] for row in a]
 else:                                                    # Python 3.9 to 3.11
     def _mm(a: Sequence, b_cols: Sequence) -> list:
         """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
