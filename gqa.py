@@ -346,18 +346,17 @@ else:                                                    # Python 3.9 to 3.11
 _tally = None                   # a Tally while count_multiplies() is active
 
 
-def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
-            saved: Optional[list] = None) -> Matrix:
-    """softmax(q keys^T / sqrt(d)) V for checked input; V given by columns.
+def _softmax(q: Sequence, keys: Sequence, causal: bool) -> list:
+    """The lab's one softmax: each query's weights over the keys it sees, for checked input.
 
-    q [n][d], keys [m][d], v_cols [d_v][m] -> [n][d_v].  Rows and columns
-    may be lists, tuples or memoryviews: they are only read.  The lab's one
-    softmax: when saved is a list, each query's (e [seen], z) is appended
-    to it, p = e / z, for the backward pass to reuse.
+    q [n][d], keys [m][d] -> [n] of (e [seen], z): query i's weights are
+    p = e / z, softmax(q_i keys^T / sqrt(d)) over the seen keys (all m, or
+    with causal=True the first i + 1 + m - n).  Kept as (e, z) so that the
+    backward pass can reuse them.
     """
     n, m = len(q), len(keys)
     scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp
-    out = []
+    rows = []
     for i, qi in enumerate(q):
         seen = i + 1 + m - n if causal else m              # query i sees keys 0..seen-1
         s = _dots(keys[:seen] if seen < m else keys, qi)   # [seen], scores before the scale
@@ -365,13 +364,30 @@ def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
         if top == _INF and all(map(eq, s, s)):             # a score beyond the float range (and
             s, top = [0.0 if x == _INF else -_INF for x in s], 0.0     # no NaN): it takes all the weight
         e = [exp((x - top) * scale) for x in s]            # [seen], softmax numerators
-        z = sum(e)
+        rows.append((e, sum(e)))
+        if _tally is not None:
+            _tally.scores += seen * len(qi)
+    return rows                                            # [n] of (e, z)
+
+
+def _attend(q: Sequence, keys: Sequence, v_cols: Sequence, causal: bool,
+            saved: Optional[list] = None) -> Matrix:
+    """softmax(q keys^T / sqrt(d)) V for checked input; V given by columns.
+
+    q [n][d], keys [m][d], v_cols [d_v][m] -> [n][d_v].  Rows and columns
+    may be lists, tuples or memoryviews: they are only read.  When saved is
+    a list, each query's softmax (e, z) is appended to it, p = e / z, for
+    the backward pass to reuse.
+    """
+    m = len(keys)
+    out = []
+    for e, z in _softmax(q, keys, causal):
+        seen = len(e)                                      # the keys the query saw
         cols = v_cols if seen == m else [c[:seen] for c in v_cols]    # [d_v][seen]
         out.append([x / z for x in _dots(cols, e)])       # [d_v]
         if saved is not None:
             saved.append((e, z))                           # the softmax, p = e / z
         if _tally is not None:
-            _tally.scores += seen * len(qi)
             _tally.weighted_sum += seen * len(v_cols)
     return out                                             # [n][d_v]
 
@@ -1310,8 +1326,7 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     if not q[0]:
         return [[] for _ in range(h)], [[[0.0] * len(k[0][0]) for _ in k[0]] for _ in k], \
             [[[0.0] * len(v[0][0]) for _ in v[0]] for _ in v]
-    probs: list = []                                           # [h][n] of (e, z)
-    _grouped(q, k, [_transpose(vj) for vj in v], causal, probs)    # the forward, for its softmax
+    probs = [_softmax(q[i], k[_kv_head(i, h, g)], causal) for i in range(h)]   # [h][n] of (e, z)
     return _grouped_backward(q, k, v, d_out, probs)
 
 
@@ -1334,7 +1349,7 @@ def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Seque
                      probs: Sequence) -> tuple:
     """One query head's gradients for checked input: (dq [n][d], dk [m][d], dv [m][d_v]).
 
-    probs is what _attend saved: each query's softmax, (e [seen], z).
+    probs is what _softmax gave (and _attend saved): each query's softmax, (e [seen], z).
     softmax(q keys^T / sqrt(d)) v, differentiated: dv = p^T d_out,
     dp = d_out v^T, ds = p (dp - rowsum(p dp)), dq = ds k / sqrt(d) and
     dk = ds^T q / sqrt(d).  Masked pairs have p = ds = 0 exactly.
@@ -1350,9 +1365,9 @@ def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Seque
         pad = [0.0] * (m - seen)
         p_rows.append(p + pad)
         ds_rows.append([pj * (dpj - c) for pj, dpj in zip(p, dp)] + pad)
-    dq = [[x * scale for x in _dots(_transpose(keys), ds)] for ds in ds_rows]        # [n][d]
-    dk = [[x * scale for x in _dots(_transpose(q), col)] for col in _transpose(ds_rows)]  # [m][d]
-    dv = [_dots(_transpose(d_out), col) for col in _transpose(p_rows)]                # [m][d_v]
+    dq = [[x * scale for x in row] for row in _mm(ds_rows, _transpose(keys))]          # [n][d]
+    dk = [[x * scale for x in row] for row in _mm(_transpose(ds_rows), _transpose(q))]  # [m][d]
+    dv = _mm(_transpose(p_rows), _transpose(d_out))                                     # [m][d_v]
     return dq, dk, dv
 
 
@@ -1582,10 +1597,22 @@ def _check_matrix(func: str, what: str, mat: Sequence, *, cols: Optional[int] = 
 
 def _check_heads(func: str, name: str, t: Sequence, *, cols: Optional[int] = None,
                  rows: Optional[int] = None) -> tuple:
-    """Check a [heads][rows][cols] tensor; return (heads, rows, cols)."""
+    """Check a [heads][rows][cols] tensor; return (heads, rows, cols).
+
+    Every head's rows are checked as one matrix, in one call of
+    _check_matrix (its passes at C speed); only when that finds something
+    wrong does a head-by-head pass name the head.
+    """
     _check_list(func, name, t, "a list of heads, each a list of rows")
     if len(t) == 0:
         raise GQAError(f"{func}: {name} has no heads")
+    lengths = set(map(len, t)) if set(map(type, t)) <= _ROWS else None
+    if lengths and len(lengths) == 1 and rows in (None, *lengths):
+        try:
+            width = _check_matrix(func, name, list(chain.from_iterable(t)), cols=cols)
+            return len(t), len(t[0]), width
+        except (GQAError, TypeError):
+            pass                                     # the pass below names the head at fault
     for i, mat in enumerate(t):
         cols = _check_matrix(func, f"{name} head {i}", mat, cols=cols, rows=rows)
         rows = len(mat)                      # the first head sets the rows of the others

@@ -26,8 +26,8 @@ Every lab function the experiment uses (Weights, init_weights, fold_weights,
 group_heads, valid_g, grouped_attention, grouped_attention_backward,
 kv_cache_elements) is called through `lab`, gqa by default, so the
 experiment can run on a student's module: only the lab's public steps, the
-API a student's module promises (so the backward runs the attention's
-forward again).
+API a student's module promises (so the backward computes the attention's
+softmax again).
 
 Two tasks (both in every run):
 
@@ -111,13 +111,14 @@ from gqa_tools.common import rng_for, seed_for, text_table
 # the MLP and the output layer are not the lab's lesson): gqa.py's arithmetic,
 # each entry one dot product of a row and a column (math.sumprod where Python
 # has it, else sum(map(mul, ...)), the same order of arguments), written here,
-# so a float is the same as the lab's; mapped over the columns, which on 3.9
-# to 3.11 is faster than a comprehension calling sum.
+# so a float is the same as the lab's.  On 3.9 to 3.11 it is mapped over the
+# columns, faster there than a comprehension calling sum; on 3.12 and later a
+# comprehension (inlined since 3.12) is faster than the map.
 if hasattr(math, "sumprod"):
     def _mm(a: Sequence, b_cols: Sequence) -> list:
         """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
         sumprod = math.sumprod
-        return [list(map(sumprod, b_cols, repeat(row))) for row in a]
+        return [[sumprod(col, row) for col in b_cols] for row in a]
 else:                                                    # Python 3.9 to 3.11
     def _mm(a: Sequence, b_cols: Sequence) -> list:
         """a [n][k] @ b [k][p], b given by its columns [p][k] -> [n][p]."""
@@ -318,19 +319,25 @@ def _qkv(examples: Sequence, table: Sequence, first: int, h: int, g: int, d: int
     embedding projected once).
     """
     length = len(examples[0][0])
+    cuts = range(0, (h + 2 * g) * d, d)
+    split: dict = {}                                      # (position, symbols) -> its row's h + 2g heads
     q: list = []
     k: list = []
     v: list = []
     for inputs, _ in examples:
-        seq = []                                          # [length][(h + 2g) d]
+        seq = []                                          # [length][h + 2g][d]
         for i, syms in enumerate(inputs):
-            row = table[i]
-            for s in syms:
-                row = list(map(add, row, table[length + s]))
-            seq.append(row)
-        q += _heads_of(seq[first:], 0, h, d)              # only the queried positions ask
-        k += _heads_of(seq, h * d, g, d)
-        v += _heads_of(seq, (h + g) * d, g, d)
+            heads = split.get((i, syms))
+            if heads is None:                             # a position and symbols not seen yet
+                row = table[i]
+                for s in syms:
+                    row = list(map(add, row, table[length + s]))
+                heads = split[(i, syms)] = [row[a:a + d] for a in cuts]
+            seq.append(heads)
+        by_head = list(zip(*seq))                         # [h + 2g][length][d]
+        q += [list(rows[first:]) for rows in by_head[:h]]     # only the queried positions ask
+        k += [list(rows) for rows in by_head[h:h + g]]
+        v += [list(rows) for rows in by_head[h + g:]]
     return q, k, v
 
 
@@ -351,12 +358,15 @@ def _forward(model: Model, examples: Sequence, g: int, lab: Any) -> _Pass:
     heads = [list(chain.from_iterable(at_t)) for e in range(0, len(out), h)
              for at_t in zip(*out[e:e + h])]                              # [R][h*d]
     y = _mm(heads, _transpose(list(chain.from_iterable(w_o))))   # [R][d_model]
-    res = []
-    for e, (inputs, _) in enumerate(examples):
+    res, inputs_at = [], {}                                       # (position, symbols) -> its input
+    for inputs, _ in examples:
         for i in range(first, length):
-            xi = model.pos[i]
-            for s in inputs[i]:
-                xi = list(map(add, xi, model.emb[s]))
+            xi = inputs_at.get((i, inputs[i]))
+            if xi is None:
+                xi = model.pos[i]
+                for s in inputs[i]:
+                    xi = list(map(add, xi, model.emb[s]))
+                inputs_at[(i, inputs[i])] = xi
             res.append(list(map(add, xi, y[len(res)])))           # the residual
     w_in, w_out = model.mlp
     pre = _mm(res, _transpose(w_in))
