@@ -382,10 +382,11 @@ class Gradebook:
                         out_name=f"--gradebook {self.args.gradebook}'s feedback")
         except Refused as err:
             return str(err)
-        try:
-            seal.keep_private(os.path.abspath(self.args.class_dir), "the submissions of --class")
+        try:                                    # as the system resolves them: links, then ".."
+            seal.keep_private(self.args.class_dir, "the submissions of --class")
             seal.keep_private(os.path.dirname(self.path), "the folder of --gradebook "
-                              f"{self.args.gradebook} and its feedback")
+                              f"{self.args.gradebook}")
+            seal.keep_private(self.feedback, f"the feedback of --gradebook {self.args.gradebook}")
         except Refused as err:
             return str(err)
         finally:

@@ -306,9 +306,10 @@ class Seal:
     def keep_private(self, folder, what):
         """Refused when the worker's user could open files in folder (what it holds, for the
         message); nothing to check when the worker keeps the grader's user."""
-        if self.drop and reachable(folder, self.drop[0], {self.drop[1]}, 1):
-            raise Refused(f"the worker's user {getattr(self, 'user', self.drop[0])} could open files in {folder}, {what}; "
-                          f"make it private first (chmod 700 {folder})")
+        real = os.path.realpath(folder)               # as the system resolves it
+        if self.drop and reachable(real, self.drop[0], {self.drop[1]}, 1):
+            raise Refused(f"the worker's user {getattr(self, 'user', self.drop[0])} could open "
+                          f"files in {real}, {what}; make it private first (chmod 700 {real})")
 
     def _make_dir(self):
         """The run's private folder.  With a user of the run's own: root's, which others

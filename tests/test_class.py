@@ -421,9 +421,18 @@ class Gradebook(unittest.TestCase):
         write(os.path.join(subs, "alice.py"), SOURCE)    # a classmate's solution, by its name
         mine = os.path.join(private.work, "subs")
         write(os.path.join(mine, "mallory.py"), SOURCE)
+        os.makedirs(os.path.join(shared, "x"))
+        os.symlink(os.path.join(shared, "x"), os.path.join(private.work, "lnk"))
+        through = os.path.join(private.work, "lnk", "..", "subs")   # the system reads it as subs
+        os.makedirs(os.path.join(shared, "fb"))
+        os.makedirs(os.path.join(private.work, "linked"))
+        os.symlink(os.path.join(shared, "fb"), os.path.join(private.work, "linked", "g-feedback"))
         for class_dir, book, where, what in (
                 (subs, os.path.join(private.work, "g.csv"), subs, "the submissions of --class"),
-                (mine, os.path.join(shared, "g.csv"), shared, "the folder of --gradebook")):
+                (through, os.path.join(private.work, "g.csv"), subs, "the submissions of --class"),
+                (mine, os.path.join(shared, "g.csv"), shared, "the folder of --gradebook"),
+                (mine, os.path.join(private.work, "linked", "g.csv"), os.path.join(shared, "fb"),
+                 "the feedback of --gradebook")):
             status, out, err = private.main("--class", class_dir, "--gradebook", book, "--only", "1",
                                             "--cases", "0", "--quiet")
             self.assertEqual(status, 2, err)
