@@ -268,6 +268,7 @@ class Server:
         try:
             self.proc.stdin.close()
             self.proc.wait(15)
+            self.proc.stdout.close()
         except (OSError, subprocess.TimeoutExpired):
             self.stop()
 
