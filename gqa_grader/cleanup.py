@@ -221,10 +221,18 @@ def remove_tree(path, deadline):
     here = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         while True:
+            files, folder = _entries(here)
+            for name in files:
+                os.unlink(name, dir_fd=here)
+            removed += len(files)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{path}: not removed whole by the deadline")
-            child = _next_entry(here)
-            if child is None:                          # empty: up one, and remove it
+            if folder is not None:                      # a folder: down into it
+                inner = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=here)
+                os.close(here)
+                here = inner
+                names.append(folder)
+            elif not files:                             # empty: up one, and remove it
                 if not names:
                     break
                 parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
@@ -232,32 +240,47 @@ def remove_tree(path, deadline):
                 here = parent
                 os.rmdir(names.pop(), dir_fd=here)
                 removed += 1
-            elif child[1]:                             # a folder: down into it
-                inner = os.open(child[0], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=here)
-                os.close(here)
-                here = inner
-                names.append(child[0])
-            else:
-                os.unlink(child[0], dir_fd=here)
-                removed += 1
     finally:
         os.close(here)
     os.rmdir(path)
     return removed + 1
 
 
-def _next_entry(fd):
-    """(name, is a folder) of some entry of the open folder fd, or None when it is empty."""
+BATCH = 4096             # names of files read from a folder at a time
+
+
+def _entries(fd):
+    """([names of files], the name of a folder or None): up to BATCH of the entries of
+    the open folder fd that are not folders, and one that is, if any."""
+    files, folder = [], None
     with os.scandir(fd) as entries:
         for entry in entries:
-            return entry.name, entry.is_dir(follow_symlinks=False)
-    return None
+            if entry.is_dir(follow_symlinks=False):
+                folder = folder or entry.name
+            else:
+                files.append(entry.name)
+            if len(files) >= BATCH:
+                break
+    return files, folder
+
+
+def close_off(path):
+    """Make what could not be removed root's, with no permission for anyone else: a
+    folder's contents can no longer be reached, nor a file's (through any of its names).
+    Returns whether it worked."""
+    try:
+        os.chown(path, 0, 0, follow_symlinks=False)
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            os.chmod(path, 0)
+        return True
+    except OSError:
+        return False
 
 
 def remove_entries(uid, folders, deadline):
     """Remove what uid owns at the top of each folder (a folder of its own whole).
     Returns (count removed, notes)."""
-    count, notes = 0, []
+    count, notes, closed = 0, [], 0
     for folder in folders:
         try:
             names = os.listdir(folder)
@@ -269,16 +292,24 @@ def remove_entries(uid, folders, deadline):
                 st = os.lstat(path)
             except OSError:                  # gone already: another user's, removed meanwhile
                 continue
+            if st.st_uid != uid:
+                continue
             try:
-                if st.st_uid != uid:
-                    continue
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{path}: not removed by the deadline")
                 if stat.S_ISDIR(st.st_mode):
                     count += remove_tree(path, deadline)
                 else:
                     os.unlink(path)
                     count += 1
             except (OSError, TimeoutError) as err:
-                notes.append(f"could not remove {path}: {err}")
+                if close_off(path):
+                    closed += 1
+                else:
+                    notes.append(f"could not remove {path}: {err}")
+    if closed:
+        notes.append(f"{closed} files and folders of the run's user not removed by the deadline: "
+                     f"made root's, with no permission for anyone else")
     return count, notes
 
 

@@ -10,12 +10,15 @@ import glob
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
+from unittest import mock
 
-from gqa_grader import compare, handout, sandbox
+from gqa_grader import cleanup, compare, handout, sandbox
 
 from tests.helpers import heavy
 
@@ -345,6 +348,61 @@ class TheSearch(unittest.TestCase):
                     "not a line of mountinfo\n")
         self.assertEqual(cleanup.counting_devices(info), {os.makedev(254, 0), os.makedev(0, 25)})
         self.assertEqual(cleanup.counting_devices(os.path.join(self.top, "none")), set())
+
+
+class Removal(unittest.TestCase):
+    """cleanup.remove_entries: what a run's user owns in a world-writable folder goes,
+    however many files a folder holds; what the deadline leaves is closed off."""
+
+    UID = 2 ** 31 - 7                      # owns nothing here but what the test gives it
+
+    def setUp(self):
+        if not AS_ROOT:
+            self.skipTest("giving files to another user needs root")
+        self.top = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.top, True)
+        os.chmod(self.top, 0o1777)
+        self.mine = os.path.join(self.top, "theirs.txt")      # another user's: stays
+        with open(self.mine, "w", encoding="utf-8") as f:
+            f.write("x")
+
+    def tree(self, name, files):
+        """A folder of the run's user: files files at its top, and a subfolder, a
+        sub-subfolder and a link among them, each holding files too."""
+        top = os.path.join(self.top, name)
+        for folder in (top, os.path.join(top, "sub"), os.path.join(top, "sub", "deeper")):
+            os.mkdir(folder)
+            for i in range(files if folder == top else 3):
+                with open(os.path.join(folder, f"f{i}"), "w", encoding="utf-8") as f:
+                    f.write("x")
+        os.symlink(self.mine, os.path.join(top, "sub", "link"))
+        for folder, subfolders, names in os.walk(top):
+            for n in [folder] + [os.path.join(folder, x) for x in subfolders + names]:
+                os.chown(n, self.UID, self.UID, follow_symlinks=False)
+        return top
+
+    def test_a_folder_of_more_files_than_a_batch_goes_whole(self):
+        count = 2 * 8 + 5                                   # batches of 8: three of them
+        self.tree("many", count)
+        with mock.patch.object(cleanup, "BATCH", 8):
+            removed, notes = cleanup.remove_entries(self.UID, [self.top], time.monotonic() + 60)
+        self.assertEqual(notes, [])
+        self.assertEqual(removed, count + 3 + 1 + 3 + 3)   # files, sub's and its link, deeper's, folders
+        self.assertEqual(os.listdir(self.top), ["theirs.txt"])
+
+    def test_what_the_deadline_leaves_is_closed_off(self):
+        top = self.tree("kept", 10)
+        loose = os.path.join(self.top, "loose.txt")
+        os.link(os.path.join(top, "f0"), loose)             # a second name of one of its files
+        os.chown(loose, self.UID, self.UID)
+        removed, notes = cleanup.remove_entries(self.UID, [self.top], time.monotonic() - 1)
+        self.assertEqual(removed, 0)
+        self.assertEqual(notes, ["2 files and folders of the run's user not removed by the deadline: "
+                                 "made root's, with no permission for anyone else"])
+        for path in (top, loose, os.path.join(top, "f0")):
+            st = os.lstat(path)
+            self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (0, 0, 0), path)
+        self.assertEqual(os.lstat(os.path.join(top, "f1")).st_uid, self.UID)   # inside: unreachable
 
 
 class CleanText(unittest.TestCase):
