@@ -7,7 +7,8 @@ whose message names the function (gqa.py's docstring): a size that is not an int
 (or is a bool), data that is not nested lists of ints and floats (tuples and
 array('d') rows too), a causal flag that is not a bool.  For each step whose
 function takes them, calls_of lists one bool and one float where an int size
-goes, data holding strs (or no list at all), and a causal flag of 1 or None.
+goes, and that int as a str; data holding strs (or no list at all), and for four
+steps a bool; a causal flag of 1 or None, and "yes".
 Their arguments are fixed, drawn from no random stream: each step makes them in
 its case 0, after the case's own (refuse_types).  count_multiplies() takes no
 argument, so step 20 has none.
@@ -81,7 +82,9 @@ def refuse_decode(s, rng):
 
 BOOL = "a size is an int, and a bool is not one"
 FLOAT = "a size is an int, not a float"
+STR = "a size is an int, not a str"
 DATA = "data is nested lists of ints and floats"
+BOOLS = "data is nested lists of ints and floats, and a bool is not one"
 CAUSAL = "causal is True or False"
 
 STRS = [[["1.0", "2.0"]]]                      # [1][1][2] of strs: a tensor that is not numbers
@@ -97,7 +100,8 @@ def _weights(s, name="typed", w_q=None):
 
 def sizes(fn, good, bool_at, float_at, **kwargs):
     """fn's calls with one bad size each: good's arguments (and kwargs) with True at
-    bool_at, then the int as a float at float_at; each an index, or a keyword's name."""
+    bool_at, then the int as a float and as a str at float_at; each an index, or a
+    keyword's name."""
     def call(at, wrong, rule):
         args, named = list(good), dict(kwargs)
         if isinstance(at, str):
@@ -105,7 +109,7 @@ def sizes(fn, good, bool_at, float_at, **kwargs):
         else:
             args[at] = wrong(args[at])
         return fn, args, rule, named
-    return [call(bool_at, lambda x: True, BOOL), call(float_at, float, FLOAT)]
+    return [call(bool_at, lambda x: True, BOOL), call(float_at, float, FLOAT), call(float_at, str, STR)]
 
 
 def bad(fn, args, rule, **kwargs):
@@ -171,7 +175,19 @@ def calls_of(s, name):
         + bad("layer_backward", [x, w, 1, [["a"] * 3] * 2], DATA)
         + bad("layer_backward", [x, w, 1, x], CAUSAL, causal=None),
     }
-    return table.get(name, list)()
+    calls = table.get(name, list)()
+    flags = [(fn, args, rule, dict(kwargs, causal="yes")) for fn, args, rule, kwargs in calls
+             if rule == CAUSAL]                                        # neither int nor None
+    return calls + flags + BOOL_DATA.get(name, [])
+
+
+# Data holding a bool (an int to Python, not a number to the lab), where data goes first.
+BOOL_DATA = {
+    "fold_kv_mean": bad("fold_kv_mean", [[[[True, 1.0]]], 1], BOOLS),
+    "repeat_kv": bad("repeat_kv", [[[[True, 1.0]]], 1], BOOLS),
+    "single_head_attention": bad("single_head_attention", [[[True, 0.0]], [[1.0, 0.0]], [[1.0]]], BOOLS),
+    "output_difference": bad("output_difference", [[[True]], [[1.0]]], BOOLS),
+}
 
 
 def refuse_types(s, name):

@@ -244,6 +244,14 @@ MUTANTS = [
      "    if not kinds <= _NUMBERS:\n", "    if False:\n"),
     ("output_difference accepting values that are not numbers", "output_difference",
      "                if type(value) not in _NUMBERS:\n", "                if False:\n"),
+    ("sizes refused only when bool or float (a str reaches Python's own TypeError)", TYPED_SIZES,
+     "    if isinstance(value, bool) or not isinstance(value, int):\n        raise TypeError(",
+     "    if isinstance(value, (bool, float)):\n        raise TypeError("),
+    ("values refused only when str or None (a bool accepted as a number)",
+     ("fold_kv_mean", "repeat_kv", "single_head_attention"),
+     "    if not kinds <= _NUMBERS:\n", "    if str in kinds or type(None) in kinds:\n"),
+    ("a causal flag refused only when None or an int (a str accepted)", CAUSAL_ONE + CAUSAL_NONE,
+     "    if not isinstance(causal, bool):\n", "    if causal is None or type(causal) is int:\n"),
 ]
 
 
