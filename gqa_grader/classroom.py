@@ -421,18 +421,18 @@ class Gradebook:
             self._keep(sub, doc, f"{sub.student}: not graded: {sub.why}\n".encode("utf-8"), None)
             return True
         doc = read_json(os.path.join(self._folder(sub), "results.json"))
+        old = self.old.get(sub.key, {})               # the seed is the gradebook's alone
         if (doc is None or not os.path.isfile(os.path.join(self._folder(sub), "report.txt"))
-                or [doc.get(k) for k in ("sha256", "grader", "seed", "options")]
-                != [sha, GRADER_VERSION, self.args.seed, options_of(self.args)]):
+                or [doc.get(k) for k in ("sha256", "grader", "options")] + [old.get("seed")]
+                != [sha, GRADER_VERSION, options_of(self.args), str(self.args.seed)]):
             return False
-        old = self.old.get(sub.key, {})
         self.rows[sub.key] = self._row(sub, doc, old.get("seconds", ""))
         self.reused += 1
         return True
 
     def _document(self, sub, error):
         """The document of a submission no run graded."""
-        return {"grader": GRADER_VERSION, "module": sub.key, "seed": self.args.seed,
+        return {"grader": GRADER_VERSION, "module": sub.key, "seed": None,
                 "options": options_of(self.args), "sha256": None, "error": error,
                 "score": 0.0, "passed": 0, "failed": 0, "steps": []}
 
@@ -551,7 +551,7 @@ class Gradebook:
         """The gradebook's row of sub, from its document: points per step (its weight
         when the step passed), the status and what to know."""
         row = {"student": sub.student, "name": sub.name, "submission": sub.key,
-               "seed": doc.get("seed"), "sha256": doc.get("sha256") or "", "seconds": seconds,
+               "seed": self.args.seed, "sha256": doc.get("sha256") or "", "seconds": seconds,
                "grader": doc.get("grader"), "max_score": f"{sum(self.weights.values()):g}"}
         steps = {r.get("name"): r for r in doc.get("steps") or [] if isinstance(r, dict)}
         if doc.get("error") or not steps:

@@ -16,7 +16,7 @@ from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, fit, grade, gradescope, print_report, progress, reproduce,
-                      withhold_hidden)
+                      shown_seed, withhold_hidden)
 from .answers import HANDOUT
 from .handout import write_autograder, write_starter
 from .selfcheck import write_handout
@@ -308,8 +308,10 @@ def _what_is_graded(args):
         name = args.only[0]
         cases, again = f"case {args.case} of step {name} alone", reproduce(args, name, args.case)
     else:
-        hidden = (f", then {args.cases} hidden {'one' if args.cases == 1 else 'ones'} from seed "
-                  f"{args.seed}") if args.cases else ""
+        seed = (f"a seed withheld ({shown_seed(args)} below: the gradebook's)"
+                if args.withhold_hidden else f"seed {args.seed}")
+        hidden = (f", then {args.cases} hidden {'one' if args.cases == 1 else 'ones'} from "
+                  f"{seed}") if args.cases else ""
         cases = f"the public cases: the systematic ones and {PUBLIC_CASES} random ones per step{hidden}"
         again = reproduce(args)
     return (f"grader {GRADER_VERSION}; {cases}; floats to rel {REL_TOL:g}, abs {ABS_TOL:g}; "
@@ -353,13 +355,13 @@ def _document(args, label, results, why, partly, notes):
     """The run's one document: Gradescope's results.json, or the grader's own."""
     if why is not None:
         doc = (records.gradescope([], args, error=why) if args.format == "gradescope" else
-               {"grader": GRADER_VERSION, "module": label, "seed": args.seed, "error": why,
+               {"grader": GRADER_VERSION, "module": label, "seed": shown_seed(args, None), "error": why,
                 "score": 0.0, "passed": 0, "failed": 0, "steps": []})
     elif args.format == "gradescope":
         doc = records.gradescope(results, args)
     else:
         passed = sum(r["status"] == "passed" for r in results)
-        doc = {"grader": GRADER_VERSION, "module": label, "seed": args.seed, "cases": args.cases,
+        doc = {"grader": GRADER_VERSION, "module": label, "seed": shown_seed(args, None), "cases": args.cases,
                "score": passed / len(results) if results else 0.0, "passed": passed,
                "failed": len(results) - passed, "progress": progress(results), "steps": results}
     if args.sealed and args.format != "gradescope":

@@ -103,8 +103,8 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
     return result
 
 
-WITHHELD = ("a hidden case failed: its input, the answer expected and its calls are withheld, "
-            "since every submission meets the same hidden cases")
+WITHHELD = ("a hidden case failed: its input, the answer expected, its calls and the seed that "
+            "makes it are withheld, since every submission meets the same hidden cases")
 
 
 def withhold_hidden(results):
@@ -212,6 +212,15 @@ def grader_command():
     return f"python {script if rel.startswith(os.pardir + os.sep + os.pardir) else rel}"
 
 
+SEED_WITHHELD = "SEED"      # the seed, where it is withheld: the teacher's gradebook has it
+
+
+def shown_seed(args, withheld=SEED_WITHHELD):
+    """The seed as a command shows it (and, with withheld=None, a document): withheld with
+    the hidden cases, since the seed and the handout's checks make every hidden case again."""
+    return withheld if getattr(args, "withhold_hidden", False) else args.seed
+
+
 def reproduce(args, name=None, case=None):
     """The command that repeats this run, or one step of it, or one case."""
     parts = [grader_command()]
@@ -220,7 +229,7 @@ def reproduce(args, name=None, case=None):
     step = next((st for st in STEPS if st.name == name), None)
     public = case is not None and step is not None and case < public_end(step)
     if not public and args.cases:                   # a public case needs no seed
-        parts.append(f"--seed {args.seed}")
+        parts.append(f"--seed {shown_seed(args)}")
     if name or getattr(args, "only", None):
         parts.append(f"--only {name or ','.join(args.only)}")
     if case is not None:

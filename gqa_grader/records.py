@@ -16,7 +16,7 @@
 import argparse
 import hashlib
 
-from .grading import GRADER_VERSION, reproduce
+from .grading import GRADER_VERSION, reproduce, shown_seed
 from .sandbox import read_module
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")   # Gradescope's
@@ -89,7 +89,7 @@ def sha256_of(seal, path):
 
 
 def provenance(args):
-    return {"grader": GRADER_VERSION, "seed": args.seed, "options": options_of(args),
+    return {"grader": GRADER_VERSION, "seed": shown_seed(args, None), "options": options_of(args),
             "sha256": getattr(args, "sha256", None)}
 
 

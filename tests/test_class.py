@@ -112,13 +112,22 @@ class HiddenCasesWithheld(unittest.TestCase):
         private = Private(self)
         module = write(os.path.join(private.work, "sub", "gqa.py"), BIG_WRONG)
         hidden = grading.public_end(checks.STEPS[0])          # step 1's first hidden case
-        got = {}
+        got, seeds = {}, {}
         for case, extra in ((hidden, []), (hidden, ["--withhold-hidden"]),
                             (hidden - 1, ["--withhold-hidden"])):   # the last public one
-            status, out, _ = private.main("--module", module, "--json", "--seed", "2", "--only", "1",
+            status, out, _ = private.main("--module", module, "--json", "--seed", "424242", "--only", "1",
                                           "--case", str(case), *extra)
             self.assertEqual(status, 1, out)
             got[case, bool(extra)] = json.loads(out)["steps"][0]
+            seeds[case, bool(extra)] = (json.loads(out)["seed"], "424242" in out)
+        # The seed and the handout's checks make every hidden case again: it goes too.
+        self.assertEqual(seeds, {(hidden, False): (424242, True), (hidden, True): (None, False),
+                                 (hidden - 1, True): (None, False)})
+        status, text, _ = private.main("--module", module, "--seed", "424242", "--only", "1",
+                                       "--withhold-hidden")
+        self.assertEqual(status, 1, text)
+        self.assertNotIn("424242", text)
+        self.assertIn(f"repeat with: python grader.py --module {module} --seed SEED --only valid_g)", text)
         shown, withheld, public = got[hidden, False], got[hidden, True], got[hidden - 1, True]
         for step in (shown, withheld, public):
             self.assertEqual(step["status"], "failed")
