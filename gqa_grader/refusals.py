@@ -175,9 +175,14 @@ def calls_of(s, name):
         + bad("layer_backward", [x, w, 1, [["a"] * 3] * 2], DATA)
         + bad("layer_backward", [x, w, 1, x], CAUSAL, causal=None),
     }
-    calls = table.get(name, list)()
+    return more_of(name, table.get(name, list)())
+
+
+def more_of(name, calls):
+    """calls, then each causal flag's again as "yes" (neither int nor None), then name's
+    data holding a bool."""
     flags = [(fn, args, rule, dict(kwargs, causal="yes")) for fn, args, rule, kwargs in calls
-             if rule == CAUSAL]                                        # neither int nor None
+             if rule == CAUSAL]
     return calls + flags + BOOL_DATA.get(name, [])
 
 
