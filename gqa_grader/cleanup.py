@@ -213,32 +213,42 @@ def save_search(folders):
             pass
 
 
-def remove_tree(path, deadline):
+def remove_tree(path, deadline, uid=None):
     """Remove the folder path and everything in it: no recursion, no link followed, one
-    open folder at a time (a tree deeper than PATH_MAX goes too).  Returns the number of
-    entries removed; raises OSError, or TimeoutError at the deadline."""
-    removed, names = 0, []
+    open folder at a time (a tree deeper than PATH_MAX goes too).  With uid, only what
+    uid owns: a folder that holds anything else raises OSError, removing nothing of it.
+    Each step up is checked to be the folder it came down from, so a folder moved while
+    it is removed (by another process, into another folder) raises OSError: the cleanup
+    never follows it.  Returns the number of entries removed; raises OSError, or
+    TimeoutError at the deadline."""
+    removed, names = 0, []                  # the folders gone down into: (name, its parent's id)
     here = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
+        _owned(here, uid, path)
         while True:
-            files, folder = _entries(here)
+            files, folder = _entries(here, uid, path)
             for name in files:
                 os.unlink(name, dir_fd=here)
             removed += len(files)
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{path}: not removed whole by the deadline")
             if folder is not None:                      # a folder: down into it
+                parent = _identity(here)
                 inner = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=here)
                 os.close(here)
                 here = inner
-                names.append(folder)
+                _owned(here, uid, path)
+                names.append((folder, parent))
             elif not files:                             # empty: up one, and remove it
                 if not names:
                     break
-                parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
+                name, parent = names.pop()
+                up = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
                 os.close(here)
-                here = parent
-                os.rmdir(names.pop(), dir_fd=here)
+                here = up
+                if _identity(here) != parent:
+                    raise OSError(f"{path}: a folder in it was moved while it was removed")
+                os.rmdir(name, dir_fd=here)
                 removed += 1
     finally:
         os.close(here)
@@ -249,12 +259,25 @@ def remove_tree(path, deadline):
 BATCH = 4096             # names of files read from a folder at a time
 
 
-def _entries(fd):
+def _identity(fd):
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _owned(fd, uid, path):
+    if uid is not None and os.fstat(fd).st_uid != uid:
+        raise OSError(f"{path}: holds a folder of another user's")
+
+
+def _entries(fd, uid, path):
     """([names of files], the name of a folder or None): up to BATCH of the entries of
-    the open folder fd that are not folders, and one that is, if any."""
+    the open folder fd that are not folders, and one that is, if any; with uid, OSError
+    when an entry is another user's."""
     files, folder = [], None
     with os.scandir(fd) as entries:
         for entry in entries:
+            if uid is not None and entry.stat(follow_symlinks=False).st_uid != uid:
+                raise OSError(f"{path}: holds {entry.name!r}, another user's")
             if entry.is_dir(follow_symlinks=False):
                 folder = folder or entry.name
             else:
@@ -298,7 +321,7 @@ def remove_entries(uid, folders, deadline):
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{path}: not removed by the deadline")
                 if stat.S_ISDIR(st.st_mode):
-                    count += remove_tree(path, deadline)
+                    count += remove_tree(path, deadline, uid)
                 else:
                     os.unlink(path)
                     count += 1

@@ -405,6 +405,43 @@ class Removal(unittest.TestCase):
         self.assertEqual(os.lstat(os.path.join(top, "f1")).st_uid, self.UID)   # inside: unreachable
 
 
+    def test_a_folder_moved_away_during_removal_is_not_followed(self):
+        """Another process renames a folder of the tree, mid-removal, into a folder of
+        root's: the step up lands there, and nothing of root's may go."""
+        top = self.tree("moved", 2)
+        deeper = os.path.join(top, "sub", "deeper")
+        victim = os.path.join(self.top, "victim")
+        os.mkdir(victim)
+        os.chmod(victim, 0o1777)
+        precious = os.path.join(victim, "precious.txt")
+        with open(precious, "w", encoding="utf-8") as f:
+            f.write("root's")
+        target = os.stat(deeper).st_ino
+        entries = cleanup._entries
+
+        def moving(fd, uid, path):                      # once inside deeper: sub goes to victim
+            if os.fstat(fd).st_ino == target and os.path.isdir(os.path.join(top, "sub")):
+                os.rename(os.path.join(top, "sub"), os.path.join(victim, "sub"))
+            return entries(fd, uid, path)
+        with mock.patch.object(cleanup, "_entries", moving):
+            removed, notes = cleanup.remove_entries(self.UID, [self.top], time.monotonic() + 60)
+        self.assertTrue(os.path.isfile(precious))
+        self.assertEqual(sorted(os.listdir(victim)), ["precious.txt", "sub"])
+        self.assertEqual(notes, ["1 files and folders of the run's user not removed by the deadline: "
+                                 "made root's, with no permission for anyone else"])
+        st = os.lstat(top)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0))
+
+    def test_another_users_entry_in_the_tree_is_not_removed(self):
+        top = self.tree("shared", 2)
+        theirs = os.path.join(top, "sub", "theirs.txt")   # root's, put in the user's folder
+        with open(theirs, "w", encoding="utf-8") as f:
+            f.write("x")
+        removed, notes = cleanup.remove_entries(self.UID, [self.top], time.monotonic() + 60)
+        self.assertTrue(os.path.isfile(theirs))
+        self.assertEqual(stat.S_IMODE(os.lstat(top).st_mode), 0)   # closed off instead
+
+
 class CleanText(unittest.TestCase):
 
     def test_every_invisible_or_unassigned_code_point_is_escaped(self):
