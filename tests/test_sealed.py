@@ -1208,7 +1208,8 @@ class NeverAsRoot(unittest.TestCase):
             path = tempfile.mkdtemp(prefix="left-by-worker-", dir="/tmp")   # one the worker made
             with open(os.path.join(path, "x"), "w", encoding="utf-8") as f:
                 f.write("x")
-            os.chown(path, uid, uid)
+            for made in (path, os.path.join(path, "x")):   # the worker's, as it would make them
+                os.chown(made, uid, uid)
             kept = tempfile.mkdtemp(prefix="not-the-workers-", dir="/tmp")
         finally:
             seal.close()
