@@ -94,11 +94,18 @@ def report_of(doc):
     return json.loads(message.split("HELD", 2)[1])
 
 
+def _owner(path):
+    try:
+        return os.lstat(path).st_uid
+    except FileNotFoundError:              # another process's, gone since it was listed
+        return None
+
+
 def left_by(uid):
     """What uid still has: entries at the top of the world-writable folders, IPC objects."""
     left = [p for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock") if os.path.isdir(folder)
             for p in glob.glob(os.path.join(folder, "*")) + glob.glob(os.path.join(folder, ".*"))
-            if os.lstat(p).st_uid == uid]
+            if _owner(p) == uid]
     for kind, cols in (("shm", (7, 9)), ("msg", (7, 9)), ("sem", (4, 6))):
         with open(f"/proc/sysvipc/{kind}", encoding="ascii") as f:
             rows = [line.split() for line in f.read().splitlines()[1:]]
