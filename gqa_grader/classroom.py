@@ -339,9 +339,12 @@ class Gradebook:
     def run(self):
         subs = discover(self.args.class_dir, {self.path, self.feedback}, self.args.roster)
         self._choose_seed()
+        made = not os.path.isdir(self.feedback)
         os.makedirs(self.feedback, exist_ok=True)
         why = self._check_seal()
         if why:
+            if made:
+                os.rmdir(self.feedback)         # refused: nothing left of the run
             print(f"grader: cannot grade the class: {why}", file=sys.stderr)
             return 2
         todo = [sub for sub in subs if not self._known(sub)]
@@ -388,6 +391,11 @@ class Gradebook:
             seal.keep_private(os.path.dirname(self.path), "the folder of --gradebook "
                               f"{self.args.gradebook}")
             seal.keep_private(self.feedback, f"the feedback of --gradebook {self.args.gradebook}")
+            links = [p for p in [self.path] + [os.path.join(self.feedback, n) for n in
+                                               sorted(os.listdir(self.feedback))] if os.path.islink(p)]
+            if links:                       # written through, it would go where the link says
+                return (f"{links[0]} is a symbolic link; the gradebook and its feedback folders "
+                        f"must be files and folders of their own")
         except Refused as err:
             return str(err)
         finally:

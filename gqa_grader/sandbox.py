@@ -273,6 +273,8 @@ class Seal:
                 raise Refused(f"the worker's user {name} could open files in the grader's folder "
                               f"{HERE} (grader.py, a solution); make it private first "
                               f"(chmod 700 {HERE})")
+            self._check_above(HERE, f"the grader's folder {HERE}", name, gids)
+            self._check_python(name, gids)
             if out:
                 out_name = out_name or f"--out {out}"
                 folder = os.path.dirname(os.path.abspath(out))
@@ -281,35 +283,51 @@ class Seal:
                 if reachable(folder, self.drop[0], gids, 2):
                     raise Refused(f"the worker's user {name} could write into {folder}, where "
                                   f"{out_name} goes; choose a folder only the grader can write")
-                self._check_above(out, out_name, name, gids)
+                self._check_above(folder, out_name, name, gids)
         self._make_dir()
 
-    def _check_above(self, out, out_name, name, gids):
-        """Every folder above --out's, as written and as resolved: one the worker's user could
-        write into could have --out's folder renamed and replaced, unless it is sticky and
-        root's (as /tmp is)."""
+    def _check_above(self, path, what, name, gids):
+        """Every folder above the folder path, as written and as resolved: one the worker's
+        user could write into could have path renamed and replaced (the grader's own files,
+        then run as root; --out's folder; the submissions), unless it is sticky and root's
+        (as /tmp is)."""
         import stat
-        for start in (os.path.abspath(out), os.path.realpath(out)):
-            folder = os.path.dirname(os.path.dirname(start))
+        for start in (os.path.abspath(path), os.path.realpath(path)):
+            folder = os.path.dirname(start)
             while True:
                 st = os.stat(folder)
                 if (reachable(folder, self.drop[0], gids, 2)
                         and not (st.st_mode & stat.S_ISVTX and st.st_uid == 0)):
                     raise Refused(f"the worker's user {name} could write into {folder}, above "
-                                  f"{out_name}, and rename the folders in it; choose a path "
+                                  f"{what}, and rename the folders in it; choose a path "
                                   f"whose every folder only the grader can write")
                 parent = os.path.dirname(folder)
                 if parent == folder:
                     break
                 folder = parent
 
+    def _check_python(self, name, gids):
+        """The Python that starts every worker as root, and its standard library: neither
+        folder, nor one above them, one the worker's user could write into or rename."""
+        for folder in {os.path.dirname(os.path.realpath(sys.executable)),
+                       os.path.dirname(os.path.realpath(os.__file__))}:
+            if reachable(folder, self.drop[0], gids, 2):
+                raise Refused(f"the worker's user {name} could write into {folder}, the Python "
+                              f"that starts each worker as root; use a Python only root can write")
+            self._check_above(folder, f"the Python that starts each worker ({folder})", name, gids)
+
     def keep_private(self, folder, what):
         """Refused when the worker's user could open files in folder (what it holds, for the
-        message); nothing to check when the worker keeps the grader's user."""
+        message), or rename a folder above it; nothing to check when the worker keeps the
+        grader's user."""
         real = os.path.realpath(folder)               # as the system resolves it
-        if self.drop and reachable(real, self.drop[0], {self.drop[1]}, 1):
-            raise Refused(f"the worker's user {getattr(self, 'user', self.drop[0])} could open "
-                          f"files in {real}, {what}; make it private first (chmod 700 {real})")
+        if not self.drop:
+            return
+        name = getattr(self, "user", self.drop[0])
+        if reachable(real, self.drop[0], {self.drop[1]}, 1):
+            raise Refused(f"the worker's user {name} could open files in {real}, {what}; "
+                          f"make it private first (chmod 700 {real})")
+        self._check_above(real, what, name, {self.drop[1]})
 
     def _make_dir(self):
         """The run's private folder.  With a user of the run's own: root's, which others

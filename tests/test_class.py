@@ -449,6 +449,24 @@ class Gradebook(unittest.TestCase):
                                   rf"files in {re.escape(where)}, {what}")
             self.assertIn(f"chmod 700 {where}", err)
             self.assertFalse(os.path.exists(book))       # refused before any run or row
+            if "linked" not in book:                     # nor a feedback folder left
+                self.assertFalse(os.path.exists(book[:-len(".csv")] + "-feedback"), book)
+        # Links the teacher left in the gradebook's private folder: written through, the
+        # grades or a student's feedback would go where each says.
+        planted = os.path.join(shared, "planted.csv")
+        write(planted, "student,seed\nx,4242\n")
+        os.makedirs(os.path.join(private.work, "books"))
+        os.symlink(planted, os.path.join(private.work, "books", "a.csv"))
+        os.makedirs(os.path.join(private.work, "books", "b-feedback"))
+        os.symlink(os.path.join(shared, "fb"), os.path.join(private.work, "books", "b-feedback", "mallory.py"))
+        for book in ("a.csv", "b.csv"):
+            path = os.path.join(private.work, "books", book)
+            status, out, err = private.main("--class", mine, "--gradebook", path, "--only", "1",
+                                            "--cases", "0", "--quiet")
+            self.assertEqual(status, 2, err)
+            self.assertIn("is a symbolic link; the gradebook and its feedback folders must be", err)
+        with open(planted, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "student,seed\nx,4242\n")
 
     @staticmethod
     def stopped():

@@ -1234,6 +1234,34 @@ class NeverAsRoot(unittest.TestCase):
             shutil.rmtree(private)
             shutil.rmtree(top)
 
+    def test_a_grader_or_submissions_below_a_folder_the_worker_could_write_are_refused(self):
+        """A folder above the grader's own that the worker's user could write into lets a
+        module rename the grader away and plant a worker.py, which the next worker would
+        run as root; one above the submissions lets it swap a classmate's file."""
+        from unittest import mock
+        top = tempfile.mkdtemp()
+        try:
+            os.chmod(top, 0o777)                           # world-writable, not sticky
+            grader = os.path.join(top, "share", "grader")
+            os.makedirs(grader, mode=0o700)
+            os.chmod(os.path.dirname(grader), 0o755)
+            with mock.patch.object(sandbox, "HERE", grader):
+                with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above "
+                                                              f"the grader's folder {grader}"):
+                    sandbox.Seal(sealed=True)
+            os.chmod(top, 0o1777)                          # sticky and root's, as /tmp is
+            with mock.patch.object(sandbox, "HERE", grader):
+                seal = sandbox.Seal(sealed=True)
+            try:
+                os.chmod(top, 0o777)
+                with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above "
+                                                              f"the submissions"):
+                    seal.keep_private(grader, "the submissions")
+            finally:
+                seal.close()
+        finally:
+            shutil.rmtree(top)
+
 
 class OneDocument(unittest.TestCase):
 
