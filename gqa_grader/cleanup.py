@@ -213,16 +213,17 @@ def save_search(folders):
             pass
 
 
-def remove_tree(path, deadline, uid=None):
+def remove_tree(path, deadline, uid=None, dir_fd=None):
     """Remove the folder path and everything in it: no recursion, no link followed, one
     open folder at a time (a tree deeper than PATH_MAX goes too).  With uid, only what
     uid owns: a folder that holds anything else raises OSError, removing nothing of it.
     Each step up is checked to be the folder it came down from, so a folder moved while
     it is removed (by another process, into another folder) raises OSError: the cleanup
-    never follows it.  Returns the number of entries removed; raises OSError, or
-    TimeoutError at the deadline."""
+    never follows it.  With dir_fd, path is a name in that open folder.  Returns the
+    number of entries removed; raises OSError, or TimeoutError at the deadline."""
     removed, names = 0, []                  # the folders gone down into: (name, its parent's id)
-    here = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    here = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    top = _identity(here)
     try:
         _owned(here, uid, path)
         while True:
@@ -252,7 +253,10 @@ def remove_tree(path, deadline, uid=None):
                 removed += 1
     finally:
         os.close(here)
-    os.rmdir(path)
+    st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+    if (st.st_dev, st.st_ino) != top:
+        raise OSError(f"{path}: moved while it was removed")
+    os.rmdir(path, dir_fd=dir_fd)
     return removed + 1
 
 
@@ -287,53 +291,94 @@ def _entries(fd, uid, path):
     return files, folder
 
 
-def close_off(path):
-    """Make what could not be removed root's, with no permission for anyone else: a
-    folder's contents can no longer be reached, nor a file's (through any of its names).
-    Returns whether it worked."""
+def close_off(name, folder, uid):
+    """Make uid's entry name of the open folder, which could not be removed, root's with
+    no permission for anyone else: a folder's contents can no longer be reached, nor a
+    file's (through any of its names).  Follows no link.  Returns whether it worked."""
     try:
-        os.chown(path, 0, 0, follow_symlinks=False)
-        if not stat.S_ISLNK(os.lstat(path).st_mode):
-            os.chmod(path, 0)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:                          # a link or a socket: its owner, at least
+        try:
+            if os.stat(name, dir_fd=folder, follow_symlinks=False).st_uid != uid:
+                return False
+            os.chown(name, 0, 0, dir_fd=folder, follow_symlinks=False)
+            return True
+        except OSError:
+            return False
+    try:
+        if os.fstat(fd).st_uid != uid:
+            return False
+        os.fchown(fd, 0, 0)
+        os.fchmod(fd, 0)
         return True
     except OSError:
         return False
+    finally:
+        os.close(fd)
+
+
+def open_folder(path):
+    """The folder at the absolute path, open, reached one name at a time from / without
+    following a link on the way (a folder renamed and replaced by a link since it was
+    found raises OSError)."""
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in [part for part in path.split("/") if part]:
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def remove_entries(uid, folders, deadline):
-    """Remove what uid owns at the top of each folder (a folder of its own whole).
+    """Remove what uid owns at the top of each folder (a folder of its own whole), each
+    folder opened without following a link and worked on through that open folder.
     Returns (count removed, notes)."""
     count, notes, closed = 0, [], 0
     for folder in folders:
         try:
-            names = os.listdir(folder)
+            fd = open_folder(folder)
         except OSError:
             continue
-        for name in names:
-            path = os.path.join(folder, name)
-            try:
-                st = os.lstat(path)
-            except OSError:                  # gone already: another user's, removed meanwhile
-                continue
-            if st.st_uid != uid:
-                continue
-            try:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{path}: not removed by the deadline")
-                if stat.S_ISDIR(st.st_mode):
-                    count += remove_tree(path, deadline, uid)
-                else:
-                    os.unlink(path)
-                    count += 1
-            except (OSError, TimeoutError) as err:
-                if close_off(path):
-                    closed += 1
-                else:
-                    notes.append(f"could not remove {path}: {err}")
+        try:
+            removed, left, more = _remove_in(fd, folder, uid, deadline)
+        finally:
+            os.close(fd)
+        count, closed, notes = count + removed, closed + left, notes + more
     if closed:
-        notes.append(f"{closed} files and folders of the run's user not removed by the deadline: "
-                     f"made root's, with no permission for anyone else")
+        notes.append(f"{closed} files and folders of the run's user not removed (past the "
+                     f"deadline, holding another user's, or moved meanwhile): made root's, "
+                     f"with no permission for anyone else")
     return count, notes
+
+
+def _remove_in(fd, folder, uid, deadline):
+    """remove_entries in one open folder: (removed, closed off, notes)."""
+    removed, closed, notes = 0, 0, []
+    for name in os.listdir(fd):
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:                      # gone already: another user's, removed meanwhile
+            continue
+        if st.st_uid != uid:
+            continue
+        try:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: not removed by the deadline")
+            if stat.S_ISDIR(st.st_mode):
+                removed += remove_tree(name, deadline, uid, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+                removed += 1
+        except (OSError, TimeoutError) as err:
+            if close_off(name, fd, uid):
+                closed += 1
+            else:
+                notes.append(f"could not remove {os.path.join(folder, name)}: {err}")
+    return removed, closed, notes
 
 
 # The /proc/sysvipc tables: (file, what, the id's column, the owners' columns, ctl's name).

@@ -362,6 +362,8 @@ class Removal(unittest.TestCase):
     however many files a folder holds; what the deadline leaves is closed off."""
 
     UID = 2 ** 31 - 7                      # owns nothing here but what the test gives it
+    NOTE = ("{} files and folders of the run's user not removed (past the deadline, holding "
+            "another user's, or moved meanwhile): made root's, with no permission for anyone else")
 
     def setUp(self):
         if not AS_ROOT:
@@ -404,8 +406,7 @@ class Removal(unittest.TestCase):
         os.chown(loose, self.UID, self.UID)
         removed, notes = cleanup.remove_entries(self.UID, [self.top], time.monotonic() - 1)
         self.assertEqual(removed, 0)
-        self.assertEqual(notes, ["2 files and folders of the run's user not removed by the deadline: "
-                                 "made root's, with no permission for anyone else"])
+        self.assertEqual(notes, [self.NOTE.format(2)])
         for path in (top, loose, os.path.join(top, "f0")):
             st = os.lstat(path)
             self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (0, 0, 0), path)
@@ -434,10 +435,42 @@ class Removal(unittest.TestCase):
             removed, notes = cleanup.remove_entries(self.UID, [self.top], time.monotonic() + 60)
         self.assertTrue(os.path.isfile(precious))
         self.assertEqual(sorted(os.listdir(victim)), ["precious.txt", "sub"])
-        self.assertEqual(notes, ["1 files and folders of the run's user not removed by the deadline: "
-                                 "made root's, with no permission for anyone else"])
+        self.assertEqual(notes, [self.NOTE.format(1)])
         st = os.lstat(top)
         self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0))
+
+    def test_a_folder_on_the_way_replaced_by_a_link_is_not_followed(self):
+        """Another run's user owns a folder above the listed one: mid-removal it renames
+        it away and leaves a link to a folder of root's in its place.  The cleanup works
+        through the folder it opened, so root's entry of the same name is left alone."""
+        theirs = os.path.join(self.top, "b")                 # the other run's folder
+        listed = os.path.join(theirs, "w")                   # world-writable, found by the search
+        os.makedirs(listed)
+        os.chmod(listed, 0o777)
+        victim = os.path.join(self.top, "victim")
+        os.makedirs(os.path.join(victim, "x"))               # root's, named as the run's tree is
+        top = os.path.join(listed, "x")
+        os.mkdir(top)
+        for i in range(3):
+            with open(os.path.join(top, f"f{i}"), "w", encoding="utf-8") as f:
+                f.write("x")
+        for path in [top] + [os.path.join(top, f"f{i}") for i in range(3)]:
+            os.chown(path, self.UID, self.UID)
+        entries = cleanup._entries
+
+        def swapping(fd, uid, path):
+            if not os.path.islink(listed):
+                os.rename(listed, os.path.join(theirs, "old"))
+                os.symlink(victim, listed)
+            return entries(fd, uid, path)
+        with mock.patch.object(cleanup, "_entries", swapping):
+            removed, notes = cleanup.remove_entries(self.UID, [listed], time.monotonic() + 60)
+        self.assertEqual((removed, notes), (4, []))
+        self.assertEqual(os.listdir(os.path.join(theirs, "old")), [])   # the run's tree: gone
+        st = os.lstat(os.path.join(victim, "x"))
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o755))   # root's: as it was
+        with self.assertRaises(OSError):                     # a link on the way: not opened
+            cleanup.open_folder(listed)
 
     def test_another_users_entry_in_the_tree_is_not_removed(self):
         top = self.tree("shared", 2)
