@@ -294,17 +294,12 @@ def _entries(fd, uid, path):
 def close_off(name, folder, uid):
     """Make uid's entry name of the open folder, which could not be removed, root's with
     no permission for anyone else: a folder's contents can no longer be reached, nor a
-    file's (through any of its names).  Follows no link.  Returns whether it worked."""
-    try:
+    file's (through any of its names).  Works on the entry opened (no link followed),
+    only once it is seen to be uid's; never by name.  Returns whether it worked."""
+    try:                                     # a link or a socket cannot be opened: left
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
-    except OSError:                          # a link or a socket: its owner, at least
-        try:
-            if os.stat(name, dir_fd=folder, follow_symlinks=False).st_uid != uid:
-                return False
-            os.chown(name, 0, 0, dir_fd=folder, follow_symlinks=False)
-            return True
-        except OSError:
-            return False
+    except OSError:
+        return False
     try:
         if os.fstat(fd).st_uid != uid:
             return False
@@ -365,10 +360,10 @@ def _remove_in(fd, folder, uid, deadline):
             continue
         if st.st_uid != uid:
             continue
-        try:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{name}: not removed by the deadline")
+        try:                                 # a file, a link: one unlink, even past the deadline
             if stat.S_ISDIR(st.st_mode):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{name}: not removed by the deadline")
                 removed += remove_tree(name, deadline, uid, dir_fd=fd)
             else:
                 os.unlink(name, dir_fd=fd)

@@ -404,14 +404,16 @@ class Removal(unittest.TestCase):
         loose = os.path.join(self.top, "loose.txt")
         os.link(os.path.join(top, "f0"), loose)             # a second name of one of its files
         os.chown(loose, self.UID, self.UID)
+        note = os.path.join(self.top, "note")                # a link's text is data too
+        os.symlink("the run's answer", note)
+        os.lchown(note, self.UID, self.UID)
         removed, notes = cleanup.remove_entries(self.UID, [self.top], time.monotonic() - 1)
-        self.assertEqual(removed, 0)
-        self.assertEqual(notes, [self.NOTE.format(2)])
-        for path in (top, loose, os.path.join(top, "f0")):
-            st = os.lstat(path)
-            self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (0, 0, 0), path)
+        self.assertEqual(removed, 2)                         # a name of a file, a link: unlinked
+        self.assertFalse(os.path.lexists(loose) or os.path.lexists(note))
+        self.assertEqual(notes, [self.NOTE.format(1)])       # the tree: closed off
+        st = os.lstat(top)
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (0, 0, 0))
         self.assertEqual(os.lstat(os.path.join(top, "f1")).st_uid, self.UID)   # inside: unreachable
-
 
     def test_a_folder_moved_away_during_removal_is_not_followed(self):
         """Another process renames a folder of the tree, mid-removal, into a folder of
