@@ -391,8 +391,9 @@ class Gradebook:
             seal.keep_private(os.path.dirname(self.path), "the folder of --gradebook "
                               f"{self.args.gradebook}")
             seal.keep_private(self.feedback, f"the feedback of --gradebook {self.args.gradebook}")
-            links = [p for p in [self.path] + [os.path.join(self.feedback, n) for n in
-                                               sorted(os.listdir(self.feedback))] if os.path.islink(p)]
+            links = [p for p in [self.path, self.feedback] + [os.path.join(self.feedback, n) for n in
+                                                              sorted(os.listdir(self.feedback))]
+                     if os.path.islink(p)]
             if links:                       # written through, it would go where the link says
                 return (f"{links[0]} is a symbolic link; the gradebook and its feedback folders "
                         f"must be files and folders of their own")

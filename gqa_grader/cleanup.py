@@ -216,7 +216,7 @@ def save_search(folders):
 def remove_tree(path, deadline, uid=None, dir_fd=None):
     """Remove the folder path and everything in it: no recursion, no link followed, one
     open folder at a time (a tree deeper than PATH_MAX goes too).  With uid, only what
-    uid owns: a folder that holds anything else raises OSError, removing nothing of it.
+    uid owns: meeting anything else raises OSError, and what is left stays where it is.
     Each step up is checked to be the folder it came down from, so a folder moved while
     it is removed (by another process, into another folder) raises OSError: the cleanup
     never follows it.  With dir_fd, path is a name in that open folder.  Returns the

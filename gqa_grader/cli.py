@@ -77,8 +77,8 @@ def _parser():
     add("-x", "--fail-fast", action="store_true",
         help="stop each step at its first failing case (faster; the counts are partial)")
     add("--withhold-hidden", action="store_true",
-        help="a failing hidden case says only that it failed: its input, the answer expected "
-             "and its calls are withheld (what --class's feedback does)")
+        help="a failing hidden case says only that it failed: its input, the answer expected, "
+             "its calls and the seed are withheld (what --class's feedback does)")
     add("-q", "--quiet", action="store_true", help="print only failures and the summary")
     add("-v", "--verbose", action="store_true", help="also print the wall time")
     add("--starter", metavar="DIR", help="write a starter gqa.py for students into DIR and exit")

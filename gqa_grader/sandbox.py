@@ -309,8 +309,8 @@ class Seal:
     def _check_python(self, name, gids):
         """The Python that starts every worker as root, and its standard library: neither
         folder, nor one above them, one the worker's user could write into or rename."""
-        for folder in {os.path.dirname(os.path.realpath(sys.executable)),
-                       os.path.dirname(os.path.realpath(os.__file__))}:
+        for folder in dict.fromkeys((os.path.dirname(os.path.realpath(sys.executable)),
+                                     os.path.dirname(os.path.realpath(os.__file__)))):
             if reachable(folder, self.drop[0], gids, 2):
                 raise Refused(f"the worker's user {name} could write into {folder}, the Python "
                               f"that starts each worker as root; use a Python only root can write")
