@@ -123,13 +123,13 @@ def _check_ranges(parser, args):
 
 
 def _steps_named(parser, only):
-    """--only's steps, by name or number, as names."""
+    """--only's steps, by name or number, as names, each once (3,kv_head is one step)."""
     by_number = {str(st.number): st.name for st in STEPS}
     names = [by_number.get(n.strip(), n.strip()) for n in only.split(",")]
     unknown = [n or "''" for n in names if n not in check_names()]
     if unknown or not names:
         parser.error(f"no step named {', '.join(unknown)}; the steps are: {', '.join(check_names())}")
-    return names
+    return list(dict.fromkeys(names))
 
 
 def _weights(parser, path):

@@ -258,7 +258,7 @@ def step_notes(r):
 
 
 def progress(results):
-    """'5 of 23 steps done; next: step 6, repeat_kv'."""
+    """'5 of 25 steps done; next: step 6, repeat_kv'."""
     done = [r for r in results if r["status"] == "passed"]
     todo = [r for r in results if r["status"] != "passed"]
     text = f"{len(done)} of {len(results)} steps done"

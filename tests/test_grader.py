@@ -964,3 +964,14 @@ class ArgumentsInAMessage(unittest.TestCase):
         self.assertEqual(_brief([[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [3.0]]]), "<ragged list of 2>")
         self.assertEqual(_brief([[1.0], [1.0, 2.0], [1.0]]), "<ragged list of 3>")
         self.assertEqual(_brief(8), "8")
+
+
+class OnlyOnce(unittest.TestCase):
+    """--only names a step once however it is given, so the command that repeats a run
+    names it once too."""
+
+    def test_a_step_by_number_and_by_name_is_one_step(self):
+        from gqa_grader import cli
+        args = cli.parse_args(["--only", "3,kv_head,1", "--seed", "1"])
+        self.assertEqual(args.only, ["kv_head", "valid_g"])
+        self.assertIn("--only kv_head,valid_g", grading.reproduce(args))
