@@ -13,6 +13,8 @@ library (never gqa.py, never the tools):
     exchange   calls to the worker and back; the --show transcript
     refusals   the calls each step must refuse: GQAError for values, TypeError for types
     checks     the 25 checks
+    robustness the three parts of robustness: types, refusals, extremes
+    tracks     the steps a run grades: numbers, ranges, names, tracks (core, all, robustness)
     grading    running the checks; text, JSON and Gradescope output
     starter    the starter, built from gqa.py's text
     handout    the starter's file and Gradescope's autograder.zip

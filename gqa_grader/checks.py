@@ -9,15 +9,13 @@ come from the reference, computed from the grader's own copy of the inputs.
 """
 
 import math
+import random
 import re
 
 from .compare import Other, Record, _short, expect, first_difference, kind
 from .exchange import ref, send_weights
 from .failures import Failure
 from .inputs import Counter, as_rows, nested, plain, rand_tensor, random_weights
-from .refusals import (refuse_attention, refuse_cache_elements, refuse_decode, refuse_difference,
-                       refuse_fold_weights, refuse_grouped, refuse_kv_cache, refuse_layer,
-                       refuse_repeat_kv, refuse_single, refuse_types)
 from .answers import (RefKVCache, ref_attention, ref_attention_multiplies, ref_block_multiplies,
                       ref_cache_table, ref_count_multiplies, ref_decode_step, ref_decode_traffic,
                       ref_fold_kv_mean, ref_fold_weights, ref_group_heads, ref_grouped_attention,
@@ -33,42 +31,70 @@ from .answers import (RefKVCache, ref_attention, ref_attention_multiplies, ref_b
 # ---------------------------------------------------------------------------
 
 class Step:
-    def __init__(self, number, name, summary, systematic, fn, needs=(), touches=(), why=""):
+    """One graded part.  part: "lesson" (a step of the lab: one public function of gqa.py)
+    or "robustness" (the module's other rules, a kind at a time: its cases are its
+    subjects, the lesson steps' functions, each once with the public seed and once with
+    the run's)."""
+
+    def __init__(self, number, name, summary, systematic, fn, needs=(), touches=(), why="",
+                 part="lesson", subjects=()):
         self.number, self.name, self.summary = number, name, summary
         self.systematic, self.fn = systematic, fn
         self.needs, self.touches, self.why = tuple(needs), tuple(touches), why
+        self.part, self.subjects = part, tuple(subjects)
 
 
-STEPS = []
+STEPS = []              # the lab's 25 steps, in order
+PARTS = []              # the parts of robustness (robustness.py), steps 26 on
+PUBLIC_CASES = 5        # public random cases per lesson step, after the systematic ones
 
 
-def step(number, name, summary, systematic, needs=(), touches=(), why="", refusals=None, agrees=None):
-    """Register a check.  needs: the later steps whose functions it calls too;
-    touches: the earlier steps a student goes back to for it, and why.  Two more
-    systematic cases may follow the check's own: refusals(s, rng), the refusals its
-    docstring states; agrees(s, rng), the module's own functions agreeing with each
-    other (no reference in it, so a handout checks it as the teacher's run does).
-    Case 0 ends with the calls of the wrong types that must raise TypeError
-    (refusals.refuse_types), which draw nothing from the case's random stream."""
-    extra = [f for f in (refusals, agrees) if f]
+class Draw(random.Random):
+    """A case's random stream; hidden: whether the case is a hidden one (drawn from the
+    run's seed), whose integer inputs come from a space the public cases do not cover."""
+
+    def __init__(self, key, hidden=False):
+        super().__init__(key)
+        self.hidden = hidden
+
+
+def step(number, name, summary, systematic, needs=(), touches=(), why="", agrees=None):
+    """Register a lesson step's check.  needs: the later steps whose functions it calls
+    too; touches: the earlier steps a student goes back to for it, and why.  One more
+    systematic case may follow the check's own: agrees(s, rng), the module's own
+    functions agreeing with each other (no reference in it, so a handout checks it as
+    the teacher's run does).  The check sees its random cases numbered from systematic
+    on, whatever came between."""
+    extra = [agrees] if agrees else []
 
     def register(fn):
         def check(s, case, rng):
             if systematic <= case < systematic + len(extra):
                 return extra[case - systematic](s, rng)
-            fn(s, case - len(extra) if case > systematic else case, rng)
-            if case == 0:
-                refuse_types(s, name)
+            return fn(s, case - len(extra) if case > systematic else case, rng)
         STEPS.append(Step(number, name, summary, systematic + len(extra), check, needs, touches, why))
         return fn
     return register
 
 
+def robustness(number, name, summary, table):
+    """Register a robustness part: table maps a lesson step's function to what it must
+    withstand, fn(s, rng); each is a case, once public and once hidden."""
+    def check(s, subject, rng):
+        table[subject](s, rng)
+    PARTS.append(Step(number, name, summary, 0, check, part="robustness", subjects=list(table)))
+
+
 ALL_HG = [(h, g) for h in range(1, 17) for g in ref_valid_g(h)]     # every (h, g) with h <= 16
 
 
-def draw_hg(case, rng):
-    """The systematic (h, g) pairs first, in order, then random ones."""
+def draw_hg(case, rng, wide=False):
+    """The systematic (h, g) pairs first, in order, then random ones; wide: a hidden
+    case of a step whose answer is an integer draws h from 17 to 32, where no public
+    case is, so that its answer cannot be looked up."""
+    if wide and rng.hidden:
+        h = rng.randint(17, 32)
+        return h, rng.choice(ref_valid_g(h))
     if case < len(ALL_HG):
         return ALL_HG[case]
     h = rng.randint(1, 16)
@@ -118,7 +144,7 @@ def ragged(rng, rows, cols):
 
 @step(1, "valid_g", "the valid g for h: its divisors, in increasing order", 16)
 def check_valid_g(s, case, rng):
-    h = case + 1 if case < 16 else rng.randint(17, 400)
+    h = case + 1 if case < 16 else rng.randint(401, 4000) if rng.hidden else rng.randint(17, 400)
     expect(s.call("valid_g", h), ref_valid_g(h), f"h={h}", f"valid_g({h})")
     if case == 0:
         s.raises("valid_g", [0], [0])
@@ -127,7 +153,7 @@ def check_valid_g(s, case, rng):
 
 @step(2, "method_name", "MHA at g = h, MQA at g = 1 < h, GQA between", len(ALL_HG))
 def check_method_name(s, case, rng):
-    h, g = draw_hg(case, rng)
+    h, g = draw_hg(case, rng, wide=True)
     expect(s.call("method_name", h, g), ref_method_name(h, g), f"h={h}, g={g}", f"method_name({h}, {g})")
     bad = bad_g(h, rng)
     s.raises("method_name", [h, bad], [h, bad])
@@ -135,47 +161,26 @@ def check_method_name(s, case, rng):
 
 @step(3, "kv_head", "query head i reads key/value head i // (h // g)", len(ALL_HG))
 def check_kv_head(s, case, rng):
-    h, g = draw_hg(case, rng)
+    h, g = draw_hg(case, rng, wide=True)
     expect(s.calls("kv_head", [(i, h, g) for i in range(h)]), [ref_kv_head(i, h, g) for i in range(h)],
            f"h={h}, g={g}", f"[kv_head(i, {h}, {g}) for i in range({h})]")
     bad = bad_g(h, rng)
     s.raises("kv_head", [0, h, bad], [h, bad])
-    i = h + rng.randint(1, 3)                    # a query head past the last one
-    s.raises("kv_head", [i, h, g], [i, h])
 
 
 @step(4, "group_heads", "the query heads of each group, contiguous blocks", len(ALL_HG))
 def check_group_heads(s, case, rng):
-    h, g = draw_hg(case, rng)
+    h, g = draw_hg(case, rng, wide=True)
     expect(s.call("group_heads", h, g), ref_group_heads(h, g), f"h={h}, g={g}", f"group_heads({h}, {g})")
     bad = bad_g(h, rng)
     s.raises("group_heads", [h, bad], [h, bad])
 
 
-ROW_KINDS = (None, "tuple", None, "array")     # the rows a case's input has: lists, tuples, array('d')
-
-FOLD_CASES = [  # (what, kv, g): the edge cases of step 5, after every (h, g)
-    ("two values of 1e308 (their sum overflows; their mean does not)",
-     [[[1e308, -1e308]], [[1e308, -1e308]]], 1),
-    ("values of 1e308 in a group of four", [[[1e308]], [[1e308]], [[1e308]], [[-1e308]]], 2),
-]
-
-
-@step(5, "fold_kv_mean", "h heads fold to g, each the mean of its group, new lists",
-      len(ALL_HG) + len(FOLD_CASES) + 1)
+@step(5, "fold_kv_mean", "h heads fold to g, each the mean of its group, new lists", len(ALL_HG))
 def check_fold(s, case, rng):
-    if case == len(ALL_HG) + len(FOLD_CASES):     # ragged rows are refused
-        kv = [ragged(rng, 2, 2), rand_tensor(rng, 2, 2)]
-        s.raises("fold_kv_mean", [kv, 1], [])
-        return
-    if len(ALL_HG) <= case < len(ALL_HG) + len(FOLD_CASES):
-        where, kv, g = FOLD_CASES[case - len(ALL_HG)]
-        h = len(kv)
-    else:
-        h, g = draw_hg(case, rng)
-        how = ROW_KINDS[case % 4]                # rows as lists, tuples or array('d')
-        kv = as_rows(rand_tensor(rng, h, rng.randint(1, 3), rng.randint(1, 3)), how)
-        where = f"h={h}, g={g}, kv [{h}][{len(kv[0])}][{len(kv[0][0])}]" + (f" of {how} rows" if how else "")
+    h, g = draw_hg(case, rng)
+    kv = rand_tensor(rng, h, rng.randint(1, 3), rng.randint(1, 3))
+    where = f"h={h}, g={g}, kv [{h}][{len(kv[0])}][{len(kv[0][0])}]"
     expected = ref_fold_kv_mean(kv, g)           # from the grader's own copy, before the call
     expect(s.call("fold_kv_mean", kv, g, fresh=True), expected, where, f"fold_kv_mean(kv, {g})")
     expect(s.call("fold_kv_mean", kv, h, fresh=True), plain(kv), where,
@@ -184,8 +189,7 @@ def check_fold(s, case, rng):
     s.raises("fold_kv_mean", [kv, bad], [h, bad])
 
 
-@step(6, "repeat_kv", "g heads repeat out to h, interleaved, not tiled", len(ALL_HG),
-      refusals=refuse_repeat_kv)
+@step(6, "repeat_kv", "g heads repeat out to h, interleaved, not tiled", len(ALL_HG))
 def check_repeat(s, case, rng):
     h, g = draw_hg(case, rng)
     kv = rand_tensor(rng, g, rng.randint(1, 3), rng.randint(1, 3))
@@ -211,6 +215,8 @@ SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7
     ("causal, n = 2 of m = 4", [[1.0], [-1.0]], [[0.5], [1.0], [-2.0], [0.0]], [[1.0], [2.0], [3.0], [4.0]], True),
     ("a single causal query sees every key", [[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]],
      [[1.0], [0.0], [-1.0]], True),
+]
+SINGLE_EXTREMES = [  # (what, q, k, v, causal): what robustness asks of step 7 (q scaled by a draw)
     ("scores of +-1000 (a softmax without its max overflows)", [[1000.0]], [[1.0], [-1.0], [0.999]],
      [[5.0], [7.0], [9.0]], False),
     ("scores of +-1e300", [[1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
@@ -228,17 +234,8 @@ SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7
 ]
 
 
-@step(7, "single_head_attention", "softmax(q k^T / sqrt(d)) v; causal; large scores; refusals",
-      len(SINGLE_CASES) + 2, refusals=refuse_single)
+@step(7, "single_head_attention", "softmax(q k^T / sqrt(d)) v, causal or not", len(SINGLE_CASES))
 def check_single(s, case, rng):
-    if case == len(SINGLE_CASES):                # n > m keys cannot be causal
-        q, k, v = rand_tensor(rng, 3, 2), rand_tensor(rng, 2, 2), rand_tensor(rng, 2, 1)
-        s.raises("single_head_attention", [q, k, v], [3, 2], kwargs={"causal": True})
-        return
-    if case == len(SINGLE_CASES) + 1:            # ragged rows
-        q, k, v = rand_tensor(rng, 2, 2), rand_tensor(rng, 3, 2), ragged(rng, 3, 2)
-        s.raises("single_head_attention", [q, k, v], [])
-        return
     if case < len(SINGLE_CASES):
         where, q, k, v, causal = SINGLE_CASES[case]
     else:
@@ -258,7 +255,7 @@ def draw_heads(rng, case, h, kv_heads):
     return q, k, v, causal, f"n={n}, m={m}, d={d}, d_v={dv}, causal={causal}"
 
 
-@step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16, refusals=refuse_attention)
+@step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16)
 def check_attention(s, case, rng):
     h = case + 1 if case < 16 else rng.randint(1, 16)
     q, k, v, causal, where = draw_heads(rng, case, h, h)
@@ -279,14 +276,10 @@ def check_attention(s, case, rng):
                "single_head_attention bit for bit (==)", exact=True)
 
 
-@step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG),
-      refusals=refuse_grouped)
+@step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG))
 def check_grouped(s, case, rng):
     h, g = draw_hg(case, rng)
     q, k, v, causal, where = draw_heads(rng, case, h, g)
-    how = ROW_KINDS[case % 4]                    # rows as lists, tuples or array('d')
-    if how:
-        q, k, v, where = as_rows(q, how), as_rows(k, how), as_rows(v, how), f"{where}, {how} rows"
     expect(s.call("grouped_attention", q, k, v, causal=causal, fresh=True),
            ref_grouped_attention(q, k, v, causal), f"h={h}, g={g}, {where}",
            f"grouped_attention(q, k, v, causal={causal})")
@@ -308,9 +301,9 @@ def weights_unchanged(s, fields, name, what, where):
                           f"it must leave the Weights it is given alone")
 
 
-def draw_sizes(rng, case):
-    """(h, g) as draw_hg gives them, and small n, d, d_model."""
-    h, g = draw_hg(case, rng)
+def draw_sizes(rng, case, wide=False):
+    """(h, g) as draw_hg gives them (wide too), and small n, d, d_model."""
+    h, g = draw_hg(case, rng, wide)
     n, d, d_model = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4)
     return h, g, n, d, d_model, f"h={h}, g={g}, n={n}, d={d}, d_model={d_model}"
 
@@ -318,7 +311,8 @@ def draw_sizes(rng, case):
 @step(10, "init_weights", "random MHA weights, drawn as documented, the same for a seed", 8)
 def check_init_weights(s, case, rng):
     h, _, _, d, d_model, _ = draw_sizes(rng, case * 7)
-    seed = rng.randrange(1000) if case % 2 else f"seed {rng.randrange(1000)}"
+    drawn = rng.randrange(1000, 10 ** 6) if rng.hidden else rng.randrange(1000)   # hidden: no public seed
+    seed = drawn if case % 2 else f"seed {drawn}"
     what = f"init_weights({h}, {d_model}, {d}, seed={seed!r})"
     w = s.call("init_weights", h, d_model, d, seed=seed)
     got = fields_of(w, what, "Weights", WEIGHT_FIELDS)
@@ -332,15 +326,11 @@ def check_init_weights(s, case, rng):
     s.raises("init_weights", [0, d_model, d], [0], kwargs={"seed": 1})
 
 
-@step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG),
-      refusals=refuse_fold_weights)
+@step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG))
 def check_fold_weights(s, case, rng):
     h, g, _, d, d_model, _ = draw_sizes(rng, case)
     where = f"h={h}, g={g}, d={d}, d_model={d_model}"
     fields = random_weights(rng, h, d_model, d)
-    how = ROW_KINDS[case % 4]                    # the weights' rows as lists, tuples or array('d')
-    if how:
-        fields, where = [as_rows(t, how) for t in fields], f"{where}, {how} rows"
     folded = s.call("fold_weights", send_weights(s, fields), g)
     expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
            plain(ref_fold_weights(*fields, g)), where, f"fold_weights(weights, {g}): new lists throughout",
@@ -377,18 +367,10 @@ def check_prepare(s, case, rng):
     weights_unchanged(s, fields, "w", f"prepare_weights(w, {g})", where)
 
 
-@step(13, "layer", "one layer on MHA weights with g key/value heads, causal or not", len(ALL_HG) + 1,
-      refusals=refuse_layer)
+@step(13, "layer", "one layer on MHA weights with g key/value heads, causal or not", len(ALL_HG))
 def check_layer(s, case, rng):
-    if case == len(ALL_HG):                      # ragged rows of x are refused
-        fields = random_weights(rng, 2, 2, 1)
-        s.raises("layer", [ragged(rng, 3, 2), send_weights(s, fields), 1], [])
-        return
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
-    how = ROW_KINDS[case % 4]                    # x's rows as lists, tuples or array('d')
-    if how:
-        x, where = as_rows(x, how), f"{where}, x of {how} rows"
     w = send_weights(s, fields)
     for causal in (False, True):
         expect(s.call("layer", x, w, g, causal=causal, fresh=True), ref_layer(x, *fields, g, causal),
@@ -398,24 +380,23 @@ def check_layer(s, case, rng):
 
 
 DIFFERENCE_CASES = [  # (what, a, b): after the three drawn ones
+    ("b all zeros", [[1.0, -2.0]], [[0.0, 0.0]]),
+    ("three levels: [h][n][d]", [[[1.0, 2.0]], [[3.0, 4.0]]], [[[1.0, 2.5]], [[3.0, 3.0]]]),
+]
+DIFFERENCE_EXTREMES = [  # (what, a, b): what robustness asks of step 14 (scaled by a draw)
     ("values of 1e200 (their squares overflow)", [[1e200, 2e200], [-3e200, 1e200]],
      [[1e200, 1e200], [-3e200, 2e200]]),
     ("values of 1e-200 (their squares underflow)", [[1e-200, 2e-200], [-3e-200, 1e-200]],
      [[1e-200, 1e-200], [-3e-200, 2e-200]]),
     ("values near the largest float", [[1.5e308, -1.7e308]], [[1.7e308, -1.5e308]]),
-    ("b all zeros", [[1.0, -2.0]], [[0.0, 0.0]]),
     ("a NaN after a zero difference (NaN makes every field NaN)", [[1.0, math.nan]], [[1.0, 1.0]]),
-    ("three levels: [h][n][d]", [[[1.0, 2.0]], [[3.0, 4.0]]], [[[1.0, 2.5]], [[3.0, 3.0]]]),
 ]
 DIFFERENCE_FIELDS = ("max_abs", "rel_l2", "cosine")
 
 
-@step(14, "output_difference", "max abs, relative L2 and cosine, without overflow",
-      3 + len(DIFFERENCE_CASES) + 1, refusals=refuse_difference)
+@step(14, "output_difference", "max abs, relative L2 and cosine of two outputs",
+      3 + len(DIFFERENCE_CASES))
 def check_difference(s, case, rng):
-    if case == 3 + len(DIFFERENCE_CASES):        # two shapes: refused
-        s.raises("output_difference", [rand_tensor(rng, 2, 3), rand_tensor(rng, 2, 2)], [])
-        return
     if 3 <= case < 3 + len(DIFFERENCE_CASES):
         where, a, b = DIFFERENCE_CASES[case - 3]
     else:
@@ -423,8 +404,6 @@ def check_difference(s, case, rng):
         a = rand_tensor(rng, rows, cols)
         b = a if case == 0 else nested([rows, cols]) if case == 1 else rand_tensor(rng, rows, cols)
         where = f"[{rows}][{cols}]"
-        if case == 2:                            # rows as tuples and array('d')
-            a, b, where = as_rows(a, "tuple"), as_rows(b, "array"), f"{where}, a of tuple rows, b of array rows"
     got = s.call("output_difference", a, b)
     expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
            ref_output_difference(plain(a), plain(b)), where, "output_difference(a, b): max_abs, rel_l2, cosine",
@@ -435,16 +414,12 @@ CACHE_CASES = [(1, 1, 0, 1, 1), (2, 3, 0, 4, 2), (1, 1, 1, 1, 1), (3, 2, 5, 4, 1
                (1, 4, 0, 3, 3)]                      # length = 0 is valid: an empty cache
 
 
-@step(15, "kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers", len(CACHE_CASES) + 1,
-      refusals=refuse_cache_elements)
+@step(15, "kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers", len(CACHE_CASES))
 def check_cache_elements(s, case, rng):
-    if case == len(CACHE_CASES):                 # no key/value heads: refused
-        s.raises("kv_cache_elements", [2, 0, 3, 4], [0])
-        return
     if case < len(CACHE_CASES):
         layers, g, length, d, batch = CACHE_CASES[case]
-    else:
-        layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
+    else:                                        # hidden: 4 to 9 layers, where no public case is
+        layers, g, length, d, batch = (rng.randint(4, 9) if rng.hidden else rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
                                        rng.randint(1, 4), rng.randint(1, 2))
     expect(s.call("kv_cache_elements", layers, g, length, d, batch=batch),
            ref_kv_cache_elements(layers, g, length, d, batch),
@@ -457,7 +432,7 @@ TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")
 
 @step(16, "attention_multiplies", "multiplications per term, full and causal, as counted", len(ALL_HG))
 def check_multiplies(s, case, rng):
-    h, g, n, d, d_model, where = draw_sizes(rng, case)
+    h, g, n, d, d_model, where = draw_sizes(rng, case, wide=True)
     causal = case % 2 == 1
     counts = ref_attention_multiplies(n, h, g, d, d_model, causal, rng)
     got = s.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
@@ -472,7 +447,7 @@ BLOCK_FIELDS = ("q_o_proj", "k_v_proj", "body", "mlp", "total")
 
 @step(17, "block_multiplies", "a whole block's multiplications, its MLP included", 8)
 def check_block(s, case, rng):
-    h, g, n, d, d_model, where = draw_sizes(rng, case * 6)
+    h, g, n, d, d_model, where = draw_sizes(rng, case * 6, wide=True)
     d_ff, matrices = rng.randint(1, 5), rng.choice([2, 3])
     c = ref_block_multiplies(n, h, g, d, d_model, d_ff, matrices, rng)
     got = s.call("block_multiplies", n, h, g, d, d_model, d_ff, mlp_matrices=matrices)
@@ -490,7 +465,7 @@ def rows_of(rows, what, record, names):
 
 @step(18, "cache_table", "the cache for every divisor g, with ratios to MHA", 16)
 def check_cache_table(s, case, rng):
-    h = case + 1 if case < 16 else rng.randint(1, 16)
+    h = case + 1 if case < 16 else rng.randint(17, 32) if rng.hidden else rng.randint(1, 16)
     layers, length, d = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3)
     if case % 4 == 3:                            # no layers, or nothing cached: every ratio is 1.0
         layers, length = (0, length) if case % 8 == 3 else (layers, 0)
@@ -503,7 +478,7 @@ def check_cache_table(s, case, rng):
 
 @step(19, "multiplies_table", "the multiplications for every divisor g, with ratios to MHA", 16)
 def check_multiplies_table(s, case, rng):
-    h = case + 1 if case < 16 else rng.randint(1, 16)
+    h = case + 1 if case < 16 else rng.randint(17, 32) if rng.hidden else rng.randint(1, 16)
     n, d, d_model, causal = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4), case % 2 == 1
     if case % 4 == 3:                            # n = 0: every ratio is 1.0
         n = 0
@@ -596,8 +571,7 @@ def cache_arrays(state, name, g, where):
     return held
 
 
-@step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, any capacity", 16,
-      refusals=refuse_kv_cache)
+@step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, any capacity", 16)
 def check_kv_cache(s, case, rng):
     g, d, n = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 5)
     capacity = [0, n, max(1, n // 2), n + 3][case % 4]
@@ -617,12 +591,6 @@ def check_kv_cache(s, case, rng):
         for j, held in enumerate(cache_arrays(state, name, g, where)):
             expect(held.values[:n * d], [x for row in store[j] for x in row], where,
                    f"cache.{name}[{j}]: the rows appended, in order", exact=True)
-    s.raises("$cache.append", [rows[0][0] + [[0.0] * d], rows[0][1]], [g])       # g + 1 heads
-    s.raises("$cache.append", [rows[0][0], rows[0][1][:-1] + [[0.0] * (d + 1)]], [d])  # a bad v
-    state = s.get("cache", "len", "k")
-    expect([state["len"]] + [held.values[:n * d] for held in cache_arrays(state, "k", g, where)],
-           [n] + [[x for row in built.k[j] for x in row] for j in range(g)], where,
-           "len(cache) and cache.k after refused appends (nothing is stored unless both are valid)")
 
 
 def decoding_is_a_causal_layer(s, rng):
@@ -638,7 +606,7 @@ def decoding_is_a_causal_layer(s, rng):
 
 
 @step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG),
-      refusals=refuse_decode, agrees=decoding_is_a_causal_layer)
+      agrees=decoding_is_a_causal_layer)
 def check_decode(s, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
@@ -664,7 +632,7 @@ TRAFFIC_FIELDS = ("cache_reads", "weight_reads", "multiplies", "ratio")
 
 @step(23, "decode_traffic", "cache and weight reads of n decode steps, batched", len(ALL_HG))
 def check_traffic(s, case, rng):
-    h, g, n, d, d_model, where = draw_sizes(rng, case)
+    h, g, n, d, d_model, where = draw_sizes(rng, case, wide=True)
     if case % 6 == 5:                            # no steps: every count 0, the ratio 0.0
         n, where = 0, where.replace(f"n={n}", "n=0")
     batch = [1, 2, 3][case % 3]

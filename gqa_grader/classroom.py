@@ -38,7 +38,8 @@ import time
 from .checks import STEPS
 from .compare import clean_text
 from .failures import Refused
-from .grading import GRADER_VERSION
+from .grading import GRADER_VERSION, points
+from .tracks import ALL_STEPS, default_track
 from .records import VISIBILITIES, carried, flag, given, options_of
 from .sandbox import HERE, Seal, read_module
 from .submissions import discover
@@ -50,12 +51,12 @@ from .submissions import discover
 # What each command takes beyond its own options: the options that grade, the seed,
 # the weights; the zip also the hidden tests' visibility.  Anything else given with it
 # is refused, never dropped.
-CARRY = ("cases", "only", "timeout", "budget", "fail_fast", "seed", "weights")
+CARRY = ("cases", "only", "timeout", "budget", "fail_fast", "seed", "weights", "all_or_nothing")
 ALLOWED = {"autograder": CARRY + ("autograder", "hidden_visibility", "sealed", "format", "json"),
            "classroom": CARRY + ("classroom", "sealed"),
            "class_dir": CARRY + ("class_dir", "gradebook", "jobs", "roster", "sealed", "quiet",
                                  "verbose"),
-           "handout": ("handout",)}
+           "handout": ("handout", "only")}
 NAMES = {"autograder": "--autograder", "classroom": "--classroom", "class_dir": "--class",
          "handout": "--handout"}
 WHY_NOT = {"module": "it grades each submission's own gqa.py (the handout: the project's)", "case": "it grades every case",
@@ -331,7 +332,7 @@ class Gradebook:
         stem = os.path.splitext(os.path.basename(self.path))[0]
         self.feedback = os.path.join(os.path.dirname(self.path), f"{stem}-feedback")
         self.jobs = args.jobs or os.cpu_count() or 1
-        self.steps = [st for st in STEPS if not args.only or st.name in args.only]
+        self.steps = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
         self.weights = {st.name: float(args.weight_map.get(st.name, 1.0)) for st in self.steps}
         self.old = read_gradebook(self.path)
         self.rows, self.stopped, self.reused, self.folders = {}, None, 0, {}
@@ -457,7 +458,7 @@ class Gradebook:
     # -- the runs -------------------------------------------------------------
 
     def _argv(self, sub):
-        dests = self.args.given & {"cases", "only", "timeout", "budget", "fail_fast"}
+        dests = self.args.given & {"cases", "only", "timeout", "budget", "fail_fast", "all_or_nothing"}
         return ["--sealed", "--withhold-hidden", "--module", sub.path] + carried(self.args, dests)
 
     def _grade(self, todo):
@@ -557,8 +558,9 @@ class Gradebook:
                 + ["status", "seed", "sha256", "seconds", "grader", "notes"])
 
     def _row(self, sub, doc, seconds):
-        """The gradebook's row of sub, from its document: points per step (its weight
-        when the step passed), the status and what to know."""
+        """The gradebook's row of sub, from its document: points per step (grading.points,
+        the rule of every run, on the document's counts), the status and what to know.  A
+        submission that could not be graded scores 0, with the reason."""
         row = {"student": sub.student, "name": sub.name, "submission": sub.key,
                "seed": self.args.seed, "sha256": doc.get("sha256") or "", "seconds": seconds,
                "grader": doc.get("grader"), "max_score": f"{sum(self.weights.values()):g}"}
@@ -566,10 +568,11 @@ class Gradebook:
         if doc.get("error") or not steps:
             why = str(doc.get("error") or "nothing was graded")
             why = why.split(": ", 1)[1] if why.startswith(f"cannot grade {doc.get('module')}: ") else why
-            row.update(status="not graded", score="", notes=clean_text(why, newlines=False))
+            row.update({f"{st.number} {st.name}": "0" for st in self.steps}, status="not graded",
+                       score="0", notes=clean_text(why, newlines=False))
             return row
-        points = {st: (self.weights[st.name] if steps.get(st.name, {}).get("status") == "passed"
-                       else 0.0) for st in self.steps}
+        earned = {st: points(steps.get(st.name, {}), self.weights[st.name], self.args.cases,
+                             self.args.all_or_nothing) for st in self.steps}
         failed = [st for st in self.steps if steps.get(st.name, {}).get("status") != "passed"]
         notes = [sub.note] if sub.note else []
         if failed:
@@ -579,8 +582,8 @@ class Gradebook:
         notes += ["partly sealed"] if doc.get("sealed", "sealed") != "sealed" else []
         notes += [str(n) for n in doc.get("cleanup") or []]
         row["passed"] = {st.name for st in self.steps if st not in failed}
-        row.update({f"{st.number} {st.name}": f"{p:g}" for st, p in points.items()},
-                   score=f"{sum(points.values()):g}", status="failed" if failed else "passed",
+        row.update({f"{st.number} {st.name}": f"{p:g}" for st, p in earned.items()},
+                   score=f"{round(sum(earned.values()), 4):g}", status="failed" if failed else "passed",
                    notes=clean_text(short("; ".join(notes), 300), newlines=False))
         return row
 
@@ -701,7 +704,7 @@ def workflow(args):
     if "cases" not in args.given:
         words = ["--cases", "0"] + words      # the handout holds the public cases' answers only
     minutes = math.ceil(args.budget / 60) + 1
-    graded = [st for st in STEPS if not args.only or st.name in args.only]
+    graded = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
     steps = [{"name": "Checkout code", "uses": "actions/checkout@v4"}]
     for st in graded:
         command = " ".join(["python3", "grader.py", "--sealed", "--only", str(st.number)] + words)

@@ -11,12 +11,12 @@ import threading
 import time
 
 from . import classroom, records, submissions
-from .checks import STEPS, check_names
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, fit, grade, gradescope, print_report, progress, reproduce,
-                      shown_seed, withhold_hidden)
+                      scored, shown_seed, summary, withhold_hidden)
+from .tracks import ALL_STEPS, TRACKS, default_track, select
 from .answers import HANDOUT
 from .handout import write_autograder, write_starter
 from .selfcheck import write_handout
@@ -59,9 +59,14 @@ def _parser():
     add("--cases", type=int, default=DEFAULT_CASES, metavar="K",
         help=f"random cases per step, after the systematic ones: 0 to {MAX_CASES:,} "
              f"(default {DEFAULT_CASES}; every step has systematic cases too)")
-    add("--only", default=None, metavar="STEPS",
-        help="grade only these steps, by name or number, comma-separated: --only 3 or "
-             "--only kv_head,5 (see --list)")
+    add("--steps", "--only", dest="only", default=None, metavar="STEPS",
+        help="grade these steps: numbers (3), ranges (1-8), names (kv_head) and tracks "
+             "(core: the handout's lab; all: the 25 steps; robustness: the rules beyond the "
+             "lesson), comma-separated: --steps core, --steps 1-8,14-19 (default: all, or a "
+             "handout's track; see --list)")
+    add("--all-or-nothing", action="store_true",
+        help="a step earns its points only when every graded case passes (default: the "
+             "share of its graded cases that pass)")
     add("--case", type=int, default=None, metavar="K", help="run only case K of the one step given with --only")
     add("--show", action="store_true",
         help="print a failing case's failing call (or every call of --case) as Python to "
@@ -123,13 +128,11 @@ def _check_ranges(parser, args):
 
 
 def _steps_named(parser, only):
-    """--only's steps, by name or number, as names, each once (3,kv_head is one step)."""
-    by_number = {str(st.number): st.name for st in STEPS}
-    names = [by_number.get(n.strip(), n.strip()) for n in only.split(",")]
-    unknown = [n or "''" for n in names if n not in check_names()]
-    if unknown or not names:
-        parser.error(f"no step named {', '.join(unknown)}; the steps are: {', '.join(check_names())}")
-    return list(dict.fromkeys(names))
+    """--steps's steps as names, in the lab's order, each once (3,kv_head is one step)."""
+    try:
+        return select(only)
+    except ValueError as err:
+        parser.error(f"--steps {only}: {err}")
 
 
 def _weights(parser, path):
@@ -143,14 +146,20 @@ def _weights(parser, path):
             raise ValueError("not an object of step name -> points")
     except (OSError, ValueError) as err:
         parser.error(f"--weights {path}: {err}")
-    unknown = sorted(set(weights) - set(check_names()))
+    unknown = sorted(set(weights) - {st.name for st in ALL_STEPS})
     if unknown:
         parser.error(f"--weights {path}: no step named {', '.join(unknown)}")
     return weights
 
 
 def _check_handout(parser, args):
-    """A handout's self-check grades the public cases only: it has no reference."""
+    """A handout's self-check grades the public cases of its track only: it has no reference."""
+    track = default_track()
+    outside = [n for n in args.only or [] if n not in track and n not in TRACKS["robustness"]]
+    if outside:
+        parser.error(f"--steps: {', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not in "
+                     f"this handout's track ({len(track)} steps: see --list); its checks hold no "
+                     f"answers for {'it' if len(outside) == 1 else 'them'}")
     if args.cases:
         parser.error(f"this is a handout's self-check: it grades the public cases (the systematic "
                      f"ones and {PUBLIC_CASES} random ones per step, from seed {PUBLIC_SEED}), so "
@@ -172,6 +181,7 @@ def parse_args(argv):
     args.module = args.module if args.module is not None else default_module()
     _check_ranges(parser, args)
     if args.only is not None:
+        args.steps_spec = ",".join(word.strip() for word in args.only.split(","))
         args.only = _steps_named(parser, args.only)
     if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
         parser.error("--case K needs --only with one step (a name or a number), and K at least 0")
@@ -259,21 +269,26 @@ def _parse_or_document(argv):
 
 
 def _list_steps(documents):
+    """The steps, each with its part and the tracks it is in."""
+    def tracks_of(st):
+        return [name for name, names in TRACKS.items() if st.name in names]
     if documents:
-        emit({"grader": GRADER_VERSION, "steps": [
-            {"step": st.number, "name": st.name, "summary": st.summary} for st in STEPS]})
+        emit({"grader": GRADER_VERSION, "default": default_track(), "steps": [
+            {"step": st.number, "name": st.name, "summary": st.summary, "part": st.part,
+             "tracks": tracks_of(st)} for st in ALL_STEPS]})
         return 0
-    for st in STEPS:
-        print(f"step {st.number:>2}  {st.name:<22} {st.summary}")
+    for st in ALL_STEPS:
+        print(f"step {st.number:>2}  {st.name:<26} {','.join(tracks_of(st)):<10}  {st.summary}")
     return 0
 
 
 def _write_handout(args, documents):
     """--starter DIR or --autograder DIR: write it and say where; None when neither is asked."""
     for what, option, write, then in (
-            ("starter", args.starter, write_starter, "grade it with: python grader.py --module {}"),
-            ("handout", args.handout, write_handout, "give students this folder; they run "
-             "`python grader.py` in it"),
+            ("starter", args.starter, lambda d: write_starter(d, track=args.only),
+             "grade it with: python grader.py --module {}" + _track_words(args)),
+            ("handout", args.handout, lambda d: write_handout(d, only=args.only),
+             "give students this folder; they run `python grader.py` in it"),
             ("autograder", args.autograder,
              lambda d: write_autograder(d, args, records.carried(args, args.given, "weights.json")),
              "upload it as the assignment's autograder on Gradescope")):
@@ -292,6 +307,11 @@ def _write_handout(args, documents):
             print(f"wrote {path}; {then.format(path)}")
         return 0
     return None
+
+
+def _track_words(args):
+    """' --steps SPEC' when a starter was made for a track: the command grades that track."""
+    return f" --steps {args.steps_spec}" if args.only else ""
 
 
 def _restore_signals():
@@ -360,10 +380,13 @@ def _document(args, label, results, why, partly, notes):
     elif args.format == "gradescope":
         doc = records.gradescope(results, args)
     else:
-        passed = sum(r["status"] == "passed" for r in results)
+        counts = {status: sum(r["status"] == status for r in results)
+                  for status in ("passed", "failed", "not started")}
         doc = {"grader": GRADER_VERSION, "module": label, "seed": shown_seed(args, None), "cases": args.cases,
-               "score": passed / len(results) if results else 0.0, "passed": passed,
-               "failed": len(results) - passed, "progress": progress(results), "steps": results}
+               "score": round(sum(r["points"] for r in results), 4),
+               "max_score": sum(r["max_points"] for r in results), "passed": counts["passed"],
+               "failed": counts["failed"], "not_started": counts["not started"],
+               "progress": progress(results), "steps": results}
     if args.sealed and args.format != "gradescope":
         doc["sealed"] = partly or "sealed"
     elif partly:
@@ -380,12 +403,11 @@ def _print_text(args, results, why, seconds, notes):
     if why is not None:
         print(f"grader: {clean_text(why)}", file=sys.stderr)
         return
-    passed = sum(r["status"] == "passed" for r in results)
     print_report(results, args)
     print(progress(results))
     if args.verbose:
         print(f"graded in {seconds:.2f} s of wall time")
-    print(f"{passed} passed, {len(results) - passed} failed")
+    print(summary(results, args))
 
 
 def _main(argv=None):
@@ -404,6 +426,8 @@ def _main(argv=None):
         args.seed = random.SystemRandom().randrange(10 ** 6)
     label, start = shown_path(args.module), time.perf_counter()
     results, why, partly, stopped, notes = _grade_sealed(args, label)
+    if results is not None:
+        results = scored(results, args.weight_map, args.cases, args.all_or_nothing)
     if results is not None and args.withhold_hidden:
         results = withhold_hidden(results)
     # From here on the worker and its process group are gone: only the grader's state counts.

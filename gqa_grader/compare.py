@@ -51,6 +51,12 @@ class Record(dict):
         return f"{self.type_name}({', '.join(f'{k}={v!r}' for k, v in self.items())})"
 
 
+def counted(n, noun, thousands=""):
+    """n and noun, in the plural unless n is 1: "1 item", "2 items"; thousands="," writes
+    "1,200 more characters"."""
+    return f"{n:{thousands}} {noun}" + ("" if n == 1 else "s")
+
+
 def decode(x):
     """The worker's plain data back into values: lists, tuples, records, Other."""
     if isinstance(x, list):
@@ -61,7 +67,7 @@ def decode(x):
         if "$record" in x:
             return Record(x["$record"], {k: decode(v) for k, v in x["fields"].items()})
         if "$array" in x:
-            held = Other(f"array('{x['$array']}')", f"of {len(x['values'])} values")
+            held = Other(f"array('{x['$array']}')", f"of {counted(len(x['values']), 'value')}")
             held.values = decode(x["values"])
             return held
         if "$other" in x:
@@ -94,7 +100,7 @@ def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, w
         if not isinstance(got, (list, tuple)) or (isinstance(got, tuple) and not loose_lists):
             return f"{at()}: expected a list of {len(expected)}, got {kind(got)}: {_short(got)}"
         if len(got) != len(expected):
-            return f"{at()}: expected {len(expected)} items, got {len(got)}"
+            return f"{at()}: expected {counted(len(expected), 'item')}, got {len(got)}"
         for i, (a, b) in enumerate(zip(got, expected)):
             if a is b or type(a) is type(b) is float and a == b:
                 continue
@@ -165,7 +171,7 @@ def bounded(text, cap=MESSAGE_CAP):
     """text, or its first cap characters and a note of how many more were cut."""
     if len(text) <= cap:
         return text
-    return text[:cap] + f" [... {len(text) - cap:,} more characters cut]"
+    return text[:cap] + f" [... {counted(len(text) - cap, 'more character', ',')} cut]"
 
 
 def clean_data(x, newlines=True):

@@ -13,17 +13,17 @@ import random
 import sys
 import time
 
-from .checks import STEP_OF, STEPS
+from .checks import PUBLIC_CASES, STEP_OF, STEPS, Draw
 from .compare import bounded, clean_data
 from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
 from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
+from .tracks import ALL_STEPS, BY_NAME, covered, default_track
 
 GRADER_VERSION = "3.1"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
-PUBLIC_CASES = 5        # public random cases per check, after the systematic ones
 MAX_CASES = 1000        # at most this many: 1,000 random cases per step take minutes
 
 
@@ -41,9 +41,22 @@ def blocked_by(st, err):
 
 
 def public_end(st):
-    """The number of st's cases that are public: its systematic ones, then PUBLIC_CASES
-    random ones; cases from there on are hidden, drawn from the run's seed."""
-    return st.systematic + PUBLIC_CASES
+    """The number of st's cases that are public: a lesson step's systematic ones, then
+    PUBLIC_CASES random ones; a robustness part's subjects.  Cases from there on are
+    hidden, drawn from the run's seed."""
+    return len(st.subjects) if st.part == "robustness" else st.systematic + PUBLIC_CASES
+
+
+def case_ids(st, cases, names):
+    """The cases a run of the steps names grades of st: the public ones, then the hidden
+    ones (cases of them for a lesson step; a robustness part's subjects again).  A
+    robustness part's cases are those of the functions it covers (tracks.covered)."""
+    end = public_end(st)
+    if st.part == "lesson":
+        return list(range(end + cases))
+    keep = covered(names)
+    ids = [k for k, name in enumerate(st.subjects) if name in keep]
+    return ids + ([end + k for k in ids] if cases else [])
 
 
 def case_seed(st, k, seed):
@@ -51,56 +64,73 @@ def case_seed(st, k, seed):
     return PUBLIC_SEED if k < public_end(st) else seed
 
 
-def run_step(st, student, seed, cases, only_case=None, fail_fast=False):
+def run_step(st, student, seed, cases, only_case=None, fail_fast=False, names=None):
     """Run one step's cases; return its result dict.  Nothing the worker sends raises
-    from here: an answer the grader cannot check fails its case, saying why."""
-    ids = [only_case] if only_case is not None else range(public_end(st) + cases)
-    result = {"step": st.number, "name": st.name, "summary": st.summary, "status": "passed",
-              "cases": 0, "cases_passed": 0, "public": [0, 0], "hidden": [0, 0], "message": "",
-              "case": None, "inputs": None, "show": None, "needs": [], "touches": list(st.touches),
-              "notes": []}
+    from here: an answer the grader cannot check fails its case, saying why.  A case
+    not run (the step stopped early) counts as not passed."""
+    ids = [only_case] if only_case is not None else case_ids(st, cases, names or [st.name])
+    end = public_end(st)
+    hidden = sum(k >= end for k in ids)
+    result = {"step": st.number, "name": st.name, "part": st.part, "summary": st.summary,
+              "status": "passed", "cases": len(ids), "cases_passed": 0,
+              "public": [0, len(ids) - hidden], "hidden": [0, hidden], "message": "", "case": None,
+              "inputs": None, "show": None, "needs": [], "touches": list(st.touches), "notes": [],
+              "advice": []}
+    student.advice = []
+    try:
+        _run_cases(st, student, seed, ids, only_case, fail_fast, result)
+    finally:
+        result["advice"] = [bounded(a, 600) for a in student.advice[:3]]
+    return result
+
+
+def _run_cases(st, student, seed, ids, only_case, fail_fast, result):
+    robust = st.part == "robustness"
     for k in ids:
-        shown = Case(student)
+        shown = Case(student, strict=robust)
         student.pending = []
-        part = result["public" if k < public_end(st) else "hidden"]
-        result["cases"] += 1
-        part[1] += 1
+        hidden = k >= public_end(st)
         try:
-            st.fn(shown, k, random.Random(f"{st.name}:{case_seed(st, k, seed)}:{k}"))
+            st.fn(shown, st.subjects[k % len(st.subjects)] if robust else k,
+                  Draw(f"{st.name}:{case_seed(st, k, seed)}:{k}", hidden))
             result["cases_passed"] += 1
-            part[0] += 1
+            result["hidden" if hidden else "public"][0] += 1
             if only_case is not None:
                 result.update(inputs=shown.inputs(), show=shown.show(whole=True))
         except OutOfTime:
             result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text,
                           case=None, inputs=None, show=None)
-            return result
+            return
         except NotStarted as err:
+            if robust:                             # one function not started: that case fails
+                _failed(result, f"case {k}: {err}{err.where}", k, shown)
+                continue
             blocked = blocked_by(st, err)
             if blocked:
                 result["needs"] = [{"step": blocked, "name": STEPS[blocked - 1].name}]
             result["stub"] = err.direct and STEP_OF.get((err.function or "").split(".")[0]) is not None
             where = err.where                      # the student's file and line
-            if result["cases_passed"] == 0:
-                result.update(status="not started", message=f"{err}{where}", case=k,
-                              inputs=shown.inputs(), show=shown.show())
-                return result
-            result.update(status="failed", message=f"case {k}: {err}{where}", case=k,
-                          inputs=shown.inputs(), show=shown.show())
-            return result
+            started = result["cases_passed"] > 0
+            result.update(status="failed" if started else "not started", case=k, inputs=shown.inputs(),
+                          message=f"case {k}: {err}{where}" if started else f"{err}{where}",
+                          show=shown.show())
+            return
         except (Failure, Refused, Exception) as err:
             if not isinstance(err, (Failure, Refused)):
                 err = f"the grader could not check this case's answer ({type(err).__name__}: {err})"
-            if result["status"] == "passed":
-                result.update(status="failed", message=str(err), case=k, inputs=shown.inputs(),
-                              show=shown.show())
+            _failed(result, str(err), k, shown)
             if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
-                return result
+                return
         if student.worker.out_of_time():
             if result["status"] == "passed" and k != ids[-1]:
                 result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text)
-            return result
-    return result
+            return
+
+
+def _failed(result, message, k, shown):
+    """The step failed at case k, unless it failed already (the first failure is shown)."""
+    if result["status"] == "passed":
+        result.update(status="failed", message=message, case=k, inputs=shown.inputs(), show=shown.show())
 
 
 WITHHELD = ("a hidden case failed: its input, the answer expected, its calls and the seed that "
@@ -113,15 +143,38 @@ def withhold_hidden(results):
     for the teacher, who has the grader and its seed)."""
     return [dict(r, message=f"case {r['case']}: {WITHHELD}", inputs=None, show=None)
             if r["status"] != "passed" and r.get("case") is not None
-            and r["case"] >= public_end(STEPS[r["step"] - 1]) else r
+            and r["case"] >= public_end(BY_NAME[r["name"]]) else r
             for r in results]
 
 
-def not_graded(st, why):
-    return {"step": st.number, "name": st.name, "summary": st.summary, "status": "failed",
-            "cases": 0, "cases_passed": 0, "public": [0, 0], "hidden": [0, 0], "message": why,
-            "case": None, "inputs": None,
-            "show": None, "needs": [], "touches": list(st.touches), "notes": []}
+def not_graded(st, why, ids=(), end=0):
+    """A step the run did not reach: each of its cases ids counts as not passed."""
+    hidden = sum(k >= end for k in ids)
+    return {"step": st.number, "name": st.name, "part": st.part, "summary": st.summary,
+            "status": "failed", "cases": len(ids), "cases_passed": 0,
+            "public": [0, len(ids) - hidden], "hidden": [0, hidden], "message": why, "case": None,
+            "inputs": None, "show": None, "needs": [], "touches": list(st.touches), "notes": [],
+            "advice": []}
+
+
+def points(r, weight=1.0, cases=1, all_or_nothing=False):
+    """A step's points, the one rule of every run: weight times the share of its graded
+    cases that passed (with all_or_nothing, weight only when every one did).  A run
+    with hidden cases (cases > 0) grades those alone: the public ones, whose answers a
+    handout holds, give feedback and earn nothing.  Without hidden cases (a handout's
+    self-check), the public cases are graded, and that is not the grade."""
+    passed, total = (r.get("hidden") if cases else r.get("public")) or [0, 0]
+    if r.get("status") == "not started" or not total:
+        return 0.0
+    share = 1.0 if passed == total else 0.0 if all_or_nothing else passed / total
+    return round(weight * share, 4)
+
+
+def scored(results, weights, cases, all_or_nothing=False):
+    """results, each with its points and max_points (points(); weights: name -> points,
+    1 where not given)."""
+    return [dict(r, points=points(r, float(weights.get(r["name"], 1.0)), cases, all_or_nothing),
+                 max_points=float(weights.get(r["name"], 1.0))) for r in results]
 
 
 def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None,
@@ -186,13 +239,15 @@ def _graded(worker, start, seed, cases, only, case, fail_fast, budget):
                       f"budget ({budget:g} s)") from None
     student = Student(worker)
     results = []
-    for st in STEPS:
-        if only and st.name not in only:
+    names = list(only or default_track())
+    for st in ALL_STEPS:
+        if st.name not in names:
             continue
         if worker.out_of_time():
-            results.append(not_graded(st, BUDGET_NOTE + worker.budget_text))
+            ids = [case] if case is not None else case_ids(st, cases, names)
+            results.append(not_graded(st, BUDGET_NOTE + worker.budget_text, ids, public_end(st)))
         else:
-            results.append(run_step(st, student, seed, cases, case, fail_fast))
+            results.append(run_step(st, student, seed, cases, case, fail_fast, names))
     for r in results:
         r["message"] = bounded(r["message"])
         r["notes"] = step_notes(r)
@@ -226,12 +281,14 @@ def reproduce(args, name=None, case=None):
     parts = [grader_command()]
     if getattr(args, "module_given", args.module != DEFAULT_MODULE):
         parts.append(f"--module {args.module}")
-    step = next((st for st in STEPS if st.name == name), None)
+    step = BY_NAME.get(name)
     public = case is not None and step is not None and case < public_end(step)
     if not public and args.cases:                   # a public case needs no seed
         parts.append(f"--seed {shown_seed(args)}")
-    if name or getattr(args, "only", None):
-        parts.append(f"--only {name or ','.join(args.only)}")
+    if name:
+        parts.append(f"--only {name}")
+    elif getattr(args, "only", None):
+        parts.append(f"--steps {getattr(args, 'steps_spec', None) or ','.join(args.only)}")
     if case is not None:
         parts.append(f"--case {case} --show")
     elif args.cases != DEFAULT_CASES:
@@ -249,7 +306,7 @@ def and_list(numbers):
 
 def step_notes(r):
     """What a step that is not done needs and touches: 'needs step 21, KVCache: not started'."""
-    st = STEPS[r["step"] - 1]
+    st = BY_NAME[r["name"]]
     notes = [f"needs step {n['step']}, {n['name']}: not started" for n in r.get("needs", [])]
     if st.touches and r["status"] != "passed":
         notes.append(f"step {st.number}, {st.name}, means changing step"
@@ -268,6 +325,25 @@ def progress(results):
             text += " (it needs " + " and ".join(f"step {n['step']}, {n['name']}"
                                                  for n in todo[0]["needs"]) + ", first)"
     return text
+
+
+def summary(results, args):
+    """The last lines: the points, by the rule of every run (points()), then 'N passed,
+    M failed' (and the steps not started: never counted as failed)."""
+    earned, most = sum(r.get("points", 0.0) for r in results), sum(r.get("max_points", 1.0) for r in results)
+    rule = "all or nothing" if getattr(args, "all_or_nothing", False) else "the share that pass"
+    if args.case is not None:
+        graded = "this one case"
+    elif args.cases:
+        graded = f"each step's hidden cases, {rule}"
+    else:
+        graded = (f"each step's public cases, {rule}: the teacher's rule, not the grade, which "
+                  f"counts hidden cases")
+    counts = {s: sum(r["status"] == s for r in results) for s in ("passed", "failed", "not started")}
+    line = f"{counts['passed']} passed, {counts['failed']} failed"
+    if counts["not started"]:
+        line += f", {counts['not started']} not started"
+    return f"points: {earned:g} of {most:g} ({graded})\n{line}"
 
 
 def print_report(results, args, out=None):

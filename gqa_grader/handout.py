@@ -11,18 +11,30 @@ from . import sandbox, starter
 _MADE = {}                          # source -> its starter: made once per process
 
 
-def make_starter(source):
+def make_starter(source, given=()):
     """The starter built from the text of source (gqa.py): starter.make_starter, each
-    step numbered as the checks number them; the same source's again from memory."""
-    if source not in _MADE:
+    step numbered as the checks number them, the steps given written out; the same
+    again from memory."""
+    key = (source, tuple(given))
+    if key not in _MADE:
         _MADE.clear()                                 # one source at a time is kept
-        _MADE[source] = starter.make_starter(source, STEP_OF)
-    return _MADE[source]
+        _MADE[key] = starter.make_starter(source, STEP_OF, tuple(given))
+    return _MADE[key]
 
 
-def write_starter(directory, source_path=DEFAULT_MODULE):
+def given_steps(track):
+    """The steps a starter for track writes out: the lab's steps outside it (none when
+    track names no step of the lab, or is None)."""
+    lesson = [name for name in STEP_OF if name != "Tally"]
+    inside = [name for name in track or () if name in lesson]
+    return tuple(name for name in lesson if name not in inside) if inside else ()
+
+
+def write_starter(directory, source_path=DEFAULT_MODULE, track=None):
+    """Write directory/gqa.py, the starter for track (a list of step names; None: every
+    step), the steps outside it given."""
     with open(source_path, encoding="utf-8") as f:
-        text = make_starter(f.read())
+        text = make_starter(f.read(), given_steps(track))
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "gqa.py")
     if os.path.exists(path):

@@ -55,9 +55,11 @@ def carried(args, dests, weights_file=None):
         if dest in dests:
             words += ["--" + dest, text]
     if "only" in dests and args.only:
-        words += ["--only", ",".join(args.only)]
+        words += ["--steps", getattr(args, "steps_spec", None) or ",".join(args.only)]
     if "fail_fast" in dests and args.fail_fast:
         words.append("--fail-fast")
+    if "all_or_nothing" in dests and args.all_or_nothing:
+        words.append("--all-or-nothing")
     if "hidden_visibility" in dests:
         words += ["--hidden-visibility", args.hidden_visibility]
     return words + ["--seed", str(args.seed)]
@@ -72,7 +74,8 @@ def options_of(args):
     them, and a gradebook's row is kept only when they are the same."""
     return {"cases": args.cases, "only": list(args.only) if args.only else None,
             "case": args.case, "timeout": args.timeout, "budget": args.budget,
-            "fail_fast": bool(args.fail_fast)}
+            "fail_fast": bool(args.fail_fast),
+            "all_or_nothing": bool(getattr(args, "all_or_nothing", False))}
 
 
 def sha256_of(seal, path):
@@ -121,15 +124,6 @@ def fenced(text, lang="text"):
     return f"{fence}{lang}\n{text}\n{fence}"
 
 
-def split_counts(r):
-    """(public, hidden), each [passed, total], where the step's result splits them;
-    None where it does not (then every case counts as public)."""
-    public, hidden = r.get("public"), r.get("hidden")
-    if isinstance(public, (list, tuple)) and isinstance(hidden, (list, tuple)):
-        return list(public), list(hidden)
-    return None
-
-
 def student_command(args, name=None, case=None):
     """The command that repeats a case (or the run) in a student's lab folder, where
     grader.py stands beside gqa.py."""
@@ -148,56 +142,52 @@ def _failure(r, args):
             f"{fenced(student_command(args, r['name'], r['case']), 'sh')}")
 
 
-def _hidden_failure(r):
-    """A hidden case's failure, by its inputs: the call to paste, where there is one."""
-    text = fenced(r["message"] or r["summary"])
-    if r.get("show"):
-        text += ("\n\nThe failing call, to paste into python started in your lab's folder:"
-                 f"\n\n{fenced(r['show'], 'python')}")
-    return text
-
-
-def _test(name, number, points, ok, output, visibility=None):
-    test = {"name": name, "number": number, "score": points if ok else 0.0, "max_score": points,
+def _test(name, number, most, earned, output, visibility=None):
+    """A Gradescope test worth most points, earned of them (passed when all; -1.0 for a
+    test worth none that failed)."""
+    ok = earned >= most if most else earned >= 0
+    test = {"name": name, "number": number, "score": max(earned, 0.0), "max_score": most,
             "status": "passed" if ok else "failed", "output": output, "output_format": "md"}
     if visibility:
         test["visibility"] = visibility
     return test
 
 
+def _hidden_text(r, args):
+    """What a step's graded test says: how many hidden cases passed; a failing hidden
+    case by its number alone, never its input or answer (one seed serves the class)."""
+    passed, total = r["hidden"]
+    text = f"{passed} of {total} hidden cases passed: {r['points']:g} of {r['max_points']:g} points."
+    first_hidden = r["case"] is not None and r["case"] >= r["public"][1] and r["status"] != "not started"
+    if first_hidden:
+        text += (f" The first that failed is case {r['case']}; a hidden case's input and answer "
+                 f"are withheld. Make the public cases pass first (see the test above).")
+    return text
+
+
 def step_tests(r, weight, args):
-    """A step's tests: one for its public cases, and, when the run has hidden cases and
-    the result counts them apart, one for those, with the visibility args chose (the
-    step's points split between the two)."""
-    name, passed = f"step {r['step']}: {r['name']}", r["status"] == "passed"
-    split = split_counts(r) if args.cases else None
-    if split is None:
-        return [_test(name, str(r["step"]), weight, passed,
-                      f"All {r['cases']} cases passed." if passed else _failure(r, args))]
-    (public, public_total), (hidden, hidden_total) = split
-    first_hidden = r["case"] is not None and r["case"] >= public_total
-    public_ok = passed or first_hidden
-    hidden_ok = passed or (not first_hidden and r["case"] is not None and r["status"] == "failed"
-                           and hidden == hidden_total == args.cases)
-    if hidden_ok:
-        hidden_text = f"All {hidden_total} hidden cases passed."
-    elif first_hidden:
-        hidden_text = _hidden_failure(r)
-    else:
-        hidden_text = (f"{hidden} of {args.cases} hidden cases passed; the step's first failing "
-                       f"case is a public one (see the test above).")
-    return [_test(name, str(r["step"]), weight / 2, public_ok,
-                  f"All {public_total} public cases passed." if public_ok else _failure(r, args)),
-            _test(f"{name} (hidden cases)", f"{r['step']}.1", weight / 2, hidden_ok, hidden_text,
-                  args.hidden_visibility)]
+    """A step's tests.  With hidden cases: one for its public cases, feedback worth no
+    points; one for its hidden cases, worth the step's points (grading.points: the
+    share that pass), with the visibility args chose.  Without: one test, its public
+    cases graded by the same rule."""
+    name, public_ok = f"step {r['step']}: {r['name']}", r["public"][0] == r["public"][1]
+    if r["status"] == "not started":
+        public_ok = False
+    public_text = (f"All {r['public'][1]} public cases passed." if public_ok
+                   else _failure(r, args) if r["case"] is None or r["case"] < r["public"][1]
+                   else f"{r['public'][0]} of {r['public'][1]} public cases passed.")
+    if not args.cases:
+        return [_test(name, str(r["step"]), weight, r["points"], public_text)]
+    return [_test(f"{name} (public cases: feedback, no points)", str(r["step"]), 0.0, 0.0 if public_ok
+                  else -1.0, public_text),
+            _test(name, f"{r['step']}.1", weight, r["points"], _hidden_text(r, args), args.hidden_visibility)]
 
 
 def gradescope(results, args, error=None):
     """Gradescope's results.json for these step results (or for a run that graded
     nothing: error says why)."""
-    weights = getattr(args, "weight_map", {}) or {}
-    tests = [t for r in results for t in step_tests(r, float(weights.get(r["name"], 1.0)), args)]
-    doc = {"score": sum(t["score"] for t in tests), "output_format": "md", "tests": tests}
+    tests = [t for r in results for t in step_tests(r, r["max_points"], args)]
+    doc = {"score": round(sum(t["score"] for t in tests), 4), "output_format": "md", "tests": tests}
     if error:
         doc["output"] = error
     return doc

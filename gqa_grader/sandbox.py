@@ -7,7 +7,9 @@ a private folder holding only a copy of the module (read once, by read_module:
 no symbolic link, a regular file of at most 1 MiB), an environment of PATH
 alone, and, as root, a user id drawn for the run, which owns nothing and can
 signal, trace, read or write neither the grader nor another run.  As root the
-self-check and a tool's child run under such a user id too.
+self-check and a tool's child run under such a user id too.  A module whose
+bytes are not UTF-8 and declare no encoding (a comment saved in cp1252 by an
+editor) runs, in every run, from a UTF-8 copy in a private folder (runnable).
 
 Worker runs worker.py (in this folder) as a script, `python -I -S worker.py
 CONFIG`, and exchanges JSON lines with it, each read and write with a
@@ -19,6 +21,7 @@ import json
 import os
 import queue
 import random
+import re
 import select
 import signal
 import subprocess
@@ -223,6 +226,44 @@ def read_module(path, follow=False):
         os.close(fd)
 
 
+# A coding declaration (PEP 263) on one of the source's first two lines: its name.
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
+_BOM = b"\xef\xbb\xbf"
+
+
+def runnable(source):
+    """The bytes a worker imports for the module's bytes source: the same bytes, unless
+    they are not UTF-8 while declaring nothing else (no coding declaration, or one that
+    says UTF-8; a byte-order mark says UTF-8 too): a comment typed in an editor that saves
+    Windows' cp1252 or Latin-1, which Python refuses as a script and reads no line of in
+    a traceback.  Then the same text read as cp1252 (as Latin-1 for the five bytes cp1252
+    leaves out) and written as UTF-8, the mark kept.  What was graded is still recorded as
+    the student's bytes (records.sha256_of)."""
+    import codecs
+    bom = _BOM if source.startswith(_BOM) else b""
+    body = source[len(bom):]
+    cookie = _COOKIE.search(b"\n".join(body.split(b"\n", 2)[:2]))
+    if cookie:
+        try:
+            declared = codecs.lookup(cookie.group(1).decode("ascii")).name
+        except LookupError:
+            return source                     # Python says what is wrong with it
+        if declared != "utf-8":
+            return source                     # Python reads it as it declares
+    try:
+        body.decode("utf-8")
+        return source
+    except UnicodeDecodeError:
+        pass
+    cp1252 = {}
+    for byte in range(0x80, 0xa0):
+        try:
+            cp1252[byte] = bytes([byte]).decode("cp1252")
+        except UnicodeDecodeError:
+            pass
+    return bom + body.decode("latin-1").translate(cp1252).encode("utf-8")
+
+
 class Seal:
     """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
     a sealed run adds a private folder holding only a copy of the module, an
@@ -238,6 +279,7 @@ class Seal:
         self.notes = []                    # what the cleanup removed, or could not
         self.search = None                 # the world-writable folders, with a uid of its own
         self.source, self.fresh, self.follow = None, False, not (sealed or private)
+        self.copy_only = False             # a private folder made only for a UTF-8 copy
         self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
@@ -341,7 +383,7 @@ class Seal:
     def place(self, path):
         """The module's copy in the private folder (written afresh, from the bytes read
         once by read_module), or path when there is no private folder."""
-        if self.dir is None:
+        if self.dir is None and not self._transcoded(path):
             return path
         if self.source is None:
             self.source = read_module(path, self.follow)
@@ -350,11 +392,29 @@ class Seal:
             os.remove(copy)
         fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(self.source)
+            f.write(runnable(self.source))
         if self.drop:
             os.chown(copy, *self.drop)
             os.chmod(copy, 0o400)
         return copy
+
+    def _transcoded(self, path):
+        """Without a private folder: whether the module at path must run from a UTF-8 copy
+        (runnable); then its bytes are kept and a private folder made for the copy, the
+        worker still started where the grader was (cwd).  Unreadable: left to the worker."""
+        try:
+            source = read_module(path, self.follow)
+        except Refused:
+            return False
+        if runnable(source) is source:
+            return False
+        self.source, self.copy_only = source, True
+        self._make_dir()
+        return True
+
+    def cwd(self):
+        """Where the worker starts: the private folder, unless it holds only a UTF-8 copy."""
+        return None if self.copy_only else self.dir
 
     def env(self):
         return {"PATH": os.defpath} if self.sealed else None
@@ -424,7 +484,7 @@ class Worker:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", WORKER, json.dumps(config)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self.seal.dir, env=self.seal.env(), start_new_session=os.name == "posix")
+            cwd=self.seal.cwd(), env=self.seal.env(), start_new_session=os.name == "posix")
         self.started += 1
         self.buffer, self.scanned, self.round_trip = bytearray(), 0, 0
         if os.name == "posix":

@@ -20,24 +20,29 @@ import json
 import os
 import shutil
 
-from . import answers, checks, handout, sandbox
+from . import answers, checks, handout, sandbox, tracks
 from .grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
 
 README = """# The gqa lab
 
-`gqa.py` is the lab: 25 steps, each a function whose body is a stub for you to
-write, in order.  Its docstrings are the manual.  Check your work as you go:
+`gqa.py` is the lab.  Your track is {count} steps: {steps}.  Each is a function
+whose body is a stub for you to write, in order; its docstring is the manual.{given}
+Check your work as you go:
 
-    python grader.py                   every step (the public cases)
+    python grader.py                   every step of your track (the public cases)
     python grader.py --only 5          one step, by number or name
     python grader.py --only 5 --case 7 --show
                                        one case, and its failing call as Python to paste
 
 The self-check grades the public cases: the systematic ones and {public} random
-ones per step, the same in every run.  Your teacher grades them too, and hidden
-ones drawn from a seed of theirs, with the same checks.  Nothing else is needed:
-Python 3.9 or later, nothing to install.
+ones per step, the same in every run, and counts points by your teacher's rule
+(each step: the share of its cases that pass).  That count is not your grade:
+your teacher's run grades hidden cases, drawn from a seed of theirs, with the same
+checks.  Nothing else is needed: Python 3.9 or later, nothing to install.
 """
+GIVEN = """
+The steps outside your track that later steps may call are written for you
+(marked "Given"); the others stay stubs, and nothing grades them."""
 
 
 def record(module=DEFAULT_MODULE, only=None):
@@ -65,7 +70,9 @@ def record(module=DEFAULT_MODULE, only=None):
 
 def write_handout(directory, module=DEFAULT_MODULE, only=None):
     """Write the handout into directory (which must not hold a gqa.py); return its path.
-    only: the steps whose answers it holds (all by default)."""
+    only: its track, the steps whose answers it holds and its self-check grades (every
+    step of the lab by default); the starter gives the lab's steps outside it."""
+    only = list(only or tracks.default_track())
     if os.path.exists(os.path.join(directory, "gqa.py")):
         raise FileExistsError(f"{os.path.join(directory, 'gqa.py')} exists already; the handout "
                               f"will not overwrite it")
@@ -76,11 +83,29 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None):
     for name in sorted(os.listdir(here)):
         if name.endswith(".py") and name != "reference.py":
             shutil.copyfile(os.path.join(here, name), os.path.join(package, name))
+    with open(os.path.join(package, "track.json"), "w", encoding="utf-8") as f:
+        json.dump({"steps": only}, f)
+        f.write("\n")
     with open(os.path.join(package, "answers.json"), "w", encoding="utf-8") as f:
         json.dump(table, f, sort_keys=True, separators=(",", ":"), allow_nan=False)
         f.write("\n")
     shutil.copyfile(os.path.join(sandbox.HERE, "grader.py"), os.path.join(directory, "grader.py"))
     with open(os.path.join(directory, "README.md"), "w", encoding="utf-8") as f:
-        f.write(README.format(public=PUBLIC_CASES))
-    handout.write_starter(directory, module)
+        numbers = [st.number for st in tracks.ALL_STEPS if st.name in only]
+        given = handout.given_steps(only)
+        f.write(README.format(count=len(numbers), steps=_ranges(numbers), public=PUBLIC_CASES,
+                              given=GIVEN if given else ""))
+    handout.write_starter(directory, module, only)
     return directory
+
+
+def _ranges(numbers):
+    """[1, 2, 3, 5] as '1-3 and 5'."""
+    runs = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    words = [f"{a}-{b}" if b > a + 1 else f"{a}, {b}" if b > a else str(a) for a, b in runs]
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]

@@ -38,28 +38,35 @@ MAIN = [
     "    sys.exit(2)",
 ]
 
+GIVEN = "# Given: step {step}, {name}, is not in your track; it is written for you, to be read and called."
 WIDTH = 99                              # the longest line a stub's raise is wrapped to
 _STEP_LINE = re.compile(r"# Step \d+\.")
 _BANNER_LINE = re.compile(r"# -{20,}$")
 
 
-def make_starter(source: str, step_of: dict) -> str:
+def make_starter(source: str, step_of: dict, given: tuple = ()) -> str:
     """Return the text of a starter gqa.py made from source, the text of gqa.py.
 
     step_of maps a public function's or class's name to its step number; a name it
-    lacks is stubbed without one.  Raises ValueError for a construct the starter
-    cannot take apart (a one-line def, a public name defined under an if).
+    lacks is stubbed without one.  given: the public names kept whole, with what they
+    need, each under a GIVEN line: the steps outside a student's track, written for
+    them so that later steps can call them.  Raises ValueError for a construct the
+    starter cannot take apart (a one-line def, a public name defined under an if).
     """
     lines = source.splitlines()
     tree = ast.parse(source)
-    needed = _needed(tree)
+    given = _givable(tree, lines, step_of, frozenset(given))
+    needed = _needed(tree, given)
     pieces = [("comment", line) for line in HEADER]
     placed = 0                                            # lines[:placed] are dealt with
     for node in tree.body:
         start = _start(node)
-        action = _action(node, needed)
+        action = _action(node, needed, given)
         pieces += _gap(lines[placed:start], dropped=action == "drop")
-        if action == "keep":
+        if action == "given":
+            pieces.append(("comment", GIVEN.format(step=step_of.get(node.name), name=node.name)))
+            pieces += [("code", line) for line in lines[start:node.end_lineno]]
+        elif action == "keep":
             pieces += [("code", line) for line in lines[start:node.end_lineno]]
         elif action == "stub":
             pieces += [("code", line) for line in _stub(lines, node, node.name, step_of.get(node.name))]
@@ -75,6 +82,46 @@ def make_starter(source: str, step_of: dict) -> str:
 # ---------------------------------------------------------------------------
 # What each top-level definition becomes.
 # ---------------------------------------------------------------------------
+
+def _step_sections(tree: ast.Module, lines: list) -> dict:
+    """The step each top-level private definition belongs to: the "# Step N." line above
+    it, within its banner's section (None for what stands under no step, such as the
+    checks at the door)."""
+    step_at, current = [], None
+    for line in lines:
+        found = re.match(r"# Step (\d+)\.", line)
+        if found:
+            current = int(found.group(1))
+        elif _BANNER_LINE.match(line):
+            current = None
+        step_at.append(current)
+    return {name: step_at[node.lineno - 1] for node in tree.body for name in _defined(node)
+            if not _public(name)}
+
+
+def _givable(tree: ast.Module, lines: list, step_of: dict, given: frozenset) -> frozenset:
+    """The names of given that can be written out without a private kernel of a step
+    the student writes (which would hand over its answer): the others stay stubs."""
+    if not given:
+        return given
+    section = _step_sections(tree, lines)
+    private = {name: node for node in tree.body for name in _defined(node) if not _public(name)}
+    secret = {name for name, step in section.items()
+              if step is not None and not any(step_of.get(g) == step for g in given)}
+    kept = set()
+    for node in tree.body:
+        if getattr(node, "name", None) not in given:
+            continue
+        reads, todo = set(), [n for n in _names(node) if n in private]
+        while todo:
+            name = todo.pop()
+            if name not in reads:
+                reads.add(name)
+                todo += [n for n in _names(private[name]) if n in private]
+        if not reads & secret:
+            kept.add(node.name)
+    return frozenset(kept)
+
 
 def _public(name: str) -> bool:
     return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
@@ -102,9 +149,11 @@ def _is_main(node: ast.AST) -> bool:
         isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(node.test))
 
 
-def _action(node: ast.AST, needed: set) -> str:
-    """keep, stub (a public function), class (a public class with methods to stub),
-    main (the command line) or drop."""
+def _action(node: ast.AST, needed: set, given: frozenset = frozenset()) -> str:
+    """keep, given (a public step kept whole), stub (a public function), class (a public
+    class with methods to stub), main (the command line) or drop."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in given:
+        return "given"
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return "keep"
     if isinstance(node, ast.Expr):                        # the module docstring
@@ -156,15 +205,16 @@ def _signature_names(fn: ast.AST) -> set:
     return set().union(*map(_names, parts)) if parts else set()
 
 
-def _needed(tree: ast.Module) -> set:
-    """The private top-level names that the kept code reads, and what they read in turn."""
+def _needed(tree: ast.Module, given: frozenset = frozenset()) -> set:
+    """The private top-level names that the kept code reads (the given steps' too), and
+    what they read in turn."""
     private = {name: node for node in tree.body for name in _defined(node) if not _public(name)}
     reads = set()
     for node in tree.body:
         if _is_main(node) or any(name in private for name in _defined(node)):
             continue                                      # private: kept only if needed
-        action = _action(node, set())
-        if action == "keep":
+        action = _action(node, set(), given)
+        if action in ("keep", "given"):
             reads |= _names(node)
         elif action == "stub":
             reads |= _signature_names(node)

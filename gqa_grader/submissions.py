@@ -72,6 +72,8 @@ def examine(path):
             head = f.read(8192)
     except OSError as err:
         return f"cannot read it: {err.strerror}"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "text saved as UTF-16 (an editor's \"Unicode\"), not Python source: save it as UTF-8"
     if b"\0" in head:
         return "a binary file, not Python source"
     return None

@@ -334,7 +334,7 @@ def w_open_path(paths):
     folders = []
     for entry in list(paths) + sys.path:
         try:
-            folders.append(os.open(entry, os.O_RDONLY | os.O_DIRECTORY))
+            folders.append((os.path.abspath(entry), os.open(entry, os.O_RDONLY | os.O_DIRECTORY)))
         except OSError:
             pass
     return prctl, folders
@@ -348,9 +348,30 @@ def w_use_path(opened):
     prctl, folders = opened
     if prctl(4, 1, 0, 0, 0) != 0:                   # PR_SET_DUMPABLE
         return False
-    sys.path[:0] = [f"/proc/self/fd/{fd}" for fd in folders]
+    sys.path[:0] = [f"/proc/self/fd/{fd}" for _, fd in folders]
+    w_repath(folders)
     sys.path_importer_cache.clear()
     return True
+
+
+def w_repath(folders):
+    """After the drop: each package imported before it finds its submodules through its
+    own __path__, never sys.path; put first in it the same folder reached through
+    /proc/self/fd.  Without this, encodings finds no codec it has not imported yet: the
+    traceback of a module saved with a byte-order mark is read as utf-8-sig (linecache),
+    and codecs.lookup("utf-8-sig") raised LookupError: unknown encoding."""
+    for mod in list(sys.modules.values()):
+        path = getattr(mod, "__path__", None)
+        if not isinstance(path, list):
+            continue
+        reached = []
+        for entry in (e for e in path if isinstance(e, str) and os.path.isabs(e)):
+            for top, fd in folders:
+                under = os.path.relpath(entry, top)
+                if under != os.pardir and not under.startswith(os.pardir + os.sep):
+                    reached.append(os.path.normpath(f"/proc/self/fd/{fd}/{under}"))
+                    break
+        path[:0] = [entry for entry in reached if entry not in path]
 
 
 def w_streams(config):
@@ -381,6 +402,8 @@ def w_drop(config):
         sys.path[:0] = paths
         return None
     opened = w_open_path(paths)
+    if not opened:
+        w_codec(config["path"])
     for name in W_OWN if opened else W_PRELOAD:       # nothing of the module's folders yet
         try:
             importlib.import_module(name)
@@ -396,6 +419,15 @@ def w_drop(config):
     if not w_use_path(opened):
         sys.path[:0] = paths
     return None
+
+
+def w_codec(path):
+    """Before a drop that cannot reach the standard library after it (no /proc/self/fd, so
+    no w_repath): the module's lines read once, as a traceback reads them (linecache), so
+    that the codec its source declares (utf-8-sig for a byte-order mark, a coding
+    cookie's) is imported while the library can be read: not later, when it could not be."""
+    import linecache
+    linecache.getlines(path)
 
 
 def w_refusal(shown):

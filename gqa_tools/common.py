@@ -6,15 +6,16 @@ never each other; with --module they run a student's gqa.py through the
 grader's worker (gqa_grader.run_in_child), never in their own process.  Here:
 plain and Markdown tables, bars, number formats, the integer options of
 `report` and `bench`, a projection kept outside the tally, the one seeding
-scheme, a progress line on stderr, which steps the grader passes for a
-student's module, and an all-or-nothing write.
+scheme, a progress line on stderr, the lab's steps by number and which of
+them the grader passes for a student's module, and an all-or-nothing write.
 
 Seeds
 -----
 Every random draw of every tool comes from one scheme: the user's seed S
 and the name of what is drawn, as random.Random(f"{stream}:{S}").  The
 streams are "weights" (init_weights, also given f"weights:{S}"), "weights of
-layer L", "input", and "random heads".  The grader follows the same scheme,
+layer L", "input", "random heads", and "attention inputs" (the q, k, v of a
+student's report, section 5).  The grader follows the same scheme,
 f"{check}:{S}", with code of its own.  String seeds are hashed with SHA-512
 by random.Random, so the draws are the same on every Python version.
 """
@@ -197,7 +198,26 @@ def block_bars(labels: Sequence[str], rows: Sequence[Block], width: int = 40) ->
 
 
 # ---------------------------------------------------------------------------
-# A student's module: which steps the grader passes.
+# A student's module: the lab's steps, and which of them the grader passes.
+# ---------------------------------------------------------------------------
+
+# The lab's 25 steps in order, step N being STEPS[N - 1], as gqa.py's docstring
+# numbers them (tests/test_student_report.py reads that table).  Here, not read
+# from gqa at run time: in the grader's worker, `gqa` is the student's module.
+STEPS = ("valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "repeat_kv",
+         "single_head_attention", "attention", "grouped_attention", "init_weights", "fold_weights",
+         "prepare_weights", "layer", "output_difference", "kv_cache_elements", "attention_multiplies",
+         "block_multiplies", "cache_table", "multiplies_table", "count_multiplies", "KVCache",
+         "decode_step", "decode_traffic", "grouped_attention_backward", "layer_backward")
+
+
+def step_name(name: str) -> Optional[str]:
+    """How a report names a step of the lab, "step 21, KVCache"; None for any other name."""
+    return f"step {STEPS.index(name) + 1}, {name}" if name in STEPS else None
+
+
+# ---------------------------------------------------------------------------
+# Which steps the grader passes.
 # ---------------------------------------------------------------------------
 
 

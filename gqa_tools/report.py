@@ -8,7 +8,12 @@ the command runs: none is typed in.  By default that is the project's gqa.py
 installed); --module PATH builds the report from another one, a student's,
 in a child process with the grader's limits and deadlines (this process
 never imports it), and a section whose functions are missing or fail, or
-that never came back, says so instead.  That report goes beside the module
+that never came back, says so instead.  That is the student's report
+(STUDENT_SECTIONS): section 5 first runs the module's `attention` on random
+q, k, v, and section 9 holds the handout's questions for the student to
+answer; a section, or a part of one (the counted caches, the tally), that
+needs a step the module lacks names that step ("needs step 21, KVCache"),
+and the rest of it stands.  That report goes beside the module
 (report.md in PATH's folder) unless --out says where, and never over the
 project's own.  What would stop a write (no such folder, a path that is not
 a file) is refused before any work.  The report is the same to the byte on
@@ -28,6 +33,7 @@ them too.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -39,7 +45,8 @@ from gqa_tools import figures as draw
 from gqa_tools import train as training
 from gqa_tools.common import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
                        block_rows, failing_steps, fmt, human_bytes, int_options, markdown_table,
-                       multiplies_markdown, progress_line, project, rng_for, seed_for, stage, write_target)
+                       multiplies_markdown, progress_line, project, rng_for, seed_for, stage, step_name,
+                       write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
@@ -126,8 +133,31 @@ def reason(err: BaseException) -> str:
     if isinstance(err, Unavailable):
         return str(err)
     if isinstance(err, NotImplementedError):
-        return "a function it needs is not implemented yet"
+        step = _raising_step(err)
+        return not_implemented(step) if step else "a function it needs is not implemented yet"
     return f"computing it raised {type(err).__name__}: {err}"
+
+
+# This folder: a frame of the tools' own is never the lab's step that raised.
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+
+
+def _raising_step(err: BaseException, called: Optional[str] = None) -> Optional[str]:
+    """The lab's step whose code raised err: the innermost frame named as a step (the
+    starter's stub of fold_kv_mean, called by the student's attention), else called."""
+    found, tb = called, err.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if step_name(code.co_name) and os.path.dirname(os.path.abspath(code.co_filename)) != TOOLS:
+            found = code.co_name
+        tb = tb.tb_next
+    return found
+
+
+def not_implemented(name: str) -> str:
+    """What a section says for a function that raised NotImplementedError: the step it needs."""
+    step = step_name(name)
+    return f"needs {step}: not implemented yet" if step else f"`{name}` is not implemented yet"
 
 
 class Lab:
@@ -139,15 +169,16 @@ class Lab:
     def __getattr__(self, name: str) -> Any:
         obj = getattr(self.module, name, None)
         if obj is None:
-            raise Unavailable(f"{self.label} has no `{name}`")
+            step = step_name(name)
+            raise Unavailable((f"needs {step}: " if step else "") + f"{self.label} has no `{name}`")
         if not callable(obj) or isinstance(obj, type) and issubclass(obj, BaseException):
             return obj
 
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
                 return obj(*args, **kwargs)
-            except NotImplementedError:
-                raise Unavailable(f"`{name}` is not implemented yet") from None
+            except NotImplementedError as err:
+                raise Unavailable(not_implemented(_raising_step(err, name) or name)) from None
             except Unavailable:
                 raise
             except Exception as err:
@@ -211,8 +242,9 @@ def counted_cache(lab: Lab, cfg: Config, g: int) -> int:
 
 def tallied_multiplies(lab: Lab, cfg: Config, g: int) -> Any:
     """The multiplications tallied while a causal layer() runs once on the small configuration."""
+    counting = lab.count_multiplies()       # asked for first: a module without step 20 is told so
     w, x = run_weights(lab, cfg, cfg.seed), run_input(cfg, cfg.seed)
-    with lab.count_multiplies() as tally:
+    with counting as tally:
         lab.layer(x, w, g, causal=True)
     return tally.multiplies()
 
@@ -367,12 +399,16 @@ def labels(lab: Lab, h: int) -> Labels:
 
 
 def section_header(cfg: Config, lab: Lab, module: Optional[str]) -> str:
-    source = (f"`{lab.label}`, given with `--module`, not the `gqa.py` of this project: a "
-              f"section whose functions are missing or fail says so" if module else f"`{lab.label}`")
+    source = (f"`{lab.label}` (given with `--module`, not the `gqa.py` of this project), in the "
+              f"grader's worker," if module else f"`{lab.label}`")
+    check = "the same command with `--check`" if module else "`python -m gqa report --check`"
+    yours = (" A section, or a part of one, that needs a step this module does not have yet "
+             "names that step in its place, and one that failed says how. Section 9 is yours to "
+             "write." if module else "")
     return (f"# gqa lab report\n\n"
             f"Written by `{cfg.command(module)}`. Every number below was computed, counted or "
-            f"measured by {source} when that command ran; `python -m gqa report --check` tells "
-            f"whether this file is still what the code writes. The real-size configuration "
+            f"measured by {source} when that command ran; {check} tells "
+            f"whether this file is still what the code writes.{yours} The real-size configuration "
             f"(counted by the closed forms) has h = {cfg.heads} query heads, head dim "
             f"{cfg.head_dim}, {cfg.layers} layers, {cfg.context:,} positions and d_model = "
             f"{cfg.d_model:,}. The small configuration that the code actually runs has the same "
@@ -438,9 +474,6 @@ def grouping(lab: Lab) -> Tuple[str, Figures]:
 def section_cache(cfg: Config, lab: Lab, m: Measured) -> str:
     ids = labels(lab, cfg.heads)
     cache = lab.cache_table(cfg.heads, layers=cfg.layers, length=cfg.context, head_dim=cfg.head_dim)
-    formula = {g: lab.kv_cache_elements(cfg.run_layers, g, cfg.run_context, cfg.run_head_dim)
-               for g in ids.gs}
-    counted = need(m.cache_counted)
     return "\n".join([
         f"{cfg.layers} layers x {cfg.context:,} positions x head dim {cfg.head_dim}, one sequence; "
         f"2 x layers x g x length x head_dim numbers (K and V; queries are never cached).\n",
@@ -451,6 +484,19 @@ def section_cache(cfg: Config, lab: Lab, m: Measured) -> str:
         _code(bar_chart([ids.label[r.kv_heads] for r in cache], [r.elements for r in cache],
                         [human_bytes(2 * r.elements) for r in cache])),
         "",
+        counted_in_caches(cfg, lab, m, ids)])
+
+
+def counted_in_caches(cfg: Config, lab: Lab, m: Measured, ids: Labels) -> str:
+    """Section 2's second table: the floats real caches held, beside kv_cache_elements;
+    without KVCache (step 21) or the steps that decode, a note naming the step."""
+    try:
+        counted = need(m.cache_counted)
+        formula = {g: lab.kv_cache_elements(cfg.run_layers, g, cfg.run_context, cfg.run_head_dim)
+                   for g in ids.gs}
+    except Unavailable as why:
+        return f"*Not counted in real caches: {why}.*\n"
+    return "\n".join([
         f"Counted: the small configuration decoded {cfg.run_context} positions through "
         f"{cfg.run_layers} layers with `KVCache` and `decode_step`, and the floats the caches "
         f"hold were counted from their `array('d')` storage.\n",
@@ -485,8 +531,6 @@ def section_multiplies(cfg: Config, lab: Lab, m: Measured) -> str:
     args = (cfg.context, cfg.heads, cfg.head_dim, cfg.d_model)
     mha = lab.multiplies_table(*args, causal=True)[-1].counts
     kv_share = (mha.k_proj + mha.v_proj) / mha.total
-    formula = {g: run_formula(lab, cfg, g) for g in ids.gs}
-    tallied = need(m.tallied)
     return "\n".join([
         f"One attention layer over a prompt of n = {cfg.context:,} positions, causal (a "
         f"decoder's prefill: query i attends to positions 0 to i, n (n + 1) / 2 pairs), per "
@@ -501,6 +545,18 @@ def section_multiplies(cfg: Config, lab: Lab, m: Measured) -> str:
         f"Within this one attention layer the K and V projections are {fmt(kv_share)} of MHA's "
         f"multiplications, so MQA saves up to that share here. A transformer block also has "
         f"an MLP, which g does not touch either: section 4 counts the whole block.\n",
+        tallied_while_run(cfg, lab, m, ids)])
+
+
+def tallied_while_run(cfg: Config, lab: Lab, m: Measured, ids: Labels) -> str:
+    """Section 3's last table: the tally of a real layer() beside attention_multiplies;
+    without count_multiplies (step 20) or the steps it runs, a note naming the step."""
+    try:
+        tallied = need(m.tallied)
+        formula = {g: run_formula(lab, cfg, g) for g in ids.gs}
+    except Unavailable as why:
+        return f"*Not tallied while the code ran: {why}.*\n"
+    return "\n".join([
         f"Tallied: a causal `layer` ran once on the small configuration ({cfg.run_context} "
         f"positions) inside `count_multiplies()`, whose tally is kept by the code that "
         f"multiplies, and is compared with `attention_multiplies(..., causal=True)`.\n",
@@ -603,6 +659,79 @@ def section_output(cfg: Config, lab: Lab, m: Measured) -> str:
             f"further training; how alike trained heads are, this report cannot tell: it has "
             f"no trained model.\n")
     return "\n".join(paragraphs)
+
+
+def attention_inputs(cfg: Config) -> Tuple[list, list, list]:
+    """A student's section 5: q, k and v, each [h][n][d] of the small configuration, uniform in
+    [-1, 1), drawn q, then k, then v, from the stream "attention inputs" of the first seed."""
+    rng = rng_for("attention inputs", cfg.seed)
+    n, d = cfg.run_context, cfg.run_head_dim
+    q, k, v = ([[[rng.uniform(-1.0, 1.0) for _ in range(d)] for _ in range(n)] for _ in range(cfg.heads)]
+               for _ in range(3))
+    return q, k, v
+
+
+def attention_difference(cfg: Config, lab: Lab) -> str:
+    """A student's section 5, first: attention(q, k, v, g) against g = h on one random q, k, v
+    (steps 8 and 14), and whether g = h is per-head attention to the last bit (step 7)."""
+    h, ids = cfg.heads, labels(lab, cfg.heads)
+    q, k, v = attention_inputs(cfg)
+    mha = lab.attention(q, k, v, h)
+    diff = {g: lab.output_difference(lab.attention(q, k, v, g), mha) for g in ids.gs}
+    rel = {g: diff[g].rel_l2 if math.isfinite(diff[g].rel_l2) else 0.0 for g in ids.gs}
+    try:
+        per_head = [lab.single_head_attention(q[i], k[i], v[i]) for i in range(h)]
+        exact = f"checked with `==`, not a tolerance: {_yes(mha == per_head)}"
+    except Unavailable as why:
+        exact = f"not checked: {why}"
+    return "\n".join([
+        f"`attention(q, k, v, g)` against the MHA output `attention(q, k, v, {h})`, on the same "
+        f"random q, k and v: {h} heads of {cfg.run_context} positions x head dim "
+        f"{cfg.run_head_dim}, drawn uniform in [-1, 1) (q, then k, then v) from "
+        f"`random.Random(\"{seed_for('attention inputs', cfg.seed)}\")`, seed {cfg.seed}; full "
+        f"attention, not causal. At g < h, `attention` folds k and v to g heads by their group "
+        f"mean and repeats them back out to h.\n",
+        markdown_table(["method", "g", "max abs difference", "relative L2", "cosine"],
+                       [(ids.name[g], g, fmt(diff[g].max_abs), fmt(diff[g].rel_l2), fmt(diff[g].cosine))
+                        for g in ids.gs]),
+        "",
+        _code(bar_chart([ids.label[g] for g in ids.gs], [rel[g] for g in ids.gs],
+                        [f"relative L2 {fmt(diff[g].rel_l2)}" for g in ids.gs])),
+        "",
+        f"At g = h nothing is folded: `attention(q, k, v, g={h}) == [single_head_attention(q[i], "
+        f"k[i], v[i]) for each head]`, {exact}.\n"])
+
+
+def section_output_of_module(cfg: Config, lab: Lab, m: Measured) -> str:
+    """Section 5 of a student's report: attention on random q, k, v, then the project's
+    section 5 (a whole layer on random weights), or a note naming the step it needs."""
+    first = attention_difference(cfg, lab)
+    try:
+        then = section_output(cfg, lab, m)
+    except Exception as err:                # a student's module can fail in any way
+        then = (f"*Not computed for a whole layer (`layer(x, weights, g)` on random weights, over "
+                f"{cfg.seeds} seeds): {reason(err)}.*\n")
+    return first + "\n" + then
+
+
+def section_write_up(cfg: Config, lab: Lab, m: Measured) -> str:
+    """Section 9 of a student's report: the handout's questions, for the student to answer."""
+    return "\n".join([
+        "This section is yours: the code wrote the ones above from your module, and here you say, "
+        "in your own words and from your own numbers, what they show. Write each answer under its "
+        "question and cite the rows you use. Running the command again writes this file anew, "
+        "with this section unfilled: answer in a copy, or give a later run another `--out`.\n",
+        f"**1. What g changes, and what it does not.** From g = {cfg.heads} (MHA) down to g = 1 "
+        f"(MQA), the KV cache of section 2 shrinks by a factor of h/g, while the multiplications "
+        f"of the scores and of the weighted sum in section 3 stay the same at every g. Why? "
+        f"Which terms does g change, and why does a smaller cache make decoding faster but "
+        f"prefill barely (section 4)?\n",
+        "*(your answer)*\n",
+        "**2. A changed output is not yet a measured loss of quality.** Section 5 shows the output "
+        "moving away from MHA's as g falls. Why is that not yet a loss of quality? What are the "
+        "weights and inputs here, what would measure quality, and what does the GQA paper do after "
+        "it folds each group's key/value heads by their mean?\n",
+        "*(your answer)*\n"])
 
 
 def section_conversion(cfg: Config, lab: Lab, m: Measured) -> str:
@@ -909,6 +1038,11 @@ SECTIONS = (("1. What g is", section_what_g_is),
             ("8. Converting is not training: does quality come back?", section_training),
             ("9. How to read this", section_reading))
 
+# A student's report (--module): section 5 first runs `attention` on random q, k, v (the
+# handout's lab has no `layer` yet), and section 9 is the student's own write-up.
+STUDENT_SECTIONS = (SECTIONS[:4] + (("5. The output: it changes", section_output_of_module),)
+                    + SECTIONS[5:8] + (("9. Your write-up: what these numbers say", section_write_up),))
+
 
 # The folder of figures beside report.md: report-figures/ (beside myreport.md,
 # myreport-figures/), so that two reports in one directory keep their own.
@@ -938,13 +1072,14 @@ class Part(NamedTuple):
 
 def build_parts(cfg: Config, m: Measured, lab: Optional[Lab] = None,
                 module: Optional[str] = None) -> List[Part]:
-    """Return report.md's header and sections as Parts, in order.
+    """Return report.md's header and sections as Parts, in order: SECTIONS, or with a
+    module (a student's, named so in the header) STUDENT_SECTIONS.
 
     A section that cannot be computed from lab says why, in its place.
     """
     lab = lab or Lab(gqa, "gqa.py")
     parts = [Part("", section_header(cfg, lab, module))]
-    for title, section in SECTIONS:
+    for title, section in STUDENT_SECTIONS if module else SECTIONS:
         try:
             written: Union[str, Tuple[str, Figures]] = section(cfg, lab, m)
             body, figures = (written, ()) if isinstance(written, str) else written
@@ -1061,7 +1196,7 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
         why = str(err)
     header = came.get("") or Part("", section_header(cfg, Lab(None, path), path))
     return [header] + [came.get(title) or Part(title, f"*Not computed from {path}: {why}.*\n")
-                       for title, _ in SECTIONS]
+                       for title, _ in STUDENT_SECTIONS]
 
 
 # ---------------------------------------------------------------------------

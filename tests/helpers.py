@@ -74,6 +74,7 @@ def tiny_recipe():
 # over the shards and over the early pythons; classes in one tuple share work
 # (the graded mutants) and run together.
 HEAVY = (
+    (3.9, ("test_editors.Graded",)),
     (3.7, ("test_docs.PageSamples",)),
     (3.2, ("test_grader.CommandLine", "test_grader.Mutants")),
     (2.8, ("test_handout.Handout",)),
@@ -89,6 +90,7 @@ HEAVY = (
     (0.5, ("test_grader.Starter",)),
     (0.4, ("test_report.Writing",)),
     (0.4, ("test_house.StudentFolder",)),
+    (0.4, ("test_student_report.CoreTrack",)),
     (0.4, ("test_sealed.RealWork",)),
     (0.4, ("test_sealed.Folder",)),
     (0.4, ("test_sealed.TheGradersMemory",)),

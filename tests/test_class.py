@@ -127,7 +127,7 @@ class HiddenCasesWithheld(unittest.TestCase):
                                        "--withhold-hidden")
         self.assertEqual(status, 1, text)
         self.assertNotIn("424242", text)
-        self.assertIn(f"repeat with: python grader.py --module {module} --seed SEED --only valid_g)", text)
+        self.assertIn(f"repeat with: python grader.py --module {module} --seed SEED --steps 1)", text)
         shown, withheld, public = got[hidden, False], got[hidden, True], got[hidden - 1, True]
         for step in (shown, withheld, public):
             self.assertEqual(step["status"], "failed")
@@ -207,9 +207,9 @@ class GradesThatReproduce(unittest.TestCase):
         line = run[run.index("python3 grader.py"):].replace("\\\n", " ")
         words = shlex.split(line.split(">")[0])
         pairs = {w: words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("--")}
-        self.assertEqual({k: pairs[k] for k in ("--cases", "--only", "--hidden-visibility",
+        self.assertEqual({k: pairs[k] for k in ("--cases", "--steps", "--hidden-visibility",
                                                 "--timeout", "--budget", "--weights", "--seed")},
-                         {"--cases": "3", "--only": "valid_g,kv_head",
+                         {"--cases": "3", "--steps": "1,kv_head",
                           "--hidden-visibility": "after_due_date", "--timeout": "4",
                           "--budget": "100", "--weights": "weights.json", "--seed": drawn})
         self.assertIn("--fail-fast", words)
@@ -256,39 +256,42 @@ class Gradescope(unittest.TestCase):
     ARGS = argparse.Namespace(seed=9, cases=10, timeout=5.0, hidden_visibility="after_due_date",
                               weight_map={"kv_head": 4})
 
-    def graded(self, *results):
-        doc = records.gradescope(list(results), self.ARGS)
+    def graded(self, *results, all_or_nothing=False):
+        results = grading.scored(list(results), self.ARGS.weight_map, self.ARGS.cases, all_or_nothing)
+        doc = records.gradescope(results, self.ARGS)
         return doc, [(t["name"], t["score"], t["max_score"], t.get("visibility")) for t in doc["tests"]]
 
-    def test_hidden_cases_are_tests_of_their_own_with_the_visibility_chosen(self):
-        doc, tests = self.graded(
-            step_result(3, "kv_head", "passed", public=[13, 13], hidden=[10, 10]),
-            step_result(4, "group_heads", "failed", case=15, public=[13, 13], hidden=[9, 10],
-                        message="case 15: wrong", show=">>> group_heads(4, 2)"),
-            step_result(5, "fold_kv_mean", "failed", case=2, public=[12, 13], hidden=[8, 10],
-                        message="case 2: wrong"),
-            step_result(6, "repeat_kv", "failed", case=1, public=[12, 13], hidden=[10, 10],
-                        message="case 1: wrong"))
+    RESULTS = (step_result(3, "kv_head", "passed", public=[13, 13], hidden=[10, 10]),
+               step_result(4, "group_heads", "failed", case=15, public=[13, 13], hidden=[9, 10],
+                           message="case 15: wrong", show=">>> group_heads(4, 2)"),
+               step_result(5, "fold_kv_mean", "failed", case=2, public=[12, 13], hidden=[8, 10],
+                           message="case 2: wrong"),
+               step_result(6, "repeat_kv", "failed", case=1, public=[12, 13], hidden=[10, 10],
+                           message="case 1: wrong"))
+
+    def test_the_hidden_cases_earn_the_points_and_the_public_ones_give_feedback(self):
+        doc, tests = self.graded(*self.RESULTS)
+        feedback = " (public cases: feedback, no points)"
         self.assertEqual(tests, [
-            ("step 3: kv_head", 2.0, 2.0, None), ("step 3: kv_head (hidden cases)", 2.0, 2.0, "after_due_date"),
-            ("step 4: group_heads", 0.5, 0.5, None),
-            ("step 4: group_heads (hidden cases)", 0.0, 0.5, "after_due_date"),
-            ("step 5: fold_kv_mean", 0.0, 0.5, None),
-            ("step 5: fold_kv_mean (hidden cases)", 0.0, 0.5, "after_due_date"),
-            ("step 6: repeat_kv", 0.0, 0.5, None),
-            ("step 6: repeat_kv (hidden cases)", 0.5, 0.5, "after_due_date")])
-        self.assertEqual(doc["score"], 5.0)
+            ("step 3: kv_head" + feedback, 0.0, 0.0, None), ("step 3: kv_head", 4.0, 4.0, "after_due_date"),
+            ("step 4: group_heads" + feedback, 0.0, 0.0, None),
+            ("step 4: group_heads", 0.9, 1.0, "after_due_date"),        # 9 of 10 hidden cases
+            ("step 5: fold_kv_mean" + feedback, 0.0, 0.0, None),
+            ("step 5: fold_kv_mean", 0.8, 1.0, "after_due_date"),
+            ("step 6: repeat_kv" + feedback, 0.0, 0.0, None),
+            ("step 6: repeat_kv", 1.0, 1.0, "after_due_date")])
+        self.assertEqual(doc["score"], 4.0 + 0.9 + 0.8 + 1.0)
+        self.assertEqual([t["status"] for t in doc["tests"]][::2], ["passed", "passed", "failed", "failed"])
         hidden_failure, public_failure = doc["tests"][3]["output"], doc["tests"][4]["output"]
-        self.assertIn(">>> group_heads(4, 2)", hidden_failure)          # the call, to paste
-        self.assertNotIn("--case", hidden_failure)                       # no handout can repeat it
+        self.assertNotIn("group_heads(4, 2)", hidden_failure)           # a hidden case's call: withheld
+        self.assertIn("case 15", hidden_failure)
+        self.assertNotIn("--case", hidden_failure)
         self.assertIn("python grader.py --only fold_kv_mean --case 2 --show", public_failure)   # no seed
-        self.assertIn("public one", doc["tests"][5]["output"])
         self.assertTrue(all(t["output_format"] == "md" for t in doc["tests"]))
 
-    def test_a_result_without_the_split_counts_every_case_as_public(self):
-        _, tests = self.graded(step_result(3, "kv_head", "failed", case=4, message="no"),
-                                 step_result(6, "repeat_kv", "passed"))
-        self.assertEqual(tests, [("step 3: kv_head", 0.0, 4.0, None), ("step 6: repeat_kv", 1.0, 1.0, None)])
+    def test_all_or_nothing_gives_a_step_its_points_only_when_every_hidden_case_passes(self):
+        doc, tests = self.graded(*self.RESULTS, all_or_nothing=True)
+        self.assertEqual([score for _, score, _, _ in tests[1::2]], [4.0, 0.0, 0.0, 1.0])
 
     def test_a_submission_without_gqa_py_lists_what_was_submitted_and_what_to_rename(self):
         folder = tempfile.mkdtemp()
@@ -394,10 +397,15 @@ class Gradebook(unittest.TestCase):
                                         "dave.zip", "erin", "frank.py", "gina", "hank.py"])
         seed = re.search(r"seed (\d+) \(drawn now\)", stderr).group(1)
         got = {k: (r["student"], r["score"], r["status"]) for k, r in rows.items()}
+        # bob's strided kv_head (i % g) is right where g is 1 or h, and nowhere else: with
+        # --cases 0 his points for it are the share of its public cases at such a pair.
+        pairs = checks.ALL_HG + [checks.draw_hg(k, checks.Draw(f"kv_head:0:{k}"))
+                                 for k in range(len(checks.ALL_HG), len(checks.ALL_HG) + checks.PUBLIC_CASES)]
+        share = round(sum(g in (1, h) for h, g in pairs) / len(pairs), 4)
         self.assertEqual({k: got[k] for k in ("alice.py", "bob.py", "carol-repo")},
-                         {"alice.py": ("s001", "3", "passed"), "bob.py": ("bob", "2", "failed"),
+                         {"alice.py": ("s001", "3", "passed"), "bob.py": ("bob", f"{2 + share:g}", "failed"),
                           "carol-repo": ("carol-repo", "3", "passed")})
-        self.assertEqual((rows["bob.py"]["3 kv_head"], rows["bob.py"]["1 valid_g"]), ("0", "1"))
+        self.assertEqual((rows["bob.py"]["3 kv_head"], rows["bob.py"]["1 valid_g"]), (f"{share:g}", "1"))
         self.assertEqual([rows["alice.py"]["sha256"], rows["bob.py"]["sha256"]], data["sha256"])
         self.assertEqual(rows["alice.py"]["seed"], seed)
         self.assertEqual(data["sha256"], [hashlib.sha256(SOURCE.encode()).hexdigest(),

@@ -489,7 +489,7 @@ class FromAStudentsModule(unittest.TestCase):
             raise NotImplementedError
         part = self.body(kv_head)
         self.assertEqual(part.figures, ())
-        self.assertIn("*Figure not drawn: `kv_head` is not implemented yet.*", part.body)
+        self.assertIn("*Figure not drawn: needs step 3, kv_head: not implemented yet.*", part.body)
         self.assertNotIn("![", part.body)
 
     def test_out_of_range(self):

@@ -56,7 +56,15 @@ CAUSAL_ONE = ("single_head_attention", "grouped_attention", "attention_multiplie
               "grouped_attention_backward")                 # given causal=1
 CAUSAL_NONE = ("attention", "layer", "block_multiplies", "layer_backward")     # given causal=None
 
-# (name, the step that must fail, text in gqa.py, its replacement)
+class Robust:
+    """A mutant that breaks a rule of robustness: the part that must fail, for each of
+    the lesson steps named (graded with it), while those lesson steps pass."""
+
+    def __init__(self, part, *subjects):
+        self.part, self.subjects = part, subjects
+
+
+# (name, the step that must fail (or a Robust), text in gqa.py, its replacement)
 MUTANTS = [
     ("strided grouping (i % g)", "kv_head",
      "return query_head // group", "return query_head % g"),
@@ -77,7 +85,7 @@ MUTANTS = [
      "scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp\n    rows = []",
      "scale, exp = 1.0, math.exp\n    rows = []"),
     ("softmax over the wrong axis", "single_head_attention", "_attend", WRONG_AXIS_ATTEND),
-    ("a softmax without its max subtracted", "single_head_attention",
+    ("a softmax without its max subtracted", Robust("extremes", "single_head_attention"),
      "top = max(s)                                       # subtracted: exp cannot overflow",
      "top = 0.0"),
     ("a causal mask off by one", "single_head_attention",
@@ -137,9 +145,9 @@ MUTANTS = [
      "a = math.sqrt(3.0 / fan_in)", "a = math.sqrt(1.0 / fan_in)"),
     ("init_weights accepting h = 0", "init_weights",
      '_check_int("init_weights", name, value, low=1)', '_check_int("init_weights", name, value, low=0)'),
-    ("a mean fold that overflows for two values of 1e308", "fold_kv_mean",
+    ("a mean fold that overflows for two values of 1e308", Robust("extremes", "fold_kv_mean"),
      "if (mean == _INF or mean == -_INF) and all(abs(x) <= _FLOAT_MAX for x in vals):", "if False:"),
-    ("ragged rows not refused", "single_head_attention",
+    ("ragged rows not refused", Robust("refusals", "single_head_attention"),
      "if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):",
      "if widths is None or (cols is not None and widths - {cols}):"),
     ("repeat_kv accepting an h that g does not divide", "repeat_kv",
@@ -149,14 +157,15 @@ MUTANTS = [
     ("prepare_weights folding the caller's Weights in place", "prepare_weights",
      "    return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))\n",
      "    weights.w_k[:], weights.w_v[:] = fold(weights.w_k), fold(weights.w_v)\n    return weights\n"),
-    ("output_difference squaring unscaled values (nan for 1e200, 0 for 1e-200)", "output_difference",
+    ("output_difference squaring unscaled values (nan for 1e200, 0 for 1e-200)",
+     Robust("extremes", "output_difference"),
      "sa, sb = max(map(abs, fa), default=0.0), max(map(abs, fb), default=0.0)",
      "sa, sb = 1.0 if fa else 0.0, 1.0 if fb else 0.0"),
-    ("output_difference letting a NaN through as a max_abs of 0.0", "output_difference",
+    ("output_difference letting a NaN through as a max_abs of 0.0", Robust("extremes", "output_difference"),
      "if any(map(math.isnan, fa)) or any(map(math.isnan, fb)):", "if False:"),
     ("output_difference returning None", "output_difference",
      "    return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)\n", "    return None\n"),
-    ("kv_cache_elements accepting kv_heads = 0", "kv_cache_elements",
+    ("kv_cache_elements accepting kv_heads = 0", Robust("refusals", "kv_cache_elements"),
      '_check_int(func, "kv_heads", kv_heads, low=1)', '_check_int(func, "kv_heads", kv_heads, low=0)'),
     ("a nested count_multiplies that adds nothing to the outer tally", "count_multiplies",
      "setattr(outer, name, getattr(outer, name) + getattr(tally, name))", "pass"),
@@ -164,27 +173,27 @@ MUTANTS = [
      '"""Return the number of positions held."""\n        return self._length',
      '"""Return the number of positions held."""\n        return len(self.k[0]) // self.d'),
     # Refusals the docstrings state: each accepted by one mutant.
-    ("single_head_attention accepting q and k of two head dims", "single_head_attention",
+    ("single_head_attention accepting q and k of two head dims", Robust("refusals", "single_head_attention"),
      "if q and dk != d:", "if False:"),
-    ("attention accepting k and v with g heads", "attention", "if len(k) != h:", "if False:"),
-    ("grouped_attention accepting k and v of two head counts", "grouped_attention",
+    ("attention accepting k and v with g heads", Robust("refusals", "attention"), "if len(k) != h:", "if False:"),
+    ("grouped_attention accepting k and v of two head counts", Robust("refusals", "grouped_attention"),
      "if len(k) != len(v):", "if False:"),
-    ("fold_weights accepting w_k with neither h nor g heads", "fold_weights",
+    ("fold_weights accepting w_k with neither h nor g heads", Robust("refusals", "fold_weights"),
      "if heads not in (h, g):", "if False:"),
-    ("layer accepting weights prepared for another g", "layer", "if weights.g != g:", "if False:"),
-    ("output_difference accepting four levels", "output_difference", "if len(where) == 3:", "if False:"),
-    ("kv_cache_elements accepting a negative count", "kv_cache_elements",
+    ("layer accepting weights prepared for another g", Robust("refusals", "layer"), "if weights.g != g:", "if False:"),
+    ("output_difference accepting four levels", Robust("refusals", "output_difference"), "if len(where) == 3:", "if False:"),
+    ("kv_cache_elements accepting a negative count", Robust("refusals", "kv_cache_elements"),
      '_check_int(func, "layers", layers)', '_check_int(func, "layers", layers, low=None)'),
-    ("a KVCache of d = 0", "KVCache", '_check_int("KVCache", "d", d, low=1, high=MAX_ALLOCATION)',
+    ("a KVCache of d = 0", Robust("refusals", "KVCache"), '_check_int("KVCache", "d", d, low=1, high=MAX_ALLOCATION)',
      '_check_int("KVCache", "d", d, low=0, high=MAX_ALLOCATION)'),
-    ("decode_step with a cache made for another g", "decode_step",
+    ("decode_step with a cache made for another g", Robust("refusals", "decode_step"),
      "if cache.g != g:", "if False:"),
     # Promises the docstrings state: edges, zero counts, row types, refusal messages.
-    ("a softmax that gives NaN for an infinite score", "single_head_attention",
+    ("a softmax that gives NaN for an infinite score", Robust("extremes", "single_head_attention"),
      "        if top == _INF and all(map(eq, s, s)):", "        if False:"),
-    ("a softmax where an infinite score hides a NaN one", "single_head_attention",
+    ("a softmax where an infinite score hides a NaN one", Robust("extremes", "single_head_attention"),
      "if top == _INF and all(map(eq, s, s)):", "if top == _INF:"),
-    ("a softmax that drops NaN scores as -inf", "single_head_attention",
+    ("a softmax that drops NaN scores as -inf", Robust("extremes", "single_head_attention"),
      "        top = max(s)                                       # subtracted: exp cannot overflow",
      "        s = [-_INF if x != x else x for x in s]\n        top = max(s)"),
     ("cache_table dividing by zero for layers = 0", "cache_table",
@@ -195,21 +204,21 @@ MUTANTS = [
      "ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0",
      "ratio = (cache_reads + weight_reads) / multiplies"),
     ("rows that must be lists (tuples and array('d') refused)",
-     ("fold_kv_mean", "single_head_attention", "grouped_attention", "layer"),
+     Robust("extremes", "fold_kv_mean", "single_head_attention", "grouped_attention", "layer"),
      '    _check_list(func, what, mat, "a list of rows")\n',
      '    _check_list(func, what, mat, "a list of rows")\n    if set(map(type, mat)) - {list}:\n'
      '        raise TypeError(f"{func}: {what} rows must be lists")\n'),
-    ("output_difference refusing tuple and array('d') rows", "output_difference",
+    ("output_difference refusing tuple and array('d') rows", Robust("extremes", "output_difference"),
      "    sequences = (list, tuple, array)\n    fa, fb", "    sequences = (list,)\n    fa, fb"),
-    ("fold_weights keeping the input's tuple rows", "fold_weights",
+    ("fold_weights keeping the input's tuple rows", Robust("extremes", "fold_weights"),
      "_lists(t)            # tuple or array rows: lists", "list(t)            # tuple or array rows: lists"),
     ("prepare_weights holding lists where it promises tuples", "prepare_weights",
      "return cols if once else tuple(cols)", "return cols if once else list(cols)"),
-    ("a refusal whose message does not name its function", "kv_head",
+    ("a refusal whose message does not name its function", Robust("refusals", "kv_head"),
      'raise GQAError(f"kv_head: query_head must be in', 'raise GQAError(f"query_head must be in'),
-    ("kv_head's out-of-range refusal without the query head at fault", "kv_head",
+    ("kv_head's out-of-range refusal without the query head at fault", Robust("refusals", "kv_head"),
      'f"got query_head={query_head}")', 'f"got a larger one")'),
-    ("a decode_step that appends to the cache before refusing", "decode_step",
+    ("a decode_step that appends to the cache before refusing", Robust("refusals", "decode_step"),
      '    if len(x_t) != w.d_model:\n        raise GQAError(f"decode_step: x_t has',
      '    if len(x_t) != w.d_model:\n        cache._write([[0.0] * w.d] * g, [[0.0] * w.d] * g)\n'
      '        raise GQAError(f"decode_step: x_t has'),
@@ -222,10 +231,10 @@ MUTANTS = [
     ("the weighted sum tallied with d instead of d_v", "count_multiplies",
      "_tally.weighted_sum += seen * len(v_cols)", "_tally.weighted_sum += seen * len(qi)"),
     # The rules of types (TypeError, naming the function), and valid_g's refusal below 0.
-    ("valid_g accepting True and 8.0 (h = int(h))", "valid_g",
+    ("valid_g accepting True and 8.0 (h = int(h))", Robust("types", "valid_g"),
      '    _check_int("valid_g", "h", h, low=1)\n',
      '    h = int(h)\n    if h < 1:\n        raise GQAError(f"valid_g: h must be positive; got h={h}")\n'),
-    ("valid_g accepting 8.0 (bools refused, then h = int(h))", "valid_g",
+    ("valid_g accepting 8.0 (bools refused, then h = int(h))", Robust("types", "valid_g"),
      '    _check_int("valid_g", "h", h, low=1)\n',
      '    if isinstance(h, bool):\n        raise TypeError(f"valid_g: h must be an int, not bool")\n'
      '    h = int(h)\n    if h < 1:\n        raise GQAError(f"valid_g: h must be positive; got h={h}")\n'),
@@ -233,24 +242,26 @@ MUTANTS = [
      '    _check_int("valid_g", "h", h, low=1)\n',
      '    _check_int("valid_g", "h", h, low=None)\n    if h == 0:\n'
      '        raise GQAError("valid_g: h must be positive; got h=0")\n    if h < 0:\n        return []\n'),
-    ("every size made an int with int() (True and 8.0 accepted)", TYPED_SIZES,
+    ("every size made an int with int() (True and 8.0 accepted)", Robust("types", *TYPED_SIZES),
      "    if isinstance(value, bool) or not isinstance(value, int):\n        raise TypeError(",
      "    value = int(value)\n    if False:\n        raise TypeError("),
-    ("a causal flag checked with `in (True, False)` (1 accepted)", CAUSAL_ONE,
+    ("a causal flag checked with `in (True, False)` (1 accepted)", Robust("types", *CAUSAL_ONE),
      "    if not isinstance(causal, bool):\n", "    if causal not in (True, False):\n"),
-    ("a causal flag made bool(causal) (None accepted)", CAUSAL_NONE,
+    ("a causal flag made bool(causal) (None accepted)", Robust("types", *CAUSAL_NONE),
      "    if not isinstance(causal, bool):\n", "    causal = bool(causal)\n    if False:\n"),
-    ("values never checked for their type (a tensor of strs accepted)", TYPED_DATA,
+    ("values never checked for their type (a tensor of strs accepted)", Robust("types", *TYPED_DATA),
      "    if not kinds <= _NUMBERS:\n", "    if False:\n"),
-    ("output_difference accepting values that are not numbers", "output_difference",
+    ("output_difference accepting values that are not numbers", Robust("types", "output_difference"),
      "                if type(value) not in _NUMBERS:\n", "                if False:\n"),
-    ("sizes refused only when bool or float (a str reaches Python's own TypeError)", TYPED_SIZES,
+    ("sizes refused only when bool or float (a str reaches Python's own TypeError)",
+     Robust("types", *TYPED_SIZES),
      "    if isinstance(value, bool) or not isinstance(value, int):\n        raise TypeError(",
      "    if isinstance(value, (bool, float)):\n        raise TypeError("),
     ("values refused only when str or None (a bool accepted as a number)",
-     ("fold_kv_mean", "repeat_kv", "single_head_attention"),
+     Robust("types", "fold_kv_mean", "repeat_kv", "single_head_attention"),
      "    if not kinds <= _NUMBERS:\n", "    if str in kinds or type(None) in kinds:\n"),
-    ("a causal flag refused only when None or an int (a str accepted)", CAUSAL_ONE + CAUSAL_NONE,
+    ("a causal flag refused only when None or an int (a str accepted)",
+     Robust("types", *(CAUSAL_ONE + CAUSAL_NONE)),
      "    if not isinstance(causal, bool):\n", "    if causal is None or type(causal) is int:\n"),
 ]
 
@@ -258,6 +269,30 @@ MUTANTS = [
 def steps_of(step):
     """The steps a mutant must fail: one name, or a tuple of them."""
     return (step,) if isinstance(step, str) else tuple(step)
+
+
+def mutant_jobs(step, source):
+    """(source, options) to grade a mutant with: its step; for a Robust one, its part with
+    each of the lesson steps it names, one job each."""
+    if isinstance(step, Robust):
+        return [(source, {"only": [step.part, name], "cases": 1}) for name in step.subjects]
+    return [(source, {"only": list(steps_of(step)), "cases": 1})]
+
+
+def result_of(results, step):
+    """The result that must fail of a mutant's results: its step's, or its Robust part's
+    (for the first lesson step it names)."""
+    if isinstance(step, Robust):
+        return results[step.subjects[0]][step.part]
+    return results[step]
+
+
+def regroup(step, graded):
+    """The results of mutant_jobs(step, ...): the one job's; for a Robust mutant, by lesson
+    step {name: that job's results}."""
+    if isinstance(step, Robust):
+        return dict(zip(step.subjects, graded))
+    return graded[0]
 
 # Mutants whose --show output, pasted into python beside them, must repeat their failure.
 SHOWN = ["strided grouping (i % g)", "repeat_kv accepting an h that g does not divide",
@@ -432,7 +467,8 @@ class Mutants(unittest.TestCase):
         variants of gqa.py); shared by the tests, and CommandLine's pastes."""
         wrong = mutate("return query_head // group", "return query_head // group if (h, g) != (14, 7) "
                        "else 0")
-        jobs = ([(mutate(old, new), {"only": list(steps_of(step)), "cases": 1}) for _, step, old, new in MUTANTS]
+        mutant = [mutant_jobs(step, mutate(old, new)) for _, step, old, new in MUTANTS]
+        jobs = ([job for jobs in mutant for job in jobs]
                 + [(SOURCE, {"cases": 0, "only": ["kv_cache_elements", "output_difference"]})]
                 + [(wrong, {"seed": seed, "cases": 0, "only": ["kv_head"]}) for seed in (1, 2, 3)])
         # A size of the wrong type raising a TypeError subclass (passes), or GQAError (fails).
@@ -440,11 +476,15 @@ class Mutants(unittest.TestCase):
                           f'raise {error}(f"{{func}}: {{name}} must be an int, "') + extra
                    for error, extra in (("_SizeError", "\n\nclass _SizeError(TypeError):\n    pass\n"),
                                         ("GQAError", ""))]
-        jobs += [(source, {"cases": 0, "only": ["valid_g"]}) for source in raising]
+        jobs += [(source, {"cases": 0, "only": ["valid_g", "types"]}) for source in raising]
         graded = grade_trusted(jobs)
-        return {"mutants": graded[:len(MUTANTS)], "systematic": graded[len(MUTANTS)],
-                "one_pair": graded[len(MUTANTS) + 1:len(MUTANTS) + 4],
-                "subclass": graded[len(MUTANTS) + 4], "gqa_error_for_type": graded[len(MUTANTS) + 5]}
+        mutants, at = [], 0
+        for (_, step, _, _), made in zip(MUTANTS, mutant):
+            mutants.append(regroup(step, graded[at:at + len(made)]))
+            at += len(made)
+        graded = graded[at:]
+        return {"mutants": mutants, "systematic": graded[0], "one_pair": graded[1:4],
+                "subclass": graded[4], "gqa_error_for_type": graded[5]}
 
     def test_every_mutant_fails_the_step_that_ought_to_catch_it(self):
         # Each mutant is graded by the one step that should catch it: the
@@ -453,6 +493,14 @@ class Mutants(unittest.TestCase):
         mutants = early(self.graded)["mutants"]
         self.assertEqual(len(mutants), len(MUTANTS))
         for (name, step, old, new), results in zip(MUTANTS, mutants):
+            if isinstance(step, Robust):                # the part fails; the lesson step passes
+                for subject in step.subjects:
+                    with self.subTest(mutant=name, part=step.part, step=subject):
+                        self.assertEqual(results[subject][step.part]["status"], "failed",
+                                         f"{name}: {step.part} passed for {subject}")
+                        self.assertEqual(results[subject][subject]["status"], "passed",
+                                         f"{name}: lesson step {subject} failed")
+                continue
             for step in steps_of(step):
                 with self.subTest(mutant=name, step=step):
                     self.assertIn(step, checks.check_names())
@@ -467,7 +515,7 @@ class Mutants(unittest.TestCase):
         message = graded["init_weights drawing w_k before w_q"]["init_weights"]["message"]
         self.assertRegex(message, r"first difference at w_[qk]\[0\]\[0\]\[0\]: expected")
         # Only the sizes the function takes (fold_weights has no n).
-        message = graded["fold_weights keeping the input's tuple rows"]["fold_weights"]["message"]
+        message = graded["fold_weights keeping the input's tuple rows"]["fold_weights"]["extremes"]["message"]
         self.assertRegex(message, r"^case h=\d+, g=\d+, d=\d+, d_model=\d+, tuple rows: ")
         self.assertIn("first difference at w_q[0][0]: expected a list of", message)
         # A part of a result is not called: it must be a record, not return one.
@@ -490,7 +538,9 @@ class Mutants(unittest.TestCase):
         graded = {name: results for (name, *_), results in zip(MUTANTS, early(self.graded)["mutants"])}
 
         def message(mutant, step):
-            return graded[mutant][step]["message"]
+            kind = next(m[1] for m in MUTANTS if m[0] == mutant)
+            results = graded[mutant][step]
+            return results[kind.part]["message"] if isinstance(kind, Robust) else results["message"]
         self.assertEqual(message("valid_g accepting True and 8.0 (h = int(h))", "valid_g"),
                          "valid_g(True) returned [1] instead of raising TypeError (a size is an int, "
                          "and a bool is not one)")
@@ -519,7 +569,7 @@ class Mutants(unittest.TestCase):
                                                         r"of ints and floats\)|\), which does not name the "
                                                         r"function, [\w.]+ \(a TypeError's message names)")
 
-    CHOSEN = (8, 40, len(MUTANTS) - 1)
+    CHOSEN = (0, 8, 21)                                 # lesson mutants, each graded by one step
 
     @staticmethod
     def alone():
@@ -568,8 +618,9 @@ class Mutants(unittest.TestCase):
 
     def test_a_wrong_type_raises_a_typeerror_or_a_subclass_never_gqaerror(self):
         graded = early(self.graded)
-        self.assertEqual(graded["subclass"]["valid_g"]["status"], "passed")
-        result = graded["gqa_error_for_type"]["valid_g"]
+        self.assertEqual(graded["subclass"]["types"]["status"], "passed")
+        self.assertEqual(graded["gqa_error_for_type"]["valid_g"]["status"], "passed")   # the lesson
+        result = graded["gqa_error_for_type"]["types"]
         self.assertEqual(result["status"], "failed")
         self.assertEqual(result["message"].splitlines()[0],
                          "valid_g(True) raised GQAError: valid_g: h must be an int, not bool (True), not "
@@ -704,7 +755,8 @@ class CommandLine(unittest.TestCase):
                                        "--json")
         runs["json"] = [run_main("--seed", "5", "--json", "--only", "kv_head,layer", "--cases", "1")
                         for _ in range(2)]
-        runs["typed"] = run_main("--seed", "1", "--only", "decode_step", "--case", "0", "--show", "--json")
+        case = [st for st in grading.ALL_STEPS if st.name == "types"][0].subjects.index("decode_step")
+        runs["typed"] = run_main("--seed", "1", "--only", "types", "--case", str(case), "--show", "--json")
         runs["quiet"] = run_main("-q", "--seed", "1", "--cases", "0", "--only", "valid_g,kv_head")
         runs["by number"] = run_main("-q", "--seed", "1", "--cases", "0", "--only", "3,1", "--json")
         return runs
@@ -718,7 +770,7 @@ class CommandLine(unittest.TestCase):
         self.assertRegex(first, rf"^grading ./gqa.py \(grader {grading.GRADER_VERSION}; the public cases: "
                                 rf"the systematic ones and {grading.PUBLIC_CASES} random ones per step, "
                                 rf"then 1 hidden one from seed (\d+);.* repeat with: python grader.py "
-                                rf"--seed \1 --only valid_g --cases 1\)$")   # the steps it graded
+                                rf"--seed \1 --steps valid_g --cases 1\)$")   # the steps it graded
         self.assertEqual(run.stdout.splitlines()[-1], "1 passed, 0 failed")
 
     def test_a_failure_shows_the_case_and_the_command_for_that_case(self):
@@ -748,7 +800,7 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(step["show"], f"from gqa import *\nmethod_name(1, {bad})\n")
 
     def test_a_whole_case_pasted_runs_past_its_typeerror_refusals(self):
-        # Case 0's transcript (--case 0 --show) holds the calls of the wrong types, each
+        # The types part's case of decode_step (--case K --show) holds the calls of the wrong types, each
         # refused call but the last inside try/except TypeError: pasted, it runs to the end.
         run = Run(*early(self.runs)["typed"])
         text = json.loads(run.stdout)["steps"][0]["show"]
@@ -764,7 +816,7 @@ class CommandLine(unittest.TestCase):
         the real gqa.py: [(text, what it showed beside its mutant, beside gqa.py)]."""
         graded = {m[0]: results for m, results in zip(MUTANTS, early(Mutants.graded)["mutants"])}
         chosen = [m for m in MUTANTS if m[0] in SHOWN]
-        texts = [graded[name][step]["show"] for name, step, _, _ in chosen]
+        texts = [result_of(graded[name], step)["show"] for name, step, _, _ in chosen]
         shown = paste([([text], mutate(old, new)) for (_, _, old, new), text in zip(chosen, texts)]
                       + [(texts, SOURCE)])
         return [[text, wrong, right] for text, (wrong,), right in zip(texts, shown[:-1], shown[-1])]
@@ -779,13 +831,13 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(len(pasted), len(chosen))
         for (name, step, _, _), (text, wrong, right) in zip(chosen, pasted):
             with self.subTest(mutant=name):
-                self.assertEqual(graded[name][step]["status"], "failed")
-                self.assertEqual(text, graded[name][step]["show"])
+                self.assertEqual(result_of(graded[name], step)["status"], "failed")
+                self.assertEqual(text, result_of(graded[name], step)["show"])
                 self.assertTrue(text.startswith("from gqa import *\n"), text)
                 self.assertNotIn("...", text)
                 compile(text.replace("\n\n", "\n"), "shown", "exec")       # whole Python, never cut
                 if name in SHOWN_TYPES:                            # the real module's own refusal
-                    self.assertRegex(right[1], rf"\nTypeError: {step}: \w+ must be an int, not bool "
+                    self.assertRegex(right[1], rf"\nTypeError: {step.subjects[0]}: \w+ must be an int, not bool "
                                                rf"\(True\)\n$")
                 else:
                     self.assertNotRegex(right[1], r"\b(Syntax|Name|Type|Attribute|Index)Error",
@@ -806,19 +858,21 @@ class CommandLine(unittest.TestCase):
         run, again = (Run(*r) for r in early(self.runs)["json"])
         self.assertEqual(run.returncode, 0)
         data = json.loads(run.stdout)
-        self.assertEqual((data["score"], data["grader"]), (1.0, grading.GRADER_VERSION))
+        self.assertEqual((data["score"], data["max_score"], data["grader"]),
+                         (float(len(data["steps"])), float(len(data["steps"])), grading.GRADER_VERSION))
         self.assertEqual([s["name"] for s in data["steps"]], ["kv_head", "layer"])
         self.assertEqual(json.loads(again.stdout), data)
 
     def test_list_quiet_and_usage_errors(self):
         listed = main_run("--list")
-        self.assertEqual([line.split()[2] for line in listed.stdout.splitlines()], checks.check_names())
+        self.assertEqual([line.split()[2] for line in listed.stdout.splitlines()],
+                         checks.check_names() + ["types", "refusals", "extremes"])
         quiet = Run(*early(self.runs)["quiet"])
         self.assertEqual(quiet.stdout.strip().splitlines()[-1], "2 passed, 0 failed")
         by_number = Run(*early(self.runs)["by number"])
         self.assertEqual([s["name"] for s in json.loads(by_number.stdout)["steps"]], ["valid_g", "kv_head"])
         self.assertIn(f"0 to {grading.MAX_CASES:,}", " ".join(main_run("--help").stdout.split()))
-        for bad in (["--only", "nope"], ["--only", ","], ["--only", ""], ["--cases", "-1"], ["--only", "26"],
+        for bad in (["--only", "nope"], ["--only", ","], ["--only", ""], ["--cases", "-1"], ["--only", "29"],
                     ["--cases", str(grading.MAX_CASES + 1)],
                     ["--seed", "x"], ["--case", "3"], ["--timeout", "0"]):
             run = main_run(*bad)
@@ -869,13 +923,14 @@ class Starter(unittest.TestCase):
         self.assertEqual(written.returncode, 0, written.stderr)
         self.assertEqual(graded.returncode, 1)
         lines = graded.stdout.splitlines()
-        self.assertEqual(len(lines), 1 + len(checks.STEPS) + 2 + 2)    # two notes, no failure blocks
+        self.assertEqual(len(lines), 1 + len(checks.STEPS) + 2 + 3)    # two notes, no failure blocks
         self.assertRegex(graded.stdout, r"step 22  ----  decode_step +not started .*\n +needs step 21, "
                          r"KVCache: not started\n")
         self.assertRegex(graded.stdout, r"step  4  ----  group_heads +not started")
         self.assertRegex(graded.stdout, r"step 20  ----  count_multiplies +not started .*\n +step 20, "
                          r"count_multiplies, means changing steps 7, 9, 13 and 22 to count")
-        self.assertEqual(lines[-2], f"0 of {len(checks.STEPS)} steps done; next: step 1, valid_g")
+        self.assertEqual(lines[-3], f"0 of {len(checks.STEPS)} steps done; next: step 1, valid_g")
+        self.assertEqual(lines[-1], f"0 passed, 0 failed, {len(checks.STEPS)} not started")
         self.assertEqual(again.returncode, 2)                       # never overwrites
         self.assertIn("exists already", again.stderr)
 
@@ -973,5 +1028,5 @@ class OnlyOnce(unittest.TestCase):
     def test_a_step_by_number_and_by_name_is_one_step(self):
         from gqa_grader import cli
         args = cli.parse_args(["--only", "3,kv_head,1", "--seed", "1"])
-        self.assertEqual(args.only, ["kv_head", "valid_g"])
-        self.assertIn("--only kv_head,valid_g", grading.reproduce(args))
+        self.assertEqual(args.only, ["valid_g", "kv_head"])              # in the lab's order
+        self.assertIn("--steps 3,kv_head,1", grading.reproduce(args))     # as it was given

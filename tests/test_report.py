@@ -390,8 +390,17 @@ class FromAnotherModule(unittest.TestCase):
         ours = gqa_report.build_report(SMALL, gqa_report.measure(SMALL))
         self.assertIn(f"--module {path}", text.splitlines()[2])
         # Every section, the training of section 8 included (on the module's own steps, in
-        # the worker, with the recipe this process has: the tiny one of this file).
-        self.assertEqual(text.split("## 1.")[1], ours.split("## 1.")[1])
+        # the worker, with the recipe this process has: the tiny one of this file), but
+        # what a student's report has of its own: section 5 begins with `attention` on
+        # random q, k, v, and section 9 is the student's to write.
+        for n in (1, 2, 3, 4, 6, 7, 8):
+            self.assertEqual(text.split(f"\n## {n}. ")[1].split("\n## ")[0],
+                             ours.split(f"\n## {n}. ")[1].split("\n## ")[0], n)
+        five = text.split("\n## 5. ")[1].split("\n## ")[0]
+        self.assertIn("`attention(q, k, v, g)` against the MHA output", five)
+        self.assertTrue(five.endswith(ours.split("\n## 5. The output: it changes\n\n")[1].split("\n## ")[0]))
+        self.assertIn("\n## 9. Your write-up", text)
+        self.assertNotIn("How to read this", text)
 
     def test_section_8_names_the_steps_that_do_not_pass_and_trains_nothing(self):
         with open(gqa.__file__, encoding="utf-8") as f:
@@ -419,10 +428,11 @@ class FromAnotherModule(unittest.TestCase):
         one = text.split("## 1.")[1].split("\n## ")[0]
         for g, name in ((1, "MQA"), (2, "GQA"), (3, "GQA"), (6, "MHA")):      # steps 1 and 2
             self.assertIn(f"| {name}    | {g:>12} | {6 // g:>6} | —", one)
-        self.assertIn("*Not shown: `group_heads` is not implemented yet.*", one)
+        self.assertIn("*Not shown: needs step 4, group_heads: not implemented yet.*", one)
         self.assertIn("*Not computed from", text.split("## 2.")[1])
-        self.assertIn("`cache_table` is not implemented yet", text.split("## 2.")[1])
-        self.assertEqual(text.count("*Not computed from"), 8)              # sections 2 to 9
+        self.assertIn("needs step 18, cache_table: not implemented yet", text.split("## 2.")[1])
+        self.assertEqual(text.count("*Not computed from"), 7)              # sections 2 to 8
+        self.assertIn("*(your answer)*", text.split("## 9.")[1])          # 9: the student's to write
 
     def test_a_module_that_cannot_be_imported_is_a_usage_error(self):
         for source, why in (("def f(:\n", "syntax error, line 1"), ("raise ValueError('no')\n", "ValueError: no")):

@@ -596,7 +596,8 @@ class Stalls(unittest.TestCase):
         # valid_g's 17 calls take 1.7 s: the budget of 1 s ends within them.
         self.assertEqual(results["valid_g"]["message"], sandbox.BUDGET_NOTE + " (--budget 1 s)")
         self.assertEqual(results["kv_head"]["message"], sandbox.BUDGET_NOTE + " (--budget 1 s)")
-        self.assertEqual(results["kv_head"]["cases"], 0)
+        self.assertEqual(results["kv_head"]["cases_passed"], 0)         # its cases count, none passed
+        self.assertEqual(results["kv_head"]["cases"], grading.public_end(checks.STEPS[2]))
 
     def test_a_worker_that_stops_reading_cannot_block_the_grader(self):
         err = self.done["not reading"]["raised"]
@@ -663,12 +664,18 @@ class Folder(unittest.TestCase):
 
     def test_gradescope_format_and_weights(self):
         data = one_document(self, as_run(early(self.runs)["gradescope"]))
-        self.assertEqual(data["score"], 2.0)
+        # The points come from the hidden case alone (--cases 1): strided grouping (i % g) is
+        # right there only when its (h, g), drawn as the check draws it, has g = 1 or g = h.
+        first = grading.public_end(checks.STEPS[2])
+        h, g = checks.draw_hg(first, checks.Draw(f"kv_head:1:{first}", True), wide=True)
+        kv = 3.0 if g in (1, h) else 0.0
+        self.assertEqual(data["score"], kv + 2.0)
+        feedback = " (public cases: feedback, no points)"
         self.assertEqual([(t["name"], t["score"], t["max_score"], t["status"]) for t in data["tests"]],
-                         [("step 3: kv_head", 0.0, 1.5, "failed"),          # a step's points: half for
-                          ("step 3: kv_head (hidden cases)", 0.0, 1.5, "failed"),   # its public cases,
-                          ("step 13: layer", 1.0, 1.0, "passed"),           # half for its hidden ones
-                          ("step 13: layer (hidden cases)", 1.0, 1.0, "passed")])
+                         [("step 3: kv_head" + feedback, 0.0, 0.0, "failed"),   # feedback, worth nothing
+                          ("step 3: kv_head", kv, 3.0, "passed" if kv else "failed"),   # the points
+                          ("step 13: layer" + feedback, 0.0, 0.0, "passed"),
+                          ("step 13: layer", 2.0, 2.0, "passed")])
         if not ROOT_POSIX:
             self.assertTrue(data["output"].startswith("partly sealed:"))
 
@@ -739,7 +746,8 @@ class Autograder(unittest.TestCase):
         self.assertEqual(results["score"], 0.0)
         self.assertEqual(len(results["tests"]), 2 * len(checks.STEPS))      # public, hidden
         points = {x["name"]: x["max_score"] for x in results["tests"]}
-        self.assertEqual((points["step 3: kv_head"], points["step 3: kv_head (hidden cases)"]), (1.0, 1.0))
+        self.assertEqual((points["step 3: kv_head (public cases: feedback, no points)"],
+                          points["step 3: kv_head"]), (0.0, 2.0))
         self.assertNotIn("output", results)                                   # fully sealed
 
 
@@ -1276,7 +1284,7 @@ class OneDocument(unittest.TestCase):
         finally:
             shutil.rmtree(folder)
         self.assertEqual([run.returncode for run in runs], [0, 0, 0, 2])
-        self.assertEqual([s["name"] for s in docs[0]["steps"]], checks.check_names())
+        self.assertEqual([s["name"] for s in docs[0]["steps"]], checks.check_names() + ["types", "refusals", "extremes"])
         self.assertEqual(docs[1]["starter"], os.path.join(folder, "gqa.py"))
         self.assertEqual(docs[2]["autograder"], os.path.join(folder, "autograder.zip"))
         self.assertIn("cannot write the starter", docs[3]["error"])

@@ -1,0 +1,228 @@
+"""Robustness: gqa.py's rules beyond the lesson, graded apart, and only when asked.
+
+A lesson step grades what the handout teaches: the values, the shapes, MHA to the
+last bit at g = h, arguments left unchanged, and GQAError for a g that does not
+divide h (or h < 1); a refusal's wording is advice there.  The shipped gqa.py keeps
+more rules than that (the REPL and the tools rely on them), and these three parts
+grade them, a kind at a time, a case per function of the lesson:
+
+    types       TypeError, naming the function, for an argument of the wrong type
+    refusals    GQAError for every other rule a docstring states, and every refusal's
+                message naming the function and the numbers at fault
+    extremes    rows as tuples and array('d'); values near the float range's ends;
+                inf and NaN
+
+Each case runs once with the public seed, once with the run's (the extremes scale
+their values by a draw, so a hidden case's answer is not a public one).  A part's
+failures never fail a lesson step; `--steps robustness` (or `all,robustness`) asks for
+them, covering the functions of the lesson steps graded with them.
+"""
+
+from .checks import (ALL_HG, DIFFERENCE_EXTREMES, DIFFERENCE_FIELDS, SINGLE_EXTREMES, STEPS,
+                     WEIGHT_FIELDS, bad_g, draw_heads, draw_hg, draw_sizes, fields_of, ragged,
+                     robustness)
+from .answers import (ref_fold_kv_mean, ref_fold_weights, ref_grouped_attention, ref_layer,
+                      ref_output_difference, ref_single_head_attention)
+from .compare import expect
+from .exchange import ref, send_weights
+from .inputs import as_rows, plain, rand_tensor, random_weights
+from .refusals import (refuse_attention, refuse_cache_elements, refuse_decode, refuse_difference,
+                       refuse_fold_weights, refuse_grouped, refuse_kv_cache, refuse_layer,
+                       refuse_repeat_kv, refuse_single, refuse_types)
+
+
+# ---------------------------------------------------------------------------
+# types: TypeError for every argument of the wrong type (refusals.calls_of).
+# ---------------------------------------------------------------------------
+
+def _types_of(name):
+    return lambda s, rng: refuse_types(s, name)
+
+
+TYPES = {st.name: _types_of(st.name) for st in STEPS if st.name != "count_multiplies"}
+
+
+# ---------------------------------------------------------------------------
+# refusals: every other rule, and each message naming the function and numbers.
+# ---------------------------------------------------------------------------
+
+def _bad_g_pair(rng):
+    """(h, g): an h with a non-divisor, and such a g."""
+    h = rng.choice([4, 6, 8, 9, 10, 12, 15, 16])
+    return h, bad_g(h, rng)
+
+
+def _refuse_sizes(s, rng):
+    s.raises("valid_g", [0], [0])
+    s.raises("valid_g", [-4], [-4])
+
+
+def _refuse_g(name):
+    def refuse(s, rng):
+        h, g = _bad_g_pair(rng)
+        s.raises(name, [h, g], [h, g])
+    return refuse
+
+
+def _refuse_kv_head(s, rng):
+    h, g = _bad_g_pair(rng)
+    s.raises("kv_head", [0, h, g], [h, g])
+    h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
+    i = h + rng.randint(1, 3)                    # a query head past the last one
+    s.raises("kv_head", [i, h, g], [i, h])
+
+
+def _refuse_fold(s, rng):
+    s.raises("fold_kv_mean", [[ragged(rng, 2, 2), rand_tensor(rng, 2, 2)], 1], [])
+    h, g = _bad_g_pair(rng)
+    s.raises("fold_kv_mean", [rand_tensor(rng, h, 1, 2), g], [h, g])
+
+
+def _refuse_repeat(s, rng):
+    refuse_repeat_kv(s, rng)
+    g = rng.randint(2, 4)                        # g + 1 query heads: not a multiple of g
+    s.raises("repeat_kv", [rand_tensor(rng, g, 1, 2), g + 1], [g, g + 1])
+
+
+def _refuse_single(s, rng):
+    refuse_single(s, rng)
+    q, k, v = rand_tensor(rng, 3, 2), rand_tensor(rng, 2, 2), rand_tensor(rng, 2, 1)
+    s.raises("single_head_attention", [q, k, v], [3, 2], kwargs={"causal": True})   # n > m
+    q, k, v = rand_tensor(rng, 2, 2), rand_tensor(rng, 3, 2), ragged(rng, 3, 2)
+    s.raises("single_head_attention", [q, k, v], [])
+
+
+def _refuse_attention(s, rng):
+    refuse_attention(s, rng)
+    h, g = _bad_g_pair(rng)
+    q = rand_tensor(rng, h, 1, 1)
+    s.raises("attention", [q, q, q, g], [h, g])
+
+
+def _refuse_init(s, rng):
+    s.raises("init_weights", [0, 3, 2], [0], kwargs={"seed": 1})
+
+
+def _refuse_layer(s, rng):
+    refuse_layer(s, rng)
+    s.raises("layer", [ragged(rng, 3, 2), send_weights(s, random_weights(rng, 2, 2, 1)), 1], [])
+
+
+def _refuse_difference(s, rng):
+    refuse_difference(s, rng)
+    s.raises("output_difference", [rand_tensor(rng, 2, 3), rand_tensor(rng, 2, 2)], [])
+
+
+def _refuse_cache_elements(s, rng):
+    refuse_cache_elements(s, rng)
+    s.raises("kv_cache_elements", [2, 0, 3, 4], [0])
+
+
+def _refuse_cache(s, rng):
+    """KVCache's sizes, and appends refused whole: nothing stored unless both are valid."""
+    refuse_kv_cache(s, rng)
+    g, d = rng.randint(1, 3), rng.randint(1, 3)
+    s.call("KVCache", g, d, keep="cache", value=False)
+    k, v = rand_tensor(rng, g, d), rand_tensor(rng, g, d)
+    s.call("$cache.append", k, v, value=False)
+    s.raises("$cache.append", [k + [[0.0] * d], v], [g])                # g + 1 heads
+    s.raises("$cache.append", [k, v[:-1] + [[0.0] * (d + 1)]], [d])      # a bad v
+    expect(s.get("cache", "len")["len"], 1, f"g={g}, d={d}",
+           "len(cache) after refused appends (nothing is stored unless both are valid)")
+
+
+REFUSALS = {"valid_g": _refuse_sizes, "method_name": _refuse_g("method_name"),
+            "kv_head": _refuse_kv_head, "group_heads": _refuse_g("group_heads"),
+            "fold_kv_mean": _refuse_fold, "repeat_kv": _refuse_repeat,
+            "single_head_attention": _refuse_single, "attention": _refuse_attention,
+            "grouped_attention": refuse_grouped, "init_weights": _refuse_init,
+            "fold_weights": refuse_fold_weights, "layer": _refuse_layer,
+            "output_difference": _refuse_difference, "kv_cache_elements": _refuse_cache_elements,
+            "KVCache": _refuse_cache, "decode_step": refuse_decode}
+
+
+# ---------------------------------------------------------------------------
+# extremes: other kinds of rows, and values near the float range's ends.
+# ---------------------------------------------------------------------------
+
+def _scaled(t, f):
+    """t with every number times f (inf and NaN stay what they are)."""
+    return [_scaled(x, f) for x in t] if isinstance(t, list) else t * f
+
+
+def _fold_extremes(s, rng):
+    f = rng.uniform(0.5, 1.0)                    # a draw: a hidden case is not a public one
+    for kv, g in (([[[1e308 * f, -1e308 * f]], [[1e308 * f, -1e308 * f]]], 1),
+                  ([[[1e308 * f]], [[1e308 * f]], [[1e308 * f]], [[-1e308 * f]]], 2)):
+        expect(s.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
+               f"values of {1e308 * f:.3g}", f"fold_kv_mean(kv, {g}) (a sum overflows; a mean does not)")
+    for how in ("tuple", "array"):
+        h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
+        kv = as_rows(rand_tensor(rng, h, 2, 2), how)
+        expect(s.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
+               f"h={h}, g={g}, {how} rows", f"fold_kv_mean(kv, {g})")
+
+
+def _single_extremes(s, rng):
+    f = rng.uniform(0.8, 1.0)
+    for where, q, k, v, causal in SINGLE_EXTREMES:
+        if not isinstance(q[0], list):           # tuple or array rows: as they are
+            f_q = q
+        else:
+            f_q = _scaled(q, f)
+        expect(s.call("single_head_attention", f_q, k, v, causal=causal, fresh=True),
+               ref_single_head_attention(f_q, k, v, causal), f"{where}, causal={causal}",
+               f"single_head_attention(q, k, v, causal={causal})")
+
+
+def _grouped_extremes(s, rng):
+    for how in ("tuple", "array"):
+        h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
+        q, k, v, causal, where = draw_heads(rng, 1, h, g)
+        q, k, v = as_rows(q, how), as_rows(k, how), as_rows(v, how)
+        expect(s.call("grouped_attention", q, k, v, causal=causal, fresh=True),
+               ref_grouped_attention(q, k, v, causal), f"h={h}, g={g}, {where}, {how} rows",
+               f"grouped_attention(q, k, v, causal={causal})")
+
+
+def _fold_weights_extremes(s, rng):
+    for how in ("tuple", "array"):
+        h, g, _, d, d_model, _ = draw_sizes(rng, rng.randrange(len(ALL_HG)))
+        fields = [as_rows(t, how) for t in random_weights(rng, h, d_model, d)]
+        folded = s.call("fold_weights", send_weights(s, fields), g)
+        expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
+               plain(ref_fold_weights(*fields, g)), f"h={h}, g={g}, d={d}, d_model={d_model}, {how} rows",
+               f"fold_weights(weights, {g}): new lists throughout", names=WEIGHT_FIELDS)
+
+
+def _layer_extremes(s, rng):
+    for how in ("tuple", "array"):
+        h, g, n, d, d_model, where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
+        fields, x = random_weights(rng, h, d_model, d), as_rows(rand_tensor(rng, n, d_model), how)
+        expect(s.call("layer", x, send_weights(s, fields), g, fresh=True),
+               ref_layer(x, *fields, g, False), f"{where}, x of {how} rows", f"layer(x, weights, g={g})")
+
+
+def _difference_extremes(s, rng):
+    f = rng.uniform(0.5, 1.0)
+    rows, cols = rng.randint(1, 3), rng.randint(1, 4)
+    cases = [(where, _scaled(a, f), _scaled(b, f)) for where, a, b in DIFFERENCE_EXTREMES]
+    cases.append((f"[{rows}][{cols}], a of tuple rows, b of array rows",
+                  as_rows(rand_tensor(rng, rows, cols), "tuple"), as_rows(rand_tensor(rng, rows, cols), "array")))
+    for where, a, b in cases:
+        got = s.call("output_difference", a, b)
+        expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
+               ref_output_difference(plain(a), plain(b)), where,
+               "output_difference(a, b): max_abs, rel_l2, cosine", names=DIFFERENCE_FIELDS)
+
+
+EXTREMES = {"fold_kv_mean": _fold_extremes, "single_head_attention": _single_extremes,
+            "grouped_attention": _grouped_extremes, "fold_weights": _fold_weights_extremes,
+            "layer": _layer_extremes, "output_difference": _difference_extremes}
+
+
+robustness(26, "types", "TypeError naming the function for an argument of the wrong type", TYPES)
+robustness(27, "refusals", "GQAError for every rule a docstring states, naming the function and numbers",
+           REFUSALS)
+robustness(28, "extremes", "tuple and array('d') rows, values near the float range's ends, inf, NaN",
+           EXTREMES)

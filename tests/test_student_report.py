@@ -1,0 +1,254 @@
+"""A student's report, `python -m gqa report --module`: after the handout's lab (the core
+track, steps 1-8 and 14-19) it holds the KV cache table, the multiplications per term and
+the output difference, every number from the student's own functions, and leaves out only
+what needs a later step, naming that step."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import math
+import os
+import random
+import re
+import shutil
+import tempfile
+import types
+import unittest
+from unittest import mock
+
+import gqa
+from gqa_grader import reference
+from gqa_tools import cli as gqa_cli
+from gqa_tools import common
+from gqa_tools import report as gqa_report
+from tests.helpers import early, heavy, start_early
+
+
+def load_tests(loader, tests, pattern):
+    """The reports are built early, beside the suite (tests/helpers.py, early)."""
+    return start_early(tests)
+
+
+# The handout's lab: steps 1-8 and 14-19 of gqa.py's own table (its docstring).
+CORE = set(range(1, 9)) | set(range(14, 20))
+SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
+                          run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
+ARGS = [a for name, value in SMALL._asdict().items() for a in (f"--{name.replace('_', '-')}", str(value))]
+DIVISORS = (1, 2, 3, 6)
+
+
+def documented_steps():
+    """{number: name} from the step table of gqa.py's docstring ("    8  attention(q, k, v, g) ...")."""
+    table = gqa.__doc__.split("The lab, in order")[1].split("\n\n")[0]
+    return {int(n): name for n, name in re.findall(r"^\s+(\d+)\s+(\w+)", table, re.M)}
+
+
+def stubbed(source, names):
+    """gqa.py's source with the bodies of the steps in names (a class: its __init__) replaced
+    by a starter's raise NotImplementedError, docstrings kept."""
+    lines, steps = source.split("\n"), {name: n for n, name in documented_steps().items()}
+    found = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name in names:
+            found.append((node.name, node))
+        elif isinstance(node, ast.ClassDef) and node.name in names:
+            found += [(node.name, fn) for fn in node.body
+                      if isinstance(fn, ast.FunctionDef) and fn.name == "__init__"]
+    assert sorted({name for name, _ in found}) == sorted(names), found
+    for name, fn in sorted(found, key=lambda f: -f[1].lineno):
+        has_doc = isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant)
+        first = fn.body[1] if has_doc else fn.body[0]
+        lines[first.lineno - 1:fn.end_lineno] = [
+            " " * first.col_offset + f'raise NotImplementedError("step {steps[name]}: {name}")']
+    return "\n".join(lines)
+
+
+def section(text, number):
+    return text.split(f"\n## {number}. ")[1].split("\n## ")[0]
+
+
+def table(body, *first):
+    """The rows (lists of cells, header first) of the Markdown table whose header starts with first."""
+    lines = body.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith("| ") and [c.strip() for c in line.strip("|").split("|")][:len(first)]
+                 == list(first))
+    rows = []
+    for line in lines[start:start + 1] + lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+class Steps(unittest.TestCase):
+    """How the tools number and name the lab's steps, in this process."""
+
+    def test_the_tools_number_the_steps_as_gqa_py_does(self):
+        documented = documented_steps()
+        self.assertEqual(sorted(documented), list(range(1, 26)))
+        self.assertEqual(common.STEPS, tuple(documented[n] for n in range(1, 26)))
+        self.assertEqual(common.step_name("KVCache"), "step 21, KVCache")
+        self.assertIsNone(common.step_name("_fold"))
+
+    def test_a_step_not_implemented_is_named_with_its_number(self):
+        def fold_kv_mean(kv, g):
+            raise NotImplementedError("step 5: fold_kv_mean")
+
+        def attention(q, k, v, g):                  # done, but calls a step that is not
+            return fold_kv_mean(k, g)
+
+        def helper():
+            raise NotImplementedError
+
+        lab = gqa_report.Lab(types.SimpleNamespace(attention=attention, helper=helper), "student.py")
+        for call, says in ((lambda: lab.attention([], [], [], 1), "needs step 5, fold_kv_mean: not implemented yet"),
+                           (lambda: lab.helper(), "`helper` is not implemented yet"),
+                           (lambda: lab.KVCache(1, 1), "needs step 21, KVCache: student.py has no `KVCache`"),
+                           (lambda: lab.no_such_thing, "student.py has no `no_such_thing`")):
+            with self.assertRaises(gqa_report.Unavailable) as caught:
+                call()
+            self.assertEqual(str(caught.exception), says)
+
+    def test_the_student_report_changes_sections_5_and_9_only(self):
+        mine, ours = gqa_report.STUDENT_SECTIONS, gqa_report.SECTIONS
+        self.assertEqual([t for t, _ in mine][:4] + [t for t, _ in mine][5:8],
+                         [t for t, _ in ours][:4] + [t for t, _ in ours][5:8])
+        self.assertEqual((mine[4][1], mine[8][1]), (gqa_report.section_output_of_module,
+                                                     gqa_report.section_write_up))
+        self.assertEqual(ours[8][0], "9. How to read this")
+
+
+@heavy
+class CoreTrack(unittest.TestCase):
+    """The report of a module with the core steps only, and of one without steps 15 and 18."""
+
+    EARLY = ("reports",)
+
+    @staticmethod
+    def reports():
+        """report --module of the core module and of the core module without the cache's steps:
+        {kind: [status, stdout, stderr, the report, its path]}.  Which steps the grader passes
+        (section 8's) is test_report's; here the grader is said to fail step 9."""
+        folder = tempfile.mkdtemp()
+        with open(gqa.__file__, encoding="utf-8") as f:
+            source = f.read()
+        later = [name for n, name in documented_steps().items() if n not in CORE]
+        done = {}
+        try:
+            for kind, names in (("core", later), ("no cache", later + ["kv_cache_elements", "cache_table"])):
+                path = os.path.join(folder, kind.replace(" ", "_"), "gqa.py")
+                os.mkdir(os.path.dirname(path))
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(stubbed(source, names))
+                out, err, report = io.StringIO(), io.StringIO(), os.path.join(os.path.dirname(path), "r.md")
+                with mock.patch("gqa_tools.report.failing_steps",
+                                return_value=["step 9, grouped_attention: not started"]), \
+                        contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    status = gqa_cli.main(["report", "--module", path, "--out", report, *ARGS])
+                with open(report, encoding="utf-8") as f:
+                    done[kind] = [status, out.getvalue(), err.getvalue(), f.read(), path]
+        finally:
+            shutil.rmtree(folder)
+        return done
+
+    def report(self, kind="core"):
+        status, out, err, text, path = early(self.reports)[kind]
+        self.assertEqual(status, 0, err)
+        self.assertIn(f"--module {path}", text.splitlines()[2])
+        return text
+
+    def test_the_kv_cache_table_is_the_closed_form_worked_by_hand(self):
+        two = section(self.report(), 2)
+        rows = table(two, "method", "g")
+        self.assertEqual([int(r[1]) for r in rows[1:]], list(DIVISORS))            # every divisor of h = 6
+        for r in rows[1:]:
+            g = int(r[1])
+            elements = 2 * 3 * g * 64 * 8                  # 2 x layers x g x length x head_dim
+            self.assertEqual(r[0], {1: "MQA", 6: "MHA"}.get(g, "GQA"))
+            self.assertEqual(r[2], f"{elements:,}")
+            self.assertAlmostEqual(float(r[3]), g / 6, places=4)             # the ratio to MHA
+            self.assertIn(f"({2 * elements:,})", r[4])     # bytes at 16 bits
+        self.assertIn("*Not counted in real caches: needs step 21, KVCache: not implemented yet.*", two)
+        self.assertNotIn("counted in real caches |", two)
+
+    def test_the_multiplications_per_term_are_worked_by_hand(self):
+        three = section(self.report(), 3)
+        rows = table(three, "term")
+        self.assertEqual(rows[0][1:], [f"{'MQA' if g == 1 else 'MHA' if g == 6 else 'GQA'} g={g}"
+                                       for g in DIVISORS])
+        cell = {(r[0], g): int(c.replace(",", "")) for r in rows[1:] for g, c in zip(DIVISORS, r[1:])}
+        pairs, d_model = 64 * 65 // 2, 6 * 8            # causal: query i sees keys 0..i
+        for g in DIVISORS:
+            expected = {"q_proj": 64 * d_model * 6 * 8, "k_proj": 64 * d_model * g * 8,
+                        "v_proj": 64 * d_model * g * 8, "scores": 6 * pairs * 8,
+                        "weighted_sum": 6 * pairs * 8, "o_proj": 64 * 6 * 8 * d_model}
+            expected["total"] = sum(expected.values())
+            for term, value in expected.items():
+                self.assertEqual(cell[(term, g)], value, (term, g))
+        self.assertIn("*Not tallied while the code ran: needs step 20, count_multiplies: not "
+                      "implemented yet.*", three)
+
+    def test_the_whole_block_is_counted(self):
+        four = section(self.report(), 4)
+        proj, mlp, body = 4096 * 4096, 3 * 4096 * 11008, 32 * 128 * 65       # per token at 64 positions
+        row = next(r for r in table(four, "method", "g") if r[:2] == ["MHA", "32"])
+        self.assertEqual([int(c.replace(",", "")) for c in row[2:7]],
+                         [2 * proj, 2 * proj, body, mlp, 4 * proj + mlp + body])
+
+    def test_the_output_difference_is_attention_on_the_stated_seed(self):
+        five = section(self.report(), 5)
+        self.assertIn('`random.Random("attention inputs:3")`, seed 3', five)
+        rng = random.Random("attention inputs:3")
+        q, k, v = ([[[rng.uniform(-1.0, 1.0) for _ in range(2)] for _ in range(5)] for _ in range(6)]
+                   for _ in range(3))                # q, then k, then v: [h=6][n=5][d=2]
+        mha = reference.ref_attention(q, k, v, 6)
+        rows = table(five, "method", "g", "max abs difference")
+        self.assertEqual([int(r[1]) for r in rows[1:]], list(DIVISORS))
+        for r in rows[1:]:
+            expected = reference.ref_output_difference(reference.ref_attention(q, k, v, int(r[1])), mha)
+            for got, want in zip(r[2:], expected):              # printed to 4 significant digits
+                self.assertTrue(math.isclose(float(got), want, rel_tol=1e-3, abs_tol=1e-12), (r, expected))
+        self.assertEqual(rows[-1][2:], ["0", "0", "1"])                          # g = h is MHA
+        self.assertGreater(float(rows[1][3]), 0.1)                               # g = 1 is not
+        self.assertIn("checked with `==`, not a tolerance: yes.", five)
+        self.assertIn("(`layer(x, weights, g)` on random weights, over 2 seeds): needs step 10, "
+                      "init_weights: not implemented yet.*", five)
+
+    def test_the_write_up_is_left_for_the_student_with_the_handouts_questions(self):
+        text = self.report()
+        self.assertNotIn("## 9. How to read this", text)
+        nine = section(text, 9)
+        self.assertTrue(text.split("\n## 9. ")[1].startswith("Your write-up"))
+        for asked in ("shrinks by a factor of h/g", "scores", "weighted sum", "stay the same at every g",
+                      "not yet a measured loss of quality", "GQA paper", "by their mean"):
+            self.assertIn(asked, " ".join(nine.split()))
+        self.assertEqual(nine.count("*(your answer)*"), 2)
+
+    def test_every_section_left_out_names_the_step_it_needs(self):
+        text = self.report()
+        self.assertNotIn("a function it needs", text)
+        said = re.findall(r"(.{0,80})not implemented yet", text)
+        self.assertTrue(said)
+        for before in said:
+            self.assertRegex(before, r"needs step \d+, \w+: $")
+        self.assertEqual(text.count("*Not computed from"), 3)      # sections 6, 7 and 8
+
+    def test_without_the_cache_steps_only_the_cache_section_is_left_out(self):
+        core, path = self.report(), early(self.reports)["core"][4]
+        other, other_path = self.report("no cache"), early(self.reports)["no cache"][4]
+        self.assertEqual(section(other, 2), f"The KV cache: what g changes\n\n*Not computed from "
+                                            f"{other_path}: needs step 18, cache_table: not implemented yet.*\n")
+        for n in (1, 3, 5, 6, 7, 8, 9):
+            self.assertEqual(section(other, n).replace(other_path, "PATH"),
+                             section(core, n).replace(path, "PATH"), n)
+        # Section 4's figure draws the cache beside the work: its tables stay, the figure names the step.
+        block = section(core, 4).split("Every g of Llama-2-7B's attention")[0]
+        self.assertTrue(section(other, 4).startswith(block))
+        self.assertIn("*Figure not drawn: needs step 18, cache_table: not implemented yet.*", section(other, 4))
+
+
+if __name__ == "__main__":
+    unittest.main()
