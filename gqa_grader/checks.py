@@ -53,6 +53,9 @@ class Draw(random.Random):
     """A case's random stream; hidden: whether the case is a hidden one (drawn from the
     run's seed), whose integer inputs come from a space the public cases do not cover."""
 
+    def __new__(cls, key, hidden=False):          # Random's own takes one argument (3.10)
+        return super().__new__(cls, key)
+
     def __init__(self, key, hidden=False):
         super().__init__(key)
         self.hidden = hidden
@@ -149,6 +152,9 @@ def check_valid_g(s, case, rng):
     if case == 0:
         s.raises("valid_g", [0], [0])
         s.raises("valid_g", [-4], [-4])
+    elif rng.hidden:                             # the rule, in the cases that earn the points too
+        bad = -rng.randint(0, 40)
+        s.raises("valid_g", [bad], [bad])
 
 
 @step(2, "method_name", "MHA at g = h, MQA at g = 1 < h, GQA between", len(ALL_HG))
@@ -401,9 +407,10 @@ def check_difference(s, case, rng):
         where, a, b = DIFFERENCE_CASES[case - 3]
     else:
         rows, cols = rng.randint(1, 3), rng.randint(1, 4)
-        a = rand_tensor(rng, rows, cols)
-        b = a if case == 0 else nested([rows, cols]) if case == 1 else rand_tensor(rng, rows, cols)
-        where = f"[{rows}][{cols}]"
+        shape = [rng.randint(1, 3), rows, cols] if rng.hidden and case % 2 else [rows, cols]   # [h][n][d] too
+        a = rand_tensor(rng, *shape)
+        b = a if case == 0 else nested(shape) if case == 1 else rand_tensor(rng, *shape)
+        where = "".join(f"[{n}]" for n in shape)
     got = s.call("output_difference", a, b)
     expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
            ref_output_difference(plain(a), plain(b)), where, "output_difference(a, b): max_abs, rel_l2, cosine",
