@@ -359,6 +359,8 @@ def print_report(results, args, out=None):
               file=out)
         for note in r.get("notes", []):
             print(f"        {note}", file=out)
+        for advice in r.get("advice", [])[:1]:        # a refusal's wording: advice, not a failure
+            print(f"        advice (not graded): {advice.splitlines()[0]}", file=out)
         if status == "----" and not r.get("stub"):
             for line in r["message"].splitlines():    # raised midway or by a helper: what and where
                 print(f"        {line}", file=out)

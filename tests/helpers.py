@@ -88,7 +88,7 @@ HEAVY = (
     (0.9, ("test_sealed.Stalls",)),
     (0.9, ("test_sealed.SealedAsRoot",)),
     (0.5, ("test_grader.Starter",)),
-    (0.4, ("test_tracks.LookingUp",)),
+    (0.4, ("test_tracks.LookingUp", "test_tracks.Wording")),
     (0.4, ("test_report.Writing",)),
     (0.4, ("test_house.StudentFolder",)),
     (0.4, ("test_student_report.CoreTrack",)),

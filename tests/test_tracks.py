@@ -92,3 +92,22 @@ class LookingUp(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@heavy
+class Wording(unittest.TestCase):
+    def test_a_refusal_worded_otherwise_passes_the_lesson_with_advice_and_fails_robustness(self):
+        old = 'raise GQAError(f"{func}: g={g} does not divide h={h}; {_valid_g_text(h)}")'
+        self.assertEqual(SOURCE.count(old), 1)
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(SOURCE.replace(old, 'raise GQAError("method_name: g does not divide h")'))
+            with grading.Trusted() as trusted:
+                results = {r["name"]: r for r in trusted.grade(path, 3, cases=2,
+                                                               only=["kv_head", "group_heads", "refusals"])}
+        for name in ("kv_head", "group_heads"):
+            with self.subTest(step=name):
+                self.assertEqual(results[name]["status"], "passed")
+                self.assertIn(f"does not name the function, {name}", results[name]["advice"][0])
+        self.assertEqual(results["refusals"]["status"], "failed")
