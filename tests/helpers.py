@@ -64,43 +64,53 @@ def tiny_recipe():
 # ---------------------------------------------------------------------------
 # CI's share of the process-heavy tests.
 # ---------------------------------------------------------------------------
-# The classes below start grader workers, child processes or whole commands:
-# they are most of the suite's time.  `python -m unittest` runs all of them.
-# CI runs the suite under every Python 3.9+ on the machine and sets
-# GQA_TEST_SHARD="k/n" for the k-th of n: then each class here runs under
-# exactly one of those Pythons, the rest of the suite (every in-process test)
-# under all of them.  The numbers are CPU seconds measured on 3.11 (a class's
-# early jobs, below, and its tests), used only to spread the classes evenly,
-# over the shards and over the early pythons; classes in one tuple share work
-# (the graded mutants) and run together.
+# The classes below start grader workers, child processes or whole commands, or
+# read the project's own files (its layout, its starter, a class run's records),
+# which no Python version changes: they are most of the suite's time.
+# `python -m unittest` runs all of them.  CI runs the suite under every Python
+# 3.9+ on the machine and sets GQA_TEST_SHARD="k/n" for the k-th of n: then each
+# class here runs under exactly one of those Pythons, the rest of the suite (the
+# arithmetic, the rules, every other in-process test) under all of them.  The
+# numbers are CPU seconds measured on 3.11 (a class's early jobs, below, and its
+# tests, run alone), used only to spread the classes evenly, over the shards and
+# over the early pythons; classes in one tuple share work (the graded mutants)
+# and run together.
 HEAVY = (
-    (3.9, ("test_editors.Graded",)),
-    (3.7, ("test_docs.PageSamples",)),
-    (3.2, ("test_grader.CommandLine", "test_grader.Mutants")),
-    (2.8, ("test_handout.Handout",)),
-    (2.2, ("test_report.FromAnotherModule",)),
-    (1.7, ("test_class.Gradebook",)),
-    (1.5, ("test_grader.Referee",)),
-    (1.4, ("test_sealed.ToolsThroughTheWorker",)),
-    (1.4, ("test_train.WithAStudentsModule",)),
-    (1.2, ("test_holds.SealedRunHolds",)),
-    (1.0, ("test_sealed.NeverCrashNeverStall",)),
-    (0.9, ("test_sealed.Stalls",)),
-    (0.9, ("test_sealed.SealedAsRoot",)),
-    (0.5, ("test_grader.Starter",)),
-    (0.4, ("test_tracks.LookingUp", "test_tracks.Wording")),
-    (0.4, ("test_report.Writing",)),
-    (0.4, ("test_house.StudentFolder",)),
-    (0.4, ("test_student_report.CoreTrack",)),
-    (0.4, ("test_sealed.RealWork",)),
-    (0.4, ("test_sealed.Folder",)),
-    (0.4, ("test_sealed.TheGradersMemory",)),
-    (0.3, ("test_sealed.WhatTheWorkerSays",)),
-    (0.3, ("test_sealed.NeverAsRoot",)),
-    (0.2, ("test_sealed.Autograder",)),
-    (0.2, ("test_figures.Writing",)),
-    (0.2, ("test_holds.EveryRunCleansUp",)),
-    (0.2, ("test_holds.SelfCheckAsRoot",)),
+    (16.9, ('test_grader.CommandLine', 'test_grader.Mutants')),
+    (6.2, ('test_docs.PageSamples',)),
+    (5.2, ('test_handout.Handout',)),
+    (4.7, ('test_editors.Graded',)),
+    (3.1, ('test_report.FromAnotherModule',)),
+    (2.6, ('test_class.Gradebook',)),
+    (2.3, ('test_grader.Referee',)),
+    (1.6, ('test_sealed.ToolsThroughTheWorker',)),
+    (1.6, ('test_train.WithAStudentsModule',)),
+    (1.3, ('test_holds.SealedRunHolds',)),
+    (1.1, ('test_sealed.NeverCrashNeverStall',)),
+    (1.0, ('test_class.GradesThatReproduce',)),
+    (0.9, ('test_sealed.Stalls',)),
+    (0.9, ('test_sealed.SealedAsRoot',)),
+    (0.9, ('test_house.Layout',)),
+    (0.8, ('test_grader.Starter',)),
+    (0.7, ('test_report.Writing',)),
+    (0.7, ('test_house.StudentFolder',)),
+    (0.7, ('test_starter.FromGqa',)),
+    (0.7, ('test_train.Runs',)),
+    (0.6, ('test_student_report.CoreTrack',)),
+    (0.6, ('test_sealed.Folder',)),
+    (0.5, ('test_sealed.RealWork',)),
+    (0.5, ('test_sealed.WhatTheWorkerSays',)),
+    (0.5, ('test_sealed.NeverAsRoot',)),
+    (0.5, ('test_class.Classroom',)),
+    (0.4, ('test_sealed.TheGradersMemory',)),
+    (0.4, ('test_figures.Writing',)),
+    (0.4, ('test_class.HiddenCasesWithheld',)),
+    (0.3, ('test_tracks.LookingUp', 'test_tracks.Wording')),
+    (0.3, ('test_sealed.Autograder',)),
+    (0.3, ('test_holds.EveryRunCleansUp',)),
+    (0.3, ('test_holds.SelfCheckAsRoot',)),
+    (0.3, ('test_editors.Variants',)),
+    (0.2, ('test_class.Gradescope',)),
 )
 
 

@@ -105,6 +105,7 @@ def usage_error(*argv):
     return None
 
 
+@heavy
 class HiddenCasesWithheld(unittest.TestCase):
     """A class's feedback shows no hidden case: every submission meets the same ones."""
 
@@ -147,6 +148,7 @@ class HiddenCasesWithheld(unittest.TestCase):
 # 2. Grades that reproduce.
 # ---------------------------------------------------------------------------
 
+@heavy
 class GradesThatReproduce(unittest.TestCase):
 
     def test_the_same_submission_twice_gives_the_same_document_times_aside(self):
@@ -251,6 +253,7 @@ def step_result(step, name, status, case=None, public=None, hidden=None, message
     return r
 
 
+@heavy
 class Gradescope(unittest.TestCase):
 
     ARGS = argparse.Namespace(seed=9, cases=10, timeout=5.0, hidden_visibility="after_due_date",
@@ -614,6 +617,7 @@ def parse_yaml(text):
     return value
 
 
+@heavy
 class Classroom(unittest.TestCase):
 
     def test_the_parser_refuses_what_the_readme_once_shipped(self):

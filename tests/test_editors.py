@@ -99,6 +99,7 @@ def by_name(results):
     return {r["name"]: r for r in results}
 
 
+@heavy
 class Variants(unittest.TestCase):
     """The variants themselves, and the copy a worker runs (sandbox.runnable)."""
 

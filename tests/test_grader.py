@@ -16,7 +16,7 @@ import tempfile
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import checks, cli, exchange, failures, grading, handout, reference, sandbox
+from gqa_grader import checks, cli, exchange, failures, grading, handout, reference, sandbox, tracks
 from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -272,10 +272,13 @@ def steps_of(step):
 
 
 def mutant_jobs(step, source):
-    """(source, options) to grade a mutant with: its step; for a Robust one, its part with
-    each of the lesson steps it names, one job each."""
+    """(source, options) to grade a mutant with: its step; for a Robust one, its part's
+    case for each function it names (one job each: the messages differ), then the
+    lesson step it names first, which must still pass."""
     if isinstance(step, Robust):
-        return [(source, {"only": [step.part, name], "cases": 1}) for name in step.subjects]
+        part = tracks.BY_NAME[step.part]
+        return ([(source, {"only": [step.part], "case": part.subjects.index(name)}) for name in step.subjects]
+                + [(source, {"only": [step.subjects[0]], "cases": 1})])
     return [(source, {"only": list(steps_of(step)), "cases": 1})]
 
 
@@ -289,9 +292,11 @@ def result_of(results, step):
 
 def regroup(step, graded):
     """The results of mutant_jobs(step, ...): the one job's; for a Robust mutant, by lesson
-    step {name: that job's results}."""
+    step {name: the part's result for it}, the first also with its lesson step's result."""
     if isinstance(step, Robust):
-        return dict(zip(step.subjects, graded))
+        results = {name: dict(job) for name, job in zip(step.subjects, graded)}
+        results[step.subjects[0]].update(graded[-1])
+        return results
     return graded[0]
 
 # Mutants whose --show output, pasted into python beside them, must repeat their failure.
@@ -493,13 +498,15 @@ class Mutants(unittest.TestCase):
         mutants = early(self.graded)["mutants"]
         self.assertEqual(len(mutants), len(MUTANTS))
         for (name, step, old, new), results in zip(MUTANTS, mutants):
-            if isinstance(step, Robust):                # the part fails; the lesson step passes
+            if isinstance(step, Robust):          # the part fails; the lesson step named first passes
+                first = step.subjects[0]
+                with self.subTest(mutant=name, step=first):
+                    self.assertEqual(results[first][first]["status"], "passed", f"{name}: lesson step {first} failed")
                 for subject in step.subjects:
                     with self.subTest(mutant=name, part=step.part, step=subject):
                         self.assertEqual(results[subject][step.part]["status"], "failed",
                                          f"{name}: {step.part} passed for {subject}")
-                        self.assertEqual(results[subject][subject]["status"], "passed",
-                                         f"{name}: lesson step {subject} failed")
+                        self.assertEqual(results[subject][step.part]["cases"], 1)
                 continue
             for step in steps_of(step):
                 with self.subTest(mutant=name, step=step):

@@ -87,6 +87,7 @@ def imports_of(dotted, path):
 MODULES = project_modules()
 
 
+@heavy
 class Layout(unittest.TestCase):
 
     def setUp(self):

@@ -14,6 +14,7 @@ import tempfile
 import unittest
 
 from gqa_grader.starter import make_starter
+from tests.helpers import heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -74,6 +75,7 @@ def dummies(fn):
     return args, kwargs
 
 
+@heavy
 class FromGqa(unittest.TestCase):
     """The starter made from this checkout's gqa.py."""
 

@@ -212,6 +212,7 @@ class SameCache(unittest.TestCase):
             self.assertAlmostEqual(var * 64, 1.0, delta=0.25, msg=(heads, kv))   # 1 / d_model, not 1 / (4 d_model)
 
 
+@heavy
 class Runs(unittest.TestCase):
 
     @classmethod
