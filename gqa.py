@@ -42,7 +42,8 @@ Shapes: nested lists of floats, a matrix a list of rows, head axis first.
     m        keys (cache length)      w_k, w_v [h or g][d_model][d]
     d        head dim                 w_o      [h][d][d_model]
 
-Rules every step keeps (the grader checks each one)
+Rules every step keeps: lesson steps grade values, MHA to the last bit, new
+lists and GQAError for a g not dividing h; steps 26 to 28 grade the rest.
 - Input that breaks a rule raises GQAError, whose message names the
   function, the rule and the numbers that break it: method_name(8, 3)
   names g=3 and h=8; valid_g(0) and valid_g(-4) raise (h must be positive).
@@ -60,9 +61,8 @@ Rules every step keeps (the grader checks each one)
 - MHA is MHA to the last bit: attention(q, k, v, g=h) is == per-head
   single_head_attention, and fold_kv_mean(kv, h) == kv.
 
-Records (Weights, Difference, Multiplies, ...): read a field by name
-(diff.rel_l2), unpack like a tuple, compare with ==, copy with
-record._replace(field=value).
+Records (Weights, Difference, ...): read a field by name (diff.rel_l2),
+unpack like a tuple, compare with ==, copy with record._replace(field=value).
 
 >>> q = k = v = [[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [1.0, -1.0]]]   # [h=2][n=2][d=2]
 >>> attention(q, k, v, g=2) == [single_head_attention(q[i], k[i], v[i]) for i in range(2)]

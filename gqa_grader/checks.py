@@ -92,16 +92,35 @@ ALL_HG = [(h, g) for h in range(1, 17) for g in ref_valid_g(h)]     # every (h, 
 
 
 def draw_hg(case, rng, wide=False):
-    """The systematic (h, g) pairs first, in order, then random ones; wide: a hidden
-    case of a step whose answer is an integer draws h from 17 to 32, where no public
-    case is, so that its answer cannot be looked up."""
-    if wide and rng.hidden:
-        h = rng.randint(17, 32)
-        return h, rng.choice(ref_valid_g(h))
+    """The systematic (h, g) pairs first, in order, then random ones; a hidden case
+    draws a grouping proper (draw_grouping)."""
+    if rng.hidden:
+        return draw_grouping(rng, wide)
     if case < len(ALL_HG):
         return ALL_HG[case]
     h = rng.randint(1, 16)
     return h, rng.choice(ref_valid_g(h))
+
+
+def proper_g(h):
+    """The g of a grouping proper of h, 1 < g < h (none for h prime): counted here,
+    not asked of the reference, whose answers a handout holds for public cases only."""
+    return [g for g in range(2, h) if h % g == 0]
+
+
+# The h that have a grouping proper: public cases' sizes, and hidden ones' of a
+# step whose answer is an integer (wide), which no public case has.
+GROUPABLE = [h for h in range(4, 17) if proper_g(h)]
+GROUPABLE_WIDE = [h for h in range(17, 33) if proper_g(h)]
+
+
+def draw_grouping(rng, wide=False):
+    """A hidden case's (h, g): always 1 < g < h, where GQA's answer differs from MHA's,
+    MQA's, a strided grouping's (i % g) and a tiled repeat's, so that points go to the
+    grouping alone (MHA and MQA have their systematic public cases).  wide: h from 17
+    to 32, so that an integer answer cannot be looked up in the public cases."""
+    h = rng.choice(GROUPABLE_WIDE if wide else GROUPABLE)
+    return h, rng.choice(proper_g(h))
 
 
 def bad_g(h, rng):
@@ -160,6 +179,8 @@ def check_valid_g(s, case, rng):
 @step(2, "method_name", "MHA at g = h, MQA at g = 1 < h, GQA between", len(ALL_HG))
 def check_method_name(s, case, rng):
     h, g = draw_hg(case, rng, wide=True)
+    if rng.hidden:                               # the lesson is the three names: each as often
+        g = rng.choice([h, 1, g])
     expect(s.call("method_name", h, g), ref_method_name(h, g), f"h={h}, g={g}", f"method_name({h}, {g})")
     bad = bad_g(h, rng)
     s.raises("method_name", [h, bad], [h, bad])
@@ -263,7 +284,7 @@ def draw_heads(rng, case, h, kv_heads):
 
 @step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16)
 def check_attention(s, case, rng):
-    h = case + 1 if case < 16 else rng.randint(1, 16)
+    h = case + 1 if case < 16 else rng.choice(GROUPABLE) if rng.hidden else rng.randint(1, 16)
     q, k, v, causal, where = draw_heads(rng, case, h, h)
     for g in ref_valid_g(h):
         expected = ref_attention(q, k, v, g, causal)
@@ -425,8 +446,11 @@ CACHE_CASES = [(1, 1, 0, 1, 1), (2, 3, 0, 4, 2), (1, 1, 1, 1, 1), (3, 2, 5, 4, 1
 def check_cache_elements(s, case, rng):
     if case < len(CACHE_CASES):
         layers, g, length, d, batch = CACHE_CASES[case]
-    else:                                        # hidden: 4 to 9 layers, where no public case is
-        layers, g, length, d, batch = (rng.randint(4, 9) if rng.hidden else rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
+    elif rng.hidden:                             # 4 to 9 layers, where no public case is; g > 1
+        layers, g, length, d, batch = (rng.randint(4, 9), rng.randint(2, 4), rng.randint(1, 5),
+                                       rng.randint(1, 4), rng.randint(1, 2))
+    else:
+        layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
                                        rng.randint(1, 4), rng.randint(1, 2))
     expect(s.call("kv_cache_elements", layers, g, length, d, batch=batch),
            ref_kv_cache_elements(layers, g, length, d, batch),
@@ -472,7 +496,7 @@ def rows_of(rows, what, record, names):
 
 @step(18, "cache_table", "the cache for every divisor g, with ratios to MHA", 16)
 def check_cache_table(s, case, rng):
-    h = case + 1 if case < 16 else rng.randint(17, 32) if rng.hidden else rng.randint(1, 16)
+    h = case + 1 if case < 16 else rng.choice(GROUPABLE_WIDE) if rng.hidden else rng.randint(1, 16)
     layers, length, d = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3)
     if case % 4 == 3:                            # no layers, or nothing cached: every ratio is 1.0
         layers, length = (0, length) if case % 8 == 3 else (layers, 0)
@@ -485,7 +509,7 @@ def check_cache_table(s, case, rng):
 
 @step(19, "multiplies_table", "the multiplications for every divisor g, with ratios to MHA", 16)
 def check_multiplies_table(s, case, rng):
-    h = case + 1 if case < 16 else rng.randint(17, 32) if rng.hidden else rng.randint(1, 16)
+    h = case + 1 if case < 16 else rng.choice(GROUPABLE_WIDE) if rng.hidden else rng.randint(1, 16)
     n, d, d_model, causal = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4), case % 2 == 1
     if case % 4 == 3:                            # n = 0: every ratio is 1.0
         n = 0

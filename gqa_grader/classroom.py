@@ -582,8 +582,10 @@ class Gradebook:
         notes += ["partly sealed"] if doc.get("sealed", "sealed") != "sealed" else []
         notes += [str(n) for n in doc.get("cleanup") or []]
         row["passed"] = {st.name for st in self.steps if st not in failed}
+        untouched = all(steps.get(st.name, {}).get("status") == "not started" for st in self.steps)
+        status = "passed" if not failed else "not started" if untouched else "failed"
         row.update({f"{st.number} {st.name}": f"{p:g}" for st, p in earned.items()},
-                   score=f"{round(sum(earned.values()), 4):g}", status="failed" if failed else "passed",
+                   score=f"{round(sum(earned.values()), 4):g}", status=status,
                    notes=clean_text(short("; ".join(notes), 300), newlines=False))
         return row
 
@@ -606,6 +608,7 @@ class Gradebook:
                  f"{os.path.relpath(self.feedback)}{os.sep}), seed {self.args.seed}, grader "
                  f"{GRADER_VERSION}: {sum(r['status'] == 'passed' for r in rows)} passed every "
                  f"step, {sum(r['status'] == 'failed' for r in rows)} failed some, "
+                 f"{sum(r['status'] == 'not started' for r in rows)} not started, "
                  f"{len(rows) - len(graded)} not graded"]
         lines += [f"  not graded: {r['student']}: {short(r['notes'], 100)}"
                   for r in rows if r["status"] == "not graded"]

@@ -20,7 +20,7 @@ from .failures import Failure, NotStarted, OutOfTime, Refused
 from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
 from .tracks import ALL_STEPS, BY_NAME, covered, default_track
 
-GRADER_VERSION = "4.0"
+GRADER_VERSION = "4.1"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 
-from . import answers, checks, handout, sandbox, tracks
+from . import answers, checks, handout, robustness, sandbox, tracks
 from .grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
 
 README = """# The gqa lab
@@ -53,14 +53,17 @@ def record(module=DEFAULT_MODULE, only=None):
     table = {}
     wrapped = {name: answers.recorder(name, getattr(reference, name), table) for name in answers.NAMES}
     wrapped["RefKVCache"] = answers.recording_cache(reference.RefKVCache, table)
-    saved = {name: getattr(checks, name) for name in wrapped}
-    vars(checks).update(wrapped)
+    spaces = [vars(checks), vars(robustness)]      # the modules whose checks ask the reference
+    saved = [{name: space[name] for name in wrapped if name in space} for space in spaces]
+    for space, names in zip(spaces, saved):
+        space.update({name: wrapped[name] for name in names})
     try:
         for h in range(1, 17):                     # what the checks ask at import (ALL_HG)
             wrapped["ref_valid_g"](h)
         results = grade(module, PUBLIC_SEED, cases=0, only=only)
     finally:
-        vars(checks).update(saved)
+        for space, names in zip(spaces, saved):
+            space.update(names)
     failed = [r["name"] for r in results if r["status"] != "passed"]
     if failed:
         raise RuntimeError(f"the handout's answers are recorded from {module}, which fails "
@@ -76,7 +79,7 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None):
     if os.path.exists(os.path.join(directory, "gqa.py")):
         raise FileExistsError(f"{os.path.join(directory, 'gqa.py')} exists already; the handout "
                               f"will not overwrite it")
-    table = record(module, only)
+    table = record(module, only + [part.name for part in tracks.PARTS])   # robustness: its own check
     package = os.path.join(directory, "gqa_grader")
     os.makedirs(package, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))

@@ -370,6 +370,9 @@ class Gradebook(unittest.TestCase):
             write(os.path.join(subs, "gina", "a", "gqa.py"), SOURCE)
             write(os.path.join(subs, "gina", "b", "gqa.py"), SOURCE)
             write(os.path.join(subs, "hank.py"), b"\x7fELF\x00\x00")
+            write(os.path.join(subs, "ivan.py"), "class GQAError(ValueError):\n    pass\n" + "".join(
+                f"def {name}(*args):\n    raise NotImplementedError\n"
+                for name in ("valid_g", "method_name", "kv_head")))            # a starter, untouched
             roster = write(os.path.join(private.work, "roster.csv"),
                            "submission,student,name\nalice.py,s001,Alice A\nzoe,s026,Zoe Z\n")
             argv = ["--class", "subs", "--gradebook", "grades.csv", "--only", "1,2,3", "--cases", "0",
@@ -397,7 +400,7 @@ class Gradebook(unittest.TestCase):
         (status, stdout, stderr), rows = data["first"], data["rows"]
         self.assertEqual(status, 0, stderr)
         self.assertEqual(sorted(rows), ["(no submission) s026", "alice.py", "bob.py", "carol-repo",
-                                        "dave.zip", "erin", "frank.py", "gina", "hank.py"])
+                                        "dave.zip", "erin", "frank.py", "gina", "hank.py", "ivan.py"])
         seed = re.search(r"seed (\d+) \(drawn now\)", stderr).group(1)
         got = {k: (r["student"], r["score"], r["status"]) for k, r in rows.items()}
         # bob's strided kv_head (i % g) is right where g is 1 or h, and nowhere else: with
@@ -409,6 +412,8 @@ class Gradebook(unittest.TestCase):
                          {"alice.py": ("s001", "3", "passed"), "bob.py": ("bob", f"{2 + share:g}", "failed"),
                           "carol-repo": ("carol-repo", "3", "passed")})
         self.assertEqual((rows["bob.py"]["3 kv_head"], rows["bob.py"]["1 valid_g"]), (f"{share:g}", "1"))
+        self.assertEqual(got["ivan.py"], ("ivan", "0", "not started"))      # never "failed"
+        self.assertIn("2 passed every step, 1 failed some, 1 not started, 6 not graded", stdout)
         self.assertEqual([rows["alice.py"]["sha256"], rows["bob.py"]["sha256"]], data["sha256"])
         self.assertEqual(rows["alice.py"]["seed"], seed)
         self.assertEqual(data["sha256"], [hashlib.sha256(SOURCE.encode()).hexdigest(),
@@ -419,13 +424,13 @@ class Gradebook(unittest.TestCase):
                           ("(no submission) s026", "no submission")):
             self.assertEqual(rows[key]["status"], "not graded", key)
             self.assertIn(says, rows[key]["notes"], key)
-        self.assertRegex(stdout, r"step  3 kv_head +2/3 ")        # the class's pass rate
+        self.assertRegex(stdout, r"step  3 kv_head +2/4 ")        # the class's pass rate
         self.assertEqual(data["feedback"], ["report.txt", "results.json"])
         self.assertEqual(data["sealed"], "sealed" if AS_ROOT else mock.ANY)   # a uid of its own
         self.assertIn("FAIL  kv_head", data["report"])
         # Again, after bob submits a new file: his alone is graded again.
         again, after = data["again"][2], data["after"]
-        self.assertIn("3 submissions graded before with the same bytes", again)   # alice, carol, frank
+        self.assertIn("4 submissions graded before with the same bytes", again)   # alice, carol, frank, ivan
         self.assertIn("[1/1] bob: passed", again)
         self.assertEqual(after["bob.py"]["score"], "3")
         self.assertEqual({k: r for k, r in after.items() if k != "bob.py"},

@@ -61,10 +61,10 @@ def public(fn, owner):
                                                        or fn.name in ("__init__", "__len__"))
 
 
-def grade_in(handout, module, *args):
+def grade_in(handout, module, *args, steps=",".join(STEPS)):
     """The handout's own grader on module (its starter when None): [exit status, document]."""
     run = subprocess.run([sys.executable, os.path.join(handout, "grader.py"), "--json",
-                          "--only", ",".join(STEPS), *args] + (["--module", module] if module else []),
+                          "--only", steps, *args] + (["--module", module] if module else []),
                          capture_output=True, text=True, timeout=120, cwd=handout)
     return [run.returncode, json.loads(run.stdout)]
 
@@ -111,8 +111,9 @@ class Handout(unittest.TestCase):
             with ThreadPoolExecutor(2) as pool:
                 graded = list(pool.map(lambda m: grade_in(handout, m), [None, os.path.join(ROOT, "gqa.py")] + wrong))
                 refused = list(pool.map(lambda a: refused_in(handout, *[w.format(dir=folder) for w in a]), REFUSED))
+            robust = grade_in(handout, os.path.join(ROOT, "gqa.py"), steps="robustness")
             return {"texts": texts, "source": source, "bare": graded[0], "shipped": graded[1],
-                    "wrong": graded[2:], "refused": refused}
+                    "wrong": graded[2:], "refused": refused, "robust": robust}
         finally:
             shutil.rmtree(folder)
 
@@ -120,6 +121,14 @@ class Handout(unittest.TestCase):
     def setUpClass(cls):
         cls.runs = early(cls.made)
         cls.texts = cls.runs["texts"]
+
+    def test_its_robustness_check_passes_the_shipped_lab(self):
+        # The extremes compare answers: the handout holds the public ones of its track's functions.
+        status, doc = self.runs["robust"]
+        self.assertEqual(status, 0, doc)
+        self.assertEqual([(r["name"], r["status"]) for r in doc["steps"]],
+                         [("types", "passed"), ("refusals", "passed"), ("extremes", "passed")])
+        self.assertTrue(all(r["cases"] > 0 for r in doc["steps"]))
 
     def test_it_holds_what_students_get_and_nothing_else(self):
         self.assertEqual(sorted(n for n in self.texts if not n.startswith("gqa_grader")),

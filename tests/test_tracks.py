@@ -89,6 +89,25 @@ class LookingUp(unittest.TestCase):
             with self.subTest(run="self-check", step=r["name"]):
                 self.assertEqual(r["points"], 1.0)
 
+    def test_a_module_without_the_grouping_earns_nothing_from_its_hidden_cases(self):
+        # Right wherever no grouping happens (g = 1, g = h, h prime): MHA and MQA alone, or
+        # query heads read by stride; each passes some public cases, and no hidden one.
+        line = "return query_head // group"
+        self.assertEqual(SOURCE.count(line), 1)
+        steps = ["kv_head", "repeat_kv", "grouped_attention", "decode_step"]
+        for name, new in (("MHA and MQA only", "return query_head if g == h else 0"),
+                          ("strided", "return query_head % g")):
+            with tempfile.TemporaryDirectory() as folder:
+                path = os.path.join(folder, "gqa.py")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(SOURCE.replace(line, new))
+                with grading.Trusted() as trusted:
+                    teacher = grading.scored(trusted.grade(path, 7, cases=5, only=steps), {}, 5)
+            for r in teacher:
+                with self.subTest(module=name, step=r["name"]):
+                    self.assertGreater(r["public"][0], 0)                  # right somewhere
+                    self.assertEqual((r["hidden"], r["points"]), ([0, 5], 0.0))
+
 
 if __name__ == "__main__":
     unittest.main()
