@@ -51,7 +51,7 @@ from .submissions import discover
 # What each command takes beyond its own options: the options that grade, the seed,
 # the weights; the zip also the hidden tests' visibility.  Anything else given with it
 # is refused, never dropped.
-CARRY = ("cases", "only", "timeout", "budget", "fail_fast", "seed", "weights", "all_or_nothing")
+CARRY = ("cases", "only", "timeout", "budget", "fail_fast", "seed", "weights", "all_or_nothing", "lang")
 ALLOWED = {"autograder": CARRY + ("autograder", "hidden_visibility", "sealed", "format", "json"),
            "classroom": CARRY + ("classroom", "sealed"),
            "class_dir": CARRY + ("class_dir", "gradebook", "jobs", "roster", "sealed", "quiet",

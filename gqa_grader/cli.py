@@ -13,6 +13,7 @@ import time
 from . import classroom, records, submissions
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
+from .i18n import LANGUAGES, _, from_environment, how_to_change, ngettext, use
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, fit, grade, gradescope, print_report, progress, reproduce,
                       scored, shown_seed, summary, withhold_hidden)
@@ -85,6 +86,9 @@ def _parser():
         help="a failing hidden case says only that it failed: its input, the answer expected, "
              "its calls and the seed are withheld (what --class's feedback does)")
     add("-q", "--quiet", action="store_true", help="print only failures and the summary")
+    add("--lang", choices=LANGUAGES, default=None,
+        help="the language of what the grader prints: en, ja (日本語) or ko (한국어); default: "
+             "the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en")
     add("-v", "--verbose", action="store_true", help="also print the wall time")
     add("--starter", metavar="DIR", help="write a starter gqa.py for students into DIR and exit")
     add("--sealed", action="store_true",
@@ -175,6 +179,8 @@ def parse_args(argv):
     if HANDOUT:
         parser.set_defaults(cases=0)
     args = parser.parse_args(argv)
+    args.lang = args.lang or from_environment()
+    use(args.lang)
     args.format = args.format or ("json" if args.json else "text")
     args.sealed = args.sealed or args.format == "gradescope"
     args.module_given = args.module is not None
@@ -323,19 +329,24 @@ def _restore_signals():
 
 def _what_is_graded(args):
     """The first line's parenthesis: the grader, the cases graded, the tolerance, the
-    command that repeats the run."""
+    command that repeats the run, and the language."""
     if args.case is not None:
         name = args.only[0]
-        cases, again = f"case {args.case} of step {name} alone", reproduce(args, name, args.case)
+        cases = _("case {case} of step {name} alone").format(case=args.case, name=name)
+        again = reproduce(args, name, args.case)
     else:
-        seed = (f"a seed withheld ({shown_seed(args)} below: the gradebook's)"
-                if args.withhold_hidden else f"seed {args.seed}")
-        hidden = (f", then {args.cases} hidden {'one' if args.cases == 1 else 'ones'} from "
-                  f"{seed}") if args.cases else ""
-        cases = f"the public cases: the systematic ones and {PUBLIC_CASES} random ones per step{hidden}"
+        seed = (_("a seed withheld ({seed} below: the gradebook's)").format(seed=shown_seed(args))
+                if args.withhold_hidden else _("seed {seed}").format(seed=args.seed))
+        cases = (ngettext("the public cases: the systematic ones and {random} random ones per step, then "
+                          "{hidden} hidden one from {seed}",
+                          "the public cases: the systematic ones and {random} random ones per step, then "
+                          "{hidden} hidden ones from {seed}", args.cases) if args.cases
+                 else _("the public cases: the systematic ones and {random} random ones per step"))
+        cases = cases.format(random=PUBLIC_CASES, hidden=args.cases, seed=seed)
         again = reproduce(args)
-    return (f"grader {GRADER_VERSION}; {cases}; floats to rel {REL_TOL:g}, abs {ABS_TOL:g}; "
-            f"repeat with: {again}")
+    return _("grader {version}; {cases}; floats to rel {rel}, abs {abs}; repeat with: {command}; "
+             "{language}").format(version=GRADER_VERSION, cases=cases, rel=f"{REL_TOL:g}",
+                                  abs=f"{ABS_TOL:g}", command=again, language=how_to_change())
 
 
 def _grade_sealed(args, label):
@@ -349,7 +360,7 @@ def _grade_sealed(args, label):
             partly = f"partly sealed: {seal.partly}"
             print(f"grader: {partly}", file=sys.stdout if args.format == "text" else sys.stderr)
         if args.format == "text" and not args.quiet:
-            print(f"grading {label} ({_what_is_graded(args)})")
+            print(_("grading {module} ({what})").format(module=label, what=_what_is_graded(args)))
             sys.stdout.flush()
         if not os.path.isfile(args.module):
             raise Refused(submissions.missing_module(args.module))

@@ -17,6 +17,7 @@ from .checks import PUBLIC_CASES, STEP_OF, STEPS, Draw
 from .compare import bounded, clean_data
 from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
+from .i18n import _, ljust, ngettext, width
 from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
 from .tracks import ALL_STEPS, BY_NAME, covered, default_track
 
@@ -295,22 +296,29 @@ def reproduce(args, name=None, case=None):
         parts.append(f"--cases {args.cases}")
     if args.timeout != DEFAULT_TIMEOUT:
         parts.append(f"--timeout {args.timeout:g}")
+    if "lang" in getattr(args, "given", ()):
+        parts.append(f"--lang {args.lang}")
     return " ".join(parts)
 
 
 def and_list(numbers):
-    """'7, 9 and 13'."""
+    """'7, 9 and 13' (in the language in use)."""
     words = [str(n) for n in numbers]
-    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+    if len(words) < 2:
+        return "".join(words)
+    return _("{items} and {last}").format(items=_(", ").join(words[:-1]), last=words[-1])
 
 
 def step_notes(r):
     """What a step that is not done needs and touches: 'needs step 21, KVCache: not started'."""
     st = BY_NAME[r["name"]]
-    notes = [f"needs step {n['step']}, {n['name']}: not started" for n in r.get("needs", [])]
+    notes = [_("needs step {step}, {name}: not started").format(step=n["step"], name=n["name"])
+             for n in r.get("needs", [])]
     if st.touches and r["status"] != "passed":
-        notes.append(f"step {st.number}, {st.name}, means changing step"
-                     f"{'s' if len(st.touches) > 1 else ''} {and_list(st.touches)} {st.why}".rstrip())
+        notes.append(ngettext("step {step}, {name}, means changing step {steps} {why}",
+                              "step {step}, {name}, means changing steps {steps} {why}",
+                              len(st.touches)).format(step=st.number, name=st.name,
+                                                      steps=and_list(st.touches), why=_(st.why) if st.why else "").rstrip())
     return notes
 
 
@@ -318,12 +326,13 @@ def progress(results):
     """'5 of 25 steps done; next: step 6, repeat_kv'."""
     done = [r for r in results if r["status"] == "passed"]
     todo = [r for r in results if r["status"] != "passed"]
-    text = f"{len(done)} of {len(results)} steps done"
+    text = _("{done} of {total} steps done").format(done=len(done), total=len(results))
     if todo:
-        text += f"; next: step {todo[0]['step']}, {todo[0]['name']}"
-        if todo[0].get("needs"):
-            text += " (it needs " + " and ".join(f"step {n['step']}, {n['name']}"
-                                                 for n in todo[0]["needs"]) + ", first)"
+        needs = _(" and ").join(_("step {step}, {name}").format(step=n["step"], name=n["name"])
+                                for n in todo[0].get("needs", []))
+        template = (_("{done}; next: step {step}, {name} (it needs {needs}, first)") if needs
+                    else _("{done}; next: step {step}, {name}"))
+        text = template.format(done=text, step=todo[0]["step"], name=todo[0]["name"], needs=needs)
     return text
 
 
@@ -331,36 +340,45 @@ def summary(results, args):
     """The last lines: the points, by the rule of every run (points()), then 'N passed,
     M failed' (and the steps not started: never counted as failed)."""
     earned, most = sum(r.get("points", 0.0) for r in results), sum(r.get("max_points", 1.0) for r in results)
-    rule = "all or nothing" if getattr(args, "all_or_nothing", False) else "the share that pass"
+    aon = getattr(args, "all_or_nothing", False)
     if args.case is not None:
-        graded = "this one case"
+        graded = _("this one case")
     elif args.cases:
-        graded = f"each step's hidden cases, {rule}"
+        graded = (_("each step's hidden cases, all or nothing") if aon
+                  else _("each step's hidden cases, the share that pass"))
     else:
-        graded = (f"each step's public cases, {rule}: the teacher's rule, not the grade, which "
-                  f"counts hidden cases")
+        graded = (_("each step's public cases, all or nothing: the teacher's rule, not the grade, "
+                    "which counts hidden cases") if aon
+                  else _("each step's public cases, the share that pass: the teacher's rule, not the "
+                         "grade, which counts hidden cases"))
     counts = {s: sum(r["status"] == s for r in results) for s in ("passed", "failed", "not started")}
-    line = f"{counts['passed']} passed, {counts['failed']} failed"
+    line = _("{passed} passed, {failed} failed").format(passed=counts["passed"], failed=counts["failed"])
     if counts["not started"]:
-        line += f", {counts['not started']} not started"
-    return f"points: {earned:g} of {most:g} ({graded})\n{line}"
+        line = _("{passed} passed, {failed} failed, {not_started} not started").format(
+            passed=counts["passed"], failed=counts["failed"], not_started=counts["not started"])
+    return _("points: {earned} of {most} ({graded})").format(earned=f"{earned:g}", most=f"{most:g}",
+                                                            graded=graded) + "\n" + line
 
 
 def print_report(results, args, out=None):
     out = out or sys.stdout
     results = clean_data(results)
-    width = max((len(r["name"]) for r in results), default=0)
+    names = max((len(r["name"]) for r in results), default=0)
+    counts = {r["name"]: _("not started") if r["status"] == "not started" else
+              _("{passed}/{cases} cases").format(passed=r["cases_passed"], cases=r["cases"]) for r in results}
+    columns = max([13] + [width(c) for c in counts.values()])
     for r in results:
         status = {"passed": "PASS", "failed": "FAIL", "not started": "----"}[r["status"]]
         if args.quiet and status != "FAIL":
             continue
-        count = "not started" if status == "----" else f"{r['cases_passed']}/{r['cases']} cases"
-        print(f"  step {r['step']:>2}  {status}  {r['name'].ljust(width)}  {count:<13} {r['summary']}",
-              file=out)
+        print(_("  step {step}  {status}  {name}  {count} {summary}").format(
+            step=f"{r['step']:>2}", status=status, name=r["name"].ljust(names),
+            count=ljust(counts[r["name"]], columns), summary=_(r["summary"])), file=out)
         for note in r.get("notes", []):
             print(f"        {note}", file=out)
         for advice in r.get("advice", [])[:1]:        # a refusal's wording: advice, not a failure
-            print(f"        advice (not graded): {advice.splitlines()[0]}", file=out)
+            print("        " + _("advice (not graded): {advice}").format(advice=advice.splitlines()[0]),
+                  file=out)
         if status == "----" and not r.get("stub"):
             for line in r["message"].splitlines():    # raised midway or by a helper: what and where
                 print(f"        {line}", file=out)
@@ -368,13 +386,15 @@ def print_report(results, args, out=None):
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)
             if not r["message"].startswith(BUDGET_NOTE):
-                print(f"        reproduce: {reproduce(args, r['name'], r['case'])}", file=out)
+                print("        " + _("reproduce: {command}").format(
+                    command=reproduce(args, r["name"], r["case"])), file=out)
         if args.show and r.get("show") and (status == "FAIL" or args.case is not None):
             case = r["case"] if r["case"] is not None else args.case
             folder = os.path.relpath(os.path.dirname(os.path.abspath(args.module)))
-            what = "the call" if status == "FAIL" else "the calls"
-            print(f"        {what} of case {case}, to paste into python started in "
-                  f"{'this folder' if folder == '.' else folder}:\n", file=out)
+            folder = _("this folder") if folder == "." else folder
+            what = (_("the call of case {case}, to paste into python started in {folder}:") if status == "FAIL"
+                    else _("the calls of case {case}, to paste into python started in {folder}:"))
+            print("        " + what.format(case=case, folder=folder) + "\n", file=out)
             print(r["show"], file=out)
 
 

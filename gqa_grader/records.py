@@ -62,6 +62,8 @@ def carried(args, dests, weights_file=None):
         words.append("--all-or-nothing")
     if "hidden_visibility" in dests:
         words += ["--hidden-visibility", args.hidden_visibility]
+    if "lang" in dests and getattr(args, "lang", None):
+        words += ["--lang", args.lang]
     return words + ["--seed", str(args.seed)]
 
 

@@ -1,0 +1,99 @@
+"""The languages a student reads: English, Japanese and Korean.
+
+Every sentence a student meets is a template with named fields, its English text
+the message id: _("{done} of {total} steps done").format(done=5, total=25).  The
+translations are the standard library's gettext catalogs, in the usual layout
+beside this file: locale/<lang>/LC_MESSAGES/gqa.po, the source, and gqa.mo, what
+gettext reads, compiled from it by
+
+    python -m gqa_grader.catalogs        (--check: exit 1 if a .mo is not its .po's)
+
+English needs no catalog.  The language is --lang's, else the environment's as
+gettext reads it (the first of LANGUAGE, LC_ALL, LC_MESSAGES and LANG that is set:
+ja_JP.UTF-8 is Japanese), else English.  locale/GLOSSARY.md holds the words the
+catalogs use, taken from the lab's handout (Japanese) and its reading (Korean).
+
+A terminal gives a Japanese or Korean character two columns: width() and ljust()
+count them so, for the lines that line up.
+"""
+
+from __future__ import annotations
+
+import gettext
+import os
+import unicodedata
+
+LANGUAGES = ("en", "ja", "ko")
+NAMES = {"en": "English", "ja": "日本語", "ko": "한국어"}
+LOCALE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
+DOMAIN = "gqa"
+ENVIRONMENT = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+
+_current = {"lang": "en", "catalog": gettext.NullTranslations()}
+
+
+def from_environment(environ=None):
+    """The language the environment asks for, as gettext reads it: the first of
+    LANGUAGE, LC_ALL, LC_MESSAGES and LANG that is set (LANGUAGE may list several,
+    ja:en); "en" where none of its languages is one of ours."""
+    environ = os.environ if environ is None else environ
+    for variable in ENVIRONMENT:
+        value = environ.get(variable)
+        if not value:
+            continue
+        for item in value.split(":"):
+            code = item.split(".")[0].split("@")[0].split("_")[0].split("-")[0].lower()
+            if code in LANGUAGES:
+                return code
+        return "en"
+    return "en"
+
+
+def use(lang):
+    """Make lang ("en", "ja" or "ko") the language of every message from now on."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"use: lang must be one of {', '.join(LANGUAGES)}; got {lang!r}")
+    catalog = gettext.NullTranslations() if lang == "en" else gettext.translation(
+        DOMAIN, LOCALE, languages=[lang], fallback=True)
+    _current.update(lang=lang, catalog=catalog)
+
+
+def language():
+    return _current["lang"]
+
+
+def _(message):
+    """message in the language in use (its English text where the catalog lacks it)."""
+    return _current["catalog"].gettext(message)
+
+
+def ngettext(singular, plural, n):
+    return _current["catalog"].ngettext(singular, plural, n)
+
+
+def N_(message):
+    """message, untranslated: marks a module-level text as a message id, translated
+    where it is used, _(TEXT), once the language is known."""
+    return message
+
+
+def how_to_change():
+    """The first line's note of the language: its name, and the options for the others."""
+    others = ", ".join(f"--lang {code} ({NAMES[code]})" for code in LANGUAGES if code != language())
+    return _("{language}: {others}").format(language=NAMES[language()], others=others)
+
+
+# ---------------------------------------------------------------------------
+# Text that lines up: two columns for a wide character.
+# ---------------------------------------------------------------------------
+
+def width(text):
+    """The columns text takes in a terminal: 2 for a wide or full-width character
+    (Japanese, Korean), 0 for a combining one, 1 for the rest."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
+
+
+def ljust(text, columns):
+    """text padded with spaces to columns display columns (never cut)."""
+    return text + " " * max(0, columns - width(text))
