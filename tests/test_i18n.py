@@ -1,0 +1,224 @@
+"""The students' languages: the catalogs hold every message the code asks for, each
+translation keeps its template's named fields, each .mo is its .po compiled, the
+environment chooses the language as gettext does, and wide characters line up."""
+
+from __future__ import annotations
+
+import contextlib
+import gettext
+import glob
+import io
+import os
+import re
+import string
+import unittest
+
+from gqa_grader import catalogs, cli, i18n, tracks
+from tests.helpers import ROOT
+
+
+def used_ids():
+    """(msgid, plural) of every message the grader asks for: its code's _() and
+    ngettext() texts, and the step summaries and reasons it translates as it prints."""
+    ids = catalogs.messages(sorted(glob.glob(os.path.join(ROOT, "gqa_grader", "*.py"))))
+    for st in tracks.ALL_STEPS:
+        for text in (st.summary, st.why):
+            if text and (text, None) not in ids:
+                ids.append((text, None))
+    return ids
+
+
+def fields(template):
+    return sorted(name for _, name, _, _ in string.Formatter().parse(template) if name is not None)
+
+
+def read(lang):
+    _lang, po, mo = next(c for c in catalogs.catalogs() if c[0] == lang)
+    with open(po, encoding="utf-8") as f:
+        entries = catalogs.read_po(f.read())
+    return po, mo, entries
+
+
+class Catalogs(unittest.TestCase):
+
+    def test_every_message_the_code_asks_for_is_in_each_catalog(self):
+        ids = used_ids()
+        self.assertGreater(len(ids), 50)
+        for lang in i18n.LANGUAGES[1:]:
+            _po, _mo, entries = read(lang)
+            held = {(e["msgid"], e.get("msgid_plural")) for e in entries}
+            with self.subTest(lang=lang):
+                self.assertEqual([m for m in ids if m not in held], [])
+
+    def test_each_translation_keeps_its_fields_and_is_neither_empty_nor_fuzzy(self):
+        for lang in i18n.LANGUAGES[1:]:
+            _po, _mo, entries = read(lang)
+            self.assertEqual(entries[0]["msgid"], "")                 # the header
+            self.assertIn("charset=UTF-8", entries[0]["msgstr"][0])
+            for e in entries[1:]:
+                with self.subTest(lang=lang, msgid=e["msgid"]):
+                    self.assertNotIn("fuzzy", e["flags"])
+                    self.assertEqual(len(e["msgstr"]), 1)               # one plural form in ja and ko
+                    self.assertTrue(e["msgstr"][0].strip())
+                    if re.search(r"[A-Za-z]{2,}", re.sub(r"\{[^}]*\}", "", e["msgid"])):   # words: translated
+                        self.assertNotEqual(e["msgstr"][0], e["msgid"])
+                    self.assertEqual(fields(e["msgstr"][0]), fields(e["msgid"]))
+                    if "msgid_plural" in e:
+                        self.assertEqual(fields(e["msgid_plural"]), fields(e["msgid"]))
+
+    def test_no_catalog_holds_a_message_the_code_no_longer_asks_for(self):
+        ids = set(used_ids())
+        for lang in i18n.LANGUAGES[1:]:
+            _po, _mo, entries = read(lang)
+            with self.subTest(lang=lang):
+                self.assertEqual([e["msgid"] for e in entries[1:]
+                                  if (e["msgid"], e.get("msgid_plural")) not in ids], [])
+
+    def test_each_mo_is_its_po_compiled_and_gettext_reads_it_so(self):
+        for lang in i18n.LANGUAGES[1:]:
+            _po, mo, entries = read(lang)
+            with open(mo, "rb") as f:
+                data = f.read()
+            with self.subTest(lang=lang):
+                self.assertEqual(data, catalogs.compile_mo(entries))
+                # The standard library's reader, not ours, on what we wrote.
+                read_back = gettext.GNUTranslations(io.BytesIO(data))
+                for e in entries[1:]:
+                    if "msgid_plural" in e:
+                        for n in (1, 2, 7):
+                            self.assertEqual(read_back.ngettext(e["msgid"], e["msgid_plural"], n), e["msgstr"][0])
+                    else:
+                        self.assertEqual(read_back.gettext(e["msgid"]), e["msgstr"][0])
+
+    def test_a_po_file_with_escapes_plurals_and_flags_reads_back(self):
+        text = ('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+                '#, fuzzy\nmsgid "a \\"b\\"\\n"\nmsgstr "x"\n\n'
+                'msgid "{n} step"\nmsgid_plural "{n} steps"\nmsgstr[0] "{n} ステップ"\n"だけ"\n')
+        entries = catalogs.read_po(text)
+        self.assertEqual([e["msgid"] for e in entries], ["", 'a "b"\n', "{n} step"])
+        self.assertEqual(entries[1]["flags"], ["fuzzy"])
+        self.assertEqual(entries[2]["msgstr"], ["{n} ステップだけ"])
+        self.assertEqual(entries[2]["msgid_plural"], "{n} steps")
+        with self.assertRaises(ValueError):
+            catalogs.read_po('msgid "a"\nmsgtext "b"\n')
+
+
+class Choosing(unittest.TestCase):
+
+    def tearDown(self):
+        i18n.use("en")
+
+    def test_the_environment_chooses_as_gettext_reads_it(self):
+        for environ, lang in (({}, "en"), ({"LANG": "ja_JP.UTF-8"}, "ja"), ({"LANG": "ko_KR.UTF-8"}, "ko"),
+                              ({"LANG": "fr_FR.UTF-8"}, "en"), ({"LANGUAGE": "fr:ko", "LANG": "ja_JP"}, "ko"),
+                              ({"LC_ALL": "C", "LANG": "ja_JP.UTF-8"}, "en"),     # the first one set decides
+                              ({"LC_MESSAGES": "ja_JP.eucJP", "LANG": "ko_KR"}, "ja"),
+                              ({"LANGUAGE": "", "LANG": "ja"}, "ja"), ({"LANG": "C.UTF-8"}, "en")):
+            with self.subTest(environ=environ):
+                self.assertEqual(i18n.from_environment(environ), lang)
+
+    def test_gettext_finds_the_same_catalog(self):
+        # gettext.find reads the same variables; where it finds one of ours, it is the one we chose.
+        for environ in ({"LANG": "ja_JP.UTF-8"}, {"LANGUAGE": "fr:ko", "LANG": "ja_JP"}, {"LANG": "fr_FR"}):
+            saved = {k: os.environ.get(k) for k in i18n.ENVIRONMENT}
+            try:
+                for k in i18n.ENVIRONMENT:
+                    os.environ.pop(k, None)
+                os.environ.update(environ)
+                found = gettext.find(i18n.DOMAIN, i18n.LOCALE)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            with self.subTest(environ=environ):
+                lang = i18n.from_environment(environ)
+                expected = None if lang == "en" else os.path.join(i18n.LOCALE, lang, "LC_MESSAGES", "gqa.mo")
+                self.assertEqual(found, expected)
+
+    def test_lang_overrides_the_environment_and_an_unknown_one_is_a_usage_error(self):
+        args = cli.parse_args(["--lang", "ko", "--steps", "1"])
+        self.assertEqual((args.lang, i18n.language()), ("ko", "ko"))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit):
+            cli.parse_args(["--lang", "fr"])
+        self.assertIn("--lang", err.getvalue())
+
+    def test_use_refuses_a_language_it_has_not(self):
+        with self.assertRaisesRegex(ValueError, r"use: lang must be one of en, ja, ko; got 'fr'"):
+            i18n.use("fr")
+
+
+class LiningUp(unittest.TestCase):
+
+    def test_wide_characters_take_two_columns(self):
+        self.assertEqual(i18n.width("abc"), 3)
+        self.assertEqual(i18n.width("ケース"), 6)
+        self.assertEqual(i18n.width("케이스"), 6)
+        self.assertEqual(i18n.width("ｱ"), 1)                  # half-width katakana
+        self.assertEqual(i18n.width("e\u0301"), 1)            # a combining accent takes none
+        self.assertEqual(i18n.ljust("未着手", 13), "未着手" + " " * 7)
+        self.assertEqual(i18n.ljust("abcdef", 3), "abcdef")   # never cut
+
+    def test_the_step_lines_line_up_in_every_language(self):
+        from gqa_grader import grading
+        results = [dict(step=n, name=name, status=status, cases=c, cases_passed=p, summary=summary)
+                   for n, name, status, c, p, summary in (
+                       (1, "valid_g", "passed", 26, 26, tracks.BY_NAME["valid_g"].summary),
+                       (2, "method_name", "failed", 60, 3, tracks.BY_NAME["method_name"].summary),
+                       (3, "kv_head", "not started", 60, 0, tracks.BY_NAME["kv_head"].summary))]
+        for r in results:
+            r.update(message="", case=None, show=None, notes=[], advice=[], stub=True)
+        args = cli.parse_args(["--steps", "1-3"])
+        for lang in i18n.LANGUAGES:
+            i18n.use(lang)
+            out = io.StringIO()
+            grading.print_report(results, args, out)
+            lines = [line for line in out.getvalue().splitlines() if line.startswith("  ")
+                     and not line.startswith("   ")]
+            with self.subTest(lang=lang):
+                self.assertEqual(len(lines), 3)
+                starts = {i18n.width(line[:line.index(r["summary"] if lang == "en" else i18n._(r["summary"]))])
+                          for line, r in zip(lines, results)}
+                self.assertEqual(len(starts), 1, out.getvalue())     # every summary in one column
+        i18n.use("en")
+
+
+class Speaking(unittest.TestCase):
+    """A run in Japanese or Korean prints none of the English texts it translates."""
+
+    def test_the_grader_s_own_lines_carry_no_english_sentence(self):
+        from gqa_grader import grading
+        english = []
+        for msgid, plural in used_ids():
+            for text in (msgid, plural or ""):
+                for chunk in re.split(r"\{[^}]*\}", text):
+                    words = re.findall(r"[A-Za-z]{3,}", chunk)
+                    if len(words) >= 2 and not re.search(r"[(=\[]|\w\(|--|\bg\b|MHA|TypeError|GQAError", chunk):
+                        english.append(chunk.strip())
+        self.assertGreater(len(english), 20)
+        results = [dict(step=20, name="count_multiplies", status="failed", cases=10, cases_passed=4,
+                        summary=tracks.BY_NAME["count_multiplies"].summary, message="", case=3, show=None,
+                        notes=[], advice=["a refusal's wording"], stub=False, needs=[]),
+                   dict(step=22, name="decode_step", status="not started", cases=10, cases_passed=0,
+                        summary=tracks.BY_NAME["decode_step"].summary, message="", case=None, show=None,
+                        notes=[], advice=[], stub=True, needs=[{"step": 21, "name": "KVCache"}])]
+        for r in results:
+            r["notes"] = grading.step_notes(r)
+        for lang in ("ja", "ko"):
+            args = cli.parse_args(["--steps", "20,22", "--lang", lang])
+            for r in results:
+                r["notes"] = grading.step_notes(r)
+            out = io.StringIO()
+            grading.print_report(results, args, out)
+            out.write(grading.progress(results) + "\n" + grading.summary(results, args) + "\n")
+            out.write(cli._what_is_graded(args) + "\n")
+            text = out.getvalue()
+            with self.subTest(lang=lang):
+                self.assertEqual([chunk for chunk in english if chunk in text], [], text)
+        i18n.use("en")
+
+
+if __name__ == "__main__":
+    unittest.main()
