@@ -4,6 +4,8 @@ reference, the module running only in a sandboxed worker (`python grader.py`).
 One job a file, each importing only those above it in this list and the standard
 library (never gqa.py, never the tools):
 
+    i18n       the language a student reads: _() and ngettext() over gettext's
+               catalogs (locale/), chosen by --lang or the environment; display width
     failures   how a case or a run ends when it does not pass: kinds with data
     cleanup    what a run's user left behind, removed; never raises
     compare    comparing answers; text from the worker made safe to print
@@ -17,6 +19,8 @@ library (never gqa.py, never the tools):
     tracks     the steps a run grades: numbers, ranges, names, tracks (core, all, robustness)
     grading    running the checks; text, JSON and Gradescope output
     starter    the starter, built from gqa.py's text
+    prose      a starter's docstrings and comments in the student's language
+    catalogs   the catalogs' .po read and compiled to .mo; the message ids in the code
     handout    the starter's file and Gradescope's autograder.zip
     records    what a run records to be had again: provenance, the options carried,
                Gradescope's results.json

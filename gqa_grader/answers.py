@@ -21,6 +21,7 @@ from array import array
 from fractions import Fraction
 
 from .failures import Failure
+from .i18n import _
 from .inputs import Counter
 
 NAMES = ("ref_valid_g", "ref_method_name", "ref_kv_head", "ref_group_heads", "ref_fold_kv_mean",
@@ -166,13 +167,13 @@ def _replay(name, args, kwargs):
             with open(DATA, encoding="utf-8") as f:
                 TABLE = json.load(f)
         except (OSError, ValueError) as err:
-            raise Failure(f"the handout's answers.json cannot be read ({err}); make the handout "
-                          f"again with: python grader.py --handout DIR") from None
+            raise Failure(_("the handout's answers.json cannot be read ({error}); make the handout again "
+                            "with: python grader.py --handout DIR").format(error=err)) from None
     entry = TABLE.get(key(name, args, kwargs))
     if entry is None:
-        raise Failure(f"these inputs are not a public case's, so the handout has no answer of "
-                      f"{name.replace('ref_', '')} to compare with (the teacher's run grades "
-                      f"such cases)")
+        raise Failure(_("these inputs are not a public case's, so the handout has no answer of {function} "
+                        "to compare with (the teacher's run grades such cases)").format(
+                            function=name.replace("ref_", "")))
     for i, after in entry["after"].items():
         args[int(i)].__dict__.update(decode(after))
     return decode(entry["value"])

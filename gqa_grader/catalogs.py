@@ -6,8 +6,6 @@ optional hash table), and the message ids the code asks for, found in its text.
     python -m gqa_grader.catalogs --check    write nothing; exit 1 if a .mo differs
 """
 
-from __future__ import annotations
-
 import argparse
 import ast
 import os
@@ -106,10 +104,13 @@ def messages(paths):
     return found
 
 
-def catalogs():
-    """(lang, the .po's path, the .mo's path) of each language with a catalog."""
-    return [(lang, os.path.join(LOCALE, lang, "LC_MESSAGES", DOMAIN + ".po"),
-             os.path.join(LOCALE, lang, "LC_MESSAGES", DOMAIN + ".mo")) for lang in LANGUAGES[1:]]
+def catalogs(domains=(DOMAIN, "starter")):
+    """(lang, domain, the .po's path, the .mo's path) of each catalog: the grader's
+    messages (gqa) and a starter's prose (starter, gqa_grader/prose.py), for each
+    language but English."""
+    return [(lang, domain, os.path.join(LOCALE, lang, "LC_MESSAGES", domain + ".po"),
+             os.path.join(LOCALE, lang, "LC_MESSAGES", domain + ".mo"))
+            for lang in LANGUAGES[1:] for domain in domains]
 
 
 def main(argv=None):
@@ -118,7 +119,9 @@ def main(argv=None):
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a .mo differs")
     args = parser.parse_args(argv)
     stale = []
-    for lang, po, mo in catalogs():
+    for _lang, _domain, po, mo in catalogs():
+        if not os.path.exists(po):
+            continue
         with open(po, encoding="utf-8") as f:
             data = compile_mo(read_po(f.read()))
         try:

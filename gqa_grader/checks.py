@@ -15,6 +15,7 @@ import re
 from .compare import Other, Record, _short, expect, first_difference, kind
 from .exchange import ref, send_weights
 from .failures import Failure
+from .i18n import N_, _, ngettext
 from .inputs import Counter, as_rows, nested, plain, rand_tensor, random_weights
 from .answers import (RefKVCache, ref_attention, ref_attention_multiplies, ref_block_multiplies,
                       ref_cache_table, ref_count_multiplies, ref_decode_step, ref_decode_traffic,
@@ -128,13 +129,24 @@ def bad_g(h, rng):
     return rng.choice([g for g in range(2, h) if h % g] or [0, h + 1, -1])
 
 
-def fields_of(got, what, record, names):
+def fields_of(got, what, record, names, call=None):
     """The fields of a record the module returned, in order; a Failure if it is not one.
-    what: the call ("fold_weights(w, 2)": it must return one) or a part ("each row's ratio")."""
+    what: the call ("fold_weights(w, 2)": it must return one) or a part ("each row's ratio",
+    translated); call: whether what is a call, by default whether it ends in ")" (give it
+    for a translated what)."""
     if not isinstance(got, Record):
-        verb = "return" if what.endswith(")") else "be"
-        raise Failure(f"{what} must {verb} a {record} record (with the field{'s' * (len(names) > 1)} "
-                      f"{', '.join(names)}); got {kind(got)}: {_short(got)}")
+        if what.endswith(")") if call is None else call:
+            text = ngettext("{call} must return a {record} record (with the field {fields}); "
+                            "got {kind}: {value}",
+                            "{call} must return a {record} record (with the fields {fields}); "
+                            "got {kind}: {value}", len(names))
+        else:
+            text = ngettext("{call} must be a {record} record (with the field {fields}); "
+                            "got {kind}: {value}",
+                            "{call} must be a {record} record (with the fields {fields}); "
+                            "got {kind}: {value}", len(names))
+        raise Failure(text.format(call=what, record=record, fields=", ".join(names), kind=kind(got),
+                                  value=_short(got)))
     return [getattr(got, name) for name in names]
 
 
@@ -211,7 +223,7 @@ def check_fold(s, case, rng):
     expected = ref_fold_kv_mean(kv, g)           # from the grader's own copy, before the call
     expect(s.call("fold_kv_mean", kv, g, fresh=True), expected, where, f"fold_kv_mean(kv, {g})")
     expect(s.call("fold_kv_mean", kv, h, fresh=True), plain(kv), where,
-           f"fold_kv_mean(kv, {h}) == kv, exactly (new lists)", exact=True)
+           _("{call} == kv, exactly (new lists)").format(call=f"fold_kv_mean(kv, {h})"), exact=True)
     bad = bad_g(h, rng)
     s.raises("fold_kv_mean", [kv, bad], [h, bad])
 
@@ -235,28 +247,29 @@ def draw_qkv(rng, causal):
     return [[x * scale for x in row] for row in q], k, v, f"n={n}, m={m}, d={d}, d_v={dv}"
 
 
-SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7
-    ("one query, one key", [[0.5]], [[2.0]], [[3.0]], False),
-    ("causal, n = m = 3", [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 2.0], [1.0, -1.0]],
+SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7; what: a message id
+    (N_("one query, one key"), [[0.5]], [[2.0]], [[3.0]], False),
+    (N_("causal, n = m = 3"), [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 2.0], [1.0, -1.0]],
      [[1.0], [2.0], [4.0]], True),
-    ("causal, n = 2 of m = 4", [[1.0], [-1.0]], [[0.5], [1.0], [-2.0], [0.0]], [[1.0], [2.0], [3.0], [4.0]], True),
-    ("a single causal query sees every key", [[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]],
+    (N_("causal, n = 2 of m = 4"), [[1.0], [-1.0]], [[0.5], [1.0], [-2.0], [0.0]], [[1.0], [2.0], [3.0], [4.0]],
+     True),
+    (N_("a single causal query sees every key"), [[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]],
      [[1.0], [0.0], [-1.0]], True),
 ]
 SINGLE_EXTREMES = [  # (what, q, k, v, causal): what robustness asks of step 7 (q scaled by a draw)
-    ("scores of +-1000 (a softmax without its max overflows)", [[1000.0]], [[1.0], [-1.0], [0.999]],
+    (N_("scores of +-1000 (a softmax without its max overflows)"), [[1000.0]], [[1.0], [-1.0], [0.999]],
      [[5.0], [7.0], [9.0]], False),
-    ("scores of +-1e300", [[1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
-    ("scores of -1e300", [[-1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
-    ("an infinite score (it takes all the weight)", [[math.inf]], [[1.0], [-1.0]], [[1.0], [2.0]], False),
-    ("two infinite scores (they share the weight)", [[math.inf]], [[1.0], [0.5], [-1.0]],
+    (N_("scores of +-1e300"), [[1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
+    (N_("scores of -1e300"), [[-1e300]], [[1.0], [-1.0]], [[5.0], [7.0]], False),
+    (N_("an infinite score (it takes all the weight)"), [[math.inf]], [[1.0], [-1.0]], [[1.0], [2.0]], False),
+    (N_("two infinite scores (they share the weight)"), [[math.inf]], [[1.0], [0.5], [-1.0]],
      [[1.0], [2.0], [4.0]], False),
-    ("a NaN score (NaN propagates)", [[1.0]], [[math.nan], [1.0]], [[1.0], [2.0]], False),
-    ("an infinite score after a NaN one (inf x 0): NaN propagates", [[math.inf]], [[1.0], [0.0]],
+    (N_("a NaN score (NaN propagates)"), [[1.0]], [[math.nan], [1.0]], [[1.0], [2.0]], False),
+    (N_("an infinite score after a NaN one (inf x 0): NaN propagates"), [[math.inf]], [[1.0], [0.0]],
      [[1.0], [2.0]], False),
-    ("tuple rows", as_rows([[1.0, 0.5], [0.0, -1.0]], "tuple"), as_rows([[1.0, 0.0], [0.5, 2.0]], "tuple"),
+    (N_("tuple rows"), as_rows([[1.0, 0.5], [0.0, -1.0]], "tuple"), as_rows([[1.0, 0.0], [0.5, 2.0]], "tuple"),
      as_rows([[1.0], [3.0]], "tuple"), True),
-    ("array('d') rows", as_rows([[1.0, 0.5]], "array"), as_rows([[1.0, 0.0], [0.5, 2.0]], "array"),
+    (N_("array('d') rows"), as_rows([[1.0, 0.5]], "array"), as_rows([[1.0, 0.0], [0.5, 2.0]], "array"),
      as_rows([[1.0, -1.0], [3.0, 0.0]], "array"), False),
 ]
 
@@ -265,6 +278,7 @@ SINGLE_EXTREMES = [  # (what, q, k, v, causal): what robustness asks of step 7 (
 def check_single(s, case, rng):
     if case < len(SINGLE_CASES):
         where, q, k, v, causal = SINGLE_CASES[case]
+        where = _(where)
     else:
         causal = case % 2 == 1
         q, k, v, where = draw_qkv(rng, causal)
@@ -299,8 +313,8 @@ def check_attention(s, case, rng):
     if first_difference(mha, expected) is None:
         s.note(f"attention(q, k, v, {h}, causal={causal}) == [single_head_attention(q[i], k[i], v[i], "
                f"causal={causal}) for i in range({h})]", [("q", q), ("k", k), ("v", v)])
-        expect(got, mha, f"h={h}, {where}", "attention(q, k, v, g=h) must equal per-head "
-               "single_head_attention bit for bit (==)", exact=True)
+        expect(got, mha, f"h={h}, {where}", _("attention(q, k, v, g=h) must equal per-head "
+                                              "single_head_attention bit for bit (==)"), exact=True)
 
 
 @step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG))
@@ -324,8 +338,9 @@ def weights_unchanged(s, fields, name, what, where):
     held = s.get(name, *WEIGHT_FIELDS)
     for field, value in zip(WEIGHT_FIELDS, fields):
         if first_difference(plain(held[field]), plain(value), exact=True):
-            raise Failure(f"case {where}: {what} changed the caller's weights.{field} in place; "
-                          f"it must leave the Weights it is given alone")
+            raise Failure(_("case {case}: {call} changed the caller's weights.{field} in place; "
+                            "it must leave the Weights it is given alone").format(case=where, call=what,
+                                                                                   field=field))
 
 
 def draw_sizes(rng, case, wide=False):
@@ -337,7 +352,7 @@ def draw_sizes(rng, case, wide=False):
 
 @step(10, "init_weights", "random MHA weights, drawn as documented, the same for a seed", 8)
 def check_init_weights(s, case, rng):
-    h, _, _, d, d_model, _ = draw_sizes(rng, case * 7)
+    h, _g, _n, d, d_model, _where = draw_sizes(rng, case * 7)
     drawn = rng.randrange(1000, 10 ** 6) if rng.hidden else rng.randrange(1000)   # hidden: no public seed
     seed = drawn if case % 2 else f"seed {drawn}"
     what = f"init_weights({h}, {d_model}, {d}, seed={seed!r})"
@@ -346,27 +361,29 @@ def check_init_weights(s, case, rng):
     expected = ref_init_weights(h, d_model, d, seed)
     for name, t, want in zip(WEIGHT_FIELDS, got, expected):
         expect(t, nested([len(want), len(want[0]), len(want[0][0])]), f"h={h}, d_model={d_model}, d={d}",
-               f"{what}.{name}: its shape", rel=math.inf)      # any values: the shape and the types
+               _("{value}: its shape").format(value=f"{what}.{name}"),
+               rel=math.inf)                     # any values: the shape and the types
     expect(got, expected, f"h={h}, d_model={d_model}, d={d}, seed={seed!r}",
-           f"{what}: w_q, w_k, w_v, w_o, drawn in that order from Random(seed).random(), each head "
-           f"by head and row by row, as sqrt(3 / fan_in) * (2 * u - 1)", names=WEIGHT_FIELDS)
+           _("{call}: w_q, w_k, w_v, w_o, drawn in that order from Random(seed).random(), each head "
+             "by head and row by row, as sqrt(3 / fan_in) * (2 * u - 1)").format(call=what),
+           names=WEIGHT_FIELDS)
     s.raises("init_weights", [0, d_model, d], [0], kwargs={"seed": 1})
 
 
 @step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG))
 def check_fold_weights(s, case, rng):
-    h, g, _, d, d_model, _ = draw_sizes(rng, case)
+    h, g, _n, d, d_model, _where = draw_sizes(rng, case)
     where = f"h={h}, g={g}, d={d}, d_model={d_model}"
     fields = random_weights(rng, h, d_model, d)
     folded = s.call("fold_weights", send_weights(s, fields), g)
     expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
-           plain(ref_fold_weights(*fields, g)), where, f"fold_weights(weights, {g}): new lists throughout",
-           names=WEIGHT_FIELDS)
+           plain(ref_fold_weights(*fields, g)), where,
+           _("{call}: new lists throughout").format(call=f"fold_weights(weights, {g})"), names=WEIGHT_FIELDS)
     weights_unchanged(s, fields, "w", f"fold_weights(w, {g})", where)
     ready = plain(ref_fold_weights(*fields, g))
     again = s.call("fold_weights", send_weights(s, ready, "folded"), g)
     expect(fields_of(again, f"fold_weights(folded, {g})", "Weights", WEIGHT_FIELDS)[1], ready[1], where,
-           "fold_weights of weights that already have g heads")
+           _("fold_weights of weights that already have g heads"))
 
 
 PREPARED_FIELDS = ("h", "g", "d_model", "d", "q_cols", "k_cols", "v_cols", "o_cols")
@@ -374,7 +391,7 @@ PREPARED_FIELDS = ("h", "g", "d_model", "d", "q_cols", "k_cols", "v_cols", "o_co
 
 @step(12, "prepare_weights", "weights checked, folded and transposed once", len(ALL_HG))
 def check_prepare(s, case, rng):
-    h, g, _, d, d_model, _ = draw_sizes(rng, case)
+    h, g, _n, d, d_model, _where = draw_sizes(rng, case)
     where = f"h={h}, g={g}, d={d}, d_model={d_model}"
     fields = random_weights(rng, h, d_model, d)
     p = s.call("prepare_weights", send_weights(s, fields), g)
@@ -388,9 +405,9 @@ def check_prepare(s, case, rng):
     for name, t in zip(PREPARED_FIELDS[4:], got[4:]):
         lists = not_tuples(t)
         if lists is not None:
-            raise Failure(f"case {where}: prepare_weights(w, {g}).{name}{lists} is {kind(eval_at(t, lists))}; "
-                          f"a PreparedWeights' tensors are tuples throughout (it cannot change after "
-                          f"it was checked)")
+            raise Failure(_("case {case}: {value} is {kind}; a PreparedWeights' tensors are tuples "
+                            "throughout (it cannot change after it was checked)").format(
+                case=where, value=f"prepare_weights(w, {g}).{name}{lists}", kind=kind(eval_at(t, lists))))
     weights_unchanged(s, fields, "w", f"prepare_weights(w, {g})", where)
 
 
@@ -406,17 +423,17 @@ def check_layer(s, case, rng):
         weights_unchanged(s, fields, "w", f"layer(x, w, {g})", where)
 
 
-DIFFERENCE_CASES = [  # (what, a, b): after the three drawn ones
-    ("b all zeros", [[1.0, -2.0]], [[0.0, 0.0]]),
-    ("three levels: [h][n][d]", [[[1.0, 2.0]], [[3.0, 4.0]]], [[[1.0, 2.5]], [[3.0, 3.0]]]),
+DIFFERENCE_CASES = [  # (what, a, b): after the three drawn ones; what: a message id
+    (N_("b all zeros"), [[1.0, -2.0]], [[0.0, 0.0]]),
+    (N_("three levels: [h][n][d]"), [[[1.0, 2.0]], [[3.0, 4.0]]], [[[1.0, 2.5]], [[3.0, 3.0]]]),
 ]
 DIFFERENCE_EXTREMES = [  # (what, a, b): what robustness asks of step 14 (scaled by a draw)
-    ("values of 1e200 (their squares overflow)", [[1e200, 2e200], [-3e200, 1e200]],
+    (N_("values of 1e200 (their squares overflow)"), [[1e200, 2e200], [-3e200, 1e200]],
      [[1e200, 1e200], [-3e200, 2e200]]),
-    ("values of 1e-200 (their squares underflow)", [[1e-200, 2e-200], [-3e-200, 1e-200]],
+    (N_("values of 1e-200 (their squares underflow)"), [[1e-200, 2e-200], [-3e-200, 1e-200]],
      [[1e-200, 1e-200], [-3e-200, 2e-200]]),
-    ("values near the largest float", [[1.5e308, -1.7e308]], [[1.7e308, -1.5e308]]),
-    ("a NaN after a zero difference (NaN makes every field NaN)", [[1.0, math.nan]], [[1.0, 1.0]]),
+    (N_("values near the largest float"), [[1.5e308, -1.7e308]], [[1.7e308, -1.5e308]]),
+    (N_("a NaN after a zero difference (NaN makes every field NaN)"), [[1.0, math.nan]], [[1.0, 1.0]]),
 ]
 DIFFERENCE_FIELDS = ("max_abs", "rel_l2", "cosine")
 
@@ -426,6 +443,7 @@ DIFFERENCE_FIELDS = ("max_abs", "rel_l2", "cosine")
 def check_difference(s, case, rng):
     if 3 <= case < 3 + len(DIFFERENCE_CASES):
         where, a, b = DIFFERENCE_CASES[case - 3]
+        where = _(where)
     else:
         rows, cols = rng.randint(1, 3), rng.randint(1, 4)
         shape = [rng.randint(1, 3), rows, cols] if rng.hidden and case % 2 else [rows, cols]   # [h][n][d] too
@@ -455,7 +473,7 @@ def check_cache_elements(s, case, rng):
     expect(s.call("kv_cache_elements", layers, g, length, d, batch=batch),
            ref_kv_cache_elements(layers, g, length, d, batch),
            f"layers={layers}, kv_heads={g}, length={length}, head_dim={d}, batch={batch}",
-           "kv_cache_elements(...) against the elements of a cache built as nested lists")
+           _("kv_cache_elements(...) against the elements of a cache built as nested lists"))
 
 
 TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")
@@ -490,8 +508,19 @@ def check_block(s, case, rng):
 
 def rows_of(rows, what, record, names):
     if not isinstance(rows, list):
-        raise Failure(f"{what} must return a list of {record} records; got {kind(rows)}: {_short(rows)}")
-    return [fields_of(r, f"each row of {what}", record, names) for r in rows]
+        raise Failure(_("{call} must return a list of {record} records; got {kind}: {value}").format(
+            call=what, record=record, kind=kind(rows), value=_short(rows)))
+    found = []
+    for r in rows:
+        if not isinstance(r, Record):
+            text = ngettext("each row of {call} must return a {record} record (with the field {fields}); "
+                            "got {kind}: {value}",
+                            "each row of {call} must return a {record} record (with the fields {fields}); "
+                            "got {kind}: {value}", len(names))
+            raise Failure(text.format(call=what, record=record, fields=", ".join(names), kind=kind(r),
+                                      value=_short(r)))
+        found.append(fields_of(r, what, record, names))
+    return found
 
 
 @step(18, "cache_table", "the cache for every divisor g, with ratios to MHA", 16)
@@ -504,7 +533,7 @@ def check_cache_table(s, case, rng):
     expect(rows_of(rows, "cache_table(...)", "CacheRow",
                    ("method", "kv_heads", "group_size", "elements", "ratio")),
            ref_cache_table(h, layers, length, d), f"h={h}, layers={layers}, length={length}, head_dim={d}",
-           "cache_table rows (method, kv_heads, group_size, elements, ratio)")
+           _("cache_table rows (method, kv_heads, group_size, elements, ratio)"))
 
 
 @step(19, "multiplies_table", "the multiplications for every divisor g, with ratios to MHA", 16)
@@ -514,13 +543,13 @@ def check_multiplies_table(s, case, rng):
     if case % 4 == 3:                            # n = 0: every ratio is 1.0
         n = 0
     rows = s.call("multiplies_table", n, h, d, d_model, causal=causal)
-    got = [[g, size, fields_of(counts, "each row's counts", "Multiplies", ("total",))[0],
-            fields_of(ratio, "each row's ratio", "Multiplies", ("total",))[0]]
+    got = [[g, size, fields_of(counts, _("each row's counts"), "Multiplies", ("total",), call=False)[0],
+            fields_of(ratio, _("each row's ratio"), "Multiplies", ("total",), call=False)[0]]
            for g, size, counts, ratio in rows_of(rows, "multiplies_table(...)", "MultipliesRow",
                                                  ("kv_heads", "group_size", "counts", "ratio"))]
     expect(got, ref_multiplies_table(n, h, d, d_model, causal, rng),
            f"n={n}, h={h}, d={d}, d_model={d_model}, causal={causal}",
-           "multiplies_table rows (kv_heads, group_size, counts.total, ratio.total)")
+           _("multiplies_table rows (kv_heads, group_size, counts.total, ratio.total)"))
 
 
 def tally_is_its_closed_form(s, rng):
@@ -533,8 +562,9 @@ def tally_is_its_closed_form(s, rng):
     tally = s.tally([("layer", [x, w, g], {"causal": causal})], TERMS)
     closed = s.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
     expect([tally[t] for t in TERMS], fields_of(closed, "attention_multiplies(...)", "Multiplies", TERMS),
-           f"{where}, causal={causal}", "tally fields " + ", ".join(TERMS) + " after layer(), against "
-           "your own attention_multiplies(...) (a count and its closed form agree)", names=TERMS)
+           f"{where}, causal={causal}",
+           _("tally fields {fields} after layer(), against your own attention_multiplies(...) (a count "
+             "and its closed form agree)").format(fields=", ".join(TERMS)), names=TERMS)
 
 
 @step(20, "count_multiplies", "the tally kept while the code runs, nested blocks too",
@@ -550,17 +580,21 @@ def check_tally(s, case, rng):
     nested_block = case % 3 == 2                 # a block inside a block adds to the outer one
     tally = s.tally([("layer", [x, w, g], {"causal": causal})], TERMS + ("weight_reads",),
                     nested=nested_block)
-    what = "the outer tally" if nested_block else "tally"
     # A count is worth something only when the work it counts is real: the values
     # computed inside the block must be the layer's (a closed-form tally is not a tally).
     expect(tally.get("values", [None])[0], ref_layer(x, *fields, g, causal=causal),
-           f"{where}, causal={causal}", "the value layer() returned inside count_multiplies() "
-           "(a tally counts real work)")
-    expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected,
-           f"{where}, causal={causal}", f"{what} fields " + ", ".join(TERMS) + ", weight_reads after "
-           "layer()" + (" in a count_multiplies() block inside it" if nested_block else ""))
-    expect(fields_of(tally["multiplies()"], f"{what}.multiplies()", "Multiplies", TERMS + ("total",)),
-           expected[:6] + [sum(expected[:6])], where, f"{what}.multiplies() after layer()")
+           f"{where}, causal={causal}", _("the value layer() returned inside count_multiplies() "
+                                          "(a tally counts real work)"))
+    if nested_block:
+        what = _("the outer tally fields {fields} after layer() in a count_multiplies() block inside it")
+    else:
+        what = _("tally fields {fields} after layer()")
+    expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected, f"{where}, causal={causal}",
+           what.format(fields=", ".join(TERMS + ("weight_reads",))))
+    multiplies = _("the outer tally.multiplies()") if nested_block else "tally.multiplies()"
+    expect(fields_of(tally["multiplies()"], multiplies, "Multiplies", TERMS + ("total",), call=True),
+           expected[:6] + [sum(expected[:6])], where,
+           _("{call} after layer()").format(call=multiplies))
     # The attention kernels alone, with d_v != d: scores count d, the weighted sum d_v.
     n2, m2, d2 = rng.randint(1, 3), rng.randint(3, 4), rng.randint(1, 3)
     dv2 = d2 + rng.randint(1, 2)
@@ -573,8 +607,8 @@ def check_tally(s, case, rng):
     expect([tally["scores"], tally["weighted_sum"]], [kernels.counts.get("scores", 0),
                                                       kernels.counts.get("weighted_sum", 0)],
            f"h={h}, g={g}, n={n2}, m={m2}, d={d2}, d_v={dv2}, causal={causal}",
-           "tally fields scores, weighted_sum after grouped_attention() and single_head_attention() "
-           "(scores count d per key, the weighted sum d_v)")
+           _("tally fields scores, weighted_sum after grouped_attention() and single_head_attention() "
+             "(scores count d per key, the weighted sum d_v)"))
     s.call("KVCache", g, d, keep="cache", value=False)
     cache, decoding = RefKVCache(g, d), Counter()
     for x_t in x:
@@ -582,23 +616,24 @@ def check_tally(s, case, rng):
     tally = s.tally([("decode_step", [x_t, w, g, ref("cache")], {}) for x_t in x],
                     ("cache_reads", "weight_reads"))
     rows = ref_layer(x, *fields, g, causal=True)
-    expect(tally.get("values"), rows, where, "the values decode_step returned inside "
-           "count_multiplies(), row by row, against the reference causal layer (a tally counts "
-           "real work)")
+    expect(tally.get("values"), rows, where, _("the values decode_step returned inside "
+                                               "count_multiplies(), row by row, against the reference causal "
+                                               "layer (a tally counts real work)"))
     expect([tally["cache_reads"], tally["weight_reads"]],
            [decoding.reads["cache_reads"], decoding.reads["weight_reads"]], where,
-           "tally fields cache_reads, weight_reads after decoding x row by row")
+           _("tally fields cache_reads, weight_reads after decoding x row by row"))
 
 
 def cache_arrays(state, name, g, where):
     """cache.k or cache.v as the lab promises it: a list of g array('d'); a Failure if not."""
     held = state[name]
     if not isinstance(held, list) or len(held) != g:
-        raise Failure(f"case {where}: cache.{name} must be a list of g={g} array('d'); got {kind(held)}: "
-                      f"{_short(held)}")
+        raise Failure(_("case {case}: {value} must be a list of g={g} array('d'); got {kind}: {shown}").format(
+            case=where, value=f"cache.{name}", g=g, kind=kind(held), shown=_short(held)))
     for j, a in enumerate(held):
         if not isinstance(a, Other) or not a.type_name.startswith("array"):
-            raise Failure(f"case {where}: cache.{name}[{j}] must be an array('d'); got {kind(a)}")
+            raise Failure(_("case {case}: {value} must be an array('d'); got {kind}").format(
+                case=where, value=f"cache.{name}[{j}]", kind=kind(a)))
     return held
 
 
@@ -606,8 +641,8 @@ def cache_arrays(state, name, g, where):
 def check_kv_cache(s, case, rng):
     g, d, n = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 5)
     capacity = [0, n, max(1, n // 2), n + 3][case % 4]
-    rows = [(rand_tensor(rng, g, d), rand_tensor(rng, g, d)) for _ in range(n)]
-    where = f"g={g}, d={d}, capacity={capacity}, {n} positions"
+    rows = [(rand_tensor(rng, g, d), rand_tensor(rng, g, d)) for _row in range(n)]
+    where = _("g={g}, d={d}, capacity={capacity}, {n} positions").format(g=g, d=d, capacity=capacity, n=n)
     s.call("KVCache", g, d, capacity=capacity, keep="cache", value=False)
     built = RefKVCache(g, d)
     for k, v in rows:
@@ -621,7 +656,7 @@ def check_kv_cache(s, case, rng):
     for name, store in (("k", built.k), ("v", built.v)):
         for j, held in enumerate(cache_arrays(state, name, g, where)):
             expect(held.values[:n * d], [x for row in store[j] for x in row], where,
-                   f"cache.{name}[{j}]: the rows appended, in order", exact=True)
+                   _("{value}: the rows appended, in order").format(value=f"cache.{name}[{j}]"), exact=True)
 
 
 def decoding_is_a_causal_layer(s, rng):
@@ -632,8 +667,8 @@ def decoding_is_a_causal_layer(s, rng):
     x = rand_tensor(rng, n + 1, d_model)
     s.call("KVCache", g, d, keep="cache", value=False)
     rows = [s.call("decode_step", x_t, w, g, ref("cache"), setup=True) for x_t in x]
-    expect(rows, s.call("layer", x, w, g, causal=True), f"{where}, {n + 1} positions",
-           "decode_step row by row against your own layer(x, weights, g, causal=True)")
+    expect(rows, s.call("layer", x, w, g, causal=True), _("{case}, {n} positions").format(case=where, n=n + 1),
+           _("decode_step row by row against your own layer(x, weights, g, causal=True)"))
 
 
 @step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG),
@@ -646,10 +681,10 @@ def check_decode(s, case, rng):
     expected = ref_layer(x, *fields, g, causal=True)
     for t, x_t in enumerate(x):
         expect(s.call("decode_step", x_t, w, g, ref("cache"), fresh=True, setup=True), expected[t],
-               f"{where}, position {t}", f"decode_step of x[{t}] against row {t} of the reference "
-               f"causal layer")
+               _("{case}, position {t}").format(case=where, t=t),
+               _("decode_step of x[{t}] against row {t} of the reference causal layer").format(t=t))
     built = RefKVCache(g, d)
-    for _ in x:
+    for _x_t in x:
         built.append(nested([g, d]), nested([g, d]))
     state = s.get("cache", "len", "elements")
     expect([state["len"], state["elements"]], [len(built), built.elements], where,
@@ -670,8 +705,9 @@ def check_traffic(s, case, rng):
     expected = ref_decode_traffic(n, h, g, d, d_model, batch, rng)
     got = s.call("decode_traffic", n, h, g, d, d_model, batch=batch)
     expect(fields_of(got, "decode_traffic(...)", "DecodeTraffic", TRAFFIC_FIELDS), expected,
-           f"{where}, batch={batch}", "decode_traffic(...) cache_reads, weight_reads "
-           "(read once per step for the whole batch), multiplies, ratio", names=TRAFFIC_FIELDS)
+           f"{where}, batch={batch}", _("decode_traffic(...) cache_reads, weight_reads "
+                                        "(read once per step for the whole batch), multiplies, ratio"),
+           names=TRAFFIC_FIELDS)
 
 
 @step(24, "grouped_attention_backward", "gradients of q, k, v: a shared head sums its group's",
@@ -682,8 +718,8 @@ def check_backward(s, case, rng):
     d_out = rand_tensor(rng, h, len(q[0]), len(v[0][0]))
     got = s.call("grouped_attention_backward", q, k, v, d_out, causal=causal, fresh=True)
     if not isinstance(got, (list, tuple)) or len(got) != 3:
-        raise Failure(f"case h={h}, g={g}: grouped_attention_backward must return (dq, dk, dv); "
-                      f"got {_short(got)}")
+        raise Failure(_("case {case}: grouped_attention_backward must return (dq, dk, dv); got {value}").format(
+            case=f"h={h}, g={g}", value=_short(got)))
     expect(list(got), list(ref_grouped_attention_backward(q, k, v, d_out, causal)), f"h={h}, g={g}, {where}",
            "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=1e-8, names=("dq", "dk", "dv"))
 
@@ -697,11 +733,12 @@ def check_layer_backward(s, case, rng):
     x, d_y, causal = rand_tensor(rng, n, d_model), rand_tensor(rng, n, d_model), case % 2 == 1
     got = s.call("layer_backward", x, send_weights(s, fields), g, d_y, causal=causal, fresh=True)
     if not isinstance(got, (list, tuple)) or len(got) != 2 or not isinstance(got[1], Record):
-        raise Failure(f"case {where}: layer_backward must return (dx, a Weights record of "
-                      f"gradients); got {_short(got)}")
+        raise Failure(_("case {case}: layer_backward must return (dx, a Weights record of gradients); "
+                        "got {value}").format(case=where, value=_short(got)))
     dx, grads = ref_layer_backward(x, *fields, g, d_y, causal)
     expect([got[0]] + fields_of(got[1], "layer_backward(...)[1]", "Weights", WEIGHT_FIELDS), [dx] + grads,
-           f"{where}, causal={causal}, K/V heads given {len(fields[1])}",
+           _("{case}, causal={causal}, K/V heads given {count}").format(case=where, causal=causal,
+                                                                       count=len(fields[1])),
            "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=1e-8,
            names=("dx",) + tuple(f"grads.{f}" for f in WEIGHT_FIELDS))
 

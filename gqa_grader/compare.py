@@ -14,6 +14,7 @@ import re
 import unicodedata
 
 from .failures import Failure
+from .i18n import _, ljust, ngettext, width
 
 REL_TOL = 1e-9          # values are compared to this relative tolerance...
 ABS_TOL = 1e-12         # ...or this absolute one, whichever is looser
@@ -44,17 +45,14 @@ class Record(dict):
         try:
             return self[name]
         except KeyError:
-            raise Failure(f"the {self.type_name} returned has no field {name}; it has "
-                          f"{', '.join(self) or 'none'}") from None
+            if not self:
+                raise Failure(_("the {record} returned has no field {field}; it has none").format(
+                    record=self.type_name, field=name)) from None
+            raise Failure(_("the {record} returned has no field {field}; it has {fields}").format(
+                record=self.type_name, field=name, fields=_(", ").join(self))) from None
 
     def __repr__(self):
         return f"{self.type_name}({', '.join(f'{k}={v!r}' for k, v in self.items())})"
-
-
-def counted(n, noun, thousands=""):
-    """n and noun, in the plural unless n is 1: "1 item", "2 items"; thousands="," writes
-    "1,200 more characters"."""
-    return f"{n:{thousands}} {noun}" + ("" if n == 1 else "s")
 
 
 def decode(x):
@@ -67,7 +65,9 @@ def decode(x):
         if "$record" in x:
             return Record(x["$record"], {k: decode(v) for k, v in x["fields"].items()})
         if "$array" in x:
-            held = Other(f"array('{x['$array']}')", f"of {counted(len(x['values']), 'value')}")
+            n = len(x["values"])
+            held = Other(f"array('{x['$array']}')",
+                         ngettext("of {count} value", "of {count} values", n).format(count=n))
             held.values = decode(x["values"])
             return held
         if "$other" in x:
@@ -77,11 +77,14 @@ def decode(x):
 
 
 def kind(x):
+    """What x is, as a noun phrase for a message's field: "a tuple", "the bool True"."""
     if isinstance(x, Other):
-        return f"a {x.type_name}"
+        return _("a {type}").format(type=x.type_name)
     if isinstance(x, bool):
-        return f"the bool {x}"
-    return f"a {type(x).__name__}" if not isinstance(x, Record) else f"a {x.type_name} record"
+        return _("the bool {value}").format(value=x)
+    if isinstance(x, Record):
+        return _("a {type} record").format(type=x.type_name)
+    return _("a {type}").format(type=type(x).__name__)
 
 
 def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, where=(),
@@ -93,38 +96,56 @@ def first_difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, w
     absolute and relative error.  The types are the lab's: a list where a
     list is expected (not a tuple, unless loose_lists), an int for a count.
     """
-    def at():                                # a record's field by its name: w_o[0][1]
-        return "at " + ("".join(i if isinstance(i, str) else f"[{i}]" for i in where) or "the top")
+    found = _difference(got, expected, rel, abs_tol, exact, where, loose_lists)
+    if found is None:
+        return None
+    place, difference = _place(found[0]), found[1]
+    if not place:
+        return _("at the top: {difference}").format(difference=difference)
+    return _("at {place}: {difference}").format(place=place, difference=difference)
 
+
+def _place(where):
+    """A path in a value as code: [2][0][1], a record's field by its name: w_o[0][1];
+    "" for the value itself (the top)."""
+    return "".join(i if isinstance(i, str) else f"[{i}]" for i in where)
+
+
+def _difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, where=(),
+                loose_lists=False):
+    """first_difference's finding: None, or (where it is, as _place reads it; what it is)."""
     if isinstance(expected, (list, tuple)):
         if not isinstance(got, (list, tuple)) or (isinstance(got, tuple) and not loose_lists):
-            return f"{at()}: expected a list of {len(expected)}, got {kind(got)}: {_short(got)}"
+            return where, _("expected a list of {count}, got {kind}: {value}").format(
+                count=len(expected), kind=kind(got), value=_short(got))
         if len(got) != len(expected):
-            return f"{at()}: expected {counted(len(expected), 'item')}, got {len(got)}"
+            return where, ngettext("expected {count} item, got {got}", "expected {count} items, got {got}",
+                                   len(expected)).format(count=len(expected), got=len(got))
         for i, (a, b) in enumerate(zip(got, expected)):
             if a is b or type(a) is type(b) is float and a == b:
                 continue
-            diff = first_difference(a, b, rel, abs_tol, exact, where + (i,), loose_lists)
-            if diff:
-                return diff
+            found = _difference(a, b, rel, abs_tol, exact, where + (i,), loose_lists)
+            if found:
+                return found
         return None
     if isinstance(expected, float):
         if isinstance(got, bool) or not isinstance(got, (int, float)):
-            return f"{at()}: expected {expected!r}, got {kind(got)}: {_short(got)}"
+            return where, _("expected {expected}, got {kind}: {value}").format(
+                expected=repr(expected), kind=kind(got), value=_short(got))
         if got == expected or (math.isnan(got) and math.isnan(expected)):
             return None
         if not exact and math.isclose(got, expected, rel_tol=rel, abs_tol=abs_tol):
             return None
         err = abs(got - expected)
         rel_err = err / abs(expected) if expected else math.inf
-        return (f"{at()}: expected {expected!r}, got {got!r} "
-                f"(abs error {err:.3g}, rel error {rel_err:.3g})")
+        return where, _("expected {expected}, got {got} (abs error {abs}, rel error {rel})").format(
+            expected=repr(expected), got=repr(got), abs=f"{err:.3g}", rel=f"{rel_err:.3g}")
     if isinstance(expected, int) and not isinstance(expected, bool):
         if type(got) is not int:
-            return (f"{at()}: expected the int {expected}, got {kind(got)}: {_short(got)} "
-                    f"(counts are ints)")
+            return where, _("expected the int {expected}, got {kind}: {value} (counts are ints)").format(
+                expected=expected, kind=kind(got), value=_short(got))
     if got != expected or type(got) is bool and type(expected) is not bool:
-        return f"{at()}: expected {expected!r}, got {_short(got)}"
+        return where, _("expected {expected}, got {got}").format(expected=repr(expected), got=_short(got))
     return None
 
 
@@ -171,7 +192,9 @@ def bounded(text, cap=MESSAGE_CAP):
     """text, or its first cap characters and a note of how many more were cut."""
     if len(text) <= cap:
         return text
-    return text[:cap] + f" [... {counted(len(text) - cap, 'more character', ',')} cut]"
+    n = len(text) - cap
+    return text[:cap] + " " + ngettext("[... {count} more character cut]", "[... {count} more characters cut]",
+                                       n).format(count=f"{n:,}")
 
 
 def clean_data(x, newlines=True):
@@ -195,17 +218,24 @@ def _short(x):
 def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False, names=None):
     """Raise a Failure naming the case, and showing both values when they are short.
     names: got and expected are a record's fields, in this order (named in the message)."""
-    diff = None
+    found = None
     if names is not None and isinstance(got, list) and len(got) == len(names) == len(expected):
         for name, a, b in zip(names, got, expected):
-            diff = first_difference(a, b, rel=rel, exact=exact, where=(name,), loose_lists=loose)
-            if diff:
+            found = _difference(a, b, rel=rel, exact=exact, where=(name,), loose_lists=loose)
+            if found:
                 break
     else:
-        diff = first_difference(got, expected, rel=rel, exact=exact, loose_lists=loose)
-    if diff:
-        shown = f"expected: {_cut(expected)}\ngot:      {_cut(got)}\n"
-        raise Failure(f"case {where}: {what}\n{shown}first difference {diff}")
+        found = _difference(got, expected, rel=rel, exact=exact, loose_lists=loose)
+    if found:
+        place, difference = _place(found[0]), found[1]
+        labels = (_("expected:"), _("got:"))           # in two columns, lined up in every language
+        column = max(map(width, labels)) + 1
+        first = (_("first difference at {place}: {difference}").format(place=place, difference=difference)
+                 if place else _("first difference at the top: {difference}").format(difference=difference))
+        raise Failure("\n".join([_("case {case}: {error}").format(case=where, error=what),
+                                 ljust(labels[0], column) + _cut(expected),
+                                 ljust(labels[1], column) + _cut(got),
+                                 first]))
 
 
 def _cut(x, limit=200):
@@ -213,4 +243,5 @@ def _cut(x, limit=200):
     text = repr(x)
     if len(text) <= limit:
         return text
-    return f"{text[:limit * 3 // 4]} ... {text[-limit // 4:]} ({len(text)} characters; --show prints the call)"
+    return _("{start} ... {end} ({count} characters; --show prints the call)").format(
+        start=text[:limit * 3 // 4], end=text[-limit // 4:], count=len(text))

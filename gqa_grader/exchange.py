@@ -13,6 +13,7 @@ from array import array
 
 from .compare import _short, bounded, clean_data, decode
 from .failures import Failure, NotStarted
+from .i18n import _
 from .inputs import plain
 
 
@@ -61,6 +62,15 @@ def wire(x):
     return x
 
 
+def _frames(where):
+    """The student's file and line of each frame, a line each: "\n  at gqa.py, line 12, in f"."""
+    return "".join("\n  " + _("at {frame}").format(frame=frame) for frame in where)
+
+
+def _malformed(what):
+    return _("the worker's answer to {call} was malformed; the worker was stopped").format(call=what)
+
+
 def _args(args, kwargs):
     return ", ".join([_brief(a) for a in args] + [f"{k}={_brief(v)}" for k, v in kwargs.items()])
 
@@ -97,53 +107,53 @@ class Student:
         self.advice = []                    # what a passing refusal's message could say better
 
     def _exchange(self, pairs):
-        answers = self.worker.exchange([m for m, _ in pairs], [w for _, w in pairs])
-        for answer, (_, what) in zip(answers, pairs):
+        answers = self.worker.exchange([m for m, _w in pairs], [w for _m, w in pairs])
+        for answer, (_m, what) in zip(answers, pairs):
             if not _well_formed(answer):
                 self.worker.stop()
-                raise Failure(f"the worker's answer to {what} was malformed; the worker was "
-                              f"stopped")
+                raise Failure(_malformed(what))
         return answers
 
     def _send(self, message, what):
         """Send the pending requests and this one; return this one's answer."""
         queued, self.pending = self.pending, []
         answers = self._exchange(queued + [(message, what)])
-        for answer, (_, earlier) in zip(answers, queued):
+        for answer, (_m, earlier) in zip(answers, queued):
             self._check(answer, earlier, False)
         if len(answers) != len(queued) + 1:
-            raise Failure(f"the worker did not answer {what}")
+            raise Failure(_("the worker did not answer {call}").format(call=what))
         return answers[-1]
 
     def _raise(self, answer, what):
         e = clean_data(answer["error"], newlines=False)
         if e["type"] == "NotImplementedError":
             raised_in = e.get("raised_in") if isinstance(e.get("raised_in"), str) else None
-            raise NotStarted(f"not implemented yet: {e['message'] or what + ' raised NotImplementedError'}",
-                             function=raised_in, direct=e.get("direct") is True,
-                             where="".join(f"\n  at {frame}" for frame in e["where"]))
+            message = (_("not implemented yet: {message}").format(message=e["message"]) if e["message"]
+                       else _("not implemented yet: {call} raised NotImplementedError").format(call=what))
+            raise NotStarted(message, function=raised_in, direct=e.get("direct") is True,
+                             where=_frames(e["where"]))
         if e["type"] == "missing":
-            raise Failure(f"{e['message']} (needed for {what})")
+            raise Failure(_("{message} (needed for {call})").format(message=e["message"], call=what))
         if e["type"] == "signature":
-            raise Failure(f"{what} has the wrong signature: {e['message']}")
-        at = "".join(f"\n  at {frame}" for frame in e["where"])
-        raise Failure(f"{what} raised {e['type']}: {e['message']}{at}")
+            raise Failure(_("{call} has the wrong signature: {message}").format(call=what, message=e["message"]))
+        raise Failure(_("{call} raised {error}: {message}").format(call=what, error=e["type"], message=e["message"])
+                      + _frames(e["where"]))
 
     def _check(self, answer, what, fresh):
         if "error" in answer:
             self._raise(answer, what)
         if answer.get("changed"):
-            raise Failure(f"{what} changed its argument {', '.join(answer['changed'])} in place; "
-                          f"it must leave its inputs alone and return new lists", "changed_input")
+            raise Failure(_("{call} changed its argument {arguments} in place; it must leave its inputs "
+                            "alone and return new lists").format(call=what, arguments=_(", ").join(answer["changed"])),
+                          "changed_input")
         if fresh and answer.get("aliased"):
-            raise Failure(f"{what} returned lists that belong to its input; it must return "
-                          f"new lists", "aliased")
+            raise Failure(_("{call} returned lists that belong to its input; it must return new "
+                            "lists").format(call=what), "aliased")
         try:
             return decode(answer.get("value"))
         except Exception:                   # a tagged value without its parts, nested too deep
             self.worker.stop()
-            raise Failure(f"the worker's answer to {what} was malformed; the worker was "
-                          f"stopped") from None
+            raise Failure(_malformed(what)) from None
 
     def call(self, fn, *args, keep=None, value=True, fresh=False, **kwargs):
         """fn(*args, **kwargs) in the worker: its value (None with value=False, sent later)."""
@@ -162,9 +172,9 @@ class Student:
         pairs = queued + [({"op": "call", "fn": fn, "args": wire(list(a))}, f"{fn}({_args(a, {})})")
                           for a in arg_lists]
         answers = self._exchange(pairs)
-        values = [self._check(a, what, False) for a, (_, what) in zip(answers, pairs)]
+        values = [self._check(a, what, False) for a, (_m, what) in zip(answers, pairs)]
         if len(values) != len(pairs):
-            raise Failure(f"the worker did not answer {pairs[len(values)][1]}")
+            raise Failure(_("the worker did not answer {call}").format(call=pairs[len(values)][1]))
         return values[len(queued):]
 
     def get(self, name, *attrs):
@@ -182,17 +192,22 @@ class Student:
                               "kwargs": {n: wire(v) for n, v in k.items()}, "value": False}
                              for fn, a, k in calls]}
         return self._check(self._send(message, "count_multiplies()"),
-                           "the calls inside count_multiplies()", False)
+                           _("the calls inside count_multiplies()"), False)
 
-    def _refusal(self, fn, args, kwargs, expected):
+    def _refusal(self, fn, args, kwargs, rule=None):
         """Call fn(*args, **kwargs), which must raise: its error (cleaned), and the call as
-        text; a Failure if it returned, or did not get as far as refusing."""
+        text; a Failure if it returned, or did not get as far as refusing.  It must raise
+        GQAError; with rule (a rule about types), TypeError."""
         what = f"{fn}({_args(args, kwargs or {})})"
         answer = self._send({"op": "call", "fn": fn, "args": wire(list(args)),
                              "kwargs": {k: wire(v) for k, v in (kwargs or {}).items()}}, what)
         if "error" not in answer:
-            raise Failure(f"{what} returned {_short(self._check(answer, what, False))} instead "
-                          f"of raising {expected}")
+            value = _short(self._check(answer, what, False))
+            if rule is None:
+                raise Failure(_("{call} returned {value} instead of raising {expected}").format(
+                    call=what, value=value, expected="GQAError"))
+            raise Failure(_("{call} returned {value} instead of raising TypeError ({rule})").format(
+                call=what, value=value, rule=rule))
         e = clean_data(answer["error"], newlines=False)
         if e["type"] in ("NotImplementedError", "missing", "signature"):
             self._raise(answer, what)
@@ -202,25 +217,27 @@ class Student:
     def _names_function(fn, e, what, raised, why):
         name = "KVCache." + fn.split(".", 1)[1] if fn.startswith("$cache.") else fn
         if not re.search(rf"\b{re.escape(name)}\b", e["message"]):
-            raise Failure(f"{what} raised {raised}({e['message']!r}), which does not name the "
-                          f"function, {name} ({why})")
+            raise Failure(_("{call} raised {error}({message}), which does not name the function, "
+                            "{function} ({why})").format(call=what, error=raised, message=repr(e["message"]),
+                                                          function=name, why=why))
 
     def raises(self, fn, args, numbers, kwargs=None, strict=False):
         """fn(*args) must raise the module's GQAError.  Its message should name the
         function and the numbers given: with strict (robustness), a message that does
         not fails the case; else it is advice, kept in self.advice, and the case passes."""
-        e, what = self._refusal(fn, args, kwargs, "GQAError")
+        e, what = self._refusal(fn, args, kwargs)
         if not e["gqa_error"]:
-            raise Failure(f"{what} raised {e['type']}: {e['message']}, not GQAError (a "
-                          f"ValueError subclass)")
+            raise Failure(_("{call} raised {error}: {message}, not GQAError (a ValueError subclass)").format(
+                call=what, error=e["type"], message=e["message"]))
         try:
-            self._names_function(fn, e, what, "GQAError", "a refusal's message names the "
-                                 "function, the rule and the numbers at fault")
+            self._names_function(fn, e, what, "GQAError", _("a refusal's message names the function, "
+                                                            "the rule and the numbers at fault"))
             missing = [str(x) for x in numbers
                        if not re.search(rf"(?<!\d)(?<!\d\.){re.escape(str(x))}(?!\d|\.\d)", e["message"])]
             if missing:
-                raise Failure(f"{what} raised GQAError({e['message']!r}), which does not mention "
-                              f"{', '.join(missing)} (a refusal's message names the numbers at fault)")
+                raise Failure(_("{call} raised GQAError({message}), which does not mention {numbers} "
+                                "(a refusal's message names the numbers at fault)").format(
+                    call=what, message=repr(e["message"]), numbers=_(", ").join(missing)))
         except Failure as err:
             if strict:
                 raise
@@ -230,13 +247,13 @@ class Student:
     def raises_type(self, fn, args, rule, kwargs=None):
         """fn(*args) must raise TypeError (or a subclass, but not GQAError), naming the
         function: the argument breaks rule, a rule about types, not about values."""
-        e, what = self._refusal(fn, args, kwargs, f"TypeError ({rule})")
+        e, what = self._refusal(fn, args, kwargs, rule)
         if e["gqa_error"] or not e.get("type_error"):
-            raise Failure(f"{what} raised {e['type']}: {e['message']}, not TypeError ({rule}; "
-                          f"GQAError is for values that break the lab's rules, TypeError for "
-                          f"arguments of the wrong type)")
-        self._names_function(fn, e, what, e["type"], "a TypeError's message names the function, "
-                             "as every message of the lab does")
+            raise Failure(_("{call} raised {error}: {message}, not TypeError ({rule}; GQAError is for values "
+                            "that break the lab's rules, TypeError for arguments of the wrong type)").format(
+                call=what, error=e["type"], message=e["message"], rule=rule))
+        self._names_function(fn, e, what, e["type"], _("a TypeError's message names the function, as every "
+                                                       "message of the lab does"))
 
 
 # ---------------------------------------------------------------------------
@@ -361,7 +378,7 @@ class Case:
         try:
             return self.student.call(fn, *args, keep=keep, value=value, fresh=fresh, **kwargs)
         except Failure as err:                  # what the paste must print to show it
-            code, names = st.code, [name for name, _ in st.hoisted]
+            code, names = st.code, [name for name, _v in st.hoisted]
             if names and err.kind == "changed_input":
                 st.code = ("import copy\n" + "".join(f"{n}_before = copy.deepcopy({n})\n" for n in names)
                            + f"out = {code}\n" + " and ".join(f"{n} == {n}_before" for n in names))

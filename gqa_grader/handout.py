@@ -6,7 +6,7 @@ import zipfile
 
 from .checks import STEP_OF
 from .grading import DEFAULT_MODULE
-from . import sandbox, starter
+from . import prose, sandbox, starter
 
 _MADE = {}                          # source -> its starter: made once per process
 
@@ -30,11 +30,11 @@ def given_steps(track):
     return tuple(name for name in lesson if name not in inside) if inside else ()
 
 
-def write_starter(directory, source_path=DEFAULT_MODULE, track=None):
+def write_starter(directory, source_path=DEFAULT_MODULE, track=None, lang="en"):
     """Write directory/gqa.py, the starter for track (a list of step names; None: every
-    step), the steps outside it given."""
+    step), the steps outside it given, its prose in lang (prose.translated)."""
     with open(source_path, encoding="utf-8") as f:
-        text = make_starter(f.read(), given_steps(track))
+        text = prose.translated(make_starter(f.read(), given_steps(track)), lang)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "gqa.py")
     if os.path.exists(path):

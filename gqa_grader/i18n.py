@@ -17,8 +17,6 @@ A terminal gives a Japanese or Korean character two columns: width() and ljust()
 count them so, for the lines that line up.
 """
 
-from __future__ import annotations
-
 import gettext
 import os
 import unicodedata

@@ -16,6 +16,7 @@ argument, so step 20 has none.
 
 from .compare import expect
 from .exchange import ref, send_weights
+from .i18n import N_, _
 from .inputs import rand_tensor, random_weights
 
 
@@ -73,19 +74,20 @@ def refuse_decode(s, rng):
     s.raises("decode_step", [[1.0, 2.0, 3.0], w, 1, ref("cache")], [2, 1])  # a cache for another g
     s.call("KVCache", 1, 2, keep="cache", value=False)
     s.raises("decode_step", [[1.0, 2.0], w, 1, ref("cache")], [2, 3])       # x_t not d_model long
-    expect(s.get("cache", "len")["len"], 0, "a refused decode_step", "len(cache) after refused steps")
+    expect(s.get("cache", "len")["len"], 0, _("a refused decode_step"), _("len(cache) after refused steps"))
 
 
 # ---------------------------------------------------------------------------
 # Arguments of the wrong type: TypeError, naming the function.  Made in case 0.
 # ---------------------------------------------------------------------------
 
-BOOL = "a size is an int, and a bool is not one"
-FLOAT = "a size is an int, not a float"
-STR = "a size is an int, not a str"
-DATA = "data is nested lists of ints and floats"
-BOOLS = "data is nested lists of ints and floats, and a bool is not one"
-CAUSAL = "causal is True or False"
+# The rules a call breaks (message ids: shown translated, _(rule), in refuse_types).
+BOOL = N_("a size is an int, and a bool is not one")
+FLOAT = N_("a size is an int, not a float")
+STR = N_("a size is an int, not a str")
+DATA = N_("data is nested lists of ints and floats")
+BOOLS = N_("data is nested lists of ints and floats, and a bool is not one")
+CAUSAL = N_("causal is True or False")
 
 STRS = [[["1.0", "2.0"]]]                      # [1][1][2] of strs: a tensor that is not numbers
 
@@ -198,4 +200,4 @@ BOOL_DATA = {
 def refuse_types(s, name):
     """Make every call of step `name` that must raise TypeError."""
     for fn, args, rule, kwargs in calls_of(s, name):
-        s.raises_type(fn, args, rule, kwargs)
+        s.raises_type(fn, args, _(rule), kwargs)

@@ -25,6 +25,7 @@ from .answers import (ref_fold_kv_mean, ref_fold_weights, ref_grouped_attention,
                       ref_output_difference, ref_single_head_attention)
 from .compare import expect
 from .exchange import ref, send_weights
+from .i18n import _
 from .inputs import as_rows, plain, rand_tensor, random_weights
 from .refusals import (refuse_attention, refuse_cache_elements, refuse_decode, refuse_difference,
                        refuse_fold_weights, refuse_grouped, refuse_kv_cache, refuse_layer,
@@ -128,7 +129,7 @@ def _refuse_cache(s, rng):
     s.raises("$cache.append", [k + [[0.0] * d], v], [g])                # g + 1 heads
     s.raises("$cache.append", [k, v[:-1] + [[0.0] * (d + 1)]], [d])      # a bad v
     expect(s.get("cache", "len")["len"], 1, f"g={g}, d={d}",
-           "len(cache) after refused appends (nothing is stored unless both are valid)")
+           _("len(cache) after refused appends (nothing is stored unless both are valid)"))
 
 
 REFUSALS = {"valid_g": _refuse_sizes, "method_name": _refuse_g("method_name"),
@@ -155,12 +156,13 @@ def _fold_extremes(s, rng):
     for kv, g in (([[[1e308 * f, -1e308 * f]], [[1e308 * f, -1e308 * f]]], 1),
                   ([[[1e308 * f]], [[1e308 * f]], [[1e308 * f]], [[-1e308 * f]]], 2)):
         expect(s.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
-               f"values of {1e308 * f:.3g}", f"fold_kv_mean(kv, {g}) (a sum overflows; a mean does not)")
+               _("values of {x}").format(x=f"{1e308 * f:.3g}"),
+               _("{call} (a sum overflows; a mean does not)").format(call=f"fold_kv_mean(kv, {g})"))
     for how in ("tuple", "array"):
         h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
         kv = as_rows(rand_tensor(rng, h, 2, 2), how)
         expect(s.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
-               f"h={h}, g={g}, {how} rows", f"fold_kv_mean(kv, {g})")
+               _("{case}, {how} rows").format(case=f"h={h}, g={g}", how=how), f"fold_kv_mean(kv, {g})")
 
 
 def _single_extremes(s, rng):
@@ -171,7 +173,7 @@ def _single_extremes(s, rng):
         else:
             f_q = _scaled(q, f)
         expect(s.call("single_head_attention", f_q, k, v, causal=causal, fresh=True),
-               ref_single_head_attention(f_q, k, v, causal), f"{where}, causal={causal}",
+               ref_single_head_attention(f_q, k, v, causal), f"{_(where)}, causal={causal}",
                f"single_head_attention(q, k, v, causal={causal})")
 
 
@@ -181,18 +183,21 @@ def _grouped_extremes(s, rng):
         q, k, v, causal, where = draw_heads(rng, 1, h, g)
         q, k, v = as_rows(q, how), as_rows(k, how), as_rows(v, how)
         expect(s.call("grouped_attention", q, k, v, causal=causal, fresh=True),
-               ref_grouped_attention(q, k, v, causal), f"h={h}, g={g}, {where}, {how} rows",
+               ref_grouped_attention(q, k, v, causal),
+               _("{case}, {how} rows").format(case=f"h={h}, g={g}, {where}", how=how),
                f"grouped_attention(q, k, v, causal={causal})")
 
 
 def _fold_weights_extremes(s, rng):
     for how in ("tuple", "array"):
-        h, g, _, d, d_model, _ = draw_sizes(rng, rng.randrange(len(ALL_HG)))
+        h, g, _n, d, d_model, _where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
         fields = [as_rows(t, how) for t in random_weights(rng, h, d_model, d)]
         folded = s.call("fold_weights", send_weights(s, fields), g)
         expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
-               plain(ref_fold_weights(*fields, g)), f"h={h}, g={g}, d={d}, d_model={d_model}, {how} rows",
-               f"fold_weights(weights, {g}): new lists throughout", names=WEIGHT_FIELDS)
+               plain(ref_fold_weights(*fields, g)),
+               _("{case}, {how} rows").format(case=f"h={h}, g={g}, d={d}, d_model={d_model}", how=how),
+               _("{call}: new lists throughout").format(call=f"fold_weights(weights, {g})"),
+               names=WEIGHT_FIELDS)
 
 
 def _layer_extremes(s, rng):
@@ -200,14 +205,15 @@ def _layer_extremes(s, rng):
         h, g, n, d, d_model, where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
         fields, x = random_weights(rng, h, d_model, d), as_rows(rand_tensor(rng, n, d_model), how)
         expect(s.call("layer", x, send_weights(s, fields), g, fresh=True),
-               ref_layer(x, *fields, g, False), f"{where}, x of {how} rows", f"layer(x, weights, g={g})")
+               ref_layer(x, *fields, g, False), _("{case}, x of {how} rows").format(case=where, how=how),
+               f"layer(x, weights, g={g})")
 
 
 def _difference_extremes(s, rng):
     f = rng.uniform(0.5, 1.0)
     rows, cols = rng.randint(1, 3), rng.randint(1, 4)
-    cases = [(where, _scaled(a, f), _scaled(b, f)) for where, a, b in DIFFERENCE_EXTREMES]
-    cases.append((f"[{rows}][{cols}], a of tuple rows, b of array rows",
+    cases = [(_(where), _scaled(a, f), _scaled(b, f)) for where, a, b in DIFFERENCE_EXTREMES]
+    cases.append((_("{shape}, a of tuple rows, b of array rows").format(shape=f"[{rows}][{cols}]"),
                   as_rows(rand_tensor(rng, rows, cols), "tuple"), as_rows(rand_tensor(rng, rows, cols), "array")))
     for where, a, b in cases:
         got = s.call("output_difference", a, b)

@@ -241,7 +241,8 @@ class Copies:
         copy_project(folder)
         if starter:
             _, made_in = self.submit(None, (), starter).result(timeout=120)
-            name = shlex.split(starter)[-1]
+            words = shlex.split(starter)
+            name = words[words.index("--starter") + 1]
             shutil.copytree(os.path.join(made_in, name), os.path.join(folder, name))
         for path, source in edits:
             apply_edit(os.path.join(folder, path), source)

@@ -20,11 +20,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # on floors below its own (or, inside gqa_tools, on its own floor's earlier rows).
 FLOORS = [
     ["gqa"],
+    ["gqa_grader.i18n"],
     ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
     ["gqa_grader.reference"], ["gqa_grader.answers"],
     ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.refusals"], ["gqa_grader.checks"], ["gqa_grader.robustness"],
     ["gqa_grader.tracks"],
-    ["gqa_grader.grading"], ["gqa_grader.starter"], ["gqa_grader.handout"],
+    ["gqa_grader.grading"], ["gqa_grader.starter", "gqa_grader.prose", "gqa_grader.catalogs"],
+    ["gqa_grader.handout"],
     ["gqa_grader.selfcheck", "gqa_grader.records", "gqa_grader.submissions"], ["gqa_grader.classroom"],
     ["gqa_grader.cli"],
     ["gqa_grader"], ["gqa_grader.__main__", "grader"],

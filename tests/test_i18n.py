@@ -32,8 +32,8 @@ def fields(template):
     return sorted(name for _, name, _, _ in string.Formatter().parse(template) if name is not None)
 
 
-def read(lang):
-    _lang, po, mo = next(c for c in catalogs.catalogs() if c[0] == lang)
+def read(lang, domain=i18n.DOMAIN):
+    _lang, _domain, po, mo = next(c for c in catalogs.catalogs() if c[:2] == (lang, domain))
     with open(po, encoding="utf-8") as f:
         entries = catalogs.read_po(f.read())
     return po, mo, entries
@@ -101,6 +101,77 @@ class Catalogs(unittest.TestCase):
         self.assertEqual(entries[2]["msgid_plural"], "{n} steps")
         with self.assertRaises(ValueError):
             catalogs.read_po('msgid "a"\nmsgtext "b"\n')
+
+
+def starters():
+    """The starters a student can be given: every step, and the core track's."""
+    from gqa_grader import handout
+    with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
+        source = f.read()
+    return source, [handout.make_starter(source, handout.given_steps(track))
+                    for track in (None, list(tracks.TRACKS["core"]))]
+
+
+def without_docstrings(text):
+    """text's syntax tree, as a string, with every docstring taken out: its code."""
+    import ast
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0] = ast.Pass()
+    return ast.dump(tree)
+
+
+class Starter(unittest.TestCase):
+    """A starter's prose in Japanese and Korean: every paragraph translated, the code
+    and the doctest examples untouched."""
+
+    @classmethod
+    def setUpClass(cls):
+        from gqa_grader import prose
+        cls.source, cls.starters = starters()
+        cls.ids = []
+        for text in cls.starters:
+            cls.ids += [p for p in prose.paragraphs(text) if p not in cls.ids]
+
+    def test_every_paragraph_of_a_starter_is_in_each_catalog_and_no_other(self):
+        self.assertGreater(len(self.ids), 100)
+        for lang in i18n.LANGUAGES[1:]:
+            _po, _mo, entries = read(lang, "starter")
+            held = [e["msgid"] for e in entries[1:]]
+            with self.subTest(lang=lang):
+                self.assertEqual([p for p in self.ids if p not in held], [])
+                self.assertEqual([p for p in held if p not in self.ids], [])
+
+    def test_only_the_prose_changes_and_the_names_stay(self):
+        from gqa_grader import prose
+        names = re.compile(r"[A-Za-z_]\w*\([^)]*\)|--[a-z-]+|\b[A-Za-z]+_\w+")
+        for text in self.starters:
+            english_names = sorted(names.findall(text))
+            for lang in i18n.LANGUAGES[1:]:
+                done = prose.translated(text, lang)
+                with self.subTest(lang=lang):
+                    self.assertEqual(without_docstrings(done), without_docstrings(text))
+                    self.assertNotEqual(done, text)
+                    missing = [n for n in set(english_names) if n not in done]
+                    self.assertEqual(missing, [])
+                    self.assertLessEqual(max(i18n.width(line) for line in done.splitlines()),
+                                         max(i18n.width(line) for line in text.splitlines()))
+
+    def test_the_doctests_pass_with_the_prose_translated(self):
+        # gqa.py itself, its prose in each language: the examples are the lab's, whole.
+        import doctest
+        import types
+        from gqa_grader import prose
+        for lang in i18n.LANGUAGES[1:]:
+            module = types.ModuleType(f"gqa_{lang}")
+            exec(compile(prose.translated(self.source, lang), f"gqa_{lang}.py", "exec"), module.__dict__)
+            with self.subTest(lang=lang):
+                result = doctest.testmod(module, verbose=False, report=False)
+                self.assertGreater(result.attempted, 10)
+                self.assertEqual(result.failed, 0)
 
 
 class Choosing(unittest.TestCase):

@@ -1,0 +1,210 @@
+"""gqa_grader.prose: a starter's prose in the student's language.
+
+translated(text, lang) rewrites the prose of a starter (gqa_grader.starter's text):
+each docstring's paragraphs and each block of whole-line comments, from the catalog
+locale/<lang>/LC_MESSAGES/starter.po, and leaves everything else as it is: names,
+code, the doctest examples (so the doctests still pass), tables and lists of
+shapes, inline comments.  A paragraph's message id is its text with its lines
+joined by single spaces; a list item ("- ...") is a paragraph of its own.  The
+translation is wrapped again to the paragraph's width, counting a Japanese or Korean
+character as two columns, never breaking a word of Latin letters or a piece of code.
+A paragraph the catalog lacks stays English (tests/test_i18n checks that none does).
+
+paragraphs(text) gives the message ids a starter's text asks for.
+"""
+
+import ast
+import gettext
+import re
+
+from .i18n import LOCALE, width
+
+DOMAIN = "starter"
+_BULLET = re.compile(r"- ")
+# A word: a run of ASCII or Hangul (Korean breaks between words, at spaces), a run
+# of space, or one character (Japanese breaks between any two, but for _NO_START).
+_TOKEN = re.compile("[\x21-\x7e\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]+|\\s+|.", re.S)
+_NO_START = set("。、，．・：；！？）」』】〕〉》ー々,.;:!?)")   # never at a line's start (kinsoku): it stays
+
+
+def _is_prose(lines):
+    """Lines (a paragraph, or a list item without its "- " and its continuation
+    indent) are prose unless they are code, a doctest or a table: indented, a line of
+    >>> or ..., or columns lined up by runs of spaces."""
+    return all(line and not line[0].isspace() and not line.startswith((">>>", "...")) and "   " not in line
+               for line in lines)
+
+
+def _split(block):
+    """A block of lines (no blank one) as its parts: the lines before the first list
+    item, then each item ("- " and the lines indented by two spaces after it)."""
+    parts, part = [], []
+    for line in block:
+        if line.startswith("- ") and (part or parts):
+            parts.append(part)
+            part = []
+        part.append(line)
+    parts.append(part)
+    return [p for p in parts if p]
+
+
+def _units(lines):
+    """Dedented lines (a docstring's or a comment block's) as units: (kind, lines),
+    kind "prose" (a paragraph, or one list item) or "keep" (the rest, blank lines too)."""
+    units, block = [], []
+
+    def flush():
+        for part in _split(block):
+            item = part[0].startswith("- ")
+            body = [part[0][2:]] + [line[2:] if line.startswith("  ") and not line.startswith("   ") else " " + line
+                                    for line in part[1:]] if item else part
+            units.append(("prose" if _is_prose(body) else "keep", part))
+        block.clear()
+    for line in lines:
+        if line.strip():
+            block.append(line)
+        else:
+            flush()
+            units.append(("keep", [line]))
+    flush()
+    return units
+
+
+def _message(lines):
+    """A prose unit's message id: its lines joined by single spaces (a list item's
+    "- " and continuation indent are not part of it)."""
+    text = " ".join(line.strip() for line in lines)
+    return text[2:] if lines[0].startswith("- ") else text
+
+
+def _wrap(text, columns, first, rest):
+    """text in lines of at most columns display columns (after first or rest), broken
+    between characters of a wide script or at spaces, never inside a run of ASCII."""
+    lines, line, used = [], first, width(first)
+    for token in _TOKEN.findall(text):
+        if token.isspace():
+            token = " "
+        if used + width(token) > columns and line.strip() and line != first and token[0] not in _NO_START:
+            lines.append(line.rstrip())
+            line, used = rest, width(rest)
+            if token == " ":
+                continue
+        line += token
+        used += width(token)
+    lines.append(line.rstrip())
+    return lines
+
+
+def _rewrite(lines, indent, translate):
+    """Dedented lines (a docstring's or a comment block's) with their prose translated."""
+    out = []
+    for kind, unit in _units(lines):
+        if kind == "keep":
+            out += unit
+            continue
+        message = _message(unit)
+        text = translate(message)
+        if text == message:
+            out += unit
+            continue
+        columns = max(max(width(line) for line in unit), 60) + len(indent)
+        bullet = unit[0].startswith("- ")
+        out += [line[len(indent):] for line in _wrap(text, columns, indent + ("- " if bullet else ""),
+                                                     indent + ("  " if bullet else ""))]
+    return out
+
+
+def _docstrings(text):
+    """{first line: (last line, indent)} of each docstring in text, 1-based, as ast
+    finds them: the module's, each class's and each function's."""
+    found = {}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                indent = "" if isinstance(node, ast.Module) else " " * first.col_offset
+                found[first.lineno] = (first.end_lineno, indent)
+    return found
+
+
+def _pieces(text):
+    """The starter's lines as pieces: ("doc", its lines, indent) for a docstring,
+    ("comment", the comments' texts, indent) for a block of whole-line comments
+    (not a "# Step N." line, a banner, or a "# Given:" line), ("code", [line])."""
+    lines = text.split("\n")
+    docs = _docstrings(text)
+    pieces, i = [], 0
+    while i < len(lines):
+        if i + 1 in docs:
+            end, indent = docs[i + 1]
+            pieces.append(("doc", lines[i:end], indent))
+            i = end
+            continue
+        stripped = lines[i].lstrip()
+        indent = lines[i][:len(lines[i]) - len(stripped)]
+        block = []
+        while i < len(lines) and lines[i].startswith(indent + "# ") and not _KEPT.match(lines[i].lstrip()):
+            block.append(lines[i][len(indent) + 2:])
+            i += 1
+        if block:
+            pieces.append(("comment", block, indent))
+        else:
+            pieces.append(("code", [lines[i]], ""))
+            i += 1
+    return pieces
+
+
+_KEPT = re.compile(r"# (Step \d+\.|-{20,}|Given: )")
+
+
+def _doc_lines(block, indent):
+    """A docstring's lines, its quotes taken off: (what comes before the text, the
+    text's lines dedented, what follows)."""
+    head = block[0]
+    quote = head.index('"""') + 3
+    whole = "\n".join(block)
+    close = whole.rindex('"""')
+    inner = whole[quote:close].split("\n")
+    inner = inner[:1] + [line[len(indent):] if line.startswith(indent) else line.lstrip() for line in inner[1:]]
+    return head[:quote], inner, whole[close:]
+
+
+def _prose_lines(piece):
+    kind, lines, indent = piece
+    return _doc_lines(lines, indent)[1] if kind == "doc" else lines
+
+
+def paragraphs(text):
+    """The message ids of a starter's prose, in order, once each."""
+    found = []
+    for piece in _pieces(text):
+        if piece[0] == "code":
+            continue
+        for kind, unit in _units(_prose_lines(piece)):
+            if kind == "prose" and _message(unit) not in found:
+                found.append(_message(unit))
+    return found
+
+
+def translated(text, lang):
+    """text (a starter) with its prose in lang; text itself for English."""
+    if lang == "en":
+        return text
+    catalog = gettext.translation(DOMAIN, LOCALE, languages=[lang], fallback=True)
+    out = []
+    for piece in _pieces(text):
+        kind, lines, indent = piece
+        if kind == "code":
+            out += lines
+        elif kind == "comment":
+            out += [(indent + "# " + line).rstrip() for line in _rewrite(lines, "", catalog.gettext)]
+        else:
+            before, inner, after = _doc_lines(lines, indent)
+            new = _rewrite(inner, "", catalog.gettext)
+            if len(new) == 1:
+                out.append(before + new[0] + after)
+            else:
+                out += ([before + new[0]] + [indent + line if line else "" for line in new[1:-1]]
+                        + [indent + new[-1] + after])
+    return "\n".join(out)
