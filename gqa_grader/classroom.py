@@ -56,7 +56,7 @@ ALLOWED = {"autograder": CARRY + ("autograder", "hidden_visibility", "sealed", "
            "classroom": CARRY + ("classroom", "sealed"),
            "class_dir": CARRY + ("class_dir", "gradebook", "jobs", "roster", "sealed", "quiet",
                                  "verbose"),
-           "handout": ("handout", "only")}
+           "handout": ("handout", "only", "lang")}
 NAMES = {"autograder": "--autograder", "classroom": "--classroom", "class_dir": "--class",
          "handout": "--handout"}
 WHY_NOT = {"module": "it grades each submission's own gqa.py (the handout: the project's)", "case": "it grades every case",

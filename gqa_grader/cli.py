@@ -1,6 +1,7 @@
 """The command line: `python grader.py [options]` (see parse_args, and grader.py's docstring)."""
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -13,11 +14,11 @@ import time
 from . import classroom, records, submissions
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
-from .i18n import LANGUAGES, _, from_environment, how_to_change, ngettext, use
+from .i18n import LANGUAGES, N_, _, from_environment, how_to_change, ngettext, use
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, fit, grade, gradescope, print_report, progress, reproduce,
                       scored, shown_seed, summary, withhold_hidden)
-from .tracks import ALL_STEPS, TRACKS, default_track, select
+from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
 from .answers import HANDOUT
 from .handout import write_autograder, write_starter
 from .selfcheck import write_handout
@@ -47,88 +48,151 @@ def shown_path(path):
     return rel if os.sep in rel or (os.altsep and os.altsep in rel) else os.path.join(os.curdir, rel)
 
 
+# argparse's own words, exactly as its module asks gettext for them (Python 3.9 to 3.13),
+# for the catalogs: while our parser is built and parses, argparse's _ is ours
+# (_argparse_speaks), so --help and a usage error are all in the language in use.  The
+# ones our options can meet; "argument %(argument_name)s: %(message)s" is asked for
+# from 3.11 on (3.9 and 3.10 write it in English), "options" from 3.10 on.
+ARGPARSE_WORDS = [
+    N_("usage: "),
+    N_("options"),
+    N_("optional arguments"),                                  # Python 3.9
+    N_("show this help message and exit"),
+    N_("%(prog)s: error: %(message)s\n"),
+    N_("argument %(argument_name)s: %(message)s"),
+    N_("invalid choice: %(value)r (choose from %(choices)s)"),
+    N_("invalid %(type)s value: %(value)r"),
+    N_("expected one argument"),
+    N_("ignored explicit argument %r"),
+    N_("ambiguous option: %(option)s could match %(matches)s"),
+    N_("unrecognized arguments: %s"),
+]
+_ARGPARSE_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def _argparse_speaks():
+    """argparse's own words ("usage: ", "options", "error: ", "invalid choice: ...") in the
+    language in use, within the block: argparse takes them from its module's _ (gettext's),
+    pointed at i18n._ here and back after, one thread at a time."""
+    with _ARGPARSE_LOCK:
+        saved = argparse._
+        argparse._ = _
+        try:
+            yield
+        finally:
+            argparse._ = saved
+
+
+def asked_lang(argv):
+    """The language argv asks for with --lang, read as argparse would (--lang ja, --lang=ja,
+    an abbreviation such as --la ja; the last one counts), before the parser is built, so
+    that --help and the usage errors speak it; None when it asks for none of ours."""
+    lang = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        name, equals, value = arg.partition("=")
+        if len(name) >= 4 and "--lang".startswith(name):
+            value = value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+            lang = value if value in LANGUAGES else None
+    return lang
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python grader.py",
-        description="Grade a gqa.py step by step against an independent reference; the "
-                    "module runs in a child process and cannot change the verdict.")
+        description=_("Grade a gqa.py step by step against an independent reference; the "
+                      "module runs in a child process and cannot change the verdict."))
     add = parser.add_argument
     add("--module", default=None, metavar="PATH",
-        help="the gqa.py to grade (default: ./gqa.py if this folder has one, else the one "
-             "beside grader.py)")
-    add("--seed", type=int, default=None, help="the seed of the random cases (default: a fresh one, printed)")
+        help=_("the gqa.py to grade (default: ./gqa.py if this folder has one, else the one "
+               "beside grader.py)"))
+    add("--seed", type=int, default=None,
+        help=_("the seed of the random cases (default: a fresh one, printed)"))
     add("--cases", type=int, default=DEFAULT_CASES, metavar="K",
-        help=f"random cases per step, after the systematic ones: 0 to {MAX_CASES:,} "
-             f"(default {DEFAULT_CASES}; every step has systematic cases too)")
+        help=_("random cases per step, after the systematic ones: 0 to {most} "
+               "(default {default}; every step has systematic cases too)").format(
+                   most=f"{MAX_CASES:,}", default=DEFAULT_CASES))
     add("--steps", "--only", dest="only", default=None, metavar="STEPS",
-        help="grade these steps: numbers (3), ranges (1-8), names (kv_head) and tracks "
-             "(core: the handout's lab; all: the 25 steps; robustness: the rules beyond the "
-             "lesson), comma-separated: --steps core, --steps 1-8,14-19 (default: all, or a "
-             "handout's track; see --list)")
+        help=_("grade these steps: numbers (3), ranges (1-8), names (kv_head) and tracks "
+               "(core: the handout's lab; all: the 25 steps; robustness: the rules beyond the "
+               "lesson), comma-separated: --steps core, --steps 1-8,14-19 (default: all, or a "
+               "handout's track; see --list)"))
     add("--all-or-nothing", action="store_true",
-        help="a step earns its points only when every graded case passes (default: the "
-             "share of its graded cases that pass)")
-    add("--case", type=int, default=None, metavar="K", help="run only case K of the one step given with --only")
+        help=_("a step earns its points only when every graded case passes (default: the "
+               "share of its graded cases that pass)"))
+    add("--case", type=int, default=None, metavar="K",
+        help=_("run only case K of the one step given with --only"))
     add("--show", action="store_true",
-        help="print a failing case's failing call (or every call of --case) as Python to "
-             "paste into python started beside the module")
+        help=_("print a failing case's failing call (or every call of --case) as Python to "
+               "paste into python started beside the module"))
     add("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-        help=f"seconds a call may take before it fails (default {DEFAULT_TIMEOUT:g})")
-    add("--list", action="store_true", help="name the steps, in order, and exit")
-    add("--json", action="store_true", help="print one JSON document: the score and each step's result")
+        help=_("seconds a call may take before it fails (default {default})").format(
+            default=f"{DEFAULT_TIMEOUT:g}"))
+    add("--list", action="store_true", help=_("name the steps, in order, and exit"))
+    add("--json", action="store_true", help=_("print one JSON document: the score and each step's result"))
     add("--format", choices=("text", "json", "gradescope"), default=None,
-        help="text (default), json (as --json), or gradescope (its results.json)")
+        help=_("text (default), json (as --json), or gradescope (its results.json)"))
     add("--weights", metavar="FILE", default=None,
-        help="with --format gradescope: a JSON object of step name -> points (default 1 each)")
+        help=_("with --format gradescope: a JSON object of step name -> points (default 1 each)"))
     add("-x", "--fail-fast", action="store_true",
-        help="stop each step at its first failing case (faster; the counts are partial)")
+        help=_("stop each step at its first failing case (faster; the counts are partial)"))
     add("--withhold-hidden", action="store_true",
-        help="a failing hidden case says only that it failed: its input, the answer expected, "
-             "its calls and the seed are withheld (what --class's feedback does)")
-    add("-q", "--quiet", action="store_true", help="print only failures and the summary")
-    add("--lang", choices=LANGUAGES, default=None,
-        help="the language of what the grader prints: en, ja (日本語) or ko (한국어); default: "
-             "the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en")
-    add("-v", "--verbose", action="store_true", help="also print the wall time")
-    add("--starter", metavar="DIR", help="write a starter gqa.py for students into DIR and exit")
-    add("--sealed", action="store_true",
-        help="the teacher's grading run: the module alone in a private folder, PATH its only "
-             "variable, limits, and (as root) another user; implied by --format gradescope")
-    add("--user", metavar="NAME", default=None,
-        help="with --sealed, as root: the worker's user (default: a user id drawn for the "
-             "run, which no other process has)")
-    add("--out", metavar="PATH", default=None,
-        help="also write the run's JSON document (Gradescope's with --format gradescope) to "
-             "PATH, once the worker is gone")
-    add("--budget", type=float, default=DEFAULT_BUDGET, metavar="S",
-        help=f"seconds the whole run may take (default {DEFAULT_BUDGET:g}); the steps not "
-             f"reached by then are not graded")
-    add("--autograder", metavar="DIR",
-        help="write DIR/autograder.zip for Gradescope (this grader, sealed) and exit")
-    add("--handout", metavar="DIR",
-        help="write what students get into DIR (the starter, and a self-check of the public "
-             "cases that holds no reference) and exit")
+        help=_("a failing hidden case says only that it failed: its input, the answer expected, "
+               "its calls and the seed are withheld (what --class's feedback does)"))
+    add("-q", "--quiet", action="store_true", help=_("print only failures and the summary"))
+    _run_options(add)
     classroom.add_options(parser)
     return parser
 
 
+def _run_options(add):
+    """The options of the language, the teacher's runs and the files the grader writes."""
+    add("--lang", choices=LANGUAGES, default=None,
+        help=_("the language of what the grader prints: en, ja (日本語) or ko (한국어); default: "
+               "the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
+    add("-v", "--verbose", action="store_true", help=_("also print the wall time"))
+    add("--starter", metavar="DIR", help=_("write a starter gqa.py for students into DIR and exit"))
+    add("--sealed", action="store_true",
+        help=_("the teacher's grading run: the module alone in a private folder, PATH its only "
+               "variable, limits, and (as root) another user; implied by --format gradescope"))
+    add("--user", metavar="NAME", default=None,
+        help=_("with --sealed, as root: the worker's user (default: a user id drawn for the "
+               "run, which no other process has)"))
+    add("--out", metavar="PATH", default=None,
+        help=_("also write the run's JSON document (Gradescope's with --format gradescope) to "
+               "PATH, once the worker is gone"))
+    add("--budget", type=float, default=DEFAULT_BUDGET, metavar="S",
+        help=_("seconds the whole run may take (default {default}); the steps not "
+               "reached by then are not graded").format(default=f"{DEFAULT_BUDGET:g}"))
+    add("--autograder", metavar="DIR",
+        help=_("write DIR/autograder.zip for Gradescope (this grader, sealed) and exit"))
+    add("--handout", metavar="DIR",
+        help=_("write what students get into DIR (the starter, and a self-check of the public "
+               "cases that holds no reference) and exit"))
+
+
 def _check_ranges(parser, args):
     if not (0 < args.budget <= 86400):
-        parser.error(f"--budget must be more than 0 and at most 86400 seconds; got {args.budget:g}")
+        parser.error(_("--budget must be more than 0 and at most 86400 seconds; got {budget}").format(
+            budget=f"{args.budget:g}"))
     if args.user is not None and not args.sealed:
-        parser.error("--user goes with --sealed (or --format gradescope)")
+        parser.error(_("--user goes with --sealed (or --format gradescope)"))
     if args.out == "":
-        parser.error("--out must name a file; got an empty path")
+        parser.error(_("--out must name a file; got an empty path"))
     if args.out is not None:
         folder = os.path.dirname(os.path.abspath(args.out))
         if not os.path.isdir(folder):
-            parser.error(f"--out {args.out}: no such folder {folder}")
+            parser.error(_("--out {path}: no such folder {folder}").format(path=args.out, folder=folder))
         if not os.access(folder, os.W_OK) or os.path.isdir(args.out):
-            parser.error(f"--out {args.out}: cannot write a file there")
+            parser.error(_("--out {path}: cannot write a file there").format(path=args.out))
     if not 0 <= args.cases <= MAX_CASES:
-        parser.error(f"--cases must be from 0 to {MAX_CASES:,}; got {args.cases}")
+        parser.error(_("--cases must be from 0 to {most}; got {cases}").format(
+            most=f"{MAX_CASES:,}", cases=args.cases))
     if not (0 < args.timeout <= 3600):
-        parser.error(f"--timeout must be more than 0 and at most 3600 seconds; got {args.timeout:g}")
+        parser.error(_("--timeout must be more than 0 and at most 3600 seconds; got {timeout}").format(
+            timeout=f"{args.timeout:g}"))
 
 
 def _steps_named(parser, only):
@@ -136,7 +200,7 @@ def _steps_named(parser, only):
     try:
         return select(only)
     except ValueError as err:
-        parser.error(f"--steps {only}: {err}")
+        parser.error(f"--steps {only}: {err}")        # no words of ours: the same in every language
 
 
 def _weights(parser, path):
@@ -147,12 +211,13 @@ def _weights(parser, path):
         if not isinstance(weights, dict) or not all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
                 and math.isfinite(v) for v in weights.values()):
-            raise ValueError("not an object of step name -> points")
+            raise ValueError(_("not an object of step name -> points"))
     except (OSError, ValueError) as err:
         parser.error(f"--weights {path}: {err}")
     unknown = sorted(set(weights) - {st.name for st in ALL_STEPS})
     if unknown:
-        parser.error(f"--weights {path}: no step named {', '.join(unknown)}")
+        parser.error(_("--weights {path}: no step named {names}").format(
+            path=path, names=_(", ").join(unknown)))
     return weights
 
 
@@ -161,25 +226,38 @@ def _check_handout(parser, args):
     track = default_track()
     outside = [n for n in args.only or [] if n not in track and n not in TRACKS["robustness"]]
     if outside:
-        parser.error(f"--steps: {', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not in "
-                     f"this handout's track ({len(track)} steps: see --list); its checks hold no "
-                     f"answers for {'it' if len(outside) == 1 else 'them'}")
+        parser.error(ngettext("--steps: {steps} is not in this handout's track ({count} steps: see "
+                              "--list); its checks hold no answers for it",
+                              "--steps: {steps} are not in this handout's track ({count} steps: see "
+                              "--list); its checks hold no answers for them", len(outside)).format(
+                                  steps=_(", ").join(outside), count=len(track)))
     if args.cases:
-        parser.error(f"this is a handout's self-check: it grades the public cases (the systematic "
-                     f"ones and {PUBLIC_CASES} random ones per step, from seed {PUBLIC_SEED}), so "
-                     f"--cases must be 0; your teacher's run grades hidden ones")
+        parser.error(_("this is a handout's self-check: it grades the public cases (the systematic "
+                       "ones and {random} random ones per step, from seed {seed}), so --cases must "
+                       "be 0; your teacher's run grades hidden ones").format(
+                           random=PUBLIC_CASES, seed=PUBLIC_SEED))
     for option in ("autograder", "handout", "class_dir", "classroom"):
         if getattr(args, option, None):
-            parser.error(f"{option.replace('class_dir', 'class').replace('_', '-').join(['--', ''])} "
-                         f"needs the reference, which a handout does not hold")
+            parser.error(_("{option} needs the reference, which a handout does not hold").format(
+                option=option.replace('class_dir', 'class').replace('_', '-').join(['--', ''])))
 
 
 def parse_args(argv):
+    """The command line's options, checked; the language of every message from here on
+    chosen (--lang, else the environment's) before the parser is built, so that --help,
+    argparse's own words and the usage errors are in it too."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    use(asked_lang(argv) or from_environment() or handout_lang() or "en")
+    with _argparse_speaks():
+        return _parse_args(argv)
+
+
+def _parse_args(argv):
     parser = _parser()
     if HANDOUT:
         parser.set_defaults(cases=0)
     args = parser.parse_args(argv)
-    args.lang = args.lang or from_environment()
+    args.lang = args.lang or from_environment() or handout_lang() or "en"
     use(args.lang)
     args.format = args.format or ("json" if args.json else "text")
     args.sealed = args.sealed or args.format == "gradescope"
@@ -190,7 +268,7 @@ def parse_args(argv):
         args.steps_spec = ",".join(word.strip() for word in args.only.split(","))
         args.only = _steps_named(parser, args.only)
     if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
-        parser.error("--case K needs --only with one step (a name or a number), and K at least 0")
+        parser.error(_("--case K needs --only with one step (a name or a number), and K at least 0"))
     args.weight_map = _weights(parser, args.weights) if args.weights else {}
     classroom.check_args(parser, args, argv)
     if HANDOUT:
@@ -265,7 +343,7 @@ def _parse_or_document(argv):
         sys.stderr.write(said.getvalue())
         if not exit_.code:
             raise
-        why = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else "usage error"
+        why = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else _("usage error")
         emit(gradescope([], {}, error=why) if fmt == "gradescope" else
              {"grader": GRADER_VERSION, "error": why, "score": 0.0, "passed": 0, "failed": 0,
               "steps": []})
@@ -284,16 +362,18 @@ def _list_steps(documents):
              "tracks": tracks_of(st)} for st in ALL_STEPS]})
         return 0
     for st in ALL_STEPS:
-        print(f"step {st.number:>2}  {st.name:<26} {','.join(tracks_of(st)):<10}  {st.summary}")
+        print(_("step {step}  {name} {tracks}  {summary}").format(
+            step=f"{st.number:>2}", name=f"{st.name:<26}", tracks=f"{','.join(tracks_of(st)):<10}",
+            summary=_(st.summary)))
     return 0
 
 
 def _write_handout(args, documents):
     """--starter DIR or --autograder DIR: write it and say where; None when neither is asked."""
     for what, option, write, then in (
-            ("starter", args.starter, lambda d: write_starter(d, track=args.only),
+            ("starter", args.starter, lambda d: write_starter(d, track=args.only, lang=args.lang),
              "grade it with: python grader.py --module {}" + _track_words(args)),
-            ("handout", args.handout, lambda d: write_handout(d, only=args.only),
+            ("handout", args.handout, lambda d: write_handout(d, only=args.only, lang=args.lang),
              "give students this folder; they run `python grader.py` in it"),
             ("autograder", args.autograder,
              lambda d: write_autograder(d, args, records.carried(args, args.given, "weights.json")),
@@ -367,13 +447,14 @@ def _grade_sealed(args, label):
         results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case,
                         args.fail_fast, args.budget, seal, label)
     except Refused as err:
-        why = bounded(f"cannot grade {label}: {err}")
+        why = bounded(_("cannot grade {module}: {why}").format(module=label, why=err))
     except Stopped as err:
         stopped = err.args[0]
-        why = (f"cannot grade {label}: the grader was stopped by "
-               f"{signal.Signals(stopped).name}; the worker was killed")
+        why = _("cannot grade {module}: the grader was stopped by {signal}; the worker was "
+                "killed").format(module=label, signal=signal.Signals(stopped).name)
     except Exception as err:              # the grader's own fault: still one document
-        why = bounded(f"cannot grade {label}: the grader failed ({type(err).__name__}: {err})")
+        why = bounded(_("cannot grade {module}: the grader failed ({type}: {error})").format(
+            module=label, type=type(err).__name__, error=err))
     finally:
         if seal is not None:
             seal.close()
@@ -417,7 +498,7 @@ def _print_text(args, results, why, seconds, notes):
     print_report(results, args)
     print(progress(results))
     if args.verbose:
-        print(f"graded in {seconds:.2f} s of wall time")
+        print(_("graded in {seconds} s of wall time").format(seconds=f"{seconds:.2f}"))
     print(summary(results, args))
 
 
@@ -448,8 +529,9 @@ def _main(argv=None):
         try:
             write_out(args.out, doc)
         except OSError as err:
-            print(f"grader: cannot write {args.out}: {err}", file=sys.stderr)
-            why = why or f"cannot write {args.out}"
+            print("grader: " + _("cannot write {path}: {error}").format(path=args.out, error=err),
+                  file=sys.stderr)
+            why = why or _("cannot write {path}").format(path=args.out)
     if documents:
         emit(doc)
     else:
@@ -470,7 +552,7 @@ def run(argv=None):
     try:
         return main(argv)
     except KeyboardInterrupt:
-        print("grader: interrupted", file=sys.stderr)
+        print("grader: " + _("interrupted"), file=sys.stderr)
         return 130
     except BrokenPipeError:                      # `python grader.py | head`: the reader left
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -4,6 +4,8 @@ Code decides by the class and its fields, never by the words of a message: the
 message is for people, and it may hold the student's own text.
 """
 
+from .i18n import _
+
 
 class Failure(Exception):
     """A case that failed.  str(err) is the message; kind names what failed, for code:
@@ -38,3 +40,26 @@ class OutOfTime(Failure):
 
 class Refused(Exception):
     """The module cannot be graded at all (it cannot be imported, or imports the grader)."""
+
+
+def import_error(why, shown):
+    """The worker's reason the module shown (its label) could not be imported, in the
+    language in use.  The worker has no language: it writes the reason in English, in
+    one of worker.w_import's forms, which are read back here by their fixed words around
+    the label and Python's own text; a reason in no such form is shown as it came."""
+    if why == f"{shown} is not a Python file (it must end in .py)":
+        return _("{module} is not a Python file (it must end in .py)").format(module=shown)
+    if why == (f"{shown} imports the grader (grader.py or gqa_grader): the grader grades a "
+               f"module that does its own work, so it refuses this one"):
+        return _("{module} imports the grader (grader.py or gqa_grader): the grader grades a "
+                 "module that does its own work, so it refuses this one").format(module=shown)
+    syntax = f"{shown} has a syntax error, line "
+    if why.startswith(syntax):
+        line, colon, error = why[len(syntax):].partition(": ")
+        if colon and (line.isdigit() or line == "None"):
+            return _("{module} has a syntax error, line {line}: {error}").format(
+                module=shown, line=line, error=error)
+    raised = f"importing {shown} raised "
+    if why.startswith(raised):
+        return _("importing {module} raised {error}").format(module=shown, error=why[len(raised):])
+    return why

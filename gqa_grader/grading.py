@@ -17,7 +17,7 @@ from .checks import PUBLIC_CASES, STEP_OF, STEPS, Draw
 from .compare import bounded, clean_data
 from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
-from .i18n import _, ljust, ngettext, width
+from .i18n import N_, _, ljust, ngettext, width
 from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
 from .tracks import ALL_STEPS, BY_NAME, covered, default_track
 
@@ -99,12 +99,12 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, result):
             if only_case is not None:
                 result.update(inputs=shown.inputs(), show=shown.show(whole=True))
         except OutOfTime:
-            result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text,
+            result.update(status="failed", message=_(BUDGET_NOTE) + student.worker.budget_text,
                           case=None, inputs=None, show=None)
             return
         except NotStarted as err:
             if robust:                             # one function not started: that case fails
-                _failed(result, f"case {k}: {err}{err.where}", k, shown)
+                _failed(result, _("case {case}: {error}").format(case=k, error=f"{err}{err.where}"), k, shown)
                 continue
             blocked = blocked_by(st, err)
             if blocked:
@@ -113,18 +113,20 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, result):
             where = err.where                      # the student's file and line
             started = result["cases_passed"] > 0
             result.update(status="failed" if started else "not started", case=k, inputs=shown.inputs(),
-                          message=f"case {k}: {err}{where}" if started else f"{err}{where}",
+                          message=(_("case {case}: {error}").format(case=k, error=f"{err}{where}")
+                                   if started else f"{err}{where}"),
                           show=shown.show())
             return
         except (Failure, Refused, Exception) as err:
             if not isinstance(err, (Failure, Refused)):
-                err = f"the grader could not check this case's answer ({type(err).__name__}: {err})"
+                err = _("the grader could not check this case's answer ({type}: {error})").format(
+                    type=type(err).__name__, error=err)
             _failed(result, str(err), k, shown)
             if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
                 return
         if student.worker.out_of_time():
             if result["status"] == "passed" and k != ids[-1]:
-                result.update(status="failed", message=BUDGET_NOTE + student.worker.budget_text)
+                result.update(status="failed", message=_(BUDGET_NOTE) + student.worker.budget_text)
             return
 
 
@@ -134,15 +136,16 @@ def _failed(result, message, k, shown):
         result.update(status="failed", message=message, case=k, inputs=shown.inputs(), show=shown.show())
 
 
-WITHHELD = ("a hidden case failed: its input, the answer expected, its calls and the seed that "
-            "makes it are withheld, since every submission meets the same hidden cases")
+WITHHELD = N_("a hidden case failed: its input, the answer expected, its calls and the seed that "
+              "makes it are withheld, since every submission meets the same hidden cases")
 
 
 def withhold_hidden(results):
     """results with each failing hidden case's message, inputs and calls withheld: the
     feedback a class is sent (the case's number and the command that repeats it stay,
     for the teacher, who has the grader and its seed)."""
-    return [dict(r, message=f"case {r['case']}: {WITHHELD}", inputs=None, show=None)
+    return [dict(r, message=_("case {case}: {error}").format(case=r["case"], error=_(WITHHELD)),
+                 inputs=None, show=None)
             if r["status"] != "passed" and r.get("case") is not None
             and r["case"] >= public_end(BY_NAME[r["name"]]) else r
             for r in results]
@@ -232,12 +235,12 @@ class Trusted:
 def _graded(worker, start, seed, cases, only, case, fail_fast, budget):
     """The steps' results, from the worker, once start() has imported the module in it."""
     worker.budget_end = time.monotonic() + budget
-    worker.budget_text = f" (--budget {budget:g} s)"
+    worker.budget_text = _(" (--budget {budget} s)").format(budget=f"{budget:g}")
     try:
         start()
     except OutOfTime:
-        raise Refused(f"importing {worker.label} did not finish within the run's time "
-                      f"budget ({budget:g} s)") from None
+        raise Refused(_("importing {module} did not finish within the run's time budget "
+                        "({budget} s)").format(module=worker.label, budget=f"{budget:g}")) from None
     student = Student(worker)
     results = []
     names = list(only or default_track())
@@ -246,7 +249,7 @@ def _graded(worker, start, seed, cases, only, case, fail_fast, budget):
             continue
         if worker.out_of_time():
             ids = [case] if case is not None else case_ids(st, cases, names)
-            results.append(not_graded(st, BUDGET_NOTE + worker.budget_text, ids, public_end(st)))
+            results.append(not_graded(st, _(BUDGET_NOTE) + worker.budget_text, ids, public_end(st)))
         else:
             results.append(run_step(st, student, seed, cases, case, fail_fast, names))
     for r in results:
@@ -385,7 +388,7 @@ def print_report(results, args, out=None):
         if status == "FAIL":
             for line in r["message"].splitlines():
                 print(f"        {line}", file=out)
-            if not r["message"].startswith(BUDGET_NOTE):
+            if not r["message"].startswith(_(BUDGET_NOTE)):
                 print("        " + _("reproduce: {command}").format(
                     command=reproduce(args, r["name"], r["case"])), file=out)
         if args.show and r.get("show") and (status == "FAIL" or args.case is not None):
@@ -431,7 +434,7 @@ def fit(doc, cap=DOCUMENT_CAP):
     transcript and inputs go and its message is cut to 200 characters, then the steps."""
     if _size(doc) <= cap:
         return doc
-    doc, note = dict(doc), f"the document was cut to fit {cap:,} bytes"
+    doc, note = dict(doc), _("the document was cut to fit {size} bytes").format(size=f"{cap:,}")
     if "steps" in doc:
         doc["steps"] = [dict(r, show=None, inputs=None, message=bounded(r.get("message") or "", 200))
                         for r in doc["steps"]]
@@ -440,5 +443,6 @@ def fit(doc, cap=DOCUMENT_CAP):
     doc["output"] = (note + "\n" + doc.get("output", "")).rstrip("\n")
     if _size(doc) > cap:
         doc.update({key: [] for key in ("steps", "tests", "cleanup") if key in doc},
-                   output=note + "; its steps were left out")
+                   output=_("the document was cut to fit {size} bytes; its steps were left out").format(
+                       size=f"{cap:,}"))
     return doc

@@ -33,7 +33,8 @@ _current = {"lang": "en", "catalog": gettext.NullTranslations()}
 def from_environment(environ=None):
     """The language the environment asks for, as gettext reads it: the first of
     LANGUAGE, LC_ALL, LC_MESSAGES and LANG that is set (LANGUAGE may list several,
-    ja:en); "en" where none of its languages is one of ours."""
+    ja:en); None where none is set or none of its languages is one of ours (C, fr_FR):
+    the caller's default then, a handout's language or English."""
     environ = os.environ if environ is None else environ
     for variable in ENVIRONMENT:
         value = environ.get(variable)
@@ -43,8 +44,8 @@ def from_environment(environ=None):
             code = item.split(".")[0].split("@")[0].split("_")[0].split("-")[0].lower()
             if code in LANGUAGES:
                 return code
-        return "en"
-    return "en"
+        return None
+    return None
 
 
 def use(lang):

@@ -31,13 +31,14 @@ import time
 
 from .cleanup import FolderSearch, clean, remove_tree
 from .compare import bounded, clean_data, clean_text
-from .failures import Failure, OutOfTime, Refused
+from .failures import Failure, OutOfTime, Refused, import_error
+from .i18n import N_, _
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # grader.py's folder
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 DEFAULT_TIMEOUT = 5.0   # seconds one call may take before its worker is killed
 DEFAULT_BUDGET = 300.0  # seconds a whole run may take; a correct module takes about one
-BUDGET_NOTE = "not graded: the run's time budget ran out"
+BUDGET_NOTE = N_("not graded: the run's time budget ran out")   # shown as _(BUDGET_NOTE)
 
 
 # What one answer may be.  The largest of a full run of the lab (--cases 200) is
@@ -203,13 +204,13 @@ def read_module(path, follow=False):
         fd = os.open(path, flags)
     except OSError as err:
         if err.errno == errno.ELOOP or os.path.islink(path):
-            raise Refused(f"{path} is a symbolic link; a graded module must be a file of its "
-                          f"own") from None
-        raise Refused(f"cannot open {path}: {err.strerror}") from None
+            raise Refused(_("{path} is a symbolic link; a graded module must be a file of its "
+                            "own").format(path=path)) from None
+        raise Refused(_("cannot open {path}: {error}").format(path=path, error=err.strerror)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise Refused(f"{path} is not a regular file")
+            raise Refused(_("{path} is not a regular file").format(path=path))
         chunks, size = [], 0
         while size <= MODULE_CAP:
             chunk = os.read(fd, MODULE_CAP + 1 - size)
@@ -218,10 +219,10 @@ def read_module(path, follow=False):
             chunks.append(chunk)
             size += len(chunk)
         if size > MODULE_CAP or st.st_size > MODULE_CAP:
-            raise Refused(f"{path} is larger than {MODULE_CAP >> 20} MiB")
+            raise Refused(_("{path} is larger than {size} MiB").format(path=path, size=MODULE_CAP >> 20))
         return b"".join(chunks)
     except OSError as err:
-        raise Refused(f"cannot read {path}: {err.strerror}") from None
+        raise Refused(_("cannot read {path}: {error}").format(path=path, error=err.strerror)) from None
     finally:
         os.close(fd)
 
@@ -499,7 +500,7 @@ class Worker:
         self._popen()
         wait = max(IMPORT_TIMEOUT, 2 * self.timeout + 5)
         try:
-            first = self._answer(f"importing {self.label}", wait)
+            first = self._answer(_("importing {module}").format(module=self.label), wait)
         except OutOfTime:
             raise
         except Failure as err:
@@ -507,8 +508,9 @@ class Worker:
         if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
             self.stop()
             why = first.get("import_error") if isinstance(first, dict) else None
-            raise Refused(clean_text(bounded(why), False) if isinstance(why, str) else f"the worker's first answer for "
-                          f"{self.label} was not readable")
+            raise Refused(clean_text(bounded(import_error(why, self.label)), False) if isinstance(why, str)
+                          else _("the worker's first answer for {module} was not readable").format(
+                              module=self.label))
         if self.seal.drop:
             self._check_user()
 
@@ -525,7 +527,7 @@ class Worker:
         self.sent += 1
         self.round_trip = 0
         load = {"op": "load", "path": self.seal.place(path), "shown": self.label}
-        what = f"importing {self.label}"
+        what = _("importing {module}").format(module=self.label)
         self._write((json.dumps({"n": self.sent, "items": [load]}) + "\n").encode("utf-8"), what)
         try:
             answer = self._answer(what, max(IMPORT_TIMEOUT, 2 * self.timeout + 5))
@@ -537,8 +539,8 @@ class Worker:
                 or (answer.get("n"), answer.get("i")) != (self.sent, 0)):
             self.stop()
             why = answer.get("import_error") if isinstance(answer, dict) else None
-            raise Refused(clean_text(why, False) if isinstance(why, str) else f"the worker's answer "
-                          f"to {what} was not readable")
+            raise Refused(clean_text(import_error(why, self.label), False) if isinstance(why, str)
+                          else _("the worker's answer to {what} was not readable").format(what=what))
         return None
 
     def _check_user(self):
@@ -613,13 +615,13 @@ class Worker:
             writer.start()
             writer.join(max(0.0, deadline - time.monotonic()))
             if writer.is_alive():
-                self._stalled(what, budget, "did not read its request within")
+                self._stalled(what, budget)
             return
         fd, view = self.proc.stdin.fileno(), memoryview(data)
         while view:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([], [fd], [], left)[1]:
-                self._stalled(what, budget, "did not read its request within")
+                self._stalled(what, budget)
             try:
                 view = view[os.write(fd, view[:1 << 16]):]
             except BlockingIOError:
@@ -627,12 +629,12 @@ class Worker:
             except OSError:
                 return
 
-    def _stalled(self, what, budget, how):
+    def _stalled(self, what, budget):
         self.stop()
         if budget:
-            raise OutOfTime(BUDGET_NOTE)
-        raise Failure(f"{what} {how} {self.timeout:g} s (is there an endless loop?); the worker "
-                      f"was stopped")
+            raise OutOfTime(_(BUDGET_NOTE))
+        raise Failure(_("{what} did not read its request within {seconds} s (is there an endless "
+                        "loop?); the worker was stopped").format(what=what, seconds=f"{self.timeout:g}"))
 
     def _answer(self, what, timeout):
         deadline, budget = self._deadline(timeout)
@@ -641,31 +643,36 @@ class Worker:
         except queue.Empty:
             self.stop()
             if budget:
-                raise OutOfTime(BUDGET_NOTE) from None
-            raise Failure(f"{what} did not return within {timeout:g} s (is there an endless "
-                          f"loop?); the worker was stopped") from None
+                raise OutOfTime(_(BUDGET_NOTE)) from None
+            raise Failure(_("{what} did not return within {seconds} s (is there an endless "
+                            "loop?); the worker was stopped").format(
+                                what=what, seconds=f"{timeout:g}")) from None
         except OverflowError:
             self.stop()
-            raise Failure(f"the answer to {what} was longer than {ANSWER_CAP >> 20} MiB; the "
-                          f"worker was stopped") from None
+            raise Failure(_("the answer to {what} was longer than {size} MiB; the worker was "
+                            "stopped").format(what=what, size=ANSWER_CAP >> 20)) from None
         if line is None:
             code = self.stop()
-            how = f"status {code}" if code is None or code >= 0 else f"signal {-code}"
-            raise Failure(f"the module ended its process ({how}) during {what}")
+            if code is None or code >= 0:
+                raise Failure(_("the module ended its process (status {status}) during {what}").format(
+                    status=code, what=what))
+            raise Failure(_("the module ended its process (signal {signal}) during {what}").format(
+                signal=-code, what=what))
         self.round_trip += len(line)
         if self.round_trip > ROUND_TRIP_CAP:
             self.stop()
-            raise Failure(f"the worker's answers to one request (up to {what}) came to more "
-                          f"than {ROUND_TRIP_CAP >> 20} MiB; the worker was stopped")
+            raise Failure(_("the worker's answers to one request (up to {what}) came to more "
+                            "than {size} MiB; the worker was stopped").format(
+                                what=what, size=ROUND_TRIP_CAP >> 20))
         if line.count(b"[") + line.count(b"{") + line.count(b",") > STRUCTURE_CAP:
             self.stop()
-            raise Failure(f"the answer to {what} held more than {STRUCTURE_CAP:,} values and "
-                          f"lists; the worker was stopped")
+            raise Failure(_("the answer to {what} held more than {count} values and lists; the "
+                            "worker was stopped").format(what=what, count=f"{STRUCTURE_CAP:,}"))
         try:
             return json.loads(line, parse_int=_bounded_int)
         except (ValueError, RecursionError, MemoryError):
             self.stop()
-            raise Failure(f"the worker's answer to {what} was not readable") from None
+            raise Failure(_("the worker's answer to {what} was not readable").format(what=what)) from None
 
     def exchange(self, items, whats):
         """Send items in one request; return their answers, up to the first error.
@@ -683,8 +690,8 @@ class Worker:
             answer = self._answer(what, self.timeout)
             if not isinstance(answer, dict) or answer.get("n") != self.sent or answer.get("i") != i:
                 self.stop()
-                raise Failure(f"the worker's answer to {what} was out of turn or not an answer; "
-                              f"the worker was stopped")
+                raise Failure(_("the worker's answer to {what} was out of turn or not an answer; "
+                                "the worker was stopped").format(what=what))
             answers.append(answer)
             if "error" in answer:
                 break
@@ -697,17 +704,18 @@ class Worker:
             try:
                 line = self._answer(self.what, self.timeout)
             except OutOfTime:
-                raise Failure(f"{self.what} did not finish within its time budget") from None
+                raise Failure(_("{what} did not finish within its time budget").format(
+                    what=self.what)) from None
             if not isinstance(line, dict):
                 self.stop()
-                raise Failure("the child process sent something that is not an item")
+                raise Failure(_("the child process sent something that is not an item"))
             if "item" in line:
                 yield clean_data(line["item"])
             elif line.get("done") is True:
                 return
             elif "import_error" in line and isinstance(line["import_error"], str):
                 self.stop()
-                raise Refused(clean_text(bounded(line["import_error"]), False))
+                raise Refused(clean_text(bounded(import_error(line["import_error"], self.label)), False))
             else:
                 error = line.get("error")
                 self.stop()
@@ -715,8 +723,9 @@ class Worker:
                     error = clean_data({k: bounded(v) if isinstance(v, str) else None
                                         for k, v in error.items() if k in ("type", "message")},
                                        newlines=False)
-                    raise Failure(f"it raised {error.get('type')}: {error.get('message')}")
-                raise Failure("the child process sent something that is not an item")
+                    raise Failure(_("it raised {type}: {message}").format(type=error.get("type"),
+                                                                          message=error.get("message")))
+                raise Failure(_("the child process sent something that is not an item"))
 
     def start_run(self):
         self._popen()

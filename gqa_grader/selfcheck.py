@@ -20,10 +20,12 @@ import json
 import os
 import shutil
 
-from . import answers, checks, handout, robustness, sandbox, tracks
+from . import answers, checks, handout, i18n, robustness, sandbox, tracks
 from .grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
+from .i18n import N_, _
 
-README = """# The gqa lab
+# What a student reads first, in the language of the run that writes the handout.
+README = N_("""# The gqa lab
 
 `gqa.py` is the lab.  Your track is {count} steps: {steps}.  Each is a function
 whose body is a stub for you to write, in order; its docstring is the manual.{given}
@@ -39,10 +41,10 @@ ones per step, the same in every run, and counts points by your teacher's rule
 (each step: the share of its cases that pass).  That count is not your grade:
 your teacher's run grades hidden cases, drawn from a seed of theirs, with the same
 checks.  Nothing else is needed: Python 3.9 or later, nothing to install.
-"""
-GIVEN = """
+""")
+GIVEN = N_("""
 The steps outside your track that later steps may call are written for you
-(marked "Given"); the others stay stubs, and nothing grades them."""
+(marked "Given"); the others stay stubs, and nothing grades them.""")
 
 
 def record(module=DEFAULT_MODULE, only=None):
@@ -71,10 +73,12 @@ def record(module=DEFAULT_MODULE, only=None):
     return table
 
 
-def write_handout(directory, module=DEFAULT_MODULE, only=None):
+def write_handout(directory, module=DEFAULT_MODULE, only=None, lang="en"):
     """Write the handout into directory (which must not hold a gqa.py); return its path.
     only: its track, the steps whose answers it holds and its self-check grades (every
-    step of the lab by default); the starter gives the lab's steps outside it."""
+    step of the lab by default); the starter gives the lab's steps outside it.  lang:
+    the language of its README, its starter's prose, and its self-check's default (the
+    compiled catalogs go with it: a student may choose another with --lang)."""
     only = list(only or tracks.default_track())
     if os.path.exists(os.path.join(directory, "gqa.py")):
         raise FileExistsError(f"{os.path.join(directory, 'gqa.py')} exists already; the handout "
@@ -86,8 +90,13 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None):
     for name in sorted(os.listdir(here)):
         if name.endswith(".py") and name != "reference.py":
             shutil.copyfile(os.path.join(here, name), os.path.join(package, name))
+    for lang_code in i18n.LANGUAGES[1:]:
+        messages = os.path.join("locale", lang_code, "LC_MESSAGES")
+        os.makedirs(os.path.join(package, messages), exist_ok=True)
+        for name in ("gqa.mo",):                   # what the self-check prints; the starter is made
+            shutil.copyfile(os.path.join(here, messages, name), os.path.join(package, messages, name))
     with open(os.path.join(package, "track.json"), "w", encoding="utf-8") as f:
-        json.dump({"steps": only}, f)
+        json.dump({"steps": only, "lang": lang}, f)
         f.write("\n")
     with open(os.path.join(package, "answers.json"), "w", encoding="utf-8") as f:
         json.dump(table, f, sort_keys=True, separators=(",", ":"), allow_nan=False)
@@ -96,19 +105,21 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None):
     with open(os.path.join(directory, "README.md"), "w", encoding="utf-8") as f:
         numbers = [st.number for st in tracks.ALL_STEPS if st.name in only]
         given = handout.given_steps(only)
-        f.write(README.format(count=len(numbers), steps=_ranges(numbers), public=PUBLIC_CASES,
-                              given=GIVEN if given else ""))
-    handout.write_starter(directory, module, only)
+        f.write(_(README).format(count=len(numbers), steps=_ranges(numbers), public=PUBLIC_CASES,
+                                 given=_(GIVEN) if given else ""))
+    handout.write_starter(directory, module, only, lang)
     return directory
 
 
 def _ranges(numbers):
-    """[1, 2, 3, 5] as '1-3 and 5'."""
+    """[1, 2, 3, 5] as '1-3 and 5' (in the language in use)."""
     runs = []
     for n in numbers:
         if runs and n == runs[-1][1] + 1:
             runs[-1][1] = n
         else:
             runs.append([n, n])
-    words = [f"{a}-{b}" if b > a + 1 else f"{a}, {b}" if b > a else str(a) for a, b in runs]
-    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
+    words = [f"{a}-{b}" if b > a + 1 else _(", ").join([str(a), str(b)]) if b > a else str(a)
+             for a, b in runs]
+    return (_("{items} and {last}").format(items=_(", ").join(words[:-1]), last=words[-1])
+            if len(words) > 1 else words[0])

@@ -15,6 +15,8 @@ import csv
 import os
 import re
 
+from .i18n import _
+
 
 # ---------------------------------------------------------------------------
 # A class's folder: .py files, folders holding a gqa.py, a Gradescope export.
@@ -189,14 +191,18 @@ def renames(found, name):
     for path in found:
         base = os.path.basename(path)
         if base.lower() == name.lower() and path != name:
-            advice.append(f"rename {path} to {name}" if base == path else
-                          f"move {path} to the top of the submission, as {name}")
+            template = (_("rename {path} to {name}") if base == path else
+                        _("move {path} to the top of the submission, as {name}"))
         elif base.lower().endswith(".zip"):
-            advice.append(f"{path} is a zip: submit {name} itself, not a zip of it")
+            template = _("{path} is a zip: submit {name} itself, not a zip of it")
+        else:
+            continue
+        advice.append(template.format(path=path, name=name))
     if not advice:
         py = [p for p in found if p.lower().endswith(".py")]
         if py:
-            advice.append(f"if {' or '.join(py[:3])} is your lab, rename it to {name}")
+            advice.append(_("if {files} is your lab, rename it to {name}").format(
+                files=_(" or ").join(py[:3]), name=name))
     return advice
 
 
@@ -204,11 +210,14 @@ def missing_module(path):
     """Why there is nothing to grade at path (no such file), with what its folder holds."""
     folder, name = os.path.split(os.path.abspath(path))
     if not os.path.isdir(folder):
-        return f"no such file: {path} (there is no folder {folder})"
+        return _("no such file: {path} (there is no folder {folder})").format(path=path, folder=folder)
     found = _files(folder)[:200]
     if not found:
-        return f"no such file: {path}; the folder is empty"
-    shown = ", ".join(found[:20]) + (f" and {len(found) - 20} more" if len(found) > 20 else "")
+        return _("no such file: {path}; the folder is empty").format(path=path)
+    shown = _(", ").join(found[:20])
+    if len(found) > 20:
+        shown = _("{files} and {count} more").format(files=shown, count=len(found) - 20)
     advice = renames(found, name)
-    return f"no such file: {path}; the folder holds {shown}" + "".join("; " + a for a in advice)
+    return _("no such file: {path}; the folder holds {files}").format(path=path, files=shown) + "".join(
+        _("; {advice}").format(advice=a) for a in advice)
 

@@ -54,6 +54,16 @@ def default_track():
     return [st.name for st in ALL_STEPS if st.name in names]
 
 
+def handout_lang():
+    """The language a handout was made in (track.json's "lang"), the default of its
+    self-check when neither --lang nor the environment names one; None elsewhere."""
+    try:
+        with open(TRACK_FILE, encoding="utf-8") as f:
+            return json.load(f).get("lang")
+    except FileNotFoundError:
+        return None
+
+
 def select(spec):
     """The step names spec asks for, in the lab's order, each once; ValueError naming
     what is not a step, a range or a track."""

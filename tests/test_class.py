@@ -128,7 +128,7 @@ class HiddenCasesWithheld(unittest.TestCase):
                                        "--withhold-hidden")
         self.assertEqual(status, 1, text)
         self.assertNotIn("424242", text)
-        self.assertIn(f"repeat with: python grader.py --module {module} --seed SEED --steps 1)", text)
+        self.assertIn(f"repeat with: python grader.py --module {module} --seed SEED --steps 1;", text)
         shown, withheld, public = got[hidden, False], got[hidden, True], got[hidden - 1, True]
         for step in (shown, withheld, public):
             self.assertEqual(step["status"], "failed")

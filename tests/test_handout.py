@@ -99,6 +99,11 @@ class Handout(unittest.TestCase):
             texts = {}
             for top, _, names in os.walk(handout):
                 for name in names:
+                    if name.endswith(".mo"):                 # the compiled catalogs: their texts
+                        with open(os.path.join(top, name), "rb") as f:
+                            texts[os.path.relpath(os.path.join(top, name), handout)] = f.read().decode(
+                                "utf-8", "replace")
+                        continue
                     with open(os.path.join(top, name), encoding="utf-8") as f:
                         texts[os.path.relpath(os.path.join(top, name), handout)] = f.read()
             with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
