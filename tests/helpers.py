@@ -111,6 +111,8 @@ HEAVY = (
     (0.3, ('test_holds.SelfCheckAsRoot',)),
     (0.3, ('test_editors.Variants',)),
     (0.2, ('test_class.Gradescope',)),
+    (1.0, ('test_i18n.GradedRun',)),
+    (0.6, ('test_i18n.Starter',)),
 )
 
 

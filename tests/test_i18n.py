@@ -14,7 +14,7 @@ import string
 import unittest
 
 from gqa_grader import catalogs, cli, i18n, tracks
-from tests.helpers import ROOT
+from tests.helpers import ROOT, heavy
 
 
 def used_ids():
@@ -124,6 +124,7 @@ def without_docstrings(text):
     return ast.dump(tree)
 
 
+@heavy
 class Starter(unittest.TestCase):
     """A starter's prose in Japanese and Korean: every paragraph translated, the code
     and the doctest examples untouched."""
@@ -264,13 +265,7 @@ class Speaking(unittest.TestCase):
 
     def test_the_grader_s_own_lines_carry_no_english_sentence(self):
         from gqa_grader import grading
-        english = []
-        for msgid, plural in used_ids():
-            for text in (msgid, plural or ""):
-                for chunk in re.split(r"\{[^}]*\}", text):
-                    words = re.findall(r"[A-Za-z]{3,}", chunk)
-                    if len(words) >= 2 and not re.search(r"[(=\[]|\w\(|--|\bg\b|MHA|TypeError|GQAError", chunk):
-                        english.append(chunk.strip())
+        english = english_chunks()
         self.assertGreater(len(english), 20)
         results = [dict(step=20, name="count_multiplies", status="failed", cases=10, cases_passed=4,
                         summary=tracks.BY_NAME["count_multiplies"].summary, message="", case=3, show=None,
@@ -292,6 +287,59 @@ class Speaking(unittest.TestCase):
             with self.subTest(lang=lang):
                 self.assertEqual([chunk for chunk in english if chunk in text], [], text)
         i18n.use("en")
+
+
+# A module with one failure of each kind: a wrong value, a refusal missing, an argument
+# changed in place, an exception of its own, a step not started.
+KINDS = (("return query_head // group", "return query_head % g"),
+         ('    _check_int("valid_g", "h", h, low=1)\n', '    _check_int("valid_g", "h", h, low=None)\n'),
+         ("    return _fold(kv, g)\n", "    folded = _fold(kv, g)\n    kv[0][0][0] = 0.0\n    return folded\n"),
+         ("def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:\n",
+          "def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:\n    {}['key']\n"),
+         ("def method_name(h: int, g: int) -> str:\n",
+          "def method_name(h: int, g: int) -> str:\n    raise NotImplementedError\n"))
+
+
+@heavy
+class GradedRun(unittest.TestCase):
+    """A whole graded run in Japanese and in Korean, of a module with a failure of
+    every kind: none of the English texts the grader translates is left in it."""
+
+    def test_a_run_with_every_kind_of_failure_prints_no_english_sentence(self):
+        import subprocess
+        import sys
+        import tempfile
+        with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
+            source = f.read()
+        for old, new in KINDS:
+            self.assertEqual(source.count(old), 1, old)
+            source = source.replace(old, new)
+        english = english_chunks()
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(source)
+            for lang in ("ja", "ko"):
+                run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module", path,
+                                      "--steps", "1-7", "--seed", "5", "--lang", lang],
+                                     capture_output=True, text=True, cwd=ROOT, timeout=120)
+                with self.subTest(lang=lang):
+                    self.assertEqual(run.returncode, 1, run.stderr)
+                    self.assertEqual(run.stdout.count("FAIL"), 4, run.stdout)     # steps 1, 3, 5 and 6; 2 not started
+                    self.assertEqual([c for c in english if c in run.stdout], [], run.stdout)
+
+
+def english_chunks():
+    """The English of every message the grader asks for: the runs of two words or more
+    between its fields that hold no code."""
+    english = []
+    for msgid, plural in used_ids():
+        for text in (msgid, plural or ""):
+            for chunk in re.split(r"\{[^}]*\}", text):
+                words = re.findall(r"[A-Za-z]{3,}", chunk)
+                if len(words) >= 2 and not re.search(r"[(=\[]|\w\(|--|\bg\b|MHA|TypeError|GQAError|%", chunk):
+                    english.append(chunk.strip())
+    return english
 
 
 if __name__ == "__main__":
