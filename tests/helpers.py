@@ -112,6 +112,7 @@ HEAVY = (
     (0.3, ('test_editors.Variants',)),
     (0.2, ('test_class.Gradescope',)),
     (1.0, ('test_i18n.GradedRun',)),
+    (1.5, ('test_class.EveryRunner',)),
     (0.6, ('test_i18n.Starter',)),
 )
 

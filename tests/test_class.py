@@ -144,6 +144,38 @@ class HiddenCasesWithheld(unittest.TestCase):
         self.assertTrue(cli.parse_args(argv).withhold_hidden, argv)
 
 
+@heavy
+class EveryRunner(unittest.TestCase):
+    """The same file and seed score the same in every runner: the sealed run's document,
+    --class's gradebook and Gradescope's results.json, step by step."""
+
+    def test_one_module_one_seed_one_score_in_the_sealed_run_the_gradebook_and_gradescope(self):
+        private = Private(self)
+        module = write(os.path.join(private.work, "subs", "pat", "gqa.py"),
+                       BIG_WRONG.replace("return query_head // group", "return query_head % g"))
+        options = ["--seed", "31337", "--steps", "1-6,15", "--cases", "4"]
+        status, out, err = private.main("--sealed", "--module", module, "--json", *options)
+        self.assertEqual(status, 1, err)
+        sealed = json.loads(out)
+        status, out, err = private.main("--module", module, "--format", "gradescope", *options)
+        gradescope = json.loads(out)
+        book = os.path.join(private.work, "grades.csv")
+        run = private.run("--class", os.path.join(private.work, "subs"), "--gradebook", book, *options)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        row = rows_of(book)["pat"]
+        # The same points, step by step, each the share of its hidden cases that passed.
+        by_step = {r["name"]: r["points"] for r in sealed["steps"]}
+        self.assertEqual({name: float(row[f"{st.number} {name}"]) for name in by_step
+                          for st in checks.STEPS if st.name == name}, by_step)
+        hidden = {t["name"]: t["score"] for t in gradescope["tests"] if "public" not in t["name"]}
+        self.assertEqual({name.split(": ", 1)[1]: score for name, score in hidden.items()}, by_step)
+        self.assertEqual({sealed["score"], float(row["score"]), gradescope["score"]}, {sealed["score"]})
+        # Partly right: steps 2 and 15 earn their points, the strided grouping and valid_g none.
+        self.assertLess(0, sealed["score"])
+        self.assertLess(sealed["score"], sealed["max_score"])
+        self.assertEqual([r["hidden"][1] for r in sealed["steps"]], [4] * len(sealed["steps"]))
+
+
 # ---------------------------------------------------------------------------
 # 2. Grades that reproduce.
 # ---------------------------------------------------------------------------
