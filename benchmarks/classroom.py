@@ -115,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
                         ignore=shutil.ignore_patterns("__pycache__"))
         os.chmod(work, 0o755)
         (mixed_class if args.mixed else copies)(os.path.join(work, "class"), args.count)
+        os.chmod(os.path.join(work, "class"), 0o700)        # a class's files: the teacher's alone
+        os.makedirs(os.path.join(work, "out"), mode=0o700)
         argv = [sys.executable, os.path.join(private, "grader.py"), "--class", "class",
-                "--gradebook", "grades.csv", "-q"] + (["--jobs", str(args.jobs)] if args.jobs else [])
+                "--gradebook", os.path.join("out", "grades.csv"), "-q"] + (["--jobs", str(args.jobs)] if args.jobs else [])
         argv += args.grader_options
         before = _children_cpu()
         start = time.perf_counter()

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 
+from .i18n import _
 from .checks import STEPS
 from .compare import clean_text
 from .failures import Refused
@@ -69,21 +70,21 @@ WHY_NOT = {"module": "it grades each submission's own gqa.py (the handout: the p
 def add_options(parser):
     add = parser.add_argument
     add("--class", dest="class_dir", metavar="SUBMISSIONS",
-        help="grade every submission in this folder (.py files, folders holding a gqa.py, or "
-             "a Gradescope export), each a sealed run of its own, into --gradebook")
-    add("--gradebook", metavar="FILE", help="with --class: the CSV to write, one row per "
-        "student; each student's feedback goes in FILE's folder, in STEM-feedback/")
+        help=_("grade every submission in this folder (.py files, folders holding a gqa.py, or "
+               "a Gradescope export), each a sealed run of its own, into --gradebook"))
+    add("--gradebook", metavar="FILE", help=_("with --class: the CSV to write, one row per "
+        "student; each student's feedback goes in FILE's folder, in STEM-feedback/"))
     add("--jobs", type=int, default=None, metavar="N",
-        help="with --class: runs at a time (default: the number of CPUs)")
-    add("--roster", metavar="FILE", help="with --class: a CSV naming each submission's student "
-        "(submission, student[, name]), or GitHub Classroom's roster")
+        help=_("with --class: runs at a time (default: the number of CPUs)"))
+    add("--roster", metavar="FILE", help=_("with --class: a CSV naming each submission's student "
+        "(submission, student[, name]), or GitHub Classroom's roster"))
     add("--classroom", metavar="DIR",
-        help="write DIR/.github/workflows/classroom.yml for GitHub Classroom: a graded step "
-             "per lab step, with its points")
+        help=_("write DIR/.github/workflows/classroom.yml for GitHub Classroom: a graded step "
+               "per lab step, with its points"))
     add("--class-serve", action="store_true", help=argparse.SUPPRESS)   # --class's own graders
     add("--hidden-visibility", choices=VISIBILITIES, default="hidden",
-        help="with --format gradescope or --autograder: when students see the tests of the "
-             "hidden cases (Gradescope's visibility; default hidden)")
+        help=_("with --format gradescope or --autograder: when students see the tests of the "
+               "hidden cases (Gradescope's visibility; default hidden)"))
 
 
 def check_args(parser, args, argv):

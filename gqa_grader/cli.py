@@ -372,12 +372,12 @@ def _write_handout(args, documents):
     """--starter DIR or --autograder DIR: write it and say where; None when neither is asked."""
     for what, option, write, then in (
             ("starter", args.starter, lambda d: write_starter(d, track=args.only, lang=args.lang),
-             "grade it with: python grader.py --module {}" + _track_words(args)),
+             _("wrote {path}; grade it with: python grader.py --module {path}{steps}")),
             ("handout", args.handout, lambda d: write_handout(d, only=args.only, lang=args.lang),
-             "give students this folder; they run `python grader.py` in it"),
+             _("wrote {path}; give students this folder; they run `python grader.py` in it")),
             ("autograder", args.autograder,
              lambda d: write_autograder(d, args, records.carried(args, args.given, "weights.json")),
-             "upload it as the assignment's autograder on Gradescope")):
+             _("wrote {path}; upload it as the assignment's autograder on Gradescope"))):
         if not option:
             continue
         try:
@@ -390,7 +390,7 @@ def _write_handout(args, documents):
         if documents:
             emit({"grader": GRADER_VERSION, what: path})
         else:
-            print(f"wrote {path}; {then.format(path)}")
+            print(then.format(path=path, steps=_track_words(args)))
         return 0
     return None
 

@@ -62,9 +62,16 @@ def wire(x):
     return x
 
 
+_FRAME = re.compile(r"(?P<file>.*), line (?P<line>\d+), in (?P<function>[^:]+): (?P<code>.*)", re.S)
+
+
 def _frames(where):
-    """The student's file and line of each frame, a line each: "\n  at gqa.py, line 12, in f"."""
-    return "".join("\n  " + _("at {frame}").format(frame=frame) for frame in where)
+    """The student's file and line of each frame, a line each: "\n  at gqa.py, line 12, in f".
+    The worker writes a frame as "FILE, line N, in NAME: CODE" (it has no language)."""
+    def shown(frame):
+        parts = _FRAME.fullmatch(frame)
+        return _("{file}, line {line}, in {function}: {code}").format(**parts.groupdict()) if parts else frame
+    return "".join("\n  " + _("at {frame}").format(frame=shown(frame)) for frame in where)
 
 
 def _malformed(what):
