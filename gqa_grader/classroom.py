@@ -17,8 +17,9 @@ report; results.json, the run's document).  Run again, it grades only what is no
 graded yet with the same bytes, grader, seed and options.  A submission that
 cannot be graded is a row that says why.
 
---classroom writes DIR/.github/workflows/classroom.yml: a command-grader step per
-lab step with its points, each the sealed run of that step, then the reporter.
+--classroom writes DIR/.github/workflows/classroom.yml: a step per lab step, each the
+sealed run of that step writing its result for the reporter (--format classroom: its
+points by the rule of every run), then the reporter.
 """
 
 import argparse
@@ -650,15 +651,15 @@ class Gradebook:
 # GitHub Classroom: the workflow, written from data by a small YAML emitter.
 # ---------------------------------------------------------------------------
 # Checked against the actions' published files (their tag v1):
-# classroom-resources/autograding-command-grader, action.yml and dist/main.js: inputs
-# test-name and command (required), setup-command, timeout (minutes, parseFloat; default
-# 10) and max-score (parseInt: whole points); the command runs with only PATH, HOME and
-# a few others in its environment, its output goes to the log, a zero exit status
-# passes; its output `result` is the test's JSON, base64.
 # classroom-resources/autograding-grading-reporter, action.yml, README and
-# src/main.js: input runners (the step ids, comma-separated); each runner's result in
-# the environment as <ID in capitals>_RESULTS; the points it reports to Classroom are
-# the sum of the runners' max_score and scores.  Classroom's own workflow template (its
+# src/main.js, src/notify-classroom.js, src/console-results.js: input runners (the step
+# ids, comma-separated); each runner's result, base64 JSON, in the environment as
+# <ID in capitals>_RESULTS: {"max_score", "status" ("pass", "fail" or "error"),
+# "tests": [{"name", "status", "score", "message"}]} (what autograding-command-grader's
+# output `result` holds, version 1); the points it reports to Classroom are the sum of
+# the tests' scores over the sum of the runners' max_score.  Our steps are plain `run`
+# steps writing `result=...` into $GITHUB_OUTPUT (records.classroom_result), so that a
+# step's score can be a share of its cases, which the command grader's cannot.  Classroom's own workflow template (its
 # name, triggers, permissions, the job's `if`) is the one these READMEs show.
 
 YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}   # YAML 1.1's
@@ -701,22 +702,26 @@ def yaml_lines(value, indent=0):
     return lines
 
 
+WEIGHTS_FILE = "weights.json"          # beside the workflow's grader.py: --weights, carried
+
+
 def workflow(args):
-    """The workflow as data: a command-grader step per lab step (the sealed run of that
-    step alone, its points the step's weight), then the reporter of them all."""
-    words = carried(args, args.given & {"cases", "timeout", "budget", "fail_fast"})
+    """The workflow as data: a step per lab step (the sealed run of that step alone, its
+    result written as GitHub Classroom's reporter reads it: --format classroom, its score
+    the step's points by the rule of every run), then the reporter of them all."""
+    words = carried(args, args.given & {"cases", "timeout", "budget", "fail_fast", "all_or_nothing", "lang",
+                                       "weights"},
+                    WEIGHTS_FILE)
     if "cases" not in args.given:
         words = ["--cases", "0"] + words      # the handout holds the public cases' answers only
     minutes = math.ceil(args.budget / 60) + 1
     graded = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
     steps = [{"name": "Checkout code", "uses": "actions/checkout@v4"}]
     for st in graded:
-        command = " ".join(["python3", "grader.py", "--sealed", "--only", str(st.number)] + words)
+        command = " ".join(["python3", "grader.py", "--sealed", "--only", str(st.number),
+                            "--format", "classroom"] + words)
         steps.append({"name": f"step {st.number}: {st.name}", "id": f"step{st.number}",
-                      "uses": "classroom-resources/autograding-command-grader@v1",
-                      "with": {"test-name": f"step {st.number}: {st.name}", "command": command,
-                               "timeout": minutes,
-                               "max-score": int(args.weight_map.get(st.name, 1))}})
+                      "timeout-minutes": minutes, "run": command + ' >> "$GITHUB_OUTPUT"'})
     steps.append({"name": "Autograding Reporter",
                   "uses": "classroom-resources/autograding-grading-reporter@v1",
                   "env": {f"STEP{st.number}_RESULTS": f"${{{{ steps.step{st.number}.outputs.result }}}}"
@@ -743,11 +748,15 @@ def write_workflow(args):
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomically(path, ("\n".join(head + yaml_lines(data)) + "\n").encode("utf-8"))
+        if args.weights:                            # the steps' --weights, beside grader.py
+            write_atomically(os.path.join(args.classroom, WEIGHTS_FILE),
+                             (json.dumps(args.weight_map, sort_keys=True) + "\n").encode("utf-8"))
     except OSError as err:
         print(f"grader: cannot write {path}: {err}", file=sys.stderr)
         return 2
-    points = sum(step["with"]["max-score"] for step in graded)
-    print(f"wrote {path}: {len(graded)} graded steps, {points} points, seed {args.seed}")
+    points = sum(args.weight_map.get(st.name, 1) for st in ALL_STEPS
+                 if st.name in (args.only or default_track()))
+    print(f"wrote {path}: {len(graded)} graded steps, {points:g} points, seed {args.seed}")
     if not os.path.isfile(os.path.join(args.classroom, "grader.py")):
         print(f"{args.classroom} has no grader.py yet: the template repository holds the "
               f"handout (python grader.py --handout {args.classroom})")

@@ -1,6 +1,7 @@
 """The command line: `python grader.py [options]` (see parse_args, and grader.py's docstring)."""
 
 import argparse
+import base64
 import contextlib
 import json
 import math
@@ -132,8 +133,9 @@ def _parser():
             default=f"{DEFAULT_TIMEOUT:g}"))
     add("--list", action="store_true", help=_("name the steps, in order, and exit"))
     add("--json", action="store_true", help=_("print one JSON document: the score and each step's result"))
-    add("--format", choices=("text", "json", "gradescope"), default=None,
-        help=_("text (default), json (as --json), or gradescope (its results.json)"))
+    add("--format", choices=("text", "json", "gradescope", "classroom"), default=None,
+        help=_("text (default), json (as --json), gradescope (its results.json), or classroom "
+               "(a GitHub Classroom step's result=... line; the report goes to stderr)"))
     add("--weights", metavar="FILE", default=None,
         help=_("with --format gradescope: a JSON object of step name -> points (default 1 each)"))
     add("-x", "--fail-fast", action="store_true",
@@ -506,7 +508,7 @@ def _main(argv=None):
     args, status = _parse_or_document(sys.argv[1:] if argv is None else list(argv))
     if args is None:
         return status
-    documents = args.format != "text"          # --json, --format: one JSON document, always
+    documents = args.format in ("json", "gradescope")   # --json, --format: one JSON document, always
     if args.list:
         return _list_steps(documents)
     status = classroom.dispatch(args, main)
@@ -532,6 +534,12 @@ def _main(argv=None):
             print("grader: " + _("cannot write {path}: {error}").format(path=args.out, error=err),
                   file=sys.stderr)
             why = why or _("cannot write {path}").format(path=args.out)
+    if args.format == "classroom":                # the report to the log, the result to $GITHUB_OUTPUT
+        with contextlib.redirect_stdout(sys.stderr):
+            _print_text(args, results, why, time.perf_counter() - start, doc.get("cleanup", []))
+        result = records.classroom_result(results or [], args, error=why)
+        print("result=" + base64.b64encode(json.dumps(result).encode("utf-8")).decode("ascii"))
+        return 0 if why is None else 2
     if documents:
         emit(doc)
     else:

@@ -185,6 +185,22 @@ def step_tests(r, weight, args):
             _test(name, f"{r['step']}.1", weight, r["points"], _hidden_text(r, args), args.hidden_visibility)]
 
 
+def classroom_result(results, args, error=None):
+    """GitHub Classroom's result of one graded step (the autograding reporter's input:
+    {"version", "status", "max_score", "tests": [{"name", "status", "score", "message"}]}),
+    its score the step's points by the rule of every run (grading.points: in Classroom,
+    which holds no reference, the share of the public cases that pass), so that a step
+    half done earns half its points there too."""
+    tests = [{"name": f"step {r['step']}: {r['name']}", "status": "pass" if r["status"] == "passed" else "fail",
+              "score": round(r["points"], 2), "message": (r.get("message") or r["status"]).splitlines()[0]
+              if r["status"] != "passed" else "", "line_no": 0} for r in results]
+    if error:
+        tests = [{"name": "grading", "status": "error", "score": 0, "message": error, "line_no": 0}]
+    return {"version": 1, "status": "error" if error else "pass" if all(t["status"] == "pass" for t in tests)
+            else "fail", "max_score": round(sum(r["max_points"] for r in results), 2) if results else 0,
+            "tests": tests}
+
+
 def gradescope(results, args, error=None):
     """Gradescope's results.json for these step results (or for a run that graded
     nothing: error says why)."""

@@ -11,6 +11,7 @@ partly sealed, and the tests that need the seal itself say so and are skipped.""
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import csv
 import hashlib
@@ -673,30 +674,50 @@ class Classroom(unittest.TestCase):
         steps = flow["jobs"]["run-autograding-tests"]["steps"]
         self.assertEqual(steps[0]["uses"], "actions/checkout@v4")
         graded, reporter = steps[1:-1], steps[-1]
-        self.assertEqual([s["uses"] for s in graded],
-                         ["classroom-resources/autograding-command-grader@v1"] * len(checks.STEPS))
-        self.assertEqual([s["with"]["max-score"] for s in graded],
-                         [3 if st.name == "kv_head" else 0 if st.name == "layer" else 1 for st in checks.STEPS])
+        self.assertEqual(len(graded), len(checks.STEPS))
         for s, st in zip(graded, checks.STEPS):
-            words = shlex.split(s["with"]["command"])
+            words = shlex.split(s["run"])
             self.assertEqual(words[:3], ["python3", "grader.py", "--sealed"])
             self.assertEqual(words[words.index("--only") + 1], str(st.number))
+            self.assertEqual(words[words.index("--format") + 1], "classroom")
+            self.assertEqual(words[words.index("--weights") + 1], "weights.json")
+            self.assertEqual(words[-2:], [">>", "$GITHUB_OUTPUT"])
             self.assertTrue(re.fullmatch(r"[a-z0-9]+", s["id"]), s["id"])
-            self.assertIsInstance(s["with"]["timeout"], int)
+            self.assertIsInstance(s["timeout-minutes"], int)
+        with open(os.path.join(private.work, "weights.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f), {"kv_head": 3, "layer": 0})
         ids = [s["id"] for s in graded]
         self.assertEqual(len(set(ids)), len(ids))
         self.assertEqual(reporter["uses"], "classroom-resources/autograding-grading-reporter@v1")
         self.assertEqual(reporter["with"]["runners"].split(","), ids)
         self.assertEqual(reporter["env"], {f"{i.upper()}_RESULTS": "${{ steps.%s.outputs.result }}" % i
                                            for i in ids})
-        # A step's command grades that step: run in the repository (gqa.py beside grader.py).
+        # A step's command grades that step, run in the repository (gqa.py and weights.json
+        # beside grader.py): its result, as the reporter reads it, holds the step's points by
+        # the rule of every run (the share of its public cases that pass), its report the log.
         repo = private.dir
-        for source, step, expected in ((WRONG, 3, 1), (WRONG, 1, 0)):
+        shutil.copy(os.path.join(private.work, "weights.json"), repo)
+        for source, step, weight in ((WRONG, 3, 3), (WRONG, 1, 1)):
             write(os.path.join(repo, "gqa.py"), source)
-            words = shlex.split(graded[step - 1]["with"]["command"])
+            words = shlex.split(graded[step - 1]["run"])[:-2]
             done = subprocess.run([sys.executable] + words[1:], cwd=repo, capture_output=True,
                                   text=True, timeout=60)
-            self.assertEqual(done.returncode, expected, done.stdout + done.stderr)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            key, _, value = done.stdout.strip().partition("=")
+            result = json.loads(base64.b64decode(value))
+            sealed = json.loads(subprocess.run([sys.executable] + words[1:words.index("--format")] + [
+                "--json"] + words[words.index("--format") + 2:], cwd=repo, capture_output=True,
+                text=True, timeout=60).stdout)["steps"][0]
+            with self.subTest(step=step):
+                self.assertEqual(key, "result")
+                self.assertEqual((result["version"], result["max_score"]), (1, weight))
+                self.assertEqual([t["score"] for t in result["tests"]], [round(sealed["points"], 2)])
+                self.assertIn(f"step {step:>2}", done.stderr)
+                if step == 3:                                # public cases at g = 1 or h pass
+                    self.assertEqual(result["status"], "fail")
+                    self.assertTrue(0 < result["tests"][0]["score"] < weight, result)
+                else:
+                    self.assertEqual((result["status"], result["tests"][0]["score"]), ("pass", 1))
 
     def test_points_classroom_cannot_hold_are_refused(self):
         folder = tempfile.mkdtemp()
