@@ -82,6 +82,23 @@ def _args(args, kwargs):
     return ", ".join([_brief(a) for a in args] + [f"{k}={_brief(v)}" for k, v in kwargs.items()])
 
 
+class _Call:
+    """A call as a message writes it, "fold_kv_mean(<4x1x2 list>, 2)": written only when a
+    message is (most calls pass, and the shapes of their arguments cost time to find)."""
+    __slots__ = ("fn", "args", "kwargs", "text")
+
+    def __init__(self, fn, args, kwargs=None):
+        self.fn, self.args, self.kwargs, self.text = fn, args, kwargs or {}, None
+
+    def __str__(self):
+        if self.text is None:
+            self.text = f"{self.fn}({_args(self.args, self.kwargs)})"
+        return self.text
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+
 def _well_formed(answer):
     """Whether an answer has the shape the protocol gives it (its values are checked later)."""
     e = answer.get("error")
@@ -164,7 +181,7 @@ class Student:
 
     def call(self, fn, *args, keep=None, value=True, fresh=False, **kwargs):
         """fn(*args, **kwargs) in the worker: its value (None with value=False, sent later)."""
-        what = f"{fn.lstrip('$')}({_args(args, kwargs)})"
+        what = _Call(fn.lstrip("$"), args, kwargs)
         message = {"op": "call", "fn": fn, "args": wire(list(args)),
                    "kwargs": {k: wire(v) for k, v in kwargs.items()},
                    "keep": keep, "value": value, "fresh": fresh}
@@ -176,7 +193,7 @@ class Student:
     def calls(self, fn, arg_lists):
         """[fn(*args) for args in arg_lists], in one round trip."""
         queued, self.pending = self.pending, []
-        pairs = queued + [({"op": "call", "fn": fn, "args": wire(list(a))}, f"{fn}({_args(a, {})})")
+        pairs = queued + [({"op": "call", "fn": fn, "args": wire(list(a))}, _Call(fn, a))
                           for a in arg_lists]
         answers = self._exchange(pairs)
         values = [self._check(a, what, False) for a, (_m, what) in zip(answers, pairs)]
@@ -205,7 +222,7 @@ class Student:
         """Call fn(*args, **kwargs), which must raise: its error (cleaned), and the call as
         text; a Failure if it returned, or did not get as far as refusing.  It must raise
         GQAError; with rule (a rule about types), TypeError."""
-        what = f"{fn}({_args(args, kwargs or {})})"
+        what = _Call(fn, args, kwargs)
         answer = self._send({"op": "call", "fn": fn, "args": wire(list(args)),
                              "kwargs": {k: wire(v) for k, v in (kwargs or {}).items()}}, what)
         if "error" not in answer:
