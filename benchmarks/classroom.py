@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy(os.path.join(ROOT, "grader.py"), private)
         shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(private, "gqa_grader"),
                         ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(os.path.join(ROOT, "gqa_sandbox"), os.path.join(private, "gqa_sandbox"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
         os.chmod(work, 0o755)
         (mixed_class if args.mixed else copies)(os.path.join(work, "class"), args.count)
         os.chmod(os.path.join(work, "class"), 0o700)        # a class's files: the teacher's alone

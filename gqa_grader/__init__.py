@@ -11,7 +11,9 @@ library (never gqa.py, never the tools):
     compare    comparing answers; text from the worker made safe to print
     reference  the reference: one ref_ function per step, built another way
     worker     the worker program, run as a script: the only importer of the module
-    sandbox    the seal, the Worker process, and run_in_child (the tools' door)
+    users      the worker's users: a user id per run, its processes killed, what it reaches
+    sandbox    the seal (in gqa_sandbox's namespaces where they can be made), the Worker
+               process, and run_in_child (the tools' door)
     exchange   calls to the worker and back; the --show transcript
     refusals   the calls each step must refuse: GQAError for values, TypeError for types
     checks     the 25 checks

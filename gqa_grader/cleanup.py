@@ -1,8 +1,8 @@
 """What a run leaves behind, removed: every file and IPC object of the run's own user id.
 
-A run as root gives its worker a user id of its own (sandbox.fresh_ids), which owns
+A run as root gives its worker a user id of its own (users.fresh_ids), which owns
 nothing on the machine before the run; whatever that id owns after the run is the
-run's, and goes (its processes are killed first, by sandbox.kill_user):
+run's, and goes (its processes are killed first, by users.kill_user):
 
 - its entries in every folder it could write into: every world-writable folder it can
   reach, found by a walk of the file system (not /proc, not /sys) that follows no link

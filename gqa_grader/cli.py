@@ -438,6 +438,7 @@ def _grade_sealed(args, label):
     seal, results, why, partly, stopped = None, None, None, None, None
     try:
         seal = Seal(args.sealed, args.user, args.out, args.budget)
+        args.namespaces = seal.tool
         if seal.partly:
             partly = f"partly sealed: {seal.partly}"
             print(f"grader: {partly}", file=sys.stdout if args.format == "text" else sys.stderr)
@@ -483,6 +484,8 @@ def _document(args, label, results, why, partly, notes):
                "progress": progress(results), "steps": results}
     if args.sealed and args.format != "gradescope":
         doc["sealed"] = partly or "sealed"
+        if getattr(args, "namespaces", None):        # the tool that made the run's namespaces
+            doc["namespaces"] = args.namespaces
     elif partly:
         doc["output"] = (partly + "\n" + doc.get("output", "")).rstrip("\n")
     if notes:

@@ -72,10 +72,11 @@ exit 0
 
 
 def _grader_files():
-    """The grader's own files, as paths relative to its folder: grader.py and gqa_grader/."""
-    package = os.path.join(sandbox.HERE, "gqa_grader")
-    return ["grader.py"] + sorted(f"gqa_grader/{name}" for name in os.listdir(package)
-                                  if name.endswith(".py"))
+    """The grader's own files, as paths relative to its folder: grader.py, gqa_grader/ and
+    gqa_sandbox/ (the namespaces a sealed run is shut in, where they can be made)."""
+    return ["grader.py"] + [f"{package}/{name}" for package in ("gqa_grader", "gqa_sandbox")
+                            for name in sorted(os.listdir(os.path.join(sandbox.HERE, package)))
+                            if name.endswith(".py")]
 
 
 def _add(z, name, data, mode):

@@ -32,6 +32,7 @@ import time
 from .cleanup import FolderSearch, clean, remove_tree
 from .compare import bounded, clean_data, clean_text
 from .failures import Failure, OutOfTime, Refused, import_error
+from .users import fresh_ids, kill_user, reachable
 from .i18n import N_, _
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # grader.py's folder
@@ -62,133 +63,11 @@ def _bounded_int(text):
     return int(text)
 
 
-def _allowed(st, uid, gids, bit):
-    """Whether uid (in gids) has permission bit (4 read, 2 write, 1 search) on st, by its mode."""
-    if st.st_uid == uid:
-        return bool(st.st_mode >> 6 & bit)
-    if st.st_gid in gids:
-        return bool(st.st_mode >> 3 & bit)
-    return bool(st.st_mode & bit)
-
-
-def reachable(path, uid, gids, bit):
-    """Whether uid could reach path (search on every folder above it) with permission bit.
-
-    By the mode bits only (access control lists are not read); uid 0 reaches everything.
-    """
-    if uid == 0:
-        return True
-    path = os.path.realpath(path)
-    folder = os.path.dirname(path)
-    while True:
-        if not _allowed(os.stat(folder), uid, gids, 1):
-            return False
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    return _allowed(os.stat(path), uid, gids, bit)
-
-
 MODULE_CAP = 1 << 20                 # bytes: a larger module is refused by a sealed run
 # As root, every worker (a sealed run's, the self-check's, a tool's) runs as a
 # user of its own, made up for the run.  The tests turn this off in a disposable
 # copy of the grader, to show that what it stops is real.
 DROP_ROOT = True
-
-
-def _uids_in_use():
-    """The real uid of each process (where /proc exists): {uid: [pid, ...]}."""
-    found = {}
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
-        status = _status(pid)
-        if status is None:
-            continue
-        state, uids = status
-        if state in (b"Z", b"X"):
-            continue
-        for uid in set(uids):
-            found.setdefault(int(uid), []).append(int(pid))
-    return found
-
-
-def _status(pid):
-    """(state, [real, effective, saved, filesystem uid]) of a process, from /proc/PID/status
-    read in one call (the scans above read every process's); None when it cannot be read."""
-    try:
-        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        text = os.read(fd, 1 << 16)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    state, uids = _field(text, b"State:"), _field(text, b"Uid:")
-    if not state or not uids or not all(u.isdigit() for u in uids):
-        return None
-    return state[0], uids
-
-
-def _field(text, name):
-    """The words of the line of text that starts with name (after it); [] when there is none."""
-    at = text.find(b"\n" + name)
-    if at < 0:
-        return []
-    end = text.find(b"\n", at + 1)
-    return text[at + 1 + len(name):end if end >= 0 else None].split()
-
-
-def fresh_ids():
-    """A uid and gid for one run: a number no user, no group and no process has, within
-    the ids this system can map; each run draws its own, so one run's processes can never
-    signal another's."""
-    import grp
-    import pwd
-    low, high = 1_000_000, 2_000_000_000
-    try:
-        with open("/proc/self/uid_map", encoding="utf-8") as f:
-            ranges = [tuple(map(int, line.split())) for line in f if line.strip()]
-        inside, _, count = max(ranges, key=lambda r: r[0] + r[2])
-        if inside + count - 2 < high:              # a user namespace: its upper half
-            low, high = max(inside + count // 2, 1), inside + count - 2
-    except (OSError, ValueError):
-        pass
-    in_use, draw = _uids_in_use(), random.SystemRandom()
-    for _ in range(1000):
-        uid = draw.randint(low, high)
-        if uid in in_use:
-            continue
-        try:
-            pwd.getpwuid(uid)
-            continue
-        except KeyError:
-            pass
-        try:
-            grp.getgrgid(uid)
-            continue
-        except KeyError:
-            return uid, uid
-    raise Refused("no free user id for the worker")
-
-
-def kill_user(uid):
-    """SIGKILL every process whose uid is uid (where /proc exists), until none is left."""
-    for _ in range(200):
-        pids = [pid for pid in _uids_in_use().get(uid, ()) if pid != os.getpid()]
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.005)
 
 
 def read_module(path, follow=False):
@@ -265,6 +144,21 @@ def runnable(source):
     return bom + body.decode("latin-1").translate(cp1252).encode("utf-8")
 
 
+def sandbox_package():
+    """gqa_sandbox, from beside this package by its path (as grader.py loads gqa_grader:
+    the grader's folder is not on sys.path); None where it is not there."""
+    import importlib.util
+    if "gqa_sandbox" not in sys.modules:
+        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gqa_sandbox")
+        if not os.path.isfile(os.path.join(folder, "__init__.py")):
+            return None
+        spec = importlib.util.spec_from_file_location(
+            "gqa_sandbox", os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+        sys.modules["gqa_sandbox"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules["gqa_sandbox"])
+    return sys.modules["gqa_sandbox"]
+
+
 class Seal:
     """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
     a sealed run adds a private folder holding only a copy of the module, an
@@ -277,6 +171,8 @@ class Seal:
     def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False,
                  out_name=None):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
+        self.jail = None                   # a sealed run's own root, in namespaces (gqa_sandbox)
+        self.tool = None                   # what made them: "unshare"
         self.notes = []                    # what the cleanup removed, or could not
         self.search = None                 # the world-writable folders, with a uid of its own
         self.source, self.fresh, self.follow = None, False, not (sealed or private)
@@ -297,9 +193,10 @@ class Seal:
             self.partly = ("the grader is not running as root, so the worker runs as the same "
                            "user and could reach the grader's files and process")
         else:
+            self._enter_namespaces()
             if user is None:
                 self.drop, self.fresh = fresh_ids(), True
-                self.search = FolderSearch(self.drop[0])
+                self.search = FolderSearch(self.drop[0]) if self.jail is None else None
                 name = f"uid {self.drop[0]}"
             else:
                 import pwd
@@ -372,6 +269,28 @@ class Seal:
                           f"make it private first (chmod 700 {real})")
         self._check_above(real, what, name, {self.drop[1]})
 
+    def _enter_namespaces(self):
+        """A root of the run's own, in the kernel's namespaces, where they can be made
+        (gqa_sandbox): the worker then sees its module, Python and nothing else of the
+        machine.  Where they cannot, the run is partly sealed and says why."""
+        package = sandbox_package()
+        ok, why = package.available() if package else (False, "gqa_sandbox is not beside the grader")
+        if ok:
+            import tempfile
+            self.jail, self.tool = tempfile.mkdtemp(prefix="gqa-root-"), why
+        else:
+            self.partly = _("namespaces cannot be made here ({why}): the worker sees the machine's "
+                            "files as its user may, and what it leaves is searched for and "
+                            "removed").format(why=why)
+
+    def command(self, argv):
+        """argv (a Python worker's), run in the run's own root when it has one."""
+        if self.jail is None:
+            return argv
+        package = sandbox_package()
+        spec = package.spec(self.jail, ro=[WORKER], rw=[self.dir], cwd=self.cwd())
+        return package.command(spec, [os.path.realpath(argv[0])] + argv[1:])
+
     def _make_dir(self):
         """The run's private folder.  With a user of the run's own: root's, which others
         may pass through but not list (0711); the module's copy is that user's alone
@@ -427,8 +346,9 @@ class Seal:
 
     def remove_files(self):
         """With a uid of the run's own: remove every file and IPC object it left
-        (cleanup.clean; its processes are gone by then).  Never raises."""
-        if self.fresh:
+        (cleanup.clean; its processes are gone by then).  Never raises.  In namespaces
+        there is nothing to search: what it wrote outside its folder went with them."""
+        if self.fresh and self.jail is None:
             self.notes += clean(self.drop[0], self.search)
 
     def close(self):
@@ -445,6 +365,9 @@ class Seal:
         if self.dir is not None:
             folder, self.dir = self.dir, None
             remove_tree(folder, time.monotonic() + 10)
+        if self.jail is not None:                  # empty: what was built on it went with the run
+            folder, self.jail = self.jail, None
+            os.rmdir(folder)
 
 
 class Worker:
@@ -483,7 +406,7 @@ class Worker:
         if self.reload:
             config["reload"] = True
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", WORKER, json.dumps(config)],
+            self.seal.command([sys.executable, "-I", "-S", WORKER, json.dumps(config)]),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=self.seal.cwd(), env=self.seal.env(), start_new_session=os.name == "posix")
         self.started += 1
@@ -545,8 +468,17 @@ class Worker:
 
     def _check_user(self):
         """Where /proc exists: the worker's real, effective, saved uid and gid are the drop's."""
+        pid = self.proc.pid
+        if self.seal.jail is not None:             # unshare's one child: the worker, PID 1 inside
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+                    pid = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                self.stop()
+                raise Refused(_("the worker's process could not be found to check its user; "
+                                "nothing was graded")) from None
         try:
-            with open(f"/proc/{self.proc.pid}/status", "rb") as f:
+            with open(f"/proc/{pid}/status", "rb") as f:
                 text = f.read().decode("utf-8", "replace")      # its name may be any bytes
             status = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
         except (OSError, ValueError):

@@ -32,6 +32,8 @@ from operator import mul
 from typing import Callable, Iterator, List, NamedTuple, Optional, Sequence
 
 import gqa
+from gqa_grader import i18n
+from gqa_grader.i18n import N_, _, ngettext
 
 # ---------------------------------------------------------------------------
 # Seeds: one scheme for every tool.
@@ -74,16 +76,22 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _pad(text: str, columns: int, right: bool = False) -> str:
+    """text padded with spaces to columns display columns (i18n.width: two for a Japanese or
+    Korean character), on the left when right; str.ljust and str.rjust for English text."""
+    spaces = " " * max(0, columns - i18n.width(text))
+    return spaces + text if right else text + spaces
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Return an aligned Markdown table; numbers are right-aligned."""
+    """Return an aligned Markdown table, lined up by display width; numbers are right-aligned."""
     cells = [[str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+    widths = [max(i18n.width(h), *(i18n.width(r[i]) for r in cells)) if cells else i18n.width(h)
               for i, h in enumerate(headers)]
     numeric = [all(_is_number(r[i]) for r in cells) and bool(cells) for i in range(len(headers))]
 
     def line(values):
-        return "| " + " | ".join(v.rjust(w) if num else v.ljust(w)
-                                 for v, w, num in zip(values, widths, numeric)) + " |"
+        return "| " + " | ".join(_pad(v, w, num) for v, w, num in zip(values, widths, numeric)) + " |"
 
     rule = "|" + "|".join(("-" * (w + 1) + ":") if num else ("-" * (w + 2))
                           for w, num in zip(widths, numeric)) + "|"
@@ -91,13 +99,13 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1) -> str:
-    """Return a plain aligned table: the first `left` columns left-aligned, the rest right."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+    """Return a plain table lined up by display width: the first `left` columns left-aligned,
+    the rest right."""
+    widths = [max(i18n.width(h), *(i18n.width(r[i]) for r in rows)) if rows else i18n.width(h)
               for i, h in enumerate(headers)]
 
     def line(cells):
-        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(_pad(c, w, i >= left) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     return "\n".join([line(headers)] + [line(r) for r in rows])
 
@@ -118,8 +126,8 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], texts: Sequence[st
               width: int = 40) -> str:
     """Return labelled bars, one per line, scaled to the largest value."""
     top = max(values, default=0.0)
-    pad = max(map(len, labels), default=0)
-    return "\n".join(f"{label.ljust(pad)}  {bar(v, top, width).ljust(width)}  {text}"
+    pad = max(map(i18n.width, labels), default=0)
+    return "\n".join(f"{_pad(label, pad)}  {bar(v, top, width).ljust(width)}  {text}"
                      for label, v, text in zip(labels, values, texts))
 
 
@@ -134,7 +142,7 @@ def cache_markdown(h: int, layers: int, length: int, head_dim: int, *, lab=gqa) 
     """Return lab.cache_table(...) as Markdown (lab: gqa, or another module like it)."""
     rows = lab.cache_table(h, layers=layers, length=length, head_dim=head_dim)
     return markdown_table(
-        ["method", "g (kv heads)", "h // g", "cache elements", "ratio to MHA"],
+        [_("method"), _("g (kv heads)"), "h // g", _("cache elements"), _("ratio to MHA")],
         [(r.method, r.kv_heads, r.group_size, f"{r.elements:,}", fmt(r.ratio)) for r in rows])
 
 
@@ -145,7 +153,7 @@ def multiplies_markdown(n: int, h: int, d: int, d_model: int, *, causal: bool = 
     With ratios=True each cell is the term's ratio to MHA instead of its count.
     """
     rows = lab.multiplies_table(n, h, d, d_model, causal=causal)
-    headers = ["term"] + [f"{r.method} g={r.kv_heads}" for r in rows]
+    headers = [_("term")] + [f"{r.method} g={r.kv_heads}" for r in rows]
     cells = [[term] + [fmt(getattr(r.ratio, term)) if ratios else f"{getattr(r.counts, term):,}"
                        for r in rows] for term in TERMS]
     return markdown_table(headers, cells)
@@ -168,32 +176,34 @@ def block_rows(n: int, h: int, model_g: Optional[int], d: int, d_model: int, d_f
             for g in gs]
 
 
-BLOCK_PARTS = (("q_o_proj", "q and o projections", "▓"), ("k_v_proj", "k and v projections", "░"),
-               ("body", "attention body", "▒"), ("mlp", "MLP", "█"))
+# The block's parts: the field of gqa.BlockMultiplies, its name (translated where shown), its bar.
+BLOCK_PARTS = (("q_o_proj", N_("q and o projections"), "▓"), ("k_v_proj", N_("k and v projections"), "░"),
+               ("body", N_("attention body"), "▒"), ("mlp", "MLP", "█"))
 
 
 def block_markdown(rows: Sequence[Block], n: int) -> str:
     """The multiplications per token of each row's block, by part, with g's share."""
     mha = rows[0].counts
     return markdown_table(
-        ["method", "g"] + [name for _, name, _ in BLOCK_PARTS]
-        + ["total", "k and v share", "saved vs MHA"],
-        [(r.method, r.g) + tuple(f"{getattr(r.counts, part) // n:,}" for part, _, _ in BLOCK_PARTS)
+        [_("method"), "g"] + [_(name) for _part, name, _char in BLOCK_PARTS]
+        + [_("total"), _("k and v share"), _("saved vs MHA")],
+        [(r.method, r.g) + tuple(f"{getattr(r.counts, part) // n:,}" for part, _name, _char in BLOCK_PARTS)
          + (f"{r.counts.total // n:,}", fmt(r.counts.k_v_proj / r.counts.total),
             fmt(1 - r.counts.total / mha.total)) for r in rows])
 
 
 def block_bars(labels: Sequence[str], rows: Sequence[Block], width: int = 40) -> str:
     """One bar per row, its parts drawn with their own blocks, scaled to the first row."""
-    top, pad = rows[0].counts.total, max(map(len, labels))
+    top, pad = rows[0].counts.total, max(map(i18n.width, labels))
     lines = []
     for label, r in zip(labels, rows):
         bar_text, done = "", 0.0
-        for part, _, char in BLOCK_PARTS:
+        for part, _name, char in BLOCK_PARTS:
             done += getattr(r.counts, part)
             bar_text += char * (round(width * done / top) - len(bar_text))
-        lines.append(f"{label:<{pad}}  {bar_text.ljust(width)}  {fmt(r.counts.total / top)} of MHA")
-    legend = ", ".join(f"{char} {name}" for _, name, char in BLOCK_PARTS)
+        lines.append(f"{_pad(label, pad)}  {bar_text.ljust(width)}  "
+                     + _("{ratio} of MHA").format(ratio=fmt(r.counts.total / top)))
+    legend = _(", ").join(f"{char} {_(name)}" for _part, name, char in BLOCK_PARTS)
     return "\n".join(lines + [legend])
 
 
@@ -213,7 +223,7 @@ STEPS = ("valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "re
 
 def step_name(name: str) -> Optional[str]:
     """How a report names a step of the lab, "step 21, KVCache"; None for any other name."""
-    return f"step {STEPS.index(name) + 1}, {name}" if name in STEPS else None
+    return _("step {step}, {name}").format(step=STEPS.index(name) + 1, name=name) if name in STEPS else None
 
 
 # ---------------------------------------------------------------------------
@@ -236,8 +246,50 @@ def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = No
                                timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
     except grader.Refused as err:
         return [str(err)]
-    return [f"step {r['step']}, {r['name']}: {r['status']}" for r in results
-            if r["status"] != "passed"]
+    return [(_("step {step}, {name}: not started") if r["status"] == "not started" else
+             _("step {step}, {name}: failed")).format(step=r["step"], name=r["name"])
+            for r in results if r["status"] != "passed"]
+
+
+# ---------------------------------------------------------------------------
+# The language a student reads: --lang, else the environment's, else English.
+# ---------------------------------------------------------------------------
+
+
+def given(argv: Sequence[str], option: str, parser: argparse.ArgumentParser) -> Optional[str]:
+    """The value argv gives option as parser would read it, before it does: --lang ja,
+    --lang=ja, or an abbreviation that starts none of parser's other options (--mod PATH);
+    the last one counts; None when argv does not give it."""
+    longs = [name for name in parser._option_string_actions if name.startswith("--")]
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        name, equals, rest = arg.partition("=")
+        if name == option or (name.startswith("--") and [o for o in longs if o.startswith(name)] == [option]):
+            value = rest if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+    return value
+
+
+def chosen_lang(argv: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """The language of a command line: its --lang when that is one of ours, else the
+    environment's (i18n.from_environment), else English."""
+    lang = given(argv, "--lang", parser)
+    return lang if lang in i18n.LANGUAGES else i18n.from_environment() or "en"
+
+
+@contextlib.contextmanager
+def speaking(lang: str) -> Iterator[None]:
+    """Within the block, every message in lang, argparse's own words ("usage: ", "error: ")
+    too; the language in use before, after it (a command run in-process leaves none behind)."""
+    saved, saved_argparse = i18n.language(), argparse._
+    i18n.use(lang)
+    argparse._ = _
+    try:
+        yield
+    finally:
+        argparse._ = saved_argparse
+        i18n.use(saved)
 
 
 # ---------------------------------------------------------------------------
@@ -260,11 +312,14 @@ def project(x: List[List[float]], w: List[List[float]]) -> List[List[float]]:
 
 
 def add_int_options(parser: argparse.ArgumentParser, defaults: NamedTuple, limits: dict,
-                    note=lambda name: "") -> None:
-    """Add an int option --some-name for each field some_name of defaults, None when not given."""
+                    note=lambda name: "", what: Optional[Callable[[str], str]] = None) -> None:
+    """Add an int option --some-name for each field some_name of defaults, None when not given;
+    its help the default, the limit, and what(name) (translated) or else note(name) (English)."""
     for name, value in defaults._asdict().items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
-                            help=f"(default {value}, at most {limits[name]:,}{note(name)})")
+        text = (_("(default {default}, at most {most}; {what})").format(
+                    default=value, most=f"{limits[name]:,}", what=what(name)) if what else
+                f"(default {value}, at most {limits[name]:,}{note(name)})")
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None, help=text)
 
 
 def int_options(parser: argparse.ArgumentParser, args: argparse.Namespace, base: NamedTuple,
@@ -279,10 +334,12 @@ def int_options(parser: argparse.ArgumentParser, args: argparse.Namespace, base:
     for name, value in values.items():
         option = f"--{name.replace('_', '-')}"
         if value < (0 if name == "seed" else 1):
-            rule = "at least 0" if name == "seed" else "positive"
-            parser.error(f"{option} must be {rule}; got {value}")
+            parser.error((_("{option} must be at least 0; got {value}") if name == "seed" else
+                          _("{option} must be positive; got {value}")).format(option=option, value=value))
         if value > limits[name]:
-            parser.error(f"{option} must be at most {limits[name]:,}; got {value if value < 10 ** 30 else 'a larger number'}")
+            parser.error((_("{option} must be at most {most}; got {value}") if value < 10 ** 30 else
+                          _("{option} must be at most {most}; got a larger number")).format(
+                              option=option, most=f"{limits[name]:,}", value=value))
     return type(base)(**values)
 
 
@@ -322,11 +379,11 @@ def write_target(path: str) -> str:
     destroy them.
     """
     if not path:
-        raise WriteRefused("the path is empty")
+        raise WriteRefused(_("the path is empty"))
     target = os.path.realpath(path)
     if os.path.exists(target) and not os.path.isfile(target):
-        raise WriteRefused("it is not a regular file (a directory, a device or a pipe); "
-                           "only a file is replaced")
+        raise WriteRefused(_("it is not a regular file (a directory, a device or a pipe); "
+                             "only a file is replaced"))
     return target
 
 

@@ -41,12 +41,14 @@ import tempfile
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
+from gqa_grader import i18n
+from gqa_grader.i18n import N_, _, ngettext
 from gqa_tools import figures as draw
 from gqa_tools import train as training
 from gqa_tools.common import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
-                       block_rows, failing_steps, fmt, human_bytes, int_options, markdown_table,
-                       multiplies_markdown, progress_line, project, rng_for, seed_for, stage, step_name,
-                       write_target)
+                       block_rows, chosen_lang, failing_steps, fmt, given, human_bytes, int_options,
+                       markdown_table, multiplies_markdown, progress_line, project, rng_for, seed_for,
+                       speaking, stage, step_name, write_target)
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
@@ -91,7 +93,10 @@ class Config(NamedTuple):
         return self.heads * self.head_dim
 
     def command(self, module: Optional[str] = None) -> str:
+        """The command that writes the report: with a module, in the language in use."""
         parts = ["python -m gqa report"] + ([f"--module {module}"] if module else [])
+        if module and i18n.language() != "en":
+            parts.append(f"--lang {i18n.language()}")
         for name, value in self._asdict().items():
             parts.append(f"--{name.replace('_', '-')} {value}")
         return " ".join(parts)
@@ -104,19 +109,19 @@ LIMITS = {"heads": 256, "head_dim": 65536, "layers": 10 ** 6, "context": 10 ** 9
           "run_head_dim": 64, "run_d_model": 512, "run_context": 256, "run_layers": 8,
           "seed": 10 ** 9, "seeds": 100}
 
-# What each option means, for --help: one line each.
+# What each option means, for --help: one line each (translated where shown).
 OPTION_HELP = {
-    "heads": "query heads h of both configurations",
-    "head_dim": "head dim d of the real-size configuration (counted, not run)",
-    "layers": "layers of the real-size configuration",
-    "context": "positions of the real-size configuration (and of the whole-block view)",
-    "batch": "sequences decoded together, for section 7's reads per multiplication",
-    "run_head_dim": "head dim of the small configuration that the code runs",
-    "run_d_model": "model width of the small configuration",
-    "run_context": "positions of the small configuration",
-    "run_layers": "layers the small configuration decodes through",
-    "seed": "the first seed of the random weights and inputs",
-    "seeds": "how many seeds (seed, seed + 1, ...) the measured figures are averaged over",
+    "heads": N_("query heads h of both configurations"),
+    "head_dim": N_("head dim d of the real-size configuration (counted, not run)"),
+    "layers": N_("layers of the real-size configuration"),
+    "context": N_("positions of the real-size configuration (and of the whole-block view)"),
+    "batch": N_("sequences decoded together, for section 7's reads per multiplication"),
+    "run_head_dim": N_("head dim of the small configuration that the code runs"),
+    "run_d_model": N_("model width of the small configuration"),
+    "run_context": N_("positions of the small configuration"),
+    "run_layers": N_("layers the small configuration decodes through"),
+    "seed": N_("the first seed of the random weights and inputs"),
+    "seeds": N_("how many seeds (seed, seed + 1, ...) the measured figures are averaged over"),
 }
 
 
@@ -134,8 +139,8 @@ def reason(err: BaseException) -> str:
         return str(err)
     if isinstance(err, NotImplementedError):
         step = _raising_step(err)
-        return not_implemented(step) if step else "a function it needs is not implemented yet"
-    return f"computing it raised {type(err).__name__}: {err}"
+        return not_implemented(step) if step else _("a function it needs is not implemented yet")
+    return _("computing it raised {type}: {error}").format(type=type(err).__name__, error=err)
 
 
 # This folder: a frame of the tools' own is never the lab's step that raised.
@@ -157,7 +162,8 @@ def _raising_step(err: BaseException, called: Optional[str] = None) -> Optional[
 def not_implemented(name: str) -> str:
     """What a section says for a function that raised NotImplementedError: the step it needs."""
     step = step_name(name)
-    return f"needs {step}: not implemented yet" if step else f"`{name}` is not implemented yet"
+    return (_("needs {step}: not implemented yet").format(step=step) if step else
+            _("`{name}` is not implemented yet").format(name=name))
 
 
 class Lab:
@@ -170,7 +176,8 @@ class Lab:
         obj = getattr(self.module, name, None)
         if obj is None:
             step = step_name(name)
-            raise Unavailable((f"needs {step}: " if step else "") + f"{self.label} has no `{name}`")
+            raise Unavailable((_("needs {step}: {label} has no `{name}`") if step else
+                               _("{label} has no `{name}`")).format(step=step, label=self.label, name=name))
         if not callable(obj) or isinstance(obj, type) and issubclass(obj, BaseException):
             return obj
 
@@ -182,7 +189,8 @@ class Lab:
             except Unavailable:
                 raise
             except Exception as err:
-                raise Unavailable(f"`{name}` raised {type(err).__name__}: {err}") from None
+                raise Unavailable(_("`{name}` raised {type}: {error}").format(
+                    name=name, type=type(err).__name__, error=err)) from None
         return call
 
 
@@ -336,7 +344,7 @@ def measure(cfg: Config, lab: Optional[Lab] = None,
     section 8's seeds (the project's gqa.py only; the report is the same for every jobs)."""
     lab = lab or Lab(gqa, "gqa.py")
     if untrained is None:
-        untrained = "" if lab.module is gqa else "not run for this module"
+        untrained = "" if lab.module is gqa else _("not run for this module")
     outputs = attempt(lambda: measure_outputs(lab, cfg))
     part = (lambda i: Missing(outputs.why)) if isinstance(outputs, Missing) else outputs.__getitem__
     return Measured(
@@ -369,7 +377,7 @@ def figure_link(name: str, alt: str) -> str:
 
 
 def _spread(s: Spread) -> str:
-    return f"{fmt(s.mean)} ({fmt(s.low)} to {fmt(s.high)})"
+    return _("{mean} ({low} to {high})").format(mean=fmt(s.mean), low=fmt(s.low), high=fmt(s.high))
 
 
 def _ranges(groups: List[List[int]], limit: int = 4) -> str:
@@ -378,7 +386,7 @@ def _ranges(groups: List[List[int]], limit: int = 4) -> str:
 
 
 def _yes(ok: bool) -> str:
-    return "yes" if ok else "**NO**"
+    return _("yes") if ok else _("**NO**")
 
 
 def _code(text: str) -> str:
@@ -399,16 +407,13 @@ def labels(lab: Lab, h: int) -> Labels:
 
 
 def section_header(cfg: Config, lab: Lab, module: Optional[str]) -> str:
-    source = (f"`{lab.label}` (given with `--module`, not the `gqa.py` of this project), in the "
-              f"grader's worker," if module else f"`{lab.label}`")
-    check = "the same command with `--check`" if module else "`python -m gqa report --check`"
-    yours = (" A section, or a part of one, that needs a step this module does not have yet "
-             "names that step in its place, and one that failed says how. Section 9 is yours to "
-             "write." if module else "")
+    """The report's header: a student's (student_header), or the project's, always in English."""
+    if module:
+        return student_header(cfg, lab, module)
     return (f"# gqa lab report\n\n"
-            f"Written by `{cfg.command(module)}`. Every number below was computed, counted or "
-            f"measured by {source} when that command ran; {check} tells "
-            f"whether this file is still what the code writes.{yours} The real-size configuration "
+            f"Written by `{cfg.command()}`. Every number below was computed, counted or "
+            f"measured by `{lab.label}` when that command ran; `python -m gqa report --check` tells "
+            f"whether this file is still what the code writes. The real-size configuration "
             f"(counted by the closed forms) has h = {cfg.heads} query heads, head dim "
             f"{cfg.head_dim}, {cfg.layers} layers, {cfg.context:,} positions and d_model = "
             f"{cfg.d_model:,}. The small configuration that the code actually runs has the same "
@@ -417,12 +422,32 @@ def section_header(cfg: Config, lab: Lab, module: Optional[str]) -> str:
             f"weights from seeds {cfg.seed} to {cfg.seed + cfg.seeds - 1}.\n")
 
 
+def student_header(cfg: Config, lab: Lab, module: str) -> str:
+    """The header of a student's report (--module), in the language in use."""
+    return "# " + _("gqa lab report") + "\n\n" + _(
+        "Written by `{command}`. Every number below was computed, counted or measured by "
+        "`{module}` (given with `--module`, not the `gqa.py` of this project), in the grader's "
+        "worker, when that command ran; the same command with `--check` tells whether this file "
+        "is still what the code writes. A section, or a part of one, that needs a step this module "
+        "does not have yet names that step in its place, and one that failed says how. Section 9 "
+        "is yours to write. The real-size configuration (counted by the closed forms) has h = "
+        "{heads} query heads, head dim {head_dim}, {layers} layers, {context} positions and "
+        "d_model = {d_model}. The small configuration that the code actually runs has the same "
+        "{heads} query heads, head dim {run_head_dim}, d_model {run_d_model}, {run_context} "
+        "positions and {run_layers} layers, with random, untrained weights from seeds {first} to "
+        "{last}.").format(
+            command=cfg.command(module), module=lab.label, heads=cfg.heads, head_dim=cfg.head_dim,
+            layers=cfg.layers, context=f"{cfg.context:,}", d_model=f"{cfg.d_model:,}",
+            run_head_dim=cfg.run_head_dim, run_d_model=cfg.run_d_model, run_context=cfg.run_context,
+            run_layers=cfg.run_layers, first=cfg.seed, last=cfg.seed + cfg.seeds - 1) + "\n"
+
+
 def section_what_g_is(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     h, ids = cfg.heads, labels(lab, cfg.heads)
     try:
         drawn, figures = grouping(lab)
     except Unavailable as why:
-        drawn, figures = f"*Figure not drawn: {why}.*\n", ()
+        drawn, figures = _("*Figure not drawn: {why}.*").format(why=why) + "\n", ()
     return _table_of_groups(cfg, lab, h, ids) + "\n" + drawn, figures
 
 
@@ -432,12 +457,12 @@ def _table_of_groups(cfg: Config, lab: Lab, h: int, ids: "Labels") -> str:
         note = []
     except Unavailable as why:
         groups = {g: "—" for g in ids.gs}
-        note = [f"*Not shown: {why}.*\n"]
+        note = [_("*Not shown: {why}.*").format(why=why) + "\n"]
     return "\n".join([
-        f"One knob: g, the number of key/value heads. It must divide h = {h}, and each "
-        f"contiguous block of h // g query heads reads one key/value head "
-        f"(`kv_head(i, h, g) = i // (h // g)`).\n",
-        markdown_table(["method", "g (kv heads)", "h // g", "query heads of each key/value head"],
+        _("One knob: g, the number of key/value heads. It must divide h = {h}, and each "
+          "contiguous block of h // g query heads reads one key/value head "
+          "(`kv_head(i, h, g) = i // (h // g)`).").format(h=h) + "\n",
+        markdown_table([_("method"), _("g (kv heads)"), "h // g", _("query heads of each key/value head")],
                        [(ids.name[g], g, h // g, groups[g]) for g in ids.gs]),
         ""] + note)
 
@@ -454,19 +479,20 @@ def grouping(lab: Lab) -> Tuple[str, Figures]:
     for g in gs:
         for i, j in enumerate(reads[g]):
             if type(j) is not int or not 0 <= j < g:
-                raise Unavailable(f"`kv_head({i}, {h}, {g})` returned {j!r}, not a key/value head "
-                                  f"0 to {g - 1}")
+                raise Unavailable(_("`kv_head({i}, {h}, {g})` returned {value}, not a key/value head "
+                                    "0 to {last}").format(i=i, h=h, g=g, value=repr(j), last=g - 1))
     names = {g: lab.method_name(h, g) for g in gs}
     svg = draw.grouping_figure(h, [(names[g], g, reads[g]) for g in gs])
     body = "\n".join([
-        f"Drawn for h = {h}, as in the GQA paper's Figure 2: the key/value head that each query head "
-        f"reads, `kv_head(i, {h}, g)`, at g = {', '.join(map(str, gs))}.\n",
-        markdown_table(["method", "g"] + [f"q{i}" for i in range(h)],
+        _("Drawn for h = {h}, as in the GQA paper's Figure 2: the key/value head that each query head "
+          "reads, `kv_head(i, {h}, g)`, at g = {gs}.").format(h=h, gs=", ".join(map(str, gs))) + "\n",
+        markdown_table([_("method"), "g"] + [f"q{i}" for i in range(h)],
                        [(names[g], g) + tuple(reads[g]) for g in gs]),
         "",
-        figure_link("grouping.svg", f"For h = {h} query heads at g = {', '.join(map(str, gs))}: "
-                    f"each query head joined to the key/value head it reads; groups of "
-                    f"{', '.join(str(h // g) for g in gs)} neighbouring query heads share one"),
+        figure_link("grouping.svg", _("For h = {h} query heads at g = {gs}: each query head joined to "
+                                      "the key/value head it reads; groups of {sizes} neighbouring "
+                                      "query heads share one").format(
+                        h=h, gs=", ".join(map(str, gs)), sizes=", ".join(str(h // g) for g in gs))),
         ""])
     return body, (("grouping.svg", svg),)
 
@@ -475,9 +501,10 @@ def section_cache(cfg: Config, lab: Lab, m: Measured) -> str:
     ids = labels(lab, cfg.heads)
     cache = lab.cache_table(cfg.heads, layers=cfg.layers, length=cfg.context, head_dim=cfg.head_dim)
     return "\n".join([
-        f"{cfg.layers} layers x {cfg.context:,} positions x head dim {cfg.head_dim}, one sequence; "
-        f"2 x layers x g x length x head_dim numbers (K and V; queries are never cached).\n",
-        markdown_table(["method", "g", "cache elements", "ratio to MHA", "bytes at 16 bits"],
+        _("{layers} layers x {context} positions x head dim {head_dim}, one sequence; "
+          "2 x layers x g x length x head_dim numbers (K and V; queries are never cached).").format(
+              layers=cfg.layers, context=f"{cfg.context:,}", head_dim=cfg.head_dim) + "\n",
+        markdown_table([_("method"), "g", _("cache elements"), _("ratio to MHA"), _("bytes at 16 bits")],
                        [(r.method, r.kv_heads, f"{r.elements:,}", fmt(r.ratio),
                          f"{human_bytes(2 * r.elements)} ({2 * r.elements:,})") for r in cache]),
         "",
@@ -495,12 +522,13 @@ def counted_in_caches(cfg: Config, lab: Lab, m: Measured, ids: Labels) -> str:
         formula = {g: lab.kv_cache_elements(cfg.run_layers, g, cfg.run_context, cfg.run_head_dim)
                    for g in ids.gs}
     except Unavailable as why:
-        return f"*Not counted in real caches: {why}.*\n"
+        return _("*Not counted in real caches: {why}.*").format(why=why) + "\n"
     return "\n".join([
-        f"Counted: the small configuration decoded {cfg.run_context} positions through "
-        f"{cfg.run_layers} layers with `KVCache` and `decode_step`, and the floats the caches "
-        f"hold were counted from their `array('d')` storage.\n",
-        markdown_table(["method", "g", "counted in real caches", "kv_cache_elements", "counted = formula"],
+        _("Counted: the small configuration decoded {positions} positions through {layers} layers "
+          "with `KVCache` and `decode_step`, and the floats the caches hold were counted from their "
+          "`array('d')` storage.").format(positions=cfg.run_context, layers=cfg.run_layers) + "\n",
+        markdown_table([_("method"), "g", _("counted in real caches"), "kv_cache_elements",
+                        _("counted = formula")],
                        [(ids.name[g], g, f"{counted[g]:,}", f"{formula[g]:,}",
                          _yes(counted[g] == formula[g])) for g in ids.gs]),
         ""])
@@ -509,15 +537,15 @@ def counted_in_caches(cfg: Config, lab: Lab, m: Measured, ids: Labels) -> str:
 def _split_bars(cfg: Config, lab: Lab, ids: Labels, width: int = 40) -> str:
     """One bar per g: the attention body, the q and o projections, the k and v projections."""
     mult = lab.multiplies_table(cfg.context, cfg.heads, cfg.head_dim, cfg.d_model, causal=True)
-    top, pad = mult[-1].counts.total, max(map(len, ids.label.values()))
+    top, pad = mult[-1].counts.total, max(map(i18n.width, ids.label.values()))
     lines = []
     for r in mult:
         c = r.counts
         body = round(width * (c.scores + c.weighted_sum) / top)
         qo = round(width * (c.scores + c.weighted_sum + c.q_proj + c.o_proj) / top) - body
         kv = round(width * c.total / top) - body - qo
-        lines.append(f"{ids.label[r.kv_heads]:<{pad}}  "
-                     f"{('█' * body + '▒' * qo + '░' * kv).ljust(width)}  {fmt(r.ratio.total)} of MHA")
+        lines.append(f"{i18n.ljust(ids.label[r.kv_heads], pad)}  {('█' * body + '▒' * qo + '░' * kv).ljust(width)}  "
+                     + _("{ratio} of MHA").format(ratio=fmt(r.ratio.total)))
     return "\n".join(lines)
 
 
@@ -532,19 +560,20 @@ def section_multiplies(cfg: Config, lab: Lab, m: Measured) -> str:
     mha = lab.multiplies_table(*args, causal=True)[-1].counts
     kv_share = (mha.k_proj + mha.v_proj) / mha.total
     return "\n".join([
-        f"One attention layer over a prompt of n = {cfg.context:,} positions, causal (a "
-        f"decoder's prefill: query i attends to positions 0 to i, n (n + 1) / 2 pairs), per "
-        f"term. Only the K and V projections have g in them; the attention body, scores and "
-        f"weighted sum (h x d x n (n + 1) / 2 each), is the same at every g.\n",
+        _("One attention layer over a prompt of n = {n} positions, causal (a decoder's prefill: "
+          "query i attends to positions 0 to i, n (n + 1) / 2 pairs), per term. Only the K and V "
+          "projections have g in them; the attention body, scores and weighted sum (h x d x "
+          "n (n + 1) / 2 each), is the same at every g.").format(n=f"{cfg.context:,}") + "\n",
         multiplies_markdown(*args, causal=True, lab=lab), "",
-        "As a ratio to MHA:\n",
+        _("As a ratio to MHA:") + "\n",
         multiplies_markdown(*args, causal=True, ratios=True, lab=lab), "",
-        "Each bar is one g's total, split into the attention body (█), the q and o "
-        "projections (▒) and the k and v projections (░):\n",
+        _("Each bar is one g's total, split into the attention body (█), the q and o "
+          "projections (▒) and the k and v projections (░):") + "\n",
         _code(_split_bars(cfg, lab, ids)), "",
-        f"Within this one attention layer the K and V projections are {fmt(kv_share)} of MHA's "
-        f"multiplications, so MQA saves up to that share here. A transformer block also has "
-        f"an MLP, which g does not touch either: section 4 counts the whole block.\n",
+        _("Within this one attention layer the K and V projections are {share} of MHA's "
+          "multiplications, so MQA saves up to that share here. A transformer block also has "
+          "an MLP, which g does not touch either: section 4 counts the whole block.").format(
+              share=fmt(kv_share)) + "\n",
         tallied_while_run(cfg, lab, m, ids)])
 
 
@@ -555,13 +584,14 @@ def tallied_while_run(cfg: Config, lab: Lab, m: Measured, ids: Labels) -> str:
         tallied = need(m.tallied)
         formula = {g: run_formula(lab, cfg, g) for g in ids.gs}
     except Unavailable as why:
-        return f"*Not tallied while the code ran: {why}.*\n"
+        return _("*Not tallied while the code ran: {why}.*").format(why=why) + "\n"
     return "\n".join([
-        f"Tallied: a causal `layer` ran once on the small configuration ({cfg.run_context} "
-        f"positions) inside `count_multiplies()`, whose tally is kept by the code that "
-        f"multiplies, and is compared with `attention_multiplies(..., causal=True)`.\n",
-        markdown_table(["method", "g", "tallied total", "formula total", "scores (tallied)",
-                        "k_proj (tallied)", "tallied = formula, every term"],
+        _("Tallied: a causal `layer` ran once on the small configuration ({positions} positions) "
+          "inside `count_multiplies()`, whose tally is kept by the code that multiplies, and is "
+          "compared with `attention_multiplies(..., causal=True)`.").format(
+              positions=cfg.run_context) + "\n",
+        markdown_table([_("method"), "g", _("tallied total"), _("formula total"), _("scores (tallied)"),
+                        _("k_proj (tallied)"), _("tallied = formula, every term")],
                        [(ids.name[g], g, f"{tallied[g].total:,}", f"{formula[g].total:,}",
                          f"{tallied[g].scores:,}", f"{tallied[g].k_proj:,}",
                          _yes(tallied[g] == formula[g])) for g in ids.gs]),
@@ -573,11 +603,12 @@ def section_block(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     for model in BLOCK_MODELS:
         rows = block_rows(n, model.heads, model.kv_heads, model.head_dim, model.d_model,
                           model.d_ff, model.mlp_matrices, lab=lab)
-        names = [f"{r.method} g={r.g}" + (" (the model)" if r.g == model.kv_heads else "")
-                 for r in rows]
-        parts += [f"**{model.name}**: d_model {model.d_model:,}, h = {model.heads}, g = "
-                  f"{model.kv_heads}, head dim {model.head_dim}, an MLP of {model.mlp_matrices} "
-                  f"matrices of {model.d_model:,} x {model.d_ff:,}; multiplications per token:\n",
+        names = [_("{label} (the model)").format(label=f"{r.method} g={r.g}") if r.g == model.kv_heads
+                 else f"{r.method} g={r.g}" for r in rows]
+        parts += [_("**{name}**: d_model {d_model}, h = {h}, g = {g}, head dim {head_dim}, an MLP of "
+                    "{matrices} matrices of {d_model} x {d_ff}; multiplications per token:").format(
+                      name=model.name, d_model=f"{model.d_model:,}", h=model.heads, g=model.kv_heads,
+                      head_dim=model.head_dim, matrices=model.mlp_matrices, d_ff=f"{model.d_ff:,}") + "\n",
                   block_markdown(rows, n), "", _code(block_bars(names, rows)), ""]
     llama = BLOCK_MODELS[0]
     block = {g: lab.block_multiplies(n, llama.heads, g, llama.head_dim, llama.d_model, llama.d_ff,
@@ -586,17 +617,18 @@ def section_block(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     try:
         drawn, figures = what_g_changes(cfg, lab)
     except Exception as err:                # a student's module can fail in any way
-        drawn, figures = f"*Figure not drawn: {reason(err)}.*\n", ()
+        drawn, figures = _("*Figure not drawn: {why}.*").format(why=reason(err)) + "\n", ()
     return "\n".join([
-        f"A transformer block is the attention layer and an MLP. Counted with "
-        f"`block_multiplies` for two real models' shapes (from their config.json), over a "
-        f"prompt of {n:,} positions (causal), per token: the Q and O projections, the K and V "
-        f"projections (the only part with g in it), the attention body, and the MLP.\n"] + parts + [
-        f"In Llama-2-7B's block the K and V projections are {fmt(mha.k_v_proj / mha.total)} of "
-        f"the work at {n:,} positions: MQA would save {fmt(1 - block[1].total / mha.total)} "
-        f"of it and 8 key/value heads {fmt(1 - block[8].total / mha.total)}, while its KV cache "
-        f"would fall to 1/{llama.heads} and 1/{llama.heads // 8}. That is why prefill barely "
-        f"speeds up with g and decoding, which re-reads the whole cache for every token, does.\n",
+        _("A transformer block is the attention layer and an MLP. Counted with `block_multiplies` "
+          "for two real models' shapes (from their config.json), over a prompt of {n} positions "
+          "(causal), per token: the Q and O projections, the K and V projections (the only part "
+          "with g in it), the attention body, and the MLP.").format(n=f"{n:,}") + "\n"] + parts + [
+        _("In Llama-2-7B's block the K and V projections are {share} of the work at {n} positions: "
+          "MQA would save {mqa} of it and 8 key/value heads {eight}, while its KV cache would fall to "
+          "1/{h} and 1/{h_8}. That is why prefill barely speeds up with g and decoding, which "
+          "re-reads the whole cache for every token, does.").format(
+              share=fmt(mha.k_v_proj / mha.total), n=f"{n:,}", mqa=fmt(1 - block[1].total / mha.total),
+              eight=fmt(1 - block[8].total / mha.total), h=llama.heads, h_8=llama.heads // 8) + "\n",
         drawn]), figures
 
 
@@ -616,17 +648,18 @@ def what_g_changes(cfg: Config, lab: Lab) -> Tuple[str, Figures]:
         cache_note=f"K and V of every layer, {n:,} positions",
         work_note=f"{llama.name}, a {n:,}-position prefill")
     body = "\n".join([
-        f"Every g of {llama.name}'s attention (h = {h}), as a fraction of MHA's: the KV cache "
-        f"(section 2), the multiplications of one attention layer (section 3) and of the whole "
-        f"block with its MLP, over {n:,} positions (causal).\n",
-        markdown_table(["method", "g", "KV cache", "one attention layer", "whole block"],
+        _("Every g of {name}'s attention (h = {h}), as a fraction of MHA's: the KV cache (section 2), "
+          "the multiplications of one attention layer (section 3) and of the whole block with its "
+          "MLP, over {n} positions (causal).").format(name=llama.name, h=h, n=f"{n:,}") + "\n",
+        markdown_table([_("method"), "g", _("KV cache"), _("one attention layer"), _("whole block")],
                        [(ids.name[g], g) + tuple(fmt(v) for v in table[g]) for g in ids.gs]),
         "",
         figure_link("what-g-changes.svg",
-                    f"Two panels against g = {', '.join(map(str, ids.gs))}: the KV cache falls in "
-                    f"proportion to g, to {fmt(table[1][0])} of MHA's at g = 1, while one attention "
-                    f"layer's multiplications fall only to {fmt(table[1][1])} and the whole block's "
-                    f"to {fmt(table[1][2])}"),
+                    _("Two panels against g = {gs}: the KV cache falls in proportion to g, to {cache} "
+                      "of MHA's at g = 1, while one attention layer's multiplications fall only to "
+                      "{layer} and the whole block's to {block}").format(
+                        gs=", ".join(map(str, ids.gs)), cache=fmt(table[1][0]), layer=fmt(table[1][1]),
+                        block=fmt(table[1][2]))),
         ""])
     return body, (("what-g-changes.svg", svg),)
 
@@ -635,30 +668,36 @@ def section_output(cfg: Config, lab: Lab, m: Measured) -> str:
     ids, difference = labels(lab, cfg.heads), need(m.difference)
     rel = {g: difference[g].rel_l2.mean for g in ids.gs}
     paragraphs = [
-        f"`layer(x, weights, g)` against the MHA output `layer(x, weights, {cfg.heads})`, on the "
-        f"same weights and input, over {cfg.seeds} seeds: mean (lowest to highest).\n",
-        markdown_table(["method", "g", "max abs difference", "relative L2", "cosine"],
+        _("`layer(x, weights, g)` against the MHA output `layer(x, weights, {h})`, on the same "
+          "weights and input, over {seeds} seeds: mean (lowest to highest).").format(
+              h=cfg.heads, seeds=cfg.seeds) + "\n",
+        markdown_table(_difference_headers(),
                        [(ids.name[g], g) + tuple(_spread(s) for s in difference[g]) for g in ids.gs]),
         "",
         _code(bar_chart([ids.label[g] for g in ids.gs], [rel[g] for g in ids.gs],
-                        [f"relative L2 {fmt(rel[g])}" for g in ids.gs])),
+                        [_("relative L2 {value}").format(value=fmt(rel[g])) for g in ids.gs])),
         "",
-        f"At g = h the difference is exactly zero: `attention(q, k, v, g={cfg.heads}) == "
-        f"[single_head_attention(q[i], k[i], v[i]) for each head]` was checked with `==`, "
-        f"not a tolerance, on the projected q, k, v of every seed: {_yes(need(m.exact_mha))}.\n"]
+        _("At g = h the difference is exactly zero: `attention(q, k, v, g={h}) == "
+          "[single_head_attention(q[i], k[i], v[i]) for each head]` was checked with `==`, not a "
+          "tolerance, on the projected q, k, v of every seed: {yes}.").format(
+              h=cfg.heads, yes=_yes(need(m.exact_mha))) + "\n"]
     if not isinstance(m.head_cosine, Missing):
         cos = m.head_cosine
-        paragraphs.append(
-            f"Why so much, even at g = {ids.gs[-2]}: these heads are random and untrained, so "
-            f"they have nothing in common. The keys that two different heads project from the "
-            f"same input have a cosine of {fmt(cos.mean)} on average in absolute value "
-            f"({fmt(cos.low)} to {fmt(cos.high)} over every pair of heads and every seed): they "
-            f"point in unrelated directions, and their mean is a shorter vector that is like "
-            f"none of them. In a trained model, heads that learned similar things would fold "
-            f"with less change, and the GQA paper found the mean the best starting point for "
-            f"further training; how alike trained heads are, this report cannot tell: it has "
-            f"no trained model.\n")
+        paragraphs.append(_(
+            "Why so much, even at g = {g}: these heads are random and untrained, so they have "
+            "nothing in common. The keys that two different heads project from the same input have "
+            "a cosine of {mean} on average in absolute value ({low} to {high} over every pair of "
+            "heads and every seed): they point in unrelated directions, and their mean is a shorter "
+            "vector that is like none of them. In a trained model, heads that learned similar things "
+            "would fold with less change, and the GQA paper found the mean the best starting point "
+            "for further training; how alike trained heads are, this report cannot tell: it has no "
+            "trained model.").format(g=ids.gs[-2], mean=fmt(cos.mean), low=fmt(cos.low),
+                                     high=fmt(cos.high)) + "\n")
     return "\n".join(paragraphs)
+
+
+def _difference_headers() -> List[str]:
+    return [_("method"), "g", _("max abs difference"), _("relative L2"), _("cosine")]
 
 
 def attention_inputs(cfg: Config) -> Tuple[list, list, list]:
@@ -681,25 +720,26 @@ def attention_difference(cfg: Config, lab: Lab) -> str:
     rel = {g: diff[g].rel_l2 if math.isfinite(diff[g].rel_l2) else 0.0 for g in ids.gs}
     try:
         per_head = [lab.single_head_attention(q[i], k[i], v[i]) for i in range(h)]
-        exact = f"checked with `==`, not a tolerance: {_yes(mha == per_head)}"
+        exact = _("checked with `==`, not a tolerance: {yes}").format(yes=_yes(mha == per_head))
     except Unavailable as why:
-        exact = f"not checked: {why}"
+        exact = _("not checked: {why}").format(why=why)
     return "\n".join([
-        f"`attention(q, k, v, g)` against the MHA output `attention(q, k, v, {h})`, on the same "
-        f"random q, k and v: {h} heads of {cfg.run_context} positions x head dim "
-        f"{cfg.run_head_dim}, drawn uniform in [-1, 1) (q, then k, then v) from "
-        f"`random.Random(\"{seed_for('attention inputs', cfg.seed)}\")`, seed {cfg.seed}; full "
-        f"attention, not causal. At g < h, `attention` folds k and v to g heads by their group "
-        f"mean and repeats them back out to h.\n",
-        markdown_table(["method", "g", "max abs difference", "relative L2", "cosine"],
+        _("`attention(q, k, v, g)` against the MHA output `attention(q, k, v, {h})`, on the same "
+          "random q, k and v: {h} heads of {positions} positions x head dim {head_dim}, drawn uniform "
+          "in [-1, 1) (q, then k, then v) from `random.Random(\"{stream}\")`, seed {seed}; full "
+          "attention, not causal. At g < h, `attention` folds k and v to g heads by their group mean "
+          "and repeats them back out to h.").format(
+              h=h, positions=cfg.run_context, head_dim=cfg.run_head_dim,
+              stream=seed_for("attention inputs", cfg.seed), seed=cfg.seed) + "\n",
+        markdown_table(_difference_headers(),
                        [(ids.name[g], g, fmt(diff[g].max_abs), fmt(diff[g].rel_l2), fmt(diff[g].cosine))
                         for g in ids.gs]),
         "",
         _code(bar_chart([ids.label[g] for g in ids.gs], [rel[g] for g in ids.gs],
-                        [f"relative L2 {fmt(diff[g].rel_l2)}" for g in ids.gs])),
+                        [_("relative L2 {value}").format(value=fmt(diff[g].rel_l2)) for g in ids.gs])),
         "",
-        f"At g = h nothing is folded: `attention(q, k, v, g={h}) == [single_head_attention(q[i], "
-        f"k[i], v[i]) for each head]`, {exact}.\n"])
+        _("At g = h nothing is folded: `attention(q, k, v, g={h}) == [single_head_attention(q[i], "
+          "k[i], v[i]) for each head]`, {exact}.").format(h=h, exact=exact) + "\n"])
 
 
 def section_output_of_module(cfg: Config, lab: Lab, m: Measured) -> str:
@@ -709,39 +749,39 @@ def section_output_of_module(cfg: Config, lab: Lab, m: Measured) -> str:
     try:
         then = section_output(cfg, lab, m)
     except Exception as err:                # a student's module can fail in any way
-        then = (f"*Not computed for a whole layer (`layer(x, weights, g)` on random weights, over "
-                f"{cfg.seeds} seeds): {reason(err)}.*\n")
+        then = _("*Not computed for a whole layer (`layer(x, weights, g)` on random weights, over "
+                 "{seeds} seeds): {why}.*").format(seeds=cfg.seeds, why=reason(err)) + "\n"
     return first + "\n" + then
 
 
 def section_write_up(cfg: Config, lab: Lab, m: Measured) -> str:
     """Section 9 of a student's report: the handout's questions, for the student to answer."""
     return "\n".join([
-        "This section is yours: the code wrote the ones above from your module, and here you say, "
-        "in your own words and from your own numbers, what they show. Write each answer under its "
-        "question and cite the rows you use. Running the command again writes this file anew, "
-        "with this section unfilled: answer in a copy, or give a later run another `--out`.\n",
-        f"**1. What g changes, and what it does not.** From g = {cfg.heads} (MHA) down to g = 1 "
-        f"(MQA), the KV cache of section 2 shrinks by a factor of h/g, while the multiplications "
-        f"of the scores and of the weighted sum in section 3 stay the same at every g. Why? "
-        f"Which terms does g change, and why does a smaller cache make decoding faster but "
-        f"prefill barely (section 4)?\n",
-        "*(your answer)*\n",
-        "**2. A changed output is not yet a measured loss of quality.** Section 5 shows the output "
-        "moving away from MHA's as g falls. Why is that not yet a loss of quality? What are the "
-        "weights and inputs here, what would measure quality, and what does the GQA paper do after "
-        "it folds each group's key/value heads by their mean?\n",
-        "*(your answer)*\n"])
+        _("This section is yours: the code wrote the ones above from your module, and here you say, "
+          "in your own words and from your own numbers, what they show. Write each answer under its "
+          "question and cite the rows you use. Running the command again writes this file anew, "
+          "with this section unfilled: answer in a copy, or give a later run another `--out`.") + "\n",
+        _("**1. What g changes, and what it does not.** From g = {h} (MHA) down to g = 1 (MQA), the "
+          "KV cache of section 2 shrinks by a factor of h/g, while the multiplications of the scores "
+          "and of the weighted sum in section 3 stay the same at every g. Why? Which terms does g "
+          "change, and why does a smaller cache make decoding faster but prefill barely (section "
+          "4)?").format(h=cfg.heads) + "\n",
+        _("*(your answer)*") + "\n",
+        _("**2. A changed output is not yet a measured loss of quality.** Section 5 shows the output "
+          "moving away from MHA's as g falls. Why is that not yet a loss of quality? What are the "
+          "weights and inputs here, what would measure quality, and what does the GQA paper do after "
+          "it folds each group's key/value heads by their mean?") + "\n",
+        _("*(your answer)*") + "\n"])
 
 
 def section_conversion(cfg: Config, lab: Lab, m: Measured) -> str:
     ids, conversion = labels(lab, cfg.heads), need(m.conversion)
     gs = ids.gs[:-1]
     return "\n".join([
-        "Three ways to make g key/value heads from h: the mean of each group (the GQA "
-        "paper's choice), the first head of each group, or new random heads. Relative L2 "
-        "difference from the MHA output, mean (lowest to highest) over the seeds:\n",
-        markdown_table(["method", "g"] + list(CONVERSIONS),
+        _("Three ways to make g key/value heads from h: the mean of each group (the GQA "
+          "paper's choice), the first head of each group, or new random heads. Relative L2 "
+          "difference from the MHA output, mean (lowest to highest) over the seeds:") + "\n",
+        markdown_table([_("method"), "g"] + [_(c) for c in CONVERSIONS],
                        [(ids.name[g], g) + tuple(_spread(conversion[(g, c)]) for c in CONVERSIONS)
                         for g in gs]),
         "",
@@ -755,13 +795,14 @@ def conversion_sentence(gs: Sequence[int], conv: dict) -> str:
     paper = list(CONVERSIONS)
     agree = [g for g in gs if order[g] == paper]
     if len(agree) == len(gs):
-        return ("On these untrained weights the output moves least with the mean, then the "
-                "first head, then random heads, at every g: the GQA paper's ordering of the "
-                "three (which it measured on quality after training).")
-    differ = ", ".join(f"g = {g}: {' < '.join(order[g])}" for g in gs if g not in agree)
-    return (f"On these untrained weights the ordering (by mean relative L2, smallest first) "
-            f"matches the GQA paper's (mean, then first, then random, measured on quality after "
-            f"training) at {len(agree)} of {len(gs)} values of g, and differs at {differ}.")
+        return _("On these untrained weights the output moves least with the mean, then the "
+                 "first head, then random heads, at every g: the GQA paper's ordering of the "
+                 "three (which it measured on quality after training).")
+    differ = _(", ").join(f"g = {g}: {' < '.join(_(c) for c in order[g])}" for g in gs if g not in agree)
+    return _("On these untrained weights the ordering (by mean relative L2, smallest first) "
+             "matches the GQA paper's (mean, then first, then random, measured on quality after "
+             "training) at {agree} of {total} values of g, and differs at {differ}.").format(
+                 agree=len(agree), total=len(gs), differ=differ)
 
 
 def decode_traffic(lab: Lab, cfg: Config, g: int, batch: int = 1) -> Any:
@@ -783,25 +824,27 @@ def section_decoding(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     svg = draw.decoding_figure(points, [(ids.label[g], reads[g]) for g in ids.gs],
                                       layers=cfg.layers)
     return "\n".join([
-        f"Incremental decoding appends one position and then reads every cached K and V: "
-        f"cache elements read to generate token t, all {cfg.layers} layers (from "
-        f"`decode_traffic`).\n",
-        markdown_table(["method", "g"] + [f"t = {t:,}" for t in points],
+        _("Incremental decoding appends one position and then reads every cached K and V: cache "
+          "elements read to generate token t, all {layers} layers (from `decode_traffic`).").format(
+              layers=cfg.layers) + "\n",
+        markdown_table([_("method"), "g"] + [f"t = {t:,}" for t in points],
                        [(ids.name[g], g) + tuple(f"{v:,}" for v in reads[g]) for g in ids.gs]),
         "",
-        "The same, drawn in bytes at 16 bits (2 bytes an element):\n",
+        _("The same, drawn in bytes at 16 bits (2 bytes an element):") + "\n",
         figure_link("decoding.svg",
-                    f"Cache bytes read to generate the token at position t, one line per g: straight "
-                    f"lines through zero whose slopes are in proportion to g, "
-                    f"{human_bytes(2 * reads[ids.gs[-1]][-1])} for {ids.label[ids.gs[-1]]} at t = "
-                    f"{points[-1]:,} and {human_bytes(2 * reads[ids.gs[0]][-1])} for "
-                    f"{ids.label[ids.gs[0]]}"),
+                    _("Cache bytes read to generate the token at position t, one line per g: straight "
+                      "lines through zero whose slopes are in proportion to g, {least} for {fewest} at "
+                      "t = {t} and {most} for {all}").format(
+                        least=human_bytes(2 * reads[ids.gs[-1]][-1]), fewest=ids.label[ids.gs[-1]],
+                        t=f"{points[-1]:,}", most=human_bytes(2 * reads[ids.gs[0]][-1]),
+                        all=ids.label[ids.gs[0]])),
         "",
-        f"Elements read (cache and weights) per multiplication over the whole "
-        f"{cfg.context:,}-token decode. On hardware that does far more multiplications per "
-        f"element it reads, a high ratio means the decode waits on memory; batching shares "
-        f"the weight reads, but every sequence has its own cache (Shazeer 2019, section 3).\n",
-        markdown_table(["method", "g", "batch 1", f"batch {cfg.batch}"],
+        _("Elements read (cache and weights) per multiplication over the whole {n}-token decode. On "
+          "hardware that does far more multiplications per element it reads, a high ratio means the "
+          "decode waits on memory; batching shares the weight reads, but every sequence has its own "
+          "cache (Shazeer 2019, section 3).").format(n=f"{cfg.context:,}") + "\n",
+        markdown_table([_("method"), "g", _("batch {size}").format(size=1),
+                        _("batch {size}").format(size=cfg.batch)],
                        [(ids.name[g], g, fmt(decode_traffic(lab, cfg, g).ratio),
                          fmt(decode_traffic(lab, cfg, g, cfg.batch).ratio)) for g in ids.gs]),
         ""]), (("decoding.svg", svg),)
@@ -858,10 +901,10 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         _training_intro(result),
         "- " + training.describe(recipe, "offsets") + ".",
         "- " + training.describe(recipe, "recall") + ".\n",
-        markdown_table(["task", "held out per seed", "pre-trained MHA (the frozen baseline)",
-                        "seeds at 0.95 or more"], _pretrained_rows(result)),
+        markdown_table([_("task"), _("held out per seed"), _("pre-trained MHA (the frozen baseline)"),
+                        _("seeds at 0.95 or more")], _pretrained_rows(result)),
         "",
-        markdown_table(["task", "g", "model"] + training.steps_header(r), _uptraining_rows(result)),
+        markdown_table([_("task"), "g", _("model")] + training.steps_header(r), _uptraining_rows(result)),
         "",
         _code("\n".join(_uptraining_bars(result))),
         "",
@@ -878,10 +921,10 @@ def _same_cache_part(result: dict, notes: Sequence[str]) -> str:
     """The MQA paper's comparison at one cache: its table, sentences and figure; or where it is run."""
     r, K = result["recipe"], len(result["seeds"])
     if not any(result["tasks"][task]["same_cache"] for task in training.TASKS):
-        return (f"The MQA paper's comparison at one cache size (MQA, one head and narrower heads, "
-                f"trained from scratch) is not trained in this recipe: `python -m gqa uptrain` "
-                f"trains it over {training.Recipe().seeds} seeds, and `docs/uptraining.md` states "
-                f"what it measured.")
+        return _("The MQA paper's comparison at one cache size (MQA, one head and narrower heads, "
+                 "trained from scratch) is not trained in this recipe: `python -m gqa uptrain` "
+                 "trains it over {seeds} seeds, and `docs/uptraining.md` states what it "
+                 "measured.").format(seeds=training.Recipe().seeds)
     return "\n".join([
         f"Same cache, three ways (the MQA paper's comparison): at MQA's cache per token, trained "
         f"from scratch for {r['pretrain']} steps on the same batches; every K/V head starts with the "
@@ -902,20 +945,22 @@ def _training_intro(result: dict) -> str:
     """Section 8's first paragraph: what is trained, what is compared, how it is written and decided."""
     r, seeds = result["recipe"], result["seeds"]
     n = r["held_out"]
-    return (
-        f"Everything above runs on random, untrained weights. Here a model is trained and its "
-        f"quality measured (`gqa_tools/train.py`): an MHA model (h = {r['heads']}, head dim "
-        f"{r['head_dim']}, d_model {r['d_model']}, an MLP of width {r['d_ff']}) is pre-trained for "
-        f"{r['pretrain']} steps of {r['batch']} sequences on each of two tasks; a copy of it is "
-        f"trained on for {max(r['budgets'])} more steps (*the control*), and it is converted to each "
-        f"g < h by the mean of each group, its first head or new random heads, each conversion "
-        f"trained on with the control's batches; the budgets are checkpoints of one run. "
-        f"{training.seeds_text(seeds)}; every accuracy is on {n} held-out sequences per seed that "
-        f"training never sees (for an accuracy p of one seed, a 95 % interval at most "
-        f"1.96 √(p(1 − p)/{n}) wide on each side: {1.96 * (0.25 / n) ** 0.5:.3f} at p = 0.5, "
-        f"{1.96 * (0.95 * 0.05 / n) ** 0.5:.3f} at p = 0.95), written mean ± sd [95 % interval of "
-        f"the mean] over the seeds, a t-interval; a count of seeds is written k/K [its 95 % Wilson "
-        f"interval]. {training.RULE}\n")
+    return _(
+        "Everything above runs on random, untrained weights. Here a model is trained and its "
+        "quality measured (`gqa_tools/train.py`): an MHA model (h = {heads}, head dim {head_dim}, "
+        "d_model {d_model}, an MLP of width {d_ff}) is pre-trained for {pretrain} steps of {batch} "
+        "sequences on each of two tasks; a copy of it is trained on for {more} more steps (*the "
+        "control*), and it is converted to each g < h by the mean of each group, its first head or "
+        "new random heads, each conversion trained on with the control's batches; the budgets are "
+        "checkpoints of one run. {seeds}; every accuracy is on {n} held-out sequences per seed that "
+        "training never sees (for an accuracy p of one seed, a 95 % interval at most "
+        "1.96 √(p(1 − p)/{n}) wide on each side: {half} at p = 0.5, {high} at p = 0.95), written "
+        "mean ± sd [95 % interval of the mean] over the seeds, a t-interval; a count of seeds is "
+        "written k/K [its 95 % Wilson interval]. {rule}").format(
+            heads=r["heads"], head_dim=r["head_dim"], d_model=r["d_model"], d_ff=r["d_ff"],
+            pretrain=r["pretrain"], batch=r["batch"], more=max(r["budgets"]),
+            seeds=training.seeds_text(seeds), n=n, half=f"{1.96 * (0.25 / n) ** 0.5:.3f}",
+            high=f"{1.96 * (0.95 * 0.05 / n) ** 0.5:.3f}", rule=_(training.RULE)) + "\n"
 
 
 def _pretrained_rows(result: dict) -> List[tuple]:
@@ -923,7 +968,8 @@ def _pretrained_rows(result: dict) -> List[tuple]:
     rows = []
     for task in training.TASKS:
         t = result["tasks"][task]
-        rows.append((task, f"{t['held_out']:,} sequences, {t['answers']:,} answers",
+        rows.append((task, _("{sequences} sequences, {answers} answers").format(
+                         sequences=f"{t['held_out']:,}", answers=f"{t['answers']:,}"),
                      training.spread_text(training.stats(t["pretrained"]["correct"], t["answers"])),
                      f"{training.pretrained_at(t)}/{K}"))
     return rows
@@ -950,7 +996,8 @@ def _uptraining_bars(result: dict) -> List[str]:
             for how in ("control",) + training.CONVERSIONS:
                 means = [training.stats(training.baseline(t, s) if how == "control" else
                                         training.cell(t, g, how, s), n).mean for s in steps]
-                lines.append(f"{task:<7} g={g} {how:<7}  " + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
+                lines.append(f"{task:<7} g={g} {i18n.ljust(_(how), 7)}  "
+                             + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
                              + "  " + " -> ".join(f"{a:.2f}" for a in means))
     return lines
 
@@ -982,12 +1029,12 @@ def _training_figures(result: dict) -> Tuple[List[Tuple[str, str]], List[str]]:
         figures.append((name, draw.uptraining_figure(
             task, steps, spreads, _spread_of(t["pretrained"]["correct"], n),
             [_spread_of(training.baseline(t, s), n) for s in steps], seeds=K, mark=mark)))
-        curves.append(figure_link(name, f"Held-out accuracy of the {task} task against uptraining "
-                                        f"steps after converting by the mean, the first head or "
-                                        f"random heads, at each g: the mean of {K} seeds as a line, "
-                                        f"its 95 % interval as a band, the MHA model trained on the "
-                                        f"same batches as a dotted line, the frozen pre-trained "
-                                        f"model as a dashed line"))
+        curves.append(figure_link(name, _("Held-out accuracy of the {task} task against uptraining "
+                                          "steps after converting by the mean, the first head or "
+                                          "random heads, at each g: the mean of {seeds} seeds as a "
+                                          "line, its 95 % interval as a band, the MHA model trained on "
+                                          "the same batches as a dotted line, the frozen pre-trained "
+                                          "model as a dashed line").format(task=task, seeds=K)))
         bars_of[task] = {x["model"]: _spread_of(x["correct"], n) for x in t["same_cache"]}
     cache = sorted({x["cache_per_token"] for task in training.TASKS
                     for x in result["tasks"][task]["same_cache"]})
@@ -1028,20 +1075,21 @@ def _training_sentence(m: Measured) -> str:
             f"no more than 0.02 below that model): " + "; ".join(said) + ".")
 
 
-SECTIONS = (("1. What g is", section_what_g_is),
-            ("2. The KV cache: what g changes", section_cache),
-            ("3. One attention layer's multiplications: the body has no g", section_multiplies),
-            ("4. The whole block: what share of the work g changes", section_block),
-            ("5. The output: it changes", section_output),
-            ("6. Converting an MHA checkpoint: mean, first head, or random", section_conversion),
-            ("7. Decoding reads the whole cache for every token", section_decoding),
-            ("8. Converting is not training: does quality come back?", section_training),
+# The sections' titles are message ids: a student's report shows them translated, _(title).
+SECTIONS = ((N_("1. What g is"), section_what_g_is),
+            (N_("2. The KV cache: what g changes"), section_cache),
+            (N_("3. One attention layer's multiplications: the body has no g"), section_multiplies),
+            (N_("4. The whole block: what share of the work g changes"), section_block),
+            (N_("5. The output: it changes"), section_output),
+            (N_("6. Converting an MHA checkpoint: mean, first head, or random"), section_conversion),
+            (N_("7. Decoding reads the whole cache for every token"), section_decoding),
+            (N_("8. Converting is not training: does quality come back?"), section_training),
             ("9. How to read this", section_reading))
 
 # A student's report (--module): section 5 first runs `attention` on random q, k, v (the
 # handout's lab has no `layer` yet), and section 9 is the student's own write-up.
-STUDENT_SECTIONS = (SECTIONS[:4] + (("5. The output: it changes", section_output_of_module),)
-                    + SECTIONS[5:8] + (("9. Your write-up: what these numbers say", section_write_up),))
+STUDENT_SECTIONS = (SECTIONS[:4] + ((N_("5. The output: it changes"), section_output_of_module),)
+                    + SECTIONS[5:8] + ((N_("9. Your write-up: what these numbers say"), section_write_up),))
 
 
 # The folder of figures beside report.md: report-figures/ (beside myreport.md,
@@ -1084,8 +1132,9 @@ def build_parts(cfg: Config, m: Measured, lab: Optional[Lab] = None,
             written: Union[str, Tuple[str, Figures]] = section(cfg, lab, m)
             body, figures = (written, ()) if isinstance(written, str) else written
         except Exception as err:            # a student's module can fail in any way
-            body, figures = f"*Not computed from {lab.label}: {reason(err)}.*\n", ()
-        parts.append(Part(title, body, tuple(figures)))
+            body, figures = _("*Not computed from {module}: {why}.*").format(
+                module=lab.label, why=reason(err)) + "\n", ()
+        parts.append(Part(_(title), body, tuple(figures)))
     return parts
 
 
@@ -1107,13 +1156,13 @@ def figures_of(parts: Sequence[Part]) -> List[Tuple[str, str]]:
     names = [name for name, _ in figures]
     for name, svg in figures:
         if not (isinstance(name, str) and FIGURE_NAME.fullmatch(name) and isinstance(svg, str)):
-            raise ValueError(f"a figure must be a file name such as grouping.svg and its SVG text; "
-                             f"got {name!r}")
+            raise ValueError(_("a figure must be a file name such as grouping.svg and its SVG text; "
+                               "got {name}").format(name=repr(name)))
         why = draw.not_a_figure(svg)
         if why:
-            raise ValueError(f"figure {name} is not one the report draws: {why}")
+            raise ValueError(_("figure {name} is not one the report draws: {why}").format(name=name, why=why))
     if len(set(names)) != len(names):
-        raise ValueError(f"two figures share a file name: {sorted(names)}")
+        raise ValueError(_("two figures share a file name: {names}").format(names=sorted(names)))
     return figures
 
 
@@ -1137,11 +1186,16 @@ CHILD_TRAINING = 900.0      # both, when section 8 trains with the module (its s
 
 
 def child_parts(module: Any, cfg_values: List[int], label: str,
-                untrained: str = "not run for this module",
-                recipe_values: Optional[list] = None) -> Iterator[list]:
+                untrained: Optional[str] = None,
+                recipe_values: Optional[list] = None, lang: Optional[str] = None) -> Iterator[list]:
     """In the child process (gqa_grader.run_in_child): the report's Parts built from module,
-    each as plain data [title, body, [[file name, SVG], ...]]; section 8 trains with
-    the recipe whose values the parent sent (its training.QUICK)."""
+    each as plain data [title, body, [[file name, SVG], ...]], written in the parent's
+    language lang; section 8 trains with the recipe whose values the parent sent (its
+    training.QUICK)."""
+    if lang:
+        i18n.use(lang)
+    if untrained is None:
+        untrained = _("not run for this module")
     cfg, lab = Config(*cfg_values), Lab(module, label)
     recipe = None
     if recipe_values is not None:
@@ -1170,33 +1224,35 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
     GQAError when the module cannot be imported."""
     import gqa_grader as grader
     if not os.path.isfile(path):
-        raise gqa.GQAError(f"--module {path}: no such file")
+        raise gqa.GQAError(_("--module {path}: no such file").format(path=path))
     came: Dict[str, Part] = {}
-    why = "the child process building the report did not send it"
+    why = _("the child process building the report did not send it")
     failing = failing_steps(path, training.NEEDS, timeout=min(CHILD_TIMEOUT, 5.0))
-    untrained = "" if not failing else (
+    untrained = "" if not failing else _(
         "section 8 trains with the module's own steps once the grader passes them; not yet: "
-        + "; ".join(failing) + f" (grade them with: python grader.py --module {path})")
+        "{steps} (grade them with: python grader.py --module {path})").format(steps="; ".join(failing),
+                                                                             path=path)
     if not failing:
-        print(f"gqa report: its steps pass, so section 8 trains with {path} in the grader's "
-              f"worker: a minute or more", file=sys.stderr)
+        print("gqa report: " + _("its steps pass, so section 8 trains with {path} in the grader's "
+                                 "worker: a minute or more").format(path=path), file=sys.stderr)
     try:
         for item in grader.run_in_child(path, "report",
-                                        [list(cfg), path, untrained, list(training.QUICK)],
+                                        [list(cfg), path, untrained, list(training.QUICK), i18n.language()],
                                         paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
-                                        label=path, what="building the report",
+                                        label=path, what=_("building the report"),
                                         item_timeout=CHILD_TRAINING if not failing else CHILD_TIMEOUT,
                                         budget=CHILD_TRAINING if not failing else CHILD_BUDGET):
             part = _as_part(item)
             if part is not None and part.title not in came:
                 came[part.title] = part
     except grader.Refused as err:
-        raise gqa.GQAError(f"--module {path}: {err}") from None
+        raise gqa.GQAError(_("--module {path}: {error}").format(path=path, error=err)) from None
     except grader.Failure as err:
         why = str(err)
     header = came.get("") or Part("", section_header(cfg, Lab(None, path), path))
-    return [header] + [came.get(title) or Part(title, f"*Not computed from {path}: {why}.*\n")
-                       for title, _ in STUDENT_SECTIONS]
+    return [header] + [came.get(_(title)) or
+                       Part(_(title), _("*Not computed from {module}: {why}.*").format(module=path, why=why) + "\n")
+                       for title, _section in STUDENT_SECTIONS]
 
 
 # ---------------------------------------------------------------------------
@@ -1207,10 +1263,10 @@ def first_difference_line(old: str, new: str) -> str:
     a, b = old.splitlines(), new.splitlines()
     for i, (x, y) in enumerate(zip(a, b), 1):
         if x != y:
-            return f"line {i}:\n  on disk: {x}\n  code:    {y}"
+            return _("line {line}:\n  on disk: {disk}\n  code:    {code}").format(line=i, disk=x, code=y)
     i = min(len(a), len(b)) + 1
-    return f"line {i}: " + ("the file has lines the code does not write" if len(a) > len(b)
-                            else "the file ends where the code goes on")
+    return (_("line {line}: the file has lines the code does not write") if len(a) > len(b) else
+            _("line {line}: the file ends where the code goes on")).format(line=i)
 
 
 def default_report_path() -> str:
@@ -1227,12 +1283,12 @@ def _differs(path: str, text: str) -> Optional[str]:
         with open(path, encoding="utf-8", newline="") as f:
             old = f.read(len(text) + 2)
     except OSError as err:
-        return f"cannot read {path}: {err.strerror}"
+        return _("cannot read {path}: {error}").format(path=path, error=err.strerror)
     except UnicodeDecodeError:
-        return f"{path} is not UTF-8 text: it differs from what the code writes now"
+        return _("{path} is not UTF-8 text: it differs from what the code writes now").format(path=path)
     if old != text:
-        return (f"{path} differs from what the code writes now, first at "
-                f"{first_difference_line(old, text)}")
+        return _("{path} differs from what the code writes now, first at {where}").format(
+            path=path, where=first_difference_line(old, text))
     return None
 
 
@@ -1253,17 +1309,18 @@ def check(path: str, text: str, command: str, figures: Sequence[Tuple[str, str]]
     problems = [_differs(path, text)] + [_differs(os.path.join(folder, name), svg)
                                          for name, svg in figures]
     names = {name for name, _ in figures}
-    problems += [f"{os.path.join(folder, name)} is not a figure of the report: the code does "
-                 f"not write it" for name in _svg_files(folder) if name not in names]
+    problems += [_("{path} is not a figure of the report: the code does not write it").format(
+                     path=os.path.join(folder, name)) for name in _svg_files(folder) if name not in names]
     problems = [p for p in problems if p]
     for problem in problems:
         print(f"gqa report --check: {problem}", file=sys.stderr)
     if problems:
-        print(f"regenerate it with: {command}", file=sys.stderr)
+        print(_("regenerate it with: {command}").format(command=command), file=sys.stderr)
         return 1
-    print(f"{path} is what the code writes now" + (f", and so are its {len(figures)} figure"
-                                                    f"{'s' if len(figures) > 1 else ''} in {folder}"
-                                                    if figures else ""))
+    print(ngettext("{path} is what the code writes now, and so are its {count} figure in {folder}",
+                   "{path} is what the code writes now, and so are its {count} figures in {folder}",
+                   len(figures)).format(path=path, count=len(figures), folder=folder) if figures else
+          _("{path} is what the code writes now").format(path=path))
     return 0
 
 
@@ -1281,7 +1338,8 @@ def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> st
     folder = figures_folder(path)
     made = bool(figures) and not os.path.lexists(folder)
     if figures and not made and not os.path.isdir(folder):
-        raise WriteRefused(f"{folder} is there and is not a folder; the figures go in it")
+        raise WriteRefused(_("{folder} is there and is not a folder; the figures go in it").format(
+            folder=folder))
     if made:
         os.mkdir(folder)
     staged: List[Tuple[str, str]] = []
@@ -1293,7 +1351,7 @@ def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> st
         for tmp, final in staged:
             os.replace(tmp, final)
     except BaseException:
-        for tmp, _ in staged:
+        for tmp, _final in staged:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         if made:                            # everything in it is this call's
@@ -1314,20 +1372,25 @@ MAX_JOBS = 64
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m gqa report",
-        description="Write report.md: the lab's tables, counted and measured by the code.")
+        description=_("Write report.md: the lab's tables, counted and measured by the code."))
     parser.add_argument("--out", default=None, metavar="PATH",
-                        help="where to write (default: report.md at the root of the "
-                             "checkout, or in the current directory when gqa is installed; "
-                             "with --module, report.md beside the module)")
+                        help=_("where to write (default: report.md at the root of the "
+                               "checkout, or in the current directory when gqa is installed; "
+                               "with --module, report.md beside the module)"))
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if the file differs from what the code writes now")
+                        help=_("write nothing; exit 1 if the file differs from what the code writes now"))
     parser.add_argument("--module", default=None, metavar="PATH",
-                        help="build the report from this gqa.py (a student's) instead of the project's")
+                        help=_("build the report from this gqa.py (a student's) instead of the project's"))
+    parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
+                        help=_("with --module, the language of the student's report and of what the "
+                               "command prints: en, ja (日本語) or ko (한국어); default: the "
+                               "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en. The "
+                               "project's report.md is always English"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
-                        help=f"processes that train section 8's seeds (default: the number of CPUs; "
-                             f"at most {MAX_JOBS}); the report is the same for every N (with "
-                             f"--module, one process)")
-    add_int_options(parser, Config(), LIMITS, note=lambda name: f"; {OPTION_HELP[name]}")
+                        help=_("processes that train section 8's seeds (default: the number of CPUs; "
+                               "at most {most}); the report is the same for every N (with "
+                               "--module, one process)").format(most=MAX_JOBS))
+    add_int_options(parser, Config(), LIMITS, what=lambda name: _(OPTION_HELP[name]))
     return parser
 
 
@@ -1353,36 +1416,42 @@ def why_not_write(path: str, module: Optional[str]) -> Optional[str]:
     try:
         target = write_target(path)
     except WriteRefused as why:
-        return f"will not write {path}: {why}"
+        return _("will not write {path}: {why}").format(path=path, why=why)
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
-        return f"cannot write {path}: there is no folder {os.path.dirname(path)}; nothing was changed"
+        return _("cannot write {path}: there is no folder {folder}; nothing was changed").format(
+            path=path, folder=os.path.dirname(path))
     if not os.access(folder, os.W_OK):
-        return f"cannot write {path}: its folder is not writable; nothing was changed"
+        return _("cannot write {path}: its folder is not writable; nothing was changed").format(path=path)
     figures = figures_folder(path)
     if os.path.lexists(figures) and not os.path.isdir(figures):
-        return f"will not write {path}: {figures} is there and is not a folder; the figures go in it"
+        return _("will not write {path}: {folder} is there and is not a folder; the figures go in "
+                 "it").format(path=path, folder=figures)
     own = os.path.join(PROJECT, "report.md")
     if not module or _same_file(module, os.path.join(PROJECT, "gqa.py")):
         return None
-    what = ("it is the project's own report" if _same_file(target, own) else
-            f"its figures would go in the project's own {figures_folder(own)}"
+    what = (_("it is the project's own report") if _same_file(target, own) else
+            _("its figures would go in the project's own {folder}").format(folder=figures_folder(own))
             if _same_file(figures, figures_folder(own)) else "")
-    return what and (f"will not write {path}: {what}, and {module} is not the project's gqa.py; "
-                     f"give --out another file (without --out, the report of a --module goes "
-                     f"beside it)")
+    return what and _("will not write {path}: {what}, and {module} is not the project's gqa.py; "
+                      "give --out another file (without --out, the report of a --module goes "
+                      "beside it)").format(path=path, what=what, module=module)
 
 
 def report_main(argv: Sequence[str]) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    if args.lang and not args.module:
+        print("gqa report: the project's report.md is English; --lang goes with --module PATH "
+              "(a student's report)", file=sys.stderr)
+        return 2
     cfg = int_options(parser, args, Config(), LIMITS)
     if args.out == "":
-        parser.error("--out must name a file; got an empty path")
+        parser.error(_("--out must name a file; got an empty path"))
     if not 1 <= args.jobs <= MAX_JOBS:
-        parser.error(f"--jobs must be between 1 and {MAX_JOBS}; got {args.jobs}")
+        parser.error(_("--jobs must be between 1 and {most}; got {jobs}").format(most=MAX_JOBS, jobs=args.jobs))
     if args.module and not os.path.isfile(args.module):
-        print(f"gqa report: --module {args.module}: no such file", file=sys.stderr)
+        print("gqa report: " + _("--module {path}: no such file").format(path=args.module), file=sys.stderr)
         return 2
     path = args.out or (os.path.join(os.path.dirname(args.module), "report.md") if args.module
                         else default_report_path())
@@ -1391,8 +1460,8 @@ def report_main(argv: Sequence[str]) -> int:
         print(f"gqa report: {refused}", file=sys.stderr)
         return 2
     if args.check and not os.path.isfile(path):       # nothing to compare with: said at once
-        print(f"gqa report --check: {_differs(path, '')}\nregenerate it with: "
-              f"{cfg.command(args.module)}", file=sys.stderr)
+        print(f"gqa report --check: {_differs(path, '')}\n"
+              + _("regenerate it with: {command}").format(command=cfg.command(args.module)), file=sys.stderr)
         return 1
     try:
         if args.module:
@@ -1413,7 +1482,7 @@ def report_main(argv: Sequence[str]) -> int:
     try:
         figures = figures_of(parts)
     except ValueError as err:
-        print(f"gqa report: {err}; nothing was written", file=sys.stderr)
+        print("gqa report: " + _("{error}; nothing was written").format(error=err), file=sys.stderr)
         return 2
     if args.check:
         return check(path, text, cfg.command(args.module), figures)
@@ -1421,14 +1490,34 @@ def report_main(argv: Sequence[str]) -> int:
         target = write_report(path, text, figures)
     except (OSError, WriteRefused) as err:
         why = getattr(err, "strerror", None) or err
-        print(f"gqa report: cannot write {path}: {why}; nothing was changed", file=sys.stderr)
+        print("gqa report: " + _("cannot write {path}: {why}; nothing was changed").format(path=path, why=why),
+              file=sys.stderr)
         return 2
-    print(f"wrote {path}" + (f" (through the link, to {target})" if os.path.islink(path) else "")
-          + (f" and {len(figures)} figure{'s' if len(figures) > 1 else ''} in {figures_folder(path)}"
-             if figures else ""))
+    print(wrote(path, target, len(figures)))
     return 0
+
+
+def wrote(path: str, target: str, figures: int) -> str:
+    """The line that says what was written: the report (through a link, to target) and its figures."""
+    folder = figures_folder(path)
+    if os.path.islink(path):
+        return ngettext("wrote {path} (through the link, to {target}) and {count} figure in {folder}",
+                        "wrote {path} (through the link, to {target}) and {count} figures in {folder}",
+                        figures).format(path=path, target=target, count=figures, folder=folder) \
+            if figures else _("wrote {path} (through the link, to {target})").format(path=path, target=target)
+    return ngettext("wrote {path} and {count} figure in {folder}", "wrote {path} and {count} figures in {folder}",
+                    figures).format(path=path, count=figures, folder=folder) \
+        if figures else _("wrote {path}").format(path=path)
+
+
+def report_lang(argv: Sequence[str]) -> str:
+    """The language of `report`: the student's (chosen_lang) with --module; without it, English
+    whatever the environment, the project's report.md being checked byte for byte."""
+    parser = make_parser()
+    return chosen_lang(argv, parser) if given(argv, "--module", parser) else "en"
 
 
 def main(command: str, argv: Sequence[str]) -> int:
     """Entry point for `python -m gqa report`."""
-    return report_main(argv)
+    with speaking(report_lang(argv)):
+        return report_main(argv)

@@ -20,34 +20,45 @@ import sys
 from typing import Iterator, Optional, Sequence
 
 import gqa
+from gqa_grader import i18n
+from gqa_grader.i18n import _
 from gqa_tools.models import ModelShape
-from gqa_tools.common import block_bars, block_markdown, block_rows, cache_markdown, multiplies_markdown
+from gqa_tools.common import (block_bars, block_markdown, block_rows, cache_markdown, chosen_lang,
+                              multiplies_markdown, speaking)
 
 DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m gqa tables",
-        description="Print the KV-cache and multiplication tables for every valid g, and the "
-                    "whole block's multiplications when the MLP width is known.")
-    parser.add_argument("--config", metavar="PATH", default=None,
-                        help="take the sizes from a model's config.json (the options below override)")
-    parser.add_argument("--heads", type=int, help="query heads h (default 8)")
-    parser.add_argument("--head-dim", type=int, help="head dim d (default 128)")
-    parser.add_argument("--layers", type=int, help="layers, for the cache (default 32)")
-    parser.add_argument("--context", type=int, help="positions: cache length and n (default 4096)")
-    parser.add_argument("--d-model", type=int, help="model width (default heads x head dim)")
-    parser.add_argument("--d-ff", type=int, help="the MLP's width: adds the whole-block view")
-    parser.add_argument("--mlp-matrices", type=int,
-                        help="d_model x d_ff matrices in the MLP (default 3, as Llama's SwiGLU)")
-    parser.add_argument("--causal", action="store_true",
-                        help="count causal attention (a decoder's prefill) in the one-layer table")
-    parser.add_argument("--module", metavar="PATH", default=None,
-                        help="compute with this gqa.py (a student's) instead of the project's")
+    parser = make_parser()
     args = parser.parse_args(argv)
     args.parser = parser
     return args
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m gqa tables",
+        description=_("Print the KV-cache and multiplication tables for every valid g, and the "
+                      "whole block's multiplications when the MLP width is known."))
+    add = parser.add_argument
+    add("--config", metavar="PATH", default=None,
+        help=_("take the sizes from a model's config.json (the options below override)"))
+    add("--heads", type=int, help=_("query heads h (default 8)"))
+    add("--head-dim", type=int, help=_("head dim d (default 128)"))
+    add("--layers", type=int, help=_("layers, for the cache (default 32)"))
+    add("--context", type=int, help=_("positions: cache length and n (default 4096)"))
+    add("--d-model", type=int, help=_("model width (default heads x head dim)"))
+    add("--d-ff", type=int, help=_("the MLP's width: adds the whole-block view"))
+    add("--mlp-matrices", type=int, help=_("d_model x d_ff matrices in the MLP (default 3, as Llama's SwiGLU)"))
+    add("--causal", action="store_true",
+        help=_("count causal attention (a decoder's prefill) in the one-layer table"))
+    add("--module", metavar="PATH", default=None,
+        help=_("compute with this gqa.py (a student's) instead of the project's"))
+    add("--lang", choices=i18n.LANGUAGES, default=None,
+        help=_("the language of what the command prints: en, ja (日本語) or ko (한국어); default: the "
+               "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
+    return parser
 
 
 def sizes(args: argparse.Namespace) -> tuple:
@@ -61,7 +72,8 @@ def sizes(args: argparse.Namespace) -> tuple:
             given[name] = getattr(args, name)
         given.setdefault(name, DEFAULTS.get(name))
         if given[name] is not None and given[name] < 1:
-            raise gqa.GQAError(f"--{name.replace('_', '-')} must be positive; got {given[name]}")
+            raise gqa.GQAError(_("{option} must be positive; got {value}").format(
+                option=f"--{name.replace('_', '-')}", value=given[name]))
     if given["d_model"] is None:
         given["d_model"] = given["heads"] * given["head_dim"]
     return shape, given
@@ -81,8 +93,12 @@ def texts(lab, s: dict, model_g: Optional[int], causal: bool) -> dict:
     return out
 
 
-def child_texts(module, s: dict, model_g: Optional[int], causal: bool) -> Iterator[dict]:
-    """In the child process of --module (gqa_grader.run_in_child): the texts, or why not."""
+def child_texts(module, s: dict, model_g: Optional[int], causal: bool,
+                lang: Optional[str] = None) -> Iterator[dict]:
+    """In the child process of --module (gqa_grader.run_in_child): the texts, in the parent's
+    language lang, or why not."""
+    if lang:
+        i18n.use(lang)
     try:
         yield texts(module, s, model_g, causal)
     except NotImplementedError as err:
@@ -96,19 +112,17 @@ def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -
     worker, its limits and deadlines); raise GQAError saying why when it cannot be."""
     import gqa_grader as grader
     if not os.path.isfile(path):
-        raise gqa.GQAError(f"--module {path}: no such file")
+        raise gqa.GQAError(_("--module {path}: no such file").format(path=path))
     try:
-        for item in grader.run_in_child(path, "tables", [s, model_g, causal],
+        for item in grader.run_in_child(path, "tables", [s, model_g, causal, i18n.language()],
                                         paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
-                                        label=path, what="computing the tables",
+                                        label=path, what=_("computing the tables"),
                                         item_timeout=CHILD_TIMEOUT, budget=2 * CHILD_TIMEOUT):
             if isinstance(item, dict):
                 return item
-    except grader.Refused as err:
-        raise gqa.GQAError(f"--module {path}: {err}") from None
-    except grader.Failure as err:
-        raise gqa.GQAError(f"--module {path}: {err}") from None
-    raise gqa.GQAError(f"--module {path}: the child process sent no tables")
+    except (grader.Refused, grader.Failure) as err:
+        raise gqa.GQAError(_("--module {path}: {error}").format(path=path, error=err)) from None
+    raise gqa.GQAError(_("--module {path}: the child process sent no tables").format(path=path))
 
 
 CHILD_TIMEOUT = 60.0        # seconds the tables of another module may take
@@ -120,7 +134,6 @@ def tables_main(argv: Sequence[str]) -> int:
         shape, s = sizes(args)
     except (gqa.GQAError, TypeError) as err:
         args.parser.error(str(err))
-    h, d, n = s["heads"], s["head_dim"], s["context"]
     model_g = shape.kv_heads if shape else None
     try:
         out = (texts_from_child(args.module, s, model_g, args.causal) if args.module
@@ -133,36 +146,47 @@ def tables_main(argv: Sequence[str]) -> int:
     if "usage_error" in out:
         args.parser.error(str(out["usage_error"]))
     if "not_implemented" in out:
-        print(f"gqa tables: {args.module}: a step it needs is not implemented yet: "
-              f"{out['not_implemented']}", file=sys.stderr)
+        print("gqa tables: " + _("{module}: a step it needs is not implemented yet: {what}").format(
+            module=args.module, what=out["not_implemented"]), file=sys.stderr)
         return 2
-    cache, counts, ratios = out["cache"], out["counts"], out["ratios"]
-    block = out["block"]
-    kind = "causal attention" if args.causal else "full (non-causal) attention"
+    print_tables(args, shape, s, out)
+    return 0
+
+
+def print_tables(args: argparse.Namespace, shape: Optional[ModelShape], s: dict, out: dict) -> None:
+    """Print the tables computed (out), with the sizes s, in the language in use."""
+    d, n = s["head_dim"], s["context"]
     if args.module:
-        print(f"Computed by {args.module} (given with --module), in the grader's worker.\n")
+        print(_("Computed by {module} (given with --module), in the grader's worker.").format(
+            module=args.module) + "\n")
     if shape:
-        print(f"{shape.name}: h={h}, g={shape.kv_heads}, head dim {d}, d_model {s['d_model']}\n")
-    print(f"KV cache, {s['layers']} layer(s) x {n} positions, head dim {d}:\n")
-    print(cache)
-    print(f"\nMultiplications of one attention layer over n={n} positions, {kind}, "
-          f"d_model={s['d_model']}:\n")
-    print(counts)
-    print("\nThe same, as a ratio to MHA:\n")
-    print(ratios)
-    if block:
-        print(f"\nThe whole block per token over {n} positions (causal), MLP of "
-              f"{s['mlp_matrices']} x {s['d_model']} x {s['d_ff']}:\n")
-        print(block)
+        print(_("{name}: h={h}, g={g}, head dim {head_dim}, d_model {d_model}").format(
+            name=shape.name, h=s["heads"], g=shape.kv_heads, head_dim=d, d_model=s["d_model"]) + "\n")
+    print(_("KV cache, {layers} layer(s) x {n} positions, head dim {head_dim}:").format(
+        layers=s["layers"], n=n, head_dim=d) + "\n")
+    print(out["cache"])
+    print("\n" + (_("Multiplications of one attention layer over n={n} positions, causal attention, "
+                    "d_model={d_model}:") if args.causal else
+                  _("Multiplications of one attention layer over n={n} positions, full (non-causal) "
+                    "attention, d_model={d_model}:")).format(n=n, d_model=s["d_model"]) + "\n")
+    print(out["counts"])
+    print("\n" + _("The same, as a ratio to MHA:") + "\n")
+    print(out["ratios"])
+    if out["block"]:
+        print("\n" + _("The whole block per token over {n} positions (causal), MLP of {matrices} x "
+                       "{d_model} x {d_ff}:").format(n=n, matrices=s["mlp_matrices"], d_model=s["d_model"],
+                                                     d_ff=s["d_ff"]) + "\n")
+        print(out["block"])
         print()
         print(out["bars"])
     else:
-        why = ("the config gives no MLP width" if shape and not s["d_ff"] else
-               f"the MLP of model type {shape.name!r} is not known" if shape else "no --d-ff")
-        print(f"\n(No whole-block view: {why}; give --d-ff and --mlp-matrices.)")
-    return 0
+        why = (_("the config gives no MLP width") if shape and not s["d_ff"] else
+               _("the MLP of model type {name} is not known").format(name=repr(shape.name)) if shape
+               else _("no --d-ff"))
+        print("\n" + _("(No whole-block view: {why}; give --d-ff and --mlp-matrices.)").format(why=why))
 
 
 def main(command: str, argv: Sequence[str]) -> int:
     """Entry point for `python -m gqa tables`."""
-    return tables_main(argv)
+    with speaking(chosen_lang(argv, make_parser())):
+        return tables_main(argv)

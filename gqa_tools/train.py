@@ -105,6 +105,7 @@ from statistics import NormalDist
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
+from gqa_grader.i18n import N_, _, ngettext
 from gqa_tools.common import rng_for, seed_for, text_table
 
 # The matrix kernel of the model around the lab's attention (the projections,
@@ -161,6 +162,8 @@ NOT_TRAINED = ("the equal-cache models are not trained in this recipe; python -m
 
 TASKS = ("offsets", "recall")
 CONVERSIONS = ("mean", "first", "random")
+# The conversions and the control as a table or a bar names them, translated: _(how).
+SHOWN = (N_("mean"), N_("first"), N_("random"), N_("control"))
 # The lab's steps that training calls: a student's module is trained on only
 # once the grader passes every one of them.
 NEEDS = ("valid_g", "group_heads", "grouped_attention", "init_weights", "fold_weights",
@@ -187,12 +190,13 @@ def shape(r: Recipe, task: str) -> Shape:
 
 def describe(r: Recipe, task: str) -> str:
     if task == "offsets":
-        return (f"offsets: at every position, name each of the {r.offsets} tokens before it "
-                f"({r.length} positions, {r.vocab} tokens); a head can look a fixed offset back, "
-                f"so positions alone solve it")
-    return (f"recall: {r.pairs} positions hold a key and its value ({r.keys} keys, all different, "
-            f"{r.values} values), then {r.queries} hold a key alone, whose value is the answer; "
-            f"a head must find the key by its content")
+        return _("offsets: at every position, name each of the {offsets} tokens before it "
+                 "({length} positions, {vocab} tokens); a head can look a fixed offset back, "
+                 "so positions alone solve it").format(offsets=r.offsets, length=r.length, vocab=r.vocab)
+    return _("recall: {pairs} positions hold a key and its value ({keys} keys, all different, "
+             "{values} values), then {queries} hold a key alone, whose value is the answer; "
+             "a head must find the key by its content").format(pairs=r.pairs, keys=r.keys, values=r.values,
+                                                              queries=r.queries)
 
 
 def draw(r: Recipe, task: str, rng) -> tuple:
@@ -845,14 +849,14 @@ def stats(correct: Sequence[int], answers: int) -> Stats:
 def spread_text(s: Stats) -> str:
     """'0.812 ± 0.034 [0.796, 0.828]': mean ± sd [95 % interval of the mean]."""
     if s.seeds == 1:
-        return f"{s.mean:.3f} (1 seed)"
+        return _("{mean} (1 seed)").format(mean=f"{s.mean:.3f}")
     return f"{s.mean:.3f} ± {s.sd:.3f} [{s.low:.3f}, {s.high:.3f}]"
 
 
 def signed_text(s: Stats) -> str:
     """A difference: '+0.012 ± 0.020 [+0.003, +0.021]'."""
     if s.seeds == 1:
-        return f"{s.mean:+.3f} (1 seed)"
+        return _("{mean} (1 seed)").format(mean=f"{s.mean:+.3f}")
     return f"{s.mean:+.3f} ± {s.sd:.3f} [{s.low:+.3f}, {s.high:+.3f}]"
 
 
@@ -882,7 +886,10 @@ def share_verdict(k: int, n: int, bar: float) -> str:
 
 def verdict_text(word: str, seeds: int) -> str:
     """A verdict as the end of a sentence whose subject is the claim."""
-    return f"is not resolved at {seeds} seed{'s' if seeds > 1 else ''}" if word == "not resolved" else word
+    if word == "not resolved":
+        return ngettext("is not resolved at {seeds} seed", "is not resolved at {seeds} seeds", seeds).format(
+            seeds=seeds)
+    return _("holds") if word == "holds" else _("does not hold") if word == "does not hold" else word
 
 
 # ---------------------------------------------------------------------------
@@ -941,7 +948,7 @@ def _pct(steps: int, r: dict) -> str:
 # The sentences: each claim with its interval and what the rule decides.
 # ---------------------------------------------------------------------------
 
-RULE = ("A claim holds when its 95 % interval lies wholly above its bar, does not hold when it "
+RULE = N_("A claim holds when its 95 % interval lies wholly above its bar, does not hold when it "
         "lies wholly below, and is not resolved at these seeds otherwise: *recovers* is the share "
         "of seeds in which a conversion ends no more than 0.02 below the control (the MHA model "
         "trained on the same batches for as many steps), against 0.8; *in most seeds* (the "
@@ -958,16 +965,20 @@ def recovery_sentence(result: Dict[str, Any], task: str, g: int) -> str:
     parts = []
     for s in r["budgets"]:
         k = recovered(t, g, s)
-        parts.append(f"after {s} steps ({_pct(s, r)} of the pre-training) in {share_text(k, K)} seeds: "
-                     f"*recovers* {verdict_text(share_verdict(k, K, RECOVERS), K)}")
+        parts.append(_("after {steps} steps ({share} of the pre-training) in {seeds} seeds: "
+                       "*recovers* {verdict}").format(steps=s, share=_pct(s, r), seeds=share_text(k, K),
+                                                      verdict=verdict_text(share_verdict(k, K, RECOVERS), K)))
     counts = [f"{recovered(t, g, s, control=False)}/{K}" for s in r["budgets"]]
-    frozen = counts[0] if len(counts) == 1 else ", ".join(counts[:-1]) + " and " + counts[-1]
-    return (f"At g = {g}, converting by the mean takes held-out accuracy from "
-            f"{stats(t['pretrained']['correct'], n).mean:.3f} to {stats(cell(t, g, 'mean', 0), n).mean:.3f}, "
-            f"a drop of {spread_text(drop)} (pre-trained minus converted): *drops* "
-            f"{verdict_text(verdict(drop.low, drop.high, 0.0), K)}. It came to no more than 0.02 below "
-            f"the control " + "; ".join(parts) + f". Against the frozen pre-trained model instead, those "
-            f"counts would be {frozen}.")
+    frozen = counts[0] if len(counts) == 1 else _("{items} and {last}").format(
+        items=_(", ").join(counts[:-1]), last=counts[-1])
+    return _("At g = {g}, converting by the mean takes held-out accuracy from {before} to {after}, "
+             "a drop of {drop} (pre-trained minus converted): *drops* {verdict}. It came to no more "
+             "than 0.02 below the control {budgets}. Against the frozen pre-trained model instead, "
+             "those counts would be {frozen}.").format(
+                 g=g, before=f"{stats(t['pretrained']['correct'], n).mean:.3f}",
+                 after=f"{stats(cell(t, g, 'mean', 0), n).mean:.3f}", drop=spread_text(drop),
+                 verdict=verdict_text(verdict(drop.low, drop.high, 0.0), K), budgets="; ".join(parts),
+                 frozen=frozen)
 
 
 def ordering_sentence(result: Dict[str, Any], task: str, g: int) -> str:
@@ -976,11 +987,12 @@ def ordering_sentence(result: Dict[str, Any], task: str, g: int) -> str:
     parts = []
     for s in (0,) + tuple(r["budgets"]):
         k = ordering_held(t, g, s)
-        when = "before any training" if s == 0 else f"after {s} steps"
-        parts.append(f"{when} in {share_text(k, K)} seeds ({verdict_text(share_verdict(k, K, MOST), K)})")
-    return (f"At g = {g}, the ordering mean > first > random (strictly), which the GQA paper (Ainslie "
-            f"et al. 2023) reports, held " + ", ".join(parts[:-1]) + f" and {parts[-1]}; the verdicts "
-            f"are for *in most seeds*.")
+        parts.append((_("before any training in {seeds} seeds ({verdict})") if s == 0 else
+                      _("after {steps} steps in {seeds} seeds ({verdict})")).format(
+                          steps=s, seeds=share_text(k, K), verdict=verdict_text(share_verdict(k, K, MOST), K)))
+    return _("At g = {g}, the ordering mean > first > random (strictly), which the GQA paper (Ainslie "
+             "et al. 2023) reports, held {when}; the verdicts are for *in most seeds*.").format(
+                 g=g, when=_("{items} and {last}").format(items=_(", ").join(parts[:-1]), last=parts[-1]))
 
 
 def control_sentence(result: Dict[str, Any], task: str) -> str:
@@ -989,9 +1001,13 @@ def control_sentence(result: Dict[str, Any], task: str) -> str:
     s = max(r["budgets"])
     gain = difference(baseline(t, s), t["pretrained"]["correct"], t["answers"])
     word = verdict(gain.low, gain.high, 0.0)
-    said = {"holds": "it improved", "does not hold": "it got worse", "not resolved": "no change is resolved"}
-    return (f"The control, trained on for {s} steps, changed by {signed_text(gain)} (control minus "
-            f"frozen): by its interval, {said[word]} at {K} seed{'s' if K > 1 else ''}.")
+    said = {"holds": _("it improved"), "does not hold": _("it got worse"),
+            "not resolved": _("no change is resolved")}
+    return ngettext("The control, trained on for {steps} steps, changed by {change} (control minus "
+                    "frozen): by its interval, {said} at {seeds} seed.",
+                    "The control, trained on for {steps} steps, changed by {change} (control minus "
+                    "frozen): by its interval, {said} at {seeds} seeds.", K).format(
+                        steps=s, change=signed_text(gain), said=said[word], seeds=K)
 
 
 def findings(result: Dict[str, Any], task: str) -> List[str]:
@@ -1020,8 +1036,8 @@ def same_cache_finding(result: Dict[str, Any], task: str) -> str:
 def seeds_text(seeds: Sequence[int]) -> str:
     """'5 seeds (0 to 4)', or '1 seed (7)'."""
     if len(seeds) == 1:
-        return f"1 seed ({seeds[0]})"
-    return f"{len(seeds)} seeds ({seeds[0]} to {seeds[-1]})"
+        return _("1 seed ({seed})").format(seed=seeds[0])
+    return _("{count} seeds ({first} to {last})").format(count=len(seeds), first=seeds[0], last=seeds[-1])
 
 
 def pretrained_at(t: dict, bar: float = 0.95) -> int:
@@ -1037,17 +1053,18 @@ def uptraining_rows(result: Dict[str, Any], task: str, g: int) -> List[List[str]
     """One g's table: the control, each conversion, then the shares, one column per steps."""
     r, t, K = result["recipe"], result["tasks"][task], len(result["seeds"])
     n, steps = t["answers"], (0,) + tuple(r["budgets"])
-    rows = [["MHA trained on (the control)"] + [spread_text(stats(baseline(t, s), n)) for s in steps]]
-    rows += [[how] + [spread_text(stats(cell(t, g, how, s), n)) for s in steps] for how in CONVERSIONS]
-    rows.append(["mean ≥ control − 0.02"] + [share_text(recovered(t, g, s), K) for s in steps])
-    rows.append(["mean ≥ frozen − 0.02"]
+    rows = [[_("MHA trained on (the control)")] + [spread_text(stats(baseline(t, s), n)) for s in steps]]
+    rows += [[_(how)] + [spread_text(stats(cell(t, g, how, s), n)) for s in steps] for how in CONVERSIONS]
+    rows.append([_("mean ≥ control − 0.02")] + [share_text(recovered(t, g, s), K) for s in steps])
+    rows.append([_("mean ≥ frozen − 0.02")]
                 + [share_text(recovered(t, g, s, control=False), K) for s in steps])
-    rows.append(["mean > first > random"] + [share_text(ordering_held(t, g, s), K) for s in steps])
+    rows.append([_("mean > first > random")] + [share_text(ordering_held(t, g, s), K) for s in steps])
     return rows
 
 
 def steps_header(r: dict) -> List[str]:
-    return [f"{s} steps ({_pct(s, r)})" if s else "0 steps" for s in (0,) + tuple(r["budgets"])]
+    return [_("{steps} steps ({share})").format(steps=s, share=_pct(s, r)) if s else _("0 steps")
+            for s in (0,) + tuple(r["budgets"])]
 
 
 def same_cache_lines(result: Dict[str, Any], task: str) -> List[str]:
@@ -1073,7 +1090,7 @@ def render(result: Dict[str, Any]) -> str:
              f"MLP width {r['d_ff']}; Adam at {r['lr']}, batches of {r['batch']}; pre-training "
              f"{r['pretrain']} steps; {seeds_text(seeds)}; each accuracy on {r['held_out']} held-out "
              f"sequences per seed, as mean ± sd [95 % interval of the mean] over the seeds, each count "
-             f"of seeds as k/K [95 % Wilson interval]. " + RULE, ""]
+             f"of seeds as k/K [95 % Wilson interval]. " + _(RULE), ""]
     for task in TASKS:
         t = result["tasks"][task]
         pre = stats(t["pretrained"]["correct"], t["answers"])

@@ -113,6 +113,7 @@ HEAVY = (
     (0.2, ('test_class.Gradescope',)),
     (1.0, ('test_i18n.GradedRun',)),
     (1.5, ('test_class.EveryRunner',)),
+    (0.8, ('test_sealed.Namespaces',)),
     (0.6, ('test_i18n.Starter',)),
 )
 

@@ -75,6 +75,8 @@ class Private:
         shutil.copy(GQA, self.dir)
         shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(self.dir, "gqa_grader"),
                         ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(os.path.join(ROOT, "gqa_sandbox"), os.path.join(self.dir, "gqa_sandbox"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
         self.work = os.path.join(self.top, "work")
         os.makedirs(self.work)
 

@@ -20,8 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # on floors below its own (or, inside gqa_tools, on its own floor's earlier rows).
 FLOORS = [
     ["gqa"],
+    ["gqa_sandbox.enter"], ["gqa_sandbox"],
     ["gqa_grader.i18n"],
-    ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
+    ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.users"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
     ["gqa_grader.reference"], ["gqa_grader.answers"],
     ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.refusals"], ["gqa_grader.checks"], ["gqa_grader.robustness"],
     ["gqa_grader.tracks"],
@@ -43,7 +44,7 @@ CALLBACK = ("gqa_grader.worker", "w_target")
 def project_modules():
     """{dotted name: path} of the project's own modules (tests, benchmarks aside)."""
     found = {"gqa": os.path.join(ROOT, "gqa.py"), "grader": os.path.join(ROOT, "grader.py")}
-    for package in ("gqa_grader", "gqa_tools"):
+    for package in ("gqa_sandbox", "gqa_grader", "gqa_tools"):
         for name in sorted(os.listdir(os.path.join(ROOT, package))):
             if name.endswith(".py"):
                 stem = name[:-3]
@@ -144,10 +145,10 @@ class Layout(unittest.TestCase):
         with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
             text = f.read()
         self.assertIn('py-modules = ["gqa"]\n', text)
-        self.assertIn('packages = ["gqa_grader", "gqa_tools"]\n', text)
+        self.assertIn('packages = ["gqa_sandbox", "gqa_grader", "gqa_tools"]\n', text)
         packages = sorted(d for d in os.listdir(ROOT)
                           if os.path.isfile(os.path.join(ROOT, d, "__init__.py")) and d != "tests")
-        self.assertEqual(packages, ["gqa_grader", "gqa_tools"])
+        self.assertEqual(packages, ["gqa_grader", "gqa_sandbox", "gqa_tools"])
         loose = sorted(n for n in os.listdir(ROOT) if n.endswith(".py"))
         self.assertEqual(loose, ["gqa.py", "grader.py"])      # grader.py is a door, not installed
 

@@ -39,6 +39,8 @@ class Copy:
         shutil.copy(os.path.join(ROOT, "grader.py"), self.grader)
         shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(self.dir, "gqa_grader"),
                         ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(os.path.join(ROOT, "gqa_sandbox"), os.path.join(self.dir, "gqa_sandbox"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
         if grader_edit:                      # (file in gqa_grader/, old text, new text)
             edited = os.path.join(self.dir, "gqa_grader", grader_edit[0])
             with open(edited, encoding="utf-8") as f:
@@ -50,7 +52,7 @@ class Copy:
         self.sub = tempfile.mkdtemp()
         self.module = os.path.join(self.sub, "gqa.py")
         with open(self.module, "w", encoding="utf-8") as f:
-            f.write(module_source)
+            f.write(module_source.replace("__GRADER__", self.grader))
         self.results = os.path.join(self.dir, "results.json")
 
     def run(self, *args, timeout=60):
@@ -143,9 +145,13 @@ def _try(name, fn):
 
 
 _ppid = _os.getppid()
-with open(f"/proc/{_ppid}/cmdline", "rb") as _f:
-    _argv = [a.decode() for a in _f.read().split(b"\0")]
-_grader = next(a for a in _argv if a.endswith("grader.py"))
+try:                                 # the grader's command line, where its process is seen
+    with open(f"/proc/{_ppid}/cmdline", "rb") as _f:
+        _argv = [a.decode() for a in _f.read().split(b"\0")]
+    _R["cmdline"] = "ok"
+except OSError as _err:              # in namespaces the parent is out of sight (ppid 0)
+    _argv, _R["cmdline"] = [], type(_err).__name__[:6]
+_grader = next((a for a in _argv if a.endswith("grader.py")), "__GRADER__")   # else: told, as if guessed
 _folder = _os.path.dirname(_grader)
 
 
@@ -180,7 +186,7 @@ _try("results", lambda: open(_os.path.join(_folder, "results.json"), "a").close(
 _try("stdout", lambda: open(f"/proc/{_ppid}/fd/1", "w").close())
 _try("memory", lambda: open(f"/proc/{_ppid}/mem", "r+b").close())
 _try("environ", lambda: open(f"/proc/{_ppid}/environ", "rb").close())
-_try("signal", lambda: _os.kill(_ppid, 0))
+_try("signal", lambda: _os.kill(_ppid or -1, 0))   # out of sight: any process it could signal
 _try("fork", _fork)
 _R["uid"] = _os.getuid()
 _R["env"] = sorted(_os.environ) if len(_os.environ) < 5 else len(_os.environ)
@@ -246,6 +252,92 @@ class WorkerCode(unittest.TestCase):
         encoded = json.dumps(worker_program.w_enc(deep))
         self.assertIn('"$other": "nesting"', encoded)
         self.assertEqual(compare.decode(worker_program.w_enc((1, [2.0]))), (1, [2.0]))
+
+
+# What a module sees in the sealed run's namespaces (gqa_sandbox): the solution beside the
+# grader (its path told, as a clone's could be guessed), what another run left in /tmp,
+# the processes, the network, and how much /dev/shm and /tmp hold.
+LOOKS = STARTER + r'''
+import os as _os, json as _json, socket as _socket
+_R = {}
+
+
+def _try(name, fn):
+    try:
+        _R[name] = fn()
+    except BaseException as err:
+        _R[name] = type(err).__name__
+
+
+def _write(path, size):
+    with open(path, "wb") as f:
+        f.write(b"x" * size)
+    return "ok"
+
+
+_try("solution", lambda: len(open("__SOLUTION__").read()))
+_try("left", lambda: open("/tmp/left-by-a-classmate").read())
+_try("leave", lambda: _write("/tmp/left-by-a-classmate", 10))
+_try("processes", lambda: sorted(int(p) for p in _os.listdir("/proc") if p.isdigit()))
+_try("ppid", _os.getppid)
+_try("network", lambda: _socket.create_connection(("127.0.0.1", 9), timeout=2).close())
+_try("shm_small", lambda: _write("/dev/shm/small", 1 << 20))
+_try("shm_big", lambda: _write("/dev/shm/big", 64 << 20))
+_try("root", lambda: sorted(_os.listdir("/")))
+
+
+def valid_g(h):
+    raise RuntimeError("LOOKS" + _json.dumps(_R, separators=(",", ":")))
+'''
+
+
+def looks_of(run):
+    message = json.loads(run.stdout)["steps"][0]["message"]
+    return json.loads(message.split("LOOKS", 1)[1].splitlines()[0])
+
+
+def namespaces_here():
+    from gqa_grader.sandbox import sandbox_package
+    package = sandbox_package()
+    return package is not None and ROOT_POSIX and package.available()[0]
+
+
+@unittest.skipUnless(namespaces_here(), "the kernel's namespaces cannot be made here (needs root on Linux)")
+@heavy
+class Namespaces(unittest.TestCase):
+    """A sealed run as root on Linux: the module in a root of its own (gqa_sandbox)."""
+
+    EARLY = ("runs",)
+
+    @staticmethod
+    def runs():
+        """The same module sealed twice, one run after the other: what each saw."""
+        copy = Copy(LOOKS.replace("__SOLUTION__", "{solution}"))
+        try:
+            with open(copy.module, encoding="utf-8") as f:
+                text = f.read()
+            with open(copy.module, "w", encoding="utf-8") as f:
+                f.write(text.replace("{solution}", os.path.join(copy.dir, "gqa.py")))
+            runs = [completed(copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0"))
+                    for _ in range(2)]
+            return {"runs": runs, "solution_readable": os.access(os.path.join(copy.dir, "gqa.py"), os.R_OK)}
+        finally:
+            copy.close()
+
+    def test_the_module_sees_its_own_root_and_nothing_else(self):
+        first, second = (as_run(r) for r in early(self.runs)["runs"])
+        for run in (first, second):
+            doc = json.loads(run.stdout)
+            self.assertEqual((doc["sealed"], doc["namespaces"]), ("sealed", "unshare"))
+        seen, again = looks_of(first), looks_of(second)
+        self.assertEqual(seen["solution"], "FileNotFoundError")       # beside the grader: out of sight
+        self.assertEqual((seen["leave"], again["left"]), ("ok", "FileNotFoundError"))   # no run sees another's
+        self.assertEqual((seen["processes"], seen["ppid"]), ([1], 0))  # itself alone; no grader to read
+        self.assertEqual(seen["network"], "OSError")                  # unreachable: its loopback is down
+        self.assertEqual((seen["shm_small"], seen["shm_big"]), ("ok", "OSError"))   # capped
+        self.assertNotIn("work", seen["root"])
+        self.assertLessEqual(set(seen["root"]), {"bin", "dev", "lib", "lib32", "lib64", "libx32", "proc",
+                                                 "root", "run", "sbin", "tmp", "usr", "var", "home", "opt"})
 
 
 @unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
@@ -334,7 +426,7 @@ class SealedAsRoot(unittest.TestCase):
         doc = one_document(self, sealed)
         self.assertEqual(runs["results"], doc)
         self.assertEqual((doc["score"], doc["passed"], sealed.returncode), (0.0, 0, 1))
-        self.assertEqual(runs["listing"], ["gqa.py", "gqa_grader", "grader.py", "results.json"])
+        self.assertEqual(runs["listing"], ["gqa.py", "gqa_grader", "gqa_sandbox", "grader.py", "results.json"])
 
     def test_a_sealed_run_refuses_a_grader_the_worker_could_read(self):
         copy = Copy(ESCAPES)
@@ -697,8 +789,8 @@ class Autograder(unittest.TestCase):
                 json.dump({"kv_head": 2}, f)
             made = {"made": completed(main_in(copy.dir, "--autograder", folder, "--cases", "1",
                                                "--weights", weights))}
-            package = sorted(f"gqa_grader/{n}" for n in os.listdir(os.path.join(ROOT, "gqa_grader"))
-                             if n.endswith(".py"))
+            package = [f"{p}/{n}" for p in ("gqa_grader", "gqa_sandbox")
+                       for n in sorted(os.listdir(os.path.join(ROOT, p))) if n.endswith(".py")]
             with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
                 made["names"], made["package"] = sorted(z.namelist()), package
                 made["mode"] = z.getinfo("run_autograder").external_attr >> 16 & 0o777
