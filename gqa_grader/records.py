@@ -206,6 +206,6 @@ def gradescope(results, args, error=None):
     nothing: error says why)."""
     tests = [t for r in results for t in step_tests(r, r["max_points"], args)]
     doc = {"score": round(sum(t["score"] for t in tests), 4), "output_format": "md", "tests": tests}
-    if error:
-        doc["output"] = error
+    if error:                              # it may hold the module's own text: shown, never rendered
+        doc["output"] = fenced(error)
     return doc

@@ -327,6 +327,17 @@ class Gradescope(unittest.TestCase):
         self.assertIn("python grader.py --only fold_kv_mean --case 2 --show", public_failure)   # no seed
         self.assertTrue(all(t["output_format"] == "md" for t in doc["tests"]))
 
+    def test_a_modules_text_is_shown_as_text_never_as_markdown(self):
+        # An image that would load when a TA opens the page, a link, a fence to close.
+        text = "importing gqa.py raised ValueError: ![x](http://127.0.0.1/t.png) [regrade](http://x) ```\n# big"
+        doc = records.gradescope([], self.ARGS, error=text)
+        self.assertTrue(doc["output"].startswith("````text\n"), doc["output"])
+        self.assertTrue(doc["output"].endswith("\n````"), doc["output"])
+        failing = step_result(4, "group_heads", "failed", case=0, public=[0, 13], hidden=[0, 10], message=text)
+        _doc, tests = self.graded(failing)
+        output = _doc["tests"][0]["output"]
+        self.assertTrue(output.startswith("````text\n" + text + "\n````"), output)
+
     def test_all_or_nothing_gives_a_step_its_points_only_when_every_hidden_case_passes(self):
         doc, tests = self.graded(*self.RESULTS, all_or_nothing=True)
         self.assertEqual([score for _, score, _, _ in tests[1::2]], [4.0, 0.0, 0.0, 1.0])
