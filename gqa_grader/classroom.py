@@ -154,10 +154,20 @@ def short(text, cap):
 
 
 def cell(value):
-    """A gradebook cell that a spreadsheet shows as text: one that would start a formula
-    (=, +, -, @: a file's name or a module's message can) gets a ' before it."""
-    text = "" if value is None else str(value)
+    """A gradebook cell that a spreadsheet shows as text and a terminal as it is: every
+    control character (TAB, CR, LF, ESC, DEL, C1) and every byte of a name that is not
+    UTF-8 written as its escape (\\x1b, \\udcff), and one that would start a formula
+    (=, +, -, @: a file's name or a module's message can) with a ' before it.  The
+    gradebook quotes every cell (OWASP's advice on CSV injection)."""
+    text = escaped("" if value is None else str(value))
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def escaped(text):
+    """text with every control character and every lone surrogate (a byte of a name that
+    is not UTF-8) written as its escape: a name shown in a terminal or a cell as it is."""
+    return "".join(repr(c)[1:-1] if c < " " or "\x7f" <= c <= "\x9f" or "\ud800" <= c <= "\udfff" else c
+                   for c in text)
 
 
 def safe_name(key):
@@ -433,7 +443,7 @@ class Gradebook:
             self._keep(sub, doc, f"{sub.student}: not graded: {sub.why}\n".encode("utf-8"), None)
             return True
         doc = read_json(os.path.join(self._folder(sub), "results.json"))
-        old = self.old.get(sub.key, {})               # the seed is the gradebook's alone
+        old = self.old.get(cell(sub.key), {})         # as written; the seed is the gradebook's alone
         if (doc is None or not os.path.isfile(os.path.join(self._folder(sub), "report.txt"))
                 or [doc.get(k) for k in ("sha256", "grader", "options")] + [old.get("seed")]
                 != [sha, GRADER_VERSION, options_of(self.args), str(self.args.seed)]):
@@ -549,7 +559,7 @@ class Gradebook:
         left = (time.monotonic() - start) / done * (total - done)
         what = (f"not graded ({short(row['notes'], 70)})" if row["status"] == "not graded" else
                 f"{row['status']}, {row['score']}/{row['max_score']} points")
-        self._say(f"[{done:>{len(str(total))}}/{total}] {job.sub.student}: {what}, "
+        self._say(f"[{done:>{len(str(total))}}/{total}] {escaped(job.sub.student)}: {what}, "
                   f"{row['seconds']} s" + (f"; about {left:.0f} s left" if done < total else ""))
 
     # -- the gradebook --------------------------------------------------------
@@ -595,7 +605,8 @@ class Gradebook:
         """The gradebook, whole: every row known so far, by submission."""
         import io
         text = io.StringIO()
-        writer = csv.DictWriter(text, self.columns(), extrasaction="ignore", lineterminator="\n")
+        writer = csv.DictWriter(text, self.columns(), extrasaction="ignore", lineterminator="\n",
+                                quoting=csv.QUOTE_ALL)
         writer.writeheader()
         for key in sorted(self.rows):
             writer.writerow({k: cell(v) for k, v in self.rows[key].items()})
@@ -612,7 +623,7 @@ class Gradebook:
                  f"step, {sum(r['status'] == 'failed' for r in rows)} failed some, "
                  f"{sum(r['status'] == 'not started' for r in rows)} not started, "
                  f"{len(rows) - len(graded)} not graded"]
-        lines += [f"  not graded: {r['student']}: {short(r['notes'], 100)}"
+        lines += [f"  not graded: {escaped(r['student'])}: {escaped(short(r['notes'], 100))}"
                   for r in rows if r["status"] == "not graded"]
         if graded:
             lines += self._pass_rates(graded) + self._histogram(graded)

@@ -739,6 +739,32 @@ class Classroom(unittest.TestCase):
         self.assertIn("whole numbers", usage_error("--classroom", folder, "--weights", weights))
 
 
+class Cells(unittest.TestCase):
+    """What a student names (files, folders, roster fields) reaches the gradebook and the
+    terminal as text: escaped, never a formula, never a second row."""
+
+    HOSTILE = ["=HYPERLINK(\"http://x\")", "\tcmd", "\r=1+1", "a\rb\nc", "\x1b[31mred\x1b[0m", "+1", "-2",
+               "@SUM(A1)", "ok name", "caf\udce9", "\x85next"]
+
+    def test_a_hostile_name_is_text_in_a_cell_and_reads_back_as_written(self):
+        rows = [{"student": name, "score": "1"} for name in self.HOSTILE]
+        text = io.StringIO()
+        writer = csv.DictWriter(text, ["student", "score"], lineterminator="\n", quoting=csv.QUOTE_ALL)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: classroom.cell(v) for k, v in row.items()})
+        written = text.getvalue()
+        self.assertEqual(len(written.splitlines()), len(rows) + 1)          # one line a row
+        self.assertFalse(any(ch in written for ch in "\x1b\r\x85"), repr(written))
+        back = list(csv.DictReader(io.StringIO(written)))
+        self.assertEqual([r["student"] for r in back], [classroom.cell(n) for n in self.HOSTILE])
+        for r in back:
+            self.assertNotIn(r["student"][:1], "=+-@\t\r", r)               # no formula starts a cell
+        self.assertEqual(classroom.cell("ok name"), "ok name")
+        self.assertEqual(classroom.cell("\x1b[31mred"), "\\x1b[31mred")
+        written.encode("utf-8")                                              # no lone surrogate left
+
+
 class Emitter(unittest.TestCase):
 
     def test_strings_are_quoted_whatever_they_hold(self):
