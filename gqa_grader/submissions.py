@@ -33,24 +33,46 @@ class Submission:
 
 
 WALK_CAP = 5000          # files looked at in one submission's folder, at most
+DEPTH_CAP = 24           # folders below a submission's folder, at most
 
 
 def _files(folder):
-    """The files under folder (relative paths), hidden folders, __pycache__ and links aside."""
-    found = []
-    for top, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__"
-                         and not os.path.islink(os.path.join(top, d)))
-        found += [os.path.relpath(os.path.join(top, f), folder) for f in sorted(files)]
+    """(the files under folder as relative paths, hidden folders, __pycache__ and links
+    aside; why the walk stopped short, or None).  A loop, not a recursion: any depth of
+    folders, any names (bytes that are not UTF-8 come as surrogates), never a crash."""
+    found, stack, short = [], [("", 0)], None
+    while stack:
+        relative, depth = stack.pop()
+        try:
+            with os.scandir(os.path.join(folder, relative)) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as err:
+            short = short or _("a folder could not be read ({error})").format(error=err.strerror)
+            continue
+        folders = []
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if not e.name.startswith(".") and e.name != "__pycache__":
+                    folders.append(os.path.join(relative, e.name))
+            elif e.is_file(follow_symlinks=False):
+                found.append(os.path.join(relative, e.name))
         if len(found) > WALK_CAP:
-            break
-    return found
+            return found[:WALK_CAP], _("more than {cap} files: only the first were looked at").format(
+                cap=f"{WALK_CAP:,}")
+        if folders and depth >= DEPTH_CAP:
+            short = short or _("folders more than {cap} deep were not looked in").format(cap=DEPTH_CAP)
+            continue
+        stack += [(f, depth + 1) for f in reversed(folders)]
+    return found, short
 
 
 def locate(folder):
     """(the gqa.py to grade, why there is none, a note): the one file named gqa.py
-    anywhere in folder; else what the folder holds and what to rename."""
-    found = _files(folder)
+    anywhere in folder; else what the folder holds and what to rename (and where the
+    walk stopped short, if it did)."""
+    found, short = _files(folder)
+    if short and not any(os.path.basename(f) == "gqa.py" for f in found):
+        return None, _("no gqa.py found: {why}").format(why=short), ""
     exact = [f for f in found if os.path.basename(f) == "gqa.py"]
     if len(exact) == 1:
         where = exact[0]
@@ -97,6 +119,16 @@ def entry(folder, name):
     if name.lower().endswith(".zip"):
         return Submission(name, stem, why="a zip: unpack it, so that its gqa.py is a file of its own")
     return Submission(name, stem, why="not a .py file nor a folder")
+
+
+def _entry_or_why(folder, name):
+    """entry(folder, name), or, when reading it fails, a Submission that says why: one
+    student's entry never stops the class."""
+    try:
+        return entry(folder, name)
+    except (OSError, ValueError, RecursionError) as err:
+        return Submission(name, name, why=_("it could not be read ({error})").format(
+            error=f"{type(err).__name__}: {err}"))
 
 
 def gradescope_metadata(path):
@@ -159,7 +191,7 @@ def discover(folder, skip=(), roster_path=None):
     names = sorted(n for n in os.listdir(folder) if not n.startswith(".")
                    and n not in ("submission_metadata.yml", "__pycache__")
                    and os.path.abspath(os.path.join(folder, n)) not in skip)
-    subs = [entry(folder, n) for n in names]
+    subs = [_entry_or_why(folder, n) for n in names]
     meta = os.path.join(folder, "submission_metadata.yml")
     if os.path.isfile(meta):
         people = gradescope_metadata(meta)

@@ -114,6 +114,7 @@ HEAVY = (
     (1.0, ('test_i18n.GradedRun',)),
     (1.5, ('test_class.EveryRunner',)),
     (0.8, ('test_sealed.Namespaces',)),
+    (1.0, ('test_class.HostileNames',)),
     (0.6, ('test_i18n.Starter',)),
 )
 

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 import zipfile
 from unittest import mock
@@ -763,6 +764,42 @@ class Cells(unittest.TestCase):
         self.assertEqual(classroom.cell("ok name"), "ok name")
         self.assertEqual(classroom.cell("\x1b[31mred"), "\\x1b[31mred")
         written.encode("utf-8")                                              # no lone surrogate left
+
+
+@heavy
+class HostileNames(unittest.TestCase):
+    """One student's entry never stops the class: a folder whose name is not UTF-8, an
+    upload named so, an escape sequence in a name, 1,100 nested folders."""
+
+    def test_the_class_is_graded_whole_and_its_gradebook_reads_back(self):
+        private = Private(self)
+        subs = os.path.join(private.work, "subs").encode()
+        for name in (b"bad\xff\xfename/lab/gqa.py", b"up\xe9.py", b"esc\x1b[31mred/gqa.py"):
+            os.makedirs(os.path.dirname(os.path.join(subs, name)), exist_ok=True)
+            with open(os.path.join(subs, name), "wb") as f:
+                f.write(SOURCE.encode())
+        from gqa_grader import cleanup
+        self.addCleanup(lambda: cleanup.remove_tree(os.path.join(subs, b"deep").decode(), time.monotonic() + 30))
+        here = os.open(subs, os.O_RDONLY)
+        os.mkdir("deep", dir_fd=here)
+        for _ in range(1100):                   # deeper than Python's recursion limit
+            below = os.open("deep" if _ == 0 else "d", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = below
+            os.mkdir("d", dir_fd=here)
+        os.close(here)
+        book = os.path.join(private.work, "g.csv")
+        run = private.run("--class", subs.decode(), "--gradebook", book, "--only", "1", "--cases", "0", "--quiet")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertNotIn("\x1b", run.stdout + run.stderr)                 # escaped in the terminal
+        rows = rows_of(book)
+        self.assertEqual(sorted(rows), sorted(classroom.cell(n) for n in (
+            "bad\udcff\udcfename", "deep", "esc\x1b[31mred", "up\udce9.py")))
+        self.assertEqual({k: r["status"] for k, r in rows.items() if k != "deep"},
+                         {k: "passed" for k in rows if k != "deep"})
+        self.assertIn("folders more than 24 deep", rows["deep"]["notes"])
+        again = private.run("--class", subs.decode(), "--gradebook", book, "--only", "1", "--cases", "0")
+        self.assertIn("3 submissions graded before with the same bytes", again.stderr)   # read back
 
 
 class Emitter(unittest.TestCase):
