@@ -135,9 +135,9 @@ def dispatch(args, main):
     if args.class_serve:
         return serve(main)
     if args.autograder and args.seed is None:
-        args.seed = random.SystemRandom().randrange(10 ** 6)
-        print(f"grader: the autograder grades every submission with seed {args.seed}, drawn "
-              f"now (give --seed to choose it)", file=sys.stderr)
+        print("grader: the autograder grades each submission with a seed of its own, made from a "
+              "secret drawn now into the zip and the submission's bytes, and recorded in its "
+              "results.json (give --seed for one seed for every submission)", file=sys.stderr)
     if args.classroom:
         return write_workflow(args)
     if args.class_dir:

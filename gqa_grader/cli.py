@@ -23,7 +23,7 @@ from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
 from .answers import HANDOUT
 from .handout import write_autograder, write_starter
 from .selfcheck import write_handout
-from .sandbox import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Seal
+from .sandbox import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Seal, read_module
 
 
 # Command line.
@@ -165,6 +165,10 @@ def _run_options(add):
     add("--out", metavar="PATH", default=None,
         help=_("also write the run's JSON document (Gradescope's with --format gradescope) to "
                "PATH, once the worker is gone"))
+    add("--secret", metavar="FILE", default=None,
+        help=_("the hidden cases' seed made from FILE's bytes and the module's sha256: each "
+               "submission meets cases of its own, and the seed is recorded (what an "
+               "--autograder zip does unless --seed is given); not with --seed"))
     add("--budget", type=float, default=DEFAULT_BUDGET, metavar="S",
         help=_("seconds the whole run may take (default {default}); the steps not "
                "reached by then are not graded").format(default=f"{DEFAULT_BUDGET:g}"))
@@ -173,6 +177,15 @@ def _run_options(add):
     add("--handout", metavar="DIR",
         help=_("write what students get into DIR (the starter, and a self-check of the public "
                "cases that holds no reference) and exit"))
+
+
+def _check_secret(parser, args):
+    if args.secret is None:
+        return
+    if args.seed is not None:
+        parser.error(_("--secret makes each module's seed; give it or --seed, not both"))
+    if not os.path.isfile(args.secret):
+        parser.error(_("--secret {path}: no such file").format(path=args.secret))
 
 
 def _check_ranges(parser, args):
@@ -266,6 +279,7 @@ def _parse_args(argv):
     args.module_given = args.module is not None
     args.module = args.module if args.module is not None else default_module()
     _check_ranges(parser, args)
+    _check_secret(parser, args)
     if args.only is not None:
         args.steps_spec = ",".join(word.strip() for word in args.only.split(","))
         args.only = _steps_named(parser, args.only)
@@ -378,7 +392,8 @@ def _write_handout(args, documents):
             ("handout", args.handout, lambda d: write_handout(d, only=args.only, lang=args.lang),
              _("wrote {path}; give students this folder; they run `python grader.py` in it")),
             ("autograder", args.autograder,
-             lambda d: write_autograder(d, args, records.carried(args, args.given, "weights.json")),
+             lambda d: write_autograder(d, args, records.carried(args, args.given, "weights.json"),
+                                        secret="seed" not in args.given),
              _("wrote {path}; upload it as the assignment's autograder on Gradescope"))):
         if not option:
             continue
@@ -519,6 +534,8 @@ def _main(argv=None):
         status = _write_handout(args, documents)
     if status is not None:
         return status
+    if args.secret is not None:
+        args.seed = _seed_of_secret(args)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(10 ** 6)
     label, start = shown_path(args.module), time.perf_counter()
@@ -552,6 +569,27 @@ def _main(argv=None):
     if why is not None:
         return 2
     return 0 if all(r["status"] == "passed" for r in results) else 1
+
+
+def seed_of(secret, module_sha256):
+    """A submission's seed: its hidden cases, made from the secret and the module's
+    bytes (their sha256), so that other bytes meet other cases and only the holder of
+    the secret can make them; the teacher repeats one with --seed, as recorded."""
+    import hashlib
+    return int(hashlib.sha256(secret + b"\0" + module_sha256.encode("ascii")).hexdigest(), 16) % 10 ** 6
+
+
+def _seed_of_secret(args):
+    """--secret FILE: the seed of this module (seed_of); None when the module cannot be
+    read (the run then says why, with a seed drawn now)."""
+    import hashlib
+    with open(args.secret, "rb") as f:
+        secret = f.read()
+    try:
+        source = read_module(args.module)
+    except (Refused, OSError):
+        return None
+    return seed_of(secret, hashlib.sha256(source).hexdigest())
 
 
 def run(argv=None):

@@ -86,10 +86,16 @@ def _add(z, name, data, mode):
     z.writestr(info, data)
 
 
-def write_autograder(directory, args, options):
+def write_autograder(directory, args, options, secret=False):
     """Write directory/autograder.zip: setup.sh, run_autograder (the grader's run with
     options, the words that repeat the grading: the seed and every option given), the
-    grader (grader.py and gqa_grader/) and the weights, if any."""
+    grader (grader.py, gqa_grader/, gqa_sandbox/) and the weights, if any.  With secret,
+    the seed is not one for all: the zip holds a secret drawn now, and each submission's
+    hidden cases come from it and the submission's bytes (--secret), so that a student
+    who resubmits meets other cases and harvests none."""
+    if secret:
+        options = [w for i, w in enumerate(options) if w != "--seed" and options[i - 1:i] != ["--seed"]]
+        options += ["--secret", "secret"]
     options = "".join(" " + shlex.quote(word) for word in options)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "autograder.zip")
@@ -103,6 +109,9 @@ def write_autograder(directory, args, options):
         if args.weights:
             with open(args.weights, "rb") as f:
                 _add(z, "weights.json", f.read(), 0o644)
+        if secret:
+            import secrets
+            _add(z, "secret", secrets.token_hex(32) + "\n", 0o600)
     return path
 
 

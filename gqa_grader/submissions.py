@@ -243,7 +243,7 @@ def missing_module(path):
     folder, name = os.path.split(os.path.abspath(path))
     if not os.path.isdir(folder):
         return _("no such file: {path} (there is no folder {folder})").format(path=path, folder=folder)
-    found = _files(folder)[:200]
+    found = _files(folder)[0][:200]
     if not found:
         return _("no such file: {path}; the folder is empty").format(path=path)
     shown = _(", ").join(found[:20])

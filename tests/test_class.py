@@ -239,22 +239,44 @@ class GradesThatReproduce(unittest.TestCase):
                                "-x", "--hidden-visibility", "after_due_date", "--timeout", "4",
                                "--budget", "100", "--weights", weights])
         self.assertEqual(status, 0, err.getvalue())
-        drawn = re.search(r"with seed (\d+), drawn now", err.getvalue()).group(1)
         with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
             run = z.read("run_autograder").decode()
+            secret = z.getinfo("secret")
+            self.assertEqual(secret.external_attr >> 16 & 0o777, 0o600)
+            self.assertEqual(len(z.read("secret").strip()), 64)
         line = run[run.index("python3 grader.py"):].replace("\\\n", " ")
         words = shlex.split(line.split(">")[0])
         pairs = {w: words[i + 1] for i, w in enumerate(words[:-1]) if w.startswith("--")}
         self.assertEqual({k: pairs[k] for k in ("--cases", "--steps", "--hidden-visibility",
-                                                "--timeout", "--budget", "--weights", "--seed")},
+                                                "--timeout", "--budget", "--weights", "--secret")},
                          {"--cases": "3", "--steps": "1,kv_head",
                           "--hidden-visibility": "after_due_date", "--timeout": "4",
-                          "--budget": "100", "--weights": "weights.json", "--seed": drawn})
+                          "--budget": "100", "--weights": "weights.json", "--secret": "secret"})
+        self.assertNotIn("--seed", words)            # each submission's seed: its own
         self.assertIn("--fail-fast", words)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             cli.main(["--autograder", folder, "--seed", "11"])
         with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
             self.assertIn("--seed 11 >", z.read("run_autograder").decode())
+
+    def test_each_submission_meets_hidden_cases_of_its_own_from_the_secret(self):
+        private = Private(self)
+        secret = write(os.path.join(private.work, "secret"), "0123456789abcdef" * 4)
+        a = write(os.path.join(private.work, "a", "gqa.py"), WRONG)
+        b = write(os.path.join(private.work, "b", "gqa.py"), WRONG + "\n# resubmitted\n")
+        copy = write(os.path.join(private.work, "c", "gqa.py"), WRONG)          # a's bytes again
+
+        def graded(module, *extra):
+            status, out, err = private.main("--module", module, "--json", "--steps", "3", *extra)
+            self.assertEqual(status, 1, err)
+            return json.loads(out)
+        docs = [graded(m, "--secret", secret) for m in (a, b, copy)]
+        seeds = [d["seed"] for d in docs]
+        self.assertEqual(seeds[0], seeds[2])                      # the same bytes, the same cases
+        self.assertNotEqual(seeds[0], seeds[1])                   # other bytes, other cases
+        again = graded(a, "--seed", str(seeds[0]))                # the teacher repeats it from the record
+        self.assertEqual(again["steps"], docs[0]["steps"])
+        self.assertIn("not both", usage_error("--secret", secret, "--seed", "3"))
 
     def test_what_a_zip_or_a_workflow_cannot_carry_is_refused_not_dropped(self):
         for argv, says in ((["--autograder", "d", "--module", "x.py"], "cannot carry --module"),

@@ -821,8 +821,8 @@ class Autograder(unittest.TestCase):
     def test_the_zip_has_gradescopes_layout_and_its_run_writes_the_results(self):
         made = early(self.made)
         self.assertEqual(made["made"][0], 0, made["made"][2])
-        self.assertEqual(made["names"], sorted(["grader.py", "run_autograder", "setup.sh", "weights.json"]
-                                               + made["package"]))
+        self.assertEqual(made["names"], sorted(["grader.py", "run_autograder", "secret", "setup.sh",
+                                                "weights.json"] + made["package"]))
         self.assertIn("gqa_grader/sandbox.py", made["package"])
         self.assertEqual(made["mode"], 0o755)
         self.assertEqual(made["same"], dict.fromkeys(["grader.py"] + made["package"], True))
