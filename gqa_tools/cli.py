@@ -19,6 +19,9 @@ import shlex
 import sys
 from typing import Optional, Sequence
 
+from gqa_grader import i18n
+from gqa_grader.i18n import N_
+
 COMMANDS = {
     "tables": ("gqa_tools.tables", "print the cache and multiplication tables for every g"),
     "report": ("gqa_tools.report", "write report.md, or --check that it is current"),
@@ -65,11 +68,37 @@ def instead(command: str, argv: Sequence[str], lab: str) -> str:
     return " ".join(shlex.quote(a) for a in ["python", OWN_LAB, command] + extra + list(argv))
 
 
+def language_of(command: str, argv: Sequence[str]) -> str:
+    """The language a command speaks, read from its options before it is imported (its
+    module imports gqa): --lang X, else the environment's, else English; `report` speaks
+    English without --module.  For the lines printed here; the command chooses its own."""
+    if command not in ("tables", "report") or (command == "report" and not any(
+            a == "--module" or a.startswith("--module=") for a in argv)):
+        return "en"
+    lang = None
+    for i, arg in enumerate(argv):
+        if arg == "--lang" and i + 1 < len(argv):
+            lang = argv[i + 1]
+        elif arg.startswith("--lang="):
+            lang = arg[len("--lang="):]
+    return lang if lang in i18n.LANGUAGES else i18n.from_environment() or "en"
+
+
+def say(lang: str, template: str, **fields: str) -> str:
+    """template (an N_ message) in lang, its fields filled; the language in use unchanged."""
+    saved = i18n.language()
+    i18n.use(lang)
+    try:
+        return i18n._(template).format(**fields)
+    finally:
+        i18n.use(saved)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a gqa command line tool; return its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
-        lines = [f"  {name:<8} {doc}" for name, (_, doc) in COMMANDS.items()]
+        lines = [f"  {name:<8} {doc}" for name, (_module, doc) in COMMANDS.items()]
         print("usage: python -m gqa COMMAND [options]\n\ncommands:\n" + "\n".join(lines)
               + "\n\n'python -m gqa COMMAND --help' describes a command's options.",
               file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
@@ -79,10 +108,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a path the terminal cannot show is escaped, not fatal
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    lab = other_lab()
+    lab, lang = other_lab(), language_of(args[0], args[1:])
     if lab is not None:
-        print(f"gqa {args[0]}: {lab} is not the tools' own gqa.py, and they do not import another; "
-              f"run instead: {instead(args[0], args[1:], lab)}", file=sys.stderr)
+        print(f"gqa {args[0]}: " + say(lang, N_("{lab} is not the tools' own gqa.py, and they do not import "
+                                                "another; run instead: {command}"),
+                                       lab=lab, command=instead(args[0], args[1:], lab)), file=sys.stderr)
         return 2
     try:
         tool = importlib.import_module(COMMANDS[args[0]][0])
@@ -91,7 +121,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # as the Python docs advise
         return 1
     except KeyboardInterrupt:                # Ctrl-C: one line; a report is written whole or not at all
-        print(f"gqa {args[0]}: interrupted", file=sys.stderr)
+        print(f"gqa {args[0]}: " + say(lang, N_("interrupted")), file=sys.stderr)
         return 130
 
 

@@ -899,8 +899,8 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
     notes = sorted({result["tasks"][task]["same_cache_note"] for task in training.TASKS} - {""})
     body = "\n".join([
         _training_intro(result),
-        "- " + training.describe(recipe, "offsets") + ".",
-        "- " + training.describe(recipe, "recall") + ".\n",
+        _("- {task}.").format(task=training.describe(recipe, "offsets")),
+        _("- {task}.").format(task=training.describe(recipe, "recall")) + "\n",
         markdown_table([_("task"), _("held out per seed"), _("pre-trained MHA (the frozen baseline)"),
                         _("seeds at 0.95 or more")], _pretrained_rows(result)),
         "",
@@ -988,7 +988,7 @@ def _uptraining_rows(result: dict) -> List[tuple]:
 def _uptraining_bars(result: dict) -> List[str]:
     """The table's means as bars, one line per task, g and model."""
     r = result["recipe"]
-    lines = []
+    lines, pad = [], max(i18n.width(_(how)) for how in ("control",) + training.CONVERSIONS)
     for task in training.TASKS:
         t = result["tasks"][task]
         n, steps = t["answers"], (0,) + tuple(r["budgets"])
@@ -996,7 +996,7 @@ def _uptraining_bars(result: dict) -> List[str]:
             for how in ("control",) + training.CONVERSIONS:
                 means = [training.stats(training.baseline(t, s) if how == "control" else
                                         training.cell(t, g, how, s), n).mean for s in steps]
-                lines.append(f"{task:<7} g={g} {i18n.ljust(_(how), 7)}  "
+                lines.append(f"{task:<7} g={g} {i18n.ljust(_(how), max(pad, 7))}  "
                              + "  ".join(f"{bar(a, 1.0, 8):<8}" for a in means)
                              + "  " + " -> ".join(f"{a:.2f}" for a in means))
     return lines
@@ -1246,11 +1246,11 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
             if part is not None and part.title not in came:
                 came[part.title] = part
     except grader.Refused as err:
-        raise gqa.GQAError(_("--module {path}: {error}").format(path=path, error=err)) from None
+        raise gqa.GQAError(f"--module {path}: {err}") from None
     except grader.Failure as err:
         why = str(err)
     header = came.get("") or Part("", section_header(cfg, Lab(None, path), path))
-    return [header] + [came.get(_(title)) or
+    return [header] + [came.get(_(title)) or came.get(title) or     # English where its catalog was unread
                        Part(_(title), _("*Not computed from {module}: {why}.*").format(module=path, why=why) + "\n")
                        for title, _section in STUDENT_SECTIONS]
 

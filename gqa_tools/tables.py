@@ -121,7 +121,7 @@ def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -
             if isinstance(item, dict):
                 return item
     except (grader.Refused, grader.Failure) as err:
-        raise gqa.GQAError(_("--module {path}: {error}").format(path=path, error=err)) from None
+        raise gqa.GQAError(f"--module {path}: {err}") from None
     raise gqa.GQAError(_("--module {path}: the child process sent no tables").format(path=path))
 
 

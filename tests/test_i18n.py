@@ -18,9 +18,11 @@ from tests.helpers import ROOT, heavy
 
 
 def used_ids():
-    """(msgid, plural) of every message the grader asks for: its code's _() and
-    ngettext() texts, and the step summaries and reasons it translates as it prints."""
-    ids = catalogs.messages(sorted(glob.glob(os.path.join(ROOT, "gqa_grader", "*.py"))))
+    """(msgid, plural) of every message the grader and the tools ask for: their code's _()
+    and ngettext() texts (gqa_grader's, then gqa_tools': a student's report and tables),
+    and the step summaries and reasons the grader translates as it prints."""
+    ids = catalogs.messages(sorted(glob.glob(os.path.join(ROOT, "gqa_grader", "*.py")))
+                            + sorted(glob.glob(os.path.join(ROOT, "gqa_tools", "*.py"))))
     for st in tracks.ALL_STEPS:
         for text in (st.summary, st.why):
             if text and (text, None) not in ids:

@@ -17,7 +17,7 @@ import unittest
 from unittest import mock
 
 import gqa
-from gqa_grader import handout
+from gqa_grader import handout, i18n
 from gqa_tools import cli as gqa_cli
 from gqa_tools import report as gqa_report
 from gqa_tools import train as gqa_train
@@ -356,6 +356,60 @@ class Dispatch(unittest.TestCase):
         self.assertIn(f"| MQA    |            1 |      4 | {gqa.kv_cache_elements(32, 1, 16, 128):>14,} |",
                       out.getvalue())
         self.assertIn("| scores       |", out.getvalue())
+
+
+class Languages(unittest.TestCase):
+    """--lang: a student's report and the tables in English, Japanese or Korean; the project's
+    report.md in English whatever the environment."""
+
+    JAPANESE = {"LANGUAGE": "ja", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "ja_JP.UTF-8"}
+
+    def test_lang_without_module_is_a_usage_error_in_one_line(self):
+        for argv in (["--lang", "ja"], ["--lang=ko", "--check"], ["--lang", "en"]):
+            with no_work():
+                status, out, err = run(*argv)
+            self.assertEqual((status, out), (2, ""), argv)
+            self.assertEqual(err, "gqa report: the project's report.md is English; --lang goes with "
+                                  "--module PATH (a student's report)\n")
+
+    def test_the_projects_report_is_english_whatever_the_environment(self):
+        with mock.patch.dict(os.environ, self.JAPANESE):
+            self.assertEqual(i18n.from_environment(), "ja")
+            self.assertEqual(gqa_report.report_lang(["--check"]), "en")
+            self.assertEqual(gqa_report.report_lang(["--module", "x.py"]), "ja")
+            self.assertEqual(gqa_report.report_lang(["--mod=x.py", "--lang", "ko"]), "ko")
+            self.assertEqual(gqa_report.report_lang(["--module", "x.py", "--lang", "fr"]), "ja")
+            with no_work():
+                status, _, err = run("--jobs", "0")
+            self.assertEqual(status, 2)
+            self.assertIn("error: --jobs must be between 1 and 64; got 0", err)
+        self.assertEqual(i18n.language(), "en")               # a command leaves no language behind
+
+    def test_the_tables_speak_the_language_asked_for_and_line_up(self):
+        argv = ["tables", "--heads", "4", "--context", "16", "--d-ff", "64"]
+        printed = {}
+        for lang in ("en", "ja", "ko"):
+            out = io.StringIO()
+            with mock.patch.dict(os.environ, self.JAPANESE), contextlib.redirect_stdout(out):
+                self.assertEqual(gqa_cli.main(argv + ["--lang", lang]), 0)
+            printed[lang] = out.getvalue()
+        out = io.StringIO()
+        with mock.patch.dict(os.environ, {"LANGUAGE": "", "LC_ALL": "C"}), contextlib.redirect_stdout(out):
+            gqa_cli.main(argv)
+        self.assertEqual(printed["en"], out.getvalue())       # --lang en: as without it, in C
+        for lang, text in printed.items():
+            i18n.use(lang)
+            try:
+                first = i18n._("KV cache, {layers} layer(s) x {n} positions, head dim {head_dim}:").format(
+                    layers=32, n=16, head_dim=128)
+            finally:
+                i18n.use("en")
+            self.assertTrue(text.startswith(first + "\n"), (lang, text[:200]))
+            tables = [block.splitlines() for block in text.split("\n\n") if block.startswith("|")]
+            self.assertEqual(len(tables), 4)
+            for lines in tables:
+                bars = {tuple(i18n.width(line[:i]) for i, c in enumerate(line) if c == "|") for line in lines}
+                self.assertEqual(len(bars), 1, (lang, lines))
 
 
 @heavy

@@ -19,7 +19,7 @@ import unittest
 from unittest import mock
 
 import gqa
-from gqa_grader import reference
+from gqa_grader import i18n, reference
 from gqa_tools import cli as gqa_cli
 from gqa_tools import common
 from gqa_tools import report as gqa_report
@@ -67,6 +67,13 @@ def stubbed(source, names):
 
 def section(text, number):
     return text.split(f"\n## {number}. ")[1].split("\n## ")[0]
+
+
+def table_header(body, first):
+    """The header cells of the Markdown table whose first row after the rule starts with first."""
+    lines = body.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith(f"| {first} "))
+    return [c.strip() for c in lines[i - 2].strip("|").split("|")]
 
 
 def table(body, *first):
@@ -129,25 +136,28 @@ class CoreTrack(unittest.TestCase):
 
     @staticmethod
     def reports():
-        """report --module of the core module and of the core module without the cache's steps:
-        {kind: [status, stdout, stderr, the report, its path]}.  Which steps the grader passes
-        (section 8's) is test_report's; here the grader is said to fail step 9."""
+        """report --module of the core module, of the core module without the cache's steps,
+        and of the core module in Japanese (--lang ja): {kind: [status, stdout, stderr, the
+        report, its path]}.  Which steps the grader passes (section 8's) is test_report's; here
+        the grader is said to fail step 9 (in the language of the report)."""
         folder = tempfile.mkdtemp()
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
         later = [name for n, name in documented_steps().items() if n not in CORE]
         done = {}
         try:
-            for kind, names in (("core", later), ("no cache", later + ["kv_cache_elements", "cache_table"])):
+            for kind, names, lang in (("core", later, "en"),
+                                      ("no cache", later + ["kv_cache_elements", "cache_table"], "en"),
+                                      ("core ja", later, "ja")):
                 path = os.path.join(folder, kind.replace(" ", "_"), "gqa.py")
                 os.mkdir(os.path.dirname(path))
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(stubbed(source, names))
                 out, err, report = io.StringIO(), io.StringIO(), os.path.join(os.path.dirname(path), "r.md")
-                with mock.patch("gqa_tools.report.failing_steps",
-                                return_value=["step 9, grouped_attention: not started"]), \
+                with mock.patch("gqa_tools.report.failing_steps", side_effect=lambda *args, **kwargs: [
+                            i18n._("step {step}, {name}: not started").format(step=9, name="grouped_attention")]), \
                         contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    status = gqa_cli.main(["report", "--module", path, "--out", report, *ARGS])
+                    status = gqa_cli.main(["report", "--module", path, "--out", report, "--lang", lang, *ARGS])
                 with open(report, encoding="utf-8") as f:
                     done[kind] = [status, out.getvalue(), err.getvalue(), f.read(), path]
         finally:
@@ -159,6 +169,39 @@ class CoreTrack(unittest.TestCase):
         self.assertEqual(status, 0, err)
         self.assertIn(f"--module {path}", text.splitlines()[2])
         return text
+
+    def test_a_report_in_japanese_holds_the_handouts_tables_and_no_english_sentence(self):
+        from tests.test_i18n import english_chunks
+        english, text = self.report(), self.report("core ja")
+        _status, out, _err, _text, path = early(self.reports)["core ja"]
+        self.assertIn(f"--module {path} --lang ja ", text.splitlines()[2])       # the command that writes it again
+        i18n.use("ja")
+        try:
+            titles = [i18n._(title) for title, _section in gqa_report.STUDENT_SECTIONS]
+            heading = i18n._("gqa lab report")
+        finally:
+            i18n.use("en")
+        self.assertTrue(text.startswith(f"# {heading}\n"))
+        self.assertEqual(re.findall(r"^## (.*)$", text, re.M), titles)
+        self.assertEqual([t for t, _section in gqa_report.STUDENT_SECTIONS if i18n._(t) in titles], [])  # translated
+        # The handout's two tables, the KV cache (section 2) and the multiplications per term (section 3):
+        # the same rows as in English, under translated headers.
+        for n, first in ((2, "MQA"), (3, "q_proj")):
+            rows = [table(section(report, n), *table_header(section(report, n), first)) for report in (english, text)]
+            self.assertEqual(rows[1][1:], rows[0][1:], n)
+            self.assertEqual(len(rows[1][0]), len(rows[0][0]))
+            self.assertNotEqual(rows[1][0][0], rows[0][0][0])
+        chunks = english_chunks()
+        self.assertGreater(len(chunks), 200)
+        self.assertEqual([c for c in chunks if c in text or c in out], [], text)
+        # Every table lines up by display width: each of its lines as wide, each | in one column.
+        tables = re.findall(r"(?:^\|.*\n)+", text, re.M)
+        self.assertGreaterEqual(len(tables), 8)
+        for block in tables:
+            columns = {tuple(i18n.width(line[:i]) for i, c in enumerate(line) if c == "|")
+                       for line in block.splitlines()}
+            self.assertEqual(len(columns), 1, block)
+        self.assertTrue(any(i18n.width(line) > len(line) for block in tables for line in block.splitlines()))
 
     def test_the_kv_cache_table_is_the_closed_form_worked_by_hand(self):
         two = section(self.report(), 2)
