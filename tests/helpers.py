@@ -111,11 +111,12 @@ HEAVY = (
     (0.3, ('test_holds.SelfCheckAsRoot',)),
     (0.3, ('test_editors.Variants',)),
     (0.2, ('test_class.Gradescope',)),
-    (1.0, ('test_i18n.GradedRun',)),
+    (1.5, ('test_i18n.GradedRun',)),
     (1.5, ('test_class.EveryRunner',)),
     (0.8, ('test_sealed.Namespaces',)),
     (1.0, ('test_class.HostileNames',)),
-    (0.6, ('test_i18n.Starter',)),
+    (2.6, ('test_i18n.Starter',)),
+    (1.0, ('test_i18n.Catalogs', 'test_i18n.Speaking')),
 )
 
 

@@ -5,6 +5,7 @@ environment chooses the language as gettext does, and wide characters line up.""
 from __future__ import annotations
 
 import contextlib
+import functools
 import gettext
 import glob
 import io
@@ -17,6 +18,7 @@ from gqa_grader import catalogs, cli, i18n, tracks
 from tests.helpers import ROOT, heavy
 
 
+@functools.lru_cache(maxsize=None)
 def used_ids():
     """(msgid, plural) of every message the grader and the tools ask for: their code's _()
     and ngettext() texts (gqa_grader's, then gqa_tools': a student's report and tables),
@@ -27,7 +29,7 @@ def used_ids():
         for text in (st.summary, st.why):
             if text and (text, None) not in ids:
                 ids.append((text, None))
-    return ids
+    return tuple(ids)
 
 
 def fields(template):
@@ -41,6 +43,7 @@ def read(lang, domain=i18n.DOMAIN):
     return po, mo, entries
 
 
+@heavy
 class Catalogs(unittest.TestCase):
 
     def test_every_message_the_code_asks_for_is_in_each_catalog(self):
@@ -262,6 +265,7 @@ class LiningUp(unittest.TestCase):
         i18n.use("en")
 
 
+@heavy
 class Speaking(unittest.TestCase):
     """A run in Japanese or Korean prints none of the English texts it translates."""
 
