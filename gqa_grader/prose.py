@@ -156,6 +156,25 @@ def _pieces(text):
 
 
 _KEPT = re.compile(r"# (Step \d+\.|-{20,}|Given: )")
+# A step's banner, "# Step 3. kv_head: the one line that makes GQA -----": its words
+# after the name are prose; and a given step's line (gqa_grader.starter.GIVEN).
+_BANNER = re.compile(r"(?P<head># Step \d+\. \w+(?::|,) )(?P<text>.*?)(?P<dashes> -{3,})?")
+_GIVEN = re.compile(r"# Given: step (?P<step>\d+), (?P<name>\w+), is not in your track; it is "
+                    r"written for you, to be read and called\.")
+GIVEN = "Given: step {step}, {name}, is not in your track; it is written for you, to be read and called."
+
+
+def _lines(line, translate):
+    """A banner's or a given step's line with its words in the language (wrapped to
+    the line's width), else the line: a list of lines."""
+    banner = _BANNER.fullmatch(line)
+    if banner and banner.group("text"):
+        text = banner.group("head") + translate(banner.group("text"))
+        return [text + (" " + "-" * max(3, width(line) - width(text) - 1) if banner.group("dashes") else "")]
+    given = _GIVEN.fullmatch(line)
+    if given:
+        return _wrap(translate(GIVEN).format(**given.groupdict()), width(line), "# ", "# ")
+    return [line]
 
 
 def _doc_lines(block, indent):
@@ -176,10 +195,16 @@ def _prose_lines(piece):
 
 
 def paragraphs(text):
-    """The message ids of a starter's prose, in order, once each."""
+    """The message ids of a starter's prose, in order, once each (a banner's words and
+    the given steps' line too)."""
     found = []
     for piece in _pieces(text):
         if piece[0] == "code":
+            for line in piece[1]:
+                banner, given = _BANNER.fullmatch(line), _GIVEN.fullmatch(line)
+                message = banner.group("text") if banner and banner.group("text") else GIVEN if given else None
+                if message and message not in found:
+                    found.append(message)
             continue
         for kind, unit in _units(_prose_lines(piece)):
             if kind == "prose" and _message(unit) not in found:
@@ -196,7 +221,7 @@ def translated(text, lang):
     for piece in _pieces(text):
         kind, lines, indent = piece
         if kind == "code":
-            out += lines
+            out += [new for line in lines for new in _lines(line, catalog.gettext)]
         elif kind == "comment":
             out += [(indent + "# " + line).rstrip() for line in _rewrite(lines, "", catalog.gettext)]
         else:
