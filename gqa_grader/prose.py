@@ -100,7 +100,7 @@ def _rewrite(lines, indent, translate):
     out = []
     for kind, unit in _units(lines):
         if kind == "keep":
-            out += unit
+            out += [_row(line, translate) for line in unit]
             continue
         message = _message(unit)
         text = translate(message)
@@ -164,6 +164,28 @@ _GIVEN = re.compile(r"# Given: step (?P<step>\d+), (?P<name>\w+), is not in your
 GIVEN = "Given: step {step}, {name}, is not in your track; it is written for you, to be read and called."
 
 
+# A row of the lab's table in the module's docstring: "    3  kv_head(i, h, g)   which
+# key/value head query head i reads": its description is prose, its name code.
+_ROW = re.compile(r'(?P<head> {3,4}\d{1,2}  \w+(?:\([^)]*\))?\s+)(?P<text>["A-Za-z].*)')
+
+
+# A table's own line (its heading, a note under it): unindented words, not a doctest.
+_TABLE_LINE = re.compile(r"[A-Z][a-z]*[ :][^>]*[.:)]")
+
+
+def _table_message(line):
+    """The prose in a line of a table (a paragraph kept as it is): a row's description,
+    or the whole of a heading line; None for the rest (code, indented cells)."""
+    row = _ROW.fullmatch(line)
+    return row.group("text") if row else line if _TABLE_LINE.fullmatch(line) else None
+
+
+def _row(line, translate):
+    row = _ROW.fullmatch(line)
+    return (row.group("head") + translate(row.group("text")) if row
+            else translate(line) if _TABLE_LINE.fullmatch(line) else line)
+
+
 def _lines(line, translate):
     """A banner's or a given step's line with its words in the language (wrapped to
     the line's width), else the line: a list of lines."""
@@ -207,8 +229,10 @@ def paragraphs(text):
                     found.append(message)
             continue
         for kind, unit in _units(_prose_lines(piece)):
-            if kind == "prose" and _message(unit) not in found:
-                found.append(_message(unit))
+            table = [] if kind == "prose" else [_table_message(line) for line in unit]
+            for message in [_message(unit)] if kind == "prose" else [m for m in table if m]:
+                if message not in found:
+                    found.append(message)
     return found
 
 
