@@ -36,11 +36,10 @@ import sys
 import tempfile
 import time
 
-from .i18n import _
-from .checks import STEPS
 from .compare import clean_text
 from .failures import Refused
 from .grading import GRADER_VERSION, points
+from .i18n import _
 from .tracks import ALL_STEPS, default_track
 from .records import VISIBILITIES, carried, flag, given, options_of
 from .sandbox import HERE, Seal, read_module

@@ -9,7 +9,6 @@ teacher would; gradescope() as Gradescope's results.json.
 
 import json
 import os
-import random
 import sys
 import time
 

@@ -24,7 +24,7 @@ from .checks import (ALL_HG, DIFFERENCE_EXTREMES, DIFFERENCE_FIELDS, SINGLE_EXTR
 from .answers import (ref_fold_kv_mean, ref_fold_weights, ref_grouped_attention, ref_layer,
                       ref_output_difference, ref_single_head_attention)
 from .compare import expect
-from .exchange import ref, send_weights
+from .exchange import send_weights
 from .i18n import _
 from .inputs import as_rows, plain, rand_tensor, random_weights
 from .refusals import (refuse_attention, refuse_cache_elements, refuse_decode, refuse_difference,

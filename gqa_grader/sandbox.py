@@ -20,7 +20,6 @@ module in a worker, its items streamed back.
 import json
 import os
 import queue
-import random
 import re
 import select
 import signal
