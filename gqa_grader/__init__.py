@@ -7,6 +7,7 @@ library (never gqa.py, never the tools):
     i18n       the language a student reads: _() and ngettext() over gettext's
                catalogs (locale/), chosen by --lang or the environment; display width
     failures   how a case or a run ends when it does not pass: kinds with data
+    copies     submissions that share most of their code (winnowing), flagged, not scored
     cleanup    what a run's user left behind, removed; never raises
     compare    comparing answers; text from the worker made safe to print
     reference  the reference: one ref_ function per step, built another way

@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 
+from . import copies, handout
 from .compare import clean_text
 from .failures import Refused
 from .grading import GRADER_VERSION, points
@@ -365,8 +366,29 @@ class Gradebook:
                       f"same bytes, grader, seed and options: kept")
         self._write()
         self._grade(todo)
+        if not self.stopped:
+            self._copies(subs)
         self._summary(len(subs))
         return 128 + self.stopped if self.stopped else 0
+
+    def _copies(self, subs):
+        """The pairs of submissions that share most of their code (copies.compare), in
+        STEM-copies.txt beside the gradebook, and a note on each row whose code is the
+        shipped solution's over again: flagged for the teacher, never scored."""
+        solution = copies.read_source(os.path.join(HERE, "gqa.py"))
+        base = handout.make_starter(solution) if solution else ""
+        sources = {sub.key: copies.read_source(sub.path) for sub in subs if sub.path}
+        pairs, solutions = copies.compare(sources, base, solution or None)
+        path = os.path.splitext(self.path)[0] + "-copies.txt"
+        write_atomically(path, copies.report(pairs, escaped).encode("utf-8"))
+        for key in solutions:
+            note = "the shipped solution over again (flagged, not scored)"
+            self.rows[key]["notes"] = "; ".join(n for n in (note, self.rows[key].get("notes")) if n)
+        if solutions:
+            self._write()
+        self._say(f"{len(pairs)} pair{'s' * (len(pairs) != 1)} of submissions share most of their code, "
+                  f"{len(solutions)} submission{'s' * (len(solutions) != 1)} the shipped solution's: "
+                  f"{os.path.relpath(path)}")
 
     def _say(self, text):
         """Progress, on stderr (none with --quiet, or once stderr is closed)."""

@@ -824,6 +824,29 @@ class HostileNames(unittest.TestCase):
         self.assertIn("3 submissions graded before with the same bytes", again.stderr)   # read back
 
 
+class Copies(unittest.TestCase):
+    """Copies are flagged for a person, never scored: a solution renamed and stripped of
+    its comments pairs with the solution; the starter, and a starter with one function
+    of its own, pair with nothing."""
+
+    def test_a_renamed_copy_pairs_with_what_it_copies_and_honest_work_with_nothing(self):
+        from gqa_grader import copies, handout
+        base = handout.make_starter(SOURCE)
+        renamed = re.sub(r"\bgroup\b", "members_per_kv_head", re.sub(r"#[^\n]*", "", SOURCE))
+        reindented = renamed.replace("    ", "\t")
+        own = base.replace('raise NotImplementedError("step 1: valid_g',
+                           'return [d for d in range(1, h + 1) if h % d == 0]\n    raise NotImplementedError("step 1: valid_g')
+        pairs, solutions = copies.compare({"ann": SOURCE, "ben": renamed, "cal": base, "dee": own,
+                                           "eve": reindented}, base, SOURCE)
+        self.assertEqual([(a, b) for _, a, b, _, _ in pairs], [("ann", "ben"), ("ann", "eve"), ("ben", "eve")])
+        self.assertTrue(all(share == 1.0 for share, *_ in pairs))
+        self.assertEqual(solutions, ["ann", "ben", "eve"])
+        text = copies.report(pairs, classroom.escaped)
+        self.assertIn("100%  ann  ", text)
+        self.assertEqual(copies.tokens("def f(:\n"), [])          # what does not tokenize: nothing shared
+        self.assertEqual(copies.fingerprints(""), {})
+
+
 class Emitter(unittest.TestCase):
 
     def test_strings_are_quoted_whatever_they_hold(self):

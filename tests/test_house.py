@@ -22,7 +22,7 @@ FLOORS = [
     ["gqa"],
     ["gqa_sandbox.enter"], ["gqa_sandbox"],
     ["gqa_grader.i18n"],
-    ["gqa_grader.failures", "gqa_grader.cleanup"], ["gqa_grader.users"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
+    ["gqa_grader.failures", "gqa_grader.cleanup", "gqa_grader.copies"], ["gqa_grader.users"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
     ["gqa_grader.reference"], ["gqa_grader.answers"],
     ["gqa_grader.sandbox"], ["gqa_grader.exchange"], ["gqa_grader.refusals"], ["gqa_grader.checks"], ["gqa_grader.robustness"],
     ["gqa_grader.tracks"],
