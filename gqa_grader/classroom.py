@@ -378,15 +378,16 @@ class Gradebook:
         solution = copies.read_source(os.path.join(HERE, "gqa.py"))
         base = handout.make_starter(solution) if solution else ""
         sources = {sub.key: copies.read_source(sub.path) for sub in subs if sub.path}
-        pairs, solutions = copies.compare(sources, base, solution or None)
+        groups, pairs, solutions = copies.compare(sources, base, solution or None)
         path = os.path.splitext(self.path)[0] + "-copies.txt"
-        write_atomically(path, copies.report(pairs, escaped).encode("utf-8"))
+        write_atomically(path, copies.report(groups, pairs, escaped).encode("utf-8"))
         for key in solutions:
             note = "the shipped solution over again (flagged, not scored)"
             self.rows[key]["notes"] = "; ".join(n for n in (note, self.rows[key].get("notes")) if n)
         if solutions:
             self._write()
-        self._say(f"{len(pairs)} pair{'s' * (len(pairs) != 1)} of submissions share most of their code, "
+        self._say(f"{len(groups)} group{'s' * (len(groups) != 1)} of submissions with the same code, "
+                  f"{len(pairs)} pair{'s' * (len(pairs) != 1)} more that share most of it, "
                   f"{len(solutions)} submission{'s' * (len(solutions) != 1)} the shipped solution's: "
                   f"{os.path.relpath(path)}")
 

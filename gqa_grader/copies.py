@@ -17,7 +17,8 @@ document fingerprinting", SIGMOD 2003), on the standard library's tokenize:
   class that copied one solution, that is the copy.
 
 Two submissions are reported when each shares at least SHARED of its fingerprints
-with the other, with the lines of each that hold them.
+with the other, or one shares CONTAINED of its own, at least BLOCK of them (a part
+copied into a module of its own), with the lines of each that hold them.
 """
 
 import io
@@ -26,7 +27,9 @@ import tokenize
 import zlib
 
 K, W = 12, 8             # tokens a fingerprint covers; hashes a window chooses one of
-SHARED = 0.5             # the share of a submission's fingerprints that makes a pair
+SHARED = 0.5             # the share of each one's fingerprints that makes a pair
+CONTAINED = 0.8          # or of one's, when that is at least BLOCK fingerprints (a part copied)
+BLOCK = 20
 SOLUTION = 0.9           # the share that makes a submission the shipped solution again
 # Names kept as they are: the keywords and the builtin functions, as Python 3.9 has them
 # (written out: a newer Python's new builtins would change the fingerprints).
@@ -75,17 +78,18 @@ def fingerprints(source):
     """{hash: [line, ...]} of source: winnowing's choice of its K-grams' hashes, each
     with the lines (of its first token) where it stands."""
     toks = tokens(source)
-    grams = [(zlib.crc32(" ".join(t for t, _ in toks[i:i + K]).encode("utf-8")), toks[i][1])
-             for i in range(len(toks) - K + 1)]
-    chosen = {}
-    last = None
-    for start in range(max(0, len(grams) - W + 1)):
-        window = grams[start:start + W]
-        low = min(h for h, _ in window)
-        at = start + max(i for i, (h, _) in enumerate(window) if h == low)
-        if at != last:
-            chosen.setdefault(grams[at][0], []).append(grams[at][1])
-            last = at
+    words = [t for t, _ in toks]
+    hashes = [zlib.crc32(" ".join(words[i:i + K]).encode("utf-8")) for i in range(len(toks) - K + 1)]
+    chosen, last, window = {}, None, []                 # window: indices of rising minima
+    for i, h in enumerate(hashes):
+        while window and hashes[window[-1]] >= h:       # >=: of equal hashes, the rightmost
+            window.pop()
+        window.append(i)
+        if window[0] <= i - W:
+            window.pop(0)
+        if i >= W - 1 and window[0] != last:            # a full window: its minimum, once
+            last = window[0]
+            chosen.setdefault(hashes[last], []).append(toks[last][1])
     return chosen
 
 
@@ -102,46 +106,60 @@ def _ranges(lines):
 
 
 def compare(sources, base="", solution=None):
-    """(pairs, solutions) of sources ({key: text}): pairs, [(share, a, b, a's lines,
-    b's lines)] of the submissions that share SHARED of their fingerprints, most first;
-    solutions, the keys whose code is the solution's (SOLUTION of it) over again.  The
-    fingerprints of base (the starter) are not counted."""
-    prints = {key: fingerprints(text) for key, text in sources.items()}
+    """(groups, pairs, solutions) of sources ({key: text}): groups, [[key, ...]] of two
+    or more submissions whose code is the same (their fingerprints all alike); pairs,
+    [(share, a, b, a's lines, b's lines)] of the others that share SHARED of their
+    fingerprints, or CONTAINED of one's (share: the larger of the two), most first (a group stands by its first key); solutions, the keys
+    whose code is the solution's (SOLUTION of it) over again.  The fingerprints of base
+    (the starter) are not counted."""
     common = set(fingerprints(base)) if base else set()
-    own = {key: {h: at for h, at in fp.items() if h not in common} for key, fp in prints.items()}
-    holders = {}
+    made = {}                                           # text -> its fingerprints: a copy costs nothing
+    for text in sources.values():
+        if text not in made:
+            made[text] = {h: at for h, at in fingerprints(text).items() if h not in common}
+    own = {key: made[text] for key, text in sorted(sources.items())}
+    alike = {}
     for key, fp in own.items():
-        for h in fp:
+        if fp:
+            alike.setdefault(frozenset(fp), []).append(key)
+    groups = [keys for keys in alike.values() if len(keys) > 1]
+    firsts = sorted(keys[0] for keys in alike.values())
+    holders = {}
+    for key in firsts:
+        for h in own[key]:
             holders.setdefault(h, []).append(key)
     shared = {}
     for h, keys in holders.items():
         for i, a in enumerate(keys):
             for b in keys[i + 1:]:
-                shared.setdefault((a, b), set()).add(h)
+                shared[a, b] = shared.get((a, b), 0) + 1
     pairs = []
-    for (a, b), hs in shared.items():
-        share = min(len(hs) / len(own[a]), len(hs) / len(own[b]))
-        if share >= SHARED:
-            pairs.append((round(share, 2), a, b, _ranges(n for h in hs for n in own[a][h]),
-                          _ranges(n for h in hs for n in own[b][h])))
+    for (a, b), count in shared.items():
+        low, high = sorted((count / len(own[a]), count / len(own[b])))
+        share = high
+        if low >= SHARED or high >= CONTAINED and count >= BLOCK:
+            common_hashes = set(own[a]) & set(own[b])
+            pairs.append((round(share, 2), a, b, _ranges(n for h in common_hashes for n in own[a][h]),
+                          _ranges(n for h in common_hashes for n in own[b][h])))
     pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
     solutions = []
     if solution:
         theirs = {h for h in fingerprints(solution) if h not in common}
         solutions = sorted(key for key, fp in own.items()
                            if theirs and fp and len(set(fp) & theirs) / len(theirs) >= SOLUTION)
-    return pairs, solutions
+    return sorted(groups), pairs, solutions
 
 
-def report(pairs, shown):
-    """The copies file's text: a line per pair, its share and the lines each shares;
-    shown(key) is how a submission is named (escaped)."""
+def report(groups, pairs, shown):
+    """The copies file's text: a line per group of the same code, then a line per pair,
+    its share and the lines each shares; shown(key) is how a submission is named."""
     head = [f"# Submissions that share most of their code (winnowed fingerprints of their "
             f"tokens, names and literals aside, the starter's code not counted; MOSS's "
             f"method).  Flagged for a person to judge; no score depends on it.",
-            f"# share  submission  its lines  submission  its lines"]
-    return "\n".join(head + [f"{share:.0%}  {shown(a)}  {la}  {shown(b)}  {lb}"
-                             for share, a, b, la, lb in pairs]) + "\n"
+            f"# the same code: submissions; then: share  submission  its lines  submission  its lines"]
+    lines = [f"same code ({len(keys)}): " + " = ".join(shown(k) for k in keys) for keys in groups]
+    return "\n".join(head + lines + [f"{share:.0%}  {shown(a)}  {la}  {shown(b)}  {lb}"
+                                     for share, a, b, la, lb in pairs]) + "\n"
 
 
 def read_source(path):

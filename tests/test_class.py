@@ -836,13 +836,15 @@ class Copies(unittest.TestCase):
         reindented = renamed.replace("    ", "\t")
         own = base.replace('raise NotImplementedError("step 1: valid_g',
                            'return [d for d in range(1, h + 1) if h % d == 0]\n    raise NotImplementedError("step 1: valid_g')
-        pairs, solutions = copies.compare({"ann": SOURCE, "ben": renamed, "cal": base, "dee": own,
-                                           "eve": reindented}, base, SOURCE)
-        self.assertEqual([(a, b) for _, a, b, _, _ in pairs], [("ann", "ben"), ("ann", "eve"), ("ben", "eve")])
-        self.assertTrue(all(share == 1.0 for share, *_ in pairs))
+        half = SOURCE[:SOURCE.index("# Step 10.")] + base[base.index("# Step 10."):]   # steps 1-9 copied
+        groups, pairs, solutions = copies.compare({"ann": SOURCE, "ben": renamed, "cal": base, "dee": own,
+                                                   "eve": reindented, "fay": half}, base, SOURCE)
+        self.assertEqual(groups, [["ann", "ben", "eve"]])           # the same code, names and layout aside
+        self.assertEqual([(a, b) for _, a, b, _, _ in pairs], [("ann", "fay")])
         self.assertEqual(solutions, ["ann", "ben", "eve"])
-        text = copies.report(pairs, classroom.escaped)
-        self.assertIn("100%  ann  ", text)
+        text = copies.report(groups, pairs, classroom.escaped)
+        self.assertIn("same code (3): ann = ben = eve", text)
+        self.assertRegex(text, r"\n\d+%  ann  [\d, .-]+  fay  ")
         self.assertEqual(copies.tokens("def f(:\n"), [])          # what does not tokenize: nothing shared
         self.assertEqual(copies.fingerprints(""), {})
 
