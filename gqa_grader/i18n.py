@@ -70,6 +70,25 @@ def ngettext(singular, plural, n):
     return _current["catalog"].ngettext(singular, plural, n)
 
 
+def sentences(items):
+    """Sentences one after another, as the language writes them (a space in English and
+    Korean, none in Japanese)."""
+    items = list(items)
+    text = items[0] if items else ""
+    for item in items[1:]:
+        text = _("{first} {next}").format(first=text, next=item)
+    return text
+
+
+def clauses(items):
+    """Clauses of one sentence, as the language parts them ("; " in English)."""
+    items = list(items)
+    text = items[0] if items else ""
+    for item in items[1:]:
+        text = _("{first}; {next}").format(first=text, next=item)
+    return text
+
+
 def N_(message):
     """message, untranslated: marks a module-level text as a message id, translated
     where it is used, _(TEXT), once the language is known."""

@@ -910,7 +910,7 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         "",
         "\n\n".join(curves),
         "",
-        "\n\n".join(f"**{task}.** " + " ".join(training.findings(result, task))
+        "\n\n".join(f"**{task}.** " + i18n.sentences(training.findings(result, task))
                      for task in training.TASKS) + "\n",
         _same_cache_part(result, notes),
         ""])

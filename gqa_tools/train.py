@@ -105,7 +105,7 @@ from statistics import NormalDist
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_grader.i18n import N_, _, ngettext
+from gqa_grader.i18n import N_, _, clauses, ngettext
 from gqa_tools.common import rng_for, seed_for, text_table
 
 # The matrix kernel of the model around the lab's attention (the projections,
@@ -977,7 +977,7 @@ def recovery_sentence(result: Dict[str, Any], task: str, g: int) -> str:
              "those counts would be {frozen}.").format(
                  g=g, before=f"{stats(t['pretrained']['correct'], n).mean:.3f}",
                  after=f"{stats(cell(t, g, 'mean', 0), n).mean:.3f}", drop=spread_text(drop),
-                 verdict=verdict_text(verdict(drop.low, drop.high, 0.0), K), budgets="; ".join(parts),
+                 verdict=verdict_text(verdict(drop.low, drop.high, 0.0), K), budgets=clauses(parts),
                  frozen=frozen)
 
 
