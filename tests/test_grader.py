@@ -278,8 +278,8 @@ def mutant_jobs(step, source):
     if isinstance(step, Robust):
         part = tracks.BY_NAME[step.part]
         return ([(source, {"only": [step.part], "case": part.subjects.index(name)}) for name in step.subjects]
-                + [(source, {"only": [step.subjects[0]], "cases": 1})])
-    return [(source, {"only": list(steps_of(step)), "cases": 1})]
+                + [(source, {"only": [step.subjects[0]], "cases": 0})])
+    return [(source, {"only": list(steps_of(step)), "cases": 0})]
 
 
 def result_of(results, step):
@@ -581,7 +581,7 @@ class Mutants(unittest.TestCase):
     @staticmethod
     def alone():
         """A few mutants graded as a student's module is, each in a worker of its own."""
-        return grade_all([(mutate(*MUTANTS[i][2:]), {"only": list(steps_of(MUTANTS[i][1])), "cases": 1})
+        return grade_all([(mutate(*MUTANTS[i][2:]), {"only": list(steps_of(MUTANTS[i][1])), "cases": 0})
                           for i in Mutants.CHOSEN])
 
     def test_mutants_in_one_worker_grade_as_in_workers_of_their_own(self):
