@@ -11,7 +11,7 @@
     python grader.py --autograder dist        dist/autograder.zip for Gradescope
     python grader.py --class subs --gradebook grades.csv
                                               a class's submissions, each a sealed run,
-                                              into a gradebook (docs/teachers-class.md)
+                                              into a gradebook (docs/teachers.md)
     python grader.py --classroom DIR          DIR/.github/workflows/classroom.yml
 
 The module under test runs only in a child process, the worker

@@ -17,7 +17,7 @@ from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
 from .i18n import LANGUAGES, N_, _, from_environment, how_to_change, ngettext, use
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
-                      PUBLIC_SEED, fit, grade, gradescope, print_report, progress, reproduce,
+                      PUBLIC_SEED, fit, grade, print_report, progress, reproduce,
                       scored, shown_seed, summary, withhold_hidden)
 from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
 from .answers import HANDOUT
@@ -360,7 +360,7 @@ def _parse_or_document(argv):
         if not exit_.code:
             raise
         why = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else _("usage error")
-        emit(gradescope([], {}, error=why) if fmt == "gradescope" else
+        emit(records.gradescope([], None, error=why) if fmt == "gradescope" else
              {"grader": GRADER_VERSION, "error": why, "score": 0.0, "passed": 0, "failed": 0,
               "steps": []})
         return None, 2

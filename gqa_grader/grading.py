@@ -4,7 +4,7 @@ grade() returns one result per step (a dict: status "passed", "failed" or "not
 started", the cases, the first failure's message, case, inputs and --show
 transcript, what the step needs and touches); Trusted grades modules one trusts
 one after another in one worker.  print_report() writes them as a
-teacher would; gradescope() as Gradescope's results.json.
+teacher would (records.gradescope, as Gradescope's results.json).
 """
 
 import json
@@ -398,27 +398,6 @@ def print_report(results, args, out=None):
                     else _("the calls of case {case}, to paste into python started in {folder}:"))
             print("        " + what.format(case=case, folder=folder) + "\n", file=out)
             print(r["show"], file=out)
-
-
-def gradescope(results, weights, error=None):
-    """Gradescope's results.json: a score and one test per step."""
-    tests = []
-    for r in results:
-        w = float(weights.get(r["name"], 1.0))
-        tests.append({"name": f"step {r['step']}: {r['name']}", "score": w if r["status"] == "passed" else 0.0,
-                      "max_score": w, "status": "passed" if r["status"] == "passed" else "failed",
-                      "output": r["message"] or r["summary"]})
-    doc = {"score": sum(t["score"] for t in tests), "tests": tests}
-    if error:
-        doc["output"] = error
-    return doc
-
-
-# ---------------------------------------------------------------------------
-# A starter for students: gqa.py's signatures and docstrings, bodies stubbed.
-# ---------------------------------------------------------------------------
-
-# The step of each public name, as the checks above number them; a class's
 
 
 DOCUMENT_CAP = 1 << 20   # bytes of a JSON document, counted after escaping
