@@ -427,6 +427,10 @@ class Worker:
             raise
         except Failure as err:
             raise Refused(str(err)) from None
+        if isinstance(first, dict) and isinstance(first.get("sandbox_error"), str):
+            self.stop()                             # the run's root, not the module, failed
+            raise Refused(_("the run's namespaces could not be made ({why}); nothing was graded").format(
+                why=clean_text(bounded(first["sandbox_error"], 300), False)))
         if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
             self.stop()
             why = first.get("import_error") if isinstance(first, dict) else None

@@ -80,11 +80,15 @@ def build(spec):
 
 
 def main(argv):
+    """Build the root, then run the program; when the root cannot be built, one JSON line
+    on stdout, {"sandbox_error": why}, which the caller reads as it reads the program's
+    first line (the program's own stderr may be closed), and exit 125."""
     spec = json.loads(argv[1])
     try:
         build(spec)
     except OSError as err:
-        sys.stderr.write(f"gqa_sandbox: {err}\n")
+        sys.stdout.write(json.dumps({"sandbox_error": str(err)}) + "\n")
+        sys.stdout.flush()
         return 125
     os.execv(argv[2], argv[2:])
 

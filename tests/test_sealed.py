@@ -324,6 +324,25 @@ class Namespaces(unittest.TestCase):
         finally:
             copy.close()
 
+    def test_a_root_that_cannot_be_built_is_said_and_never_blamed_on_the_module(self):
+        from unittest import mock
+        private = tempfile.mkdtemp()                  # the grader's folder, as a sealed run needs
+        self.addCleanup(shutil.rmtree, private, True)
+        os.chmod(private, 0o700)
+        with mock.patch.object(sandbox, "HERE", private):
+            seal = sandbox.Seal(sealed=True)
+        try:
+            self.assertIsNotNone(seal.jail)
+            os.rmdir(seal.jail)                       # what the run's root is built on: gone
+            worker = sandbox.Worker(os.path.join(ROOT, "gqa.py"), 5.0, seal)
+            with self.assertRaises(failures.Refused) as caught:
+                worker.start()
+            self.assertRegex(str(caught.exception), r"^the run's namespaces could not be made \(.*"
+                                                    r"No such file or directory\); nothing was graded$")
+        finally:
+            seal.jail = None
+            seal.close()
+
     def test_the_module_sees_its_own_root_and_nothing_else(self):
         first, second = (as_run(r) for r in early(self.runs)["runs"])
         for run in (first, second):
