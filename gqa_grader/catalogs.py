@@ -64,6 +64,8 @@ def compile_mo(entries):
     """The bytes of a .mo file holding entries (read_po's), sorted by message id."""
     pairs = []
     for e in entries:
+        if e["msgid"] and ("fuzzy" in e["flags"] or not any(e["msgstr"])):
+            continue                                    # as msgfmt: English rather than a blank
         original = e["msgid"] + ("\0" + e["msgid_plural"] if "msgid_plural" in e else "")
         pairs.append((original.encode("utf-8"), "\0".join(e["msgstr"]).encode("utf-8")))
     pairs.sort()

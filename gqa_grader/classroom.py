@@ -376,7 +376,8 @@ class Gradebook:
         STEM-copies.txt beside the gradebook, and a note on each row whose code is the
         shipped solution's over again: flagged for the teacher, never scored."""
         solution = copies.read_source(os.path.join(HERE, "gqa.py"))
-        base = handout.make_starter(solution) if solution else ""
+        track = [st.name for st in self.steps]              # the starter of the class's track
+        base = handout.make_starter(solution, handout.given_steps(track)) if solution else ""
         sources = {sub.key: copies.read_source(sub.path) for sub in subs if sub.path}
         groups, pairs, solutions = copies.compare(sources, base, solution or None)
         path = os.path.splitext(self.path)[0] + "-copies.txt"
@@ -754,17 +755,28 @@ def workflow(args):
         command = " ".join(["python3", "grader.py", "--sealed", "--only", str(st.number),
                             "--format", "classroom"] + words)
         steps.append({"name": f"step {st.number}: {st.name}", "id": f"step{st.number}",
-                      "timeout-minutes": minutes, "run": command + ' >> "$GITHUB_OUTPUT"'})
-    steps.append({"name": "Autograding Reporter",
+                      "timeout-minutes": minutes, "continue-on-error": True,
+                      "run": command + ' >> "$GITHUB_OUTPUT"'})
+    steps.append({"name": "Autograding Reporter", "if": "always()",   # whatever a step met
                   "uses": "classroom-resources/autograding-grading-reporter@v1",
-                  "env": {f"STEP{st.number}_RESULTS": f"${{{{ steps.step{st.number}.outputs.result }}}}"
-                          for st in graded},
+                  "env": {f"STEP{st.number}_RESULTS": f"${{{{ steps.step{st.number}.outputs.result || "
+                                                      f"'{_unfinished(st, args)}' }}}}" for st in graded},
                   "with": {"runners": ",".join(f"step{st.number}" for st in graded)}})
     return {"name": "Autograding Tests", "on": ["push", "repository_dispatch"],
             "permissions": {"checks": "write", "actions": "read", "contents": "read"},
             "jobs": {"run-autograding-tests": {
                 "runs-on": "ubuntu-latest", "if": "github.actor != 'github-classroom[bot]'",
                 "steps": steps}}}
+
+
+def _unfinished(st, args):
+    """The result of a step that wrote none (it ran out of time, or never started): worth
+    its points, none earned, in the form the reporter reads (base64 JSON)."""
+    import base64
+    result = {"version": 1, "status": "error", "max_score": args.weight_map.get(st.name, 1),
+              "tests": [{"name": f"step {st.number}: {st.name}", "status": "error", "score": 0,
+                         "message": "the step did not finish", "line_no": 0}]}
+    return base64.b64encode(json.dumps(result, sort_keys=True).encode("utf-8")).decode("ascii")
 
 
 def write_workflow(args):

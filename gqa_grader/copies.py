@@ -164,9 +164,15 @@ def report(groups, pairs, shown):
 
 def read_source(path):
     """A submission's text for comparing ("" when it cannot be read as text)."""
+    import stat
     try:
-        with open(path, "rb") as f:
-            data = f.read(1 << 20)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return ""
+    try:
+        data = os.read(fd, 1 << 20) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        data = b""
+    finally:
+        os.close(fd)
     return data.decode("utf-8", "replace") if os.path.basename(path).endswith(".py") else ""

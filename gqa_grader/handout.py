@@ -74,9 +74,12 @@ exit 0
 def _grader_files():
     """The grader's own files, as paths relative to its folder: grader.py, gqa_grader/ and
     gqa_sandbox/ (the namespaces a sealed run is shut in, where they can be made)."""
-    return ["grader.py"] + [f"{package}/{name}" for package in ("gqa_grader", "gqa_sandbox")
-                            for name in sorted(os.listdir(os.path.join(sandbox.HERE, package)))
-                            if name.endswith(".py")]
+    files = ["grader.py"] + [f"{package}/{name}" for package in ("gqa_grader", "gqa_sandbox")
+                             for name in sorted(os.listdir(os.path.join(sandbox.HERE, package)))
+                             if name.endswith(".py")]
+    locale = os.path.join(sandbox.HERE, "gqa_grader", "locale")       # --lang's catalogs
+    return files + [f"gqa_grader/locale/{lang}/LC_MESSAGES/gqa.mo" for lang in sorted(os.listdir(locale))
+                    if os.path.isfile(os.path.join(locale, lang, "LC_MESSAGES", "gqa.mo"))]
 
 
 def _add(z, name, data, mode):

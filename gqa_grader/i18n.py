@@ -52,8 +52,11 @@ def use(lang):
     """Make lang ("en", "ja" or "ko") the language of every message from now on."""
     if lang not in LANGUAGES:
         raise ValueError(f"use: lang must be one of {', '.join(LANGUAGES)}; got {lang!r}")
-    catalog = gettext.NullTranslations() if lang == "en" else gettext.translation(
-        DOMAIN, LOCALE, languages=[lang], fallback=True)
+    try:
+        catalog = gettext.NullTranslations() if lang == "en" else gettext.translation(
+            DOMAIN, LOCALE, languages=[lang])
+    except OSError:                        # a copy without its catalogs: English, and it says so
+        lang, catalog = "en", gettext.NullTranslations()
     _current.update(lang=lang, catalog=catalog)
 
 

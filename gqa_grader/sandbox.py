@@ -195,7 +195,7 @@ class Seal:
             self._enter_namespaces()
             if user is None:
                 self.drop, self.fresh = fresh_ids(), True
-                self.search = FolderSearch(self.drop[0]) if self.jail is None else None
+                self.search = FolderSearch(self.drop[0]) if self.tool is None else None
                 name = f"uid {self.drop[0]}"
             else:
                 import pwd
@@ -275,8 +275,7 @@ class Seal:
         package = sandbox_package()
         ok, why = package.available() if package else (False, "gqa_sandbox is not beside the grader")
         if ok:
-            import tempfile
-            self.jail, self.tool = tempfile.mkdtemp(prefix="gqa-root-"), why
+            self.tool = why                            # its folder is made with the run's, below
         else:
             self.partly = _("namespaces cannot be made here ({why}): the worker sees the machine's "
                             "files as its user may, and what it leaves is searched for and "
@@ -298,6 +297,8 @@ class Seal:
         import tempfile
         self.dir = tempfile.mkdtemp(prefix="gqa-sealed-")
         os.chmod(self.dir, 0o711 if self.drop else 0o700)
+        if self.tool is not None and self.jail is None:   # made last: a refused run leaves none
+            self.jail = tempfile.mkdtemp(prefix="gqa-root-")
 
     def place(self, path):
         """The module's copy in the private folder (written afresh, from the bytes read
@@ -347,7 +348,7 @@ class Seal:
         """With a uid of the run's own: remove every file and IPC object it left
         (cleanup.clean; its processes are gone by then).  Never raises.  In namespaces
         there is nothing to search: what it wrote outside its folder went with them."""
-        if self.fresh and self.jail is None:
+        if self.fresh and self.tool is None:
             self.notes += clean(self.drop[0], self.search)
 
     def close(self):
@@ -367,6 +368,26 @@ class Seal:
         if self.jail is not None:                  # empty: what was built on it went with the run
             folder, self.jail = self.jail, None
             os.rmdir(folder)
+
+
+def _child_of(parent):
+    """The one child process of parent (its pid), from /proc: the children file where the
+    kernel has it, else each process's stat; None when there is none."""
+    try:
+        with open(f"/proc/{parent}/task/{parent}/children", "rb") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(b")") + 2:].split()[1]) == parent:    # its fields after the name
+                return int(name)
+    return None
 
 
 class Worker:
@@ -427,7 +448,8 @@ class Worker:
             raise
         except Failure as err:
             raise Refused(str(err)) from None
-        if isinstance(first, dict) and isinstance(first.get("sandbox_error"), str):
+        if (isinstance(first, dict) and isinstance(first.get("sandbox_error"), str)
+                and self.seal.jail is not None and self._ended_with(125)):
             self.stop()                             # the run's root, not the module, failed
             raise Refused(_("the run's namespaces could not be made ({why}); nothing was graded").format(
                 why=clean_text(bounded(first["sandbox_error"], 300), False)))
@@ -439,6 +461,14 @@ class Worker:
                               module=self.label))
         if self.seal.drop:
             self._check_user()
+
+    def _ended_with(self, status):
+        """Whether the worker's process ended, at once, with status (enter.py's, when the
+        run's root could not be built: a module that writes the same line goes on)."""
+        try:
+            return self.proc.wait(2) == status
+        except subprocess.TimeoutExpired:
+            return False
 
     def load(self, path, label=None):
         """For a worker made with reload (modules one trusts): the module at path in place
@@ -473,10 +503,8 @@ class Worker:
         """Where /proc exists: the worker's real, effective, saved uid and gid are the drop's."""
         pid = self.proc.pid
         if self.seal.jail is not None:             # unshare's one child: the worker, PID 1 inside
-            try:
-                with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
-                    pid = int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
+            pid = _child_of(pid)
+            if pid is None:
                 self.stop()
                 raise Refused(_("the worker's process could not be found to check its user; "
                                 "nothing was graded")) from None

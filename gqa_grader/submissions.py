@@ -89,13 +89,29 @@ def locate(folder):
     return None, f"no gqa.py; the folder holds {held}" if found else "an empty folder", ""
 
 
-def examine(path):
-    """Why the file at path is not Python source to grade (None when it may be)."""
+def _head(path, size=8192):
+    """The first bytes of the regular file at path, or why it cannot be read: opened
+    without waiting (a named pipe never stops a class) and without following a link."""
+    import stat
     try:
-        with open(path, "rb") as f:
-            head = f.read(8192)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError as err:
         return f"cannot read it: {err.strerror}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not a regular file (a pipe, a device or a socket)"
+        return os.read(fd, size)
+    except OSError as err:
+        return f"cannot read it: {err.strerror}"
+    finally:
+        os.close(fd)
+
+
+def examine(path):
+    """Why the file at path is not Python source to grade (None when it may be)."""
+    head = _head(path)
+    if isinstance(head, str):
+        return head
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "text saved as UTF-16 (an editor's \"Unicode\"), not Python source: save it as UTF-8"
     if b"\0" in head:

@@ -29,7 +29,7 @@ _libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctype
 
 
 def mount(source, target, fstype, flags, data=None):
-    if _libc.mount(source and source.encode(), target.encode(), fstype and fstype.encode(), flags,
+    if _libc.mount(source and os.fsencode(source), os.fsencode(target), fstype and fstype.encode(), flags,
                    data and data.encode()) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {source or fstype} on {target}: {os.strerror(err)}")
@@ -54,7 +54,7 @@ def show(root, path, writable):
     if not os.path.exists(path):
         return
     inside = place(root, path, os.path.isdir(path))
-    mount(path, inside, None, MS_BIND | MS_REC)
+    mount(path, inside, None, MS_BIND)                  # not recursive: no mount below it, writable or not
     flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY)
     mount(None, inside, None, flags)
 
@@ -64,7 +64,8 @@ def build(spec):
     mount(None, "/", None, MS_REC | MS_PRIVATE)          # nothing below propagates out
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
     for path, size in sorted(spec.get("tmpfs", {}).items()):   # first: a path below shows on top
-        mount("tmpfs", place(root, path, True), "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)},mode=1777")
+        mount("tmpfs", place(root, path, True), "tmpfs", MS_NOSUID | MS_NODEV,
+              f"size={int(size)},nr_inodes=4096,mode=1777")             # capped in files too
     for path in spec.get("ro", []):
         show(root, path, False)
     for path in spec.get("rw", []):
@@ -83,14 +84,13 @@ def main(argv):
     """Build the root, then run the program; when the root cannot be built, one JSON line
     on stdout, {"sandbox_error": why}, which the caller reads as it reads the program's
     first line (the program's own stderr may be closed), and exit 125."""
-    spec = json.loads(argv[1])
     try:
-        build(spec)
-    except OSError as err:
-        sys.stdout.write(json.dumps({"sandbox_error": str(err)}) + "\n")
+        build(json.loads(argv[1]))
+        os.execv(argv[2], argv[2:])
+    except Exception as err:                            # never the module's: it has not run
+        sys.stdout.write(json.dumps({"sandbox_error": f"{type(err).__name__}: {err}"}) + "\n")
         sys.stdout.flush()
         return 125
-    os.execv(argv[2], argv[2:])
 
 
 if __name__ == "__main__":

@@ -841,7 +841,9 @@ class Autograder(unittest.TestCase):
         made = early(self.made)
         self.assertEqual(made["made"][0], 0, made["made"][2])
         self.assertEqual(made["names"], sorted(["grader.py", "run_autograder", "secret", "setup.sh",
-                                                "weights.json"] + made["package"]))
+                                                "weights.json"] + made["package"]
+                                               + [f"gqa_grader/locale/{lang}/LC_MESSAGES/gqa.mo"
+                                                  for lang in ("ja", "ko")]))   # --lang's catalogs
         self.assertIn("gqa_grader/sandbox.py", made["package"])
         self.assertEqual(made["mode"], 0o755)
         self.assertEqual(made["same"], dict.fromkeys(["grader.py"] + made["package"], True))
