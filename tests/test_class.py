@@ -811,6 +811,7 @@ class HostileNames(unittest.TestCase):
                 f.write(SOURCE.encode())
         from gqa_grader import cleanup
         self.addCleanup(lambda: cleanup.remove_tree(os.path.join(subs, b"deep").decode(), time.monotonic() + 30))
+        os.mkfifo(os.path.join(subs, b"pipe.py"))          # opened as it is, it would wait forever
         here = os.open(subs, os.O_RDONLY)
         os.mkdir("deep", dir_fd=here)
         for _ in range(1100):                   # deeper than Python's recursion limit
@@ -825,9 +826,10 @@ class HostileNames(unittest.TestCase):
         self.assertNotIn("\x1b", run.stdout + run.stderr)                 # escaped in the terminal
         rows = rows_of(book)
         self.assertEqual(sorted(rows), sorted(classroom.cell(n) for n in (
-            "bad\udcff\udcfename", "deep", "esc\x1b[31mred", "up\udce9.py")))
-        self.assertEqual({k: r["status"] for k, r in rows.items() if k != "deep"},
-                         {k: "passed" for k in rows if k != "deep"})
+            "bad\udcff\udcfename", "deep", "esc\x1b[31mred", "pipe.py", "up\udce9.py")))
+        self.assertEqual({k: r["status"] for k, r in rows.items() if k not in ("deep", "pipe.py")},
+                         {k: "passed" for k in rows if k not in ("deep", "pipe.py")})
+        self.assertIn("not a regular file", rows["pipe.py"]["notes"])
         self.assertIn("folders more than 24 deep", rows["deep"]["notes"])
         again = private.run("--class", subs.decode(), "--gradebook", book, "--only", "1", "--cases", "0")
         self.assertIn("3 submissions graded before with the same bytes", again.stderr)   # read back
