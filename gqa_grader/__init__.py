@@ -28,7 +28,8 @@ library (never gqa.py, never the tools):
     records    what a run records to be had again: provenance, the options carried,
                Gradescope's results.json
     submissions  what was submitted: a class's folder, a student's gqa.py in it
-    classroom  a class: --class's gradebook, --classroom's workflow
+    classroom  a class: --class's gradebook, its graders and feedback
+    workflow   --classroom: GitHub Classroom's workflow, written by a small YAML emitter
     cli        the command line
 
 The public door, for the tools: grade() and run_in_child(), and their errors.

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from . import classroom, records, submissions
+from . import classroom, records, submissions, workflow
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
 from .i18n import LANGUAGES, N_, _, from_environment, how_to_change, ngettext, use
@@ -529,7 +529,7 @@ def _main(argv=None):
     documents = args.format in ("json", "gradescope")   # --json, --format: one JSON document, always
     if args.list:
         return _list_steps(documents)
-    status = classroom.dispatch(args, main)
+    status = workflow.write_workflow(args) if args.classroom else classroom.dispatch(args, main)
     if status is None:
         status = _write_handout(args, documents)
     if status is not None:

@@ -30,7 +30,7 @@ import unittest
 import zipfile
 from unittest import mock
 
-from gqa_grader import checks, cli, classroom, records, sandbox, submissions, grading
+from gqa_grader import checks, cli, classroom, records, sandbox, submissions, grading, workflow
 from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -864,7 +864,7 @@ class Emitter(unittest.TestCase):
 
     def test_strings_are_quoted_whatever_they_hold(self):
         data = {"on": ["a: b", "#c", "x'y\"z", "é\n"], "n": 3, "key with space": {"k": "v"}}
-        self.assertEqual(parse_yaml("\n".join(classroom.yaml_lines(data))), data)
+        self.assertEqual(parse_yaml("\n".join(workflow.yaml_lines(data))), data)
 
 
 if __name__ == "__main__":
