@@ -281,12 +281,13 @@ class Seal:
                             "files as its user may, and what it leaves is searched for and "
                             "removed").format(why=why)
 
-    def command(self, argv):
-        """argv (a Python worker's), run in the run's own root when it has one."""
+    def command(self, argv, report=None):
+        """argv (a Python worker's), run in the run's own root when it has one; report: the
+        pipe's end where the root's builder says why it could not build it."""
         if self.jail is None:
             return argv
         package = sandbox_package()
-        spec = package.spec(self.jail, ro=[WORKER], rw=[self.dir], cwd=self.cwd())
+        spec = dict(package.spec(self.jail, ro=[WORKER], rw=[self.dir], cwd=self.cwd()), report=report)
         return package.command(spec, [os.path.realpath(argv[0])] + argv[1:])
 
     def _make_dir(self):
@@ -425,10 +426,18 @@ class Worker:
             config.update(run=self.run, name="gqa_under_tool", register=False)
         if self.reload:
             config["reload"] = True
-        self.proc = subprocess.Popen(
-            self.seal.command([sys.executable, "-I", "-S", WORKER, json.dumps(config)]),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self.seal.cwd(), env=self.seal.env(), start_new_session=os.name == "posix")
+        report = os.pipe() if self.seal.jail is not None else None      # the root's builder's word
+        try:
+            self.proc = subprocess.Popen(
+                self.seal.command([sys.executable, "-I", "-S", WORKER, json.dumps(config)],
+                                  report and report[1]),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=self.seal.cwd(), env=self.seal.env(), start_new_session=os.name == "posix",
+                pass_fds=report[1:] if report else ())
+        finally:
+            if report:
+                os.close(report[1])
+        self.report = report and report[0]
         self.started += 1
         self.buffer, self.scanned, self.round_trip = bytearray(), 0, 0
         if os.name == "posix":
@@ -447,12 +456,11 @@ class Worker:
         except OutOfTime:
             raise
         except Failure as err:
+            self._root_failed()
             raise Refused(str(err)) from None
-        if (isinstance(first, dict) and isinstance(first.get("sandbox_error"), str)
-                and self.seal.jail is not None and self._ended_with(125)):
-            self.stop()                             # the run's root, not the module, failed
-            raise Refused(_("the run's namespaces could not be made ({why}); nothing was graded").format(
-                why=clean_text(bounded(first["sandbox_error"], 300), False)))
+        if not isinstance(first, dict) or first.get("ready") is not True:
+            self._root_failed()
+        self._root_failed(ready=True)
         if not isinstance(first, dict) or "import_error" in first or first.get("ready") is not True:
             self.stop()
             why = first.get("import_error") if isinstance(first, dict) else None
@@ -462,13 +470,31 @@ class Worker:
         if self.seal.drop:
             self._check_user()
 
-    def _ended_with(self, status):
-        """Whether the worker's process ended, at once, with status (enter.py's, when the
-        run's root could not be built: a module that writes the same line goes on)."""
+    def _root_failed(self, ready=False):
+        """Raise Refused when the run's root could not be built: what its builder wrote on
+        its own pipe before it ended, which the module never holds (closed at the worker's
+        exec).  ready: the worker answered, so the root was built: the pipe is closed."""
+        fd, self.report = getattr(self, "report", None), None
+        if fd is None:
+            return
+        if ready:
+            os.close(fd)
+            return
         try:
-            return self.proc.wait(2) == status
-        except subprocess.TimeoutExpired:
-            return False
+            ready = select.select([fd], [], [], 1)[0] if os.name == "posix" else [fd]
+            text = os.read(fd, 4096).decode("utf-8", "replace") if ready else ""
+        except OSError:
+            text = ""
+        finally:
+            os.close(fd)
+        try:
+            why = json.loads(text)["sandbox_error"] if text else None
+        except (ValueError, KeyError, TypeError):
+            why = text
+        if why:
+            self.stop()                             # the run's root, not the module, failed
+            raise Refused(_("the run's namespaces could not be made ({why}); nothing was graded").format(
+                why=clean_text(bounded(str(why), 300), False)))
 
     def load(self, path, label=None):
         """For a worker made with reload (modules one trusts): the module at path in place

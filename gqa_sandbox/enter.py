@@ -5,7 +5,10 @@ mount, PID, IPC, network and UTS namespaces (util-linux's unshare makes them), a
 
 SPEC is JSON: {"root": an empty folder to build the root on, "ro": [paths shown read-only],
 "rw": [paths shown writable], "tmpfs": {path: bytes}, "devices": [device files],
-"cwd": where the program starts}.  This script, PID 1 of the new PID namespace,
+"cwd": where the program starts, "report": a file descriptor open for writing}.  When
+the root cannot be built, {"sandbox_error": why} is written to report (to stdout
+without one) and the exit status is 125; report is closed at exec, so the program can
+never write there.  This script, PID 1 of the new PID namespace,
 makes every mount private to the namespace, mounts a small tmpfs on root, shows there
 each path of ro and rw at the same place (a bind mount; a symbolic link as a link),
 mounts each tmpfs of its size, a /proc that shows this namespace's processes only and
@@ -84,12 +87,20 @@ def main(argv):
     """Build the root, then run the program; when the root cannot be built, one JSON line
     on stdout, {"sandbox_error": why}, which the caller reads as it reads the program's
     first line (the program's own stderr may be closed), and exit 125."""
+    spec = json.loads(argv[1])
+    report = spec.get("report")                         # a pipe of the caller's, if it gave one
     try:
-        build(json.loads(argv[1]))
+        if report is not None:
+            os.set_inheritable(report, False)           # closed at exec: the program never has it
+        build(spec)
         os.execv(argv[2], argv[2:])
-    except Exception as err:                            # never the module's: it has not run
-        sys.stdout.write(json.dumps({"sandbox_error": f"{type(err).__name__}: {err}"}) + "\n")
-        sys.stdout.flush()
+    except Exception as err:                            # never the program's: it has not run
+        line = json.dumps({"sandbox_error": f"{type(err).__name__}: {err}"}) + "\n"
+        if report is not None:
+            os.write(report, line.encode("utf-8"))
+        else:
+            sys.stdout.write(line)
+            sys.stdout.flush()
         return 125
 
 
