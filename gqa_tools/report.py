@@ -334,14 +334,59 @@ def head_cosines(lab: Lab, cfg: Config) -> Spread:
     return spread(values)
 
 
+# Section 8's training, the report's one slow part, is kept beside report.md in
+# report-training.json with the sha256 of all its numbers come from (gqa.py's kernels,
+# the training's code and seeds, the recipe, and whether this Python adds with
+# math.sumprod).  `report --check` trains again unless that record's key is the one the
+# code has now; writing the report always trains, and writes the record.
+TRAINING_RECORD = "report-training.json"
+
+
+def training_key(recipe: Any) -> str:
+    """The sha256 of what section 8's numbers depend on: its inputs' bytes and the recipe."""
+    import hashlib
+    import json
+    from gqa_tools import common
+    digest = hashlib.sha256()
+    for module in (gqa, training, common):
+        with open(module.__file__, "rb") as f:
+            digest.update(hashlib.sha256(f.read()).digest())
+    digest.update(json.dumps(recipe._asdict(), sort_keys=True).encode("utf-8"))
+    digest.update(b"sumprod" if hasattr(math, "sumprod") else b"sum")
+    return digest.hexdigest()
+
+
+def recorded_training(path: str, recipe: Any) -> Optional[dict]:
+    """The training in the record at path, when its key is the code's now; else None."""
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return record.get("result") if isinstance(record, dict) and record.get("key") == training_key(recipe) else None
+
+
+def write_training(path: str, recipe: Any, result: dict) -> None:
+    """The record of section 8's training at path, whole or not at all."""
+    import json
+    result = dict(result, seconds=0.0)              # how long it took: not the report's, and not the same twice
+    text = json.dumps({"key": training_key(recipe), "recipe": recipe._asdict(), "result": result},
+                      sort_keys=True, indent=1, allow_nan=False) + "\n"
+    target = write_target(path)
+    os.replace(stage(target, text), target)
+
+
 def measure(cfg: Config, lab: Optional[Lab] = None,
             progress: Optional[Callable[[str], None]] = None,
-            untrained: Optional[str] = None, recipe: Optional[Any] = None, jobs: int = 1) -> Measured:
+            untrained: Optional[str] = None, recipe: Optional[Any] = None, jobs: int = 1,
+            record: Optional[dict] = None) -> Measured:
     """Everything the report measures.  Section 8 trains with lab when untrained is
     "", and says why not when it is text; by default (None) it trains the project's
     gqa.py only: another module is trained when its caller has checked that the
     steps training needs pass (parts_from_child).  jobs: the processes that train
-    section 8's seeds (the project's gqa.py only; the report is the same for every jobs)."""
+    section 8's seeds (the project's gqa.py only; the report is the same for every jobs).
+    record: section 8's training as recorded (recorded_training), used instead of training."""
     lab = lab or Lab(gqa, "gqa.py")
     if untrained is None:
         untrained = "" if lab.module is gqa else _("not run for this module")
@@ -352,10 +397,15 @@ def measure(cfg: Config, lab: Optional[Lab] = None,
         tallied=attempt(lambda: {g: tallied_multiplies(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
         difference=part(0), conversion=part(1), exact_mha=part(2),
         head_cosine=attempt(lambda: head_cosines(lab, cfg)),
-        training=attempt(lambda: training.run((recipe or training.QUICK)._replace(seed=cfg.seed),
-                                               lab=lab if lab.module is not gqa else gqa,
-                                               progress=progress, jobs=jobs))
+        training=(record if record is not None else
+                  attempt(lambda: training.run(report_recipe(cfg, recipe), lab=lab if lab.module is not gqa else gqa,
+                                               progress=progress, jobs=jobs)))
         if not untrained else Missing(untrained))
+
+
+def report_recipe(cfg: Config, recipe: Optional[Any] = None) -> Any:
+    """The recipe section 8 trains: the quick one (or recipe), from the report's seed."""
+    return (recipe or training.QUICK)._replace(seed=cfg.seed)
 
 
 # ---------------------------------------------------------------------------
@@ -1379,6 +1429,9 @@ def make_parser() -> argparse.ArgumentParser:
                                "with --module, report.md beside the module)"))
     parser.add_argument("--check", action="store_true",
                         help=_("write nothing; exit 1 if the file differs from what the code writes now"))
+    parser.add_argument("--retrain", action="store_true",
+                        help=_("with --check: train section 8 again, whatever {record} says (it is used "
+                               "when the code it was trained with is unchanged)").format(record=TRAINING_RECORD))
     parser.add_argument("--module", default=None, metavar="PATH",
                         help=_("build the report from this gqa.py (a student's) instead of the project's"))
     parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
@@ -1467,10 +1520,7 @@ def report_main(argv: Sequence[str]) -> int:
         if args.module:
             parts = parts_from_child(cfg, args.module)
         else:
-            lab = Lab(gqa, "gqa.py")
-            with progress_line("report") as progress:           # section 8 trains for seconds
-                measured = measure(cfg, lab, progress, jobs=args.jobs)
-            parts = build_parts(cfg, measured, lab)
+            parts, training_done = project_parts(cfg, args, path)
     except gqa.GQAError as err:
         if args.module:
             print(f"gqa report: {err}", file=sys.stderr)
@@ -1488,6 +1538,9 @@ def report_main(argv: Sequence[str]) -> int:
         return check(path, text, cfg.command(args.module), figures)
     try:
         target = write_report(path, text, figures)
+        if not args.module and isinstance(training_done, dict):
+            write_training(os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
+                           report_recipe(cfg), training_done)
     except (OSError, WriteRefused) as err:
         why = getattr(err, "strerror", None) or err
         print("gqa report: " + _("cannot write {path}: {why}; nothing was changed").format(path=path, why=why),
@@ -1495,6 +1548,17 @@ def report_main(argv: Sequence[str]) -> int:
         return 2
     print(wrote(path, target, len(figures)))
     return 0
+
+
+def project_parts(cfg: Config, args: Any, path: str) -> Tuple[List[Part], Any]:
+    """The project's own report's parts, and its training (to be recorded when written);
+    --check takes the training from the record beside path when its key is the code's."""
+    lab = Lab(gqa, "gqa.py")
+    record = (recorded_training(os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
+                                report_recipe(cfg)) if args.check and not args.retrain else None)
+    with progress_line("report") as progress:           # section 8 trains for seconds
+        measured = measure(cfg, lab, progress, jobs=args.jobs, record=record)
+    return build_parts(cfg, measured, lab), measured.training
 
 
 def wrote(path: str, target: str, figures: int) -> str:

@@ -45,10 +45,11 @@ def _run_once(r, lab=gqa, progress=None, jobs=1):
     return copy.deepcopy(_TRAINED[key])
 
 
-def _measure_once(cfg, lab=None, progress=None, untrained=None, recipe=None, jobs=1):
-    """gqa_tools.report.measure, measured once for each configuration with the project's gqa.py."""
-    if lab is not None and lab.module is not gqa:
-        return _MEASURE(cfg, lab, progress, untrained, recipe, jobs)
+def _measure_once(cfg, lab=None, progress=None, untrained=None, recipe=None, jobs=1, record=None):
+    """gqa_tools.report.measure, measured once for each configuration with the project's gqa.py
+    (a training record, when the report passes one, is its training)."""
+    if lab is not None and lab.module is not gqa or record is not None:
+        return _MEASURE(cfg, lab, progress, untrained, recipe, jobs, record)
     key = (cfg, untrained, recipe, gqa_train.QUICK)
     if key not in _MEASURED:
         _MEASURED[key] = _MEASURE(cfg, lab, progress, untrained, recipe, jobs)

@@ -549,6 +549,19 @@ class Committed(unittest.TestCase):
         same_cache = "beat every other row" in self.section        # the recipe's equal-cache models, if any
         self.assertEqual(checked, 2 * (4 + 6 + 2 + same_cache))   # per task: 4 recovers, 6 orderings, 2 drops
 
+    @unittest.skipUnless(hasattr(math, "sumprod"), "the record is the 3.12+ family's (math.sumprod)")
+    def test_the_training_record_is_the_codes_now(self):
+        # report --check takes section 8's training from it when its key is the code's: a
+        # stale one would only cost CI the training, so it is caught here.
+        from gqa_tools import report
+        recorded = report.recorded_training(os.path.join(ROOT, report.TRAINING_RECORD),
+                                            report.report_recipe(report.Config()))
+        self.assertIsNotNone(recorded, "regenerate it with python3.12 -m gqa report")
+        self.assertEqual(recorded["seeds"], list(range(gqa_train.QUICK.seeds)))
+        self.assertEqual(recorded["seconds"], 0.0)                 # the same bytes from run to run
+        for task in gqa_train.TASKS:                 # a count for every seed (report --check reads the rest)
+            self.assertEqual(len(recorded["tasks"][task]["pretrained"]["correct"]), gqa_train.QUICK.seeds)
+
     def test_section_9_says_what_section_8_decided(self):
         for task in gqa_train.TASKS:
             for g in (1, 2):
