@@ -76,19 +76,20 @@ def ngettext(singular, plural, n):
 def sentences(items):
     """Sentences one after another, as the language writes them (a space in English and
     Korean, none in Japanese)."""
-    items = list(items)
-    text = items[0] if items else ""
-    for item in items[1:]:
-        text = _("{first} {next}").format(first=text, next=item)
-    return text
+    return _joined(items, _("{first} {next}"))
 
 
 def clauses(items):
     """Clauses of one sentence, as the language parts them ("; " in English)."""
+    return _joined(items, _("{first}; {next}"))
+
+
+def _joined(items, template):
+    """items one after another, each pair as template ({first}, {next}) joins them."""
     items = list(items)
     text = items[0] if items else ""
     for item in items[1:]:
-        text = _("{first}; {next}").format(first=text, next=item)
+        text = template.format(first=text, next=item)
     return text
 
 
