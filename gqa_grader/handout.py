@@ -50,8 +50,15 @@ def write_starter(directory, source_path=DEFAULT_MODULE, track=None, lang="en"):
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, when it builds the image.  The grader needs the
-# standard library of Python 3.9 or later and nothing else: nothing is installed.
+# standard library of Python 3.9 or later.  Bubblewrap (Debian's and Ubuntu's
+# package bubblewrap) shuts each run in namespaces of its own; without it the
+# grader uses util-linux's unshare, and where the container allows neither,
+# each result says "partly sealed" and why (docs/sandbox.md).
 python3 -c 'import sys; assert sys.version_info >= (3, 9), sys.version'
+if ! command -v bwrap > /dev/null 2>&1; then
+    { apt-get update && apt-get install -y bubblewrap; } > /dev/null 2>&1 \\
+        || echo "setup.sh: bubblewrap could not be installed; runs use unshare where they can"
+fi
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash

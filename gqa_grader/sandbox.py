@@ -36,6 +36,7 @@ from .i18n import N_, _
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # grader.py's folder
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+WORKER_INSIDE = "/grader/worker.py"  # where a run in namespaces sees it: no path of the machine
 DEFAULT_TIMEOUT = 5.0   # seconds one call may take before its worker is killed
 DEFAULT_BUDGET = 300.0  # seconds a whole run may take; a correct module takes about one
 BUDGET_NOTE = N_("not graded: the run's time budget ran out")   # shown as _(BUDGET_NOTE)
@@ -188,11 +189,13 @@ class Seal:
         if os.name != "posix":
             raise Refused("a sealed run needs a POSIX system (Linux, macOS): its limits, "
                           "sessions and users do not exist here")
+        self._enter_namespaces()
         if not root:
-            self.partly = ("the grader is not running as root, so the worker runs as the same "
-                           "user and could reach the grader's files and process")
+            if self.tool is None:
+                self.partly = _("the grader is not running as root and namespaces cannot be made "
+                                "here ({why}), so the worker runs as the same user and could reach "
+                                "the grader's files and process").format(why=self.why)
         else:
-            self._enter_namespaces()
             if user is None:
                 self.drop, self.fresh = fresh_ids(), True
                 self.search = FolderSearch(self.drop[0]) if self.tool is None else None
@@ -208,22 +211,29 @@ class Seal:
                     raise Refused(f"--user {name}: the worker's user must not be root")
                 self.drop = (entry.pw_uid, entry.pw_gid)
             self.user, gids = name, {self.drop[1]}
-            if reachable(HERE, self.drop[0], gids, 1):
-                raise Refused(f"the worker's user {name} could open files in the grader's folder "
-                              f"{HERE} (grader.py, a solution); make it private first "
-                              f"(chmod 700 {HERE})")
-            self._check_above(HERE, f"the grader's folder {HERE}", name, gids)
-            self._check_python(name, gids)
-            if out:
-                out_name = out_name or f"--out {out}"
-                folder = os.path.dirname(os.path.abspath(out))
-                if not os.path.isdir(folder):
-                    raise Refused(f"{out_name}: no such folder {folder}")
-                if reachable(folder, self.drop[0], gids, 2):
-                    raise Refused(f"the worker's user {name} could write into {folder}, where "
-                                  f"{out_name} goes; choose a folder only the grader can write")
-                self._check_above(folder, out_name, name, gids)
+            out_name = out_name or f"--out {out}"
+            if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+                raise Refused(f"{out_name}: no such folder {os.path.dirname(os.path.abspath(out))}")
+            if self.tool is None:                  # in namespaces none of it is in sight
+                self._check_reach(name, gids, out, out_name)
         self._make_dir()
+
+    def _check_reach(self, name, gids, out, out_name):
+        """Outside namespaces: refused when the worker's user could open the grader's files,
+        write the Python that starts each worker as root or the folder of --out, or rename
+        a folder above one of them."""
+        if reachable(HERE, self.drop[0], gids, 1):
+            raise Refused(f"the worker's user {name} could open files in the grader's folder "
+                          f"{HERE} (grader.py, a solution); make it private first "
+                          f"(chmod 700 {HERE})")
+        self._check_above(HERE, f"the grader's folder {HERE}", name, gids)
+        self._check_python(name, gids)
+        if out:
+            folder = os.path.dirname(os.path.abspath(out))
+            if reachable(folder, self.drop[0], gids, 2):
+                raise Refused(f"the worker's user {name} could write into {folder}, where "
+                              f"{out_name} goes; choose a folder only the grader can write")
+            self._check_above(folder, out_name, name, gids)
 
     def _check_above(self, path, what, name, gids):
         """Every folder above the folder path, as written and as resolved: one the worker's
@@ -263,6 +273,8 @@ class Seal:
         if not self.drop:
             return
         name = getattr(self, "user", self.drop[0])
+        if self.tool is not None:                     # in namespaces it is out of sight
+            return
         if reachable(real, self.drop[0], {self.drop[1]}, 1):
             raise Refused(f"the worker's user {name} could open files in {real}, {what}; "
                           f"make it private first (chmod 700 {real})")
@@ -277,18 +289,19 @@ class Seal:
         if ok:
             self.tool = why                            # its folder is made with the run's, below
         else:
+            self.why = why
             self.partly = _("namespaces cannot be made here ({why}): the worker sees the machine's "
                             "files as its user may, and what it leaves is searched for and "
                             "removed").format(why=why)
 
-    def command(self, argv, report=None):
-        """argv (a Python worker's), run in the run's own root when it has one; report: the
-        pipe's end where the root's builder says why it could not build it."""
+    def command(self, argv):
+        """argv (a Python worker's), run in the run's own root when it has one: (the command,
+        the bytes to write first on its stdin)."""
         if self.jail is None:
-            return argv
+            return argv, b""
         package = sandbox_package()
-        spec = dict(package.spec(self.jail, ro=[WORKER], rw=[self.dir], cwd=self.cwd()), report=report)
-        return package.command(spec, [os.path.realpath(argv[0])] + argv[1:])
+        spec = package.spec(self.jail, rw=[self.dir], cwd=self.cwd(), files={WORKER_INSIDE: argv[-1]})
+        return package.command(spec, [os.path.realpath(argv[0])] + argv[1:-1] + [WORKER_INSIDE], self.tool)
 
     def _make_dir(self):
         """The run's private folder.  With a user of the run's own: root's, which others
@@ -426,20 +439,27 @@ class Worker:
             config.update(run=self.run, name="gqa_under_tool", register=False)
         if self.reload:
             config["reload"] = True
+        if self.seal.sealed:
+            config["environment"] = ["PATH"]
         report = os.pipe() if self.seal.jail is not None else None      # the root's builder's word
-        try:
+        argv, first = self.seal.command([sys.executable, "-I", "-S", WORKER])
+        try:                             # its stderr, until the worker points it at /dev/null
             self.proc = subprocess.Popen(
-                self.seal.command([sys.executable, "-I", "-S", WORKER, json.dumps(config)],
-                                  report and report[1]),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                cwd=self.seal.cwd(), env=self.seal.env(), start_new_session=os.name == "posix",
-                pass_fds=report[1:] if report else ())
+                argv,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=report[1] if report else subprocess.DEVNULL,
+                cwd=self.seal.cwd(), env=self.seal.env(), start_new_session=os.name == "posix")
         finally:
             if report:
                 os.close(report[1])
         self.report = report and report[0]
         self.started += 1
         self.buffer, self.scanned, self.round_trip = bytearray(), 0, 0
+        try:                             # its configuration on its stdin: no path on a command line
+            self.proc.stdin.write(first + (json.dumps(config) + "\n").encode("utf-8"))
+            self.proc.stdin.flush()
+        except OSError:
+            pass                         # it ended at once: its first answer says so
         if os.name == "posix":
             os.set_blocking(self.proc.stdin.fileno(), False)
         else:
@@ -487,10 +507,10 @@ class Worker:
             text = ""
         finally:
             os.close(fd)
-        try:
+        try:                                        # enter.py's line, or bubblewrap's own
             why = json.loads(text)["sandbox_error"] if text else None
         except (ValueError, KeyError, TypeError):
-            why = text
+            why = text.strip() if text.startswith("bwrap: ") else None
         if why:
             self.stop()                             # the run's root, not the module, failed
             raise Refused(_("the run's namespaces could not be made ({why}); nothing was graded").format(

@@ -1,9 +1,11 @@
 """The worker: the only process that imports the module under test.
 
-The grader runs this file as a script, `python -I -S worker.py CONFIG` (no
+The grader runs this file as a script, `python -I -S worker.py` (no
 site-packages, no PYTHON* variables, not even this folder on sys.path), so the
 process that imports the module holds none of the reference: this file imports
-only the standard library, and nothing of the grader.  The worker keeps the
+only the standard library, and nothing of the grader.  Its configuration (the
+module's path, its limits, the user to become) is the first line of its stdin,
+never on a command line that other processes could read.  The worker keeps the
 protocol on private copies of stdin and stdout and points fds 0, 1 and 2 at the
 null device, so the module's prints and reads touch neither.  A request is one
 JSON line, {"n": N, "items": [...]}; the worker answers each item with a line
@@ -375,8 +377,8 @@ def w_repath(folders):
 
 
 def w_streams(config):
-    """The protocol on private copies of stdin and stdout; fds 0, 1, 2 on the null device."""
-    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    """The protocol's answers on a private copy of stdout; fds 0, 1, 2 on the null device
+    (2 was the sandbox's pipe for its own failure: the module never holds it)."""
     W.update(out=os.fdopen(os.dup(1), "w", encoding="utf-8"), kept={}, seen=set(), graders=set(),
              path=os.path.abspath(config["path"]), refuse_grader=config.get("refuse_grader", True),
              reload=config.get("reload") is True, config=config)
@@ -388,7 +390,9 @@ def w_streams(config):
     sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")
     sys.dont_write_bytecode = True
     os.umask(0o077)                      # what the module writes, no other user reads
-    return requests
+    if config.get("environment") is not None:    # a sealed run's: PATH alone (bubblewrap adds PWD)
+        for name in [n for n in os.environ if n not in config["environment"]]:
+            del os.environ[name]
 
 
 def w_drop(config):
@@ -472,8 +476,9 @@ def w_reload(item):
 
 
 def w_main(argv):
-    config = json.loads(argv[1])
-    requests = w_streams(config)
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    config = json.loads(requests.readline())     # on stdin: nothing of a run on a command line
+    w_streams(config)
     try:
         import resource
     except ImportError:                  # Windows: no limits

@@ -1,25 +1,41 @@
 """gqa_sandbox: a program run where it sees only what it is given, by the kernel's namespaces.
 
 It knows neither the grader nor the tools.  command(spec, argv) is the command that runs
-argv (a program and its arguments) in new mount, PID, IPC, network and UTS namespaces,
-through util-linux's `unshare`, in a root of its own that enter.py builds from spec:
+argv (a program and its arguments) in new mount, PID, IPC, network and UTS namespaces, in
+a root of its own built from spec by a well-kept tool, never by mount code of ours:
 
-    root    an empty folder the caller made, to build the new root on (a tmpfs there)
+    bwrap     bubblewrap (which Flatpak runs on), where it is installed: as root, or as
+              any user where the kernel allows unprivileged user namespaces (then in a
+              new user namespace too, with no capability left)
+    unshare   util-linux's unshare, as root, where bubblewrap is not installed: enter.py
+              builds the root with util-linux's mount, from an fstab it writes
+
+A spec names what the root holds:
+
+    root    an empty folder the caller made, to build the root on (unshare's: a tmpfs there)
     ro      paths shown read-only at the same place (the Python installation, the
-            system's libraries, the program's own script)
+            system's libraries); a symbolic link as a link
+    files   {path inside: path here}: files shown read-only at another place (the
+            program's own script, whose path here would tell of the machine)
     rw      paths shown writable (the run's private folder)
     tmpfs   {path: bytes}: private, size-capped file systems (/tmp, /dev/shm, ...)
     devices device files shown (/dev/null, /dev/zero, /dev/urandom)
     cwd     where the program starts
 
-Inside, the program is PID 1's child, sees its own processes only in /proc, has no
-network (its own loopback, down), and sees no other file of the machine; all it wrote
-outside rw goes with the namespace when its last process ends: nothing to clean.  The
-program starts as root (root of the machine: these are not user namespaces) and must
-drop to another user before it runs anything untrusted (the grader's worker does).
+Inside, the program is PID 1 (its parent out of sight), sees its own processes only in
+/proc, has no network (its own loopback, down), and sees no other file of the machine;
+all it wrote outside rw goes with the namespaces when it ends: nothing to clean.  As
+root it starts as root (no user namespace) and must drop to another user before it
+runs anything untrusted (the grader's worker does).
 
-available() says whether namespaces can be made here (as root, on Linux, with unshare),
-and why not.  Standard library only.
+When the root cannot be built, the tool says why on the program's stderr before the
+program starts (bwrap: "bwrap: ..."; enter.py: one JSON line, {"sandbox_error": ...})
+and the command exits non-zero: the caller gives stderr a pipe of its own and the
+program closes its stderr before it runs anything untrusted (the worker points it at
+the null device first thing).
+
+available() says which tool can make namespaces here, and why none can.  Standard
+library only.
 """
 
 import os
@@ -28,54 +44,108 @@ import subprocess
 import sys
 
 ENTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "enter.py")
-NAMESPACES = ["--mount", "--pid", "--ipc", "--net", "--uts", "--fork", "--kill-child"]
+TOOLS = ("bwrap", "unshare")         # preferred first
+UNSHARE = ["--mount", "--pid", "--ipc", "--net", "--uts", "--fork", "--kill-child"]
+BWRAP = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+         "--die-with-parent", "--as-pid-1"]
+BWRAP_USER = ["--unshare-user"]      # not root: a user namespace, where the program keeps no capability
 TMPFS = {"/tmp": 32 << 20, "/var/tmp": 8 << 20, "/dev/shm": 16 << 20, "/run/lock": 1 << 20}
 DEVICES = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"]
 SYSTEM = ["/usr", "/bin", "/lib", "/lib32", "/lib64", "/libx32", "/sbin"]   # libraries, the loader
+_SEARCH = os.defpath + os.pathsep + "/usr/bin:/bin:/usr/local/bin"
 _FOUND = {}
 
 
-def available():
-    """(True, "unshare") when a program can be run in namespaces here, else (False, why)."""
-    if "answer" not in _FOUND:
-        _FOUND["answer"] = _probe()
-    return _FOUND["answer"]
+def available(tools=None):
+    """(True, tool) for the first of tools (TOOLS by default) that makes namespaces here
+    ("bwrap" or "unshare"), else (False, why not): each tool's reason, in order."""
+    tools = tuple(TOOLS if tools is None else tools)
+    if tools not in _FOUND:
+        whys = []
+        for tool in tools:
+            ok, why = _probe(tool)
+            if ok:
+                _FOUND[tools] = (True, tool)
+                break
+            whys.append(why)
+        else:
+            _FOUND[tools] = (False, "; ".join(whys) or "no tool was named")
+    return _FOUND[tools]
 
 
-def _probe():
+def _probe(tool):
+    """(True, None) when tool runs a program in new namespaces here, else (False, why)."""
     if not sys.platform.startswith("linux"):
         return False, "namespaces are Linux's"
-    if os.geteuid() != 0:
-        return False, "making namespaces needs root here"
-    unshare = shutil.which("unshare", path=os.defpath + os.pathsep + "/usr/bin:/bin")
-    if unshare is None:
-        return False, "util-linux's unshare is not installed"
+    root = os.geteuid() == 0
+    if tool == "unshare" and not root:
+        return False, "util-linux's unshare makes them as root only"
+    path = shutil.which(tool, path=_SEARCH)
+    if path is None:
+        return False, {"bwrap": "bubblewrap is not installed",
+                       "unshare": "util-linux's unshare is not installed"}[tool]
+    if tool == "bwrap":                  # namespaces, and a tmpfs capped in size (bubblewrap 0.8+)
+        probe = [path] + BWRAP + ([] if root else BWRAP_USER) + [
+            "--ro-bind", "/", "/", "--perms", "1777", "--size", str(1 << 20), "--tmpfs", "/tmp", "true"]
+    else:
+        probe = [path] + UNSHARE + ["true"]
     try:
-        done = subprocess.run([unshare] + NAMESPACES + ["true"], capture_output=True, timeout=10)
+        done = subprocess.run(probe, capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as err:
-        return False, f"unshare did not run ({err})"
+        return False, f"{tool} did not run ({err})"
     if done.returncode != 0:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return False, f"the kernel refused new namespaces ({why[-1] if why else done.returncode})"
-    _FOUND["unshare"] = unshare
-    return True, "unshare"
+        return False, f"{tool}: the kernel or the tool refused ({why[-1] if why else done.returncode})"
+    _FOUND[tool] = path
+    return True, None
 
 
-def spec(root, ro=(), rw=(), cwd=None, tmpfs=None):
-    """A spec for command(): ro and rw as given, the system's libraries, a Python's own
-    installation (sys.base_prefix and where its executable is) and enter.py read-only,
-    the private file systems of TMPFS (or tmpfs) and the DEVICES."""
+def spec(root, ro=(), rw=(), cwd=None, tmpfs=None, files=None):
+    """A spec for command(): ro and rw as given, the system's libraries and a Python's
+    own installation (sys.base_prefix and where its executable is) read-only, files
+    ({path inside: path here}) shown read-only where they are named, not where they are
+    (a program's script, its path telling nothing of the machine), the private file
+    systems of TMPFS (or tmpfs) and the DEVICES."""
     python = [os.path.realpath(sys.base_prefix), os.path.dirname(os.path.realpath(sys.executable))]
-    shown = list(dict.fromkeys(SYSTEM + python + [ENTER] + list(ro)))
-    return {"root": root, "ro": shown, "rw": list(rw), "tmpfs": dict(TMPFS if tmpfs is None else tmpfs),
-            "devices": DEVICES, "cwd": cwd}
+    shown = list(dict.fromkeys(SYSTEM + python + list(ro)))
+    return {"root": root, "ro": shown, "rw": list(rw), "files": dict(files or {}),
+            "tmpfs": dict(TMPFS if tmpfs is None else tmpfs), "devices": DEVICES, "cwd": cwd}
 
 
-def command(run_spec, argv):
-    """The command that runs argv (its program an absolute path) as run_spec says."""
+def command(run_spec, argv, tool=None):
+    """(the command that runs argv, its program an absolute path, as run_spec says; the
+    bytes to write first on its stdin, before the program's own input), made by tool
+    (by default the first that available() finds).  Nothing of the spec is on the
+    command line, where every process of the machine could read it: bubblewrap's
+    options name what the root shows, never the run; enter.py reads its spec from
+    stdin's first line."""
     import json
-    ok, why = available()
-    if not ok:
-        raise OSError(why)
-    return ([_FOUND["unshare"]] + NAMESPACES
-            + [os.path.realpath(sys.executable), "-I", "-S", ENTER, json.dumps(run_spec)] + list(argv))
+    if tool is None:
+        ok, tool = available()
+        if not ok:
+            raise OSError(tool)
+    elif not available((tool,))[0]:
+        raise OSError(available((tool,))[1])
+    if tool == "bwrap":
+        return [_FOUND["bwrap"]] + bwrap_options(run_spec) + ["--"] + list(argv), b""
+    return ([_FOUND["unshare"]] + UNSHARE + [os.path.realpath(sys.executable), "-I", "-S", ENTER] + list(argv),
+            (json.dumps(run_spec) + "\n").encode("utf-8", "surrogateescape"))
+
+
+def bwrap_options(run_spec):
+    """bubblewrap's options for run_spec, in the order enter.py mounts: the tmpfs first
+    (a path below one shows on top of it), then what is shown, then /proc."""
+    options = BWRAP + ([] if os.geteuid() == 0 else BWRAP_USER)
+    for path, size in sorted(run_spec.get("tmpfs", {}).items()):
+        options += ["--perms", "1777", "--size", str(int(size)), "--tmpfs", path]
+    for path, writable in [(p, False) for p in run_spec.get("ro", [])] + [(p, True) for p in run_spec.get("rw", [])]:
+        if os.path.islink(path):
+            options += ["--symlink", os.readlink(path), path]
+        elif os.path.exists(path):
+            options += ["--bind" if writable else "--ro-bind", path, path]
+    for inside, here in sorted(run_spec.get("files", {}).items()):
+        options += ["--ro-bind", here, inside]
+    for device in run_spec.get("devices", []):
+        options += ["--dev-bind", device, device]
+    options += ["--proc", "/proc", "--remount-ro", "/", "--chdir", run_spec.get("cwd") or "/"]
+    return options

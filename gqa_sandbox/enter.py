@@ -1,41 +1,59 @@
-"""Run a program in a root of its own: the script that gqa_sandbox.command() starts in new
-mount, PID, IPC, network and UTS namespaces (util-linux's unshare makes them), as root.
+"""Build a root of its own and run a program in it: the script that gqa_sandbox.command()
+starts under util-linux's unshare (new mount, PID, IPC, network and UTS namespaces), as root.
 
-    python -I -S enter.py SPEC PROGRAM [ARG ...]
+    python -I -S enter.py PROGRAM [ARG ...]       (SPEC, one line, first on stdin)
 
-SPEC is JSON: {"root": an empty folder to build the root on, "ro": [paths shown read-only],
-"rw": [paths shown writable], "tmpfs": {path: bytes}, "devices": [device files],
-"cwd": where the program starts, "report": a file descriptor open for writing}.  When
-the root cannot be built, {"sandbox_error": why} is written to report (to stdout
-without one) and the exit status is 125; report is closed at exec, so the program can
-never write there.  This script, PID 1 of the new PID namespace,
-makes every mount private to the namespace, mounts a small tmpfs on root, shows there
-each path of ro and rw at the same place (a bind mount; a symbolic link as a link),
-mounts each tmpfs of its size, a /proc that shows this namespace's processes only and
-the devices named, then changes root into it and runs PROGRAM (which drops root
-itself, before it runs anything untrusted).  The network namespace has only its own
-loopback, down: no network.  When the namespace's last process ends, every mount and
-every file written into a tmpfs goes with it.  Standard library only; it imports
-nothing of the project, and reads nothing but SPEC.
+SPEC, on stdin's first line (never on a command line, which any process may read), is JSON: {"root": an empty folder to build the root on, "ro": [paths shown read-only],
+"rw": [paths shown writable], "files": {path inside: file here, shown read-only},
+"tmpfs": {path: bytes}, "devices": [device files], "cwd": where the program starts}.  This script, PID 1 of the new PID namespace, mounts
+nothing itself: util-linux's mount makes every mount of the namespace private (nothing
+propagates out), mounts a small tmpfs on root, and then, from an fstab this script
+writes (fstab(5): each path escaped as mount reads it), shows each path of ro and rw at
+the same place (a bind mount, not recursive: no mount below it comes along; read-only,
+no set-user-id, no device files), each of files where it is named, mounts each tmpfs of its size and at most 4,096
+files, the devices named and a /proc that shows this namespace's processes only, and
+makes the root read-only.  Then it changes root into it and runs PROGRAM, which drops
+root itself before it runs anything untrusted.  The network namespace has only its
+own loopback, down: no network.  When the namespace's last process ends, every mount
+and every file written into a tmpfs goes with it.
+
+When the root cannot be built: one JSON line on stderr, {"sandbox_error": why}, and
+exit status 125; PROGRAM never ran.  Standard library only; it imports nothing of the
+project, and reads nothing but SPEC.
 """
 
-import ctypes
 import json
 import os
+import shutil
+import subprocess
 import sys
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p)
+FILES_CAP = 4096                     # files in each tmpfs: its size caps bytes, this caps inodes
 
 
-def mount(source, target, fstype, flags, data=None):
-    if _libc.mount(source and os.fsencode(source), os.fsencode(target), fstype and fstype.encode(), flags,
-                   data and data.encode()) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount {source or fstype} on {target}: {os.strerror(err)}")
+def mount(*args, fstab=None):
+    """Run util-linux's mount with args (and fstab's text through a file of its own)."""
+    found = shutil.which("mount", path=os.defpath + os.pathsep + "/usr/bin:/bin")
+    if found is None:
+        raise OSError("util-linux's mount is not installed")
+    fd = None
+    if fstab is not None:
+        fd = os.memfd_create("fstab", 0)          # a file only this process and its child see
+        os.write(fd, fstab.encode("utf-8", "surrogateescape"))
+        args += ("--fstab", f"/proc/self/fd/{fd}")
+    try:
+        done = subprocess.run([found] + list(args), capture_output=True, pass_fds=() if fd is None else (fd,))
+    finally:
+        if fd is not None:
+            os.close(fd)
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+        raise OSError(f"mount {' '.join(args[:2])}: {said}")
+
+
+def escaped(path):
+    """path as a field of fstab(5): space, tab, newline and backslash in octal."""
+    return "".join(f"\\{ord(c):03o}" if c in " \t\n\\" else c for c in path)
 
 
 def place(root, path, is_dir):
@@ -47,60 +65,71 @@ def place(root, path, is_dir):
     return inside
 
 
-def show(root, path, writable):
-    """path (as it is here) at the same place inside root: a link as a link, else bound."""
-    if os.path.islink(path):
-        os.makedirs(os.path.dirname(root + path), mode=0o755, exist_ok=True)
-        if not os.path.lexists(root + path):
-            os.symlink(os.readlink(path), root + path)
-        return
-    if not os.path.exists(path):
-        return
-    inside = place(root, path, os.path.isdir(path))
-    mount(path, inside, None, MS_BIND)                  # not recursive: no mount below it, writable or not
-    flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY)
-    mount(None, inside, None, flags)
+def line(source, path, kind, options):
+    """One line of fstab(5)."""
+    return f"{escaped(source)} {escaped(path)} {kind} {options} 0 0\n"
+
+
+def tmpfs(spec):
+    """The fstab of the private file systems, mounted first: a path below one shows on
+    top of it (the run's folder under /tmp)."""
+    return "".join(line("tmpfs", place(spec["root"], path, True), "tmpfs",
+                        f"size={int(size)},nr_inodes={FILES_CAP},mode=1777,nosuid,nodev")
+                   for path, size in sorted(spec.get("tmpfs", {}).items()))
+
+
+def shown(spec):
+    """The fstab of the rest, in order: what is shown, the devices, /proc, and the root
+    made read-only.  Makes each mount point (in the tmpfs, when it is below one); a
+    symbolic link of ro or rw is made as the same link instead."""
+    root, lines = spec["root"], []
+    for path, options in ([(p, "bind,ro,nosuid,nodev") for p in spec.get("ro", [])]
+                          + [(p, "bind,nosuid,nodev") for p in spec.get("rw", [])]):
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(root + path), mode=0o755, exist_ok=True)
+            if not os.path.lexists(root + path):
+                os.symlink(os.readlink(path), root + path)
+        elif os.path.exists(path):
+            lines.append(line(path, place(root, path, os.path.isdir(path)), "none", options))
+    for inside, here in sorted(spec.get("files", {}).items()):
+        lines.append(line(here, place(root, inside, False), "none", "bind,ro,nosuid,nodev"))
+    for device in spec.get("devices", []):
+        lines.append(line(device, place(root, device, False), "none", "bind,nosuid"))
+    lines.append(line("proc", place(root, "/proc", True), "proc", "nosuid,nodev,noexec"))
+    lines.append(line("none", root, "none", "remount,ro,nosuid,nodev"))     # its folders: fixed
+    return "".join(lines)
 
 
 def build(spec):
     root = spec["root"]
-    mount(None, "/", None, MS_REC | MS_PRIVATE)          # nothing below propagates out
-    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-    for path, size in sorted(spec.get("tmpfs", {}).items()):   # first: a path below shows on top
-        mount("tmpfs", place(root, path, True), "tmpfs", MS_NOSUID | MS_NODEV,
-              f"size={int(size)},nr_inodes=4096,mode=1777")             # capped in files too
-    for path in spec.get("ro", []):
-        show(root, path, False)
-    for path in spec.get("rw", []):
-        show(root, path, True)
-    for device in spec.get("devices", []):
-        inside = place(root, device, False)
-        mount(device, inside, None, MS_BIND)
-        mount(None, inside, None, MS_BIND | MS_REMOUNT | MS_NOSUID)
-    mount("proc", place(root, "/proc", True), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)   # its folders: fixed
+    mount("--make-rprivate", "/")                        # nothing below propagates out
+    mount("-t", "tmpfs", "-o", "size=1m,mode=0755,nosuid,nodev", "tmpfs", root)
+    mount("--all", fstab=tmpfs(spec))
+    mount("--all", fstab=shown(spec))
     os.chroot(root)
     os.chdir(spec.get("cwd") or "/")
 
 
+def first_line():
+    """stdin's first line, read a byte at a time: what follows it is the program's."""
+    read = bytearray()
+    while not read.endswith(b"\n"):
+        byte = os.read(0, 1)
+        if not byte:
+            raise OSError("stdin ended before the spec's line did")
+        read += byte
+    return read.decode("utf-8", "surrogateescape")
+
+
 def main(argv):
     """Build the root, then run the program; when the root cannot be built, one JSON line
-    on stdout, {"sandbox_error": why}, which the caller reads as it reads the program's
-    first line (the program's own stderr may be closed), and exit 125."""
-    spec = json.loads(argv[1])
-    report = spec.get("report")                         # a pipe of the caller's, if it gave one
+    on stderr, {"sandbox_error": why}, and exit 125."""
     try:
-        if report is not None:
-            os.set_inheritable(report, False)           # closed at exec: the program never has it
-        build(spec)
-        os.execv(argv[2], argv[2:])
+        build(json.loads(first_line()))
+        os.execv(argv[1], argv[1:])
     except Exception as err:                            # never the program's: it has not run
-        line = json.dumps({"sandbox_error": f"{type(err).__name__}: {err}"}) + "\n"
-        if report is not None:
-            os.write(report, line.encode("utf-8"))
-        else:
-            sys.stdout.write(line)
-            sys.stdout.flush()
+        sys.stderr.write(json.dumps({"sandbox_error": f"{type(err).__name__}: {err}"}) + "\n")
+        sys.stderr.flush()
         return 125
 
 

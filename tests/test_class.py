@@ -527,8 +527,9 @@ class Gradebook(unittest.TestCase):
                 (mine, os.path.join(shared, "g.csv"), shared, "the folder of --gradebook"),
                 (mine, os.path.join(private.work, "linked", "g.csv"), os.path.join(shared, "fb"),
                  "the feedback of --gradebook")):
-            status, out, err = private.main("--class", class_dir, "--gradebook", book, "--only", "1",
-                                            "--cases", "0", "--quiet")
+            with mock.patch.object(sandbox.sandbox_package(), "TOOLS", ()):    # outside namespaces
+                status, out, err = private.main("--class", class_dir, "--gradebook", book, "--only", "1",
+                                                "--cases", "0", "--quiet")
             self.assertEqual(status, 2, err)
             self.assertRegex(err, rf"cannot grade the class: the worker's user uid \d+ could open "
                                   rf"files in {re.escape(where)}, {what}")
@@ -536,6 +537,10 @@ class Gradebook(unittest.TestCase):
             self.assertFalse(os.path.exists(book))       # refused before any run or row
             if "linked" not in book:                     # nor a feedback folder left
                 self.assertFalse(os.path.exists(book[:-len(".csv")] + "-feedback"), book)
+        if sandbox.sandbox_package().available()[0]:     # in namespaces none of it is in sight: graded
+            status, out, err = private.main("--class", subs, "--gradebook", os.path.join(private.work, "n.csv"),
+                                            "--only", "1", "--cases", "0", "--quiet")
+            self.assertEqual(status, 0, err)
         # Links the teacher left in the gradebook's private folder: written through, the
         # grades or a student's feedback would go where each says.
         planted = os.path.join(shared, "planted.csv")

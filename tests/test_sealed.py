@@ -9,6 +9,7 @@ in the self-check, so that each test could fail."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -278,11 +279,44 @@ def _write(path, size):
 _try("solution", lambda: len(open("__SOLUTION__").read()))
 _try("left", lambda: open("/tmp/left-by-a-classmate").read())
 _try("leave", lambda: _write("/tmp/left-by-a-classmate", 10))
-_try("processes", lambda: sorted(int(p) for p in _os.listdir("/proc") if p.isdigit()))
+_try("processes", lambda: sorted(int(p) for p in _os.listdir("/proc") if p.isdigit())[:3])
 _try("ppid", _os.getppid)
-_try("network", lambda: _socket.create_connection(("127.0.0.1", 9), timeout=2).close())
+_try("network", lambda: _socket.create_connection(("127.0.0.1", __PORT__), timeout=2).close())
 _try("shm_small", lambda: _write("/dev/shm/small", 1 << 20))
 _try("shm_big", lambda: _write("/dev/shm/big", 64 << 20))
+_try("tmp_big", lambda: _write("/tmp/big", 40 << 20))
+
+
+def _files(count):
+    _os.makedirs("/var/tmp/many", exist_ok=True)
+    for i in range(count):
+        open(f"/var/tmp/many/{i}", "w").close()
+    return "ok"
+
+
+_try("files", lambda: _files(5000))
+_try("python_write", lambda: _write(_os.path.join(_os.path.dirname(_os.__file__), "planted.py"), 1))
+_try("environ", lambda: sorted(k for k in _os.environ if k != "LC_CTYPE"))
+
+
+def _cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        words = f.read().decode("utf-8", "replace").split("\0")[:-1]
+    return [("python" if i == 0 else _os.path.basename(w)) for i, w in enumerate(words)]
+
+
+def _cmdlines():
+    found = []
+    for p in _os.listdir("/proc"):
+        try:
+            found.append(_cmdline(p) if p.isdigit() else None)
+        except OSError:
+            pass
+    return [c for c in found if c]
+
+
+_try("seed_seen", lambda: any("987654" in " ".join(c) for c in _cmdlines()))
+_try("cmdlines", lambda: [c for c in _cmdlines() if "--arguments-from" in c or "worker.py" in c][:2])
 _try("root", lambda: sorted(_os.listdir("/")))
 
 
@@ -293,70 +327,156 @@ def valid_g(h):
 
 def looks_of(run):
     message = json.loads(run.stdout)["steps"][0]["message"]
-    return json.loads(message.split("LOOKS", 1)[1].splitlines()[0])
+    text = message.split("LOOKS", 1)[1].splitlines()[0]
+    try:
+        return json.loads(text)
+    except ValueError:                    # cut (the worker's 500 characters) in the listing, last
+        return json.loads(text.split(',"root":', 1)[0] + "}")
 
 
-def namespaces_here():
+def tools_here():
+    """The tools of gqa_sandbox that make namespaces here, as root (bubblewrap, unshare)."""
     from gqa_grader.sandbox import sandbox_package
     package = sandbox_package()
-    return package is not None and ROOT_POSIX and package.available()[0]
+    if package is None or not ROOT_POSIX:
+        return []
+    return [tool for tool in package.TOOLS if package.available((tool,))[0]]
 
 
-@unittest.skipUnless(namespaces_here(), "the kernel's namespaces cannot be made here (needs root on Linux)")
+# A Python that any user may run (the system's), for a grader started as a user other
+# than root: bubblewrap then makes the namespaces in a user namespace of their own.
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def with_tool(tool):
+    """A Copy's edit: its gqa_sandbox uses tool alone."""
+    return ("../gqa_sandbox/__init__.py", 'TOOLS = ("bwrap", "unshare")', f'TOOLS = ("{tool}",)')
+
+
+@unittest.skipUnless(tools_here(), "the kernel's namespaces cannot be made here (root on Linux, "
+                                   "with bubblewrap or util-linux's unshare)")
 @heavy
 class Namespaces(unittest.TestCase):
-    """A sealed run as root on Linux: the module in a root of its own (gqa_sandbox)."""
+    """A sealed run on Linux: the module in a root of its own (gqa_sandbox), made by each
+    tool found here, as root and, with bubblewrap, as another user."""
 
     EARLY = ("runs",)
 
     @staticmethod
     def runs():
-        """The same module sealed twice, one run after the other: what each saw."""
-        copy = Copy(LOOKS.replace("__SOLUTION__", "{solution}"))
-        try:
-            with open(copy.module, encoding="utf-8") as f:
-                text = f.read()
-            with open(copy.module, "w", encoding="utf-8") as f:
-                f.write(text.replace("{solution}", os.path.join(copy.dir, "gqa.py")))
-            runs = [completed(copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0"))
-                    for _ in range(2)]
-            return {"runs": runs, "solution_readable": os.access(os.path.join(copy.dir, "gqa.py"), os.R_OK)}
+        """The same module sealed twice by each tool, one run after the other, the grader's
+        folder and the solution in it readable by every user: what each run saw.  With
+        bubblewrap, also as a user other than root."""
+        import socket
+        runs = {}
+        listening = socket.socket()                       # the machine's loopback, listening
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(8)
+        looks = LOOKS.replace("__SOLUTION__", "{solution}").replace("__PORT__", str(listening.getsockname()[1]))
+        runs["reached from here"] = raised(lambda: socket.create_connection(listening.getsockname(), 2).close())
+        for tool in tools_here():
+            copy = Copy(looks, with_tool(tool))
+            try:
+                assert copy.assertEdited, "the copy's gqa_sandbox names its tools otherwise"
+                with open(copy.module, encoding="utf-8") as f:
+                    text = f.read()
+                with open(copy.module, "w", encoding="utf-8") as f:
+                    f.write(text.replace("{solution}", os.path.join(copy.dir, "gqa.py")))
+                os.chmod(copy.dir, 0o755)                  # a clone, as a clone is: world-readable
+                runs[tool] = [completed(copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
+                                                 "--seed", "987654")) for _ in range(2)]
+                if tool == "bwrap" and os.path.exists(SYSTEM_PYTHON):
+                    runs["bwrap as another user"] = [Namespaces.as_another_user(copy)]
+            finally:
+                copy.close()
+        listening.close()
+        copy = Copy(looks, ("../gqa_sandbox/__init__.py", 'TOOLS = ("bwrap", "unshare")', "TOOLS = ()"))
+        try:                                              # outside namespaces: partly sealed
+            runs["outside"] = [completed(copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
+                                                  "--seed", "987654"))]
+            if os.path.exists(SYSTEM_PYTHON):
+                runs["outside as another user"] = [Namespaces.as_another_user(copy)]
         finally:
             copy.close()
+        return runs
+
+    @staticmethod
+    def as_another_user(copy):
+        """The copy's sealed run as uid 65534, with the system's Python."""
+        for folder in (copy.dir, copy.sub):
+            os.chmod(folder, 0o755)
+        os.chmod(copy.module, 0o644)
+        return completed(subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", SYSTEM_PYTHON, copy.grader,
+             "--module", copy.module, "--sealed", "--json", "--only", "valid_g", "--cases", "0",
+             "--seed", "987654"], capture_output=True, text=True, timeout=60, cwd="/"))
 
     def test_a_root_that_cannot_be_built_is_said_and_never_blamed_on_the_module(self):
         from unittest import mock
-        private = tempfile.mkdtemp()                  # the grader's folder, as a sealed run needs
-        self.addCleanup(shutil.rmtree, private, True)
-        os.chmod(private, 0o700)
-        with mock.patch.object(sandbox, "HERE", private):
-            seal = sandbox.Seal(sealed=True)
-        try:
-            self.assertIsNotNone(seal.jail)
-            os.rmdir(seal.jail)                       # what the run's root is built on: gone
-            worker = sandbox.Worker(os.path.join(ROOT, "gqa.py"), 5.0, seal)
-            with self.assertRaises(failures.Refused) as caught:
-                worker.start()
-            self.assertRegex(str(caught.exception), r"^the run's namespaces could not be made \(.*"
-                                                    r"No such file or directory\); nothing was graded$")
-        finally:
-            seal.jail = None
-            seal.close()
+        package = sandbox.sandbox_package()
+        made = package.spec
+        for tool in tools_here():
+            with self.subTest(tool=tool), mock.patch.object(package, "TOOLS", (tool,)), \
+                    mock.patch.object(package, "spec", lambda *a, **k: dict(made(*a, **k), devices=["/dev/none-such"])):
+                seal = sandbox.Seal(sealed=True)
+                try:
+                    self.assertEqual(seal.tool, tool)
+                    worker = sandbox.Worker(os.path.join(ROOT, "gqa.py"), 5.0, seal)
+                    with self.assertRaises(failures.Refused) as caught:
+                        worker.start()
+                    self.assertRegex(str(caught.exception), r"^the run's namespaces could not be made \(.*"
+                                                            r"none-such.*\); nothing was graded$")
+                finally:
+                    seal.close()
 
     def test_the_module_sees_its_own_root_and_nothing_else(self):
-        first, second = (as_run(r) for r in early(self.runs)["runs"])
-        for run in (first, second):
-            doc = json.loads(run.stdout)
-            self.assertEqual((doc["sealed"], doc["namespaces"]), ("sealed", "unshare"))
-        seen, again = looks_of(first), looks_of(second)
-        self.assertEqual(seen["solution"], "FileNotFoundError")       # beside the grader: out of sight
-        self.assertEqual((seen["leave"], again["left"]), ("ok", "FileNotFoundError"))   # no run sees another's
-        self.assertEqual((seen["processes"], seen["ppid"]), ([1], 0))  # itself alone; no grader to read
-        self.assertEqual(seen["network"], "OSError")                  # unreachable: its loopback is down
-        self.assertEqual((seen["shm_small"], seen["shm_big"]), ("ok", "OSError"))   # capped
-        self.assertNotIn("work", seen["root"])
-        self.assertLessEqual(set(seen["root"]), {"bin", "dev", "lib", "lib32", "lib64", "libx32", "proc",
-                                                 "root", "run", "sbin", "tmp", "usr", "var", "home", "opt"})
+        runs = dict(early(self.runs))
+        self.assertIsNone(runs.pop("reached from here"))            # the port listens, outside
+        runs.pop("outside")
+        runs.pop("outside as another user", None)
+        self.assertEqual(set(tools_here()) - set(runs), set())
+        for tool, done in runs.items():
+            with self.subTest(tool=tool):
+                for run in (as_run(r) for r in done):
+                    doc = json.loads(run.stdout)
+                    self.assertEqual((doc["sealed"], doc["namespaces"]), ("sealed", tool.split()[0]), run.stderr)
+                    self.assertEqual(run.stderr, "")          # no "partly sealed" line
+                seen = looks_of(as_run(done[0]))
+                self.assertEqual(seen["solution"], "FileNotFoundError")    # readable by all: out of sight
+                self.assertEqual(seen["leave"], "ok")
+                if len(done) > 1:
+                    self.assertEqual(looks_of(as_run(done[1]))["left"], "FileNotFoundError")  # no run sees another's
+                self.assertEqual((seen["processes"], seen["ppid"]), ([1], 0))   # itself alone: no grader
+                self.assertEqual(seen["cmdlines"], [["python", "-I", "-S", "worker.py"]])  # no seed, no path
+                self.assertIs(seen["seed_seen"], False)
+                self.assertEqual(seen["environ"], ["PATH"])
+                self.assertIn(seen["network"], ("OSError", "ConnectionRefusedError"))   # a loopback of its own
+                self.assertEqual((seen["shm_small"], seen["shm_big"]), ("ok", "OSError"))   # capped
+                self.assertEqual(seen["tmp_big"], "OSError")                # /tmp is capped too
+                self.assertEqual(seen["files"], {"unshare": "OSError"}.get(tool, "ok"))   # and in files, by mount
+                self.assertIn(seen["python_write"], ("OSError", "PermissionError"))   # read-only
+                self.assertNotIn("work", seen["root"])
+                self.assertLessEqual(set(seen["root"]), {"bin", "dev", "lib", "lib32", "lib64", "libx32", "proc",
+                                                         "root", "run", "sbin", "tmp", "usr", "var", "grader"})
+
+
+    def test_outside_namespaces_the_run_says_it_is_partly_sealed_and_shows_no_seed(self):
+        runs = early(self.runs)
+        (run,) = [as_run(r) for r in runs["outside"]]
+        doc = json.loads(run.stdout)
+        self.assertTrue(doc["sealed"].startswith("partly sealed: namespaces cannot be made"), doc["sealed"])
+        self.assertRegex(run.stderr, r"^grader: partly sealed: namespaces cannot be made here \(no tool was named\)")
+        seen = looks_of(run)
+        self.assertNotEqual(seen["processes"], [1])                # the machine's processes are in sight,
+        graders = [c for c in seen["cmdlines"] if "grader.py" in c]
+        self.assertTrue(graders)
+        self.assertIs(seen["seed_seen"], False)                    # yet no command line holds the seed
+        self.assertEqual(graders[0][:-1], ["python", "grader.py", "--arguments-from"])
+        if "outside as another user" in runs:
+            (other,) = [as_run(r) for r in runs["outside as another user"]]
+            self.assertTrue(json.loads(other.stdout)["sealed"].startswith("partly sealed: the grader is not"))
+            self.assertRegex(other.stderr, r"^grader: partly sealed: the grader is not running as root and "
+                                           r"namespaces cannot be made here \(no tool was named\)")
 
 
 @unittest.skipUnless(ROOT_POSIX and os.path.exists("/proc/self/status"), NOT_ROOT)
@@ -451,7 +571,8 @@ class SealedAsRoot(unittest.TestCase):
         copy = Copy(ESCAPES)
         self.addCleanup(copy.close)
         os.chmod(copy.dir, 0o755)
-        run = main_in(copy.dir, "--module", copy.module, "--format", "gradescope", "--only", "valid_g")
+        with outside_namespaces():
+            run = main_in(copy.dir, "--module", copy.module, "--format", "gradescope", "--only", "valid_g")
         self.assertEqual(run.returncode, 2)
         self.assertIn("could open files in the grader's folder", one_document(self, run)["output"])
 
@@ -848,7 +969,9 @@ class Autograder(unittest.TestCase):
         self.assertEqual(made["mode"], 0o755)
         self.assertEqual(made["same"], dict.fromkeys(["grader.py"] + made["package"], True))
         run, setup = made["run"], made["setup"]
-        self.assertNotRegex(setup, r"apt|pip|install ")                    # installs nothing
+        installs = re.findall(r"(?:apt-get|pip|npm) install[^;}\n]*", setup)
+        self.assertEqual(installs, ["apt-get install -y bubblewrap"])       # the sandbox's tool only
+        self.assertIn("if ! command -v bwrap", setup)                       # and only where it is missing
         self.assertIn("--sealed --format gradescope --module /autograder/submission/gqa.py", run)
         self.assertIn("--out /autograder/results/results.json --weights weights.json --cases 1", run)
         if not ROOT_POSIX:
@@ -1185,6 +1308,20 @@ def alive(pid):
         return False
 
 
+def outside_namespaces():
+    """The defences of a run outside namespaces, tried where namespaces could be made."""
+    from unittest import mock
+    return mock.patch.object(sandbox.sandbox_package(), "TOOLS", ())
+
+
+def read_or_none(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def gone_soon(pids, seconds=10):
     """Whether every pid has ended within seconds (a SIGKILL takes a moment)."""
     import time
@@ -1257,6 +1394,9 @@ class NeverAsRoot(unittest.TestCase):
             "\nimport signal as _s, os as _os\n"
             "_s.signal(_s.SIGTERM, _s.SIG_IGN)\n_s.signal(_s.SIGHUP, _s.SIG_IGN)\n"
             "def valid_g(h):\n    while True:\n        pass\n"))
+        import glob
+        folders = os.path.join(tempfile.gettempdir(), "gqa-sealed-*")
+        before = set(glob.glob(folders))                 # the run's private folder: the new one
         try:
             run = subprocess.Popen([sys.executable, copy.grader, "--module", copy.module,
                                     "--sealed", "--json", "--timeout", "60", "--only", "valid_g"],
@@ -1278,12 +1418,15 @@ class NeverAsRoot(unittest.TestCase):
                 run.kill()
                 run.communicate()
                 return {"worker": None}
-            with open(f"/proc/{worker}/cmdline", "rb") as f:
-                folder = json.loads(f.read().split(b"\0")[-2])["path"].rsplit("/", 1)[0]
+            with open(copy.module, "rb") as f:
+                source = f.read()
+            made = [f for f in set(glob.glob(folders)) - before if read_or_none(os.path.join(f, "gqa.py")) == source]
+            folder = made[0] if len(made) == 1 else None
             run.send_signal(signal.SIGTERM)
             out, _ = run.communicate(timeout=30)
             return {"worker": worker, "status": run.returncode, "doc": json.loads(out),
-                    "gone": gone_soon([worker]), "folder left": os.path.exists(folder)}
+                    "gone": gone_soon([worker]), "folder": folder is not None,
+                    "folder left": folder is not None and os.path.exists(folder)}
         finally:
             copy.close()
 
@@ -1320,6 +1463,7 @@ class NeverAsRoot(unittest.TestCase):
         self.assertEqual(stopped["status"], 128 + signal.SIGTERM)
         self.assertIn("stopped by SIGTERM", stopped["doc"]["error"])
         self.assertTrue(stopped["gone"])
+        self.assertTrue(stopped["folder"])
         self.assertFalse(stopped["folder left"])
 
     def test_what_the_runs_uid_leaves_in_tmp_is_removed(self):
@@ -1346,7 +1490,7 @@ class NeverAsRoot(unittest.TestCase):
             os.chmod(top, 0o777)                           # world-writable, not sticky
             inner = os.path.join(top, "a", "b")
             os.makedirs(inner, mode=0o755)
-            with mock.patch.object(sandbox, "HERE", private):
+            with mock.patch.object(sandbox, "HERE", private), outside_namespaces():
                 with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above"):
                     sandbox.Seal(sealed=True, out=os.path.join(inner, "results.json"))
                 os.chmod(top, 0o1777)                      # sticky and root's, as /tmp is
@@ -1366,12 +1510,12 @@ class NeverAsRoot(unittest.TestCase):
             grader = os.path.join(top, "share", "grader")
             os.makedirs(grader, mode=0o700)
             os.chmod(os.path.dirname(grader), 0o755)
-            with mock.patch.object(sandbox, "HERE", grader):
+            with mock.patch.object(sandbox, "HERE", grader), outside_namespaces():
                 with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above "
                                                               f"the grader's folder {grader}"):
                     sandbox.Seal(sealed=True)
             os.chmod(top, 0o1777)                          # sticky and root's, as /tmp is
-            with mock.patch.object(sandbox, "HERE", grader):
+            with mock.patch.object(sandbox, "HERE", grader), outside_namespaces():
                 seal = sandbox.Seal(sealed=True)
             try:
                 os.chmod(top, 0o777)
