@@ -592,41 +592,21 @@ def _seed_of_secret(args):
     return seed_of(secret, hashlib.sha256(source).hexdigest())
 
 
-# A run whose options are the teacher's (its seed among them): they leave the command
-# line, which every process of the machine may read in /proc/PID/cmdline.
-HIDDEN_RUNS = ("--sealed", "--class", "--format")
-ARGUMENTS_FROM = "--arguments-from"
+ARGUMENTS_FROM = "--arguments-from"      # grader.py's own restart (grader.py: _hide_command_line)
 
 
 def hidden_command_line(argv):
-    """The arguments of a sealed or class run started as grader.py, read back from the
-    pipe that hide_command_line gave the grader's second start; argv itself otherwise."""
+    """The arguments of a sealed or class run of grader.py, read back from the pipe that
+    grader.py gave its second start (`grader.py --arguments-from FD`, all that /proc
+    shows of it); argv itself otherwise."""
     if argv[:1] != [ARGUMENTS_FROM] or len(argv) != 2:
         return argv
-    with os.fdopen(int(argv[1]), "rb") as pipe:
-        return json.loads(pipe.read().decode("utf-8", "surrogateescape"))
-
-
-def hide_command_line(argv):
-    """On Linux, for a run of grader.py whose options include one of HIDDEN_RUNS: start
-    grader.py again in this process (exec: the same pid, stdin, stdout and signals) with
-    the options on a pipe, so that /proc shows only `grader.py --arguments-from FD`.
-    Returns only where it does nothing (elsewhere, or a run that shows nothing)."""
-    script = os.path.abspath(sys.argv[0])
-    if (not sys.platform.startswith("linux") or not any(a.split("=")[0] in HIDDEN_RUNS for a in argv)
-            or os.path.basename(script) != "grader.py" or not os.path.isfile(script)):
-        return
-    data = json.dumps(argv).encode("utf-8", "surrogateescape")
-    if len(data) > 60000:                  # more than a pipe holds before it is read
-        return
-    read, write = os.pipe()
-    os.write(write, data)
-    os.close(write)
-    os.set_inheritable(read, True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    flags = ["-I"] if sys.flags.isolated else []
-    os.execv(sys.executable, [sys.executable] + flags + [script, ARGUMENTS_FROM, str(read)])
+    try:
+        with os.fdopen(int(argv[1]), "rb") as pipe:
+            given = json.loads(pipe.read().decode("utf-8", "surrogateescape"))
+    except (ValueError, OSError):
+        return argv                      # not grader.py's own: argparse says it is unknown
+    return given if isinstance(given, list) and all(isinstance(a, str) for a in given) else argv
 
 
 def run(argv=None):
@@ -636,10 +616,7 @@ def run(argv=None):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     if argv is None:
-        given = sys.argv[1:]
-        argv = hidden_command_line(given)
-        if argv is given:
-            hide_command_line(argv)
+        argv = hidden_command_line(sys.argv[1:])
     try:
         return main(argv)
     except KeyboardInterrupt:

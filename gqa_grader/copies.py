@@ -94,11 +94,11 @@ def fingerprints(source):
 
 
 def _ranges(lines):
-    """'12-30, 41' of a set of line numbers."""
-    lines, out = sorted(set(lines)), []
+    """'12-30, 41' of line numbers in increasing order (repeats allowed)."""
+    out = []
     for n in lines:
-        if out and n == out[-1][1] + 1:
-            out[-1][1] = n
+        if out and n <= out[-1][1] + 1:
+            out[-1][1] = max(n, out[-1][1])
         else:
             out.append([n, n])
     text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)
@@ -124,23 +124,27 @@ def compare(sources, base="", solution=None):
             alike.setdefault(frozenset(fp), []).append(key)
     groups = [keys for keys in alike.values() if len(keys) > 1]
     firsts = sorted(keys[0] for keys in alike.values())
-    holders = {}
-    for key in firsts:
-        for h in own[key]:
-            holders.setdefault(h, []).append(key)
-    shared = {}
-    for h, keys in holders.items():
-        for i, a in enumerate(keys):
-            for b in keys[i + 1:]:
-                shared[a, b] = shared.get((a, b), 0) + 1
+    sets = {key: frozenset(own[key]) for key in firsts}
+    shared = {}                                          # each pair's count of common fingerprints:
+    for i, a in enumerate(firsts):                       # one intersection a pair (a class that
+        for b in firsts[i + 1:]:                         # shares one solution shares most hashes)
+            count = len(sets[a] & sets[b])
+            if count:
+                shared[a, b] = count
+    by_line = {}                                         # each one's (line, hash), by line, once
+
+    def lines_of(key, both):
+        if key not in by_line:
+            by_line[key] = sorted((n, h) for h, at in own[key].items() for n in at)
+        return _ranges(n for n, h in by_line[key] if h in both)
+
     pairs = []
     for (a, b), count in shared.items():
         low, high = sorted((count / len(own[a]), count / len(own[b])))
         share = high
         if low >= SHARED or high >= CONTAINED and count >= BLOCK:
-            common_hashes = set(own[a]) & set(own[b])
-            pairs.append((round(share, 2), a, b, _ranges(n for h in common_hashes for n in own[a][h]),
-                          _ranges(n for h in common_hashes for n in own[b][h])))
+            both = sets[a] & sets[b]
+            pairs.append((round(share, 2), a, b, lines_of(a, both), lines_of(b, both)))
     pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
     solutions = []
     if solution:
