@@ -145,9 +145,15 @@ def fields_of(got, what, record, names, call=None):
                             "got {kind}: {value}",
                             "{call} must be a {record} record (with the fields {fields}); "
                             "got {kind}: {value}", len(names))
-        raise Failure(text.format(call=what, record=record, fields=", ".join(names), kind=kind(got),
-                                  value=_short(got)))
+        raise _not_a_record(text, what, record, names, got)
     return [getattr(got, name) for name in names]
+
+
+def _not_a_record(text, what, record, names, got):
+    """The Failure of a value that is not the record asked for: text, a translated
+    sentence with the fields {call}, {record}, {fields}, {kind} and {value}."""
+    return Failure(text.format(call=what, record=record, fields=", ".join(names), kind=kind(got),
+                               value=_short(got)))
 
 
 def not_tuples(t, where=""):
@@ -517,8 +523,7 @@ def rows_of(rows, what, record, names):
                             "got {kind}: {value}",
                             "each row of {call} must return a {record} record (with the fields {fields}); "
                             "got {kind}: {value}", len(names))
-            raise Failure(text.format(call=what, record=record, fields=", ".join(names), kind=kind(r),
-                                      value=_short(r)))
+            raise _not_a_record(text, what, record, names, r)
         found.append(fields_of(r, what, record, names))
     return found
 

@@ -171,7 +171,7 @@ class Seal:
     def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False,
                  out_name=None):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
-        self.jail = None                   # a sealed run's own root, in namespaces (gqa_sandbox)
+        self.jail = None                   # the folder unshare builds a sealed run's root on
         self.tool = None                   # what made them: "unshare"
         self.notes = []                    # what the cleanup removed, or could not
         self.search = None                 # the world-writable folders, with a uid of its own
@@ -297,7 +297,7 @@ class Seal:
     def command(self, argv):
         """argv (a Python worker's), run in the run's own root when it has one: (the command,
         the bytes to write first on its stdin)."""
-        if self.jail is None:
+        if self.tool is None:
             return argv, b""
         package = sandbox_package()
         spec = package.spec(self.jail, rw=[self.dir], cwd=self.cwd(), files={WORKER_INSIDE: argv[-1]})
@@ -311,7 +311,7 @@ class Seal:
         import tempfile
         self.dir = tempfile.mkdtemp(prefix="gqa-sealed-")
         os.chmod(self.dir, 0o711 if self.drop else 0o700)
-        if self.tool is not None and self.jail is None:   # made last: a refused run leaves none
+        if self.tool == "unshare" and self.jail is None:   # made last: a refused run leaves none
             self.jail = tempfile.mkdtemp(prefix="gqa-root-")
 
     def place(self, path):
@@ -441,7 +441,7 @@ class Worker:
             config["reload"] = True
         if self.seal.sealed:
             config["environment"] = ["PATH"]
-        report = os.pipe() if self.seal.jail is not None else None      # the root's builder's word
+        report = os.pipe() if self.seal.tool is not None else None      # the root's builder's word
         argv, first = self.seal.command([sys.executable, "-I", "-S", WORKER])
         try:                             # its stderr, until the worker points it at /dev/null
             self.proc = subprocess.Popen(
@@ -548,7 +548,7 @@ class Worker:
     def _check_user(self):
         """Where /proc exists: the worker's real, effective, saved uid and gid are the drop's."""
         pid = self.proc.pid
-        if self.seal.jail is not None:             # unshare's one child: the worker, PID 1 inside
+        if self.seal.tool is not None:             # the tool's one child: the worker, PID 1 inside
             pid = _child_of(pid)
             if pid is None:
                 self.stop()

@@ -12,7 +12,8 @@ a root of its own built from spec by a well-kept tool, never by mount code of ou
 
 A spec names what the root holds:
 
-    root    an empty folder the caller made, to build the root on (unshare's: a tmpfs there)
+    root    an empty folder the caller made, to build the root on (unshare's alone: a
+            tmpfs there; bubblewrap builds its own)
     ro      paths shown read-only at the same place (the Python installation, the
             system's libraries); a symbolic link as a link
     files   {path inside: path here}: files shown read-only at another place (the
