@@ -54,24 +54,25 @@ TMPFS = {"/tmp": 32 << 20, "/var/tmp": 8 << 20, "/dev/shm": 16 << 20, "/run/lock
 DEVICES = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"]
 SYSTEM = ["/usr", "/bin", "/lib", "/lib32", "/lib64", "/libx32", "/sbin"]   # libraries, the loader
 _SEARCH = os.defpath + os.pathsep + "/usr/bin:/bin:/usr/local/bin"
-_FOUND = {}
+_ANSWERS = {}                        # available()'s answer, for each tuple of tools asked
+_PATHS = {}                          # each tool that works here: its path
 
 
 def available(tools=None):
     """(True, tool) for the first of tools (TOOLS by default) that makes namespaces here
     ("bwrap" or "unshare"), else (False, why not): each tool's reason, in order."""
     tools = tuple(TOOLS if tools is None else tools)
-    if tools not in _FOUND:
+    if tools not in _ANSWERS:
         whys = []
         for tool in tools:
             ok, why = _probe(tool)
             if ok:
-                _FOUND[tools] = (True, tool)
+                _ANSWERS[tools] = (True, tool)
                 break
             whys.append(why)
         else:
-            _FOUND[tools] = (False, "; ".join(whys) or "no tool was named")
-    return _FOUND[tools]
+            _ANSWERS[tools] = (False, "; ".join(whys) or "no tool was named")
+    return _ANSWERS[tools]
 
 
 def _probe(tool):
@@ -97,7 +98,7 @@ def _probe(tool):
     if done.returncode != 0:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
         return False, f"{tool}: the kernel or the tool refused ({why[-1] if why else done.returncode})"
-    _FOUND[tool] = path
+    _PATHS[tool] = path
     return True, None
 
 
@@ -128,8 +129,8 @@ def command(run_spec, argv, tool=None):
     elif not available((tool,))[0]:
         raise OSError(available((tool,))[1])
     if tool == "bwrap":
-        return [_FOUND["bwrap"]] + bwrap_options(run_spec) + ["--"] + list(argv), b""
-    return ([_FOUND["unshare"]] + UNSHARE + [os.path.realpath(sys.executable), "-I", "-S", ENTER] + list(argv),
+        return [_PATHS["bwrap"]] + bwrap_options(run_spec) + ["--"] + list(argv), b""
+    return ([_PATHS["unshare"]] + UNSHARE + [os.path.realpath(sys.executable), "-I", "-S", ENTER] + list(argv),
             (json.dumps(run_spec) + "\n").encode("utf-8", "surrogateescape"))
 
 
