@@ -151,8 +151,8 @@ def short(text, cap):
 
 def cell(value):
     """A gradebook cell that a spreadsheet shows as text and a terminal as it is: every
-    control character (TAB, CR, LF, ESC, DEL, C1) and every byte of a name that is not
-    UTF-8 written as its escape (\\x1b, \\udcff), and one that would start a formula
+    control character (TAB, CR, LF, ESC, DEL, C1), format character and byte of a name
+    that is not UTF-8 written as its escape (escaped: \\x1b, \\u202e, \\udcff), and one that would start a formula
     (=, +, -, @: a file's name or a module's message can) with a ' before it.  The
     gradebook quotes every cell (OWASP's advice on CSV injection)."""
     text = escaped("" if value is None else str(value))
@@ -160,10 +160,11 @@ def cell(value):
 
 
 def escaped(text):
-    """text with every control character and every lone surrogate (a byte of a name that
-    is not UTF-8) written as its escape: a name shown in a terminal or a cell as it is."""
-    return "".join(repr(c)[1:-1] if c < " " or "\x7f" <= c <= "\x9f" or "\ud800" <= c <= "\udfff" else c
-                   for c in text)
+    """text with every character a terminal or a cell must not hold as it is written as
+    its escape (compare.clean_text, as for the worker's strings): the controls, a byte of
+    a name that is not UTF-8 (a lone surrogate), the format characters (a right-to-left
+    override that shows a name reversed) and the blanks that draw as nothing."""
+    return clean_text(text, newlines=False)
 
 
 def safe_name(key):

@@ -810,7 +810,8 @@ class HostileNames(unittest.TestCase):
     def test_the_class_is_graded_whole_and_its_gradebook_reads_back(self):
         private = Private(self)
         subs = os.path.join(private.work, "subs").encode()
-        for name in (b"bad\xff\xfename/lab/gqa.py", b"up\xe9.py", b"esc\x1b[31mred/gqa.py"):
+        for name in (b"bad\xff\xfename/lab/gqa.py", b"up\xe9.py", b"esc\x1b[31mred/gqa.py",
+                     "\u202eyp.dab.py".encode()):                     # shown reversed, as it is
             os.makedirs(os.path.dirname(os.path.join(subs, name)), exist_ok=True)
             with open(os.path.join(subs, name), "wb") as f:
                 f.write(SOURCE.encode())
@@ -829,15 +830,17 @@ class HostileNames(unittest.TestCase):
         run = private.run("--class", subs.decode(), "--gradebook", book, "--only", "1", "--cases", "0", "--quiet")
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertNotIn("\x1b", run.stdout + run.stderr)                 # escaped in the terminal
+        self.assertNotIn("\u202e", run.stdout + run.stderr)
         rows = rows_of(book)
         self.assertEqual(sorted(rows), sorted(classroom.cell(n) for n in (
-            "bad\udcff\udcfename", "deep", "esc\x1b[31mred", "pipe.py", "up\udce9.py")))
+            "bad\udcff\udcfename", "deep", "esc\x1b[31mred", "pipe.py", "up\udce9.py", "\u202eyp.dab.py")))
+        self.assertIn("\\u202eyp.dab.py", rows)                             # its escape, in the cell
         self.assertEqual({k: r["status"] for k, r in rows.items() if k not in ("deep", "pipe.py")},
                          {k: "passed" for k in rows if k not in ("deep", "pipe.py")})
         self.assertIn("not a regular file", rows["pipe.py"]["notes"])
         self.assertIn("folders more than 24 deep", rows["deep"]["notes"])
         again = private.run("--class", subs.decode(), "--gradebook", book, "--only", "1", "--cases", "0")
-        self.assertIn("3 submissions graded before with the same bytes", again.stderr)   # read back
+        self.assertIn("4 submissions graded before with the same bytes", again.stderr)   # read back
 
 
 class Copies(unittest.TestCase):
