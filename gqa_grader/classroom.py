@@ -37,7 +37,7 @@ import time
 from . import copies, handout
 from .compare import clean_text
 from .failures import Refused
-from .grading import GRADER_VERSION, points
+from .grading import GRADER_VERSION, SEALED_SEEDS, guessable, points
 from .i18n import _
 from .tracks import ALL_STEPS, default_track
 from .records import VISIBILITIES, carried, flag, given, options_of
@@ -136,6 +136,8 @@ def dispatch(args, main):
         print("grader: the autograder grades each submission with a seed of its own, made from a "
               "secret drawn now into the zip and the submission's bytes, and recorded in its "
               "results.json (give --seed for one seed for every submission)", file=sys.stderr)
+    elif args.autograder and guessable(args.seed):
+        print("grader: note: " + guessable(args.seed), file=sys.stderr)
     if args.class_dir:
         return Gradebook(args).run()
     return None
@@ -407,8 +409,10 @@ class Gradebook:
         elif len(seeds) == 1 and next(iter(seeds)).isdigit():
             self.args.seed, how = int(next(iter(seeds))), "the gradebook's"
         else:
-            self.args.seed, how = random.SystemRandom().randrange(10 ** 6), "drawn now"
+            self.args.seed, how = random.SystemRandom().randrange(SEALED_SEEDS), "drawn now"
         self._say(f"grading the class with seed {self.args.seed} ({how}), {self.jobs} at a time")
+        if how == "given" and guessable(self.args.seed):
+            self._say("note: " + guessable(self.args.seed))
 
     def _check_seal(self):
         """Why no sealed run can be made here, or None; said once, before any run.  The

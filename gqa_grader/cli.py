@@ -17,8 +17,8 @@ from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .failures import Refused
 from .i18n import LANGUAGES, N_, _, from_environment, how_to_change, ngettext, use
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
-                      PUBLIC_SEED, fit, grade, print_report, progress, reproduce,
-                      scored, shown_seed, summary, withhold_hidden)
+                      PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, fit, grade, print_report,
+                      progress, reproduce, scored, shown_seed, summary, withhold_hidden)
 from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
 from .answers import HANDOUT
 from .handout import write_autograder, write_starter
@@ -537,7 +537,7 @@ def _main(argv=None):
     if args.secret is not None:
         args.seed = _seed_of_secret(args)
     if args.seed is None:
-        args.seed = random.SystemRandom().randrange(10 ** 6)
+        args.seed = random.SystemRandom().randrange(SEALED_SEEDS if args.sealed else SELF_CHECK_SEEDS)
     label, start = shown_path(args.module), time.perf_counter()
     results, why, partly, stopped, notes = _grade_sealed(args, label)
     if results is not None:
@@ -576,7 +576,7 @@ def seed_of(secret, module_sha256):
     bytes (their sha256), so that other bytes meet other cases and only the holder of
     the secret can make them; the teacher repeats one with --seed, as recorded."""
     import hashlib
-    return int(hashlib.sha256(secret + b"\0" + module_sha256.encode("ascii")).hexdigest(), 16) % 10 ** 6
+    return int(hashlib.sha256(secret + b"\0" + module_sha256.encode("ascii")).hexdigest(), 16) % SEALED_SEEDS
 
 
 def _seed_of_secret(args):

@@ -25,6 +25,21 @@ DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
 MAX_CASES = 1000        # at most this many: 1,000 random cases per step take minutes
+# A teacher's run (sealed, --class, Gradescope's seed of each submission) draws its seed
+# from 10**18, so that no module can find it by trying seeds against the hidden inputs
+# it is handed (a million take it a few seconds); a student's self-check from 10**6, to
+# type.  A seed given with fewer than GUESSABLE digits is said to be guessable.
+SEALED_SEEDS, SELF_CHECK_SEEDS, GUESSABLE = 10 ** 18, 10 ** 6, 13
+
+
+def guessable(seed):
+    """A teacher's note when the seed one gave shares hidden cases yet could be found by
+    a module that tries seeds; None for a seed too wide to try."""
+    if seed is None or abs(seed) >= 10 ** (GUESSABLE - 1):
+        return None
+    return (f"--seed {seed} has fewer than {GUESSABLE} digits: a module can find it by trying "
+            f"seeds against the hidden inputs it is handed, and then make every hidden case; "
+            f"leave --seed out (the grader draws one of 18 digits) or give a longer one")
 
 
 # ---------------------------------------------------------------------------

@@ -115,7 +115,7 @@ def _unfinished(st, args):
 def write_workflow(args):
     """--classroom DIR: DIR/.github/workflows/classroom.yml, and what DIR still needs."""
     if args.seed is None:
-        args.seed = random.SystemRandom().randrange(10 ** 6)
+        args.seed = random.SystemRandom().randrange(10 ** 6)     # in the student's repository: no secret
     data = workflow(args)
     graded = data["jobs"]["run-autograding-tests"]["steps"][1:-1]
     head = ["# GitHub Classroom's autograding for the gqa lab, written by `python grader.py "

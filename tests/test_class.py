@@ -166,6 +166,7 @@ class EveryRunner(unittest.TestCase):
         book = os.path.join(private.work, "grades.csv")
         run = private.run("--class", os.path.join(private.work, "subs"), "--gradebook", book, *options)
         self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("note: --seed 31337 has fewer than 13 digits: a module can find it", run.stderr)
         row = rows_of(book)["pat"]
         # The same points, step by step, each the share of its hidden cases that passed.
         by_step = {r["name"]: r["points"] for r in sealed["steps"]}
@@ -207,6 +208,9 @@ class GradesThatReproduce(unittest.TestCase):
                              (2, ["valid_g", "method_name"]))
         self.assertEqual(json.loads(private.main("--sealed", "--module", module, "--json",
                                                  "--only", "1", "--seed", "8")[1])["seed"], 8)
+        drawn = [json.loads(private.main(*argv, "--module", module, "--json", "--only", "1", "--cases", "0")[1])["seed"]
+                 for argv in (["--sealed"], [])]                 # a teacher's run, a student's
+        self.assertTrue(10 ** 12 <= drawn[0] < 10 ** 18 and 0 <= drawn[1] < 10 ** 6, drawn)
 
     def test_a_failing_case_in_gradescope_says_the_command_that_repeats_it(self):
         private = Private(self)
@@ -254,8 +258,10 @@ class GradesThatReproduce(unittest.TestCase):
                           "--budget": "100", "--weights": "weights.json", "--secret": "secret"})
         self.assertNotIn("--seed", words)            # each submission's seed: its own
         self.assertIn("--fail-fast", words)
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        said = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(said):
             cli.main(["--autograder", folder, "--seed", "11"])
+        self.assertIn("note: --seed 11 has fewer than 13 digits", said.getvalue())
         with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
             self.assertIn("--seed 11 >", z.read("run_autograder").decode())
 
@@ -272,6 +278,7 @@ class GradesThatReproduce(unittest.TestCase):
             return json.loads(out)
         docs = [graded(m, "--secret", secret) for m in (a, b, copy)]
         seeds = [d["seed"] for d in docs]
+        self.assertTrue(all(10 ** 12 <= seed < 10 ** 18 for seed in seeds), seeds)   # too many to try
         self.assertEqual(seeds[0], seeds[2])                      # the same bytes, the same cases
         self.assertNotEqual(seeds[0], seeds[1])                   # other bytes, other cases
         again = graded(a, "--seed", str(seeds[0]))                # the teacher repeats it from the record
@@ -471,6 +478,8 @@ class Gradebook(unittest.TestCase):
         self.assertEqual(sorted(rows), ["(no submission) s026", "alice.py", "bob.py", "carol-repo",
                                         "dave.zip", "erin", "frank.py", "gina", "hank.py", "ivan.py"])
         seed = re.search(r"seed (\d+) \(drawn now\)", stderr).group(1)
+        self.assertGreaterEqual(int(seed), 10 ** 12)            # 18 digits but one in a million draws
+        self.assertNotIn("note: --seed", stderr)
         got = {k: (r["student"], r["score"], r["status"]) for k, r in rows.items()}
         # bob's strided kv_head (i % g) is right where g is 1 or h, and nowhere else: with
         # --cases 0 his points for it are the share of its public cases at such a pair.
