@@ -39,6 +39,14 @@ if __name__ == "__main__" and not sys.flags.isolated and not getattr(sys.flags, 
     del sys.path[0]                      # the script's folder, put there by `python grader.py`
 
 
+def _teachers_run(argv):
+    """Whether argv names --sealed, --class or --format, whole or as argparse takes it
+    shortened ("--seal")."""
+    return any(option.startswith(word.split("=")[0])
+               for word in argv if word.startswith("--") and len(word.split("=")[0]) > 3
+               for option in ("--sealed", "--class", "--format"))
+
+
 def _hide_command_line():
     """A sealed or class run's options (its seed among them) off the command line, which
     every process of the machine may read (/proc/PID/cmdline): on Linux, a run whose
@@ -48,8 +56,7 @@ def _hide_command_line():
     import json
     import os
     argv = sys.argv[1:]
-    if (not sys.platform.startswith("linux") or argv[:1] == ["--arguments-from"]
-            or not any(a.split("=")[0] in ("--sealed", "--class", "--format") for a in argv)):
+    if not sys.platform.startswith("linux") or argv[:1] == ["--arguments-from"] or not _teachers_run(argv):
         return
     data = json.dumps(argv).encode("utf-8", "surrogateescape")
     if len(data) > 60000:                # more than a pipe holds unread: left as it is

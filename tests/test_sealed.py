@@ -1292,6 +1292,17 @@ class WhatTheWorkerSays(unittest.TestCase):
         self.assertNotIn("NaN", text)
 
 
+class CommandLine(unittest.TestCase):
+
+    def test_a_teachers_run_is_known_by_its_options_and_their_abbreviations(self):
+        import grader
+        for argv, hidden in ((["--sealed"], True), (["--seal", "--seed", "5"], True), (["--clas", "s"], True),
+                             (["--format=gradescope"], True), (["--class-serve"], False),
+                             (["--seed", "5", "--module", "m.py"], False), (["--cases", "3", "--json"], False)):
+            with self.subTest(argv=argv):
+                self.assertIs(grader._teachers_run(argv), hidden)
+
+
 class Blocked(unittest.TestCase):
 
     EARLY = ("graded",)
