@@ -42,15 +42,23 @@ CALLBACK = ("gqa_grader.worker", "w_target")
 
 
 def project_modules():
-    """{dotted name: path} of the project's own modules (tests, benchmarks aside)."""
+    """{dotted name: path} of the project's own modules (tests, benchmarks aside), the
+    modules of sub-packages too."""
     found = {"gqa": os.path.join(ROOT, "gqa.py"), "grader": os.path.join(ROOT, "grader.py")}
     for package in ("gqa_sandbox", "gqa_grader", "gqa_tools"):
-        for name in sorted(os.listdir(os.path.join(ROOT, package))):
-            if name.endswith(".py"):
-                stem = name[:-3]
-                dotted = package if stem == "__init__" else f"{package}.{stem}"
-                found[dotted] = os.path.join(ROOT, package, name)
+        for folder, dirs, files in os.walk(os.path.join(ROOT, package)):
+            dirs[:] = sorted(d for d in dirs if os.path.isfile(os.path.join(folder, d, "__init__.py")))
+            prefix = os.path.relpath(folder, ROOT).replace(os.sep, ".")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    stem = name[:-3]
+                    found[prefix if stem == "__init__" else f"{prefix}.{stem}"] = os.path.join(folder, name)
     return found
+
+
+def packages_of():
+    """The project's packages and sub-packages, dotted, sorted."""
+    return sorted(dotted for dotted, path in MODULES.items() if path.endswith("__init__.py"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -145,7 +153,8 @@ class Layout(unittest.TestCase):
         with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
             text = f.read()
         self.assertIn('py-modules = ["gqa"]\n', text)
-        self.assertIn('packages = ["gqa_sandbox", "gqa_grader", "gqa_tools"]\n', text)
+        listed = ", ".join(f'"{p}"' for p in packages_of())
+        self.assertIn(f'packages = [{listed}]\n', text)
         packages = sorted(d for d in os.listdir(ROOT)
                           if os.path.isfile(os.path.join(ROOT, d, "__init__.py")) and d != "tests")
         self.assertEqual(packages, ["gqa_grader", "gqa_sandbox", "gqa_tools"])
