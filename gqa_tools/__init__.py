@@ -1,7 +1,7 @@
 """The gqa command line tools: `python -m gqa COMMAND` (cli.py hands each command to its module).
 
     common    what the commands share: tables, formats, seeds, safe writes, the door to the grader
-    models    reading real models' config.json files          config   gqa config
+    sizer/    sizing real models' caches from config.json     sizer.command  gqa config
     train     the uptraining lab's training                    uptrain  gqa uptrain
     figures   SVG figures, standard library only               report   gqa report
     bench     gqa bench                                        tables   gqa tables

@@ -25,7 +25,7 @@ from gqa_grader.i18n import N_
 COMMANDS = {
     "tables": ("gqa_tools.tables", "print the cache and multiplication tables for every g"),
     "report": ("gqa_tools.report", "write report.md, or --check that it is current"),
-    "config": ("gqa_tools.config", "size a model's KV cache from its config.json"),
+    "config": ("gqa_tools.sizer.command", "size a model's KV cache from its config.json"),
     "bench": ("gqa_tools.bench", "time and memory per g, measured on this machine"),
     "uptrain": ("gqa_tools.uptrain", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
 }

@@ -69,7 +69,7 @@ class Model(NamedTuple):
 
 # The whole-block view's two models, with the fields of their config.json
 # files (examples/configs/llama-2-7b.json and llama-2-70b.json; a test checks
-# that these agree with what gqa_tools.models reads from those files).
+# that these agree with what gqa_tools.sizer reads from those files).
 BLOCK_MODELS = (Model("Llama-2-7B", 32, 32, 128, 4096, 11008, 3),
                 Model("Llama-2-70B", 64, 8, 128, 8192, 28672, 3))
 

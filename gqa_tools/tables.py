@@ -22,7 +22,7 @@ from typing import Iterator, Optional, Sequence
 import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.models import ModelShape
+from gqa_tools.sizer import ModelShape
 from gqa_tools.common import (block_bars, block_markdown, block_rows, cache_markdown, chosen_lang,
                               multiplies_markdown, speaking)
 

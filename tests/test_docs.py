@@ -323,14 +323,17 @@ RUNS = Runs()
 def load_tests(loader, tests, ignore):
     """The pages' REPL sessions as doctests, and the tool modules' doctests.  The pages'
     commands start now when their tests are to run here (not another shard's: helpers.heavy)."""
-    from gqa_tools import models as gqa_models
+    import importlib
+    import pkgutil
+    from gqa_tools import sizer
     if any("PageSamples" in test.id() and not getattr(type(test), "__unittest_skip__", False)
            for suite in tests for test in suite):
         RUNS.start()
     for page in PAGES:
         if ">>> " in TEXT[page]:
             tests.addTests(doctest.DocFileSuite(os.path.join(ROOT, page), module_relative=False))
-    tests.addTests(doctest.DocTestSuite(gqa_models))
+    for name in [""] + [f".{m.name}" for m in pkgutil.iter_modules(sizer.__path__)]:   # the sizer, each module
+        tests.addTests(doctest.DocTestSuite(importlib.import_module("gqa_tools.sizer" + name)))
     return tests
 
 

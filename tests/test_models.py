@@ -12,7 +12,7 @@ import unittest
 import gqa
 from gqa_tools import cli as gqa_cli
 from gqa import GQAError
-from gqa_tools.models import (ModelShape, Split, cache_bytes, decode_roofline, max_requests,
+from gqa_tools.sizer import (ModelShape, Split, cache_bytes, decode_roofline, max_requests,
                         parse_bandwidth, parse_flops, parse_size, tensor_parallel)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

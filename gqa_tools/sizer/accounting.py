@@ -1,0 +1,129 @@
+"""gqa_tools.sizer.accounting: every key of a config read, known not to change the cache, or refused.
+
+After a reader has sized the model, each key it did not read is judged
+here: known not to change the cache (HARMLESS, HARMLESS_KEYS, the family's
+own), passed; a mechanism's field (CHANGES) that no rule read, refused; a
+key whose name says it may change the cache (STRUCTURAL), refused unless
+--ignore names it (then a warning); any other, a note on the first line.
+A model type with no row of FAMILIES is sized with a warning naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from gqa import GQAError
+from gqa_tools.sizer.families import FAMILIES, WRAPPERS, Family
+from gqa_tools.sizer.fields import OVERRULED, Keys, cannot, show
+from gqa_tools.sizer.kinds import KNOWN_WITHOUT_ROW
+
+# ---------------------------------------------------------------------------
+# Never silent: every key is read, known not to change the cache, or refused.
+# ---------------------------------------------------------------------------
+
+# A key that names structure.  One the sizer does not read is an error naming
+# it, unless --ignore KEY (then a warning on the first line of the output).
+STRUCTURAL = re.compile(r"layer|block|attn|attention|window|chunk|kv|key_value|shar(e|ing)|global|"
+                        r"local|ssm|mamba|state|linear|recurr|lru|conv|cross|encoder|decoder|hybrid|"
+                        r"pattern|interval|period|head|cache|sparse|span")
+
+# The fields of the mechanisms (LAYOUTS, sharing, heads by layer): where no rule read one (its
+# family's code does not), it cannot be sized, and --ignore of it is refused.
+CHANGES = frozenset((
+    "layer_types", "block_configs", "num_kv_shared_layers", "cla_share_factor", "use_cla",
+    "attn_layer_indices", "layers_block_type", "hybrid_layer_ids", "attention_types",
+    "num_key_value_heads_per_layer", "num_query_heads", "full_attn_idxs", "hybrid_override_pattern",
+    "attn_type_list", "attn_layer_period", "full_attention_interval", "attention_chunk_size",
+    "cross_attention_layers", "kv_lora_rank", "num_attention_groups", "linear_attn_config",
+))
+
+# Keys known not to change the cache: vocabulary and token ids, position
+# encodings (rope), mixture-of-experts routing, dropout, initialisation,
+# normalisation, biases, scalings, and the bookkeeping of HF transformers.
+HARMLESS = re.compile(r"dropout|layerdrop|pdrop|_eps$|epsilon|bias|softcap|token_id|token_index|"
+                      r"intermediate_size|ffn_dim|ffn_hidden_size|^n_inner$|mlp_ratio|ffn_mult|"
+                      r"^vocab|_vocab|init|multiplier|scaling|rope|rotary|expert|moe|router|routed|"
+                      r"topk|top_k|dtype|quant|_act$|activation|tie_word|output_|return_|label|"
+                      r"logits|gradient|temperature|norm|^architectures$|^transformers_version$|"
+                      r"^auto_map$|tokenizer|task_specific|finetuning|problem_type|softmax|"
+                      # which kernel runs attention, never what it caches
+                      r"flash_attn|flash_attention|attn_implementation|^fused_|"
+                      # sequence-classification heads, generation lengths, scalings, images
+                      r"^summary_|^n_special$|predict_special|^max_length$|model_max_length|"
+                      r"original_max_position|^scale_|_scale$|scale_depth|dim_model_base|logit|"
+                      r"residual|^n_group$|scoring_func|^mlp_type$|spatial_merge|^embd_layer$|"
+                      r"^img_processor$|^use_mrope$|^is_llama_config$|^_from_model_config$|"
+                      # transformers.js's settings for its ONNX export (its kv_cache_dtype too)
+                      r"^transformers\.js_config$")
+HARMLESS_KEYS = frozenset((
+    "_name_or_path", "_commit_hash", "_attn_implementation_autoset", "_attn_implementation",
+    "use_cache", "attention_bias", "attention_dropout", "attn_logit_softcapping", "is_decoder",
+    "decoder_start_token_id", "tie_encoder_decoder", "cache_implementation",
+    "moe_layer_freq", "moe_layers", "mlp_only_layers", "decoder_sparse_step", "first_k_dense_replace",
+    "interleave_moe_layer_step", "shared_expert_intermediate_size", "shared_intermediate_size",
+    "n_shared_experts", "num_shared_experts", "attention_multiplier", "pretraining_tp",
+    "use_qk_norm", "qk_layernorm", "query_pre_attn_scalar", "attn_output_gate", "head_dim_scale",
+    "vision_config", "audio_config", "vision_feature_layer", "vision_feature_select_strategy",
+    "multimodal_projector_bias", "projector_hidden_act", "mm_tokens_per_image", "image_seq_length",
+    # InternVL's vision settings beside its llm_config, and a vision-encoder-decoder's encoder
+    "select_layer", "downsample_ratio", "template", "ps_version", "force_image_size",
+    "dynamic_image_size", "use_thumbnail", "max_dynamic_patch", "min_dynamic_patch",
+    "use_backbone_lora", "use_llm_lora", "pad2square", "encoder",
+    "parallel_attn", "pre_allocate_kv_cache", "scale_attn_weights", "reorder_and_upcast_attn",
+    "scale_attn_by_inverse_layer_idx", "clip_qkv", "qk_ln", "qk_gn", "attn_impl", "attn_uses_sequence_id", "softmax_scale", "alibi",
+    "alibi_bias_max", "prefix_lm", "fused_qkv",
+    # Qwen (the first release): log-n scaling of the queries and dynamic NTK rope, not the cache.
+    "use_logn_attn", "use_dynamic_ntk",
+))
+
+
+def account_keys(keys: Keys, ignore: Sequence[str], notes: List[str], family: Optional[Family],
+                 prefix: str = "") -> None:
+    """Every key no rule read: known not to change the cache, passed; a mechanism's field
+    (CHANGES), refused; a name that says it may change the cache (STRUCTURAL), refused, or
+    with --ignore KEY a warning; any other, a note on the first line of the output."""
+    unknown = []
+    for key, value in keys.data.items():
+        name = prefix + key
+        if key in keys.read or key in HARMLESS_KEYS or (family and key in family.harmless) or \
+                HARMLESS.search(key) or value is None:      # null: the field is unset
+            continue
+        if key in CHANGES:
+            cannot(keys, name, value, f"no rule reads it for model_type {keys.model_type or '(none)'!r}")
+        if name in ignore or key in ignore:
+            notes.append(f"WARNING: {name} {show(value)} is not read (--ignore {name}): "
+                         f"the sizes do not take it into account")
+        elif STRUCTURAL.search(key):
+            raise GQAError(f"config {keys.where}: {name} {show(value)} is read by no rule, and its "
+                           f"name says it may change the cache (layers, attention, windows, sharing, "
+                           f"state); if the model's code shows it does not, --ignore {name} sizes "
+                           f"the model without it")
+        else:
+            unknown.append(f"{name} {show(value)}")
+    if unknown:
+        notes.append(f"NOTE: {', '.join(unknown)}: read by no rule and not known to leave the "
+                     f"cache alone; the sizes assume {'it does' if len(unknown) == 1 else 'they do'}")
+
+
+def account_config(keys: Keys, top_keys: Keys, top_type: str, family: Optional[Family], model_type: str,
+                   ignore: Tuple[str, ...], overrides: Dict[str, int], notes: List[str]) -> None:
+    """Every key read, known not to change the cache, or refused (account_keys); --ignore of a
+    key the config does not have is an error; a model type with no row, a warning first."""
+    for name in overrides:          # a field given by hand overrules the config's: read, and set aside
+        keys.read.update(OVERRULED.get(name, ()))
+    every = set(keys.data) | set(top_keys.data) | {p + k for p, inner in keys.nested for k in inner.data}
+    missing = [name for name in ignore if name not in every]
+    if missing:
+        raise GQAError(f"--ignore {missing[0]}: the config has no key {missing[0]!r} "
+                       f"(its keys: {', '.join(sorted(every)[:12])}{', ...' if len(every) > 12 else ''})")
+    if keys is not top_keys:
+        account_keys(top_keys, ignore, notes, FAMILIES.get(WRAPPERS.get(top_type, ""), family))
+    account_keys(keys, ignore, notes, family)
+    for prefix, inner in keys.nested:
+        account_keys(inner, ignore, notes, family, prefix)
+    if family is None and model_type not in KNOWN_WITHOUT_ROW:
+        used = sorted(k for k in keys.read if k in keys.data and k not in ("model_type", "_name_or_path"))
+        notes.insert(0, f"WARNING: model_type {model_type or '(none)'!r} has no row in the sizer's table "
+                        f"of families: sized by the generic rules from "
+                        f"{', '.join(used) or 'no fields'}; check the layers against the model's code")
