@@ -27,10 +27,11 @@ command line, which other processes could read):
     run            {"target": "package.module:function", "args": [...]}: a run
                    (below) instead of requests; the target is its caller's
 
-The worker's first line: {"ready": true} once the module is imported, or
-{"import_error": "why"} (and it ends).  A root made by gqa_sandbox reports its
-own failure on another pipe, {"sandbox_error": "why"}, which the module never
-holds.
+The worker's first line: {"ready": true} once the module is imported (a run
+sends its items instead), or {"import_error": "why"} (and it ends).  A root
+made by gqa_sandbox reports its own failure on another pipe,
+{"sandbox_error": "why"} (bubblewrap: its own line, "bwrap: ..."), which
+the module never holds.
 
 A request: {"n": N, "items": [item, ...]}, N counting the requests.  Each item
 is one of:
