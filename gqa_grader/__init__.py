@@ -13,11 +13,15 @@ library (never gqa.py, never the tools):
     reference  the reference: one ref_ function per step, built another way
     worker     the worker program, run as a script: the only importer of the module
     users      the worker's users: a user id per run, its processes killed, what it reaches
-    sandbox    the seal (in gqa_sandbox's namespaces where they can be made), the Worker
-               process, and run_in_child (the tools' door)
+    seal       the seal: limits, a private folder, a user id per run, gqa_sandbox's
+               namespaces where they can be made, the cleanup
+    process    the Worker process and the worker protocol (written down there), and
+               run_in_child (the tools' door)
     exchange   calls to the worker and back; the --show transcript
     refusals   the calls each step must refuse: GQAError for values, TypeError for types
-    checks     the 25 checks
+    checking   what every check uses: a Step, its registration, a case's draws
+    checks     the 25 checks in order, a module per part of the lab (checks_heads,
+               checks_layer, checks_counting, checks_decoding, checks_backward)
     robustness the three parts of robustness: types, refusals, extremes
     tracks     the steps a run grades: numbers, ranges, names, tracks (core, all, robustness)
     grading    running the checks; text, JSON and Gradescope output
@@ -37,6 +41,6 @@ The public door, for the tools: grade() and run_in_child(), and their errors.
 
 from .failures import Failure, Refused
 from .grading import grade
-from .sandbox import DEFAULT_TIMEOUT, run_in_child
+from .process import DEFAULT_TIMEOUT, run_in_child
 
 __all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "run_in_child"]

@@ -41,7 +41,7 @@ from .grading import GRADER_VERSION, SEALED_SEEDS, guessable, points
 from .i18n import _
 from .tracks import ALL_STEPS, default_track
 from .records import VISIBILITIES, carried, flag, given, options_of
-from .sandbox import HERE, Seal, read_module
+from .seal import HERE, Seal, read_module
 from .submissions import discover
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,8 @@ from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
 from .answers import HANDOUT
 from .handout import write_autograder, write_starter
 from .selfcheck import write_handout
-from .sandbox import DEFAULT_BUDGET, DEFAULT_TIMEOUT, Seal, read_module
+from .process import DEFAULT_TIMEOUT
+from .seal import DEFAULT_BUDGET, Seal, read_module
 
 
 # Command line.

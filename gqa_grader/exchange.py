@@ -22,10 +22,10 @@ def ref(name):
     return {"$ref": name}
 
 
-def send_weights(s, fields, name="w"):
+def send_weights(module, fields, name="w"):
     """Make the module's Weights record from the grader's lists, kept in the worker as name."""
     w_q, w_k, w_v, w_o = fields
-    s.call("Weights", w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, keep=name, value=False)
+    module.call("Weights", w_q=w_q, w_k=w_k, w_v=w_v, w_o=w_o, keep=name, value=False)
     return ref(name)
 
 

@@ -12,12 +12,14 @@ import os
 import sys
 import time
 
-from .checks import PUBLIC_CASES, STEP_OF, STEPS, Draw
+from .checking import PUBLIC_CASES, Draw
+from .checks import STEP_OF, STEPS
 from .compare import bounded, clean_data
 from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
 from .i18n import N_, _, ljust, ngettext, width
-from .sandbox import BUDGET_NOTE, DEFAULT_BUDGET, DEFAULT_TIMEOUT, HERE, Seal, Worker
+from .process import BUDGET_NOTE, DEFAULT_TIMEOUT, Worker
+from .seal import DEFAULT_BUDGET, HERE, Seal
 from .tracks import ALL_STEPS, BY_NAME, covered, default_track
 
 GRADER_VERSION = "4.1"

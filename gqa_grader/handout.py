@@ -6,7 +6,8 @@ import zipfile
 
 from .checks import STEP_OF
 from .grading import DEFAULT_MODULE
-from . import prose, sandbox, starter
+from . import prose, starter
+from .seal import HERE
 
 _MADE = {}                          # source -> its starter: made once per process
 
@@ -82,9 +83,9 @@ def _grader_files():
     """The grader's own files, as paths relative to its folder: grader.py, gqa_grader/ and
     gqa_sandbox/ (the namespaces a sealed run is shut in, where they can be made)."""
     files = ["grader.py"] + [f"{package}/{name}" for package in ("gqa_grader", "gqa_sandbox")
-                             for name in sorted(os.listdir(os.path.join(sandbox.HERE, package)))
+                             for name in sorted(os.listdir(os.path.join(HERE, package)))
                              if name.endswith(".py")]
-    locale = os.path.join(sandbox.HERE, "gqa_grader", "locale")       # --lang's catalogs
+    locale = os.path.join(HERE, "gqa_grader", "locale")       # --lang's catalogs
     return files + [f"gqa_grader/locale/{lang}/LC_MESSAGES/gqa.mo" for lang in sorted(os.listdir(locale))
                     if os.path.isfile(os.path.join(locale, lang, "LC_MESSAGES", "gqa.mo"))]
 
@@ -114,7 +115,7 @@ def write_autograder(directory, args, options, secret=False):
                                  ("run_autograder", RUN_AUTOGRADER.format(options=options), 0o755)):
             _add(z, name, text, mode)
         for name in _grader_files():
-            with open(os.path.join(sandbox.HERE, name), "rb") as f:
+            with open(os.path.join(HERE, name), "rb") as f:
                 _add(z, name, f.read(), 0o644)
         if args.weights:
             with open(args.weights, "rb") as f:

@@ -17,7 +17,7 @@ import argparse
 import hashlib
 
 from .grading import GRADER_VERSION, reproduce, shown_seed
-from .sandbox import read_module
+from .seal import read_module
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")   # Gradescope's
 

@@ -25,56 +25,57 @@ from .inputs import rand_tensor, random_weights
 # a systematic case of its step (step()'s refusals).
 # ---------------------------------------------------------------------------
 
-def refuse_repeat_kv(s, rng):
-    s.raises("repeat_kv", [[], 2], [])                                       # no heads
+def refuse_repeat_kv(module, rng):
+    module.raises("repeat_kv", [[], 2], [])                                       # no heads
 
 
-def refuse_single(s, rng):
-    s.raises("single_head_attention", [[[1.0]], [], []], [])                 # no keys
-    s.raises("single_head_attention", [[[1.0, 2.0]], [[1.0]], [[1.0]]], [2, 1])   # d differs
-    s.raises("single_head_attention", [[[1.0]], [[1.0], [2.0]], [[1.0], [2.0], [3.0]]], [2, 3])
+def refuse_single(module, rng):
+    module.raises("single_head_attention", [[[1.0]], [], []], [])                 # no keys
+    module.raises("single_head_attention", [[[1.0, 2.0]], [[1.0]], [[1.0]]], [2, 1])   # d differs
+    module.raises("single_head_attention", [[[1.0]], [[1.0], [2.0]], [[1.0], [2.0], [3.0]]], [2, 3])
 
 
-def refuse_attention(s, rng):
-    s.raises("attention", [[[[1.0]], [[1.0]]], [[[1.0]]], [[[1.0]]], 1], [2, 1])   # k, v not h heads
+def refuse_attention(module, rng):
+    module.raises("attention", [[[[1.0]], [[1.0]]], [[[1.0]]], [[[1.0]]], 1], [2, 1])   # k, v not h heads
 
 
-def refuse_grouped(s, rng):
-    s.raises("grouped_attention", [[[[1.0]], [[1.0]]], [[[1.0]], [[1.0]]], [[[1.0]]]], [2, 1])
+def refuse_grouped(module, rng):
+    module.raises("grouped_attention", [[[[1.0]], [[1.0]]], [[[1.0]], [[1.0]]], [[[1.0]]]], [2, 1])
 
 
-def refuse_fold_weights(s, rng):
+def refuse_fold_weights(module, rng):
     w_q, w_k, w_v, w_o = random_weights(rng, 4, 3, 2)
-    s.raises("fold_weights", [send_weights(s, [w_q, w_k[:3], w_v, w_o]), 2], [3, 4, 2])
-    s.raises("fold_weights", [send_weights(s, [w_q, w_k, w_v, [h[:1] for h in w_o]]), 2], [])
+    module.raises("fold_weights", [send_weights(module, [w_q, w_k[:3], w_v, w_o]), 2], [3, 4, 2])
+    module.raises("fold_weights", [send_weights(module, [w_q, w_k, w_v, [h[:1] for h in w_o]]), 2], [])
 
 
-def refuse_layer(s, rng):
-    s.call("prepare_weights", send_weights(s, random_weights(rng, 2, 3, 2)), 1, keep="p", value=False)
-    s.raises("layer", [rand_tensor(rng, 1, 3), ref("p"), 2], [1, 2])      # prepared for another g
+def refuse_layer(module, rng):
+    module.call("prepare_weights", send_weights(module, random_weights(rng, 2, 3, 2)), 1, keep="p", value=False)
+    module.raises("layer", [rand_tensor(rng, 1, 3), ref("p"), 2], [1, 2])      # prepared for another g
 
 
-def refuse_difference(s, rng):
-    s.raises("output_difference", [[[[[1.0]]]], [[[[1.0]]]]], [])           # deeper than 3 levels
+def refuse_difference(module, rng):
+    module.raises("output_difference", [[[[[1.0]]]], [[[[1.0]]]]], [])           # deeper than 3 levels
 
 
-def refuse_cache_elements(s, rng):
-    s.raises("kv_cache_elements", [1, 1, 1, 0], [0])                         # head_dim 0
-    s.raises("kv_cache_elements", [-1, 1, 1, 1], [-1])                       # a negative count
+def refuse_cache_elements(module, rng):
+    module.raises("kv_cache_elements", [1, 1, 1, 0], [0])                         # head_dim 0
+    module.raises("kv_cache_elements", [-1, 1, 1, 1], [-1])                       # a negative count
 
 
-def refuse_kv_cache(s, rng):
-    s.raises("KVCache", [0, 2], [0])
-    s.raises("KVCache", [2, 0], [0])
+def refuse_kv_cache(module, rng):
+    module.raises("KVCache", [0, 2], [0])
+    module.raises("KVCache", [2, 0], [0])
 
 
-def refuse_decode(s, rng):
-    w = send_weights(s, random_weights(rng, 2, 3, 2))
-    s.call("KVCache", 2, 2, keep="cache", value=False)
-    s.raises("decode_step", [[1.0, 2.0, 3.0], w, 1, ref("cache")], [2, 1])  # a cache for another g
-    s.call("KVCache", 1, 2, keep="cache", value=False)
-    s.raises("decode_step", [[1.0, 2.0], w, 1, ref("cache")], [2, 3])       # x_t not d_model long
-    expect(s.get("cache", "len")["len"], 0, _("a refused decode_step"), _("len(cache) after refused steps"))
+def refuse_decode(module, rng):
+    w = send_weights(module, random_weights(rng, 2, 3, 2))
+    module.call("KVCache", 2, 2, keep="cache", value=False)
+    module.raises("decode_step", [[1.0, 2.0, 3.0], w, 1, ref("cache")], [2, 1])  # a cache for another g
+    module.call("KVCache", 1, 2, keep="cache", value=False)
+    module.raises("decode_step", [[1.0, 2.0], w, 1, ref("cache")], [2, 3])       # x_t not d_model long
+    expect(module.get("cache", "len")["len"], 0, _("a refused decode_step"),
+           _("len(cache) after refused steps"))
 
 
 # ---------------------------------------------------------------------------
@@ -92,12 +93,12 @@ CAUSAL = N_("causal is True or False")
 STRS = [[["1.0", "2.0"]]]                      # [1][1][2] of strs: a tensor that is not numbers
 
 
-def _weights(s, name="typed", w_q=None):
+def _weights(module, name="typed", w_q=None):
     """Weights of h=2, d_model=3, d=2 kept in the worker as name (w_q in place of w_q's own)."""
     def heads(h, rows, cols):
         return [[[0.5 * (i + 1) - 0.25 * j - 0.125 * c for c in range(cols)] for j in range(rows)]
                 for i in range(h)]
-    return send_weights(s, [w_q or heads(2, 3, 2), heads(2, 3, 2), heads(2, 3, 2), heads(2, 2, 3)], name)
+    return send_weights(module, [w_q or heads(2, 3, 2), heads(2, 3, 2), heads(2, 3, 2), heads(2, 2, 3)], name)
 
 
 def sizes(fn, good, bool_at, float_at, **kwargs):
@@ -119,18 +120,18 @@ def bad(fn, args, rule, **kwargs):
     return [(fn, args, rule, kwargs)]
 
 
-def calls_of(s, name):
+def calls_of(module, name):
     """[(fn, args, rule, kwargs)]: the calls step `name` must refuse with TypeError; what
     they need kept in the worker (Weights, a KVCache) is made first."""
     q, k, v = [[[1.0, 0.0]], [[0.0, 1.0]]], [[[1.0, 0.0], [0.5, 0.5]]], [[[1.0], [2.0]]]  # h=2, g=1
     x = [[1.0, 0.0, -1.0], [0.5, 0.5, 0.5]]                          # [n=2][d_model=3]
     w = strs = None
     if name in ("fold_weights", "prepare_weights", "layer", "decode_step", "layer_backward"):
-        w = _weights(s)                                                 # h=2, d_model=3, d=2
+        w = _weights(module)                                                 # h=2, d_model=3, d=2
     if name in ("fold_weights", "prepare_weights"):
-        strs = _weights(s, "strs", [[["1.0"] * 2] * 3] * 2)            # its w_q of strs
+        strs = _weights(module, "strs", [[["1.0"] * 2] * 3] * 2)            # its w_q of strs
     if name in ("KVCache", "decode_step"):
-        s.call("KVCache", 1, 2, keep="cache", value=False)              # g=1, d=2
+        module.call("KVCache", 1, 2, keep="cache", value=False)              # g=1, d=2
     table = {
         "valid_g": lambda: sizes("valid_g", [8], 0, 0),
         "method_name": lambda: sizes("method_name", [8, 2], 1, 0),
@@ -197,7 +198,7 @@ BOOL_DATA = {
 }
 
 
-def refuse_types(s, name):
+def refuse_types(module, name):
     """Make every call of step `name` that must raise TypeError."""
-    for fn, args, rule, kwargs in calls_of(s, name):
-        s.raises_type(fn, args, _(rule), kwargs)
+    for fn, args, rule, kwargs in calls_of(module, name):
+        module.raises_type(fn, args, _(rule), kwargs)

@@ -18,9 +18,10 @@ failures never fail a lesson step; `--steps robustness` (or `all,robustness`) as
 them, covering the functions of the lesson steps graded with them.
 """
 
-from .checks import (ALL_HG, DIFFERENCE_EXTREMES, DIFFERENCE_FIELDS, SINGLE_EXTREMES, STEPS,
-                     WEIGHT_FIELDS, bad_g, draw_heads, draw_hg, draw_sizes, fields_of, ragged,
-                     robustness)
+from .checking import ALL_HG, Step, bad_g, draw_hg, fields_of, ragged
+from .checks import STEPS
+from .checks_heads import SINGLE_EXTREMES, draw_heads
+from .checks_layer import DIFFERENCE_EXTREMES, DIFFERENCE_FIELDS, WEIGHT_FIELDS, draw_sizes
 from .answers import (ref_fold_kv_mean, ref_fold_weights, ref_grouped_attention, ref_layer,
                       ref_output_difference, ref_single_head_attention)
 from .compare import expect
@@ -32,12 +33,23 @@ from .refusals import (refuse_attention, refuse_cache_elements, refuse_decode, r
                        refuse_repeat_kv, refuse_single, refuse_types)
 
 
+PARTS = []              # the parts of robustness, steps 26 on, each registered by robustness()
+
+
+def robustness(number, name, summary, table):
+    """Register a robustness part: table maps a lesson step's function to what it must
+    withstand, fn(module, rng); each is a case, once public and once hidden."""
+    def check(module, subject, rng):
+        table[subject](module, rng)
+    PARTS.append(Step(number, name, summary, 0, check, part="robustness", subjects=list(table)))
+
+
 # ---------------------------------------------------------------------------
 # types: TypeError for every argument of the wrong type (refusals.calls_of).
 # ---------------------------------------------------------------------------
 
 def _types_of(name):
-    return lambda s, rng: refuse_types(s, name)
+    return lambda module, rng: refuse_types(module, name)
 
 
 TYPES = {st.name: _types_of(st.name) for st in STEPS if st.name != "count_multiplies"}
@@ -53,82 +65,82 @@ def _bad_g_pair(rng):
     return h, bad_g(h, rng)
 
 
-def _refuse_sizes(s, rng):
-    s.raises("valid_g", [0], [0])
-    s.raises("valid_g", [-4], [-4])
+def _refuse_sizes(module, rng):
+    module.raises("valid_g", [0], [0])
+    module.raises("valid_g", [-4], [-4])
 
 
 def _refuse_g(name):
-    def refuse(s, rng):
+    def refuse(module, rng):
         h, g = _bad_g_pair(rng)
-        s.raises(name, [h, g], [h, g])
+        module.raises(name, [h, g], [h, g])
     return refuse
 
 
-def _refuse_kv_head(s, rng):
+def _refuse_kv_head(module, rng):
     h, g = _bad_g_pair(rng)
-    s.raises("kv_head", [0, h, g], [h, g])
+    module.raises("kv_head", [0, h, g], [h, g])
     h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
     i = h + rng.randint(1, 3)                    # a query head past the last one
-    s.raises("kv_head", [i, h, g], [i, h])
+    module.raises("kv_head", [i, h, g], [i, h])
 
 
-def _refuse_fold(s, rng):
-    s.raises("fold_kv_mean", [[ragged(rng, 2, 2), rand_tensor(rng, 2, 2)], 1], [])
+def _refuse_fold(module, rng):
+    module.raises("fold_kv_mean", [[ragged(rng, 2, 2), rand_tensor(rng, 2, 2)], 1], [])
     h, g = _bad_g_pair(rng)
-    s.raises("fold_kv_mean", [rand_tensor(rng, h, 1, 2), g], [h, g])
+    module.raises("fold_kv_mean", [rand_tensor(rng, h, 1, 2), g], [h, g])
 
 
-def _refuse_repeat(s, rng):
-    refuse_repeat_kv(s, rng)
+def _refuse_repeat(module, rng):
+    refuse_repeat_kv(module, rng)
     g = rng.randint(2, 4)                        # g + 1 query heads: not a multiple of g
-    s.raises("repeat_kv", [rand_tensor(rng, g, 1, 2), g + 1], [g, g + 1])
+    module.raises("repeat_kv", [rand_tensor(rng, g, 1, 2), g + 1], [g, g + 1])
 
 
-def _refuse_single(s, rng):
-    refuse_single(s, rng)
+def _refuse_single(module, rng):
+    refuse_single(module, rng)
     q, k, v = rand_tensor(rng, 3, 2), rand_tensor(rng, 2, 2), rand_tensor(rng, 2, 1)
-    s.raises("single_head_attention", [q, k, v], [3, 2], kwargs={"causal": True})   # n > m
+    module.raises("single_head_attention", [q, k, v], [3, 2], kwargs={"causal": True})   # n > m
     q, k, v = rand_tensor(rng, 2, 2), rand_tensor(rng, 3, 2), ragged(rng, 3, 2)
-    s.raises("single_head_attention", [q, k, v], [])
+    module.raises("single_head_attention", [q, k, v], [])
 
 
-def _refuse_attention(s, rng):
-    refuse_attention(s, rng)
+def _refuse_attention(module, rng):
+    refuse_attention(module, rng)
     h, g = _bad_g_pair(rng)
     q = rand_tensor(rng, h, 1, 1)
-    s.raises("attention", [q, q, q, g], [h, g])
+    module.raises("attention", [q, q, q, g], [h, g])
 
 
-def _refuse_init(s, rng):
-    s.raises("init_weights", [0, 3, 2], [0], kwargs={"seed": 1})
+def _refuse_init(module, rng):
+    module.raises("init_weights", [0, 3, 2], [0], kwargs={"seed": 1})
 
 
-def _refuse_layer(s, rng):
-    refuse_layer(s, rng)
-    s.raises("layer", [ragged(rng, 3, 2), send_weights(s, random_weights(rng, 2, 2, 1)), 1], [])
+def _refuse_layer(module, rng):
+    refuse_layer(module, rng)
+    module.raises("layer", [ragged(rng, 3, 2), send_weights(module, random_weights(rng, 2, 2, 1)), 1], [])
 
 
-def _refuse_difference(s, rng):
-    refuse_difference(s, rng)
-    s.raises("output_difference", [rand_tensor(rng, 2, 3), rand_tensor(rng, 2, 2)], [])
+def _refuse_difference(module, rng):
+    refuse_difference(module, rng)
+    module.raises("output_difference", [rand_tensor(rng, 2, 3), rand_tensor(rng, 2, 2)], [])
 
 
-def _refuse_cache_elements(s, rng):
-    refuse_cache_elements(s, rng)
-    s.raises("kv_cache_elements", [2, 0, 3, 4], [0])
+def _refuse_cache_elements(module, rng):
+    refuse_cache_elements(module, rng)
+    module.raises("kv_cache_elements", [2, 0, 3, 4], [0])
 
 
-def _refuse_cache(s, rng):
+def _refuse_cache(module, rng):
     """KVCache's sizes, and appends refused whole: nothing stored unless both are valid."""
-    refuse_kv_cache(s, rng)
+    refuse_kv_cache(module, rng)
     g, d = rng.randint(1, 3), rng.randint(1, 3)
-    s.call("KVCache", g, d, keep="cache", value=False)
+    module.call("KVCache", g, d, keep="cache", value=False)
     k, v = rand_tensor(rng, g, d), rand_tensor(rng, g, d)
-    s.call("$cache.append", k, v, value=False)
-    s.raises("$cache.append", [k + [[0.0] * d], v], [g])                # g + 1 heads
-    s.raises("$cache.append", [k, v[:-1] + [[0.0] * (d + 1)]], [d])      # a bad v
-    expect(s.get("cache", "len")["len"], 1, f"g={g}, d={d}",
+    module.call("$cache.append", k, v, value=False)
+    module.raises("$cache.append", [k + [[0.0] * d], v], [g])                # g + 1 heads
+    module.raises("$cache.append", [k, v[:-1] + [[0.0] * (d + 1)]], [d])      # a bad v
+    expect(module.get("cache", "len")["len"], 1, f"g={g}, d={d}",
            _("len(cache) after refused appends (nothing is stored unless both are valid)"))
 
 
@@ -151,48 +163,48 @@ def _scaled(t, f):
     return [_scaled(x, f) for x in t] if isinstance(t, list) else t * f
 
 
-def _fold_extremes(s, rng):
+def _fold_extremes(module, rng):
     f = rng.uniform(0.5, 1.0)                    # a draw: a hidden case is not a public one
     for kv, g in (([[[1e308 * f, -1e308 * f]], [[1e308 * f, -1e308 * f]]], 1),
                   ([[[1e308 * f]], [[1e308 * f]], [[1e308 * f]], [[-1e308 * f]]], 2)):
-        expect(s.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
+        expect(module.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
                _("values of {x}").format(x=f"{1e308 * f:.3g}"),
                _("{call} (a sum overflows; a mean does not)").format(call=f"fold_kv_mean(kv, {g})"))
     for how in ("tuple", "array"):
         h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
         kv = as_rows(rand_tensor(rng, h, 2, 2), how)
-        expect(s.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
+        expect(module.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
                _("{case}, {how} rows").format(case=f"h={h}, g={g}", how=how), f"fold_kv_mean(kv, {g})")
 
 
-def _single_extremes(s, rng):
+def _single_extremes(module, rng):
     f = rng.uniform(0.8, 1.0)
     for where, q, k, v, causal in SINGLE_EXTREMES:
         if not isinstance(q[0], list):           # tuple or array rows: as they are
             f_q = q
         else:
             f_q = _scaled(q, f)
-        expect(s.call("single_head_attention", f_q, k, v, causal=causal, fresh=True),
+        expect(module.call("single_head_attention", f_q, k, v, causal=causal, fresh=True),
                ref_single_head_attention(f_q, k, v, causal), f"{_(where)}, causal={causal}",
                f"single_head_attention(q, k, v, causal={causal})")
 
 
-def _grouped_extremes(s, rng):
+def _grouped_extremes(module, rng):
     for how in ("tuple", "array"):
         h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
         q, k, v, causal, where = draw_heads(rng, 1, h, g)
         q, k, v = as_rows(q, how), as_rows(k, how), as_rows(v, how)
-        expect(s.call("grouped_attention", q, k, v, causal=causal, fresh=True),
+        expect(module.call("grouped_attention", q, k, v, causal=causal, fresh=True),
                ref_grouped_attention(q, k, v, causal),
                _("{case}, {how} rows").format(case=f"h={h}, g={g}, {where}", how=how),
                f"grouped_attention(q, k, v, causal={causal})")
 
 
-def _fold_weights_extremes(s, rng):
+def _fold_weights_extremes(module, rng):
     for how in ("tuple", "array"):
         h, g, _n, d, d_model, _where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
         fields = [as_rows(t, how) for t in random_weights(rng, h, d_model, d)]
-        folded = s.call("fold_weights", send_weights(s, fields), g)
+        folded = module.call("fold_weights", send_weights(module, fields), g)
         expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
                plain(ref_fold_weights(*fields, g)),
                _("{case}, {how} rows").format(case=f"h={h}, g={g}, d={d}, d_model={d_model}", how=how),
@@ -200,23 +212,23 @@ def _fold_weights_extremes(s, rng):
                names=WEIGHT_FIELDS)
 
 
-def _layer_extremes(s, rng):
+def _layer_extremes(module, rng):
     for how in ("tuple", "array"):
         h, g, n, d, d_model, where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
         fields, x = random_weights(rng, h, d_model, d), as_rows(rand_tensor(rng, n, d_model), how)
-        expect(s.call("layer", x, send_weights(s, fields), g, fresh=True),
+        expect(module.call("layer", x, send_weights(module, fields), g, fresh=True),
                ref_layer(x, *fields, g, False), _("{case}, x of {how} rows").format(case=where, how=how),
                f"layer(x, weights, g={g})")
 
 
-def _difference_extremes(s, rng):
+def _difference_extremes(module, rng):
     f = rng.uniform(0.5, 1.0)
     rows, cols = rng.randint(1, 3), rng.randint(1, 4)
     cases = [(_(where), _scaled(a, f), _scaled(b, f)) for where, a, b in DIFFERENCE_EXTREMES]
     cases.append((_("{shape}, a of tuple rows, b of array rows").format(shape=f"[{rows}][{cols}]"),
                   as_rows(rand_tensor(rng, rows, cols), "tuple"), as_rows(rand_tensor(rng, rows, cols), "array")))
     for where, a, b in cases:
-        got = s.call("output_difference", a, b)
+        got = module.call("output_difference", a, b)
         expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
                ref_output_difference(plain(a), plain(b)), where,
                "output_difference(a, b): max_abs, rel_l2, cosine", names=DIFFERENCE_FIELDS)

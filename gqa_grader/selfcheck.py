@@ -20,9 +20,10 @@ import json
 import os
 import shutil
 
-from . import answers, checks, handout, i18n, robustness, sandbox, tracks
+from . import answers, checks, handout, i18n, robustness, tracks
 from .grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
 from .i18n import N_, _
+from .seal import HERE
 
 # What a student reads first, in the language of the run that writes the handout.
 README = N_("""# The gqa lab
@@ -55,7 +56,7 @@ def record(module=DEFAULT_MODULE, only=None):
     table = {}
     wrapped = {name: answers.recorder(name, getattr(reference, name), table) for name in answers.NAMES}
     wrapped["RefKVCache"] = answers.recording_cache(reference.RefKVCache, table)
-    spaces = [vars(checks), vars(robustness)]      # the modules whose checks ask the reference
+    spaces = [vars(m) for m in checks.MODULES] + [vars(robustness)]   # those whose checks ask the reference
     saved = [{name: space[name] for name in wrapped if name in space} for space in spaces]
     for space, names in zip(spaces, saved):
         space.update({name: wrapped[name] for name in names})
@@ -101,7 +102,7 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None, lang="en"):
     with open(os.path.join(package, "answers.json"), "w", encoding="utf-8") as f:
         json.dump(table, f, sort_keys=True, separators=(",", ":"), allow_nan=False)
         f.write("\n")
-    shutil.copyfile(os.path.join(sandbox.HERE, "grader.py"), os.path.join(directory, "grader.py"))
+    shutil.copyfile(os.path.join(HERE, "grader.py"), os.path.join(directory, "grader.py"))
     with open(os.path.join(directory, "README.md"), "w", encoding="utf-8") as f:
         numbers = [st.number for st in tracks.ALL_STEPS if st.name in only]
         given = handout.given_steps(only)

@@ -3,24 +3,22 @@
 The grader runs this file as a script, `python -I -S worker.py` (no
 site-packages, no PYTHON* variables, not even this folder on sys.path), so the
 process that imports the module holds none of the reference: this file imports
-only the standard library, and nothing of the grader.  Its configuration (the
-module's path, its limits, the user to become) is the first line of its stdin,
-never on a command line that other processes could read.  The worker keeps the
-protocol on private copies of stdin and stdout and points fds 0, 1 and 2 at the
-null device, so the module's prints and reads touch neither.  A request is one
-JSON line, {"n": N, "items": [...]}; the worker answers each item with a line
-of its own, {"n": N, "i": I, ...}, and stops at the first error.  The module's
-values are encoded as plain data with their types (tuples, records, arrays and
-other objects tagged), never pickled.  A worker started with "reload" (for
-modules the grader trusts, one after another: grading.Trusted) also takes
-{"op": "load", "path": ...}: another module imported afresh in place of the last.
+only the standard library, and nothing of the project.  It speaks the worker
+protocol, written down in one place, gqa_grader/process.py's docstring: its
+configuration (the module's path, its limits, the user to become) is the first
+line of its stdin, never on a command line that other processes could read;
+then JSON lines, a request from the grader and an answer per item.  The worker
+keeps the protocol on private copies of stdin and stdout and points fds 0, 1
+and 2 at the null device, so the module's prints and reads touch neither.  The
+module's values are encoded as plain data with their types, never pickled.
 
 As root (the config's "drop"), the worker imports the standard library it needs,
 then becomes the run's own user, and only then puts the module's folders on
 sys.path (and the standard library's, opened before, through /proc/self/fd) and
-imports the module.  The one call from here into the project's
-tools is w_target: `python -m gqa COMMAND --module PATH` runs a tool's function
-with the student's module in this process, never in the tool's own.
+imports the module.  A run (the config's "run", a tool's child through
+gqa_grader.run_in_child) calls the function its caller named,
+"package.module:function", with the module, in this process: the worker knows
+no tool, and the name comes from the config, read before the module is imported.
 """
 
 import json
@@ -28,7 +26,25 @@ import os
 import sys
 from array import array
 
-W = {}                           # the worker's state: its protocol stream, kept objects, the path
+
+
+class WorkerState:
+    """The worker's state, one for its life (W): set by w_streams from the config."""
+
+    __slots__ = ("out", "kept", "seen", "graders", "path", "refuse_grader", "reload", "config")
+
+    def __init__(self):
+        self.out = None              # the protocol's stream: a private copy of stdout
+        self.kept = {}               # objects kept by name ("keep"), sent back as {"$ref": name}
+        self.seen = set()            # the names in sys.modules judged so far (w_has_grader)
+        self.graders = set()         # those of them that are the grader's
+        self.path = None             # the module's file, absolute: a frame of it is the module's
+        self.refuse_grader = True    # a module that imports the grader is refused
+        self.reload = False          # "load" requests are taken (trusted modules, one by one)
+        self.config = {}             # the config, as the first line of stdin gave it
+
+
+W = WorkerState()
 W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC",
             "file_size": "RLIMIT_FSIZE", "open_files": "RLIMIT_NOFILE",
             "message_queues": "RLIMIT_MSGQUEUE"}
@@ -45,8 +61,8 @@ W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "ra
 
 
 def w_send(message):
-    W["out"].write(json.dumps(message) + "\n")
-    W["out"].flush()
+    W.out.write(json.dumps(message) + "\n")
+    W.out.flush()
 
 
 def w_enc(x, depth=0):
@@ -71,7 +87,7 @@ def w_enc(x, depth=0):
 
 def w_dec(x):
     if isinstance(x, dict) and "$ref" in x:
-        return W["kept"][x["$ref"]]
+        return W.kept[x["$ref"]]
     if isinstance(x, dict) and "$tuple" in x:
         return tuple(w_dec(v) for v in x["$tuple"])
     if isinstance(x, dict) and "$array" in x:
@@ -83,8 +99,8 @@ def w_dec(x):
 
 def w_where(tb):
     import traceback
-    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == W["path"]]
-    return [f"{os.path.basename(W['path'])}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
+    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == W.path]
+    return [f"{os.path.basename(W.path)}, line {f.lineno}, in {f.name}: {(f.line or '').strip()}"
             for f in frames[-3:]]
 
 
@@ -100,7 +116,7 @@ def w_raised_in(tb):
     name, direct = None, False
     while tb is not None:
         frame = tb.tb_frame
-        mine = os.path.abspath(frame.f_code.co_filename) == W["path"]
+        mine = os.path.abspath(frame.f_code.co_filename) == W.path
         if mine:
             owner = frame.f_locals.get("self", frame.f_locals.get("cls"))
             owner = owner if isinstance(owner, type) else type(owner) if owner is not None else None
@@ -142,7 +158,7 @@ def w_lists_in(x, found, depth=0):
 def w_resolve(mod, name):
     if name.startswith("$"):
         kept, _, attr = name[1:].partition(".")
-        return getattr(W["kept"][kept], attr)
+        return getattr(W.kept[kept], attr)
     if not hasattr(mod, name):
         raise LookupError(f"the module has no {name}")
     fn = getattr(mod, name)
@@ -182,7 +198,7 @@ def w_call(mod, req):
         return w_failure(err)
     answer = {}
     if req.get("keep"):
-        W["kept"][req["keep"]] = value
+        W.kept[req["keep"]] = value
     if req.get("value", True):
         answer["value"] = w_enc(value)
     answer["changed"] = [names[i] for i, old in zip(mine, before)
@@ -211,7 +227,7 @@ def w_handle(mod, req):
     if op == "call":
         return w_call(mod, req)
     if op == "get":
-        obj, values = W["kept"][req["ref"]], {}
+        obj, values = W.kept[req["ref"]], {}
         for attr in req["attrs"]:
             try:
                 values[attr] = w_enc(len(obj) if attr == "len" else getattr(obj, attr))
@@ -247,10 +263,10 @@ def w_has_grader():
     """Whether the module imported the grader (grader.py, or its package gqa_grader): whether
     sys.modules holds one of its names.  Each name is judged once, when it first appears."""
     names = set(sys.modules)
-    new = names - W["seen"]
-    W["seen"] |= new
-    W["graders"] |= {name for name in new if w_is_grader(name)}
-    return not W["graders"].isdisjoint(names)
+    new = names - W.seen
+    W.seen |= new
+    W.graders |= {name for name in new if w_is_grader(name)}
+    return not W.graders.isdisjoint(names)
 
 
 def w_serve(mod, requests):
@@ -264,39 +280,40 @@ def w_serve(mod, requests):
             continue
         for i, item in enumerate(items):
             try:
-                if item.get("op") == "load" and W["reload"]:
+                if item.get("op") == "load" and W.reload:
                     mod, answer = w_reload(item)
                 else:
                     answer = w_handle(mod, item)
-                if W["refuse_grader"] and w_has_grader():
+                if W.refuse_grader and w_has_grader():
                     answer = w_error("refused", "the module imported the grader (grader.py or "
                                      "gqa_grader) during the call; the grader refuses to grade it")
                 text = json.dumps(dict(answer, n=n, i=i))
             except BaseException as err:
                 answer = w_failure(err)
                 text = json.dumps(dict(answer, n=n, i=i))
-            W["out"].write(text + "\n")
-            W["out"].flush()
+            W.out.write(text + "\n")
+            W.out.flush()
             if "error" in answer:
                 break
 
 
 def w_target(name):
-    """The tool's function that a --module run calls with the module: the worker's one
-    call into the project's tools, each named here (a tool passes the name)."""
-    if name == "report":
-        from gqa_tools.report import child_parts as target
-    elif name == "tables":
-        from gqa_tools.tables import child_texts as target
-    elif name == "uptrain":
-        from gqa_tools.train import child_run as target
-    else:
-        raise LookupError(f"no tool function named {name!r}")
+    """The function a run calls with the module, named by the config's run as
+    "package.module:function" (the caller's, a tool's: never the module's), imported
+    from the run's paths; LookupError for a name of another form or that is not there."""
+    import importlib
+    dotted, colon, function = name.partition(":") if isinstance(name, str) else ("", "", "")
+    if not (colon and function.isidentifier()
+            and all(part.isidentifier() for part in dotted.split("."))):
+        raise LookupError(f"a run's target is named package.module:function, not {name!r}")
+    target = getattr(importlib.import_module(dotted), function, None)
+    if not callable(target):
+        raise LookupError(f"{dotted} has no function {function}")
     return target
 
 
 def w_run(mod, run):
-    """Send each item that the tool's function target(module, *args) yields, then done."""
+    """Send each item that the run's target(module, *args) yields, then done."""
     try:
         for item in w_target(run["target"])(mod, *run.get("args", [])):
             w_send({"item": item})
@@ -379,9 +396,9 @@ def w_repath(folders):
 def w_streams(config):
     """The protocol's answers on a private copy of stdout; fds 0, 1, 2 on the null device
     (2 was the sandbox's pipe for its own failure: the module never holds it)."""
-    W.update(out=os.fdopen(os.dup(1), "w", encoding="utf-8"), kept={}, seen=set(), graders=set(),
-             path=os.path.abspath(config["path"]), refuse_grader=config.get("refuse_grader", True),
-             reload=config.get("reload") is True, config=config)
+    W.out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    W.path, W.config = os.path.abspath(config["path"]), config
+    W.refuse_grader, W.reload = config.get("refuse_grader", True), config.get("reload") is True
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
@@ -443,7 +460,7 @@ def w_import(config):
     """(the module, imported under the config's name, None) or (None, why it was not)."""
     import importlib.util
     name, shown = config.get("name", "gqa"), config.get("shown", config["path"])
-    spec = importlib.util.spec_from_file_location(name, W["path"])
+    spec = importlib.util.spec_from_file_location(name, W.path)
     if spec is None or spec.loader is None:
         return None, f"{shown} is not a Python file (it must end in .py)"
     mod = importlib.util.module_from_spec(spec)
@@ -454,12 +471,12 @@ def w_import(config):
     except SyntaxError as err:
         return None, f"{shown} has a syntax error, line {err.lineno}: {err.msg}"
     except BaseException as err:
-        if W["refuse_grader"] and isinstance(err, ImportError) and w_is_grader(err.name):
+        if W.refuse_grader and isinstance(err, ImportError) and w_is_grader(err.name):
             return None, w_refusal(shown)
         at = "; ".join(w_where(err.__traceback__))
         return None, (f"importing {shown} raised {type(err).__name__}: {err}"
                       + (f" ({at})" if at else ""))
-    if W["refuse_grader"] and w_has_grader():
+    if W.refuse_grader and w_has_grader():
         return None, w_refusal(shown)
     return mod, None
 
@@ -469,9 +486,9 @@ def w_reload(item):
     trusted modules, never a student's): the next module in place of the last, imported
     afresh, nothing kept.  (module or None, the answer)."""
     import linecache
-    W.update(path=os.path.abspath(item["path"]), kept={})
+    W.path, W.kept = os.path.abspath(item["path"]), {}
     linecache.clearcache()                       # the last module's lines, where tracebacks look
-    mod, why = w_import(dict(W["config"], path=item["path"], shown=item["shown"]))
+    mod, why = w_import(dict(W.config, path=item["path"], shown=item["shown"]))
     return mod, {"ready": True} if why is None else {"import_error": why}
 
 
@@ -489,12 +506,13 @@ def w_main(argv):
         return
     if resource is not None:
         w_limit(resource, config.get("limits", {}))
+    run = dict(config["run"]) if config.get("run") else None     # its target named before the import
     mod, why = w_import(config)
     if mod is None:
         w_send({"import_error": why})
         return
-    if config.get("run"):
-        w_run(mod, config["run"])
+    if run is not None:
+        w_run(mod, run)
         return
     w_send({"ready": True})
     w_serve(mod, requests)

@@ -1286,7 +1286,7 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
         print("gqa report: " + _("its steps pass, so section 8 trains with {path} in the grader's "
                                  "worker: a minute or more").format(path=path), file=sys.stderr)
     try:
-        for item in grader.run_in_child(path, "report",
+        for item in grader.run_in_child(path, "gqa_tools.report:child_parts",
                                         [list(cfg), path, untrained, list(training.QUICK), i18n.language()],
                                         paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what=_("building the report"),

@@ -114,7 +114,8 @@ def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -
     if not os.path.isfile(path):
         raise gqa.GQAError(_("--module {path}: no such file").format(path=path))
     try:
-        for item in grader.run_in_child(path, "tables", [s, model_g, causal, i18n.language()],
+        for item in grader.run_in_child(path, "gqa_tools.tables:child_texts",
+                                        [s, model_g, causal, i18n.language()],
                                         paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what=_("computing the tables"),
                                         item_timeout=CHILD_TIMEOUT, budget=2 * CHILD_TIMEOUT):

@@ -53,7 +53,7 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
          f"(no progress is shown until it ends)")
     result = None
     try:
-        for item in grader.run_in_child(path, "uptrain", [list(recipe)],
+        for item in grader.run_in_child(path, "gqa_tools.train:child_run", [list(recipe)],
                                         paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
                                         label=path, what="training",
                                         item_timeout=MODULE_BUDGET, budget=MODULE_BUDGET):

@@ -30,7 +30,8 @@ import unittest
 import zipfile
 from unittest import mock
 
-from gqa_grader import checks, cli, classroom, records, sandbox, submissions, grading, workflow
+from gqa_grader import checking, checks, cli, classroom, records, submissions, grading, workflow
+from gqa_grader.seal import sandbox_package
 from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,7 +94,7 @@ class Private:
         module still runs in a worker): (status, stdout, stderr)."""
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                mock.patch.object(sandbox, "HERE", self.dir):
+                mock.patch("gqa_grader.seal.HERE", self.dir):
             status = cli.main(list(argv))
         return status, out.getvalue(), err.getvalue()
 
@@ -483,8 +484,9 @@ class Gradebook(unittest.TestCase):
         got = {k: (r["student"], r["score"], r["status"]) for k, r in rows.items()}
         # bob's strided kv_head (i % g) is right where g is 1 or h, and nowhere else: with
         # --cases 0 his points for it are the share of its public cases at such a pair.
-        pairs = checks.ALL_HG + [checks.draw_hg(k, checks.Draw(f"kv_head:0:{k}"))
-                                 for k in range(len(checks.ALL_HG), len(checks.ALL_HG) + checks.PUBLIC_CASES)]
+        first = len(checking.ALL_HG)
+        pairs = checking.ALL_HG + [checking.draw_hg(k, checking.Draw(f"kv_head:0:{k}"))
+                                   for k in range(first, first + checking.PUBLIC_CASES)]
         share = round(sum(g in (1, h) for h, g in pairs) / len(pairs), 4)
         self.assertEqual({k: got[k] for k in ("alice.py", "bob.py", "carol-repo")},
                          {"alice.py": ("s001", "3", "passed"), "bob.py": ("bob", f"{2 + share:g}", "failed"),
@@ -536,7 +538,7 @@ class Gradebook(unittest.TestCase):
                 (mine, os.path.join(shared, "g.csv"), shared, "the folder of --gradebook"),
                 (mine, os.path.join(private.work, "linked", "g.csv"), os.path.join(shared, "fb"),
                  "the feedback of --gradebook")):
-            with mock.patch.object(sandbox.sandbox_package(), "TOOLS", ()):    # outside namespaces
+            with mock.patch.object(sandbox_package(), "TOOLS", ()):    # outside namespaces
                 status, out, err = private.main("--class", class_dir, "--gradebook", book, "--only", "1",
                                                 "--cases", "0", "--quiet")
             self.assertEqual(status, 2, err)
@@ -546,7 +548,7 @@ class Gradebook(unittest.TestCase):
             self.assertFalse(os.path.exists(book))       # refused before any run or row
             if "linked" not in book:                     # nor a feedback folder left
                 self.assertFalse(os.path.exists(book[:-len(".csv")] + "-feedback"), book)
-        if sandbox.sandbox_package().available()[0]:     # in namespaces none of it is in sight: graded
+        if sandbox_package().available()[0]:     # in namespaces none of it is in sight: graded
             status, out, err = private.main("--class", subs, "--gradebook", os.path.join(private.work, "n.csv"),
                                             "--only", "1", "--cases", "0", "--quiet")
             self.assertEqual(status, 0, err)

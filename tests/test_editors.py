@@ -17,7 +17,8 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
-from gqa_grader import compare, grading, records, sandbox, submissions
+from gqa_grader import compare, grading, records, submissions
+from gqa_grader.seal import Seal, runnable
 from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -101,7 +102,7 @@ def by_name(results):
 
 @heavy
 class Variants(unittest.TestCase):
-    """The variants themselves, and the copy a worker runs (sandbox.runnable)."""
+    """The variants themselves, and the copy a worker runs (seal.runnable)."""
 
     def test_each_variant_is_what_it_says(self):
         self.assertTrue(bom(SOURCE).startswith(BOM))
@@ -114,24 +115,24 @@ class Variants(unittest.TestCase):
         for name, make in VARIANTS.items():
             with self.subTest(name):
                 self.assertNotEqual(make(SOURCE), SOURCE)
-                compile(sandbox.runnable(make(SOURCE)), "gqa.py", "exec", dont_inherit=True)
+                compile(runnable(make(SOURCE)), "gqa.py", "exec", dont_inherit=True)
 
     def test_the_copy_of_a_cp1252_module_is_its_text_in_utf8(self):
         data = latin(SOURCE)
         text = LATIN[:-1].decode("cp1252", "replace").replace("\ufffd", "\x81")
-        copy = sandbox.runnable(data)
+        copy = runnable(data)
         self.assertEqual(copy.decode("utf-8").splitlines()[0], text)
         self.assertIn("€", text)
         everything = every_one(SOURCE)
-        self.assertEqual(sandbox.runnable(everything), BOM + sandbox.runnable(everything[3:]))
+        self.assertEqual(runnable(everything), BOM + runnable(everything[3:]))
         utf8_cookie = b"# coding: utf-8\n" + data
-        self.assertEqual(sandbox.runnable(utf8_cookie), b"# coding: utf-8\n" + copy)
+        self.assertEqual(runnable(utf8_cookie), b"# coding: utf-8\n" + copy)
 
     def test_what_python_reads_as_it_is_runs_as_it_is(self):
         for data in (SOURCE, bom(SOURCE), crlf(SOURCE), tabs(SOURCE), cookie(SOURCE),
                      b"# coding: nonsense\n" + LATIN):
             with self.subTest(data[:30]):
-                self.assertIs(sandbox.runnable(data), data)
+                self.assertIs(runnable(data), data)
 
     def test_one_item_is_one_item(self):
         self.assertEqual(compare.first_difference([], [1.0]), "at the top: expected 1 item, got 0")
@@ -191,16 +192,16 @@ class Graded(unittest.TestCase):
     def no_folder(folder):
         """Not root, not sealed: no private folder but the one made for the copy, the worker
         started where the grader was; the sha256 recorded is of the student's bytes."""
-        with mock.patch.object(sandbox, "DROP_ROOT", False):
+        with mock.patch("gqa_grader.seal.DROP_ROOT", False):
             data = latin(SOURCE)
             path = folder.write("no-folder", data)
-            seal = sandbox.Seal()
+            seal = Seal()
             try:
                 results = by_name(grading.grade(path, SEED, cases=1, only=FEW, seal=seal))
                 copy_only, cwd, sha = seal.copy_only, seal.cwd(), records.sha256_of(seal, path)
             finally:
                 seal.close()
-            plain = sandbox.Seal()
+            plain = Seal()
             bom_path = folder.write("no-folder-bom", bom(SOURCE))
             return {"results": results, "copy_only": copy_only, "cwd": cwd,
                     "sha_ok": sha == hashlib.sha256(data).hexdigest(),
@@ -219,7 +220,7 @@ class Graded(unittest.TestCase):
             name, only = job
             data = VARIANTS[name](SOURCE)
             path = folder.write(name, data)
-            seal = sandbox.Seal(sealed=True)
+            seal = Seal(sealed=True)
             try:
                 results = grading.grade(path, SEED, cases=0, only=only, seal=seal)
                 return name, {"results": results, "sealed": seal.partly is None and bool(seal.drop),
@@ -227,7 +228,7 @@ class Graded(unittest.TestCase):
             finally:
                 seal.close()
         try:
-            with Folder() as folder, mock.patch.object(sandbox, "HERE", private), \
+            with Folder() as folder, mock.patch("gqa_grader.seal.HERE", private), \
                     ThreadPoolExecutor(2) as pool:
                 return dict(pool.map(run, [("bom", None), ("every_one", FEW)]))
         finally:

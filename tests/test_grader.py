@@ -16,7 +16,7 @@ import tempfile
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import checks, cli, exchange, failures, grading, handout, reference, sandbox, tracks
+from gqa_grader import checks, cli, exchange, failures, grading, handout, process, reference, tracks
 from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -668,7 +668,7 @@ class Referee(unittest.TestCase):
     def reader_thread():
         """A hanging module graded the Windows way: with a reader thread, no select()."""
         from unittest import mock
-        with mock.patch.object(sandbox.os, "name", "nt"):
+        with mock.patch.object(process.os, "name", "nt"):
             return grade_source(in_kv_head("    import time\n    time.sleep(600)\n"),
                                 only=["kv_head", "group_heads"], timeout=0.3)
 

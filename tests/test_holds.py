@@ -18,7 +18,8 @@ import time
 import unittest
 from unittest import mock
 
-from gqa_grader import cleanup, compare, handout, sandbox
+from gqa_grader import cleanup, compare, handout, process
+from gqa_grader.seal import Seal
 
 from tests.helpers import heavy
 
@@ -79,9 +80,9 @@ def _forge(mod, requests):
         _fn = str([_item.get("fn") for _item in _request["items"]])
         _message = _text if _fn not in _seen else _text[:20_000]
         _seen.add(_fn)
-        _w.W["out"].write(_w.json.dumps({"n": _request["n"], "i": 0, "error": {
+        _w.W.out.write(_w.json.dumps({"n": _request["n"], "i": 0, "error": {
             "type": "ValueError", "message": _message, "gqa_error": False, "where": []}}) + "\n")
-        _w.W["out"].flush()
+        _w.W.out.flush()
 
 
 _w.w_serve = _forge
@@ -131,8 +132,8 @@ class SealedRunHolds(unittest.TestCase):
         with open(classmate, "w", encoding="utf-8") as f:
             f.write("SECRET = 'a classmate'\n")
         from unittest import mock
-        with mock.patch.object(sandbox, "HERE", cls.dir):   # a concurrent run's private folder
-            cls.other = sandbox.Seal(sealed=True)
+        with mock.patch("gqa_grader.seal.HERE", cls.dir):   # a concurrent run's private folder
+            cls.other = Seal(sealed=True)
         cls.other.place(classmate)
         with open(cls.module, "w", encoding="utf-8") as f:
             f.write(HOSTILE.replace("CLASSMATE", repr(cls.other.dir)).replace("DEPTH", "1100"))
@@ -226,7 +227,7 @@ class EveryRunCleansUp(unittest.TestCase):
     def test_a_tools_child(self):
         from gqa_grader import failures
         with self.assertRaises(failures.Refused) as raised:
-            list(sandbox.run_in_child(self.module, "tables", [{}, None, False], paths=[ROOT]))
+            list(process.run_in_child(self.module, "gqa_tools.tables:child_texts", [{}, None, False], paths=[ROOT]))
         said = self.said(str(raised.exception))
         self.assertNotEqual(said["uid"], 0)
         self.assertEqual(left_by(said["uid"]), [])

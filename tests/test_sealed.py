@@ -18,7 +18,9 @@ import tempfile
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import checks, cli, compare, failures, grading, handout, sandbox, worker as worker_program
+from gqa_grader import checking, checks, cli, compare, failures, grading, handout, process
+from gqa_grader import worker as worker_program
+from gqa_grader.seal import DEFAULT_BUDGET, LIMITS, Seal, read_module, sandbox_package
 from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,7 +75,7 @@ def main_in(here, *argv):
     from unittest import mock
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            mock.patch.object(sandbox, "HERE", here):
+            mock.patch("gqa_grader.seal.HERE", here):
         code = cli.main(list(argv))
     return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
@@ -219,27 +221,54 @@ class WorkerCode(unittest.TestCase):
     """The worker is a file of its own, run as a script: the process that imports the
     module holds the standard library and worker.py, no reference and no check."""
 
-    def test_the_worker_imports_the_standard_library_and_calls_only_the_tools(self):
+    def test_the_worker_imports_only_the_standard_library(self):
         import ast
-        with open(sandbox.WORKER, encoding="utf-8") as f:
+        with open(process.WORKER, encoding="utf-8") as f:
             tree = ast.parse(f.read())
         stdlib = {"array", "ctypes", "importlib", "inspect", "json", "linecache", "os", "resource",
                   "sys", "traceback"}
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
-                top = {n.split(".")[0] for n in names}
-                inside = [f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
-                          and f.lineno <= node.lineno <= f.end_lineno]
-                if top <= stdlib:
-                    continue
-                self.assertEqual((top, inside[-1:]), ({"gqa_tools"}, ["w_target"]), node.lineno)
+                self.assertLessEqual({n.split(".")[0] for n in names}, stdlib, node.lineno)
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         self.assertIn("w_main", defined)
         self.assertTrue(all(name.startswith(("w_", "_w_")) for name in defined), defined)
 
+    def test_a_run_calls_the_target_its_caller_names(self):
+        # "package.module:function", imported by the worker from the run's paths; a name of
+        # another form is refused on both sides.
+        self.assertIs(worker_program.w_target("json:dumps"), json.dumps)
+        for name in ("tables", "json.dumps", "json:", ":dumps", "json:no_such", "os:sep", "json:a.b", None):
+            with self.subTest(name=name), self.assertRaises(LookupError):
+                worker_program.w_target(name)
+        with self.assertRaisesRegex(ValueError, "package.module:function"):
+            list(process.run_in_child(os.path.join(ROOT, "gqa.py"), "tables"))
+
+    def test_a_module_cannot_choose_the_target(self):
+        # The target is the caller's, taken from the worker's config before the module is
+        # imported: a module that rewrites the config, or has a function of the target's
+        # name, is still called by the caller's target.  (A module runs its own code in its
+        # worker anyway, and can replace the worker's functions, as DAEMON does: naming a
+        # target gives it nothing more; what it sends is data the caller checks.)
+        folder = tempfile.mkdtemp()
+        try:
+            with open(os.path.join(folder, "callers.py"), "w", encoding="utf-8") as f:
+                f.write("def child(module, *args):\n    yield ['the caller', module.__name__, list(args)]\n"
+                        "def other(module, *args):\n    yield 'chosen by the module'\n")
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("import __main__\n__main__.W.config['run']['target'] = 'callers:other'\n"
+                        "def child(*args):\n    yield 'the module'\n")
+            os.chmod(folder, 0o755)               # as root, the worker's user reads callers.py
+            os.chmod(os.path.join(folder, "callers.py"), 0o644)
+            items = list(process.run_in_child(path, "callers:child", [1], paths=[folder]))
+        finally:
+            shutil.rmtree(folder)
+        self.assertEqual(items, [["the caller", "gqa_under_tool", [1]]])
+
     def test_the_worker_is_run_as_a_script(self):
-        with open(sandbox.WORKER, encoding="utf-8") as f:
+        with open(process.WORKER, encoding="utf-8") as f:
             self.assertTrue(f.read().rstrip().endswith('if __name__ == "__main__":\n    w_main(sys.argv)'))
 
     def test_values_go_as_plain_data_with_their_types(self):
@@ -337,7 +366,6 @@ def looks_of(run):
 
 def tools_here():
     """The tools of gqa_sandbox that make namespaces here, as root (bubblewrap, unshare)."""
-    from gqa_grader.sandbox import sandbox_package
     package = sandbox_package()
     if package is None or not ROOT_POSIX:
         return []
@@ -424,15 +452,15 @@ class Namespaces(unittest.TestCase):
 
     def test_a_root_that_cannot_be_built_is_said_and_never_blamed_on_the_module(self):
         from unittest import mock
-        package = sandbox.sandbox_package()
+        package = sandbox_package()
         made = package.spec
         for tool in tools_here():
             with self.subTest(tool=tool), mock.patch.object(package, "TOOLS", (tool,)), \
                     mock.patch.object(package, "spec", lambda *a, **k: dict(made(*a, **k), devices=["/dev/none-such"])):
-                seal = sandbox.Seal(sealed=True)
+                seal = Seal(sealed=True)
                 try:
                     self.assertEqual(seal.tool, tool)
-                    worker = sandbox.Worker(os.path.join(ROOT, "gqa.py"), 5.0, seal)
+                    worker = process.Worker(os.path.join(ROOT, "gqa.py"), 5.0, seal)
                     with self.assertRaises(failures.Refused) as caught:
                         worker.start()
                     self.assertRegex(str(caught.exception), r"^the run's namespaces could not be made \(.*"
@@ -500,7 +528,7 @@ class SealedAsRoot(unittest.TestCase):
         """The escapes tried in a sealed run, the self-check, and a grader whose worker keeps
         root (what the drop stops is real); and a grader whose worker lies about its drop."""
         copy = Copy(ESCAPES)
-        kept = Copy(ESCAPES, ("sandbox.py", "DROP_ROOT = True", "DROP_ROOT = False"))
+        kept = Copy(ESCAPES, ("seal.py", "DROP_ROOT = True", "DROP_ROOT = False"))
         try:
             sealed, selfcheck, kept_root = in_each([
                 lambda: copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
@@ -522,15 +550,15 @@ class SealedAsRoot(unittest.TestCase):
     def lying_worker(copy):
         """A sealed run whose worker keeps root yet says it dropped it: what grading raised."""
         from unittest import mock
-        with open(sandbox.WORKER, encoding="utf-8") as f:
+        with open(process.WORKER, encoding="utf-8") as f:
             source = f.read()
         kept_root = source.replace("os.setuid(uid)", "os.setuid(0)")
         worker = os.path.join(copy.dir, "gqa_grader", "worker.py")
         with open(worker, "w", encoding="utf-8") as f:
             f.write(kept_root)
-        with mock.patch.object(sandbox, "HERE", copy.dir), \
-                mock.patch.object(sandbox, "WORKER", worker):
-            seal = sandbox.Seal(sealed=True)
+        with mock.patch("gqa_grader.seal.HERE", copy.dir), \
+                mock.patch.object(process, "WORKER", worker):
+            seal = Seal(sealed=True)
             try:
                 return {"edited": kept_root != source, "raised": raised(
                     lambda: grade_source(STARTER, cases=0, only=["valid_g"], seal=seal))}
@@ -595,8 +623,8 @@ class SealedAsRoot(unittest.TestCase):
 
     def test_the_worker_runs_with_its_limits(self):
         limits = escapes_report(one_document(self, as_run(early(self.runs)["sealed"])))["limits"]
-        self.assertEqual(limits, [int(sandbox.DEFAULT_BUDGET) + 5, sandbox.LIMITS["memory"], 0,
-                                  sandbox.LIMITS["file_size"], sandbox.LIMITS["open_files"]])
+        self.assertEqual(limits, [int(DEFAULT_BUDGET) + 5, LIMITS["memory"], 0,
+                                  LIMITS["file_size"], LIMITS["open_files"]])
 
 
 # Lines the module's own loop sends for the first request, in place of the worker's
@@ -643,12 +671,12 @@ class NeverCrashNeverStall(unittest.TestCase):
                 "    line = requests.readline()\n"
                 "    if '\"valid_g\"' not in line:\n"
                 "        return _serve(mod, _it.chain([line], requests))\n"
-                f"    __main__.W['out'].write({text(line)} + '\\n')\n"
-                "    __main__.W['out'].flush()\n"
+                f"    __main__.W.out.write({text(line)} + '\\n')\n"
+                "    __main__.W.out.flush()\n"
                 "    requests.readline()\n"
                 "__main__.w_serve = _forge\n")
         from unittest import mock
-        with mock.patch.object(sandbox, "ANSWER_CAP", 1 << 20):
+        with mock.patch.object(process, "ANSWER_CAP", 1 << 20):
             return in_each([lambda i=i, line=line: grade_source(
                 module(line, i == 0), only=["valid_g", "kv_head"] if i == 0 else ["valid_g"],
                 cases=0, timeout=2.0) for i, (line, _) in enumerate(FORGED)])
@@ -662,7 +690,7 @@ class NeverCrashNeverStall(unittest.TestCase):
                            "_child = _os.fork()\n"
                            "if _child == 0:\n    _time.sleep(60)\n    _os._exit(0)\n"
                            "def valid_g(h):\n    raise RuntimeError(f'CHILD{_child}')\n")
-        with mock.patch.object(sandbox, "DROP_ROOT", False):     # a worker that may fork
+        with mock.patch("gqa_grader.seal.DROP_ROOT", False):     # a worker that may fork
             message = grade_source(source, only=["valid_g"], cases=0)["valid_g"]["message"]
         pid = int(message.split("CHILD", 1)[1].split()[0])
         import time
@@ -811,7 +839,7 @@ class Stalls(unittest.TestCase):
     def not_reading(write):
         path = write(SOURCE + "\nimport __main__, time as _time\n"
                               "__main__.w_serve = lambda mod, requests: _time.sleep(60)\n", "r.py")
-        worker = sandbox.Worker(path, 0.3)
+        worker = process.Worker(path, 0.3)
         try:
             err = raised(lambda: worker.exchange(
                 [{"op": "call", "fn": "valid_g", "args": ["x" * (1 << 20)]}], ["big()"]))
@@ -835,8 +863,8 @@ class Stalls(unittest.TestCase):
     def test_answers_just_under_the_timeout_end_at_the_budget(self):
         results = self.done["budget"]
         # valid_g's 17 calls take 1.7 s: the budget of 1 s ends within them.
-        self.assertEqual(results["valid_g"]["message"], sandbox.BUDGET_NOTE + " (--budget 1 s)")
-        self.assertEqual(results["kv_head"]["message"], sandbox.BUDGET_NOTE + " (--budget 1 s)")
+        self.assertEqual(results["valid_g"]["message"], process.BUDGET_NOTE + " (--budget 1 s)")
+        self.assertEqual(results["kv_head"]["message"], process.BUDGET_NOTE + " (--budget 1 s)")
         self.assertEqual(results["kv_head"]["cases_passed"], 0)         # its cases count, none passed
         self.assertEqual(results["kv_head"]["cases"], grading.public_end(checks.STEPS[2]))
 
@@ -908,7 +936,7 @@ class Folder(unittest.TestCase):
         # The points come from the hidden case alone (--cases 1): strided grouping (i % g) is
         # right there only when its (h, g), drawn as the check draws it, has g = 1 or g = h.
         first = grading.public_end(checks.STEPS[2])
-        h, g = checks.draw_hg(first, checks.Draw(f"kv_head:1:{first}", True), wide=True)
+        h, g = checking.draw_hg(first, checking.Draw(f"kv_head:1:{first}", True), wide=True)
         kv = 3.0 if g in (1, h) else 0.0
         self.assertEqual(data["score"], kv + 2.0)
         feedback = " (public cases: feedback, no points)"
@@ -974,7 +1002,7 @@ class Autograder(unittest.TestCase):
                                                 "weights.json"] + made["package"]
                                                + [f"gqa_grader/locale/{lang}/LC_MESSAGES/gqa.mo"
                                                   for lang in ("ja", "ko")]))   # --lang's catalogs
-        self.assertIn("gqa_grader/sandbox.py", made["package"])
+        self.assertIn("gqa_grader/seal.py", made["package"])
         self.assertEqual(made["mode"], 0o755)
         self.assertEqual(made["same"], dict.fromkeys(["grader.py"] + made["package"], True))
         run, setup = made["run"], made["setup"]
@@ -1127,7 +1155,7 @@ class WhatIsGraded(unittest.TestCase):
             self.assertEqual((run.returncode, doc["passed"]), (2, 0))
             self.assertIn("is a symbolic link", doc["error"])
             with self.assertRaisesRegex(failures.Refused, "is a symbolic link"):
-                list(sandbox.run_in_child(copy.module, "tables", [{}, None, False]))
+                list(process.run_in_child(copy.module, "gqa_tools.tables:child_texts", [{}, None, False]))
         finally:
             copy.close()
 
@@ -1141,10 +1169,10 @@ class WhatIsGraded(unittest.TestCase):
             with open(fine, "w", encoding="utf-8") as f:
                 f.write("#" * ((1 << 20) - 1) + "\n")
             with self.assertRaisesRegex(failures.Refused, "not a regular file"):
-                sandbox.read_module(fifo)
+                read_module(fifo)
             with self.assertRaisesRegex(failures.Refused, "larger than 1 MiB"):
-                sandbox.read_module(big)
-            self.assertEqual(len(sandbox.read_module(fine)), 1 << 20)
+                read_module(big)
+            self.assertEqual(len(read_module(fine)), 1 << 20)
         finally:
             shutil.rmtree(folder)
 
@@ -1160,8 +1188,8 @@ def forging(lines_expr):
         "    if '\"valid_g\"' not in line:\n"
         "        return _serve(mod, _it.chain([line], requests))\n"
         f"    for _line in {lines_expr}:\n"
-        "        __main__.W['out'].write(_line + '\\n')\n"
-        "    __main__.W['out'].flush()\n"
+        "        __main__.W.out.write(_line + '\\n')\n"
+        "    __main__.W.out.flush()\n"
         "    requests.readline()\n"
         "__main__.w_serve = _forge\n")
 
@@ -1194,7 +1222,7 @@ class TheGradersMemory(unittest.TestCase):
             got = []
 
             def items():
-                for item in sandbox.run_in_child(path, "tables", [{}, None, False]):
+                for item in process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]):
                     got.append(len(item))
             return {"graded": graded, "items": {"raised": raised(items), "got": got}}
         finally:
@@ -1255,7 +1283,7 @@ class WhatTheWorkerSays(unittest.TestCase):
             got = []
 
             def items():
-                for item in sandbox.run_in_child(path, "tables", [{}, None, False]):
+                for item in process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]):
                     got.append(item)
             runs["items"] = {"raised": raised(items), "got": got}
         finally:
@@ -1331,7 +1359,7 @@ def alive(pid):
 def outside_namespaces():
     """The defences of a run outside namespaces, tried where namespaces could be made."""
     from unittest import mock
-    return mock.patch.object(sandbox.sandbox_package(), "TOOLS", ())
+    return mock.patch.object(sandbox_package(), "TOOLS", ())
 
 
 def read_or_none(path):
@@ -1397,7 +1425,7 @@ class NeverAsRoot(unittest.TestCase):
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(DAEMON)
-            child = list(sandbox.run_in_child(path, "tables", [{}, None, False]))
+            child = list(process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]))
         finally:
             shutil.rmtree(folder)
         return {"child": child, "graded": grade_source(DAEMON, only=["valid_g"], cases=0),
@@ -1459,7 +1487,7 @@ class NeverAsRoot(unittest.TestCase):
 
     def test_each_run_has_its_own_uid_and_its_processes_end_with_it(self):
         import pwd
-        seals = [sandbox.Seal(), sandbox.Seal()]
+        seals = [Seal(), Seal()]
         try:
             (a, _), (b, _) = (seal.drop for seal in seals)
             self.assertNotEqual(a, b)
@@ -1487,7 +1515,7 @@ class NeverAsRoot(unittest.TestCase):
         self.assertFalse(stopped["folder left"])
 
     def test_what_the_runs_uid_leaves_in_tmp_is_removed(self):
-        seal = sandbox.Seal()
+        seal = Seal()
         try:
             uid = seal.drop[0]
             path = tempfile.mkdtemp(prefix="left-by-worker-", dir="/tmp")   # one the worker made
@@ -1510,11 +1538,11 @@ class NeverAsRoot(unittest.TestCase):
             os.chmod(top, 0o777)                           # world-writable, not sticky
             inner = os.path.join(top, "a", "b")
             os.makedirs(inner, mode=0o755)
-            with mock.patch.object(sandbox, "HERE", private), outside_namespaces():
+            with mock.patch("gqa_grader.seal.HERE", private), outside_namespaces():
                 with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above"):
-                    sandbox.Seal(sealed=True, out=os.path.join(inner, "results.json"))
+                    Seal(sealed=True, out=os.path.join(inner, "results.json"))
                 os.chmod(top, 0o1777)                      # sticky and root's, as /tmp is
-                sandbox.Seal(sealed=True, out=os.path.join(inner, "results.json")).close()
+                Seal(sealed=True, out=os.path.join(inner, "results.json")).close()
         finally:
             shutil.rmtree(private)
             shutil.rmtree(top)
@@ -1530,13 +1558,13 @@ class NeverAsRoot(unittest.TestCase):
             grader = os.path.join(top, "share", "grader")
             os.makedirs(grader, mode=0o700)
             os.chmod(os.path.dirname(grader), 0o755)
-            with mock.patch.object(sandbox, "HERE", grader), outside_namespaces():
+            with mock.patch("gqa_grader.seal.HERE", grader), outside_namespaces():
                 with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above "
                                                               f"the grader's folder {grader}"):
-                    sandbox.Seal(sealed=True)
+                    Seal(sealed=True)
             os.chmod(top, 0o1777)                          # sticky and root's, as /tmp is
-            with mock.patch.object(sandbox, "HERE", grader), outside_namespaces():
-                seal = sandbox.Seal(sealed=True)
+            with mock.patch("gqa_grader.seal.HERE", grader), outside_namespaces():
+                seal = Seal(sealed=True)
             try:
                 os.chmod(top, 0o777)
                 with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above "

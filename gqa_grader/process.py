@@ -1,26 +1,87 @@
-"""The seal: how the worker that imports the module is shut in, started and stopped.
+"""The worker's process: started, spoken to, stopped; and the worker protocol.
 
-Every worker, on POSIX, runs under LIMITS (CPU, memory, no second process,
-file size, open files) in a session of its own, and its whole process group is
-killed when it stops.  A sealed run (Seal(sealed=True): the teacher's run) adds
-a private folder holding only a copy of the module (read once, by read_module:
-no symbolic link, a regular file of at most 1 MiB), an environment of PATH
-alone, and, as root, a user id drawn for the run, which owns nothing and can
-signal, trace, read or write neither the grader nor another run.  As root the
-self-check and a tool's child run under such a user id too.  A module whose
-bytes are not UTF-8 and declare no encoding (a comment saved in cp1252 by an
-editor) runs, in every run, from a UTF-8 copy in a private folder (runnable).
+Worker runs worker.py (in this folder) as a script, `python -I -S worker.py`,
+shut in by a Seal (seal.py), and exchanges JSON lines with it, each read and
+write with a deadline.  run_in_child is the tools' door: a function the tool
+names run with the module in a worker, its items streamed back.
 
-Worker runs worker.py (in this folder) as a script, `python -I -S worker.py
-CONFIG`, and exchanges JSON lines with it, each read and write with a
-deadline.  run_in_child is the tools' door: a tool's function run with the
-module in a worker, its items streamed back.
+The worker protocol
+-------------------
+One protocol between the grader and every worker (a grading run's, the
+self-check's, a tool's child), written down here; worker.py speaks it.  Each
+message is one line of JSON, UTF-8.
+
+The config, the first line the grader writes on the worker's stdin (never on a
+command line, which other processes could read):
+
+    path           the module's file (its private copy, where there is one)
+    shown          how messages name the module
+    limits         {"cpu", "memory", "processes", "file_size", "open_files",
+                   "message_queues"}: the limits the worker lowers itself to
+    drop           [uid, gid] the worker becomes before the import, or null
+    paths          the folders put first on sys.path
+    refuse_grader  whether a module that imports the grader is refused
+    name, register the module's name ("gqa") and whether it goes in sys.modules
+    environment    ["PATH"]: the only variables kept (a sealed run), or absent
+    reload         true: the worker takes "load" requests (trusted modules)
+    run            {"target": "package.module:function", "args": [...]}: a run
+                   (below) instead of requests; the target is its caller's
+
+The worker's first line: {"ready": true} once the module is imported (a run
+sends its items instead), or {"import_error": "why"} (and it ends).  A root
+made by gqa_sandbox reports its own failure on another pipe,
+{"sandbox_error": "why"} (bubblewrap: its own line, "bwrap: ..."), which
+the module never holds.
+
+A request: {"n": N, "items": [item, ...]}, N counting the requests.  Each item
+is one of:
+
+    {"op": "call", "fn": NAME, "args": [...], "kwargs": {...},
+     "keep": KEY, "value": true, "fresh": false}
+                   call the module's NAME (or "$KEY.attr", a method of a kept
+                   object); keep the result as KEY; send its value or not;
+                   fresh: say whether the result shares a list with the args
+    {"op": "get", "ref": KEY, "attrs": [...]}
+                   attributes of a kept object ("len" is its len())
+    {"op": "tally", "calls": [call, ...], "fields": [...], "values": bool,
+     "nested": bool}
+                   the calls inside the module's count_multiplies() block (and a
+                   nested one); the tally's fields, "multiplies()", the values
+    {"op": "load", "path": PATH, "shown": TEXT}
+                   (reload only) another module imported afresh in its place
+
+The answers: one line per item, {"n": N, "i": I, ...}, in order, stopping at the
+first that holds an error:
+
+    value          the result, encoded (below); for get and tally a dict
+    changed        the names of the arguments the call changed in place
+    aliased        (fresh) whether the result shares a list with the arguments
+    ready, import_error
+                   (load) as the first line
+    error          {"type", "message", "gqa_error", "type_error", "where",
+                   "raised_in", "direct"}: what the module raised (type
+                   "missing", "signature", "refused" or "protocol" when the
+                   worker refused the item itself)
+
+Values go as plain JSON, with their types where JSON has none: a tuple
+{"$tuple": [...]}, an array {"$array": "d", "values": [...]}, a record
+{"$record": NAME, "fields": {...}}, anything else {"$other": TYPE, "repr":
+TEXT}; in a request, {"$ref": KEY} is a kept object.  Nothing is pickled.
+
+A run (the config's run): no requests.  The worker imports the target by its
+name and sends {"item": DATA} for each item target(module, *args) yields, then
+{"done": true}; or {"error": {...}} when it raises.  The caller checks each
+item's shape: it is the module's data.
+
+The grader believes nothing of a line before it has checked it: a line is at
+most ANSWER_CAP bytes, the answers to a request ROUND_TRIP_CAP, a line's values
+and lists STRUCTURE_CAP, an integer 100 digits; an answer out of turn stops the
+worker.
 """
 
 import json
 import os
 import queue
-import re
 import select
 import signal
 import subprocess
@@ -28,17 +89,13 @@ import sys
 import threading
 import time
 
-from .cleanup import FolderSearch, clean, remove_tree
 from .compare import bounded, clean_data, clean_text
 from .failures import Failure, OutOfTime, Refused, import_error
-from .users import fresh_ids, kill_user, reachable
 from .i18n import N_, _
+from .seal import DEFAULT_BUDGET, Seal
 
-HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # grader.py's folder
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
-WORKER_INSIDE = "/grader/worker.py"  # where a run in namespaces sees it: no path of the machine
 DEFAULT_TIMEOUT = 5.0   # seconds one call may take before its worker is killed
-DEFAULT_BUDGET = 300.0  # seconds a whole run may take; a correct module takes about one
 BUDGET_NOTE = N_("not graded: the run's time budget ran out")   # shown as _(BUDGET_NOTE)
 
 
@@ -49,11 +106,6 @@ ANSWER_CAP = 4 << 20                 # bytes: a longer answer line fails its cas
 ROUND_TRIP_CAP = 8 << 20             # bytes: all the answers to one request, or one child's items
 STRUCTURE_CAP = 200_000              # values and lists in one line, counted before it is parsed
 IMPORT_TIMEOUT = 10.0                # seconds the module's import may take (at least)
-# What a worker may use, on POSIX: seconds of CPU (its whole life), bytes of
-# address space, processes beyond itself (none: no fork, no thread), bytes
-# per file written, open files.
-LIMITS = {"cpu": DEFAULT_BUDGET, "memory": 2 << 30, "processes": 0, "file_size": 1 << 20,
-          "open_files": 64, "message_queues": 0}
 
 
 def _bounded_int(text):
@@ -61,327 +113,6 @@ def _bounded_int(text):
     if len(text) > 100:
         raise ValueError("an integer of more than 100 digits")
     return int(text)
-
-
-MODULE_CAP = 1 << 20                 # bytes: a larger module is refused by a sealed run
-# As root, every worker (a sealed run's, the self-check's, a tool's) runs as a
-# user of its own, made up for the run.  The tests turn this off in a disposable
-# copy of the grader, to show that what it stops is real.
-DROP_ROOT = True
-
-
-def read_module(path, follow=False):
-    """The module's bytes, for a private copy: one open that follows no symbolic link
-    (of the file itself; unless follow), of a regular file, at most MODULE_CAP bytes,
-    read from that open.  Raises Refused otherwise."""
-    import errno
-    import stat
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-    if not follow:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as err:
-        if err.errno == errno.ELOOP or os.path.islink(path):
-            raise Refused(_("{path} is a symbolic link; a graded module must be a file of its "
-                            "own").format(path=path)) from None
-        raise Refused(_("cannot open {path}: {error}").format(path=path, error=err.strerror)) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise Refused(_("{path} is not a regular file").format(path=path))
-        chunks, size = [], 0
-        while size <= MODULE_CAP:
-            chunk = os.read(fd, MODULE_CAP + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > MODULE_CAP or st.st_size > MODULE_CAP:
-            raise Refused(_("{path} is larger than {size} MiB").format(path=path, size=MODULE_CAP >> 20))
-        return b"".join(chunks)
-    except OSError as err:
-        raise Refused(_("cannot read {path}: {error}").format(path=path, error=err.strerror)) from None
-    finally:
-        os.close(fd)
-
-
-# A coding declaration (PEP 263) on one of the source's first two lines: its name.
-_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.MULTILINE)
-_BOM = b"\xef\xbb\xbf"
-
-
-def runnable(source):
-    """The bytes a worker imports for the module's bytes source: the same bytes, unless
-    they are not UTF-8 while declaring nothing else (no coding declaration, or one that
-    says UTF-8; a byte-order mark says UTF-8 too): a comment typed in an editor that saves
-    Windows' cp1252 or Latin-1, which Python refuses as a script and reads no line of in
-    a traceback.  Then the same text read as cp1252 (as Latin-1 for the five bytes cp1252
-    leaves out) and written as UTF-8, the mark kept.  What was graded is still recorded as
-    the student's bytes (records.sha256_of)."""
-    import codecs
-    bom = _BOM if source.startswith(_BOM) else b""
-    body = source[len(bom):]
-    cookie = _COOKIE.search(b"\n".join(body.split(b"\n", 2)[:2]))
-    if cookie:
-        try:
-            declared = codecs.lookup(cookie.group(1).decode("ascii")).name
-        except LookupError:
-            return source                     # Python says what is wrong with it
-        if declared != "utf-8":
-            return source                     # Python reads it as it declares
-    try:
-        body.decode("utf-8")
-        return source
-    except UnicodeDecodeError:
-        pass
-    cp1252 = {}
-    for byte in range(0x80, 0xa0):
-        try:
-            cp1252[byte] = bytes([byte]).decode("cp1252")
-        except UnicodeDecodeError:
-            pass
-    return bom + body.decode("latin-1").translate(cp1252).encode("utf-8")
-
-
-def sandbox_package():
-    """gqa_sandbox, from beside this package by its path (as grader.py loads gqa_grader:
-    the grader's folder is not on sys.path); None where it is not there."""
-    import importlib.util
-    if "gqa_sandbox" not in sys.modules:
-        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gqa_sandbox")
-        if not os.path.isfile(os.path.join(folder, "__init__.py")):
-            return None
-        spec = importlib.util.spec_from_file_location(
-            "gqa_sandbox", os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
-        sys.modules["gqa_sandbox"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules["gqa_sandbox"])
-    return sys.modules["gqa_sandbox"]
-
-
-class Seal:
-    """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
-    a sealed run adds a private folder holding only a copy of the module, an
-    environment of PATH alone, and, when the grader is root, another user.
-
-    partly is None for a fully sealed run, else the reason it is only partly sealed.
-    Raises Refused when a sealed run cannot be made safe here.
-    """
-
-    def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False,
-                 out_name=None):
-        self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
-        self.jail = None                   # the folder unshare builds a sealed run's root on
-        self.tool = None                   # what made them: "unshare"
-        self.notes = []                    # what the cleanup removed, or could not
-        self.search = None                 # the world-writable folders, with a uid of its own
-        self.source, self.fresh, self.follow = None, False, not (sealed or private)
-        self.copy_only = False             # a private folder made only for a UTF-8 copy
-        self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
-        root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
-        if not sealed:
-            if root:                              # the module never runs as root
-                self.drop, self.fresh = fresh_ids(), True
-                self.search = FolderSearch(self.drop[0])
-            if private or root:
-                self._make_dir()
-            return
-        if os.name != "posix":
-            raise Refused("a sealed run needs a POSIX system (Linux, macOS): its limits, "
-                          "sessions and users do not exist here")
-        self._enter_namespaces()
-        if not root:
-            if self.tool is None:
-                self.partly = _("the grader is not running as root and namespaces cannot be made "
-                                "here ({why}), so the worker runs as the same user and could reach "
-                                "the grader's files and process").format(why=self.why)
-        else:
-            if user is None:
-                self.drop, self.fresh = fresh_ids(), True
-                self.search = FolderSearch(self.drop[0]) if self.tool is None else None
-                name = f"uid {self.drop[0]}"
-            else:
-                import pwd
-                name = user
-                try:
-                    entry = pwd.getpwnam(name)
-                except KeyError:
-                    raise Refused(f"--user {name}: no such user") from None
-                if entry.pw_uid == 0:
-                    raise Refused(f"--user {name}: the worker's user must not be root")
-                self.drop = (entry.pw_uid, entry.pw_gid)
-            self.user, gids = name, {self.drop[1]}
-            out_name = out_name or f"--out {out}"
-            if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-                raise Refused(f"{out_name}: no such folder {os.path.dirname(os.path.abspath(out))}")
-            if self.tool is None:                  # in namespaces none of it is in sight
-                self._check_reach(name, gids, out, out_name)
-        self._make_dir()
-
-    def _check_reach(self, name, gids, out, out_name):
-        """Outside namespaces: refused when the worker's user could open the grader's files,
-        write the Python that starts each worker as root or the folder of --out, or rename
-        a folder above one of them."""
-        if reachable(HERE, self.drop[0], gids, 1):
-            raise Refused(f"the worker's user {name} could open files in the grader's folder "
-                          f"{HERE} (grader.py, a solution); make it private first "
-                          f"(chmod 700 {HERE})")
-        self._check_above(HERE, f"the grader's folder {HERE}", name, gids)
-        self._check_python(name, gids)
-        if out:
-            folder = os.path.dirname(os.path.abspath(out))
-            if reachable(folder, self.drop[0], gids, 2):
-                raise Refused(f"the worker's user {name} could write into {folder}, where "
-                              f"{out_name} goes; choose a folder only the grader can write")
-            self._check_above(folder, out_name, name, gids)
-
-    def _check_above(self, path, what, name, gids):
-        """Every folder above the folder path, as written and as resolved: one the worker's
-        user could write into could have path renamed and replaced (the grader's own files,
-        then run as root; --out's folder; the submissions), unless it is sticky and root's
-        (as /tmp is)."""
-        import stat
-        for start in (os.path.abspath(path), os.path.realpath(path)):
-            folder = os.path.dirname(start)
-            while True:
-                st = os.stat(folder)
-                if (reachable(folder, self.drop[0], gids, 2)
-                        and not (st.st_mode & stat.S_ISVTX and st.st_uid == 0)):
-                    raise Refused(f"the worker's user {name} could write into {folder}, above "
-                                  f"{what}, and rename the folders in it; choose a path "
-                                  f"whose every folder only the grader can write")
-                parent = os.path.dirname(folder)
-                if parent == folder:
-                    break
-                folder = parent
-
-    def _check_python(self, name, gids):
-        """The Python that starts every worker as root, and its standard library: neither
-        folder, nor one above them, one the worker's user could write into or rename."""
-        for folder in dict.fromkeys((os.path.dirname(os.path.realpath(sys.executable)),
-                                     os.path.dirname(os.path.realpath(os.__file__)))):
-            if reachable(folder, self.drop[0], gids, 2):
-                raise Refused(f"the worker's user {name} could write into {folder}, the Python "
-                              f"that starts each worker as root; use a Python only root can write")
-            self._check_above(folder, f"the Python that starts each worker ({folder})", name, gids)
-
-    def keep_private(self, folder, what):
-        """Refused when the worker's user could open files in folder (what it holds, for the
-        message), or rename a folder above it; nothing to check when the worker keeps the
-        grader's user."""
-        real = os.path.realpath(folder)               # as the system resolves it
-        if not self.drop:
-            return
-        name = getattr(self, "user", self.drop[0])
-        if self.tool is not None:                     # in namespaces it is out of sight
-            return
-        if reachable(real, self.drop[0], {self.drop[1]}, 1):
-            raise Refused(f"the worker's user {name} could open files in {real}, {what}; "
-                          f"make it private first (chmod 700 {real})")
-        self._check_above(real, what, name, {self.drop[1]})
-
-    def _enter_namespaces(self):
-        """A root of the run's own, in the kernel's namespaces, where they can be made
-        (gqa_sandbox): the worker then sees its module, Python and nothing else of the
-        machine.  Where they cannot, the run is partly sealed and says why."""
-        package = sandbox_package()
-        ok, why = package.available() if package else (False, "gqa_sandbox is not beside the grader")
-        if ok:
-            self.tool = why                            # its folder is made with the run's, below
-        else:
-            self.why = why
-            self.partly = _("namespaces cannot be made here ({why}): the worker sees the machine's "
-                            "files as its user may, and what it leaves is searched for and "
-                            "removed").format(why=why)
-
-    def command(self, argv):
-        """argv (a Python worker's), run in the run's own root when it has one: (the command,
-        the bytes to write first on its stdin)."""
-        if self.tool is None:
-            return argv, b""
-        package = sandbox_package()
-        spec = package.spec(self.jail, rw=[self.dir], cwd=self.cwd(), files={WORKER_INSIDE: argv[-1]})
-        return package.command(spec, [os.path.realpath(argv[0])] + argv[1:-1] + [WORKER_INSIDE], self.tool)
-
-    def _make_dir(self):
-        """The run's private folder.  With a user of the run's own: root's, which others
-        may pass through but not list (0711); the module's copy is that user's alone
-        (0400), so no other run, whatever its user, can read it.  Else: the grader's
-        user's alone (0700)."""
-        import tempfile
-        self.dir = tempfile.mkdtemp(prefix="gqa-sealed-")
-        os.chmod(self.dir, 0o711 if self.drop else 0o700)
-        if self.tool == "unshare" and self.jail is None:   # made last: a refused run leaves none
-            self.jail = tempfile.mkdtemp(prefix="gqa-root-")
-
-    def place(self, path):
-        """The module's copy in the private folder (written afresh, from the bytes read
-        once by read_module), or path when there is no private folder."""
-        if self.dir is None and not self._transcoded(path):
-            return path
-        if self.source is None:
-            self.source = read_module(path, self.follow)
-        copy = os.path.join(self.dir, os.path.basename(path))
-        if os.path.lexists(copy):
-            os.remove(copy)
-        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(runnable(self.source))
-        if self.drop:
-            os.chown(copy, *self.drop)
-            os.chmod(copy, 0o400)
-        return copy
-
-    def _transcoded(self, path):
-        """Without a private folder: whether the module at path must run from a UTF-8 copy
-        (runnable); then its bytes are kept and a private folder made for the copy, the
-        worker still started where the grader was (cwd).  Unreadable: left to the worker."""
-        try:
-            source = read_module(path, self.follow)
-        except Refused:
-            return False
-        if runnable(source) is source:
-            return False
-        self.source, self.copy_only = source, True
-        self._make_dir()
-        return True
-
-    def cwd(self):
-        """Where the worker starts: the private folder, unless it holds only a UTF-8 copy."""
-        return None if self.copy_only else self.dir
-
-    def env(self):
-        return {"PATH": os.defpath} if self.sealed else None
-
-    def kill_all(self):
-        """With a uid of the run's own: kill every process of it (a daemon the module left)."""
-        if self.fresh:
-            kill_user(self.drop[0])
-
-    def remove_files(self):
-        """With a uid of the run's own: remove every file and IPC object it left
-        (cleanup.clean; its processes are gone by then).  Never raises.  In namespaces
-        there is nothing to search: what it wrote outside its folder went with them."""
-        if self.fresh and self.tool is None:
-            self.notes += clean(self.drop[0], self.search)
-
-    def close(self):
-        """Kill what is left of the run and remove its files and folder.  Never raises:
-        what it could not do is a note (self.notes), and the run's results are written
-        whatever it meets."""
-        for step in (self.kill_all, self.remove_files, self._remove_dir):
-            try:
-                step()
-            except BaseException as err:
-                self.notes.append(f"the cleanup's {step.__name__} failed: {type(err).__name__}: {err}")
-
-    def _remove_dir(self):
-        if self.dir is not None:
-            folder, self.dir = self.dir, None
-            remove_tree(folder, time.monotonic() + 10)
-        if self.jail is not None:                  # empty: what was built on it went with the run
-            folder, self.jail = self.jail, None
-            os.rmdir(folder)
 
 
 def _child_of(parent):
@@ -768,9 +499,11 @@ class Worker:
 
 def run_in_child(path, target, args=(), *, paths=(), label=None, what="running the module",
                  item_timeout=60.0, budget=DEFAULT_BUDGET):
-    """Yield what the tool's function target yields when called as target(the module at
-    path, *args) in a worker, each item as plain JSON data.  target is a name the worker
-    knows ("report", "tables", "uptrain": worker.w_target, its one call into the tools).
+    """Yield what the function target yields when called as target(the module at path,
+    *args) in a worker, each item as plain JSON data.  target names it as
+    "package.module:function" ("gqa_tools.tables:child_texts"): the worker imports it
+    from paths, so the grader knows no tool; the name is the caller's alone (it goes in
+    the worker's config, read before the module is imported).
 
     The worker has the grader's limits, its own session (killed at the end), a
     private folder holding a copy of the module (read by read_module: no symbolic
@@ -781,6 +514,9 @@ def run_in_child(path, target, args=(), *, paths=(), label=None, what="running t
     child hangs, dies, runs out of the budget or sends something else.  The
     caller's process never imports the module.
     """
+    module, colon, function = target.partition(":")
+    if not (colon and function.isidentifier() and all(p.isidentifier() for p in module.split("."))):
+        raise ValueError(f"run_in_child: target is named package.module:function, not {target!r}")
     seal = Seal(budget=budget, private=True)
     worker = Worker(path, item_timeout, seal, time.monotonic() + budget,
                     label=label, run={"target": target, "args": list(args)}, paths=list(paths))
