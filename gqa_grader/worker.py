@@ -289,7 +289,7 @@ def w_target(name):
     elif name == "tables":
         from gqa_tools.tables import child_texts as target
     elif name == "uptrain":
-        from gqa_tools.train import child_run as target
+        from gqa_tools.uptraining.experiment import child_run as target
     else:
         raise LookupError(f"no tool function named {name!r}")
     return target
