@@ -25,8 +25,9 @@ which the report shares.  Every random draw comes from
 random.Random(f"{stream}:{seed}") (gqa_tools.common.rng_for), and `lab` (gqa
 by default) is the module whose steps train, so a student's can stand in.
 
-The names below are the lab's as the report and the tests use them; each is
-defined in the module named above.
+The names imported below are the lab's as a user of it (the report's
+section 8, `run` and `render`) calls them; each is defined in the module the
+table names, and a test of a part imports that part's module.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from __future__ import annotations
 from gqa_tools.uptraining import experiment, model, recipe, tasks
 from gqa_tools.uptraining.claims import RECOVERS, baseline, cell, paper_budget, pretrained_at, recovered, stats
 from gqa_tools.uptraining.experiment import run
-from gqa_tools.uptraining.sentences import (RULE, findings, same_cache_finding, seeds_text, spread_text,
-                                            verdict_text)
 from gqa_tools.uptraining.printing import render, steps_header, uptraining_rows
 from gqa_tools.uptraining.recipe import CONVERSIONS, NEEDS, QUICK, TASKS, Recipe
+from gqa_tools.uptraining.sentences import (RULE, findings, same_cache_finding, seeds_text, spread_text,
+                                            verdict_text)
 from gqa_tools.uptraining.tasks import describe
 
 # The modules a run's numbers come from: report-training.json, the record of
