@@ -50,7 +50,7 @@ sys.path.insert(0, folder)
 if which == "old":
     import gqa_train as T
 else:
-    from gqa_tools import train as T
+    from gqa_tools.uptraining import experiment as T     # it holds every name used here
 import gqa
 r = T.Recipe(**{**json.loads(sys.argv[5]), "budgets": tuple(json.loads(sys.argv[5])["budgets"])})
 if what == "training":

@@ -27,7 +27,7 @@ COMMANDS = {
     "report": ("gqa_tools.report", "write report.md, or --check that it is current"),
     "config": ("gqa_tools.sizer.command", "size a model's KV cache from its config.json"),
     "bench": ("gqa_tools.bench", "time and memory per g, measured on this machine"),
-    "uptrain": ("gqa_tools.uptrain", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
+    "uptrain": ("gqa_tools.uptraining.command", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
 }
 TAKE_MODULE = ("tables", "report", "uptrain")   # the commands that run another gqa.py with --module PATH
 

@@ -44,11 +44,13 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import N_, _, ngettext
 from gqa_tools import figures as draw
-from gqa_tools import train as training
+from gqa_tools import uptraining as training
 from gqa_tools.common import (WriteRefused, add_int_options, bar, bar_chart, block_bars, block_markdown,
                        block_rows, chosen_lang, failing_steps, fmt, given, human_bytes, int_options,
                        markdown_table, multiplies_markdown, progress_line, project, rng_for, seed_for,
                        speaking, stage, step_name, write_target)
+from gqa_tools.statistics import share_verdict
+from gqa_tools.uptraining import CONVERSIONS
 
 # Ainslie et al. 2023 (GQA), section 3.1: after mean-pooling, the converted
 # checkpoints are trained further for alpha = 0.05 of the original pre-training
@@ -269,9 +271,6 @@ def random_heads(lab: Lab, w: Any, g: int, seed: int) -> Any:
     return w._replace(w_k=fresh.w_k, w_v=fresh.w_v)
 
 
-CONVERSIONS = ("mean", "first", "random")
-
-
 class Spread(NamedTuple):
     """A measured value over the seeds."""
     mean: float
@@ -348,7 +347,7 @@ def training_key(recipe: Any) -> str:
     import json
     from gqa_tools import common
     digest = hashlib.sha256()
-    for module in (gqa, training, common):
+    for module in (gqa, *training.SOURCES, common):
         with open(module.__file__, "rb") as f:
             digest.update(hashlib.sha256(f.read()).digest())
     digest.update(json.dumps(recipe._asdict(), sort_keys=True).encode("utf-8"))
@@ -941,7 +940,7 @@ def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
 
 
 def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
-    """The uptraining lab's quick recipe (gqa_tools.train), trained with lab's steps; its figures."""
+    """The uptraining lab's quick recipe (gqa_tools.uptraining), trained with lab's steps; its figures."""
     result = need(m.training)
     r = result["recipe"]
     recipe = training.Recipe(**{**r, "budgets": tuple(r["budgets"])})
@@ -1114,7 +1113,7 @@ def _training_sentence(m: Measured) -> str:
             t = result["tasks"][task]
             for g in sorted({x["g"] for x in t["uptrain"]}):
                 k = training.recovered(t, g, steps)
-                by_verdict.setdefault(training.share_verdict(k, K, training.RECOVERS), []).append(
+                by_verdict.setdefault(share_verdict(k, K, training.RECOVERS), []).append(
                     f"{task} at g = {g} ({k}/{K})")
         said.append(f"after {steps} steps ({100 * steps / r['pretrain']:.3g} % of the pre-training) it "
                     + "; ".join(f"{training.verdict_text(word, K)} for {_and(items)}"

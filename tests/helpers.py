@@ -55,7 +55,7 @@ class CloseMixin:
 def tiny_recipe():
     """A training recipe that takes a fraction of a second: what a report built from a
     correct module trains in its child process, in tests that are not about training."""
-    from gqa_tools import train as gqa_train
+    from gqa_tools import uptraining as gqa_train
     return gqa_train.Recipe(heads=2, head_dim=2, d_model=4, d_ff=2, vocab=3, length=4, offsets=2,
                             keys=3, values=3, pairs=2, queries=1, batch=2, pretrain=4,
                             budgets=(2,), held_out=6, seeds=1)

@@ -26,7 +26,7 @@ from gqa_tools import cli as gqa_cli
 from tests.helpers import heavy, tiny_recipe
 from gqa_tools import figures as gqa_figures
 from gqa_tools import report as gqa_report
-from gqa_tools import train as gqa_train
+from gqa_tools import uptraining as gqa_train
 
 SVG = "{http://www.w3.org/2000/svg}"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -617,7 +617,7 @@ def run(*argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
             mock.patch("gqa_tools.report.measure", return_value=NOTHING_MEASURED), \
-            mock.patch("gqa_tools.train.QUICK", tiny_recipe()):        # --module's child trains this
+            mock.patch("gqa_tools.uptraining.QUICK", tiny_recipe()):        # --module's child trains this
         try:
             status = gqa_cli.main(["report", *argv])
         except SystemExit as exit_:

@@ -20,7 +20,7 @@ import gqa
 from gqa_grader import handout, i18n
 from gqa_tools import cli as gqa_cli
 from gqa_tools import report as gqa_report
-from gqa_tools import train as gqa_train
+from gqa_tools import uptraining as gqa_train
 from tests.helpers import heavy
 
 # The report trains the uptraining lab's quick recipe (section 8), which takes
@@ -38,7 +38,7 @@ _TRAINED, _MEASURED = {}, {}
 
 
 def _run_once(r, lab=gqa, progress=None, jobs=1):
-    """gqa_tools.train.run, trained once for each recipe and module (the same for every jobs)."""
+    """gqa_tools.uptraining.run, trained once for each recipe and module (the same for every jobs)."""
     key = (r, lab)
     if key not in _TRAINED:
         _TRAINED[key] = _RUN(r, lab, progress, jobs)

@@ -1033,7 +1033,7 @@ def gqa_main(*argv):
 
     from gqa_tools import cli as gqa_cli
     from gqa_tools import report as gqa_report
-    from gqa_tools import train as gqa_train
+    from gqa_tools import uptraining as gqa_train
     from tests.helpers import tiny_recipe
     tiny = tiny_recipe()                                  # a correct module trains: briefly
     out, err = io.StringIO(), io.StringIO()

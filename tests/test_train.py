@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import doctest
 import io
 import json
 import math
@@ -22,7 +23,11 @@ from unittest import mock
 
 import gqa
 from gqa_tools import cli as gqa_cli
-from gqa_tools import train as gqa_train
+from gqa_tools import statistics as gqa_statistics
+from gqa_tools import uptraining as gqa_train
+from gqa_tools.uptraining import claims, experiment, tasks
+from gqa_tools.uptraining import sentences as gqa_sentences
+from gqa_tools.uptraining import model as gqa_model
 from gqa_tools.common import rng_for
 from tests.helpers import early, heavy, start_early
 
@@ -45,12 +50,12 @@ class Gradients(unittest.TestCase):
     def test_the_whole_model_against_central_differences(self):
         for task in gqa_train.TASKS:
             for g in (1, 2):
-                model = gqa_train.init_model(TINY, task, 2, 2, g, 3, "test", 0)
-                seqs = [gqa_train.draw(TINY, task, rng_for("test data", g)) for _ in range(3)]
-                grads = gqa_train.step(model, seqs, g)[3]
+                model = gqa_model.init_model(TINY, task, 2, 2, g, 3, "test", 0)
+                seqs = [tasks.draw(TINY, task, rng_for("test data", g)) for _ in range(3)]
+                grads = gqa_model.step(model, seqs, g)[3]
 
                 def total(m):
-                    return gqa_train.step(m, seqs, g, train=False)[0]
+                    return gqa_model.step(m, seqs, g, train=False)[0]
                 rng = rng_for("test probes", g)
                 for part, path in (("emb", (1, 2)), ("pos", (2, 0)), ("out", (0, 2, 1)),
                                    ("mlp", (0, 1, 2)), ("mlp", (1, 2, 3)),
@@ -80,24 +85,24 @@ class Batches(unittest.TestCase):
         r = TINY._replace(heads=4, head_dim=2, d_model=6)
         for task in gqa_train.TASKS:
             for g in (1, 2, 4):
-                model = gqa_train.init_model(r, task, 4, 2, g, 3, "batch test", g)
-                seqs = [gqa_train.draw(r, task, rng_for("batch data", g)) for _ in range(4)]
-                loss, correct, count, grads = gqa_train.step(model, seqs, g)
-                alone = [gqa_train.step(model, [s], g) for s in seqs]
+                model = gqa_model.init_model(r, task, 4, 2, g, 3, "batch test", g)
+                seqs = [tasks.draw(r, task, rng_for("batch data", g)) for _ in range(4)]
+                loss, correct, count, grads = gqa_model.step(model, seqs, g)
+                alone = [gqa_model.step(model, [s], g) for s in seqs]
                 self.assertAlmostEqual(loss, math.fsum(a[0] for a in alone), places=9)
                 self.assertEqual((correct, count), (sum(a[1] for a in alone), sum(a[2] for a in alone)))
                 summed = [math.fsum(column) for column in zip(*(
-                    [v for row in gqa_train._leaves(a[3]) for v in row] for a in alone))]
-                flat = [v for row in gqa_train._leaves(grads) for v in row]
+                    [v for row in gqa_model._leaves(a[3]) for v in row] for a in alone))]
+                flat = [v for row in gqa_model._leaves(grads) for v in row]
                 for got, want in zip(flat, summed):
                     self.assertAlmostEqual(got, want, places=9)
 
     def test_evaluating_in_parts_counts_as_evaluating_at_once(self):
-        model = gqa_train.init_model(TINY, "offsets", 2, 2, 1, 2, "parts", 0)
-        test = gqa_train.held_out(TINY._replace(held_out=30), "offsets", 0)
-        whole = gqa_train.evaluate(model, 1, test)
-        with mock.patch.object(gqa_train, "EVALUATED_TOGETHER", 7):
-            parts = gqa_train.evaluate(model, 1, test)
+        model = gqa_model.init_model(TINY, "offsets", 2, 2, 1, 2, "parts", 0)
+        test = tasks.held_out(TINY._replace(held_out=30), "offsets", 0)
+        whole = gqa_model.evaluate(model, 1, test)
+        with mock.patch.object(gqa_model, "EVALUATED_TOGETHER", 7):
+            parts = gqa_model.evaluate(model, 1, test)
         self.assertEqual(parts[0], whole[0])
         self.assertAlmostEqual(parts[1], whole[1], places=12)
 
@@ -109,7 +114,7 @@ class Optimizer(unittest.TestCase):
         # v_hat = g * g, so each step moves a weight by lr * g / (|g| + eps).
         rows = ([[1.0, -2.0, 0.5]],)
         grads = ([[0.5, -0.25, 0.0]],)
-        adam = gqa_train.Adam(rows, lr=0.1)
+        adam = gqa_model.Adam(rows, lr=0.1)
         for _ in range(3):
             adam.update(rows, grads, scale=2.0)                     # the gradient is 2 g
         for p, p0, g in zip(rows[0][0], (1.0, -2.0, 0.5), grads[0][0]):
@@ -123,7 +128,7 @@ class Tasks(unittest.TestCase):
         r = gqa_train.QUICK
         rng = rng_for("test recall", 0)
         for _ in range(50):
-            inputs, answers = gqa_train.draw(r, "recall", rng)
+            inputs, answers = tasks.draw(r, "recall", rng)
             keys = [syms[0] for syms in inputs[:r.pairs]]
             self.assertEqual(len(set(keys)), r.pairs)                   # distinct keys
             for pos, head, target in answers:
@@ -133,7 +138,7 @@ class Tasks(unittest.TestCase):
                 self.assertEqual((head, target), (0, value - r.keys))
 
     def test_offsets_answers_look_back(self):
-        inputs, answers = gqa_train.draw(TINY, "offsets", rng_for("test offsets", 0))
+        inputs, answers = tasks.draw(TINY, "offsets", rng_for("test offsets", 0))
         tokens = [syms[0] for syms in inputs]
         expected = [(i, o, tokens[i - o - 1]) for i in range(TINY.length) for o in range(TINY.offsets)
                     if i - o - 1 >= 0]
@@ -142,13 +147,13 @@ class Tasks(unittest.TestCase):
     def test_held_out_is_distinct_and_never_trained_on(self):
         # A task with 81 sequences and 30 held out: training draws hit them often.
         r = TINY._replace(held_out=30)
-        test = gqa_train.held_out(r, "offsets", 0)
+        test = tasks.held_out(r, "offsets", 0)
         inputs = [ex[0] for ex in test]
         self.assertEqual(len(set(inputs)), 30)
-        trained = [ex[0] for b in gqa_train.batches(r, "offsets", 0, "pretrain", 100, set(inputs)) for ex in b]
+        trained = [ex[0] for b in tasks.batches(r, "offsets", 0, "pretrain", 100, set(inputs)) for ex in b]
         self.assertEqual(len(trained), 200)
         self.assertFalse(set(trained) & set(inputs))
-        unfiltered = [ex[0] for b in gqa_train.batches(r, "offsets", 0, "pretrain", 100, set()) for ex in b]
+        unfiltered = [ex[0] for b in tasks.batches(r, "offsets", 0, "pretrain", 100, set()) for ex in b]
         self.assertTrue(set(unfiltered) & set(inputs))                 # the filter is what keeps them apart
 
     def test_the_held_out_precision_the_docs_state(self):
@@ -172,8 +177,8 @@ class SameCache(unittest.TestCase):
     def test_every_row_has_mqas_cache_and_no_head_below_dim_2(self):
         for h, d, d_model in ((4, 4, 16), (4, 6, 12), (3, 4, 8), (8, 12, 16), (4, 3, 12), (2, 2, 4)):
             r = TINY._replace(heads=h, head_dim=d, d_model=d_model, d_ff=3)
-            rows, note = gqa_train.same_cache_models(r)
-            made = gqa_train._matched(r, "recall", rows, gqa)
+            rows, note = experiment.same_cache_models(r)
+            made = experiment._matched(r, "recall", rows, gqa)
             for x in made:
                 self.assertEqual(x["cache_per_token"], 2 * 1 * d)      # MQA's: K and V, one head of dim d
                 self.assertEqual(x["cache_per_token"], 2 * x["kv_heads"] * x["head_dim"])
@@ -187,15 +192,15 @@ class SameCache(unittest.TestCase):
 
     def test_parameters_match_within_one_mlp_unit(self):
         r = TINY._replace(heads=4, head_dim=6, d_model=12, d_ff=3)
-        sh = gqa_train.shape(r, "recall")
-        made = gqa_train._matched(r, "recall", gqa_train.same_cache_models(r)[0], gqa)
+        sh = tasks.shape(r, "recall")
+        made = experiment._matched(r, "recall", experiment.same_cache_models(r)[0], gqa)
         counts = []
         for x in made:     # counted by hand: embeddings, attention, MLP, output head
             hq, kv, d = x["heads"], x["kv_heads"], x["head_dim"]
             by_hand = ((sh.symbols + sh.length) * 12 + 2 * hq * 12 * d + 2 * kv * 12 * d
                        + 2 * 12 * x["d_ff"] + sh.heads * 12 * sh.classes)
             self.assertEqual(x["parameters"], by_hand, x)
-            model = gqa_train.init_model(r, "recall", hq, d, kv, x["d_ff"], "count", 0)
+            model = gqa_model.init_model(r, "recall", hq, d, kv, x["d_ff"], "count", 0)
             self.assertEqual(len(json.dumps(model).split(",")), by_hand)   # every float, counted
             counts.append(by_hand)
         self.assertEqual(made[0]["d_ff"], 3)                          # MQA keeps the recipe's MLP
@@ -205,7 +210,7 @@ class SameCache(unittest.TestCase):
     def test_kv_heads_start_with_the_same_variance(self):
         r = TINY._replace(d_model=64)
         for heads, kv in ((4, 1), (1, 1), (4, 4)):
-            model = gqa_train.init_model(r, "offsets", heads, 8, kv, 2, "variance", 0)
+            model = gqa_model.init_model(r, "offsets", heads, 8, kv, 2, "variance", 0)
             values = [v for head in model.weights[1] + model.weights[2] for row in head for v in row]
             self.assertEqual(len(model.weights[1]), kv)
             var = statistics.pvariance(values)
@@ -244,12 +249,12 @@ class Runs(unittest.TestCase):
 
     def test_the_control_and_every_conversion_see_the_same_batches(self):
         seen = []
-        real = gqa_train.train
+        real = gqa_model.train
 
         def spy(model, g, batches_, *args, **kwargs):
             seen.append((g, len(model.weights[0]), json.dumps(batches_)))
             return real(model, g, batches_, *args, **kwargs)
-        with mock.patch.object(gqa_train, "train", spy):
+        with mock.patch.object(experiment, "train", spy):
             gqa_train.run(TINY._replace(seeds=1, heads=4, head_dim=4, d_model=4))
         per_task = len(seen) // 2
         for calls in (seen[:per_task], seen[per_task:]):
@@ -269,30 +274,30 @@ class Runs(unittest.TestCase):
         r = TINY._replace(seeds=1)
         got = gqa_train.run(r)["tasks"]
         for task in gqa_train.TASKS:
-            test = gqa_train.held_out(r, task, r.seed)
+            test = tasks.held_out(r, task, r.seed)
             exclude = {ex[0] for ex in test}
-            mha = gqa_train.init_model(r, task, 2, r.head_dim, 2, r.d_ff, "mha", r.seed)
-            gqa_train.train(mha, 2, gqa_train.batches(r, task, r.seed, "pretrain", r.pretrain, exclude), gqa, r.lr)
-            self.assertEqual(got[task]["pretrained"]["correct"], [gqa_train.evaluate(mha, 2, test)[0]])
-            stream = gqa_train.batches(r, task, r.seed, "uptrain", max(r.budgets), exclude)
+            mha = gqa_model.init_model(r, task, 2, r.head_dim, 2, r.d_ff, "mha", r.seed)
+            gqa_model.train(mha, 2, tasks.batches(r, task, r.seed, "pretrain", r.pretrain, exclude), gqa, r.lr)
+            self.assertEqual(got[task]["pretrained"]["correct"], [gqa_model.evaluate(mha, 2, test)[0]])
+            stream = tasks.batches(r, task, r.seed, "uptrain", max(r.budgets), exclude)
             for x in got[task]["control"]:
-                control = gqa_train.copy_model(mha)
-                gqa_train.train(control, 2, stream[:x["steps"]], gqa, r.lr)
-                self.assertEqual(x["correct"], [gqa_train.evaluate(control, 2, test)[0]], (task, x["steps"]))
+                control = gqa_model.copy_model(mha)
+                gqa_model.train(control, 2, stream[:x["steps"]], gqa, r.lr)
+                self.assertEqual(x["correct"], [gqa_model.evaluate(control, 2, test)[0]], (task, x["steps"]))
 
     def test_a_recipe_without_the_equal_cache_models_trains_none_and_says_so(self):
         trained = []
-        real = gqa_train.train
+        real = gqa_model.train
 
         def spy(model, g, batches_, *args, **kwargs):
             trained.append(g)
             return real(model, g, batches_, *args, **kwargs)
-        with mock.patch.object(gqa_train, "train", spy):
+        with mock.patch.object(experiment, "train", spy):
             result = gqa_train.run(TINY._replace(seeds=1, same_cache=False))
         self.assertEqual(len(trained), 2 * (1 + 1 + 3))         # per task: pre-training, control, 3 conversions
         for task in gqa_train.TASKS:
             self.assertEqual(result["tasks"][task]["same_cache"], [])
-        self.assertIn(f"({gqa_train.NOT_TRAINED}.)", gqa_train.render(result))
+        self.assertIn(f"({experiment.NOT_TRAINED}.)", gqa_train.render(result))
 
     def test_one_process_or_two_give_the_same_bytes_and_name_the_seeds(self):
         said = {1: [], 2: []}
@@ -318,12 +323,12 @@ class Runs(unittest.TestCase):
                 self.assertRegex(text, re.escape(x["model"]) + r" +4 +" + f"{x['parameters']:,}")
 
     def test_the_mean_conversion_is_the_fold_of_the_trained_weights(self):
-        model = gqa_train.init_model(TINY, "offsets", 2, 2, 2, 2, "fold test", 0)
-        folded = gqa_train.convert(model, 2, 1, "mean", TINY, "offsets", 0)
+        model = gqa_model.init_model(TINY, "offsets", 2, 2, 2, 2, "fold test", 0)
+        folded = experiment.convert(model, 2, 1, "mean", TINY, "offsets", 0)
         self.assertEqual(folded.weights[1], gqa.fold_kv_mean(model.weights[1], 1))
         self.assertEqual(folded.weights[0], model.weights[0])          # queries untouched
         self.assertEqual(folded.emb, model.emb)
-        first = gqa_train.convert(model, 2, 1, "first", TINY, "offsets", 0)
+        first = experiment.convert(model, 2, 1, "first", TINY, "offsets", 0)
         self.assertEqual(first.weights[2], [model.weights[2][0]])
 
 
@@ -360,9 +365,9 @@ class TheLab(unittest.TestCase):
         rng = random.Random("kernel")
         a = [[rng.uniform(-1, 1) for _ in range(7)] for _ in range(5)]
         b_cols = [[rng.uniform(-1, 1) for _ in range(7)] for _ in range(3)]
-        self.assertEqual(gqa_train._mm(a, b_cols), gqa._mm(a, b_cols))
+        self.assertEqual(gqa_model._mm(a, b_cols), gqa._mm(a, b_cols))
         by_hand = [[math.fsum(x * y for x, y in zip(col, row)) for col in b_cols] for row in a]
-        for got, want in zip(gqa_train._mm(a, b_cols), by_hand):
+        for got, want in zip(gqa_model._mm(a, b_cols), by_hand):
             for x, y in zip(got, want):
                 self.assertAlmostEqual(x, y, places=14)
 
@@ -392,7 +397,7 @@ class Statistics(unittest.TestCase):
         for df in (1, 2, 4):
             for p in (0.6, 0.9, 0.975, 0.995):
                 want = t_by_hand(p, df)
-                self.assertAlmostEqual(gqa_train.t_quantile(p, df), want, delta=1e-9 * want, msg=(p, df))
+                self.assertAlmostEqual(gqa_statistics.t_quantile(p, df), want, delta=1e-9 * want, msg=(p, df))
 
     def test_t_cdf_against_the_integral_of_its_density(self):
         for df in (3, 7, 30):
@@ -401,10 +406,10 @@ class Statistics(unittest.TestCase):
                 h = t / steps
                 area = h / 3 * sum((1 if i in (0, steps) else 4 if i % 2 else 2) * t_density(i * h, df)
                                    for i in range(steps + 1))
-                self.assertAlmostEqual(gqa_train.t_cdf(t, df), 0.5 + area, places=10, msg=(df, t))
+                self.assertAlmostEqual(gqa_statistics.t_cdf(t, df), 0.5 + area, places=10, msg=(df, t))
 
     def test_t_quantiles_fall_towards_the_normal_one(self):
-        qs = [gqa_train.t_quantile(0.975, df) for df in range(1, 101)]
+        qs = [gqa_statistics.t_quantile(0.975, df) for df in range(1, 101)]
         self.assertTrue(all(a > b for a, b in zip(qs, qs[1:])))
         self.assertGreater(qs[-1], Z)
         self.assertLess(qs[-1] - Z, 0.03)
@@ -412,11 +417,11 @@ class Statistics(unittest.TestCase):
     def test_wilson_ends_solve_its_equation(self):
         # The Wilson interval is the p with |k/n - p| = z sqrt(p (1 - p) / n).
         for k, n in ((0, 20), (3, 20), (13, 20), (20, 20), (7, 9)):
-            for end in gqa_train.wilson(k, n):
+            for end in gqa_statistics.wilson(k, n):
                 residual = (k / n - end) ** 2 - Z * Z * end * (1 - end) / n
                 self.assertAlmostEqual(residual, 0.0, places=12, msg=(k, n, end))
-        self.assertAlmostEqual(gqa_train.wilson(0, 20)[0], 0.0, places=12)
-        self.assertEqual(gqa_train.wilson(20, 20)[1], 1.0)
+        self.assertAlmostEqual(gqa_statistics.wilson(0, 20)[0], 0.0, places=12)
+        self.assertEqual(gqa_statistics.wilson(20, 20)[1], 1.0)
 
     def test_mean_sd_and_the_t_interval_from_the_counts(self):
         s = gqa_train.stats([3, 5, 8], 10)
@@ -424,7 +429,7 @@ class Statistics(unittest.TestCase):
         self.assertAlmostEqual(s.sd, statistics.stdev([0.3, 0.5, 0.8]), places=15)
         half = t_by_hand(0.975, 2) * statistics.stdev([0.3, 0.5, 0.8]) / math.sqrt(3)    # 3 seeds: df 2
         self.assertAlmostEqual(s.low, max(0.0, 16 / 30 - half), places=9)     # an accuracy: clipped
-        wide = gqa_train.interval([Fraction(3, 10), Fraction(5, 10), Fraction(8, 10)])
+        wide = gqa_statistics.interval([Fraction(3, 10), Fraction(5, 10), Fraction(8, 10)])
         self.assertAlmostEqual(wide.low, 16 / 30 - half, places=9)
         self.assertAlmostEqual(s.high, min(1.0, 16 / 30 + half), places=9)
         self.assertEqual(gqa_train.spread_text(s), f"0.533 ± 0.252 [{s.low:.3f}, {s.high:.3f}]")
@@ -457,7 +462,7 @@ class Statistics(unittest.TestCase):
             result = self.fake([100] * 20, mean, [50] * 20, [20] * 20)
             text = " ".join(gqa_train.findings(result, "recall"))
             want = self.verdict_by_hand(k, 20, 0.8)
-            self.assertIn(f"in {gqa_train.share_text(k, 20)} seeds: *recovers* "
+            self.assertIn(f"in {gqa_sentences.share_text(k, 20)} seeds: *recovers* "
                           + ("is not resolved at 20 seeds" if want == "not resolved" else want), text)
         # Against a control that improved to 100 from a frozen 97, 98 is within 0.02 of both;
         # against one that fell to 95, 94 is within 0.02 of the control but not of the frozen model.
@@ -469,21 +474,21 @@ class Statistics(unittest.TestCase):
         result = self.fake([100] * 5, [90, 80, 70, 60, 50], [80, 80, 60, 70, 40], [10, 10, 10, 10, 40])
         text = " ".join(gqa_train.findings(result, "recall"))
         # by hand: seed 0 90>80>10; seed 1 80=80; seed 2 70>60>10; seed 3 60<70; seed 4 50>40=40
-        self.assertIn(f"after 5 steps in {gqa_train.share_text(2, 5)} seeds (is not resolved at 5 seeds)", text)
+        self.assertIn(f"after 5 steps in {gqa_sentences.share_text(2, 5)} seeds (is not resolved at 5 seeds)", text)
         self.assertIn("Ainslie et al. 2023", text)
         same = gqa_train.same_cache_finding(result, "recall")
         self.assertIn("Shazeer 2019", same)
         two = self.fake([100] * 2, [9, 9], [5, 5], [1, 1], same=((9, 5), (5, 5), (4, 3)))
-        self.assertIn(f"in {gqa_train.share_text(1, 2)} seeds (beat or tied them in 2/2)",
+        self.assertIn(f"in {gqa_sentences.share_text(1, 2)} seeds (beat or tied them in 2/2)",
                       gqa_train.same_cache_finding(two, "recall"))
 
     def test_a_difference_is_decided_by_its_t_interval(self):
-        drop = gqa_train.difference([100, 100, 100], [60, 70, 80], 100)     # 0.3 ± 0.1, df 2
+        drop = claims.difference([100, 100, 100], [60, 70, 80], 100)     # 0.3 ± 0.1, df 2
         half = t_by_hand(0.975, 2) * 0.1 / math.sqrt(3)
         self.assertAlmostEqual(drop.low, 0.3 - half, places=9)
-        self.assertEqual(gqa_train.verdict(drop.low, drop.high, 0.0), "holds")
-        level = gqa_train.difference([100, 90, 95], [95, 95, 95], 100)
-        self.assertEqual(gqa_train.verdict(level.low, level.high, 0.0), "not resolved")
+        self.assertEqual(gqa_statistics.verdict(drop.low, drop.high, 0.0), "holds")
+        level = claims.difference([100, 90, 95], [95, 95, 95], 100)
+        self.assertEqual(gqa_statistics.verdict(level.low, level.high, 0.0), "not resolved")
 
 
 class Command(unittest.TestCase):
@@ -533,7 +538,7 @@ class Committed(unittest.TestCase):
         shares = re.findall(r"(\d+)/(\d+) \[(\d\.\d{3}), (\d\.\d{3})\]", self.section)
         self.assertGreater(len(shares), 40)
         for k, n, low, high in shares:
-            want = gqa_train.wilson(int(k), int(n))
+            want = gqa_statistics.wilson(int(k), int(n))
             self.assertEqual((low, high), (f"{want[0]:.3f}", f"{want[1]:.3f}"), (k, n))
         checked = 0
         for pattern, bar in ((r"in \d+/\d+ \[([\d.]+), ([\d.]+)\] seeds: \*recovers\* " + VERDICT, 0.8),
@@ -597,7 +602,7 @@ class WithAStudentsModule(unittest.TestCase):
         grouped_attention_backward's gradients doubled (what it raised, training refused here)."""
         import shutil
         import tempfile
-        from gqa_tools import uptrain as gqa_uptrain
+        from gqa_tools.uptraining import command as gqa_uptrain
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
         broken = source.replace("    return _grouped_backward(q, k, v, d_out, probs)",
@@ -612,7 +617,7 @@ class WithAStudentsModule(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(broken)
             try:
-                with mock.patch.object(gqa_train, "run", side_effect=AssertionError("trained")):
+                with mock.patch.object(experiment, "run", side_effect=AssertionError("trained")):
                     gqa_uptrain.run_module(path, WithAStudentsModule.ONE)
                 refused = None
             except Exception as err:
@@ -663,7 +668,9 @@ class EveryPython(unittest.TestCase):
 
 
 def load_tests(loader, tests, pattern):
-    """The heavy classes' jobs start now, as the tests are loaded (tests/helpers.py, early)."""
+    """The heavy classes' jobs start now, as the tests are loaded (tests/helpers.py, early);
+    the examples of gqa_tools.statistics' docstring run too."""
+    tests.addTests(doctest.DocTestSuite(gqa_statistics))
     return start_early(tests)
 
 

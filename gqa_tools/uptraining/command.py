@@ -1,4 +1,4 @@
-"""gqa_tools.uptrain: does quality come back?  The uptraining lab on the command line.
+"""gqa_tools.uptraining.command: does quality come back?  The uptraining lab on the command line.
 
     python -m gqa uptrain [--seed 0] [--seeds 20] [--quick] [--json] [--jobs N] [--module PATH]
 
@@ -6,15 +6,15 @@ On two tasks (one that positions solve, one that needs content), for each of
 --seeds seeds from --seed on: pre-trains a small MHA model, trains a copy on
 (the control), converts it to every g < h by three methods, trains each on
 with the control's batches, and trains three models of MQA's cache size and
-matched parameters from scratch (train.py has the model and the
-experiment).  Every accuracy is printed as mean ± sd [95 % interval of the
+matched parameters from scratch (experiment.py runs it, model.py is the
+model).  Every accuracy is printed as mean ± sd [95 % interval of the
 mean] over the seeds, every count of seeds with its 95 % Wilson interval,
 and every claim with what its interval decides.  --jobs N measures the
 seeds in N processes (the output is the same for every N).  Progress, which
 names the seed, goes to stderr.
 
 --module PATH trains with a student's gqa.py instead of the project's: once
-the grader passes every step that training calls (train.NEEDS), the whole
+the grader passes every step that training calls (NEEDS), the whole
 run goes to the grader's worker (its limits, its own session, a deadline),
 in one process, so the module never runs in this one.
 """
@@ -28,11 +28,15 @@ import sys
 from typing import Any, Sequence
 
 from gqa_tools.common import failing_steps, progress_line
-from gqa_tools.train import NEEDS, QUICK, Recipe, render, run
+from gqa_tools.uptraining.experiment import run
+from gqa_tools.uptraining.printing import render
+from gqa_tools.uptraining.recipe import NEEDS, QUICK, Recipe
 
 MAX_SEEDS = 100
 MAX_JOBS = 64
 MODULE_BUDGET = 3600.0      # seconds a run with a student's module may take in all
+# The folder that holds gqa_tools, which the worker imports the training from.
+PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
@@ -53,8 +57,8 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
          f"(no progress is shown until it ends)")
     result = None
     try:
-        for item in grader.run_in_child(path, "gqa_tools.train:child_run", [list(recipe)],
-                                        paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
+        for item in grader.run_in_child(path, "gqa_tools.uptraining.experiment:child_run", [list(recipe)],
+                                        paths=[PROJECT],
                                         label=path, what="training",
                                         item_timeout=MODULE_BUDGET, budget=MODULE_BUDGET):
             result = item
@@ -75,7 +79,8 @@ def uptrain_main(argv: Sequence[str]) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="a smaller recipe, the one report.md's section 8 runs")
     parser.add_argument("--json", action="store_true",
-                        help="the raw numbers: every accuracy of every seed (gqa_tools.train's docstring)")
+                        help="the raw numbers: every accuracy of every seed "
+                             "(gqa_tools.uptraining.experiment's docstring)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                         help=f"processes that measure the seeds (default: the number of CPUs; at "
                              f"most {MAX_JOBS}); the output is the same for every N")

@@ -1,0 +1,51 @@
+"""gqa_tools.uptraining: does quality come back?  Convert a trained MHA model to GQA or MQA, then train.
+
+The uptraining lab: `python -m gqa uptrain` (command.py) runs it and prints
+it, and report.md's section 8 runs the quick recipe (QUICK).  A small model
+around the lab's grouped attention and its backward is pre-trained as MHA on
+two tasks, converted to every g < h by three methods, and trained on beside
+a control, over several seeds; every accuracy is measured on held-out
+sequences and every claim decided by an interval.  Its modules, each built
+on the ones above it:
+
+    module        its job
+    ------        -------
+    recipe        Recipe (sizes, training, seeds) and QUICK; the names of the tasks and conversions
+    tasks         the two tasks: drawing examples, held-out sets, batches; a recipe refused
+    model         the model: its forward (one call of the lab's attention per batch),
+                  its backward (one call of the lab's backward), Adam, train, evaluate
+    experiment    run(): every task and seed, paired runs, seeds in processes; the result's shape
+    claims        what the seeds say, read from a result: accuracies, paired differences, counts
+    sentences     the findings: each claim in a sentence with its interval and verdict
+    printing      render(): the tables and the whole text the command prints
+    command       `python -m gqa uptrain`, and --module's run in the grader's worker
+
+The intervals and verdicts (Student's t, Wilson) are gqa_tools.statistics',
+which the report shares.  Every random draw comes from
+random.Random(f"{stream}:{seed}") (gqa_tools.common.rng_for), and `lab` (gqa
+by default) is the module whose steps train, so a student's can stand in.
+
+The names imported below are the lab's as a user of it (the report's
+section 8, `run` and `render`) calls them; each is defined in the module the
+table names, and a test of a part imports that part's module.
+"""
+
+from __future__ import annotations
+
+from gqa_tools.uptraining import experiment, model, recipe, tasks
+from gqa_tools.uptraining.claims import RECOVERS, baseline, cell, paper_budget, pretrained_at, recovered, stats
+from gqa_tools.uptraining.experiment import run
+from gqa_tools.uptraining.printing import render, steps_header, uptraining_rows
+from gqa_tools.uptraining.recipe import CONVERSIONS, NEEDS, QUICK, TASKS, Recipe
+from gqa_tools.uptraining.sentences import (RULE, findings, same_cache_finding, seeds_text, spread_text,
+                                            verdict_text)
+from gqa_tools.uptraining.tasks import describe
+
+# The modules a run's numbers come from: report-training.json, the record of
+# section 8's training, is keyed by their bytes (gqa_tools.report.training_key).
+SOURCES = (recipe, tasks, model, experiment)
+
+__all__ = ["CONVERSIONS", "NEEDS", "QUICK", "RECOVERS", "RULE", "Recipe", "SOURCES", "TASKS",
+           "baseline", "cell", "describe", "findings", "paper_budget", "pretrained_at", "recovered",
+           "render", "run", "same_cache_finding", "seeds_text", "spread_text", "stats", "steps_header",
+           "uptraining_rows", "verdict_text"]

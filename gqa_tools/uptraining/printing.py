@@ -1,0 +1,81 @@
+"""gqa_tools.uptraining.printing: what `python -m gqa uptrain` prints, from run()'s result.
+
+render(result) is the whole text: the recipe and the rule, then for each task
+the pre-trained model, one table for each g (the control and each conversion
+at every budget, then the shares of seeds), the findings, and the
+equal-cache models.  report.md's section 8 uses its tables (steps_header,
+uptraining_rows) too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from gqa_grader.i18n import N_, _
+from gqa_tools.common import text_table
+from gqa_tools.uptraining.claims import baseline, cell, ordering_held, pretrained_at, recovered, stats
+from gqa_tools.uptraining.sentences import (RULE, findings, pct, same_cache_finding, seeds_text, share_text,
+                                            spread_text)
+from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS
+
+# The conversions and the control as a table or a bar names them, translated: _(how).
+SHOWN = (N_("mean"), N_("first"), N_("random"), N_("control"))
+
+
+def uptraining_rows(result: Dict[str, Any], task: str, g: int) -> List[List[str]]:
+    """One g's table: the control, each conversion, then the shares, one column per steps."""
+    r, t, K = result["recipe"], result["tasks"][task], len(result["seeds"])
+    n, steps = t["answers"], (0,) + tuple(r["budgets"])
+    rows = [[_("MHA trained on (the control)")] + [spread_text(stats(baseline(t, s), n)) for s in steps]]
+    rows += [[_(how)] + [spread_text(stats(cell(t, g, how, s), n)) for s in steps] for how in CONVERSIONS]
+    rows.append([_("mean ≥ control − 0.02")] + [share_text(recovered(t, g, s), K) for s in steps])
+    rows.append([_("mean ≥ frozen − 0.02")]
+                + [share_text(recovered(t, g, s, control=False), K) for s in steps])
+    rows.append([_("mean > first > random")] + [share_text(ordering_held(t, g, s), K) for s in steps])
+    return rows
+
+
+def steps_header(r: dict) -> List[str]:
+    """The tables' step columns: '0 steps', then each budget with its share of the pre-training."""
+    return [_("{steps} steps ({share})").format(steps=s, share=pct(s, r)) if s else _("0 steps")
+            for s in (0,) + tuple(r["budgets"])]
+
+
+def same_cache_lines(result: Dict[str, Any], task: str) -> List[str]:
+    """The equal-cache table and its sentence, or the note that the recipe trained none."""
+    r, t = result["recipe"], result["tasks"][task]
+    if not t["same_cache"]:
+        return [f"({t['same_cache_note']}.)", ""]
+    lines = [f"Same KV cache, trained from scratch for {r['pretrain']} steps on the same batches, "
+             f"parameters matched by the MLP's width:",
+             text_table(["model", "K/V cache per token", "parameters", "MLP width", "held-out accuracy"],
+                        [[x["model"], str(x["cache_per_token"]), f"{x['parameters']:,}",
+                          str(x["d_ff"]), spread_text(stats(x["correct"], t["answers"]))]
+                         for x in t["same_cache"]])]
+    if t["same_cache_note"]:
+        lines.append(f"({t['same_cache_note']}.)")
+    return lines + ["", same_cache_finding(result, task), ""]
+
+
+def render(result: Dict[str, Any]) -> str:
+    r, seeds = result["recipe"], result["seeds"]
+    K = len(seeds)
+    lines = [f"Uptraining lab: h = {r['heads']}, head dim {r['head_dim']}, d_model {r['d_model']}, "
+             f"MLP width {r['d_ff']}; Adam at {r['lr']}, batches of {r['batch']}; pre-training "
+             f"{r['pretrain']} steps; {seeds_text(seeds)}; each accuracy on {r['held_out']} held-out "
+             f"sequences per seed, as mean ± sd [95 % interval of the mean] over the seeds, each count "
+             f"of seeds as k/K [95 % Wilson interval]. " + _(RULE), ""]
+    for task in TASKS:
+        t = result["tasks"][task]
+        pre = stats(t["pretrained"]["correct"], t["answers"])
+        lines += [f"== {t['description']}.", "",
+                  f"Pre-trained MHA (the frozen baseline): {spread_text(pre)} ({t['answers']:,} answers "
+                  f"per seed); at 0.95 or more in {pretrained_at(t)}/{K} seeds.", ""]
+        for g in sorted({x["g"] for x in t["uptrain"]}):
+            lines.append(f"g = {g}: held-out accuracy after converting, then training on:")
+            lines += [text_table(["model"] + steps_header(r), uptraining_rows(result, task, g)), ""]
+        lines += findings(result, task) + [""]
+        lines += same_cache_lines(result, task)
+    lines.append("What was measured is printed as it came, whether or not it is what the papers found.")
+    return "\n".join(lines)
+
