@@ -460,8 +460,8 @@ class FromAnotherModule(unittest.TestCase):
     def test_section_8_names_the_steps_that_do_not_pass_and_trains_nothing(self):
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
-        broken = source.replace("    return _grouped_backward(q, k, v, d_out, probs)",
-                                "    return _grouped_backward(q, k, v, [[[2 * x for x in r] for r in m] "
+        broken = source.replace("    return _grouped_attention_backward(q, k, v, d_out, probs)",
+                                "    return _grouped_attention_backward(q, k, v, [[[2 * x for x in r] for r in m] "
                                 "for m in d_out], probs)", 1)
         self.assertNotEqual(broken, source)              # grouped_attention_backward's gradients, doubled
         section = self.report(self.module(broken)).split("## 8.")[1].split("## 9.")[0]
