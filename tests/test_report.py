@@ -476,7 +476,7 @@ class FromAnotherModule(unittest.TestCase):
         starter = ast.parse(handout.make_starter(source))
         starter.body = [real[n.name] if isinstance(n, ast.FunctionDef) and n.name in
                         ("valid_g", "method_name") else n for n in starter.body]
-        starter.body += [real[name] for name in ("_check_int", "_group_size", "_valid_g_text", "_method")]
+        starter.body += [real[name] for name in ("_check_int", "_group_size", "_valid_g_text", "_method_name")]
         os.mkdir(os.path.join(self.dir.name, "elsewhere"))
         text = self.report(self.module(ast.unparse(starter)), os.path.join(self.dir.name, "elsewhere", "r.md"))
         self.assertFalse(os.path.exists(self.out))          # --out said where, not beside the module
