@@ -1,17 +1,17 @@
 """gqa_grader.starter: the gqa.py a student starts from, made from the text of gqa.py.
 
 make_starter(source, step_of) keeps gqa.py's own lines: the module docstring, the
-banners, comments, shapes and citations, the imports, the records and the machinery
-they need.  Each public function's and public method's body becomes its docstring, as
-indented in gqa.py, and
+banners, comments, shapes and citations, the imports, GQAError, the limits and the
+records (plain NamedTuples).  Each public function's and public method's body becomes
+its docstring, as indented in gqa.py, and
 
     raise NotImplementedError("step N: NAME: summary")
 
 which the grader reads as "not started" (step_of gives N: "valid_g" -> 1, a class's
 methods take its class's step).  The private kernels and helpers that only the
 solution uses are left out, with the comments that describe them (a "# Step N." line
-among them stays); what is kept because the records need it says, in gqa.py, that a
-student leaves it as it is.  The command line becomes one line saying what to run.
+among them stays); a private name is kept only where kept code needs it, and gqa.py's
+kept code needs none.  The command line becomes one line saying what to run.
 
 ast is used only to find where each definition starts and ends (lineno, end_lineno)
 and which names kept code needs; every line written is a line of gqa.py, or a stub's
@@ -25,8 +25,8 @@ HEADER = [
     "# A starter for the gqa lab: gqa.py with the code of each step taken out.  Each",
     "# step's function raises NotImplementedError until you write it; from the project's",
     "# folder, python grader.py --module PATH/gqa.py grades what you have done.",
-    "# GQAError, the limits and the records are the lab's interface, and the code marked",
-    "# \"leave it as it is\" their machinery: the grader reads them, so leave them as they are.",
+    "# GQAError, the limits and the records are the lab's interface: the grader reads them,",
+    "# so leave them as they are.",
 ]
 
 MAIN = [

@@ -135,7 +135,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], texts: Sequence[st
 # The lab's two tables, as Markdown: what g changes, and what it does not.
 # ---------------------------------------------------------------------------
 
-TERMS = tuple(gqa.Multiplies.__slots__)         # q_proj, k_proj, ..., o_proj, total
+TERMS = gqa.Multiplies._fields         # q_proj, k_proj, ..., o_proj, total
 
 
 def cache_markdown(h: int, layers: int, length: int, head_dim: int, *, lab=gqa) -> str:

@@ -24,7 +24,7 @@ GQA = os.path.join(ROOT, "gqa.py")
 with open(GQA, encoding="utf-8") as _f:
     SOURCE = _f.read()
 
-WRONG_AXIS_ATTEND = '''def _attend(q, keys, v_cols, causal):
+WRONG_AXIS_ATTEND = '''def _single_head_attention(q, keys, v_cols, causal):
     scale = 1.0 / math.sqrt(len(q[0]))
     s = [[sum(map(mul, qi, kj)) * scale for kj in keys] for qi in q]
     p_cols = []
@@ -78,13 +78,13 @@ MUTANTS = [
     ("keeping the first head instead of the mean", "fold_kv_mean",
      "members = kv[j * group:(j + 1) * group]", "members = [kv[j * group]] * group"),
     ("a fold that changes its input in place", "fold_kv_mean",
-     "    return _fold(kv, g)\n", "    folded = _fold(kv, g)\n    kv[0][0][0] = 0.0\n    return folded\n"),
+     "    return _fold_kv_mean(kv, g)\n", "    folded = _fold_kv_mean(kv, g)\n    kv[0][0][0] = 0.0\n    return folded\n"),
     ("a fold that returns its input itself at g = h", "fold_kv_mean",
-     "    return _fold(kv, g)\n", "    return kv if g == h else _fold(kv, g)\n"),
+     "    return _fold_kv_mean(kv, g)\n", "    return kv if g == h else _fold_kv_mean(kv, g)\n"),
     ("a missing 1/sqrt(d) scale", "single_head_attention",
      "scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp\n    rows = []",
      "scale, exp = 1.0, math.exp\n    rows = []"),
-    ("softmax over the wrong axis", "single_head_attention", "_attend", WRONG_AXIS_ATTEND),
+    ("softmax over the wrong axis", "single_head_attention", "_single_head_attention", WRONG_AXIS_ATTEND),
     ("a softmax without its max subtracted", Robust("extremes", "single_head_attention"),
      "top = max(s)                                       # subtracted: exp cannot overflow",
      "top = 0.0"),
@@ -92,14 +92,14 @@ MUTANTS = [
      "seen = i + 1 + m - n if causal else m              # query i sees",
      "seen = min(m, i + 2 + m - n) if causal else m              # query i sees"),
     ("an MHA path that rounds the keys (not MHA to the last bit at g = h)", "attention",
-     "k_rep = _repeat(_fold(k, g), h)",
-     "k_rep = _repeat([[[x * 3.0 / 3.0 for x in r] for r in m] for m in _fold(k, g)], h)"),
+     "k_rep = _repeat_kv(_fold_kv_mean(k, g), h)",
+     "k_rep = _repeat_kv([[[x * 3.0 / 3.0 for x in r] for r in m] for m in _fold_kv_mean(k, g)], h)"),
     ("grouped attention reading head i % g", "grouped_attention",
      "j = _kv_head(i, h, g)                               # the key/value head query head i reads",
      "j = i % g"),
     ("a cache counter using h instead of g", "cache_table",
-     "elements = _cache_elements(layers, g, length, head_dim, batch)",
-     "elements = _cache_elements(layers, h, length, head_dim, batch)"),
+     "elements = _kv_cache_elements(layers, g, length, head_dim, batch)",
+     "elements = _kv_cache_elements(layers, h, length, head_dim, batch)"),
     ("a cache counter missing the factor 2 for K and V", "kv_cache_elements",
      "return 2 * layers * kv_heads * length * head_dim * batch",
      "return layers * kv_heads * length * head_dim * batch"),
@@ -326,8 +326,8 @@ MISBEHAVING = [
 
 
 def mutate(old, new, source=SOURCE):
-    if old == "_attend":
-        return replace_function(source, "_attend", new)
+    if old == "_single_head_attention":
+        return replace_function(source, "_single_head_attention", new)
     if source.count(old) != 1:
         raise AssertionError(f"the mutant's text must stand once in gqa.py: {old!r}")
     return source.replace(old, new)
@@ -706,7 +706,7 @@ class Referee(unittest.TestCase):
                 runs[f"ungradable {k}"] = [run_main("--module", path), run_main("--module", path, "--json")]
         for path in ("missing.py", os.path.join(ROOT, "README.md")):
             runs[path] = run_main("--module", path)
-        broken = mutate("    return _repeat(kv, h)\n", "    return kv[99]\n")
+        broken = mutate("    return _repeat_kv(kv, h)\n", "    return kv[99]\n")
         runs["broken"] = grade_source(broken, only=["repeat_kv"])
         return runs
 

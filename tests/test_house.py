@@ -130,6 +130,18 @@ class Layout(unittest.TestCase):
                 tops = {name.split(".")[0] for name, _, _ in imports_of(dotted, path)}
                 self.assertLessEqual(tops, {"gqa_grader"}, path)
 
+    def test_the_lab_is_the_lesson_first_and_imports_nothing_of_the_project(self):
+        path = self.modules["gqa"]
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        step_1 = next(i for i, line in enumerate(lines, 1) if line.startswith("def valid_g("))
+        self.assertLessEqual(step_1, 100)                       # the manual, then step 1
+        project = ("gqa", "gqa_sandbox", "gqa_grader", "gqa_tools", "grader")
+        imported = [(n.lineno, a.name if isinstance(n, ast.Import) else n.module)
+                    for n in ast.walk(tree_of(path)) if isinstance(n, (ast.Import, ast.ImportFrom))
+                    for a in n.names]
+        self.assertEqual([(line, name) for line, name in imported if name.split(".")[0] in project], [])
+
     def test_no_function_over_60_lines(self):
         long = []
         for path in self.modules.values():

@@ -299,7 +299,7 @@ class Speaking(unittest.TestCase):
 # changed in place, an exception of its own, a step not started.
 KINDS = (("return query_head // group", "return query_head % g"),
          ('    _check_int("valid_g", "h", h, low=1)\n', '    _check_int("valid_g", "h", h, low=None)\n'),
-         ("    return _fold(kv, g)\n", "    folded = _fold(kv, g)\n    kv[0][0][0] = 0.0\n    return folded\n"),
+         ("    return _fold_kv_mean(kv, g)\n", "    folded = _fold_kv_mean(kv, g)\n    kv[0][0][0] = 0.0\n    return folded\n"),
          ("def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:\n",
           "def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:\n    {}['key']\n"),
          ("def method_name(h: int, g: int) -> str:\n",

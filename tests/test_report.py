@@ -460,8 +460,8 @@ class FromAnotherModule(unittest.TestCase):
     def test_section_8_names_the_steps_that_do_not_pass_and_trains_nothing(self):
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
-        broken = source.replace("    return _grouped_backward(q, k, v, d_out, probs)",
-                                "    return _grouped_backward(q, k, v, [[[2 * x for x in r] for r in m] "
+        broken = source.replace("    return _grouped_attention_backward(q, k, v, d_out, probs)",
+                                "    return _grouped_attention_backward(q, k, v, [[[2 * x for x in r] for r in m] "
                                 "for m in d_out], probs)", 1)
         self.assertNotEqual(broken, source)              # grouped_attention_backward's gradients, doubled
         section = self.report(self.module(broken)).split("## 8.")[1].split("## 9.")[0]
@@ -476,7 +476,7 @@ class FromAnotherModule(unittest.TestCase):
         starter = ast.parse(handout.make_starter(source))
         starter.body = [real[n.name] if isinstance(n, ast.FunctionDef) and n.name in
                         ("valid_g", "method_name") else n for n in starter.body]
-        starter.body += [real[name] for name in ("_check_int", "_group_size", "_valid_g_text", "_method")]
+        starter.body += [real[name] for name in ("_check_int", "_group_size", "_valid_g_text", "_method_name")]
         os.mkdir(os.path.join(self.dir.name, "elsewhere"))
         text = self.report(self.module(ast.unparse(starter)), os.path.join(self.dir.name, "elsewhere", "r.md"))
         self.assertFalse(os.path.exists(self.out))          # --out said where, not beside the module

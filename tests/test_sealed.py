@@ -1121,12 +1121,12 @@ class RealWork(unittest.TestCase):
         """count_multiplies graded for a module whose layer and decode_step count the real work
         (the lab's own runs) and return zeros, and for the lab."""
         source = SOURCE + (
-            "\n_layer, _decode_step = layer, decode_step\n"
+            "\n_real_layer, _real_decode_step = layer, decode_step\n"
             "def layer(x, *a, **k):\n"
-            "    y = _layer(x, *a, **k)\n"
+            "    y = _real_layer(x, *a, **k)\n"
             "    return [[0.0] * len(r) for r in y]\n"
             "def decode_step(x_t, *a, **k):\n"
-            "    return [0.0] * len(_decode_step(x_t, *a, **k))\n")
+            "    return [0.0] * len(_real_decode_step(x_t, *a, **k))\n")
         return in_each([lambda src=src: grade_source(src, only=["count_multiplies"], cases=0, fail_fast=True)
                         for src in (source, SOURCE)])
 

@@ -47,7 +47,7 @@ class GivenSteps(unittest.TestCase):
         text = handout.make_starter(SOURCE, given)
         defined = {n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         # The kernels of steps 3, 5 and 7 (kv_head's line, the mean fold, the softmax) stay out.
-        self.assertEqual(defined & {"_kv_head", "_fold", "_mean", "_softmax", "_attend", "_repeat"}, set())
+        self.assertEqual(defined & {"_kv_head", "_fold_kv_mean", "_mean", "_softmax", "_single_head_attention", "_repeat_kv"}, set())
         self.assertIn("# Given: step 21, KVCache,", text)
         self.assertNotIn("# Given: step 9,", text)                  # it needs step 7's softmax
         for name in HANDOUT_LAB:                                    # a core step is a stub

@@ -605,8 +605,8 @@ class WithAStudentsModule(unittest.TestCase):
         from gqa_tools.uptraining import command as gqa_uptrain
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
-        broken = source.replace("    return _grouped_backward(q, k, v, d_out, probs)",
-                                "    return _grouped_backward(q, k, v, [[[2 * x for x in r] for r in m] "
+        broken = source.replace("    return _grouped_attention_backward(q, k, v, d_out, probs)",
+                                "    return _grouped_attention_backward(q, k, v, [[[2 * x for x in r] for r in m] "
                                 "for m in d_out], probs)", 1)
         folder = tempfile.mkdtemp(prefix="gqa-uptrain-")
         try:
