@@ -24,7 +24,7 @@ def used_ids():
     and ngettext() texts (gqa_grader's, then gqa_tools': a student's report and tables),
     and the step summaries and reasons the grader translates as it prints."""
     ids = catalogs.messages(sorted(glob.glob(os.path.join(ROOT, "gqa_grader", "*.py")))
-                            + sorted(glob.glob(os.path.join(ROOT, "gqa_tools", "*.py"))))
+                            + sorted(glob.glob(os.path.join(ROOT, "gqa_tools", "**", "*.py"), recursive=True)))
     for st in tracks.ALL_STEPS:
         for text in (st.summary, st.why):
             if text and (text, None) not in ids:
