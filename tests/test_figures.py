@@ -24,21 +24,25 @@ from unittest import mock
 import gqa
 from gqa_tools import cli as gqa_cli
 from tests.helpers import heavy, tiny_recipe
-from gqa_tools import figures as gqa_figures
-from gqa_tools import report as gqa_report
+from gqa_tools import svg as gqa_svg
 from gqa_tools import uptraining as gqa_train
+from gqa_tools.report import figures as report_figures
+from gqa_tools.report import lab as report_lab
+from gqa_tools.report import measuring as report_measuring
+from gqa_tools.report import sections as report_sections
+from gqa_tools.report import settings as report_settings
 
 SVG = "{http://www.w3.org/2000/svg}"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
-                          run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
-NOTHING_MEASURED = gqa_report.Measured(*[gqa_report.Missing("not measured in this test")] * 6)
+SMALL = report_settings.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
+                               run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
+NOTHING_MEASURED = report_measuring.Measured(*[report_lab.Missing("not measured in this test")] * 6)
 UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
 
 
 def load_tests(loader, tests, ignore):
-    """These tests, and the examples of gqa_tools.figures' docstrings."""
-    tests.addTests(doctest.DocTestSuite(gqa_figures))
+    """These tests, and the examples of gqa_tools.svg's docstrings."""
+    tests.addTests(doctest.DocTestSuite(gqa_svg))
     return tests
 
 
@@ -246,10 +250,10 @@ class Pieces(unittest.TestCase):
                  ((0, 7, True), [0, 2, 4, 6, 8], (0, 8)),
                  ((0.0012, 0.0049, True), [0.001, 0.002, 0.003, 0.004, 0.005], (0.001, 0.005))]
         for (lo, hi, cover), values, limits in cases:
-            t = gqa_figures.nice_ticks(lo, hi, cover=cover)
+            t = gqa_svg.nice_ticks(lo, hi, cover=cover)
             self.assertEqual(t.values, values, (lo, hi))
             self.assertEqual((t.lo, t.hi), limits, (lo, hi))
-        gib = gqa_figures.nice_ticks(0, 2 * 2 ** 30, scale=2 ** 30)
+        gib = gqa_svg.nice_ticks(0, 2 * 2 ** 30, scale=2 ** 30)
         self.assertEqual([label for _, label in gib.ticks], ["0.0", "0.5", "1.0", "1.5", "2.0"])
         self.assertEqual(gib.values[3], 1.5 * 2 ** 30)
 
@@ -260,7 +264,7 @@ class Pieces(unittest.TestCase):
             hi = lo + rng.uniform(1e-3, 1e3) * 10 ** rng.randint(-3, 6)
             most = rng.randint(3, 8)
             cover = rng.random() < 0.5
-            t = gqa_figures.nice_ticks(lo, hi, most=most, cover=cover)
+            t = gqa_svg.nice_ticks(lo, hi, most=most, cover=cover)
             labels = [Decimal(label.replace(",", "")) for _, label in t.ticks]
             steps = {b - a for a, b in zip(labels, labels[1:])}
             self.assertEqual(len(steps), 1, (lo, hi, labels))
@@ -282,23 +286,23 @@ class Pieces(unittest.TestCase):
 
     def test_coordinates_have_two_decimals_at_most(self):
         for x, text in ((12.0, "12"), (3.14159, "3.14"), (-0.001, "0"), (2.5, "2.5"), (-7.126, "-7.13")):
-            self.assertEqual(gqa_figures.num(x), text)
+            self.assertEqual(gqa_svg.num(x), text)
         for bad in (float("nan"), float("inf")):
             with self.assertRaises(ValueError):
-                gqa_figures.num(bad)
+                gqa_svg.num(bad)
 
     def test_styles_differ_in_colour_dash_and_marker(self):
-        styles = [gqa_figures.style(i) for i in range(7)]
+        styles = [gqa_svg.style(i) for i in range(7)]
         for field in range(3):
             self.assertEqual(len({s[field] for s in styles}), 7)
         self.assertNotIn("#F0E442", [s.colour for s in styles])         # Okabe-Ito's yellow: not on white
-        styles = [gqa_figures.style(i) for i in range(21)]
+        styles = [gqa_svg.style(i) for i in range(21)]
         self.assertEqual(len(set(styles)), 21)                           # past seven, still no two alike
 
     def test_end_labels_keep_apart_and_stay_in_the_figure(self):
-        placed = gqa_figures._spread_out([100, 101, 102, 300, 301], 15, 50, 310)
+        placed = gqa_svg._spread_out([100, 101, 102, 300, 301], 15, 50, 310)
         self.assertEqual(placed, [100, 115, 130, 295, 310])
-        self.assertEqual(gqa_figures._spread_out([40, 200], 15, 50, 310), [50, 200])
+        self.assertEqual(gqa_svg._spread_out([40, 200], 15, 50, 310), [50, 200])
 
 
 # ---------------------------------------------------------------------------
@@ -317,9 +321,9 @@ class ReportFigures(SvgChecks):
         for name in sorted(os.listdir(folder)):
             with open(os.path.join(folder, name), encoding="utf-8") as f:
                 on_disk[name] = f.read()
-        parts = gqa_report.build_parts(SMALL, NOTHING_MEASURED)
+        parts = report_sections.build_parts(SMALL, NOTHING_MEASURED)
         return [("report.md", committed, on_disk),
-                ("h = 6", gqa_report.assemble(parts), dict(gqa_report.figures_of(parts)))]
+                ("h = 6", report_sections.assemble(parts), dict(report_sections.figures_of(parts)))]
 
     def setUp(self):
         if not hasattr(ReportFigures, "_reports"):
@@ -481,7 +485,7 @@ class FromAStudentsModule(unittest.TestCase):
     def body(self, kv_head):
         fake = types.SimpleNamespace(valid_g=gqa.valid_g, method_name=gqa.method_name,
                                      group_heads=gqa.group_heads, kv_head=kv_head)
-        parts = gqa_report.build_parts(SMALL, NOTHING_MEASURED, gqa_report.Lab(fake, "student.py"))
+        parts = report_sections.build_parts(SMALL, NOTHING_MEASURED, report_lab.Lab(fake, "student.py"))
         return parts[1]
 
     def test_not_implemented(self):
@@ -498,8 +502,8 @@ class FromAStudentsModule(unittest.TestCase):
         self.assertIn("`kv_head(4, 8, 4)` returned 4, not a key/value head 0 to 3", part.body)
 
     def test_a_figure_that_fails_leaves_its_section_and_says_why(self):
-        with mock.patch("gqa_tools.figures.g_changes_figure", side_effect=ValueError("num: not finite")):
-            part = gqa_report.build_parts(SMALL, NOTHING_MEASURED)[4]
+        with mock.patch("gqa_tools.report.figures.g_changes_figure", side_effect=ValueError("num: not finite")):
+            part = report_sections.build_parts(SMALL, NOTHING_MEASURED)[4]
         self.assertEqual((part.title[:2], part.figures), ("4.", ()))
         self.assertIn("**Llama-2-7B**", part.body)
         self.assertIn("*Figure not drawn: computing it raised ValueError: num: not finite.*", part.body)
@@ -534,7 +538,7 @@ class TrainingFigures(SvgChecks):
     def test_lines_are_the_means_and_bands_their_intervals(self):
         for seed in range(3):
             budgets, curves, frozen, control = made_up_training(seed, budgets=((0, 3, 6, 12), (0, 15, 30, 60))[seed % 2])
-            svg = gqa_figures.uptraining_figure("name the tokens before", budgets, curves, frozen, control,
+            svg = report_figures.uptraining_figure("name the tokens before", budgets, curves, frozen, control,
                                                 seeds=20, mark=(budgets[1], "5 % of pre-training"))
             root = self.check_svg(svg, f"uptraining {seed}")
             panels = all_axes(root)
@@ -561,10 +565,10 @@ class TrainingFigures(SvgChecks):
 
     def test_one_g_and_one_seed_still_fit(self):
         budgets, curves, frozen, control = made_up_training(7, gs=(1,))
-        svg = gqa_figures.uptraining_figure("name the tokens 1 and 2 positions back", budgets, curves,
+        svg = report_figures.uptraining_figure("name the tokens 1 and 2 positions back", budgets, curves,
                                             frozen, control, seeds=1)
         self.check_svg(svg, "one g, one seed")
-        self.check_svg(gqa_figures.equal_cache_figure({"t": {"MQA": (0.5, 0.5, 0.5)}}, note="n", seeds=1),
+        self.check_svg(report_figures.equal_cache_figure({"t": {"MQA": (0.5, 0.5, 0.5)}}, note="n", seeds=1),
                        "one bar")
 
     def test_ragged_or_inside_out_data_is_refused(self):
@@ -572,17 +576,17 @@ class TrainingFigures(SvgChecks):
         short = dict(curves)
         short[(1, "mean")] = curves[(1, "mean")][:-1]
         with self.assertRaises(ValueError):
-            gqa_figures.uptraining_figure("t", budgets, short, frozen, control, seeds=5)
+            report_figures.uptraining_figure("t", budgets, short, frozen, control, seeds=5)
         inside_out = dict(curves)
         inside_out[(1, "mean")] = [(0.5, 0.6, 0.4)] * len(budgets)
         with self.assertRaises(ValueError):
-            gqa_figures.uptraining_figure("t", budgets, inside_out, frozen, control, seeds=5)
+            report_figures.uptraining_figure("t", budgets, inside_out, frozen, control, seeds=5)
 
     def test_equal_cache_bars_are_means_with_their_intervals(self):
         rng = random.Random("made up:bars")
         models = ("h heads, 1 K/V head (MQA)", "1 head (MHA, h = 1)", "h heads of dim d / h (MHA)")
         data = {task: {m: made_up_spread(rng) for m in models} for task in ("name the tokens before", "recall")}
-        root = self.check_svg(gqa_figures.equal_cache_figure(data, note="6 values per token", seeds=5),
+        root = self.check_svg(report_figures.equal_cache_figure(data, note="6 values per token", seeds=5),
                               "equal cache")
         panels = all_axes(root)
         self.assertEqual(len(panels), 2)
@@ -605,7 +609,7 @@ class TrainingFigures(SvgChecks):
                 self.assertNear(x.value(min(xs)), low, abs(x.per_pixel) * 0.01)
                 self.assertNear(x.value(max(xs)), high, abs(x.per_pixel) * 0.01)
         with self.assertRaises(ValueError):
-            gqa_figures.equal_cache_figure({"a": {"x": (1.0, 1.0, 1.0)}, "b": {"y": (1.0, 1.0, 1.0)}},
+            report_figures.equal_cache_figure({"a": {"x": (1.0, 1.0, 1.0)}, "b": {"y": (1.0, 1.0, 1.0)}},
                                            note="", seeds=1)
 
 
@@ -616,7 +620,7 @@ class TrainingFigures(SvgChecks):
 def run(*argv):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            mock.patch("gqa_tools.report.measure", return_value=NOTHING_MEASURED), \
+            mock.patch("gqa_tools.report.measuring.measure", return_value=NOTHING_MEASURED), \
             mock.patch("gqa_tools.uptraining.QUICK", tiny_recipe()):        # --module's child trains this
         try:
             status = gqa_cli.main(["report", *argv])
@@ -678,13 +682,13 @@ class Writing(unittest.TestCase):
         # Which steps pass is the grader's to say, and whether the child then trains with the
         # module is test_report's (FromAnotherModule): here a step is said to fail, so that the
         # child draws section 1's figure from this module without grading or training first.
-        with mock.patch("gqa_tools.report.failing_steps", return_value=["step 9, layer: failed"]) as graded:
+        with mock.patch("gqa_tools.report.child.failing_steps", return_value=["step 9, layer: failed"]) as graded:
             status, _, err = run("--module", student, "--out", out, *ARGS)
         self.assertEqual(status, 0, err)
         self.assertEqual(graded.call_args[0][:2], (student, gqa_train.NEEDS))
         with open(os.path.join(self.dir.name, "report-figures", "grouping.svg"), encoding="utf-8") as f:
             drawn = f.read()
-        ours = dict(gqa_report.figures_of(gqa_report.build_parts(SMALL, NOTHING_MEASURED)))
+        ours = dict(report_sections.figures_of(report_sections.build_parts(SMALL, NOTHING_MEASURED)))
         self.assertNotEqual(drawn, ours["grouping.svg"])
         with open(out, encoding="utf-8") as f:
             row = table(section(f.read(), 1), "method", "g", "q0")[1][1]
@@ -696,7 +700,7 @@ class Writing(unittest.TestCase):
             f.write("old figure")
         with open(self.path, "w", encoding="utf-8") as f:
             f.write("old report")
-        with mock.patch("gqa_tools.report.os.replace", side_effect=OSError(28, "No space left on device")):
+        with mock.patch("gqa_tools.report.files.os.replace", side_effect=OSError(28, "No space left on device")):
             status, _, err = run("--out", self.path, *ARGS)
         self.assertEqual(status, 2)
         self.assertIn("No space left on device; nothing was changed", err)
@@ -710,7 +714,7 @@ class Writing(unittest.TestCase):
     def test_a_file_where_the_folder_goes_is_refused(self):
         with open(self.folder, "w", encoding="utf-8") as f:
             f.write("a file\n")
-        with mock.patch("gqa_tools.report.build_parts", side_effect=AssertionError("it went to work")):
+        with mock.patch("gqa_tools.report.sections.build_parts", side_effect=AssertionError("it went to work")):
             status, _, err = run("--out", self.path, *ARGS)       # refused before any work
         self.assertEqual(status, 2)
         self.assertIn("is not a folder", err)
@@ -719,19 +723,19 @@ class Writing(unittest.TestCase):
     def test_a_figure_from_another_process_cannot_leave_the_folder_or_run_a_script(self):
         for name in ("../report.md", ".hidden.svg", "a/b.svg", "x.md"):
             with self.assertRaises(ValueError):
-                gqa_report.figures_of([gqa_report.Part("t", "b", ((name, "<svg/>"),))])
+                report_sections.figures_of([report_sections.Part("t", "b", ((name, "<svg/>"),))])
         svg = '<svg xmlns="http://www.w3.org/2000/svg"/>'
         with self.assertRaises(ValueError):
-            gqa_report.figures_of([gqa_report.Part("t", "b", (("a.svg", svg),)),
-                                   gqa_report.Part("u", "c", (("a.svg", svg),))])
+            report_sections.figures_of([report_sections.Part("t", "b", (("a.svg", svg),)),
+                                        report_sections.Part("u", "c", (("a.svg", svg),))])
         for bad in ('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
                     '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>',
                     '<svg xmlns="http://www.w3.org/2000/svg"><a href="http://x"><text>x</text></a></svg>',
                     '<!DOCTYPE svg [<!ENTITY a "aaaa">]><svg xmlns="http://www.w3.org/2000/svg"/>',
                     '<html/>', 'not xml <'):
             with self.assertRaises(ValueError, msg=bad):
-                gqa_report.figures_of([gqa_report.Part("t", "b", (("a.svg", bad),))])
-        self.assertEqual(len(gqa_report.figures_of(gqa_report.build_parts(SMALL, NOTHING_MEASURED))), 3)
+                report_sections.figures_of([report_sections.Part("t", "b", (("a.svg", bad),))])
+        self.assertEqual(len(report_sections.figures_of(report_sections.build_parts(SMALL, NOTHING_MEASURED))), 3)
 
 
 if __name__ == "__main__":

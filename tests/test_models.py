@@ -356,8 +356,8 @@ class WholeBlock(unittest.TestCase):
     """The MLP's width and matrices: read where configs give them, never guessed."""
 
     def test_the_reports_block_models_are_what_their_configs_say(self):
-        from gqa_tools import report as gqa_report
-        for model, file in zip(gqa_report.BLOCK_MODELS, ("llama-2-7b.json", "llama-2-70b.json")):
+        from gqa_tools.report import costs as report_costs
+        for model, file in zip(report_costs.BLOCK_MODELS, ("llama-2-7b.json", "llama-2-70b.json")):
             s = ModelShape.from_config(os.path.join(EXAMPLES, file))
             self.assertEqual((model.heads, model.kv_heads, model.head_dim, model.d_model, model.d_ff,
                               model.mlp_matrices),

@@ -19,8 +19,13 @@ from unittest import mock
 import gqa
 from gqa_grader import handout, i18n
 from gqa_tools import cli as gqa_cli
-from gqa_tools import report as gqa_report
 from gqa_tools import uptraining as gqa_train
+from gqa_tools.report import command as report_command
+from gqa_tools.report import costs as report_costs
+from gqa_tools.report import lab as report_lab
+from gqa_tools.report import measuring as report_measuring
+from gqa_tools.report import sections as report_sections
+from gqa_tools.report import settings as report_settings
 from tests.helpers import heavy
 
 # The report trains the uptraining lab's quick recipe (section 8), which takes
@@ -33,7 +38,7 @@ from tests.helpers import heavy
 # compares a report from what was measured first with one measured afresh.
 TINY = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, vocab=3, length=4, offsets=2, batch=2,
                         pretrain=6, budgets=(2, 4), held_out=4, seed=5, seeds=2)
-_QUICK, _RUN, _MEASURE = gqa_train.QUICK, gqa_train.run, gqa_report.measure
+_QUICK, _RUN, _MEASURE = gqa_train.QUICK, gqa_train.run, report_measuring.measure
 _TRAINED, _MEASURED = {}, {}
 
 
@@ -46,7 +51,7 @@ def _run_once(r, lab=gqa, progress=None, jobs=1):
 
 
 def _measure_once(cfg, lab=None, progress=None, untrained=None, recipe=None, jobs=1, record=None):
-    """gqa_tools.report.measure, measured once for each configuration with the project's gqa.py
+    """gqa_tools.report.measuring.measure, measured once for each configuration with the project's gqa.py
     (a training record, when the report passes one, is its training)."""
     if lab is not None and lab.module is not gqa or record is not None:
         return _MEASURE(cfg, lab, progress, untrained, recipe, jobs, record)
@@ -64,22 +69,25 @@ def _measure_afresh():
 
 
 def setUpModule():
-    gqa_train.QUICK, gqa_train.run, gqa_report.measure = TINY, _run_once, _measure_once
+    gqa_train.QUICK, gqa_train.run, report_measuring.measure = TINY, _run_once, _measure_once
 
 
 def tearDownModule():
-    gqa_train.QUICK, gqa_train.run, gqa_report.measure = _QUICK, _RUN, _MEASURE
+    gqa_train.QUICK, gqa_train.run, report_measuring.measure = _QUICK, _RUN, _MEASURE
 
+
+@contextlib.contextmanager
 def no_work():
     """Around a command that must refuse before it measures or grades anything."""
     went = AssertionError("the command went to work before it refused")
-    return mock.patch.multiple("gqa_tools.report", measure=mock.Mock(side_effect=went),
-                               failing_steps=mock.Mock(side_effect=went),
-                               parts_from_child=mock.Mock(side_effect=went))
+    with mock.patch("gqa_tools.report.measuring.measure", side_effect=went), \
+            mock.patch.multiple("gqa_tools.report.child", failing_steps=mock.Mock(side_effect=went),
+                                parts_from_child=mock.Mock(side_effect=went)):
+        yield
 
 
-SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
-                          run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
+SMALL = report_settings.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
+                               run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
 ROOT = os.path.dirname(os.path.abspath(gqa.__file__))      # the project: its gqa.py and report.md
 ARGS = [a for name, value in SMALL._asdict().items() for a in (f"--{name.replace('_', '-')}", str(value))]
 
@@ -99,8 +107,8 @@ class Contents(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.measured = gqa_report.measure(SMALL)
-        cls.text = gqa_report.build_report(SMALL, cls.measured)
+        cls.measured = report_measuring.measure(SMALL)
+        cls.text = report_sections.build_report(SMALL, cls.measured)
 
     def row(self, section, starts):
         """The table row of a section that starts with `starts`."""
@@ -138,8 +146,8 @@ class Contents(unittest.TestCase):
     def test_whole_block_for_llama_2_7b_worked_by_hand(self):
         # Per token at 4,096 positions (causal), from the config's shapes:
         # q, k, v, o 4 x 4096^2, MLP 3 x 4096 x 11008, body 2 x 32 x 128 x 4097 / 2.
-        section, _ = gqa_report.section_block(gqa_report.Config(context=4096), gqa_report.Lab(gqa, "gqa.py"),
-                                              self.measured)
+        section, _ = report_costs.section_block(report_settings.Config(context=4096),
+                                                report_lab.Lab(gqa, "gqa.py"), self.measured)
         proj, mlp, body = 4096 * 4096, 3 * 4096 * 11008, 32 * 128 * 4097
         mha = 4 * proj + mlp + body
         self.assertIn(f"| MHA    | 32 | {2 * proj:>19,} | {2 * proj:>19,} | {body:>14,} | {mlp:,} | {mha:,} |",
@@ -256,7 +264,7 @@ class Writing(unittest.TestCase):
     def test_a_failed_write_leaves_the_old_report_and_no_temporary_file(self):
         with open(self.path, "w", encoding="utf-8") as f:
             f.write("the old report\n")
-        with mock.patch("gqa_tools.report.os.replace", side_effect=PermissionError(13, "Permission denied")):
+        with mock.patch("gqa_tools.report.files.os.replace", side_effect=PermissionError(13, "Permission denied")):
             status, _, err = run("--out", self.path, *ARGS)
         self.assertEqual(status, 2)
         self.assertIn("Permission denied; nothing was changed", err)
@@ -376,10 +384,10 @@ class Languages(unittest.TestCase):
     def test_the_projects_report_is_english_whatever_the_environment(self):
         with mock.patch.dict(os.environ, self.JAPANESE):
             self.assertEqual(i18n.from_environment(), "ja")
-            self.assertEqual(gqa_report.report_lang(["--check"]), "en")
-            self.assertEqual(gqa_report.report_lang(["--module", "x.py"]), "ja")
-            self.assertEqual(gqa_report.report_lang(["--mod=x.py", "--lang", "ko"]), "ko")
-            self.assertEqual(gqa_report.report_lang(["--module", "x.py", "--lang", "fr"]), "ja")
+            self.assertEqual(report_command.report_lang(["--check"]), "en")
+            self.assertEqual(report_command.report_lang(["--module", "x.py"]), "ja")
+            self.assertEqual(report_command.report_lang(["--mod=x.py", "--lang", "ko"]), "ko")
+            self.assertEqual(report_command.report_lang(["--module", "x.py", "--lang", "fr"]), "ja")
             with no_work():
                 status, _, err = run("--jobs", "0")
             self.assertEqual(status, 2)
@@ -442,7 +450,7 @@ class FromAnotherModule(unittest.TestCase):
             path = self.module(f.read())
         text = self.report(path)                            # written beside the module
         self.assertIn("grouping.svg", os.listdir(os.path.join(self.dir.name, "report-figures")))
-        ours = gqa_report.build_report(SMALL, gqa_report.measure(SMALL))
+        ours = report_sections.build_report(SMALL, report_measuring.measure(SMALL))
         self.assertIn(f"--module {path}", text.splitlines()[2])
         # Every section, the training of section 8 included (on the module's own steps, in
         # the worker, with the recipe this process has: the tiny one of this file), but
@@ -576,10 +584,10 @@ class FromAnotherModule(unittest.TestCase):
         out = io.StringIO()
         with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
             gqa_cli.main(["report", "--help"])
-        for name in gqa_report.Config._fields:
+        for name in report_settings.Config._fields:
             option = f"--{name.replace('_', '-')}"
             line = next(line for line in out.getvalue().splitlines() if line.strip().startswith(option))
-            self.assertIn(gqa_report.OPTION_HELP[name], " ".join(out.getvalue().split()).replace("- ", "-"))
+            self.assertIn(report_settings.OPTION_HELP[name], " ".join(out.getvalue().split()).replace("- ", "-"))
             self.assertTrue(line)
 
 

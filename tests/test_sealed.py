@@ -784,8 +784,9 @@ class Stalls(unittest.TestCase):
         """Every stall at once, each waiting out its deadline."""
         from unittest import mock
 
-        from gqa_tools import report as gqa_report
         from gqa_tools import tables as gqa_tables
+        from gqa_tools.report import child as report_child
+        from gqa_tools.report import settings as report_settings
         folder = tempfile.mkdtemp()
 
         def write(source, name="gqa.py"):
@@ -793,18 +794,18 @@ class Stalls(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
             return path
-        config = gqa_report.Config(heads=4, head_dim=4, layers=2, context=16, batch=2, run_head_dim=2,
-                                   run_d_model=4, run_context=3, run_layers=1, seed=1, seeds=1)
+        config = report_settings.Config(heads=4, head_dim=4, layers=2, context=16, batch=2, run_head_dim=2,
+                                        run_d_model=4, run_context=3, run_layers=1, seed=1, seeds=1)
         jobs = {"hung call": Stalls.hung_call, "budget": Stalls.budget,
                 "not reading": lambda: Stalls.not_reading(write), "import": Stalls.loop_at_import,
-                "report": lambda: [[part.title, part.body] for part in gqa_report.parts_from_child(
+                "report": lambda: [[part.title, part.body] for part in report_child.parts_from_child(
                     config, write("def valid_g(h):\n" + Stalls.SLEEP))],
                 "tables": lambda: raised(lambda: gqa_tables.texts_from_child(
                     write("def cache_table(*a, **k):\n" + Stalls.SLEEP, "t.py"),
                     {"heads": 4, "head_dim": 4, "layers": 2, "context": 16, "d_model": 16,
                      "d_ff": None, "mlp_matrices": 3}, None, False))}
         try:
-            with mock.patch.object(gqa_report, "CHILD_TIMEOUT", 0.5), \
+            with mock.patch.object(report_child, "CHILD_TIMEOUT", 0.5), \
                     mock.patch.object(gqa_tables, "CHILD_TIMEOUT", 0.5), \
                     ThreadPoolExecutor(len(jobs)) as pool:
                 futures = {name: pool.submit(job) for name, job in jobs.items()}
@@ -1032,13 +1033,13 @@ def gqa_main(*argv):
     from unittest import mock
 
     from gqa_tools import cli as gqa_cli
-    from gqa_tools import report as gqa_report
     from gqa_tools import uptraining as gqa_train
+    from gqa_tools.report import child as report_child
     from tests.helpers import tiny_recipe
     tiny = tiny_recipe()                                  # a correct module trains: briefly
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            mock.patch.object(gqa_report, "CHILD_TIMEOUT", 10.0), \
+            mock.patch.object(report_child, "CHILD_TIMEOUT", 10.0), \
             mock.patch.object(gqa_train, "QUICK", tiny):
         try:
             status = gqa_cli.main(list(argv))

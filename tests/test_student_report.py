@@ -22,7 +22,10 @@ import gqa
 from gqa_grader import i18n, reference
 from gqa_tools import cli as gqa_cli
 from gqa_tools import common
-from gqa_tools import report as gqa_report
+from gqa_tools.report import lab as report_lab
+from gqa_tools.report import sections as report_sections
+from gqa_tools.report import settings as report_settings
+from gqa_tools.report import student as report_student
 from tests.helpers import early, heavy, start_early
 
 
@@ -33,8 +36,8 @@ def load_tests(loader, tests, pattern):
 
 # The handout's lab: steps 1-8 and 14-19 of gqa.py's own table (its docstring).
 CORE = set(range(1, 9)) | set(range(14, 20))
-SMALL = gqa_report.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
-                          run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
+SMALL = report_settings.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
+                               run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
 ARGS = [a for name, value in SMALL._asdict().items() for a in (f"--{name.replace('_', '-')}", str(value))]
 DIVISORS = (1, 2, 3, 6)
 
@@ -110,21 +113,21 @@ class Steps(unittest.TestCase):
         def helper():
             raise NotImplementedError
 
-        lab = gqa_report.Lab(types.SimpleNamespace(attention=attention, helper=helper), "student.py")
+        lab = report_lab.Lab(types.SimpleNamespace(attention=attention, helper=helper), "student.py")
         for call, says in ((lambda: lab.attention([], [], [], 1), "needs step 5, fold_kv_mean: not implemented yet"),
                            (lambda: lab.helper(), "`helper` is not implemented yet"),
                            (lambda: lab.KVCache(1, 1), "needs step 21, KVCache: student.py has no `KVCache`"),
                            (lambda: lab.no_such_thing, "student.py has no `no_such_thing`")):
-            with self.assertRaises(gqa_report.Unavailable) as caught:
+            with self.assertRaises(report_lab.Unavailable) as caught:
                 call()
             self.assertEqual(str(caught.exception), says)
 
     def test_the_student_report_changes_sections_5_and_9_only(self):
-        mine, ours = gqa_report.STUDENT_SECTIONS, gqa_report.SECTIONS
+        mine, ours = report_sections.STUDENT_SECTIONS, report_sections.SECTIONS
         self.assertEqual([t for t, _ in mine][:4] + [t for t, _ in mine][5:8],
                          [t for t, _ in ours][:4] + [t for t, _ in ours][5:8])
-        self.assertEqual((mine[4][1], mine[8][1]), (gqa_report.section_output_of_module,
-                                                     gqa_report.section_write_up))
+        self.assertEqual((mine[4][1], mine[8][1]), (report_student.section_output_of_module,
+                                                    report_student.section_write_up))
         self.assertEqual(ours[8][0], "9. How to read this")
 
 
@@ -154,7 +157,7 @@ class CoreTrack(unittest.TestCase):
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(stubbed(source, names))
                 out, err, report = io.StringIO(), io.StringIO(), os.path.join(os.path.dirname(path), "r.md")
-                with mock.patch("gqa_tools.report.failing_steps", side_effect=lambda *args, **kwargs: [
+                with mock.patch("gqa_tools.report.child.failing_steps", side_effect=lambda *args, **kwargs: [
                             i18n._("step {step}, {name}: not started").format(step=9, name="grouped_attention")]), \
                         contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                     status = gqa_cli.main(["report", "--module", path, "--out", report, "--lang", lang, *ARGS])
@@ -177,13 +180,13 @@ class CoreTrack(unittest.TestCase):
         self.assertIn(f"--module {path} --lang ja ", text.splitlines()[2])       # the command that writes it again
         i18n.use("ja")
         try:
-            titles = [i18n._(title) for title, _section in gqa_report.STUDENT_SECTIONS]
+            titles = [i18n._(title) for title, _section in report_sections.STUDENT_SECTIONS]
             heading = i18n._("gqa lab report")
         finally:
             i18n.use("en")
         self.assertTrue(text.startswith(f"# {heading}\n"))
         self.assertEqual(re.findall(r"^## (.*)$", text, re.M), titles)
-        self.assertEqual([t for t, _section in gqa_report.STUDENT_SECTIONS if i18n._(t) in titles], [])  # translated
+        self.assertEqual([t for t, _section in report_sections.STUDENT_SECTIONS if i18n._(t) in titles], [])  # translated
         # The handout's two tables, the KV cache (section 2) and the multiplications per term (section 3):
         # the same rows as in English, under translated headers.
         for n, first in ((2, "MQA"), (3, "q_proj")):

@@ -558,9 +558,9 @@ class Committed(unittest.TestCase):
     def test_the_training_record_is_the_codes_now(self):
         # report --check takes section 8's training from it when its key is the code's: a
         # stale one would only cost CI the training, so it is caught here.
-        from gqa_tools import report
-        recorded = report.recorded_training(os.path.join(ROOT, report.TRAINING_RECORD),
-                                            report.report_recipe(report.Config()))
+        from gqa_tools.report import measuring, record, settings
+        recorded = record.recorded_training(os.path.join(ROOT, record.TRAINING_RECORD),
+                                            measuring.report_recipe(settings.Config()))
         self.assertIsNotNone(recorded, "regenerate it with python3.12 -m gqa report")
         self.assertEqual(recorded["seeds"], list(range(gqa_train.QUICK.seeds)))
         self.assertEqual(recorded["seconds"], 0.0)                 # the same bytes from run to run

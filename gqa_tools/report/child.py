@@ -1,0 +1,99 @@
+"""gqa_tools.report.child: a student's report, built in a child process and assembled here.
+
+parts_from_child() runs child_parts() in the grader's worker
+(gqa_grader.run_in_child), with its limits and deadlines: this process
+never imports the student's module.  What comes back is plain data, read
+back into Parts; a part that never came is its section's note saying why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Dict, Iterator, List, Optional
+
+import gqa
+from gqa_grader import i18n
+from gqa_grader.i18n import _
+from gqa_tools import uptraining as training
+from gqa_tools.common import failing_steps
+from gqa_tools.report import measuring
+from gqa_tools.report.files import PROJECT
+from gqa_tools.report.lab import Lab
+from gqa_tools.report.sections import STUDENT_SECTIONS, Part, build_parts, section_header
+from gqa_tools.report.settings import Config
+
+
+CHILD_TIMEOUT = 120.0       # seconds the child may take to send a part (the measuring comes first)
+CHILD_BUDGET = 300.0        # seconds it may take in all
+CHILD_TRAINING = 900.0      # both, when section 8 trains with the module (its seeds, two tasks, one process)
+
+
+def child_parts(module: Any, cfg_values: List[int], label: str,
+                untrained: Optional[str] = None,
+                recipe_values: Optional[list] = None, lang: Optional[str] = None) -> Iterator[list]:
+    """In the child process (gqa_grader.run_in_child): the report's Parts built from module,
+    each as plain data [title, body, [[file name, SVG], ...]], written in the parent's
+    language lang; section 8 trains with the recipe whose values the parent sent (its
+    training.QUICK)."""
+    if lang:
+        i18n.use(lang)
+    if untrained is None:
+        untrained = _("not run for this module")
+    cfg, lab = Config(*cfg_values), Lab(module, label)
+    recipe = None
+    if recipe_values is not None:
+        fields = dict(zip(training.Recipe._fields, recipe_values))
+        recipe = training.Recipe(**{**fields, "budgets": tuple(fields["budgets"])})
+    for part in build_parts(cfg, measuring.measure(cfg, lab, untrained=untrained, recipe=recipe), lab, label):
+        yield [part.title, part.body, [list(f) for f in part.figures]]
+
+
+def _as_part(item: Any) -> Optional[Part]:
+    """A Part from what the child sent; None when it is not one."""
+    if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+            and isinstance(item[1], str) and isinstance(item[2], list)):
+        return None
+    figures = tuple(tuple(f) for f in item[2])
+    if not all(len(f) == 2 and all(isinstance(x, str) for x in f) for f in figures):
+        return None
+    return Part(item[0], item[1], figures)
+
+
+def parts_from_child(cfg: Config, path: str) -> List[Part]:
+    """The report's Parts built from the gqa.py at path in a sandboxed child process
+    (the grader's worker: its limits, its own session, a deadline per part and one in
+    all); this process never imports the module.  A part that never came (the child
+    hung, exited or ran out of memory) is that section's note saying why.  Raises
+    GQAError when the module cannot be imported."""
+    import gqa_grader as grader
+    if not os.path.isfile(path):
+        raise gqa.GQAError(_("--module {path}: no such file").format(path=path))
+    came: Dict[str, Part] = {}
+    why = _("the child process building the report did not send it")
+    failing = failing_steps(path, training.NEEDS, timeout=min(CHILD_TIMEOUT, 5.0))
+    untrained = "" if not failing else _(
+        "section 8 trains with the module's own steps once the grader passes them; not yet: "
+        "{steps} (grade them with: python grader.py --module {path})").format(steps="; ".join(failing),
+                                                                             path=path)
+    if not failing:
+        print("gqa report: " + _("its steps pass, so section 8 trains with {path} in the grader's "
+                                 "worker: a minute or more").format(path=path), file=sys.stderr)
+    try:
+        for item in grader.run_in_child(path, "gqa_tools.report:child_parts",
+                                        [list(cfg), path, untrained, list(training.QUICK), i18n.language()],
+                                        paths=[PROJECT],
+                                        label=path, what=_("building the report"),
+                                        item_timeout=CHILD_TRAINING if not failing else CHILD_TIMEOUT,
+                                        budget=CHILD_TRAINING if not failing else CHILD_BUDGET):
+            part = _as_part(item)
+            if part is not None and part.title not in came:
+                came[part.title] = part
+    except grader.Refused as err:
+        raise gqa.GQAError(f"--module {path}: {err}") from None
+    except grader.Failure as err:
+        why = str(err)
+    header = came.get("") or Part("", section_header(cfg, Lab(None, path), path))
+    return [header] + [came.get(_(title)) or came.get(title) or     # English where its catalog was unread
+                       Part(_(title), _("*Not computed from {module}: {why}.*").format(module=path, why=why) + "\n")
+                       for title, _section in STUDENT_SECTIONS]

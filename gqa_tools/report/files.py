@@ -1,0 +1,190 @@
+"""gqa_tools.report.files: writing a report and its figures atomically, or checking them.
+
+A report is written whole or not at all (write_report), its figures into
+the folder beside it (figures_folder); what would stop a write is refused
+before any work (why_not_write); --check compares the report and every
+figure with what the code writes now (check).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional, Sequence, Tuple
+
+import gqa
+from gqa_grader.i18n import _, ngettext
+from gqa_tools.common import WriteRefused, stage, write_target
+
+# The project: the folder that holds gqa_tools/, its gqa.py and its report.md.
+PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# The folder of figures beside report.md: report-figures/ (beside myreport.md,
+# myreport-figures/), so that two reports in one directory keep their own.
+
+
+def figures_folder(path: str) -> str:
+    """The folder of figures beside the report at path: its name without .md, then -figures."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.join(os.path.dirname(path), f"{stem}-figures")
+
+
+def first_difference_line(old: str, new: str) -> str:
+    a, b = old.splitlines(), new.splitlines()
+    for i, (x, y) in enumerate(zip(a, b), 1):
+        if x != y:
+            return _("line {line}:\n  on disk: {disk}\n  code:    {code}").format(line=i, disk=x, code=y)
+    i = min(len(a), len(b)) + 1
+    return (_("line {line}: the file has lines the code does not write") if len(a) > len(b) else
+            _("line {line}: the file ends where the code goes on")).format(line=i)
+
+
+def default_report_path() -> str:
+    """report.md at the root of a checkout (beside gqa.py and pyproject.toml), else ./report.md."""
+    root = os.path.dirname(os.path.abspath(gqa.__file__))
+    if os.path.exists(os.path.join(root, "pyproject.toml")):
+        return os.path.join(root, "report.md")
+    return "report.md"
+
+
+def differs(path: str, text: str) -> Optional[str]:
+    """Why the file at path is not text, or None when it is."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            old = f.read(len(text) + 2)
+    except OSError as err:
+        return _("cannot read {path}: {error}").format(path=path, error=err.strerror)
+    except UnicodeDecodeError:
+        return _("{path} is not UTF-8 text: it differs from what the code writes now").format(path=path)
+    if old != text:
+        return _("{path} differs from what the code writes now, first at {where}").format(
+            path=path, where=first_difference_line(old, text))
+    return None
+
+
+def _svg_files(folder: str) -> List[str]:
+    try:
+        return sorted(name for name in os.listdir(folder) if name.endswith(".svg"))
+    except OSError:
+        return []
+
+
+def check(path: str, text: str, command: str, figures: Sequence[Tuple[str, str]] = ()) -> int:
+    """Exit status of --check: 0 when the report at path is text and its figures are figures, 1 otherwise.
+
+    Every figure is compared; an .svg file in the figure folder that the
+    report does not draw is a difference too.
+    """
+    folder = figures_folder(path)
+    problems = [differs(path, text)] + [differs(os.path.join(folder, name), svg)
+                                         for name, svg in figures]
+    names = {name for name, _ in figures}
+    problems += [_("{path} is not a figure of the report: the code does not write it").format(
+                     path=os.path.join(folder, name)) for name in _svg_files(folder) if name not in names]
+    problems = [p for p in problems if p]
+    for problem in problems:
+        print(f"gqa report --check: {problem}", file=sys.stderr)
+    if problems:
+        print(_("regenerate it with: {command}").format(command=command), file=sys.stderr)
+        return 1
+    print(ngettext("{path} is what the code writes now, and so are its {count} figure in {folder}",
+                   "{path} is what the code writes now, and so are its {count} figures in {folder}",
+                   len(figures)).format(path=path, count=len(figures), folder=folder) if figures else
+          _("{path} is what the code writes now").format(path=path))
+    return 0
+
+
+def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> str:
+    """Write the figures into the folder beside path, then the report; return the report's file.
+
+    All or nothing, as far as the file system allows: every file is written
+    to a temporary file first, and only when all are written are they moved
+    into place (os.replace), the report last.  A failure leaves the old
+    files, and no folder this call made.  .svg files of the folder that the
+    report no longer draws are removed.  A symlink is written through
+    (write_target).
+    """
+    target = write_target(path)
+    folder = figures_folder(path)
+    made = bool(figures) and not os.path.lexists(folder)
+    if figures and not made and not os.path.isdir(folder):
+        raise WriteRefused(_("{folder} is there and is not a folder; the figures go in it").format(
+            folder=folder))
+    if made:
+        os.mkdir(folder)
+    staged: List[Tuple[str, str]] = []
+    try:
+        for name, svg in figures:
+            final = write_target(os.path.join(folder, name))
+            staged.append((stage(final, svg), final))
+        staged.append((stage(target, text), target))
+        for tmp, final in staged:
+            os.replace(tmp, final)
+    except BaseException:
+        for tmp, _final in staged:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        if made:                            # everything in it is this call's
+            for name in os.listdir(folder):
+                os.unlink(os.path.join(folder, name))
+            os.rmdir(folder)
+        raise
+    names = {name for name, _ in figures}
+    for name in _svg_files(folder):
+        if name not in names:
+            os.unlink(os.path.join(folder, name))
+    return target
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:                         # one of them is not there (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def why_not_write(path: str, module: Optional[str]) -> Optional[str]:
+    """Why the report will not be written to path, known before any work; None when it may be.
+
+    Refused: a path that is not a regular file (write_target), a folder that
+    is not there or not writable, a file where the figures' folder goes; and,
+    for a report from a module other than the project's gqa.py, the project's
+    own report.md and its figures.
+    """
+    try:
+        target = write_target(path)
+    except WriteRefused as why:
+        return _("will not write {path}: {why}").format(path=path, why=why)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        return _("cannot write {path}: there is no folder {folder}; nothing was changed").format(
+            path=path, folder=os.path.dirname(path))
+    if not os.access(folder, os.W_OK):
+        return _("cannot write {path}: its folder is not writable; nothing was changed").format(path=path)
+    figures = figures_folder(path)
+    if os.path.lexists(figures) and not os.path.isdir(figures):
+        return _("will not write {path}: {folder} is there and is not a folder; the figures go in "
+                 "it").format(path=path, folder=figures)
+    own = os.path.join(PROJECT, "report.md")
+    if not module or _same_file(module, os.path.join(PROJECT, "gqa.py")):
+        return None
+    what = (_("it is the project's own report") if _same_file(target, own) else
+            _("its figures would go in the project's own {folder}").format(folder=figures_folder(own))
+            if _same_file(figures, figures_folder(own)) else "")
+    return what and _("will not write {path}: {what}, and {module} is not the project's gqa.py; "
+                      "give --out another file (without --out, the report of a --module goes "
+                      "beside it)").format(path=path, what=what, module=module)
+
+
+def wrote(path: str, target: str, figures: int) -> str:
+    """The line that says what was written: the report (through a link, to target) and its figures."""
+    folder = figures_folder(path)
+    if os.path.islink(path):
+        return ngettext("wrote {path} (through the link, to {target}) and {count} figure in {folder}",
+                        "wrote {path} (through the link, to {target}) and {count} figures in {folder}",
+                        figures).format(path=path, target=target, count=figures, folder=folder) \
+            if figures else _("wrote {path} (through the link, to {target})").format(path=path, target=target)
+    return ngettext("wrote {path} and {count} figure in {folder}", "wrote {path} and {count} figures in {folder}",
+                    figures).format(path=path, count=figures, folder=folder) \
+        if figures else _("wrote {path}").format(path=path)
