@@ -78,7 +78,7 @@ def _training_intro(result: dict) -> str:
     n = r["held_out"]
     return _(
         "Everything above runs on random, untrained weights. Here a model is trained and its "
-        "quality measured (`gqa_tools/train.py`): an MHA model (h = {heads}, head dim {head_dim}, "
+        "quality measured (`gqa_tools/uptraining/`): an MHA model (h = {heads}, head dim {head_dim}, "
         "d_model {d_model}, an MLP of width {d_ff}) is pre-trained for {pretrain} steps of {batch} "
         "sequences on each of two tasks; a copy of it is trained on for {more} more steps (*the "
         "control*), and it is converted to each g < h by the mean of each group, its first head or "
