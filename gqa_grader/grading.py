@@ -99,11 +99,17 @@ class _Run:
     def __init__(self):
         self.status, self.passed, self.fields = "passed", [0, 0], {}
 
-    def failed(self, message, k, shown):
+    def fail(self, message, k=None, shown=None, status="failed"):
+        """The step ends as status, saying message; at case k, whose inputs and calls
+        shown (its Case) holds, when the failure is a case's."""
+        self.status = status
+        self.fields.update(message=message, case=k, inputs=None if shown is None else shown.inputs(),
+                           show=None if shown is None else shown.show())
+
+    def first(self, message, k, shown):
         """The step failed at case k, unless it failed already (the first failure is shown)."""
         if self.status == "passed":
-            self.status = "failed"
-            self.fields.update(message=message, case=k, inputs=shown.inputs(), show=shown.show())
+            self.fail(message, k, shown)
 
 
 def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
@@ -119,13 +125,11 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
             if only_case is not None:
                 run.fields.update(inputs=shown.inputs(), show=shown.show(whole=True))
         except OutOfTime:
-            run.status = "failed"
-            run.fields.update(message=_(BUDGET_NOTE) + student.worker.budget_text, case=None,
-                              inputs=None, show=None)
+            run.fail(_(BUDGET_NOTE) + student.worker.budget_text)
             return
         except NotStarted as err:
             if robust:                             # one function not started: that case fails
-                run.failed(_("case {case}: {error}").format(case=k, error=f"{err}{err.where}"), k, shown)
+                run.first(_("case {case}: {error}").format(case=k, error=f"{err}{err.where}"), k, shown)
                 continue
             blocked = blocked_by(st, err)
             if blocked:
@@ -133,22 +137,19 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
             run.fields["stub"] = err.direct and STEP_OF.get((err.function or "").split(".")[0]) is not None
             where = err.where                      # the student's file and line
             started = sum(run.passed) > 0
-            run.status = "failed" if started else "not started"
-            run.fields.update(case=k, inputs=shown.inputs(), show=shown.show(),
-                              message=(_("case {case}: {error}").format(case=k, error=f"{err}{where}")
-                                       if started else f"{err}{where}"))
+            run.fail(_("case {case}: {error}").format(case=k, error=f"{err}{where}") if started
+                     else f"{err}{where}", k, shown, "failed" if started else "not started")
             return
         except (Failure, Refused, Exception) as err:
             if not isinstance(err, (Failure, Refused)):
                 err = _("the grader could not check this case's answer ({type}: {error})").format(
                     type=type(err).__name__, error=err)
-            run.failed(str(err), k, shown)
+            run.first(str(err), k, shown)
             if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
                 return
         if student.worker.out_of_time():
             if run.status == "passed" and k != ids[-1]:
-                run.status = "failed"
-                run.fields.update(message=_(BUDGET_NOTE) + student.worker.budget_text)
+                run.fail(_(BUDGET_NOTE) + student.worker.budget_text)
             return
 
 

@@ -28,6 +28,29 @@ import time
 from .sandbox import HERE
 
 
+# The protocol's two lines, each written and read here alone.
+
+def request_line(argv, report):
+    """--class -> a grader: run argv, its text into the file report."""
+    return json.dumps({"argv": argv, "report": report}) + "\n"
+
+
+def read_request(line):
+    """(argv, report) of a request_line."""
+    job = json.loads(line)
+    return job["argv"], job["report"]
+
+
+def answer_line(status):
+    """A grader -> --class: the run ended with exit status status."""
+    return json.dumps({"status": status}) + "\n"
+
+
+def read_answer(line):
+    """The exit status of an answer_line; ValueError, KeyError or TypeError for another line."""
+    return int(json.loads(line)["status"])
+
+
 def grader_argv():
     """How to start this grader as a process of its own."""
     script = os.path.join(HERE, "grader.py")
@@ -52,7 +75,7 @@ class Server:
 
     def send(self, job):
         self.job, self.started = job, time.monotonic()
-        line = json.dumps({"argv": job.argv, "report": job.text}) + "\n"
+        line = request_line(job.argv, job.text)
         try:
             self.proc.stdin.write(line.encode("utf-8"))
             self.proc.stdin.flush()
@@ -71,7 +94,7 @@ class Server:
             return None
         line, self.buffer = self.buffer.split(b"\n", 1)
         try:
-            return int(json.loads(line)["status"])
+            return read_answer(line)
         except (ValueError, KeyError, TypeError):
             return "gone"
 
@@ -136,17 +159,17 @@ def serve(main):
         signal.signal(which, signal.SIG_DFL)     # between runs nothing needs cleaning up
     status = 0
     for line in requests:
-        job = json.loads(line)
-        with open(job["report"], "w", encoding="utf-8", errors="backslashreplace") as report, \
+        argv, report_path = read_request(line)
+        with open(report_path, "w", encoding="utf-8", errors="backslashreplace") as report, \
                 contextlib.redirect_stdout(report), contextlib.redirect_stderr(report):
             try:
-                status = main(job["argv"])
+                status = main(argv)
             except SystemExit as stop:
                 status = stop.code if isinstance(stop.code, int) else 2
             except Exception as err:             # the grader's own fault: this run's row says so
                 print(f"grader: the grader failed ({type(err).__name__}: {err})")
                 status = 2
-        answers.write(json.dumps({"status": status}) + "\n")
+        answers.write(answer_line(status))
         answers.flush()
         if status >= 128:
             break
