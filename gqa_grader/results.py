@@ -1,9 +1,10 @@
 """A step's result: a record with named fields, built in one place, and its points.
 
 grading.run_step makes one StepResult per step graded (step_result(): the one place
-one is built); points() is the one rule of every run; as_json() is the record's form
-in every document (--json, Gradescope's extra data, a class's feedback), and
-from_json() reads it back.
+one is built); points() is the one rule of every run.  Code reads a result by its
+fields (r.status, r.hidden); as_json() is its form in a document (--json, --out, a
+class's feedback), the same keys in the same order as ever, and from_json() reads
+that form back (the gradebook reads each run's document).
 """
 
 from typing import NamedTuple, Optional
