@@ -39,7 +39,8 @@ library (never gqa.py, never the tools):
                what each can carry, and where each goes
     cli        the command line
 
-The public door, for the tools: grade() and run_in_child(), and their errors.
+The public door, for the tools: grade() (a StepResult per step, read by its fields)
+and run_in_child(), and their errors.
 """
 
 from .failures import Failure, Refused

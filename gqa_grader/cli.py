@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from . import commands, records, submissions, workflow
+from . import commands, records, submissions
 from .atomic import write_atomically
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .documents import classroom_result, gradescope, nothing_graded, run_document
@@ -504,7 +504,7 @@ def _main(argv=None):
     documents = args.format in ("json", "gradescope")   # --json, --format: one JSON document, always
     if args.list:
         return _list_steps(documents)
-    status = workflow.write_workflow(args) if args.classroom else commands.dispatch(args, main)
+    status = commands.dispatch(args, main)
     if status is None:
         status = _write_handout(args, documents)
     if status is not None:

@@ -20,6 +20,7 @@ from .grading import guessable
 from .i18n import _
 from .pool import serve
 from .records import VISIBILITIES, flag, given
+from .workflow import write_workflow
 
 
 # ---------------------------------------------------------------------------
@@ -105,9 +106,11 @@ def _check_class(parser, args):
 
 
 def dispatch(args, main):
-    """Run --class (or a class's own grader) and return the exit status; for --autograder
-    say how its seeds are made; else None.  main is the command's own (cli.main): --class's
-    graders run it once per submission."""
+    """Run --class (or a class's own grader) or --classroom and return the exit status;
+    for --autograder say how its seeds are made; else None.  main is the command's own
+    (cli.main): --class's graders run it once per submission."""
+    if args.classroom:
+        return write_workflow(args)
     if args.class_serve:
         return serve(main)
     if args.autograder and args.seed is None:

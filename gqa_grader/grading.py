@@ -5,7 +5,7 @@ grade() returns one StepResult per step (results.py: status "passed", "failed" o
 transcript, what the step needs and touches); Trusted grades modules one trusts
 one after another in one worker.  Which cases are public and which hidden, and
 the seed each is drawn from, are said here.  printing.py says the results as a
-teacher would; records.py writes them as documents.
+teacher would; documents.py writes them as documents.
 """
 
 import os

@@ -30,7 +30,7 @@ FLOORS = [
     ["gqa_grader.starter", "gqa_grader.prose", "gqa_grader.catalogs"],
     ["gqa_grader.handout"],
     ["gqa_grader.selfcheck", "gqa_grader.records", "gqa_grader.submissions", "gqa_grader.pool"],
-    ["gqa_grader.classroom"], ["gqa_grader.workflow", "gqa_grader.commands"],
+    ["gqa_grader.classroom"], ["gqa_grader.workflow"], ["gqa_grader.commands"],
     ["gqa_grader.cli"],
     ["gqa_grader"], ["gqa_grader.__main__", "grader"],
     ["gqa_tools.figures"], ["gqa_tools.common"], ["gqa_tools.models", "gqa_tools.train"],
