@@ -40,6 +40,10 @@ from .sandbox import HERE, Seal, read_module
 from .submissions import discover
 from .tracks import ALL_STEPS, default_track
 
+# ---------------------------------------------------------------------------
+# Cells, folder names, and what an earlier run wrote.
+# ---------------------------------------------------------------------------
+
 
 def short(text, cap):
     return text if len(text) <= cap else text[:cap - 3].rstrip() + "..."

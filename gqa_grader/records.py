@@ -114,6 +114,10 @@ def stamp(doc, args, seconds):
     return doc
 
 
+# ---------------------------------------------------------------------------
+# A submission's seed, from a secret and its bytes.
+# ---------------------------------------------------------------------------
+
 def seed_of(secret, module_sha256):
     """A submission's seed: its hidden cases, made from the secret and the module's
     bytes (their sha256), so that other bytes meet other cases and only the holder of
