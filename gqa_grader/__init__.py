@@ -6,6 +6,7 @@ library (never gqa.py, never the tools):
 
     i18n       the language a student reads: _() and ngettext() over gettext's
                catalogs (locale/), chosen by --lang or the environment; display width
+    atomic     a file written whole or not at all
     failures   how a case or a run ends when it does not pass: kinds with data
     copies     submissions that share most of their code (winnowing), flagged, not scored
     cleanup    what a run's user left behind, removed; never raises
@@ -24,19 +25,26 @@ library (never gqa.py, never the tools):
                checks_layer, checks_counting, checks_decoding, checks_backward)
     robustness the three parts of robustness: types, refusals, extremes
     tracks     the steps a run grades: numbers, ranges, names, tracks (core, all, robustness)
-    grading    running the checks; text, JSON and Gradescope output
+    results    a step's result (StepResult), built in one place, and its points
+    grading    running the checks: each step's cases, public and hidden, in the worker
+    printing   the text report: a line per step, progress, points, the command to repeat
+    documents  the grader's JSON document, Gradescope's results.json, Classroom's result
     starter    the starter, built from gqa.py's text
     prose      a starter's docstrings and comments in the student's language
     catalogs   the catalogs' .po read and compiled to .mo; the message ids in the code
     handout    the starter's file and Gradescope's autograder.zip
     records    what a run records to be had again: provenance, the options carried,
-               Gradescope's results.json
+               a submission's seed from a secret
     submissions  what was submitted: a class's folder, a student's gqa.py in it
-    classroom  a class: --class's gradebook, its graders and feedback
+    pool       --class's graders (--class-serve) and the protocol they speak
+    classroom  a class: --class's gradebook and each student's feedback
     workflow   --classroom: GitHub Classroom's workflow, written by a small YAML emitter
+    commands   the teacher's commands (--class, --classroom, --autograder, --handout):
+               what each can carry, and where each goes
     cli        the command line
 
-The public door, for the tools: grade() and run_in_child(), and their errors.
+The public door, for the tools: grade() (a StepResult per step, read by its fields)
+and run_in_child(), and their errors.
 """
 
 from .failures import Failure, Refused

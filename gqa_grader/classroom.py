@@ -1,26 +1,21 @@
-"""A class: a folder of submissions graded into a gradebook, and the GitHub Classroom
-workflow of the lab.
+"""A class: a folder of submissions graded into a gradebook.
 
     python grader.py --class SUBMISSIONS --gradebook grades.csv [--jobs N] [--roster FILE]
-    python grader.py --classroom DIR
 
 --class grades every submission in SUBMISSIONS, each a sealed run of its own: what
 `python grader.py --sealed --module M --out ...` does, with a seal, a worker and (as
 root) a user id of its own, so that no run can see another.  N grader processes
-(Server) take the runs one after another.  It reads the layouts submissions.py
+(pool.Server) take the runs one after another.  It reads the layouts submissions.py
 knows: .py files, folders holding a gqa.py (GitHub Classroom's clones), a
 Gradescope export.
-It writes one CSV row per student, rewritten whole (a temporary file, then
-renamed) as each run ends, so that stopping it loses nothing already written,
-and a feedback folder per student beside the gradebook (report.txt, the text
-report; results.json, the run's document).  Run again, it grades only what is not
-graded yet with the same bytes, grader, seed and options.  A submission that
-cannot be graded is a row that says why.
-
---classroom's workflow is written by workflow.py.
+It writes one CSV row per student, rewritten whole (atomic.write_atomically) as
+each run ends, so that stopping it loses nothing already written, and a feedback
+folder per student beside the gradebook (report.txt, the text report;
+results.json, the run's document).  Run again, it grades only what is not graded
+yet with the same bytes, grader, seed and options.  A submission that cannot be
+graded is a row that says why.
 """
 
-import argparse
 import csv
 import hashlib
 import json
@@ -29,123 +24,26 @@ import os
 import random
 import re
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 
 from . import copies, handout
+from .atomic import write_atomically
 from .compare import clean_text
+from .documents import nothing_graded
 from .failures import Refused
-from .grading import GRADER_VERSION, SEALED_SEEDS, guessable, points
-from .i18n import _
-from .tracks import ALL_STEPS, default_track
-from .records import VISIBILITIES, carried, flag, given, options_of
+from .grading import GRADER_VERSION, SEALED_SEEDS, guessable
+from .pool import Job, Server
+from .records import carried, options_of
+from .results import StepResult, points
 from .seal import HERE, Seal, read_module
 from .submissions import discover
+from .tracks import ALL_STEPS, default_track
 
 # ---------------------------------------------------------------------------
-# The command line: the options, and what each command can carry.
+# Cells, folder names, and what an earlier run wrote.
 # ---------------------------------------------------------------------------
 
-# What each command takes beyond its own options: the options that grade, the seed,
-# the weights; the zip also the hidden tests' visibility.  Anything else given with it
-# is refused, never dropped.
-CARRY = ("cases", "only", "timeout", "budget", "fail_fast", "seed", "weights", "all_or_nothing", "lang")
-ALLOWED = {"autograder": CARRY + ("autograder", "hidden_visibility", "sealed", "format", "json"),
-           "classroom": CARRY + ("classroom", "sealed"),
-           "class_dir": CARRY + ("class_dir", "gradebook", "jobs", "roster", "sealed", "quiet",
-                                 "verbose"),
-           "handout": ("handout", "only", "lang")}
-NAMES = {"autograder": "--autograder", "classroom": "--classroom", "class_dir": "--class",
-         "handout": "--handout"}
-WHY_NOT = {"module": "it grades each submission's own gqa.py (the handout: the project's)", "case": "it grades every case",
-           "show": "it prints no transcript", "out": "it writes each run's results itself",
-           "user": "each run draws a user id of its own", "quiet": "its report is whole",
-           "verbose": "its report is whole", "hidden_visibility": "hidden tests are Gradescope's",
-           "format": "it writes files, not a document", "json": "it writes files, not a document"}
-
-
-def add_options(parser):
-    add = parser.add_argument
-    add("--class", dest="class_dir", metavar="SUBMISSIONS",
-        help=_("grade every submission in this folder (.py files, folders holding a gqa.py, or "
-               "a Gradescope export), each a sealed run of its own, into --gradebook"))
-    add("--gradebook", metavar="FILE", help=_("with --class: the CSV to write, one row per "
-        "student; each student's feedback goes in FILE's folder, in STEM-feedback/"))
-    add("--jobs", type=int, default=None, metavar="N",
-        help=_("with --class: runs at a time (default: the number of CPUs)"))
-    add("--roster", metavar="FILE", help=_("with --class: a CSV naming each submission's student "
-        "(submission, student[, name]), or GitHub Classroom's roster"))
-    add("--classroom", metavar="DIR",
-        help=_("write DIR/.github/workflows/classroom.yml for GitHub Classroom: a graded step "
-               "per lab step, with its points"))
-    add("--class-serve", action="store_true", help=argparse.SUPPRESS)   # --class's own graders
-    add("--hidden-visibility", choices=VISIBILITIES, default="hidden",
-        help=_("with --format gradescope or --autograder: when students see the tests of the "
-               "hidden cases (Gradescope's visibility; default hidden)"))
-
-
-def check_args(parser, args, argv):
-    """The usage errors of these commands: what each cannot carry, and its own options."""
-    args.given = given(parser, argv)
-    commands = [dest for dest in NAMES if getattr(args, dest)]
-    if len(commands) > 1 or commands and args.starter:
-        parser.error("give one of --class, --classroom, --autograder, --handout and --starter at a time")
-    for dest in sorted(args.given):
-        command = next((c for c in commands if dest not in ALLOWED[c]), None)
-        if command is not None:
-            why = WHY_NOT.get(dest, "it is another command")
-            parser.error(f"{NAMES[command]} cannot carry {flag(parser, dest)} ({why}); "
-                         f"leave it out")
-    for dest in ("gradebook", "jobs", "roster"):
-        if dest in args.given and not args.class_dir:
-            parser.error(f"{flag(parser, dest)} goes with --class")
-    if "hidden_visibility" in args.given and not (args.autograder or args.format == "gradescope"):
-        parser.error("--hidden-visibility goes with --format gradescope or --autograder")
-    if args.class_dir:
-        _check_class(parser, args)
-    if args.classroom:
-        bad = ", ".join(f"{n}: {w:g}" for n, w in args.weight_map.items() if float(w) != int(w))
-        if bad:
-            parser.error(f"--classroom: GitHub Classroom's points are whole numbers (its "
-                         f"max-score); --weights gives {bad}")
-
-
-def _check_class(parser, args):
-    if not os.path.isdir(args.class_dir):
-        parser.error(f"--class {args.class_dir}: no such folder")
-    if not args.gradebook:
-        parser.error("--class needs --gradebook FILE, the CSV it writes")
-    folder = os.path.dirname(os.path.abspath(args.gradebook))
-    if not os.path.isdir(folder) or os.path.isdir(args.gradebook):
-        parser.error(f"--gradebook {args.gradebook}: no such folder {folder}, or a folder")
-    if args.jobs is not None and not 1 <= args.jobs <= 64:
-        parser.error(f"--jobs must be from 1 to 64; got {args.jobs}")
-    if args.roster and not os.path.isfile(args.roster):
-        parser.error(f"--roster {args.roster}: no such file")
-
-
-def dispatch(args, main):
-    """Run --class (or a class's own grader) and return the exit status; for --autograder
-    say how its seeds are made; else None.  main is the command's own (cli.main): --class's
-    graders run it once per submission."""
-    if args.class_serve:
-        return serve(main)
-    if args.autograder and args.seed is None:
-        print("grader: the autograder grades each submission with a seed of its own, made from a "
-              "secret drawn now into the zip and the submission's bytes, and recorded in its "
-              "results.json (give --seed for one seed for every submission)", file=sys.stderr)
-    elif args.autograder and guessable(args.seed):
-        print("grader: note: " + guessable(args.seed), file=sys.stderr)
-    if args.class_dir:
-        return Gradebook(args).run()
-    return None
-
-
-# ---------------------------------------------------------------------------
-# The gradebook: each submission a sealed run of its own, N at a time.
-# ---------------------------------------------------------------------------
 
 def short(text, cap):
     return text if len(text) <= cap else text[:cap - 3].rstrip() + "..."
@@ -175,30 +73,6 @@ def safe_name(key):
     return name[:100]
 
 
-def grader_argv():
-    """How to start this grader as a process of its own."""
-    script = os.path.join(HERE, "grader.py")
-    if os.path.isfile(script):
-        return [sys.executable, script]
-    return [sys.executable, "-m", "gqa_grader"]
-
-
-def write_atomically(path, data):
-    """Write bytes to path whole or not at all: a temporary file beside it, renamed."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".gqa-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def read_json(path):
     try:
         with open(path, encoding="utf-8") as f:
@@ -217,123 +91,9 @@ def read_gradebook(path):
         return {}
 
 
-class Server:
-    """A grader process of --class's own (`python grader.py --class-serve`) that runs
-    the class's runs one after another: each a whole `python grader.py --sealed ...`
-    run (cli.main with its own seal, user id and worker), its text in its report and
-    its document in its --out.  A grader that starts once per job slot, not once per
-    submission, saves the start and the search of the file system for world-writable
-    folders (shared by the runs that follow: cleanup.FolderSearch) of every run."""
-
-    def __init__(self):
-        self.proc = subprocess.Popen(grader_argv() + ["--class-serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
-        self.buffer, self.job, self.started = b"", None, 0.0
-
-    def send(self, job):
-        self.job, self.started = job, time.monotonic()
-        line = json.dumps({"argv": job.argv, "report": job.text}) + "\n"
-        try:
-            self.proc.stdin.write(line.encode("utf-8"))
-            self.proc.stdin.flush()
-        except OSError:
-            pass                                 # it died: answer() says so
-
-    def answer(self):
-        """The job's exit status once the server has said it (None before; "gone" when
-        the server ended without saying it)."""
-        if b"\n" not in self.buffer:
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 12)
-            if not chunk:
-                return "gone"
-            self.buffer += chunk
-        if b"\n" not in self.buffer:
-            return None
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        try:
-            return int(json.loads(line)["status"])
-        except (ValueError, KeyError, TypeError):
-            return "gone"
-
-    def stop(self):
-        """Stop it: SIGTERM (its run, if any, kills its worker and cleans up), then SIGKILL."""
-        for which, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
-            if self.proc.poll() is not None:
-                break
-            try:
-                os.killpg(self.proc.pid, which)
-            except OSError:
-                pass
-            try:
-                self.proc.wait(wait)
-            except subprocess.TimeoutExpired:
-                pass
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-
-    def close(self):
-        """An idle server ends when its input does."""
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(15)
-            self.proc.stdout.close()
-        except (OSError, subprocess.TimeoutExpired):
-            self.stop()
-
-
-class Job:
-    """One submission's run: its arguments and where its outputs go first."""
-
-    def __init__(self, sub, folder, argv):
-        self.sub = sub
-        self.out = os.path.join(folder, ".results.json")
-        self.text = os.path.join(folder, ".report.txt")
-        self.argv = argv + ["--out", self.out]
-
-    def discard(self):
-        for path in (self.out, self.text):
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-
-
-def serve(main):
-    """--class-serve: run the jobs that --class sends on stdin, one JSON line each
-    ({"argv": [...], "report": PATH}), each as main(argv) with its output in the
-    report, each answered by a line {"status": N}; end with stdin, or after a run a
-    signal stopped."""
-    import contextlib
-    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
-    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    for which in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        signal.signal(which, signal.SIG_DFL)     # between runs nothing needs cleaning up
-    status = 0
-    for line in requests:
-        job = json.loads(line)
-        with open(job["report"], "w", encoding="utf-8", errors="backslashreplace") as report, \
-                contextlib.redirect_stdout(report), contextlib.redirect_stderr(report):
-            try:
-                status = main(job["argv"])
-            except SystemExit as stop:
-                status = stop.code if isinstance(stop.code, int) else 2
-            except Exception as err:             # the grader's own fault: this run's row says so
-                print(f"grader: the grader failed ({type(err).__name__}: {err})")
-                status = 2
-        answers.write(json.dumps({"status": status}) + "\n")
-        answers.flush()
-        if status >= 128:
-            break
-    return status if status >= 128 else 0
-
+# ---------------------------------------------------------------------------
+# The gradebook: each submission a sealed run of its own, N at a time.
+# ---------------------------------------------------------------------------
 
 class Gradebook:
     """--class SUBMISSIONS --gradebook FILE: see the module's docstring."""
@@ -478,9 +238,7 @@ class Gradebook:
 
     def _document(self, sub, error):
         """The document of a submission no run graded."""
-        return {"grader": GRADER_VERSION, "module": sub.key, "seed": None,
-                "options": options_of(self.args), "sha256": None, "error": error,
-                "score": 0.0, "passed": 0, "failed": 0, "steps": []}
+        return nothing_graded(error, module=sub.key, seed=None, options=options_of(self.args), sha256=None)
 
     def _keep(self, sub, doc, text, seconds):
         """sub's feedback (its document and report) and its row, each written whole."""
@@ -594,31 +352,31 @@ class Gradebook:
                 + ["status", "seed", "sha256", "seconds", "grader", "notes"])
 
     def _row(self, sub, doc, seconds):
-        """The gradebook's row of sub, from its document: points per step (grading.points,
+        """The gradebook's row of sub, from its document: points per step (results.points,
         the rule of every run, on the document's counts), the status and what to know.  A
         submission that could not be graded scores 0, with the reason."""
         row = {"student": sub.student, "name": sub.name, "submission": sub.key,
                "seed": self.args.seed, "sha256": doc.get("sha256") or "", "seconds": seconds,
                "grader": doc.get("grader"), "max_score": f"{sum(self.weights.values()):g}"}
-        steps = {r.get("name"): r for r in doc.get("steps") or [] if isinstance(r, dict)}
+        steps = {r.get("name"): StepResult.from_json(r) for r in doc.get("steps") or [] if isinstance(r, dict)}
         if doc.get("error") or not steps:
             why = str(doc.get("error") or "nothing was graded")
             why = why.split(": ", 1)[1] if why.startswith(f"cannot grade {doc.get('module')}: ") else why
             row.update({f"{st.number} {st.name}": "0" for st in self.steps}, status="not graded",
                        score="0", notes=clean_text(why, newlines=False))
             return row
-        earned = {st: points(steps.get(st.name, {}), self.weights[st.name], self.args.cases,
+        earned = {st: points(steps.get(st.name), self.weights[st.name], self.args.cases,
                              self.args.all_or_nothing) for st in self.steps}
-        failed = [st for st in self.steps if steps.get(st.name, {}).get("status") != "passed"]
+        failed = [st for st in self.steps if st.name not in steps or steps[st.name].status != "passed"]
         notes = [sub.note] if sub.note else []
         if failed:
-            first = steps.get(failed[0].name, {})
-            message = (first.get("message") or first.get("status") or "not graded").splitlines()
+            first = steps.get(failed[0].name)
+            message = ((first.message or first.status) if first else "not graded").splitlines()
             notes.append(f"step {failed[0].number} {failed[0].name}: {message[0] if message else ''}")
         notes += ["partly sealed"] if doc.get("sealed", "sealed") != "sealed" else []
         notes += [str(n) for n in doc.get("cleanup") or []]
         row["passed"] = {st.name for st in self.steps if st not in failed}
-        untouched = all(steps.get(st.name, {}).get("status") == "not started" for st in self.steps)
+        untouched = all(st.name in steps and steps[st.name].status == "not started" for st in self.steps)
         status = "passed" if not failed else "not started" if untouched else "failed"
         row.update({f"{st.number} {st.name}": f"{p:g}" for st, p in earned.items()},
                    score=f"{round(sum(earned.values()), 4):g}", status=status,

@@ -20,6 +20,8 @@ import stat
 import threading
 import time
 
+from .atomic import write_atomically
+
 DEADLINE = 10.0          # seconds the whole cleanup may take
 SKIPPED = ("/proc", "/sys")
 
@@ -199,18 +201,11 @@ def save_search(folders):
     folder = _saved_folder()
     if folder is None:
         return
-    path = os.path.join(folder, f"search.{os.getpid()}.{threading.get_ident()}")
     data = {"time": time.time(), "since boot": time.monotonic(), "folders": folders}
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-        os.replace(path, os.path.join(folder, "search.json"))
+        write_atomically(os.path.join(folder, "search.json"), json.dumps(data).encode("utf-8"), 0o600)
     except OSError:
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+        pass
 
 
 def remove_tree(path, deadline, uid=None, dir_fd=None):

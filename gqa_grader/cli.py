@@ -12,21 +12,25 @@ import sys
 import threading
 import time
 
-from . import classroom, records, submissions, workflow
+from . import commands, records, submissions
+from .atomic import write_atomically
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
+from .documents import classroom_result, gradescope, nothing_graded, run_document
 from .failures import Refused
 from .i18n import LANGUAGES, N_, _, from_environment, how_to_change, ngettext, use
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
-                      PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, fit, grade, print_report,
-                      progress, reproduce, scored, shown_seed, summary, withhold_hidden)
+                      PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
+from .printing import print_report, progress, reproduce, shown_seed, summary
+from .results import scored
 from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
 from .answers import HANDOUT
 from .handout import write_autograder, write_starter
 from .selfcheck import write_handout
 from .process import DEFAULT_TIMEOUT
-from .seal import DEFAULT_BUDGET, Seal, read_module
+from .seal import DEFAULT_BUDGET, Seal
 
 
+# ---------------------------------------------------------------------------
 # Command line.
 # ---------------------------------------------------------------------------
 
@@ -146,7 +150,7 @@ def _parser():
                "its calls and the seed are withheld (what --class's feedback does)"))
     add("-q", "--quiet", action="store_true", help=_("print only failures and the summary"))
     _run_options(add)
-    classroom.add_options(parser)
+    commands.add_options(parser)
     return parser
 
 
@@ -287,7 +291,7 @@ def _parse_args(argv):
     if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
         parser.error(_("--case K needs --only with one step (a name or a number), and K at least 0"))
     args.weight_map = _weights(parser, args.weights) if args.weights else {}
-    classroom.check_args(parser, args, argv)
+    commands.check_args(parser, args, argv)
     if HANDOUT:
         _check_handout(parser, args)
     return args
@@ -299,9 +303,9 @@ def emit(doc):
 
 
 def write_out(path, doc):
-    """Write doc to path as JSON, whole or not at all (classroom.write_atomically)."""
+    """Write doc to path as JSON, whole or not at all (atomic.write_atomically)."""
     text = json.dumps(clean_data(doc), indent=2, allow_nan=False) + "\n"
-    classroom.write_atomically(os.path.abspath(path), text.encode("utf-8"))
+    write_atomically(os.path.abspath(path), text.encode("utf-8"))
 
 
 def asked_format(argv):
@@ -361,9 +365,8 @@ def _parse_or_document(argv):
         if not exit_.code:
             raise
         why = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else _("usage error")
-        emit(records.gradescope([], None, error=why) if fmt == "gradescope" else
-             {"grader": GRADER_VERSION, "error": why, "score": 0.0, "passed": 0, "failed": 0,
-              "steps": []})
+        emit(gradescope([], None, error=why) if fmt == "gradescope" else
+             nothing_graded(why))
         return None, 2
     sys.stderr.write(said.getvalue())
     return args, None
@@ -482,34 +485,6 @@ def _grade_sealed(args, label):
     return results, why, partly, stopped, seal.notes if seal is not None else []
 
 
-def _document(args, label, results, why, partly, notes):
-    """The run's one document: Gradescope's results.json, or the grader's own."""
-    if why is not None:
-        doc = (records.gradescope([], args, error=why) if args.format == "gradescope" else
-               {"grader": GRADER_VERSION, "module": label, "seed": shown_seed(args, None), "error": why,
-                "score": 0.0, "passed": 0, "failed": 0, "steps": []})
-    elif args.format == "gradescope":
-        doc = records.gradescope(results, args)
-    else:
-        counts = {status: sum(r["status"] == status for r in results)
-                  for status in ("passed", "failed", "not started")}
-        doc = {"grader": GRADER_VERSION, "module": label, "seed": shown_seed(args, None), "cases": args.cases,
-               "score": round(sum(r["points"] for r in results), 4),
-               "max_score": sum(r["max_points"] for r in results), "passed": counts["passed"],
-               "failed": counts["failed"], "not_started": counts["not started"],
-               "progress": progress(results), "steps": results}
-    if args.sealed and args.format != "gradescope":
-        doc["sealed"] = partly or "sealed"
-        if getattr(args, "namespaces", None):        # the tool that made the run's namespaces
-            doc["namespaces"] = args.namespaces
-    elif partly:
-        doc["output"] = (partly + "\n" + doc.get("output", "")).rstrip("\n")
-    if notes:
-        doc["cleanup"] = [bounded(n, 500) for n in notes[:20]] + (
-            [f"... and {len(notes) - 20} more notes"] if len(notes) > 20 else [])
-    return fit(doc)
-
-
 def _print_text(args, results, why, seconds, notes):
     for note in notes:
         print(f"grader: {clean_text(note)}", file=sys.stderr)
@@ -530,13 +505,13 @@ def _main(argv=None):
     documents = args.format in ("json", "gradescope")   # --json, --format: one JSON document, always
     if args.list:
         return _list_steps(documents)
-    status = workflow.write_workflow(args) if args.classroom else classroom.dispatch(args, main)
+    status = commands.dispatch(args, main)
     if status is None:
         status = _write_handout(args, documents)
     if status is not None:
         return status
     if args.secret is not None:
-        args.seed = _seed_of_secret(args)
+        args.seed = records.seed_of_secret(args.secret, args.module)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(SEALED_SEEDS if args.sealed else SELF_CHECK_SEEDS)
     label, start = shown_path(args.module), time.perf_counter()
@@ -546,7 +521,7 @@ def _main(argv=None):
     if results is not None and args.withhold_hidden:
         results = withhold_hidden(results)
     # From here on the worker and its process group are gone: only the grader's state counts.
-    doc = records.stamp(_document(args, label, results, why, partly, notes), args,
+    doc = records.stamp(run_document(args, label, results, why, partly, notes), args,
                         time.perf_counter() - start)
     if args.out:
         try:
@@ -558,7 +533,7 @@ def _main(argv=None):
     if args.format == "classroom":                # the report to the log, the result to $GITHUB_OUTPUT
         with contextlib.redirect_stdout(sys.stderr):
             _print_text(args, results, why, time.perf_counter() - start, doc.get("cleanup", []))
-        result = records.classroom_result(results or [], args, error=why)
+        result = classroom_result(results or [], args, error=why)
         print("result=" + base64.b64encode(json.dumps(result).encode("utf-8")).decode("ascii"))
         return 0                           # the step's result says it: the reporter must still run
     if documents:
@@ -569,28 +544,7 @@ def _main(argv=None):
         return 128 + stopped
     if why is not None:
         return 2
-    return 0 if all(r["status"] == "passed" for r in results) else 1
-
-
-def seed_of(secret, module_sha256):
-    """A submission's seed: its hidden cases, made from the secret and the module's
-    bytes (their sha256), so that other bytes meet other cases and only the holder of
-    the secret can make them; the teacher repeats one with --seed, as recorded."""
-    import hashlib
-    return int(hashlib.sha256(secret + b"\0" + module_sha256.encode("ascii")).hexdigest(), 16) % SEALED_SEEDS
-
-
-def _seed_of_secret(args):
-    """--secret FILE: the seed of this module (seed_of); None when the module cannot be
-    read (the run then says why, with a seed drawn now)."""
-    import hashlib
-    with open(args.secret, "rb") as f:
-        secret = f.read()
-    try:
-        source = read_module(args.module)
-    except (Refused, OSError):
-        return None
-    return seed_of(secret, hashlib.sha256(source).hexdigest())
+    return 0 if all(r.status == "passed" for r in results) else 1
 
 
 ARGUMENTS_FROM = "--arguments-from"      # grader.py's own restart (grader.py: _hide_command_line)

@@ -124,6 +124,3 @@ def write_autograder(directory, args, options, secret=False):
             import secrets
             _add(z, "secret", secrets.token_hex(32) + "\n", 0o600)
     return path
-
-
-# ---------------------------------------------------------------------------

@@ -1,22 +1,24 @@
 """What a run records, so that the same grade can be had again.
 
 - The options a Gradescope zip or a Classroom workflow carries (carried()): the
-  seed, and each option the command line gave (given()); classroom.check_args
+  seed, and each option the command line gave (given()); commands.check_args
   refuses the ones it cannot carry, with a usage error, never dropped.
 - Every document's provenance (stamp()): the grader's version, the seed, the
-  options and the sha256 of the module's bytes that were graded.  Grading the
+  options and the sha256 of the module's bytes that were graded.
+- A submission's seed made from a secret and its bytes (seed_of(), --secret): what
+  an --autograder zip grades each submission with, recorded in its document.  Grading the
   same bytes twice with the same seed and options gives the same document, times
   aside.
-- Gradescope's results.json (gradescope()): a test per step, the hidden cases in
-  tests of their own with the visibility the teacher chose, Markdown, and for a
-  failing case what repeats it: the command, for a public case (the handout's
-  self-check has its answer); the call to paste, for a hidden one.
+
+The documents themselves are documents.py's.
 """
 
 import argparse
 import hashlib
 
-from .grading import GRADER_VERSION, reproduce, shown_seed
+from .failures import Refused
+from .grading import GRADER_VERSION, SEALED_SEEDS
+from .printing import shown_seed
 from .seal import read_module
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")   # Gradescope's
@@ -113,101 +115,23 @@ def stamp(doc, args, seconds):
 
 
 # ---------------------------------------------------------------------------
-# Gradescope's results.json: a test per step, hidden cases in tests of their own.
+# A submission's seed, from a secret and its bytes.
 # ---------------------------------------------------------------------------
 
-def fenced(text, lang="text"):
-    """text in a Markdown code block whose fence no run of backticks in it can close."""
-    longest, run = 0, 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{lang}\n{text}\n{fence}"
+def seed_of(secret, module_sha256):
+    """A submission's seed: its hidden cases, made from the secret and the module's
+    bytes (their sha256), so that other bytes meet other cases and only the holder of
+    the secret can make them; the teacher repeats one with --seed, as recorded."""
+    return int(hashlib.sha256(secret + b"\0" + module_sha256.encode("ascii")).hexdigest(), 16) % SEALED_SEEDS
 
 
-def student_command(args, name=None, case=None):
-    """The command that repeats a case (or the run) in a student's lab folder, where
-    grader.py stands beside gqa.py."""
-    words = reproduce(argparse.Namespace(module=None, module_given=False, seed=args.seed,
-                                         cases=args.cases, timeout=args.timeout), name, case)
-    options = words.split(" ", 2)[2:]              # less "python PATH/grader.py"
-    return " ".join(["python grader.py"] + options)
-
-
-def _failure(r, args):
-    """The first failing case, in Markdown, with the command that repeats it."""
-    text = fenced(r["message"] or r["summary"])
-    if r["case"] is None or r["status"] == "not started":
-        return text
-    return (f"{text}\n\nRepeat it in your lab's folder:\n\n"
-            f"{fenced(student_command(args, r['name'], r['case']), 'sh')}")
-
-
-def _test(name, number, most, earned, output, visibility=None):
-    """A Gradescope test worth most points, earned of them (passed when all; -1.0 for a
-    test worth none that failed)."""
-    ok = earned >= most if most else earned >= 0
-    test = {"name": name, "number": number, "score": max(earned, 0.0), "max_score": most,
-            "status": "passed" if ok else "failed", "output": output, "output_format": "md"}
-    if visibility:
-        test["visibility"] = visibility
-    return test
-
-
-def _hidden_text(r, args):
-    """What a step's graded test says: how many hidden cases passed; a failing hidden
-    case by its number alone, never its input or answer (one seed serves the class)."""
-    passed, total = r["hidden"]
-    text = f"{passed} of {total} hidden cases passed: {r['points']:g} of {r['max_points']:g} points."
-    first_hidden = r["case"] is not None and r["case"] >= r["public"][1] and r["status"] != "not started"
-    if first_hidden:
-        text += (f" The first that failed is case {r['case']}; a hidden case's input and answer "
-                 f"are withheld. Make the public cases pass first (see the test above).")
-    return text
-
-
-def step_tests(r, weight, args):
-    """A step's tests.  With hidden cases: one for its public cases, feedback worth no
-    points; one for its hidden cases, worth the step's points (grading.points: the
-    share that pass), with the visibility args chose.  Without: one test, its public
-    cases graded by the same rule."""
-    name, public_ok = f"step {r['step']}: {r['name']}", r["public"][0] == r["public"][1]
-    if r["status"] == "not started":
-        public_ok = False
-    public_text = (f"All {r['public'][1]} public cases passed." if public_ok
-                   else _failure(r, args) if r["case"] is None or r["case"] < r["public"][1]
-                   else f"{r['public'][0]} of {r['public'][1]} public cases passed.")
-    if not args.cases:
-        return [_test(name, str(r["step"]), weight, r["points"], public_text)]
-    return [_test(f"{name} (public cases: feedback, no points)", str(r["step"]), 0.0, 0.0 if public_ok
-                  else -1.0, public_text),
-            _test(name, f"{r['step']}.1", weight, r["points"], _hidden_text(r, args), args.hidden_visibility)]
-
-
-def classroom_result(results, args, error=None):
-    """GitHub Classroom's result of one graded step (the autograding reporter's input:
-    {"version", "status", "max_score", "tests": [{"name", "status", "score", "message"}]}),
-    its score the step's points by the rule of every run (grading.points: in Classroom,
-    which holds no reference, the share of the public cases that pass), so that a step
-    half done earns half its points there too."""
-    tests = [{"name": f"step {r['step']}: {r['name']}", "status": "pass" if r["status"] == "passed" else "fail",
-              "score": round(r["points"], 2), "message": (r.get("message") or r["status"]).splitlines()[0]
-              if r["status"] != "passed" else "", "line_no": 0} for r in results]
-    most = sum(r["max_points"] for r in results)
-    if error:                              # nothing graded: the step's points, none of them earned
-        tests = [{"name": "grading", "status": "error", "score": 0, "message": error, "line_no": 0}]
-        most = sum(float((getattr(args, "weight_map", None) or {}).get(name, 1))
-                   for name in (getattr(args, "only", None) or []))
-    return {"version": 1, "status": "error" if error else "pass" if all(t["status"] == "pass" for t in tests)
-            else "fail", "max_score": round(most, 2), "tests": tests}
-
-
-def gradescope(results, args, error=None):
-    """Gradescope's results.json for these step results (or for a run that graded
-    nothing: error says why)."""
-    tests = [t for r in results for t in step_tests(r, r["max_points"], args)]
-    doc = {"score": round(sum(t["score"] for t in tests), 4), "output_format": "md", "tests": tests}
-    if error:                              # it may hold the module's own text: shown, never rendered
-        doc["output"] = fenced(error)
-    return doc
+def seed_of_secret(secret_path, module):
+    """--secret FILE: the seed of the module at path module (seed_of); None when the
+    module cannot be read (the run then says why, with a seed drawn now)."""
+    with open(secret_path, "rb") as f:
+        secret = f.read()
+    try:
+        source = read_module(module)
+    except (Refused, OSError):
+        return None
+    return seed_of(secret, hashlib.sha256(source).hexdigest())

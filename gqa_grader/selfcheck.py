@@ -67,7 +67,7 @@ def record(module=DEFAULT_MODULE, only=None):
     finally:
         for space, names in zip(spaces, saved):
             space.update(names)
-    failed = [r["name"] for r in results if r["status"] != "passed"]
+    failed = [r.name for r in results if r.status != "passed"]
     if failed:
         raise RuntimeError(f"the handout's answers are recorded from {module}, which fails "
                            f"{', '.join(failed)}")

@@ -11,7 +11,7 @@ import random
 import re
 import sys
 
-from .classroom import write_atomically
+from .atomic import write_atomically
 from .grading import GRADER_VERSION
 from .records import carried
 from .tracks import ALL_STEPS, default_track
@@ -25,7 +25,7 @@ from .tracks import ALL_STEPS, default_track
 # "tests": [{"name", "status", "score", "message"}]} (what autograding-command-grader's
 # output `result` holds, version 1); the points it reports to Classroom are the sum of
 # the tests' scores over the sum of the runners' max_score.  Our steps are plain `run`
-# steps writing `result=...` into $GITHUB_OUTPUT (records.classroom_result), so that a
+# steps writing `result=...` into $GITHUB_OUTPUT (documents.classroom_result), so that a
 # step's score can be a share of its cases, which the command grader's cannot.  Classroom's own workflow template (its
 # name, triggers, permissions, the job's `if`) is the one these READMEs show.
 

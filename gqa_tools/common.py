@@ -246,9 +246,9 @@ def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = No
                                timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
     except grader.Refused as err:
         return [str(err)]
-    return [(_("step {step}, {name}: not started") if r["status"] == "not started" else
-             _("step {step}, {name}: failed")).format(step=r["step"], name=r["name"])
-            for r in results if r["status"] != "passed"]
+    return [(_("step {step}, {name}: not started") if r.status == "not started" else
+             _("step {step}, {name}: failed")).format(step=r.step, name=r.name)
+            for r in results if r.status != "passed"]
 
 
 # ---------------------------------------------------------------------------

@@ -30,7 +30,8 @@ import unittest
 import zipfile
 from unittest import mock
 
-from gqa_grader import checking, checks, cli, classroom, records, submissions, grading, workflow
+from gqa_grader import checking, checks, cli, classroom, documents, records, submissions, grading, workflow
+from gqa_grader.results import StepResult, scored
 from gqa_grader.seal import sandbox_package
 from tests.helpers import early, heavy, start_early
 
@@ -311,12 +312,9 @@ class GradesThatReproduce(unittest.TestCase):
 # ---------------------------------------------------------------------------
 
 def step_result(step, name, status, case=None, public=None, hidden=None, message="", show=None):
-    r = {"step": step, "name": name, "summary": f"what {name} does", "status": status,
-         "cases": 23, "cases_passed": 23 if status == "passed" else 20, "message": message,
-         "case": case, "inputs": None, "show": show}
-    if public is not None:
-        r.update(public=public, hidden=hidden)
-    return r
+    return StepResult(step, name, "lesson", f"what {name} does", status, 23,
+                      23 if status == "passed" else 20, public, hidden, message=message, case=case,
+                      show=show)
 
 
 @heavy
@@ -326,8 +324,8 @@ class Gradescope(unittest.TestCase):
                               weight_map={"kv_head": 4})
 
     def graded(self, *results, all_or_nothing=False):
-        results = grading.scored(list(results), self.ARGS.weight_map, self.ARGS.cases, all_or_nothing)
-        doc = records.gradescope(results, self.ARGS)
+        results = scored(list(results), self.ARGS.weight_map, self.ARGS.cases, all_or_nothing)
+        doc = documents.gradescope(results, self.ARGS)
         return doc, [(t["name"], t["score"], t["max_score"], t.get("visibility")) for t in doc["tests"]]
 
     RESULTS = (step_result(3, "kv_head", "passed", public=[13, 13], hidden=[10, 10]),
@@ -361,7 +359,7 @@ class Gradescope(unittest.TestCase):
     def test_a_modules_text_is_shown_as_text_never_as_markdown(self):
         # An image that would load when a TA opens the page, a link, a fence to close.
         text = "importing gqa.py raised ValueError: ![x](http://127.0.0.1/t.png) [regrade](http://x) ```\n# big"
-        doc = records.gradescope([], self.ARGS, error=text)
+        doc = documents.gradescope([], self.ARGS, error=text)
         self.assertTrue(doc["output"].startswith("````text\n"), doc["output"])
         self.assertTrue(doc["output"].endswith("\n````"), doc["output"])
         failing = step_result(4, "group_heads", "failed", case=0, public=[0, 13], hidden=[0, 10], message=text)

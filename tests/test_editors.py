@@ -97,7 +97,7 @@ class Folder:
 
 
 def by_name(results):
-    return {r["name"]: r for r in results}
+    return {r.name: r.as_json() for r in results}
 
 
 @heavy
@@ -183,7 +183,7 @@ class Graded(unittest.TestCase):
                 variants = dict(item for part in pool.map(half, (names[::2], names[1::2]))
                                 for item in part.items())
             failures = {name: grading.grade(folder.write(f"bug-{name}", VARIANTS[name](
-                SOURCE.replace(CHECK, BUG, 1))), SEED, cases=0, only=["valid_g"])[0]
+                SOURCE.replace(CHECK, BUG, 1))), SEED, cases=0, only=["valid_g"])[0].as_json()
                 for name in ("bom", "latin", "every_one")}
             return {"variants": variants, "failures": failures,
                     "no_folder": Graded.no_folder(folder)}
@@ -222,7 +222,7 @@ class Graded(unittest.TestCase):
             path = folder.write(name, data)
             seal = Seal(sealed=True)
             try:
-                results = grading.grade(path, SEED, cases=0, only=only, seal=seal)
+                results = [r.as_json() for r in grading.grade(path, SEED, cases=0, only=only, seal=seal)]
                 return name, {"results": results, "sealed": seal.partly is None and bool(seal.drop),
                               "sha_ok": records.sha256_of(seal, path) == hashlib.sha256(data).hexdigest()}
             finally:

@@ -16,7 +16,8 @@ import tempfile
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import checks, cli, exchange, failures, grading, handout, process, reference, tracks
+from gqa_grader import checks, cli, exchange, failures, grading, handout, printing, process, reference, tracks
+from gqa_grader.results import StepResult
 from tests.helpers import early, heavy, start_early
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -360,7 +361,7 @@ def grade_source(source, seed=12345, cases=2, only=None, timeout=5.0, fail_fast=
     """The results of grading source in a worker of its own, as a student's module is
     graded, each step stopped at its first failing case."""
     with Module(source) as path:
-        return {r["name"]: r for r in grading.grade(path, seed, cases, only, timeout, fail_fast=fail_fast)}
+        return {r.name: r.as_json() for r in grading.grade(path, seed, cases, only, timeout, fail_fast=fail_fast)}
 
 
 def grade_all(jobs, at_once=2):
@@ -380,7 +381,7 @@ def grade_trusted(jobs):
             for source, options in jobs[k::n]:
                 options = dict({"seed": 12345, "cases": 2, "fail_fast": True}, **options)
                 with Module(source) as path:
-                    graded.append({r["name"]: r for r in trusted.grade(path, **options)})
+                    graded.append({r.name: r.as_json() for r in trusted.grade(path, **options)})
         return graded
     if len(jobs) < 10:                                   # not worth a second worker
         return part(0, 1)
@@ -601,7 +602,7 @@ class Mutants(unittest.TestCase):
             for source in (ends, "def f(:\n", SOURCE):
                 with Module(source) as path:
                     try:
-                        graded.append({r["name"]: r for r in trusted.grade(path, 1, 0, ["kv_head"])})
+                        graded.append({r.name: r.as_json() for r in trusted.grade(path, 1, 0, ["kv_head"])})
                     except failures.Refused as err:
                         graded.append(str(err))
         return graded
@@ -983,8 +984,9 @@ class Starter(unittest.TestCase):
         graded = early(self.runs)["stubs"]
         for stub, results in zip(self.STUBS, graded):
             out = io.StringIO()
-            grading.print_report(list(results.values()), cli.parse_args(["--cases", "0"]), out)
-            text = out.getvalue() + grading.progress(list(results.values()))
+            steps = [StepResult.from_json(r) for r in results.values()]
+            printing.print_report(steps, cli.parse_args(["--cases", "0"]), out)
+            text = out.getvalue() + printing.progress(steps)
             with self.subTest(stub=stub):
                 self.assertRegex(text, r"step 20  ----  count_multiplies +not started .*\n"
                                  r" +needs step 21, KVCache: not started\n +step 20, count_multiplies, "
@@ -1038,4 +1040,4 @@ class OnlyOnce(unittest.TestCase):
         from gqa_grader import cli
         args = cli.parse_args(["--only", "3,kv_head,1", "--seed", "1"])
         self.assertEqual(args.only, ["valid_g", "kv_head"])              # in the lab's order
-        self.assertIn("--steps 3,kv_head,1", grading.reproduce(args))     # as it was given
+        self.assertIn("--steps 3,kv_head,1", printing.reproduce(args))     # as it was given

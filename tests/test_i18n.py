@@ -242,24 +242,24 @@ class LiningUp(unittest.TestCase):
         self.assertEqual(i18n.ljust("abcdef", 3), "abcdef")   # never cut
 
     def test_the_step_lines_line_up_in_every_language(self):
-        from gqa_grader import grading
-        results = [dict(step=n, name=name, status=status, cases=c, cases_passed=p, summary=summary)
+        from gqa_grader import printing
+        from gqa_grader.results import StepResult
+        results = [StepResult(step=n, name=name, part="lesson", status=status, cases=c, cases_passed=p,
+                              summary=summary, public=(p, c), hidden=(0, 0), stub=True)
                    for n, name, status, c, p, summary in (
                        (1, "valid_g", "passed", 26, 26, tracks.BY_NAME["valid_g"].summary),
                        (2, "method_name", "failed", 60, 3, tracks.BY_NAME["method_name"].summary),
                        (3, "kv_head", "not started", 60, 0, tracks.BY_NAME["kv_head"].summary))]
-        for r in results:
-            r.update(message="", case=None, show=None, notes=[], advice=[], stub=True)
         args = cli.parse_args(["--steps", "1-3"])
         for lang in i18n.LANGUAGES:
             i18n.use(lang)
             out = io.StringIO()
-            grading.print_report(results, args, out)
+            printing.print_report(results, args, out)
             lines = [line for line in out.getvalue().splitlines() if line.startswith("  ")
                      and not line.startswith("   ")]
             with self.subTest(lang=lang):
                 self.assertEqual(len(lines), 3)
-                starts = {i18n.width(line[:line.index(r["summary"] if lang == "en" else i18n._(r["summary"]))])
+                starts = {i18n.width(line[:line.index(r.summary if lang == "en" else i18n._(r.summary))])
                           for line, r in zip(lines, results)}
                 self.assertEqual(len(starts), 1, out.getvalue())     # every summary in one column
         i18n.use("en")
@@ -270,24 +270,25 @@ class Speaking(unittest.TestCase):
     """A run in Japanese or Korean prints none of the English texts it translates."""
 
     def test_the_grader_s_own_lines_carry_no_english_sentence(self):
-        from gqa_grader import grading
+        from gqa_grader import printing
+        from gqa_grader.results import StepResult, step_notes
         english = english_chunks()
         self.assertGreater(len(english), 20)
-        results = [dict(step=20, name="count_multiplies", status="failed", cases=10, cases_passed=4,
-                        summary=tracks.BY_NAME["count_multiplies"].summary, message="", case=3, show=None,
-                        notes=[], advice=["a refusal's wording"], stub=False, needs=[]),
-                   dict(step=22, name="decode_step", status="not started", cases=10, cases_passed=0,
-                        summary=tracks.BY_NAME["decode_step"].summary, message="", case=None, show=None,
-                        notes=[], advice=[], stub=True, needs=[{"step": 21, "name": "KVCache"}])]
-        for r in results:
-            r["notes"] = grading.step_notes(r)
+        results = [StepResult(step=20, name="count_multiplies", part="lesson", status="failed", cases=10,
+                              cases_passed=4, summary=tracks.BY_NAME["count_multiplies"].summary,
+                              public=(4, 10), hidden=(0, 0), message="", case=3, show=None,
+                              advice=("a refusal's wording",), stub=False, needs=()),
+                   StepResult(step=22, name="decode_step", part="lesson", status="not started", cases=10,
+                              cases_passed=0, summary=tracks.BY_NAME["decode_step"].summary,
+                              public=(0, 10), hidden=(0, 0), message="", case=None, show=None,
+                              advice=(), stub=True, needs=({"step": 21, "name": "KVCache"},))]
+        results = [r._replace(notes=step_notes(r)) for r in results]
         for lang in ("ja", "ko"):
             args = cli.parse_args(["--steps", "20,22", "--lang", lang])
-            for r in results:
-                r["notes"] = grading.step_notes(r)
+            results = [r._replace(notes=step_notes(r)) for r in results]
             out = io.StringIO()
-            grading.print_report(results, args, out)
-            out.write(grading.progress(results) + "\n" + grading.summary(results, args) + "\n")
+            printing.print_report(results, args, out)
+            out.write(printing.progress(results) + "\n" + printing.summary(results, args) + "\n")
             out.write(cli._what_is_graded(args) + "\n")
             text = out.getvalue()
             with self.subTest(lang=lang):

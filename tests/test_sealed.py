@@ -126,7 +126,7 @@ def grade_source(source, **options):
     with open(path, "w", encoding="utf-8") as f:
         f.write(source)
     try:
-        return {r["name"]: r for r in grading.grade(path, 1, **options)}
+        return {r.name: r.as_json() for r in grading.grade(path, 1, **options)}
     finally:
         shutil.rmtree(folder)
 

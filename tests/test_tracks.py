@@ -11,6 +11,7 @@ import unittest
 
 from gqa_grader import grading, handout, tracks
 from gqa_grader.checks import STEP_OF
+from gqa_grader.results import scored
 from tests.helpers import heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,13 +82,13 @@ class LookingUp(unittest.TestCase):
             with grading.Trusted() as trusted:
                 teacher = trusted.grade(path, 7, cases=5, only=list(PUBLIC_ONLY))
                 selfcheck = trusted.grade(path, 7, cases=0, only=list(PUBLIC_ONLY))
-        for r in grading.scored(teacher, {}, 5):
-            with self.subTest(run="teacher", step=r["name"]):
-                self.assertEqual(r["public"][0], r["public"][1])          # every public case passes
-                self.assertEqual((r["hidden"][0], r["points"]), (0, 0.0))  # no hidden one does
-        for r in grading.scored(selfcheck, {}, 0):
-            with self.subTest(run="self-check", step=r["name"]):
-                self.assertEqual(r["points"], 1.0)
+        for r in scored(teacher, {}, 5):
+            with self.subTest(run="teacher", step=r.name):
+                self.assertEqual(r.public[0], r.public[1])          # every public case passes
+                self.assertEqual((r.hidden[0], r.points), (0, 0.0))  # no hidden one does
+        for r in scored(selfcheck, {}, 0):
+            with self.subTest(run="self-check", step=r.name):
+                self.assertEqual(r.points, 1.0)
 
     def test_a_module_without_the_grouping_earns_nothing_from_its_hidden_cases(self):
         # Right wherever no grouping happens (g = 1, g = h, h prime): MHA and MQA alone, or
@@ -102,11 +103,11 @@ class LookingUp(unittest.TestCase):
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(SOURCE.replace(line, new))
                 with grading.Trusted() as trusted:
-                    teacher = grading.scored(trusted.grade(path, 7, cases=5, only=steps), {}, 5)
+                    teacher = scored(trusted.grade(path, 7, cases=5, only=steps), {}, 5)
             for r in teacher:
-                with self.subTest(module=name, step=r["name"]):
-                    self.assertGreater(r["public"][0], 0)                  # right somewhere
-                    self.assertEqual((r["hidden"], r["points"]), ([0, 5], 0.0))
+                with self.subTest(module=name, step=r.name):
+                    self.assertGreater(r.public[0], 0)                  # right somewhere
+                    self.assertEqual((r.hidden, r.points), ((0, 5), 0.0))
 
 
 if __name__ == "__main__":
@@ -123,7 +124,7 @@ class Wording(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(SOURCE.replace(old, 'raise GQAError("method_name: g does not divide h")'))
             with grading.Trusted() as trusted:
-                results = {r["name"]: r for r in trusted.grade(path, 3, cases=2,
+                results = {r.name: r.as_json() for r in trusted.grade(path, 3, cases=2,
                                                                only=["kv_head", "group_heads", "refusals"])}
         for name in ("kv_head", "group_heads"):
             with self.subTest(step=name):
