@@ -1,13 +1,14 @@
 """gqa_tools.common: what the command-line tools share, and nothing else.
 
-The commands (gqa_tools.tables, report, config, bench and uptrain) import
-gqa, this module and the libraries gqa_tools.models, train and figures,
-never each other; with --module they run a student's gqa.py through the
-grader's worker (gqa_grader.run_in_child), never in their own process.  Here:
-plain and Markdown tables, bars, number formats, the integer options of
-`report` and `bench`, a projection kept outside the tally, the one seeding
-scheme, a progress line on stderr, the lab's steps by number and which of
-them the grader passes for a student's module, and an all-or-nothing write.
+The commands (gqa_tools.tables, report, sizer.command, bench and
+uptraining.command) import gqa, this module and the libraries (gqa_tools.svg,
+statistics, sizer, uptraining), never each other; with --module they run a
+student's gqa.py through the grader's worker (gqa_grader.run_in_child),
+never in their own process.  Here: plain and Markdown tables, bars, number
+formats, the integer options of `report` and `bench`, a projection kept
+outside the tally, the one seeding scheme, a progress line on stderr, the
+lab's steps by number and which of them the grader passes for a student's
+module.
 
 Seeds
 -----
@@ -27,7 +28,6 @@ import contextlib
 import os
 import random
 import sys
-import tempfile
 from operator import mul
 from typing import Callable, Iterator, List, NamedTuple, Optional, Sequence
 
@@ -360,52 +360,3 @@ def progress_line(tool: str) -> Iterator[Callable[[str], None]]:
     finally:
         if tty:
             print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------------------
-# Writing a file: all or nothing.
-# ---------------------------------------------------------------------------
-
-
-class WriteRefused(Exception):
-    """A path the tools will not write to, and why."""
-
-
-def write_target(path: str) -> str:
-    """The file a write to path replaces: path itself, or the file a symlink points to.
-
-    Refuses an empty path and anything that is not a regular file (a
-    directory, a device such as /dev/null, a FIFO): replacing those would
-    destroy them.
-    """
-    if not path:
-        raise WriteRefused(_("the path is empty"))
-    target = os.path.realpath(path)
-    if os.path.exists(target) and not os.path.isfile(target):
-        raise WriteRefused(_("it is not a regular file (a directory, a device or a pipe); "
-                             "only a file is replaced"))
-    return target
-
-
-def stage(target: str, text: str) -> str:
-    """Write text to a new temporary file beside target; return its path.
-
-    The file gets the mode target has (or, for a new file, 0666 less the
-    umask), so that os.replace(staged, target) then swaps it in whole: the
-    first half of an all-or-nothing write.
-    """
-    if os.path.exists(target):
-        mode = os.stat(target).st_mode & 0o7777
-    else:
-        mask = os.umask(0)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=os.path.dirname(target))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp

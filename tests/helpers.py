@@ -1,18 +1,57 @@
 """Helpers for the tests.  The brute-force reference itself lives in the grader
 (gqa_grader/reference.py, written independently of gqa.py), so the tests and the
-grader share one.  Below: CI's share of the process-heavy classes (HEAVY), and
-their slow parts run early, beside the suite (start_early, early)."""
+grader share one.  Here too: the project's root (ROOT), running a command of
+`python -m gqa` in this process (run_gqa), starting a grader as its own process
+(run_grader) and copying one into a private folder (copy_grader); then CI's share
+of the process-heavy classes (HEAVY), and their slow parts run early, beside the
+suite (start_early, early)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import random
+import shutil
+import subprocess
+import sys
 import unittest
 
 from gqa_grader import compare, reference
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project: gqa.py, grader.py
+
+
+def run_gqa(*argv):
+    """`python -m gqa ARGV` run in this process: (exit status, stdout, stderr)."""
+    from gqa_tools import cli as gqa_cli
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = gqa_cli.main(list(argv))
+        except SystemExit as exit_:
+            status = exit_.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def run_grader(*argv, grader=None, cwd=None, timeout=120, python=None, text=True, **kw):
+    """`python grader.py ARGV` as its own process, its output captured: the project's
+    grader, or the one at grader (a copy); run in cwd (the project's root unless given)."""
+    return subprocess.run([python or sys.executable, grader or os.path.join(ROOT, "grader.py"), *argv],
+                          capture_output=True, text=text, cwd=cwd or ROOT, timeout=timeout, **kw)
+
+
+def copy_grader(folder, lab=True):
+    """The referee copied into folder (grader.py, gqa_grader/, gqa_sandbox/), and the
+    solution gqa.py beside it when lab; the copy's grader.py."""
+    shutil.copy(os.path.join(ROOT, "grader.py"), folder)
+    for package in ("gqa_grader", "gqa_sandbox"):
+        shutil.copytree(os.path.join(ROOT, package), os.path.join(folder, package),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    if lab:
+        shutil.copy(os.path.join(ROOT, "gqa.py"), folder)
+    return os.path.join(folder, "grader.py")
 
 
 def new_rng(seed):

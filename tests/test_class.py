@@ -33,9 +33,8 @@ from unittest import mock
 from gqa_grader import checking, checks, cli, classroom, documents, records, submissions, grading, workflow
 from gqa_grader.results import StepResult, scored
 from gqa_grader.seal import sandbox_package
-from tests.helpers import early, heavy, start_early
+from tests.helpers import ROOT, copy_grader, early, heavy, run_grader, start_early
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GQA = os.path.join(ROOT, "gqa.py")
 with open(GQA, encoding="utf-8") as _f:
     SOURCE = _f.read()
@@ -74,12 +73,7 @@ class Private:
             test.addCleanup(self.remove)
         self.dir = os.path.join(self.top, "grader")
         os.makedirs(self.dir, mode=0o700)
-        shutil.copy(os.path.join(ROOT, "grader.py"), self.dir)
-        shutil.copy(GQA, self.dir)
-        shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(self.dir, "gqa_grader"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(os.path.join(ROOT, "gqa_sandbox"), os.path.join(self.dir, "gqa_sandbox"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        copy_grader(self.dir)
         self.work = os.path.join(self.top, "work")
         os.makedirs(self.work)
 
@@ -87,8 +81,7 @@ class Private:
         shutil.rmtree(self.top, True)
 
     def run(self, *argv, **kw):
-        return subprocess.run([sys.executable, os.path.join(self.dir, "grader.py"), *argv],
-                              capture_output=True, text=True, cwd=self.work, timeout=120, **kw)
+        return run_grader(*argv, grader=os.path.join(self.dir, "grader.py"), cwd=self.work, **kw)
 
     def main(self, *argv):
         """cli.main in this process, as if grader.py stood in the private folder (the

@@ -9,19 +9,16 @@ its test.  Each expected figure is written out from the config's numbers
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
 import unittest
 
 import gqa
-from gqa_tools import cli as gqa_cli
 from gqa import GQAError
 from gqa_tools.sizer import FAMILIES, RULES, ModelShape, cache_bytes, family_table, per_position
+from tests.helpers import ROOT, run_gqa
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples", "configs")
 
 
@@ -34,10 +31,8 @@ def shape(**config):
 
 
 def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = gqa_cli.main(["config", *argv])
-    return status, out.getvalue(), err.getvalue()
+    """`gqa config ARGV`: (exit status, stdout, stderr)."""
+    return run_gqa("config", *argv)
 
 
 def rules(s):

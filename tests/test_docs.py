@@ -41,9 +41,8 @@ from typing import Dict, NamedTuple, Optional
 
 import gqa
 from gqa_tools import cli as gqa_cli
-from tests.helpers import heavy
+from tests.helpers import ROOT, heavy
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = ["README.md", "CONTRIBUTING.md"] + sorted(
     "docs/" + name for name in os.listdir(os.path.join(ROOT, "docs")) if name.endswith(".md"))
 

@@ -19,9 +19,8 @@ from unittest import mock
 
 from gqa_grader import compare, grading, records, submissions
 from gqa_grader.seal import Seal, runnable
-from tests.helpers import early, heavy, start_early
+from tests.helpers import ROOT, early, heavy, start_early
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "gqa.py"), "rb") as _f:
     SOURCE = _f.read()
 ROOT_POSIX = os.name == "posix" and hasattr(os, "geteuid") and os.geteuid() == 0

@@ -7,9 +7,7 @@ compared with the numbers of the Markdown table beside the figure.
 
 from __future__ import annotations
 
-import contextlib
 import doctest
-import io
 import math
 import os
 import random
@@ -22,8 +20,7 @@ from decimal import Decimal
 from unittest import mock
 
 import gqa
-from gqa_tools import cli as gqa_cli
-from tests.helpers import heavy, tiny_recipe
+from tests.helpers import ROOT, heavy, run_gqa, tiny_recipe
 from gqa_tools import svg as gqa_svg
 from gqa_tools import uptraining as gqa_train
 from gqa_tools.report import figures as report_figures
@@ -33,7 +30,6 @@ from gqa_tools.report import sections as report_sections
 from gqa_tools.report import settings as report_settings
 
 SVG = "{http://www.w3.org/2000/svg}"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = report_settings.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
                                run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
 NOTHING_MEASURED = report_measuring.Measured(*[report_lab.Missing("not measured in this test")] * 6)
@@ -618,15 +614,10 @@ class TrainingFigures(SvgChecks):
 # ---------------------------------------------------------------------------
 
 def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            mock.patch("gqa_tools.report.measuring.measure", return_value=NOTHING_MEASURED), \
+    """`gqa report ARGV` with nothing measured: (exit status, stdout, stderr)."""
+    with mock.patch("gqa_tools.report.measuring.measure", return_value=NOTHING_MEASURED), \
             mock.patch("gqa_tools.uptraining.QUICK", tiny_recipe()):        # --module's child trains this
-        try:
-            status = gqa_cli.main(["report", *argv])
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, out.getvalue(), err.getvalue()
+        return run_gqa("report", *argv)
 
 
 ARGS = [a for name, value in SMALL._asdict().items() for a in (f"--{name.replace('_', '-')}", str(value))]

@@ -18,9 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gqa_grader import checks, cli, exchange, failures, grading, handout, printing, process, reference, tracks
 from gqa_grader.results import StepResult
-from tests.helpers import early, heavy, start_early
+from tests.helpers import ROOT, early, heavy, run_grader, start_early
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GQA = os.path.join(ROOT, "gqa.py")
 with open(GQA, encoding="utf-8") as _f:
     SOURCE = _f.read()
@@ -434,12 +433,6 @@ def paste(jobs):
     finally:
         for folder in folders:
             shutil.rmtree(folder)
-
-
-def run_grader(*args, timeout=120):
-    """python grader.py ARGS, as its own process."""
-    return subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
 class Run:

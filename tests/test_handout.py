@@ -8,15 +8,12 @@ import ast
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import unittest
 
 from gqa_grader import grading, selfcheck
-from tests.helpers import early, heavy, start_early
+from tests.helpers import ROOT, early, heavy, run_grader, start_early
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = ["valid_g", "kv_head", "fold_kv_mean", "single_head_attention", "count_multiplies",
          "KVCache", "decode_step"]
 
@@ -63,16 +60,14 @@ def public(fn, owner):
 
 def grade_in(handout, module, *args, steps=",".join(STEPS)):
     """The handout's own grader on module (its starter when None): [exit status, document]."""
-    run = subprocess.run([sys.executable, os.path.join(handout, "grader.py"), "--json",
-                          "--only", steps, *args] + (["--module", module] if module else []),
-                         capture_output=True, text=True, timeout=120, cwd=handout)
+    run = run_grader("--json", "--only", steps, *args, *(["--module", module] if module else []),
+                     grader=os.path.join(handout, "grader.py"), cwd=handout)
     return [run.returncode, json.loads(run.stdout)]
 
 
 def refused_in(handout, *args):
     """The handout's grader given what needs the reference: [exit status, stderr]."""
-    run = subprocess.run([sys.executable, os.path.join(handout, "grader.py"), *args],
-                         capture_output=True, text=True, timeout=60, cwd=handout)
+    run = run_grader(*args, grader=os.path.join(handout, "grader.py"), cwd=handout, timeout=60)
     return [run.returncode, run.stderr]
 
 

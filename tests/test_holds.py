@@ -11,8 +11,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import tempfile
 import time
 import unittest
@@ -21,9 +19,8 @@ from unittest import mock
 from gqa_grader import cleanup, compare, handout, process
 from gqa_grader.seal import Seal
 
-from tests.helpers import heavy
+from tests.helpers import ROOT, copy_grader, heavy, run_grader
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AS_ROOT = os.name == "posix" and hasattr(os, "geteuid") and os.geteuid() == 0
 NOT_ROOT = "the sealed run draws a user of its own only as root; this test runs as another user"
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -121,11 +118,7 @@ class SealedRunHolds(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp()                       # the grader's copy: private
-        shutil.copy(os.path.join(ROOT, "grader.py"), cls.dir)
-        shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(cls.dir, "gqa_grader"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(os.path.join(ROOT, "gqa_sandbox"), os.path.join(cls.dir, "gqa_sandbox"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        copy_grader(cls.dir, lab=False)
         cls.sub = tempfile.mkdtemp()
         cls.module = os.path.join(cls.sub, "gqa.py")
         classmate = os.path.join(cls.sub, "classmate.py")
@@ -138,10 +131,9 @@ class SealedRunHolds(unittest.TestCase):
         with open(cls.module, "w", encoding="utf-8") as f:
             f.write(HOSTILE.replace("CLASSMATE", repr(cls.other.dir)).replace("DEPTH", "1100"))
         cls.results = os.path.join(cls.dir, "results.json")
-        cls.graded = subprocess.run(
-            [sys.executable, os.path.join(cls.dir, "grader.py"), "--module", cls.module, "--sealed",
-             "--out", cls.results, "--cases", "0", "--only", "1,2,3,4,5,6"],
-            capture_output=True, timeout=120, cwd=cls.dir, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+        cls.graded = run_grader("--module", cls.module, "--sealed", "--out", cls.results, "--cases", "0",
+                                "--only", "1,2,3,4,5,6", grader=os.path.join(cls.dir, "grader.py"), cwd=cls.dir,
+                                text=False, env=dict(os.environ, PYTHONIOENCODING="ascii"))
         with open(cls.results, "rb") as f:
             cls.size = len(f.read())
         with open(cls.results, encoding="utf-8") as f:
@@ -215,8 +207,7 @@ class EveryRunCleansUp(unittest.TestCase):
         return json.loads(message.split("HELD", 2)[1])
 
     def test_the_self_check(self):
-        run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module", self.module,
-                              "--json"], capture_output=True, text=True, timeout=60)
+        run = run_grader("--module", self.module, "--json", cwd=os.getcwd(), timeout=60)
         doc = json.loads(run.stdout)
         said = self.said(doc["error"])
         self.assertEqual((run.returncode, said["/tmp"]), (2, "ok"))
@@ -252,9 +243,8 @@ class SelfCheckAsRoot(unittest.TestCase):
                             f"raise RuntimeError(f'PLANTED {name} as uid {{os.getuid()}}')\n")
             with open(os.path.join(folder, "gqa.py"), "w", encoding="utf-8") as f:
                 f.write(STARTER)
-            run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module",
-                                  os.path.join(folder, "gqa.py"), "--only", "1", "--cases", "0", "--json"],
-                                 capture_output=True, text=True, timeout=60, cwd=folder)
+            run = run_grader("--module", os.path.join(folder, "gqa.py"), "--only", "1", "--cases", "0",
+                             "--json", cwd=folder, timeout=60)
             self.assertFalse(os.path.exists(marker), "a planted module ran as root")
             doc = json.loads(run.stdout)
             said = doc.get("error", "") + " ".join(s["message"] for s in doc["steps"])

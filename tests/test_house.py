@@ -6,15 +6,13 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import unittest
 
-from tests.helpers import heavy
+from tests.helpers import ROOT, heavy, run_grader
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The floors, lowest first: a module may import the standard library and the modules
 # on floors below its own (or, inside gqa_tools, on its own floor's earlier rows).
@@ -158,11 +156,31 @@ class Layout(unittest.TestCase):
                      and n.end_lineno - n.lineno + 1 > 60]
         self.assertEqual(long, [])
 
-    def test_each_file_of_the_referee_holds_one_job(self):
+    def test_no_file_over_600_lines_but_the_lab(self):
+        long = []
         for dotted, path in self.modules.items():
-            if dotted.startswith("gqa_grader") or dotted == "grader":
-                with open(path, encoding="utf-8") as f:
-                    self.assertLessEqual(len(f.read().splitlines()), 800, path)
+            with open(path, encoding="utf-8") as f:
+                lines = len(f.read().splitlines())
+            if dotted != "gqa" and lines > 600:
+                long.append(f"{os.path.relpath(path, ROOT)} ({lines} lines)")
+        self.assertEqual(long, [])
+
+    def test_contributing_lists_every_file_once_with_a_sentence(self):
+        with open(os.path.join(ROOT, "CONTRIBUTING.md"), encoding="utf-8") as f:
+            text = f.read()
+        layout = text[text.index("## Layout"):text.index("\n## ", text.index("## Layout") + 1)]
+        listed = {}
+        for row in layout.splitlines():
+            cells = [c.strip() for c in row.strip().strip("|").split("|")]
+            if len(cells) == 2 and cells[0].startswith("`"):
+                for name in re.findall(r"`([^`]+)`", cells[0]):
+                    listed[name] = cells[1]
+        files = sorted(os.path.relpath(p, ROOT).replace(os.sep, "/") for p in self.modules.values())
+        self.assertEqual([f for f in files if f not in listed], [])
+        for name, sentence in listed.items():
+            with self.subTest(name=name):
+                self.assertTrue(os.path.exists(os.path.join(ROOT, name.rstrip("/"))), name)
+                self.assertGreater(len(sentence.split()), 3, name)
 
     def test_no_future_import_in_the_referee(self):
         # It would import a module named __future__, which a planted file could be.
@@ -193,8 +211,7 @@ class StudentFolder(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp()
         cls.lab = tempfile.mkdtemp(dir=ROOT, prefix=".mylab-")    # a lab folder in the project
-        made = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--starter", cls.lab],
-                              capture_output=True, text=True, timeout=60)
+        made = run_grader("--starter", cls.lab, cwd=os.getcwd(), timeout=60)
         assert made.returncode == 0, made.stderr
 
     @classmethod
@@ -204,8 +221,7 @@ class StudentFolder(unittest.TestCase):
 
     def grade_in(self, folder, *args):
         grader = os.path.relpath(os.path.join(ROOT, "grader.py"), folder)
-        return subprocess.run([sys.executable, grader, "--only", "1", "--cases", "0", *args],
-                              capture_output=True, text=True, timeout=60, cwd=folder)
+        return run_grader("--only", "1", "--cases", "0", *args, grader=grader, cwd=folder, timeout=60)
 
     def test_the_grader_grades_the_folders_own_gqa_py(self):
         run = self.grade_in(self.lab)

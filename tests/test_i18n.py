@@ -15,7 +15,7 @@ import string
 import unittest
 
 from gqa_grader import catalogs, cli, i18n, tracks
-from tests.helpers import ROOT, heavy
+from tests.helpers import ROOT, heavy, run_grader
 
 
 @functools.lru_cache(maxsize=None)
@@ -327,9 +327,7 @@ class GradedRun(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
             for lang in ("ja", "ko"):
-                run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module", path,
-                                      "--steps", "1-7", "--seed", "5", "--lang", lang],
-                                     capture_output=True, text=True, cwd=ROOT, timeout=120)
+                run = run_grader("--module", path, "--steps", "1-7", "--seed", "5", "--lang", lang)
                 with self.subTest(lang=lang):
                     self.assertEqual(run.returncode, 1, run.stderr)
                     self.assertEqual(run.stdout.count("FAIL"), 4, run.stdout)     # steps 1, 3, 5 and 6; 2 not started

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import tempfile
 import unittest
 
 import gqa
-from gqa_tools import cli as gqa_cli
 from gqa import GQAError
 from gqa_tools.sizer import (ModelShape, Split, cache_bytes, decode_roofline, max_requests,
                         parse_bandwidth, parse_flops, parse_size, tensor_parallel)
+from tests.helpers import ROOT, run_gqa
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples", "configs")
 
 
@@ -24,10 +21,8 @@ def shape(**config):
 
 
 def run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = gqa_cli.main(["config", *argv])
-    return status, out.getvalue(), err.getvalue()
+    """`gqa config ARGV`: (exit status, stdout, stderr)."""
+    return run_gqa("config", *argv)
 
 
 class Examples(unittest.TestCase):
@@ -244,7 +239,6 @@ class CommandLine(unittest.TestCase):
             self.assertIn(message, err)
 
 
-
 class CacheDtype(unittest.TestCase):
     """The cache's own dtype: the config's, --dtype over it, and a line saying which."""
 
@@ -372,13 +366,7 @@ class WholeBlock(unittest.TestCase):
                          None)
 
     def tables(self, *argv):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                status = gqa_cli.main(["tables", *argv])
-            except SystemExit as exit_:
-                status = exit_.code
-        return status, out.getvalue(), err.getvalue()
+        return run_gqa("tables", *argv)
 
     def test_tables_from_a_config_show_the_whole_block(self):
         status, out, _ = self.tables("--config", os.path.join(EXAMPLES, "llama-2-70b.json"), "--context", "4096")
@@ -396,7 +384,6 @@ class WholeBlock(unittest.TestCase):
             status, _, err = self.tables(*argv)
             self.assertEqual(status, 2, argv)
             self.assertNotIn("Traceback", err)
-
 
 
 def example(name, **options):
@@ -507,7 +494,6 @@ class Families(unittest.TestCase):
         path = os.path.join(EXAMPLES, "llama-2-7b.json")
         status, out, _ = run(path, "--window", "1024", "--context", "4096", "--json")
         self.assertEqual(json.loads(out)["columns"][0]["bytes_per_request"], 32 * 2 * 32 * 128 * 2 * 1024)
-
 
 
 class Hardened(unittest.TestCase):

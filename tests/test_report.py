@@ -26,7 +26,7 @@ from gqa_tools.report import lab as report_lab
 from gqa_tools.report import measuring as report_measuring
 from gqa_tools.report import sections as report_sections
 from gqa_tools.report import settings as report_settings
-from tests.helpers import heavy
+from tests.helpers import ROOT, heavy, run_gqa
 
 # The report trains the uptraining lab's quick recipe (section 8), which takes
 # seconds; these tests run it on a tiny recipe instead.  CI checks the real one.
@@ -88,19 +88,12 @@ def no_work():
 
 SMALL = report_settings.Config(heads=6, head_dim=8, layers=3, context=64, batch=4, run_head_dim=2,
                                run_d_model=6, run_context=5, run_layers=2, seed=3, seeds=2)
-ROOT = os.path.dirname(os.path.abspath(gqa.__file__))      # the project: its gqa.py and report.md
 ARGS = [a for name, value in SMALL._asdict().items() for a in (f"--{name.replace('_', '-')}", str(value))]
 
 
 def run(*argv):
-    """Run `gqa report ...`; return (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = gqa_cli.main(["report", *argv])
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, out.getvalue(), err.getvalue()
+    """`gqa report ARGV`: (exit status, stdout, stderr)."""
+    return run_gqa("report", *argv)
 
 
 class Contents(unittest.TestCase):
@@ -341,7 +334,6 @@ class Writing(unittest.TestCase):
             status, _, err = run("--jobs", "0")
         self.assertEqual(status, 2)
         self.assertIn("--jobs must be between 1 and 64; got 0", err)
-
 
 
 class Dispatch(unittest.TestCase):

@@ -21,9 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from gqa_grader import checking, checks, cli, compare, failures, grading, handout, process
 from gqa_grader import worker as worker_program
 from gqa_grader.seal import DEFAULT_BUDGET, LIMITS, Seal, read_module, sandbox_package
-from tests.helpers import early, heavy, start_early
+from tests.helpers import ROOT, copy_grader, early, heavy, run_grader, start_early
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
     SOURCE = _f.read()
 STARTER = handout.make_starter(SOURCE)
@@ -38,12 +37,7 @@ class Copy:
     def __init__(self, module_source, grader_edit=None):
         self.dir = tempfile.mkdtemp()
         os.chmod(self.dir, 0o700)
-        self.grader = os.path.join(self.dir, "grader.py")
-        shutil.copy(os.path.join(ROOT, "grader.py"), self.grader)
-        shutil.copytree(os.path.join(ROOT, "gqa_grader"), os.path.join(self.dir, "gqa_grader"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(os.path.join(ROOT, "gqa_sandbox"), os.path.join(self.dir, "gqa_sandbox"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        self.grader = copy_grader(self.dir)
         if grader_edit:                      # (file in gqa_grader/, old text, new text)
             edited = os.path.join(self.dir, "gqa_grader", grader_edit[0])
             with open(edited, encoding="utf-8") as f:
@@ -51,7 +45,6 @@ class Copy:
             self.assertEdited = text.count(grader_edit[1]) == 1
             with open(edited, "w", encoding="utf-8") as f:
                 f.write(text.replace(*grader_edit[1:]))
-        shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(self.dir, "gqa.py"))
         self.sub = tempfile.mkdtemp()
         self.module = os.path.join(self.sub, "gqa.py")
         with open(self.module, "w", encoding="utf-8") as f:
@@ -59,8 +52,7 @@ class Copy:
         self.results = os.path.join(self.dir, "results.json")
 
     def run(self, *args, timeout=60):
-        return subprocess.run([sys.executable, self.grader, "--module", self.module, *args],
-                              capture_output=True, text=True, timeout=timeout, cwd=self.dir)
+        return run_grader("--module", self.module, *args, grader=self.grader, cwd=self.dir, timeout=timeout)
 
     def close(self):
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -1269,8 +1261,8 @@ class WhatTheWorkerSays(unittest.TestCase):
         copy = Copy(SHOUTING)
         try:
             env = dict(os.environ, PYTHONIOENCODING="utf-8")
-            text = subprocess.run([sys.executable, copy.grader, "--module", copy.module, "--only", "valid_g",
-                                   "--cases", "0"], env=env, capture_output=True, timeout=60, cwd=copy.dir)
+            text = run_grader("--module", copy.module, "--only", "valid_g", "--cases", "0", grader=copy.grader,
+                              cwd=copy.dir, timeout=60, text=False, env=env)
             doc = main_in(copy.dir, "--module", copy.module, "--json", "--only", "valid_g", "--cases", "0")
         finally:
             copy.close()

@@ -14,9 +14,8 @@ import tempfile
 import unittest
 
 from gqa_grader.starter import make_starter
-from tests.helpers import heavy
+from tests.helpers import ROOT, heavy, run_grader
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
     SOURCE = _f.read()
 TREE = ast.parse(SOURCE)
@@ -120,8 +119,7 @@ class FromGqa(unittest.TestCase):
                                 str(ctx.exception))
 
     def test_the_grader_finds_every_step_not_started(self):
-        run = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module", self.path,
-                              "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        run = run_grader("--module", self.path, "--json")
         steps = json.loads(run.stdout)["steps"]
         self.assertEqual(len(steps), 25)
         self.assertEqual({s["status"] for s in steps}, {"not started"}, run.stdout)

@@ -12,9 +12,8 @@ import unittest
 from gqa_grader import grading, handout, tracks
 from gqa_grader.checks import STEP_OF
 from gqa_grader.results import scored
-from tests.helpers import heavy
+from tests.helpers import ROOT, heavy
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
     SOURCE = _f.read()
 

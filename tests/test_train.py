@@ -29,9 +29,8 @@ from gqa_tools.uptraining import claims, experiment, tasks
 from gqa_tools.uptraining import sentences as gqa_sentences
 from gqa_tools.uptraining import model as gqa_model
 from gqa_tools.common import rng_for
-from tests.helpers import early, heavy, start_early
+from tests.helpers import ROOT, early, heavy, start_early
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, d_ff=2, vocab=3, length=4, offsets=2,
                         keys=3, values=3, pairs=2, queries=1, batch=2, pretrain=6, budgets=(2, 4),
                         held_out=6, seed=5, seeds=2)

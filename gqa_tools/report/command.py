@@ -15,10 +15,10 @@ from typing import Any, List, Sequence, Tuple
 import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import (WriteRefused, add_int_options, chosen_lang, given, int_options, progress_line,
+from gqa_tools.common import (add_int_options, chosen_lang, given, int_options, progress_line,
                               speaking)
 from gqa_tools.report import child, measuring, sections
-from gqa_tools.report.files import (check, default_report_path, differs, figures_folder, write_report,
+from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, write_report,
                                     why_not_write, wrote)
 from gqa_tools.report.lab import Lab
 from gqa_tools.report.record import TRAINING_RECORD, recorded_training, write_training

@@ -10,11 +10,60 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from typing import List, Optional, Sequence, Tuple
 
 import gqa
 from gqa_grader.i18n import _, ngettext
-from gqa_tools.common import WriteRefused, stage, write_target
+
+
+# ---------------------------------------------------------------------------
+# Writing a file: all or nothing.
+# ---------------------------------------------------------------------------
+
+
+class WriteRefused(Exception):
+    """A path the tools will not write to, and why."""
+
+
+def write_target(path: str) -> str:
+    """The file a write to path replaces: path itself, or the file a symlink points to.
+
+    Refuses an empty path and anything that is not a regular file (a
+    directory, a device such as /dev/null, a FIFO): replacing those would
+    destroy them.
+    """
+    if not path:
+        raise WriteRefused(_("the path is empty"))
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isfile(target):
+        raise WriteRefused(_("it is not a regular file (a directory, a device or a pipe); "
+                             "only a file is replaced"))
+    return target
+
+
+def stage(target: str, text: str) -> str:
+    """Write text to a new temporary file beside target; return its path.
+
+    The file gets the mode target has (or, for a new file, 0666 less the
+    umask), so that os.replace(staged, target) then swaps it in whole: the
+    first half of an all-or-nothing write.
+    """
+    if os.path.exists(target):
+        mode = os.stat(target).st_mode & 0o7777
+    else:
+        mask = os.umask(0)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
 
 # The project: the folder that holds gqa_tools/, its gqa.py and its report.md.
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import gqa
 from gqa_tools import uptraining as training
-from gqa_tools.common import stage, write_target
+from gqa_tools.report.files import stage, write_target
 
 
 TRAINING_RECORD = "report-training.json"
