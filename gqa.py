@@ -82,9 +82,9 @@ __all__ = ["GQAError", "valid_g", "method_name", "kv_head", "group_heads", "fold
     "DecodeTraffic", "decode_traffic", "grouped_attention_backward", "layer_backward"]
 
 
-# One naming rule: a public step checks what it is given at the door (the end of the file),
-# then runs its trusted kernel, if it has one, named as the step with a leading underscore
-# (kv_head runs _kv_head), which skips the checks.  GQAError is the lab's one exception.
+# One naming rule: a step checks its input at the door (the file's end), then runs its trusted
+# kernel, named as the step with a leading underscore (kv_head: _kv_head, KVCache.append: _append,
+# layer_backward: _layer_forward then _layer_backward); helpers are named for what they do.
 class GQAError(ValueError):
     """A size or shape that breaks the rules of grouped-query attention."""
 
@@ -1102,9 +1102,9 @@ class KVCache:
                                    f"values; this cache holds d={self.d}")
                 _check_values("KVCache.append", f"{name} head {j}", row)
             new.append([array("d", row) for row in rows])
-        self._write(*new)
+        self._append(*new)
 
-    def _write(self, k_rows: Sequence, v_rows: Sequence) -> None:
+    def _append(self, k_rows: Sequence, v_rows: Sequence) -> None:
         """Append one position of checked rows, [g][d] each."""
         start, stop = self._length * self.d, (self._length + 1) * self.d
         for store, rows in ((self.k, k_rows), (self.v, v_rows)):
@@ -1161,7 +1161,7 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
     q = [_project(x, cols, "q_proj")[0] for cols in w.q_cols]      # [h][d]
     k = [_project(x, cols, "k_proj")[0] for cols in w.k_cols]      # [g][d]
     v = [_project(x, cols, "v_proj")[0] for cols in w.v_cols]      # [g][d]
-    cache._write(k, v)
+    cache._append(k, v)
     views = [_cache_views(cache, j) for j in range(g)]            # [g] x ([m][d], [d][m])
     heads = [_single_head_attention([q[i]], *views[_kv_head(i, w.h, g)], causal=False)
              for i in range(w.h)]                                  # [h][1][d]
@@ -1277,7 +1277,7 @@ def _grouped_attention_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Se
     dq, dk, dv = [], [None] * g, [None] * g
     for i in range(h):
         j = _kv_head(i, h, g)                         # the key/value head query head i read from
-        dq_i, dk_i, dv_i = _attend_backward(q[i], k[j], v[j], d_out[i], probs[i])
+        dq_i, dk_i, dv_i = _single_head_attention_backward(q[i], k[j], v[j], d_out[i], probs[i])
         dq.append(dq_i)                                         # [n][d]
         # The shared head's gradient: the sum of what its h // g query heads send it.
         dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]
@@ -1285,7 +1285,7 @@ def _grouped_attention_backward(q: Sequence, k: Sequence, v: Sequence, d_out: Se
     return dq, dk, dv                                           # [h][n][d], [g][m][d], [g][m][d_v]
 
 
-def _attend_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
+def _single_head_attention_backward(q: Sequence, keys: Sequence, v_rows: Sequence, d_out: Sequence,
                      probs: Sequence) -> tuple:
     """One query head's gradients for checked input: (dq [n][d], dk [m][d], dv [m][d_v]).
 
@@ -1637,18 +1637,21 @@ def _check_prepared(func: str, w: PreparedWeights) -> None:
 
     A record built by hand, or changed with _replace, is refused when its
     shape shows it: h, g, d_model and d ints, and tuples of h, g, g and
-    d_model columns, each head's of d.  (Its values are not read again.)
+    d_model columns, each head's d columns of d_model values and each of
+    o_cols's h x d values.  (Its values are not read again.)
     """
     _check_int(func, "weights.d_model", w.d_model, low=1)
     _check_int(func, "weights.d", w.d, low=1)
     for name, heads in (("q_cols", w.h), ("k_cols", w.g), ("v_cols", w.g)):
         t = getattr(w, name)
-        if type(t) is not tuple or len(t) != heads or \
-                any(type(cols) is not tuple or len(cols) != w.d for cols in t):
-            raise GQAError(f"{func}: weights.{name} must be {heads} tuples of d={w.d} columns, "
-                           f"as prepare_weights makes them; make PreparedWeights with it")
+        if type(t) is not tuple or len(t) != heads or any(
+                type(cols) is not tuple or len(cols) != w.d
+                or any(type(col) is not tuple or len(col) != w.d_model for col in cols) for cols in t):
+            raise GQAError(f"{func}: weights.{name} must be {heads} tuples of d={w.d} columns of "
+                           f"d_model={w.d_model} values, as prepare_weights makes them; make "
+                           f"PreparedWeights with it")
     if type(w.o_cols) is not tuple or len(w.o_cols) != w.d_model or \
-            (w.o_cols and (type(w.o_cols[0]) is not tuple or len(w.o_cols[0]) != w.h * w.d)):
+            any(type(col) is not tuple or len(col) != w.h * w.d for col in w.o_cols):
         raise GQAError(f"{func}: weights.o_cols must be d_model={w.d_model} tuples of h x d = "
                        f"{w.h * w.d} values, as prepare_weights makes them; make PreparedWeights "
                        f"with it")

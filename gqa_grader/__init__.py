@@ -1,8 +1,8 @@
 """The referee of the gqa lab: grades a gqa.py step by step against an independent
 reference, the module running only in a sandboxed worker (`python grader.py`).
 
-One job a file, each importing only those above it in this list and the standard
-library (never gqa.py, never the tools):
+One job a file, each importing only those above it in this list, the standard
+library and gqa_sandbox (never gqa.py, never the tools):
 
     i18n       the language a student reads: _() and ngettext() over gettext's
                catalogs (locale/), chosen by --lang or the environment; display width
@@ -11,7 +11,11 @@ library (never gqa.py, never the tools):
     copies     submissions that share most of their code (winnowing), flagged, not scored
     cleanup    what a run's user left behind, removed; never raises
     compare    comparing answers; text from the worker made safe to print
+    inputs     the cases' inputs, drawn, shaped and flattened; the counter the reference
+               counts with
     reference  the reference: one ref_ function per step, built another way
+    answers    where the checks' expected answers come from: the reference, or the
+               answers a handout recorded
     worker     the worker program, run as a script: the only importer of the module
     users      the worker's users: a user id per run, its processes killed, what it reaches
     seal       the seal: limits, a private folder, a user id per run, gqa_sandbox's
@@ -33,6 +37,7 @@ library (never gqa.py, never the tools):
     prose      a starter's docstrings and comments in the student's language
     catalogs   the catalogs' .po read and compiled to .mo; the message ids in the code
     handout    the starter's file and Gradescope's autograder.zip
+    selfcheck  --handout: the students' starter and a self-check that holds no reference
     records    what a run records to be had again: provenance, the options carried,
                a submission's seed from a secret
     submissions  what was submitted: a class's folder, a student's gqa.py in it
@@ -42,6 +47,7 @@ library (never gqa.py, never the tools):
     commands   the teacher's commands (--class, --classroom, --autograder, --handout):
                what each can carry, and where each goes
     cli        the command line
+    __main__   python -m gqa_grader: the same as python grader.py
 
 The public door, for the tools: grade() (a StepResult per step, read by its fields)
 and run_in_child(), and their errors.

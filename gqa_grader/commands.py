@@ -19,7 +19,7 @@ from .classroom import Gradebook
 from .grading import guessable
 from .i18n import _
 from .pool import serve
-from .records import VISIBILITIES, flag, given
+from .records import VISIBILITIES, flag, options_given
 from .workflow import write_workflow
 
 
@@ -67,7 +67,7 @@ def add_options(parser):
 
 def check_args(parser, args, argv):
     """The usage errors of these commands: what each cannot carry, and its own options."""
-    args.given = given(parser, argv)
+    args.given = options_given(parser, argv)
     commands = [dest for dest in NAMES if getattr(args, dest)]
     if len(commands) > 1 or commands and args.starter:
         parser.error("give one of --class, --classroom, --autograder, --handout and --starter at a time")

@@ -142,13 +142,19 @@ def classroom_result(results, args, error=None):
     tests = [{"name": f"step {r.step}: {r.name}", "status": "pass" if r.status == "passed" else "fail",
               "score": round(r.points, 2), "message": (r.message or r.status).splitlines()[0]
               if r.status != "passed" else "", "line_no": 0} for r in results]
-    most = sum(r.max_points for r in results)
     if error:                              # nothing graded: the step's points, none of them earned
-        tests = [{"name": "grading", "status": "error", "score": 0, "message": error, "line_no": 0}]
-        most = sum(float((getattr(args, "weight_map", None) or {}).get(name, 1))
-                   for name in (getattr(args, "only", None) or []))
-    return {"version": 1, "status": "error" if error else "pass" if all(t["status"] == "pass" for t in tests)
-            else "fail", "max_score": round(most, 2), "tests": tests}
+        return classroom_error("grading", error, round(sum(
+            float((getattr(args, "weight_map", None) or {}).get(name, 1))
+            for name in (getattr(args, "only", None) or [])), 2))
+    return {"version": 1, "status": "pass" if all(t["status"] == "pass" for t in tests) else "fail",
+            "max_score": round(sum(r.max_points for r in results), 2), "tests": tests}
+
+
+def classroom_error(name, message, max_score):
+    """GitHub Classroom's result of a step that graded nothing (a usage error, a step
+    that never finished): worth max_score, none of it earned, its one test named name."""
+    return {"version": 1, "status": "error", "max_score": max_score,
+            "tests": [{"name": name, "status": "error", "score": 0, "message": message, "line_no": 0}]}
 
 
 def gradescope(results, args, error=None):

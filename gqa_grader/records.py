@@ -1,7 +1,7 @@
 """What a run records, so that the same grade can be had again.
 
 - The options a Gradescope zip or a Classroom workflow carries (carried()): the
-  seed, and each option the command line gave (given()); commands.check_args
+  seed, and each option the command line gave (options_given()); commands.check_args
   refuses the ones it cannot carry, with a usage error, never dropped.
 - Every document's provenance (stamp()): the grader's version, the seed, the
   options and the sha256 of the module's bytes that were graded.
@@ -31,7 +31,7 @@ VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")   # Gr
 _UNSET = object()
 
 
-def given(parser, argv):
+def options_given(parser, argv):
     """The dests of the options argv gives (an option equal to its default included)."""
     namespace = argparse.Namespace(**{a.dest: _UNSET for a in parser._actions})
     parser.parse_args(argv, namespace)

@@ -39,6 +39,9 @@ MAIN = [
 ]
 
 GIVEN = "# Given: step {step}, {name}, is not in your track; it is written for you, to be read and called."
+# Comments of gqa.py about what the starter leaves out (its kernels, the checks at the
+# door): a comment paragraph, or a banner, whose first line starts so is left out too.
+SOLUTION_ONLY = ("# One naming rule:", "# The door:")
 WIDTH = 99                              # the longest line a stub's raise is wrapped to
 _STEP_LINE = re.compile(r"# Step \d+\.")
 _BANNER_LINE = re.compile(r"# -{20,}$")
@@ -245,8 +248,13 @@ def _gap(gap: list, dropped: bool) -> list:
         line = gap[i]
         if _BANNER_LINE.match(line):                     # a banner: to its closing dashes
             end = next((j for j in range(i + 1, len(gap)) if _BANNER_LINE.match(gap[j])), i)
-            pieces += [("banner", text) for text in gap[i:end + 1]]
+            if end == i or not gap[i + 1].startswith(SOLUTION_ONLY):
+                pieces += [("banner", text) for text in gap[i:end + 1]]
             i = end + 1
+            continue
+        if line.startswith(SOLUTION_ONLY):              # the paragraph: to a line not a comment
+            while i < len(gap) and gap[i].startswith("#"):
+                i += 1
             continue
         pieces.append(("blank" if not line.strip() else "comment", line))
         i += 1

@@ -12,6 +12,7 @@ import re
 import sys
 
 from .atomic import write_atomically
+from .documents import classroom_error
 from .grading import GRADER_VERSION
 from .records import carried
 from .tracks import ALL_STEPS, default_track
@@ -106,9 +107,8 @@ def _unfinished(st, args):
     """The result of a step that wrote none (it ran out of time, or never started): worth
     its points, none earned, in the form the reporter reads (base64 JSON)."""
     import base64
-    result = {"version": 1, "status": "error", "max_score": args.weight_map.get(st.name, 1),
-              "tests": [{"name": f"step {st.number}: {st.name}", "status": "error", "score": 0,
-                         "message": "the step did not finish", "line_no": 0}]}
+    result = classroom_error(f"step {st.number}: {st.name}", "the step did not finish",
+                             args.weight_map.get(st.name, 1))
     return base64.b64encode(json.dumps(result, sort_keys=True).encode("utf-8")).decode("ascii")
 
 

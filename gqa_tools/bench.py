@@ -23,8 +23,8 @@ import tracemalloc
 from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 
 import gqa
-from gqa_tools.common import (add_int_options, human_bytes, int_options, progress_line, project, rng_for,
-                       seed_for, text_table)
+from gqa_tools.common import add_int_options, human_bytes, int_options, progress_line, project, text_table
+from gqa_tools.seeds import rng_for, seed_for
 
 
 class Settings(NamedTuple):

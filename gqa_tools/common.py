@@ -6,19 +6,9 @@ statistics, sizer, uptraining), never each other; with --module they run a
 student's gqa.py through the grader's worker (gqa_grader.run_in_child),
 never in their own process.  Here: plain and Markdown tables, bars, number
 formats, the integer options of `report` and `bench`, a projection kept
-outside the tally, the one seeding scheme, a progress line on stderr, the
+outside the tally, a progress line on stderr, the
 lab's steps by number and which of them the grader passes for a student's
 module.
-
-Seeds
------
-Every random draw of every tool comes from one scheme: the user's seed S
-and the name of what is drawn, as random.Random(f"{stream}:{S}").  The
-streams are "weights" (init_weights, also given f"weights:{S}"), "weights of
-layer L", "input", "random heads", and "attention inputs" (the q, k, v of a
-student's report, section 5).  The grader follows the same scheme,
-f"{check}:{S}", with code of its own.  String seeds are hashed with SHA-512
-by random.Random, so the draws are the same on every Python version.
 """
 
 from __future__ import annotations
@@ -26,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import random
 import sys
 from operator import mul
 from typing import Callable, Iterator, List, NamedTuple, Optional, Sequence
@@ -35,19 +24,10 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import N_, _, ngettext
 
-# ---------------------------------------------------------------------------
-# Seeds: one scheme for every tool.
-# ---------------------------------------------------------------------------
-
-
-def seed_for(stream: str, seed: int) -> str:
-    """Return the seed of one stream of draws: f"{stream}:{seed}"."""
-    return f"{stream}:{seed}"
-
-
-def rng_for(stream: str, seed: int) -> random.Random:
-    """Return random.Random(seed_for(stream, seed))."""
-    return random.Random(seed_for(stream, seed))
+# The checkout: the folder that holds gqa.py and gqa_tools/ (a --module run's worker
+# imports the tools from it), and the most processes a command is given.
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_JOBS = 64
 
 
 # ---------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools.sizer import ModelShape
-from gqa_tools.common import (block_bars, block_markdown, block_rows, cache_markdown, chosen_lang,
+from gqa_tools.common import (PROJECT, block_bars, block_markdown, block_rows, cache_markdown, chosen_lang,
                               multiplies_markdown, speaking)
 
 DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
@@ -116,7 +116,7 @@ def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -
     try:
         for item in grader.run_in_child(path, "gqa_tools.tables:child_texts",
                                         [s, model_g, causal, i18n.language()],
-                                        paths=[os.path.dirname(os.path.dirname(os.path.abspath(__file__)))],
+                                        paths=[PROJECT],
                                         label=path, what=_("computing the tables"),
                                         item_timeout=CHILD_TIMEOUT, budget=2 * CHILD_TIMEOUT):
             if isinstance(item, dict):

@@ -333,6 +333,7 @@ def load_tests(loader, tests, ignore):
             tests.addTests(doctest.DocFileSuite(os.path.join(ROOT, page), module_relative=False))
     for name in [""] + [f".{m.name}" for m in pkgutil.iter_modules(sizer.__path__)]:   # the sizer, each module
         tests.addTests(doctest.DocTestSuite(importlib.import_module("gqa_tools.sizer" + name)))
+    tests.addTests(doctest.DocTestSuite(importlib.import_module("gqa_tools.seeds")))
     return tests
 
 

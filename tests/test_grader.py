@@ -122,7 +122,7 @@ MUTANTS = [
     ("a cache that counts only its keys", "KVCache",
      "for a in chain(self.k, self.v))", "for a in self.k)"),
     ("a decode step that forgets to append to the cache", "decode_step",
-     "    cache._write(k, v)\n", "    cache._length += 1\n"),
+     "    cache._append(k, v)\n", "    cache._length += 1\n"),
     ("decode traffic counting h cache heads", "decode_traffic",
      "cache_reads = 2 * g * d * positions * batch", "cache_reads = 2 * h * d * positions * batch"),
     ("a backward pass that forgets to sum a shared head's gradients over its group",
@@ -220,7 +220,7 @@ MUTANTS = [
      'f"got query_head={query_head}")', 'f"got a larger one")'),
     ("a decode_step that appends to the cache before refusing", Robust("refusals", "decode_step"),
      '    if len(x_t) != w.d_model:\n        raise GQAError(f"decode_step: x_t has',
-     '    if len(x_t) != w.d_model:\n        cache._write([[0.0] * w.d] * g, [[0.0] * w.d] * g)\n'
+     '    if len(x_t) != w.d_model:\n        cache._append([[0.0] * w.d] * g, [[0.0] * w.d] * g)\n'
      '        raise GQAError(f"decode_step: x_t has'),
     ("group_heads returning a list that holds itself", "group_heads",
      "    return [list(range(j * group, (j + 1) * group)) for j in range(g)]",

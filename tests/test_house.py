@@ -15,7 +15,7 @@ from tests.helpers import ROOT, heavy, run_grader
 
 
 # The floors, lowest first: a module may import the standard library and the modules
-# on floors below its own (or, inside gqa_tools, on its own floor's earlier rows).
+# on floors below its own, and nothing else of the project.
 FLOORS = [
     ["gqa"],
     ["gqa_sandbox.enter"], ["gqa_sandbox"],
@@ -34,7 +34,7 @@ FLOORS = [
     ["gqa_grader.classroom"], ["gqa_grader.workflow"], ["gqa_grader.commands"],
     ["gqa_grader.cli"],
     ["gqa_grader"], ["gqa_grader.__main__", "grader"],
-    ["gqa_tools.svg", "gqa_tools.statistics"], ["gqa_tools.common"],
+    ["gqa_tools.svg", "gqa_tools.statistics", "gqa_tools.seeds"], ["gqa_tools.common"],
     ["gqa_tools.sizer.units", "gqa_tools.sizer.rules", "gqa_tools.sizer.families", "gqa_tools.sizer.fields"],
     ["gqa_tools.sizer.kinds", "gqa_tools.sizer.files"], ["gqa_tools.sizer.accounting"],
     ["gqa_tools.sizer.layouts"], ["gqa_tools.sizer.readers"], ["gqa_tools.sizer.decoder"],
@@ -81,17 +81,50 @@ def tree_of(path):
         return ast.parse(f.read())
 
 
+LOADERS = {"import_module", "__import__", "run_module", "find_spec", "spec_from_file_location"}
+
+
+def loaded_by_name(node):
+    """The module a call such as importlib.import_module("gqa_tools.cli") loads by a
+    name written in the code (a string), or None."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+    first = node.args[0]
+    if func in LOADERS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
+def main_block(tree):
+    """The lines of a file's `if __name__ == "__main__":` block: (first, last), or None."""
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and \
+                getattr(node.test.left, "id", None) == "__name__" and \
+                any(isinstance(c, ast.Constant) and c.value == "__main__" for c in node.test.comparators):
+            return node.lineno, node.end_lineno
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def imports_of(dotted, path):
-    """[(imported project module, enclosing function or None, line)] of a file, every
-    import in it (inside functions too), relative ones resolved."""
+    """[(imported project module, enclosing function or None, line)] of a file: every
+    import in it (inside functions too, relative ones resolved), and every module it
+    loads by a name written in it (importlib.import_module("..."), __import__,
+    runpy.run_module); all but those of its `if __name__ == "__main__":` block, which
+    runs when the file is the program and is no import of the module (main_imports)."""
     tree = tree_of(path)
     package = dotted if path.endswith("__init__.py") else dotted.rpartition(".")[0]
     spans = [(n.lineno, n.end_lineno, n.name) for n in ast.walk(tree)
              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    main = main_block(tree) or (0, -1)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if getattr(node, "lineno", 0) and main[0] <= node.lineno <= main[1]:
+            continue
+        if loaded_by_name(node):
+            names = [loaded_by_name(node)]
+        elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
@@ -103,7 +136,7 @@ def imports_of(dotted, path):
             continue
         inside = [name for start, end, name in spans if start <= node.lineno <= end]
         for name in names:
-            if name.split(".")[0] in ("gqa", "gqa_grader", "gqa_tools", "grader"):
+            if name.split(".")[0] in ("gqa", "gqa_sandbox", "gqa_grader", "gqa_tools", "grader"):
                 found.append((name, inside[-1] if inside else None, node.lineno))
     return found
 
@@ -126,14 +159,36 @@ class Layout(unittest.TestCase):
             for name, _function, line in imports_of(dotted, path):
                 if name not in self.modules or name == dotted:
                     continue                 # "from gqa_grader import x": x is checked as a module
-                self.assertLess(self.floor[name], self.floor[dotted] + (dotted == "grader"),
+                self.assertLess(self.floor[name], self.floor[dotted],
                                 f"{path}:{line}: {dotted} imports {name}, on a floor not below its own")
+
+    def test_a_module_loaded_by_its_name_counts_as_an_import(self):
+        source = ("import importlib\n"
+                  "def door():\n"
+                  "    return importlib.import_module('gqa_tools.cli'), __import__('gqa_grader')\n"
+                  "if __name__ == '__main__':\n"
+                  "    import gqa_tools.report\n")
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(source)
+        self.addCleanup(os.unlink, f.name)
+        self.assertEqual(imports_of("gqa", f.name), [("gqa_tools.cli", "door", 3), ("gqa_grader", "door", 3)])
+
+    def test_the_lab_as_a_program_hands_its_command_line_to_the_tools_alone(self):
+        # `python -m gqa COMMAND` runs gqa.py as the program: its __main__ block (no import of
+        # the module gqa) names the tools' command line, and nothing else of the project.
+        tree = tree_of(self.modules["gqa"])
+        first, last = main_block(tree)
+        named = sorted({loaded_by_name(n) for n in ast.walk(tree) if loaded_by_name(n)} |
+                       {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                        if a.name.split(".")[0] in ("gqa_tools", "gqa_grader", "gqa_sandbox")})
+        self.assertEqual(named, ["gqa_tools.cli"])
+        self.assertTrue(all(first <= n.lineno <= last for n in ast.walk(tree) if loaded_by_name(n)))
 
     def test_the_referee_imports_nothing_of_the_lab_or_the_tools(self):
         for dotted, path in self.modules.items():
             if dotted.startswith("gqa_grader"):
                 tops = {name.split(".")[0] for name, _, _ in imports_of(dotted, path)}
-                self.assertLessEqual(tops, {"gqa_grader"}, path)
+                self.assertLessEqual(tops, {"gqa_grader", "gqa_sandbox"}, path)
 
     def test_the_lab_is_the_lesson_first_and_imports_nothing_of_the_project(self):
         path = self.modules["gqa"]
@@ -156,7 +211,7 @@ class Layout(unittest.TestCase):
                      and n.end_lineno - n.lineno + 1 > 60]
         self.assertEqual(long, [])
 
-    def test_no_file_over_600_lines_but_the_lab(self):
+    def test_no_file_of_the_three_parts_over_600_lines_but_the_lab(self):
         long = []
         for dotted, path in self.modules.items():
             with open(path, encoding="utf-8") as f:
@@ -164,6 +219,15 @@ class Layout(unittest.TestCase):
             if dotted != "gqa" and lines > 600:
                 long.append(f"{os.path.relpath(path, ROOT)} ({lines} lines)")
         self.assertEqual(long, [])
+
+    def test_each_package_says_which_module_holds_what(self):
+        # The package's docstring is its map: every module and sub-package is named in it.
+        for dotted in packages_of():
+            doc = ast.get_docstring(tree_of(self.modules[dotted])) or ""
+            parts = {name.rpartition(".")[2] for name in self.modules
+                     if name.rpartition(".")[0] == dotted}
+            with self.subTest(package=dotted):
+                self.assertEqual(sorted(p for p in parts if not re.search(rf"\b{re.escape(p)}\b", doc)), [])
 
     def test_contributing_lists_every_file_once_with_a_sentence(self):
         with open(os.path.join(ROOT, "CONTRIBUTING.md"), encoding="utf-8") as f:

@@ -12,7 +12,7 @@ import unittest
 import gqa
 from gqa_grader import reference as ref
 from gqa_grader.reference import rand_tensor
-from tests.helpers import CloseMixin, flat, new_rng, random_case, random_layer_case
+from tests.helpers import ROOT, CloseMixin, flat, new_rng, random_case, random_layer_case
 
 
 def load_tests(loader, tests, ignore):
@@ -335,6 +335,19 @@ class Prepared(unittest.TestCase):
             with self.assertRaisesRegex((gqa.GQAError, TypeError), rf"decode_step: .*{field}"):
                 gqa.decode_step([1.0] * 3, bad, 2, gqa.KVCache(2, 2))
 
+    def test_prepared_weights_with_a_column_cut_short_are_refused_not_truncated(self):
+        # Cut short, a column would make a shorter dot product (sum(map(mul, ...)) stops at
+        # the shorter of the two): a wrong number with no error, unless the door counts.
+        p = gqa.prepare_weights(gqa.init_weights(h=4, d_model=3, d=2, seed=0), 2)
+        def short(t):                                     # every innermost tuple loses its last value
+            return tuple(short(x) for x in t) if type(t[0]) is tuple else t[:-1]
+        for field in ("q_cols", "k_cols", "v_cols", "o_cols"):
+            bad = p._replace(**{field: short(getattr(p, field))})
+            with self.assertRaisesRegex(gqa.GQAError, rf"layer: weights.{field} must be"):
+                gqa.layer([[1.0] * 3], bad, 2)
+            with self.assertRaisesRegex(gqa.GQAError, rf"decode_step: weights.{field} must be"):
+                gqa.decode_step([1.0] * 3, bad, 2, gqa.KVCache(2, 2))
+
     def test_fold_weights_gives_lists_whatever_rows_it_was_given(self):
         w = gqa.init_weights(h=4, d_model=3, d=2, seed=0)
         as_tuples = gqa.Weights(*(tuple(tuple(tuple(r) for r in head) for head in t) for t in w))
@@ -484,9 +497,8 @@ class House(unittest.TestCase):
         import os
         import subprocess
         import sys
-        root = os.path.dirname(os.path.abspath(gqa.__file__))
         run = subprocess.run([sys.executable, "-m", "gqa", "--help"], capture_output=True, text=True,
-                             cwd=root, timeout=60)
+                             cwd=ROOT, timeout=60)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("usage: python -m gqa COMMAND", run.stdout)
 
@@ -497,7 +509,6 @@ class House(unittest.TestCase):
         import subprocess
         import sys
         import tempfile
-        root = os.path.dirname(os.path.abspath(gqa.__file__))
         hook = ("import atexit, os, sys\n"
                 "runs = []\n"
                 "sys.addaudithook(lambda event, args: runs.append(1) if event == 'exec' and\n"
@@ -508,7 +519,7 @@ class House(unittest.TestCase):
                 f.write(hook)
             env = dict(os.environ, PYTHONPATH=folder, GQA_RUNS=os.path.join(folder, "runs"))
             run = subprocess.run([sys.executable, "-m", "gqa", "config", "examples/configs/llama-2-70b.json",
-                                  "--context", "4096"], capture_output=True, text=True, cwd=root,
+                                  "--context", "4096"], capture_output=True, text=True, cwd=ROOT,
                                  env=env, timeout=60)
             self.assertEqual(run.returncode, 0, run.stderr)
             self.assertIn("llama", run.stdout.lower())

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import unittest
 
+from gqa_grader import starter
 from gqa_grader.starter import make_starter
 from tests.helpers import ROOT, heavy, run_grader
 
@@ -97,8 +98,17 @@ class FromGqa(unittest.TestCase):
                 above = top
                 while above and lines[above - 1].startswith("#"):
                     above -= 1
+                if lines[above].startswith(starter.SOLUTION_ONLY):   # about the kernels: left out
+                    above = top
                 block = "\n".join(lines[above:top + 1])          # its comments and its first line
                 self.assertTrue(block in STARTER, node.name)
+
+    def test_it_says_nothing_of_the_kernels_and_the_checks_it_leaves_out(self):
+        for opening in starter.SOLUTION_ONLY:
+            self.assertIn(opening, SOURCE)
+            self.assertNotIn(opening, STARTER)
+        self.assertIn("MAX_SIZE = ", STARTER)                  # the limits stay, with their comment
+        self.assertIn("# Limits: a size or count is at most MAX_SIZE", STARTER)
         for cited in ("Ainslie et al. 2023", "Shazeer 2019", "llama2.c's `h / kv_mul`",
                       "w_q   [h][d_model][d]", "MQA paper's einsum layout"):
             self.assertTrue(cited in STARTER, cited)

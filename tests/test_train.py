@@ -28,7 +28,7 @@ from gqa_tools import uptraining as gqa_train
 from gqa_tools.uptraining import claims, experiment, tasks
 from gqa_tools.uptraining import sentences as gqa_sentences
 from gqa_tools.uptraining import model as gqa_model
-from gqa_tools.common import rng_for
+from gqa_tools.seeds import rng_for
 from tests.helpers import ROOT, early, heavy, start_early
 
 TINY = gqa_train.Recipe(heads=2, head_dim=2, d_model=4, d_ff=2, vocab=3, length=4, offsets=2,

@@ -18,7 +18,7 @@ and the rest of it stands.  That report goes beside the module
 project's own.  What would stop a write (no such folder, a path that is not
 a file) is refused before any work.  The report is the same to the byte on
 every run, machine and Python version: seeded random numbers
-(gqa_tools.common's one scheme), a fixed order, fixed precision, no
+(gqa_tools.seeds' one scheme), a fixed order, fixed precision, no
 timings, no dates, no machine names.
 
 measure() runs the lab on a small configuration; each section_*() function
@@ -32,6 +32,7 @@ and --check compares them too.
 Its modules, each with one job, in the order they build on each other:
 
     settings     Config (what a report is computed for), the options' limits and help
+    files        writing a report and its figures atomically, or --check
     lab          Lab: the module a report is built from, every call guarded
     measuring    measure(): the small configuration, run for real
     record       section 8's training, kept in report-training.json
@@ -43,7 +44,6 @@ Its modules, each with one job, in the order they build on each other:
     reading      section 9: how to read this
     student      a student's header, section 5 and write-up (--module)
     sections     SECTIONS, STUDENT_SECTIONS; build_parts(), assemble(), figures_of()
-    files        writing a report and its figures atomically, or --check
     child        a student's report, built in the grader's worker
     command      the command line: main()
 """

@@ -16,9 +16,8 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import failing_steps
+from gqa_tools.common import PROJECT, failing_steps
 from gqa_tools.report import measuring
-from gqa_tools.report.files import PROJECT
 from gqa_tools.report.lab import Lab
 from gqa_tools.report.sections import STUDENT_SECTIONS, Part, build_parts, section_header
 from gqa_tools.report.settings import Config

@@ -15,7 +15,7 @@ from typing import Any, List, Sequence, Tuple
 import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import (add_int_options, chosen_lang, given, int_options, progress_line,
+from gqa_tools.common import (MAX_JOBS, add_int_options, chosen_lang, given, int_options, progress_line,
                               speaking)
 from gqa_tools.report import child, measuring, sections
 from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, write_report,
@@ -25,7 +25,6 @@ from gqa_tools.report.record import TRAINING_RECORD, recorded_training, write_tr
 from gqa_tools.report.settings import LIMITS, OPTION_HELP, Config
 
 
-MAX_JOBS = 64
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -267,7 +267,8 @@ def what_g_changes(cfg: Config, lab: Lab) -> Tuple[str, Figures]:
     return body, (("what-g-changes.svg", svg),)
 
 
-def decode_traffic(lab: Lab, cfg: Config, g: int, batch: int = 1) -> Any:
+def traffic(lab: Lab, cfg: Config, g: int, batch: int = 1) -> Any:
+    """The lab's decode_traffic for the report's configuration, g and batch."""
     return lab.decode_traffic(cfg.context, cfg.heads, g, cfg.head_dim, cfg.d_model, batch=batch)
 
 
@@ -307,6 +308,6 @@ def section_decoding(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
           "cache (Shazeer 2019, section 3).").format(n=f"{cfg.context:,}") + "\n",
         markdown_table([_("method"), "g", _("batch {size}").format(size=1),
                         _("batch {size}").format(size=cfg.batch)],
-                       [(ids.name[g], g, fmt(decode_traffic(lab, cfg, g).ratio),
-                         fmt(decode_traffic(lab, cfg, g, cfg.batch).ratio)) for g in ids.gs]),
+                       [(ids.name[g], g, fmt(traffic(lab, cfg, g).ratio),
+                         fmt(traffic(lab, cfg, g, cfg.batch).ratio)) for g in ids.gs]),
         ""]), (("decoding.svg", svg),)

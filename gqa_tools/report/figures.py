@@ -161,12 +161,12 @@ def _title_width(title: str) -> float:
     return 1.1 * text_width(title, 15) + 32
 
 
-# A value measured over seeds, as the figures take it: (mean, low, high), the
-# low and high ends of an interval around the mean (the report gives 95 % ones).
-Spread = Tuple[float, float, float]
+# A band: a value measured over seeds, as the figures take it: (mean, low, high),
+# the ends of an interval around the mean (the report gives 95 % ones).
+Band = Tuple[float, float, float]
 
 
-def _check_spreads(func: str, what: str, spreads: Sequence[Spread], count: int) -> None:
+def _check_spreads(func: str, what: str, spreads: Sequence[Band], count: int) -> None:
     if len(spreads) != count or any(len(s) != 3 or not s[1] <= s[0] <= s[2] for s in spreads):
         raise ValueError(f"{func}: {what} must hold {count} (mean, low, high) triples with "
                          f"low <= mean <= high; got {list(spreads)!r}")
@@ -175,8 +175,8 @@ def _check_spreads(func: str, what: str, spreads: Sequence[Spread], count: int) 
 CONTROL_STYLE = Style(PALETTE[6], "1 3", "plus")         # black, dotted: the control, in every panel
 
 
-def uptraining_figure(task: str, budgets: Sequence[int], curves: Mapping[Tuple[int, str], Sequence[Spread]],
-                      frozen: Spread, control: Sequence[Spread], *, seeds: int,
+def uptraining_figure(task: str, budgets: Sequence[int], curves: Mapping[Tuple[int, str], Sequence[Band]],
+                      frozen: Band, control: Sequence[Band], *, seeds: int,
                       conversions: Sequence[str] = ("mean", "first", "random"),
                       mark: Optional[Tuple[int, str]] = None) -> str:
     """Held-out accuracy against uptraining steps: one panel per g, one line per conversion.
@@ -228,8 +228,8 @@ def uptraining_figure(task: str, budgets: Sequence[int], curves: Mapping[Tuple[i
     return fig.svg()
 
 
-def _uptraining_text(task: str, budgets: Sequence[int], curves: Mapping[Tuple[int, str], Sequence[Spread]],
-                     conversions: Sequence[str], frozen: Spread, control: Sequence[Spread],
+def _uptraining_text(task: str, budgets: Sequence[int], curves: Mapping[Tuple[int, str], Sequence[Band]],
+                     conversions: Sequence[str], frozen: Band, control: Sequence[Band],
                      seeds: int) -> str:
     """uptraining_figure's description: every mean it draws, in words."""
     gs = sorted({g for g, _ in curves})
@@ -245,7 +245,7 @@ def _uptraining_text(task: str, budgets: Sequence[int], curves: Mapping[Tuple[in
 
 
 def _conversion_lines(ax: Axes, g: int, budgets: Sequence[int],
-                      curves: Sequence[Sequence[Spread]], conversions: Sequence[str]) -> None:
+                      curves: Sequence[Sequence[Band]], conversions: Sequence[str]) -> None:
     """One panel's lines: for each conversion, its mean after each budget, on a band from
     low to high (the bands first, under every line)."""
     for k, rows in enumerate(curves):
@@ -256,7 +256,7 @@ def _conversion_lines(ax: Axes, g: int, budgets: Sequence[int],
                         for b, s in zip(budgets, rows)])
 
 
-def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Spread]], *, note: str, seeds: int) -> str:
+def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Band]], *, note: str, seeds: int) -> str:
     """At one cache size, held-out accuracy of each model: a bar per model, one panel per task.
 
     accuracy: {task: {model: (mean, low, high)}}, the models in the order to

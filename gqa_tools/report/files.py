@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import gqa
 from gqa_grader.i18n import _, ngettext
+from gqa_tools.common import PROJECT
 
 
 # ---------------------------------------------------------------------------
@@ -64,10 +65,6 @@ def stage(target: str, text: str) -> str:
         os.unlink(tmp)
         raise
     return tmp
-
-# The project: the folder that holds gqa_tools/, its gqa.py and its report.md.
-PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 # The folder of figures beside report.md: report-figures/ (beside myreport.md,
 # myreport-figures/), so that two reports in one directory keep their own.

@@ -12,7 +12,7 @@ from typing import Dict, List, Sequence
 from gqa_tools import uptraining as training
 from gqa_tools.common import fmt, human_bytes
 from gqa_tools.statistics import share_verdict
-from gqa_tools.report.costs import BLOCK_MODELS, decode_traffic, run_formula
+from gqa_tools.report.costs import BLOCK_MODELS, run_formula, traffic
 from gqa_tools.report.lab import Lab, Missing, need
 from gqa_tools.report.measuring import Measured
 from gqa_tools.report.settings import Config
@@ -43,8 +43,8 @@ def section_reading(cfg: Config, lab: Lab, m: Measured) -> str:
         f"{human_bytes(2 * mha_cache.elements)} at 16 bits for {cfg.context:,} positions). "
         f"Decoding re-reads the whole cache for every token, so on memory-bound hardware a "
         f"smaller cache decodes faster: at batch {cfg.batch}, MHA reads "
-        f"{fmt(decode_traffic(lab, cfg, h, cfg.batch).ratio)} elements per multiplication and "
-        f"MQA {fmt(decode_traffic(lab, cfg, 1, cfg.batch).ratio)}.",
+        f"{fmt(traffic(lab, cfg, h, cfg.batch).ratio)} elements per multiplication and "
+        f"MQA {fmt(traffic(lab, cfg, 1, cfg.batch).ratio)}.",
         f"- **What g barely changes: the work of a prefill.** The attention body, scores and "
         f"weighted sum, has no g in it. Only the K and V projections shrink: within one "
         f"attention layer they are a large share, so MQA does {fmt(one_layer[0].ratio.total)} of "

@@ -25,9 +25,9 @@ def training_key(recipe: Any) -> str:
     """The sha256 of what section 8's numbers depend on: its inputs' bytes and the recipe."""
     import hashlib
     import json
-    from gqa_tools import common
+    from gqa_tools import seeds
     digest = hashlib.sha256()
-    for module in (gqa, *training.SOURCES, common):
+    for module in (gqa, *training.SOURCES, seeds):
         with open(module.__file__, "rb") as f:
             digest.update(hashlib.sha256(f.read()).digest())
     digest.update(json.dumps(recipe._asdict(), sort_keys=True).encode("utf-8"))

@@ -11,7 +11,8 @@ import math
 from typing import Tuple
 
 from gqa_grader.i18n import _
-from gqa_tools.common import bar_chart, fmt, markdown_table, rng_for, seed_for
+from gqa_tools.common import bar_chart, fmt, markdown_table
+from gqa_tools.seeds import rng_for, seed_for
 from gqa_tools.report.lab import Lab, Unavailable, reason
 from gqa_tools.report.measuring import Measured
 from gqa_tools.report.outputs import difference_headers, section_output

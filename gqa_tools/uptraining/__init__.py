@@ -42,7 +42,7 @@ from gqa_tools.uptraining.sentences import (RULE, findings, same_cache_finding, 
 from gqa_tools.uptraining.tasks import describe
 
 # The modules a run's numbers come from: report-training.json, the record of
-# section 8's training, is keyed by their bytes (gqa_tools.report.training_key).
+# section 8's training, is keyed by their bytes (gqa_tools.report.record.training_key).
 SOURCES = (recipe, tasks, model, experiment)
 
 __all__ = ["CONVERSIONS", "NEEDS", "QUICK", "RECOVERS", "RULE", "Recipe", "SOURCES", "TASKS",

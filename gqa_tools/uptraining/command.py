@@ -27,16 +27,13 @@ import os
 import sys
 from typing import Any, Sequence
 
-from gqa_tools.common import failing_steps, progress_line
+from gqa_tools.common import MAX_JOBS, PROJECT, failing_steps, progress_line
 from gqa_tools.uptraining.experiment import run
 from gqa_tools.uptraining.printing import render
 from gqa_tools.uptraining.recipe import NEEDS, QUICK, Recipe
 
 MAX_SEEDS = 100
-MAX_JOBS = 64
 MODULE_BUDGET = 3600.0      # seconds a run with a student's module may take in all
-# The folder that holds gqa_tools, which the worker imports the training from.
-PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:

@@ -59,7 +59,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_tools.common import seed_for
+from gqa_tools.seeds import seed_for
 from gqa_tools.uptraining.model import Model, copy_model, evaluate, init_model, parameters, train
 from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS, Recipe
 from gqa_tools.uptraining.tasks import batches, check, describe, held_out

@@ -31,7 +31,7 @@ from operator import add, mul, truediv
 from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_tools.common import rng_for, seed_for
+from gqa_tools.seeds import rng_for, seed_for
 from gqa_tools.uptraining.recipe import Recipe
 from gqa_tools.uptraining.tasks import shape
 

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import gqa
 from gqa_grader.i18n import _
-from gqa_tools.common import rng_for
+from gqa_tools.seeds import rng_for
 from gqa_tools.uptraining.recipe import TASKS, Recipe
 
 
