@@ -54,7 +54,17 @@ and run_in_child(), and their errors.
 """
 
 from .failures import Failure, Refused
-from .grading import grade
-from .process import DEFAULT_TIMEOUT, run_in_child
 
 __all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "run_in_child"]
+
+
+def __getattr__(name):
+    """grade, run_in_child and DEFAULT_TIMEOUT, imported when first asked for: a tool
+    that needs only the language (gqa_grader.i18n) does not load the whole grader."""
+    if name == "grade":
+        from .grading import grade
+        return grade
+    if name in ("run_in_child", "DEFAULT_TIMEOUT"):
+        from . import process
+        return getattr(process, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
