@@ -1,0 +1,130 @@
+"""The sizer on families no rule of it was written for: the generalisation set.
+
+examples/configs/generalising/ holds published configs of families that no
+row of FAMILIES, no mechanism and no earlier evaluation set names: encoders
+(text, vision, speech), encoder-decoders, decoders, a wrapper around a
+nested language model, an object detector and diffusion language models.
+They are kept apart from the sets the rules were built on (tests/
+test_config_families.py), and a rule is never written from one of them
+before its baseline is recorded (docs/sizing.md).
+
+Each row of GENERALISING says what the model's architecture keeps per token,
+worked out by hand from its code, in one line, and where the config comes
+from.  "right" is the sizer's bytes per generated token and per source token
+(bf16) equal to those; "refused" is an error (never a number); "wrong" is a
+number that differs.  `python -m tests.test_generalising` prints the table.
+
+Sources.  "HF <type>" is the config class in huggingface/transformers,
+src/transformers/models/<type>/configuration_<type>.py (the commit named):
+its __init__'s defaults, which its docstring gives as those of the named
+checkpoint, written out field for field (a value left None stays null).  The
+others are published config.json files, copied whole from the repository and
+path named.
+"""
+
+from __future__ import annotations
+
+import os
+import unittest
+
+from gqa import GQAError
+from gqa_tools.sizer import ModelShape, per_position
+from tests.helpers import ROOT
+
+FOLDER = os.path.join(ROOT, "examples", "configs", "generalising")
+
+# name: (bytes per generated token, bytes per source token (cross-attention), both in bf16;
+#        what the architecture keeps, in one line; where the config comes from)
+GENERALISING = {
+    # Encoders: they read their input whole and generate nothing; no KV cache.
+    "clip-vit-base-patch32.json": (0, 0, "CLIPModel: a text and a vision encoder, contrastive; nothing generated",
+                                   "whaler404/Hf-Learn, transformers_learn/api/models/multimodal_models/clip/"
+                                   "clip.md (openai/clip-vit-base-patch32's config, printed)"),
+    "clip-text-vit-base-patch32.json": (0, 0, "CLIPTextModel: an encoder (causal mask, but no generation, "
+                                        "no cache)", "HF clip @01841b3, CLIPTextConfig (openai/clip-vit-base-"
+                                        "patch32's text encoder)"),
+    "dinov2-base.json": (0, 0, "Dinov2Model: a ViT encoder over image patches", "HF dinov2 @02d3b01 "
+                         "(facebook/dinov2-base, its archive map)"),
+    "swin-tiny-patch4-window7-224.json": (0, 0, "SwinModel: a windowed vision encoder; window_size is the "
+                                          "encoder's patch window", "HF swin @01ae98a "
+                                          "(microsoft/swin-tiny-patch4-window7-224)"),
+    "bigbird-roberta-base.json": (0, 0, "BigBirdModel, is_decoder false: a block-sparse encoder",
+                                  "HF big_bird @052b1dc (google/bigbird-roberta-base)"),
+    "ast-finetuned-audioset-10-10-0.4593.json": (0, 0, "ASTModel: a ViT encoder over a spectrogram",
+                                                 "HF audio_spectrogram_transformer @020a37d "
+                                                 "(MIT/ast-finetuned-audioset-10-10-0.4593)"),
+    "data2vec-audio-base-960h.json": (0, 0, "Data2VecAudioModel: a convolutional feature encoder and a "
+                                      "Transformer encoder, CTC head", "HF data2vec @0325565, "
+                                      "configuration_data2vec_audio.py (facebook/data2vec-audio-base-960h)"),
+    # An object detector: its decoder takes its 100 queries in one pass, so nothing is cached.
+    "detr-resnet-50.json": (0, 0, "DetrModel: encoder and a decoder over 100 object queries in one pass; "
+                            "no autoregression, no cache", "HF detr @007ecf4 (facebook/detr-resnet-50)"),
+    # Encoder-decoders: the decoder's self-attention per generated token, and its
+    # cross-attention's K and V of every source token, in every decoder layer.
+    "bart-large.json": (12 * 2 * 16 * 64 * 2, 12 * 2 * 16 * 64 * 2, "BART: 12 decoder layers, 16 heads of "
+                        "1024/16 = 64, self- and cross-attention", "HF bart @0171fcd (facebook/bart-large)"),
+    "m2m100-418m.json": (12 * 2 * 16 * 64 * 2, 12 * 2 * 16 * 64 * 2, "M2M100: 12 decoder layers, 16 heads of "
+                         "1024/16 = 64, self- and cross-attention", "HF m2m_100 @04591da (facebook/m2m100_418M)"),
+    "mt5-small.json": (8 * 2 * 6 * 64 * 2, 8 * 2 * 6 * 64 * 2, "mT5: num_decoder_layers null, so num_layers "
+                       "8 decoder layers; 6 heads of d_kv 64", "HF mt5 @053f59e (google/mt5-small)"),
+    "moonshine-tiny.json": (6 * 2 * 8 * 36 * 2, 6 * 2 * 8 * 36 * 2, "Moonshine: 6 decoder layers, "
+                            "decoder_num_key_value_heads null so 8, head 288/8 = 36", "HF moonshine @008f5c8 "
+                            "(UsefulSensors/moonshine-tiny)"),
+    "speecht5-asr.json": (6 * 2 * 12 * 64 * 2, 6 * 2 * 12 * 64 * 2, "SpeechT5: 6 decoder layers, 12 heads "
+                          "of 768/12 = 64, self- and cross-attention", "HF speecht5 @0073453 "
+                          "(microsoft/speecht5_asr)"),
+    # Decoders: every layer full attention.
+    "persimmon-8b-base.json": (36 * 2 * 64 * 64 * 2, 0, "Persimmon: 36 layers, MHA, 64 heads of 4096/64 = 64",
+                               "HF persimmon @038869d (adept/persimmon-8b-base)"),
+    "olmoe-1b-7b-0924.json": (16 * 2 * 16 * 128 * 2, 0, "OLMoE: 16 layers, num_key_value_heads null so 16, "
+                              "head 2048/16 = 128", "HF olmoe @008e574 (allenai/OLMoE-1B-7B-0924)"),
+    "nemotron-3-8b-base-4k.json": (32 * 2 * 48 * 128 * 2, 0, "Nemotron: 32 layers, 48 heads, head_dim null "
+                                   "so 6144/48 = 128", "HF nemotron @05cd1ec (nvidia/nemotron-3-8b-base-4k-hf)"),
+    "smollm3-3b.json": (36 * 2 * 4 * 128 * 2, 0, "SmolLM3: 36 layers, 4 K/V heads of 2048/16 = 128; "
+                        "use_sliding_window false, so every layer full (NoPE layers cache alike)",
+                        "HF smollm3 @008e574 (HuggingFaceTB/SmolLM3-3B)"),
+    "ctrl.json": (48 * 2 * 16 * 80 * 2, 0, "CTRL: 48 layers, 16 heads of 1280/16 = 80",
+                  "HF ctrl @06053b8 (Salesforce/ctrl)"),
+    # A wrapper around a nested language model.
+    "paligemma-3b.json": (18 * 2 * 1 * 256 * 2, 0, "PaliGemma: its Gemma text_config, 18 layers, 1 K/V head "
+                          "of 256 (the gemma head_dim default)", "HF paligemma @04d596e (its default "
+                          "text_config and vision_config, PaliGemma-2B)"),
+    # Diffusion language models: they denoise the whole sequence with bidirectional
+    # attention at every step, so there is no cache of past tokens' K and V.
+    "llada-8b-instruct.json": (0, 0, "LLaDA: masked diffusion, bidirectional attention; no KV cache",
+                               "hxhcreate/DARE, models/LLaDA-8B-Instruct/config.json @f4999da"),
+    "dream-v0-instruct-7b.json": (0, 0, "Dream: masked diffusion, bidirectional attention; no KV cache",
+                                  "Linn3a/DARE, models/Dream-v0-Instruct-7B/config.json @f3ca6dc"),
+}
+
+
+def evaluate(table=None):
+    """(right, wrong, refused): lists of (name, what the sizer said)."""
+    right, wrong, refused = [], [], []
+    for name, (token, source, _, _) in sorted((table or GENERALISING).items()):
+        try:
+            sizes = per_position(ModelShape.from_config(os.path.join(FOLDER, name)), dtype="bf16")
+        except GQAError as err:
+            refused.append((name, str(err)))
+            continue
+        got = (sizes["token"], sizes["source"])
+        (right if got == (token, source) else wrong).append((name, got))
+    return right, wrong, refused
+
+
+class Generalising(unittest.TestCase):
+
+    def test_every_config_in_the_folder_has_a_row(self):
+        self.assertEqual(set(GENERALISING), {f for f in os.listdir(FOLDER) if f.endswith(".json")})
+
+
+def main():
+    right, wrong, refused = evaluate()
+    for verdict, rows in (("right", right), ("wrong", wrong), ("refused", refused)):
+        for name, said in rows:
+            print(f"{verdict:8} {name:42} {str(said)[:150]}")
+    print(f"{len(GENERALISING)} configs: {len(right)} right, {len(wrong)} wrong, {len(refused)} refused")
+
+
+if __name__ == "__main__":
+    main()
