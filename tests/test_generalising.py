@@ -29,7 +29,7 @@ import unittest
 
 from gqa import GQAError
 from gqa_tools.sizer import ModelShape, per_position
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_gqa
 
 FOLDER = os.path.join(ROOT, "examples", "configs", "generalising")
 
@@ -116,6 +116,50 @@ class Generalising(unittest.TestCase):
 
     def test_every_config_in_the_folder_has_a_row(self):
         self.assertEqual(set(GENERALISING), {f for f in os.listdir(FOLDER) if f.endswith(".json")})
+
+
+def load(name, **options):
+    return ModelShape.from_config(os.path.join(FOLDER, name), **options)
+
+
+class Kinds(unittest.TestCase):
+    """What kind of model a config says it is, read before any head is counted, with its evidence."""
+
+    def test_no_cache_by_kind_names_its_evidence(self):
+        for name, rule, evidence in (
+                ("detr-resnet-50.json", "bidirectional", "num_queries 100: a detector's decoder"),
+                ("llada-8b-instruct.json", "bidirectional", "mask_token_id 126336: a masked-diffusion"),
+                ("dream-v0-instruct-7b.json", "bidirectional", "mask_token_id 151666: a masked-diffusion"),
+                ("bigbird-roberta-base.json", "encoder", "type_vocab_size 2: segment embeddings"),
+                ("dinov2-base.json", "encoder", "image_size 224 and no vocab_size"),
+                ("swin-tiny-patch4-window7-224.json", "encoder", "image_size 224 and no vocab_size"),
+                ("ast-finetuned-audioset-10-10-0.4593.json", "encoder", "patch_size 16 and no vocab_size"),
+                ("data2vec-audio-base-960h.json", "encoder", "conv_dim: a raw-audio feature encoder"),
+                ("clip-text-vit-base-patch32.json", "encoder", "model_type clip_text_model: a dual encoder's tower")):
+            s = load(name)
+            self.assertEqual((s.method, [g.rule for g in s.groups]), ("no KV cache", [rule]), name)
+            self.assertIn(f"no KV cache: {evidence}", "\n".join(s.notes), name)
+            self.assertFalse([n for n in s.notes if n.startswith("WARNING")], name)
+        self.assertEqual(load("swin-tiny-patch4-window7-224.json").layers, 2 + 2 + 6 + 2)     # its depths
+        status, out, _ = run_gqa("config", os.path.join(FOLDER, "detr-resnet-50.json"))
+        self.assertTrue(out.startswith("detr: no KV cache: detr, 6 layers, attends both ways"), out[:80])
+
+    def test_an_encoder_architecture_is_an_encoders_evidence(self):
+        # Made up: a model type no rule names, its architectures naming encoder heads only.
+        config = dict(model_type="brand_new", architectures=["BrandNewForMaskedLM"], num_hidden_layers=2,
+                      num_attention_heads=4, hidden_size=32, vocab_size=100)
+        s = ModelShape.from_config(config)
+        self.assertEqual((s.method, s.groups[0].fields[0]), ("no KV cache", "architectures [\"BrandNewForMaskedLM\"]: "
+                                                                        "encoder heads only"))
+        config["architectures"] = ["BrandNewForMaskedLM", "BrandNewForCausalLM"]
+        self.assertEqual(ModelShape.from_config(config).method, "MHA")
+        self.assertEqual(ModelShape.from_config(dict(config, is_decoder=True)).method, "MHA")
+
+    def test_a_decoder_by_default_says_which_fields_it_looked_at(self):
+        s = load("persimmon-8b-base.json")
+        self.assertTrue(s.notes[0].startswith("WARNING: model_type 'persimmon' has no row"))
+        self.assertIn("read as a decoder: no field says otherwise; looked at is_encoder_decoder, kv_lora_rank, "
+                      "mask_token_id, is_decoder, architectures, type_vocab_size", "\n".join(s.notes))
 
 
 def main():

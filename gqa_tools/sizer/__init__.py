@@ -17,8 +17,9 @@ Its modules, each importing only those above it:
     fields      the spellings of each size (LAYERS, QUERY_HEADS, KV_HEADS, HEAD_DIM, ...),
                 where a decoder nests (NESTED), Keys (one config object read), the
                 attention's sizes read by them, cannot() (a field no rule can size)
-    kinds       what kind of model a config says it is (ENCODER_ONLY, ATTENTION_FREE),
-                and so which reader sizes it
+    kinds       what kind of model a config says it is, read before any head is counted
+                (kind_of: a row, is_encoder_decoder, kv_lora_rank, mask_token_id, an
+                encoder's evidence, ATTENTION_FREE), and so which reader sizes it
     accounting  never silent: every key read, known not to change the cache
                 (HARMLESS), or refused (CHANGES, STRUCTURAL)
     files       a config.json and a checkpoint's index read from disk, within limits

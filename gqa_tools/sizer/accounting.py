@@ -122,8 +122,11 @@ def account_config(keys: Keys, top_keys: Keys, top_type: str, family: Optional[F
     account_keys(keys, ignore, notes, family)
     for prefix, inner in keys.nested:
         account_keys(inner, ignore, notes, family, prefix)
-    if family is None and model_type not in KNOWN_WITHOUT_ROW:
+    reader, evidence = keys.kind
+    if family is None and model_type not in KNOWN_WITHOUT_ROW and reader in ("decoder", "encoder_decoder", "mla"):
         used = sorted(k for k in keys.read if k in keys.data and k not in ("model_type", "_name_or_path"))
         notes.insert(0, f"WARNING: model_type {model_type or '(none)'!r} has no row in the sizer's table "
                         f"of families: sized by the generic rules from "
                         f"{', '.join(used) or 'no fields'}; check the layers against the model's code")
+        what = {"decoder": "a decoder", "encoder_decoder": "an encoder-decoder", "mla": "MLA"}[reader]
+        notes.append(f"read as {what}: {evidence}")

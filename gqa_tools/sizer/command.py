@@ -91,6 +91,9 @@ def headline(s: Dict[str, Any]) -> str:
     if groups and all(g["rule"] == "encoder" for g in groups):
         return (f"{m['name']}: no KV cache: an encoder-only model ({groups[0]['note'].split(' ')[0]}), "
                 f"{m['layers']} layers; it reads its input whole and generates nothing; 0 bytes per token")
+    if groups and all(g["rule"] == "bidirectional" for g in groups):
+        return (f"{m['name']}: no KV cache: {groups[0]['note'].split(' ')[0]}, {m['layers']} layers, attends "
+                f"both ways over the whole sequence at every step, so nothing carries over; 0 bytes per token")
     if not m["heads"]:
         return (f"{m['name']}: no KV cache: {m['layers']} layers, each holding a state of fixed size "
                 f"per sequence; 0 bytes per token")

@@ -74,6 +74,7 @@ class Keys:
         self.notes, self.read = notes, set()          # type: List[str], set
         self.nested = []        # type: List[Tuple[str, Keys]]  # objects inside it that were read
         self.cross = False      # a decoder nested in an encoder-decoder: it cross-attends
+        self.kind = ("", "")    # (reader, the field that says so): what kind of model (kinds.kind_of)
 
     def get(self, key: str) -> Any:
         """The key's value (an explicit null stays null), else the class default, quoted."""

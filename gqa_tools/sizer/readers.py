@@ -140,11 +140,20 @@ HYBRID_ATTENTION = re.compile(r"^attn$|^attn_layers$|attention_layers$|^attn_typ
 
 def read_encoder_only(keys: Keys, top: Keys, model_type: str, family: Optional[Family],
                       ignore: Tuple[str, ...], overrides: Dict[str, int]) -> Read:
-    """BERT and the other encoders: the model reads its whole input in one pass and generates
-    nothing, so it keeps no KV cache at all (its class is no decoder: is_decoder is not set)."""
-    layers, used = keys.num(LAYERS, "layer count")
+    """Models that keep no KV cache by their kind (kinds.kind_of): an encoder reads its input
+    whole and generates nothing (its class is no decoder: is_decoder is not set); a
+    masked-diffusion language model and a detector's decoder attend both ways over the whole
+    sequence at every step, so nothing carries over.  No head is counted; the layers, where
+    the config gives them, are quoted."""
+    reader, evidence = keys.kind
+    layers, used = keys.num(LAYERS + ("encoder_layers", "num_layers"), "layer count", default=0)
+    depths = keys.data.get("depths")          # Swin's stages
+    if not layers and isinstance(depths, list) and all(isinstance(d, int) and d > 0 for d in depths):
+        layers, used = sum(depths), "depths"
     keys.read.update(k for k in keys.data if k not in ("add_cross_attention",))
-    note = f"{model_type} encoder layers"
+    what = f"{model_type or 'model'} {'encoder layers' if reader == 'encoder' else 'layers'}"
+    if evidence != f"model_type {model_type}":        # the headline names the model type already
+        keys.notes.append(f"no KV cache: {evidence}")
     return Read(layers, 0, 0, 0, keys.int(HIDDEN, "hidden size", 0),
-                (LayerGroup("encoder", layers, note=note, fields=(f"model_type {model_type}", "is_decoder"),
-                            layer_ids=tuple(range(layers))),))
+                (LayerGroup(reader if reader == "encoder" else "bidirectional", layers, note=what,
+                            fields=(evidence,) + ((used,) if used else ()), layer_ids=tuple(range(layers))),))

@@ -18,7 +18,7 @@ from gqa_tools.sizer.decoder import read_decoder
 from gqa_tools.sizer.families import ALIASES, FAMILIES, MLP_MATRICES, WRAPPERS
 from gqa_tools.sizer.fields import MAX_CONTEXT, MLP_WIDTH, Keys, cannot, nested_config, show
 from gqa_tools.sizer.files import config_path, load_json
-from gqa_tools.sizer.kinds import reader_for
+from gqa_tools.sizer.kinds import kind_of
 from gqa_tools.sizer.readers import read_encoder_decoder, read_encoder_only, read_mla, read_state_model
 from gqa_tools.sizer.rules import LayerGroup
 
@@ -107,9 +107,9 @@ def _name(where: str, top: Dict[str, Any], text: Dict[str, Any]) -> str:
                text.get("model_type") or os.path.splitext(os.path.basename(where.split(" (")[0]))[0])
 
 
-# The readers, by the name kinds.reader_for gives.
+# The readers, by the name kinds.kind_of gives.
 READERS = {"decoder": read_decoder, "mla": read_mla, "encoder_decoder": read_encoder_decoder,
-           "state": read_state_model, "encoder": read_encoder_only}
+           "state": read_state_model, "encoder": read_encoder_only, "bidirectional": read_encoder_only}
 
 
 def _shape(where: str, top: Dict[str, Any], ignore: Tuple[str, ...],
@@ -124,7 +124,8 @@ def _shape(where: str, top: Dict[str, Any], ignore: Tuple[str, ...],
     top_keys = keys if text is top else Keys(where.split(" (")[0], top, {}, top_type, notes)
     keys.cross = nested == "decoder"
     keys.get("model_type"), top_keys.get("model_type"), top_keys.get(nested) if nested else None
-    reader = reader_for(keys, family)
+    keys.kind = kind_of(keys, top_keys, family)
+    reader = keys.kind.reader
     found = READERS[reader](keys, top_keys, model_type, family, ignore, overrides)
     max_context, field = _context(keys)
     width = keys.int(MLP_WIDTH, "MLP width", default=0) if reader == "decoder" else 0
