@@ -24,7 +24,9 @@ path named.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import unittest
 
 from gqa import GQAError
@@ -149,8 +151,8 @@ class Kinds(unittest.TestCase):
         config = dict(model_type="brand_new", architectures=["BrandNewForMaskedLM"], num_hidden_layers=2,
                       num_attention_heads=4, hidden_size=32, vocab_size=100)
         s = ModelShape.from_config(config)
-        self.assertEqual((s.method, s.groups[0].fields[0]), ("no KV cache", "architectures [\"BrandNewForMaskedLM\"]: "
-                                                                        "encoder heads only"))
+        self.assertEqual((s.method, s.groups[0].fields[0]),
+                         ("no KV cache", "architectures [\"BrandNewForMaskedLM\"]: encoder heads only"))
         config["architectures"] = ["BrandNewForMaskedLM", "BrandNewForCausalLM"]
         self.assertEqual(ModelShape.from_config(config).method, "MHA")
         self.assertEqual(ModelShape.from_config(dict(config, is_decoder=True)).method, "MHA")
@@ -160,6 +162,99 @@ class Kinds(unittest.TestCase):
         self.assertTrue(s.notes[0].startswith("WARNING: model_type 'persimmon' has no row"))
         self.assertIn("read as a decoder: no field says otherwise; looked at is_encoder_decoder, kv_lora_rank, "
                       "mask_token_id, is_decoder, architectures, type_vocab_size", "\n".join(s.notes))
+
+
+# What the sizer reports for each quantity of fields.SPELLINGS.
+QUANTITY = {"layers": lambda s: s.layers, "decoder layers": lambda s: s.layers,
+            "query heads": lambda s: s.heads, "decoder query heads": lambda s: s.heads,
+            "key/value heads": lambda s: s.kv_heads, "decoder key/value heads": lambda s: s.kv_heads,
+            "head dim": lambda s: s.head_dim, "decoder head dim": lambda s: s.head_dim,
+            "hidden size": lambda s: s.hidden_size, "longest context": lambda s: s.max_context,
+            "source tokens": lambda s: s.source_tokens,
+            "window": lambda s: max([g.window or 0 for g in s.groups] or [0])}
+
+# The spellings no published config here uses; each is read by the code named.
+UNPUBLISHED = {
+    "num_query_groups": "Megatron's name for g (NeMo exports)",
+    "attention_head_dim": "Hunyuan's and Nemotron-H's head dim (their configuration classes)",
+    "hidden_size_per_head": "PLaMo-2's head dim (vLLM's ModelConfig.get_head_size)",
+    "max_decoder_position_embeddings": "LED's decoder context (LEDConfig)",
+    "max_encoder_position_embeddings": "LED's encoder positions (LEDConfig)",
+    "sliding_window_size": "an older spelling of sliding_window (mlc-llm's presets)",
+    "window_size": "GPT-Neo's local window (GPTNeoConfig)",
+    "attention_heads": "only Mllama's vision_config uses it here, which the sizer does not size",
+    "decoder_num_key_value_heads": "Moonshine's g; the class defaults here leave it null",
+    "head_size": "TensorRT-LLM's head dim; only RWKV-5's recurrence uses it here",
+    "n_head_kv": "Falcon's early spelling of g; null in the Phi configs here",
+    "n_kv_heads": "OLMo's g; here only LLaDA gives it, and LLaDA keeps no cache",
+    "num_decoder_layers": "T5's; null in mT5-small here (so num_layers)",
+}
+
+
+def published():
+    """{file name: the config object the sizer reads (a wrapper's nested decoder)} of every
+    published config here."""
+    from gqa_tools.sizer.fields import nested_config
+    found = {}
+    for folder in (os.path.dirname(FOLDER), FOLDER):
+        for name in sorted(f for f in os.listdir(folder) if f.endswith(".json")):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                found[os.path.join(folder, name)] = nested_config(name, json.load(f))[0]
+    return found
+
+
+class Spellings(unittest.TestCase):
+    """Every spelling of fields.SPELLINGS read from a published config that uses it."""
+
+    def test_every_spelling_is_read_from_a_published_config_that_uses_it(self):
+        from gqa_tools.sizer.fields import SPELLINGS
+        configs, missing = published(), []
+        for quantity, names in SPELLINGS.items():
+            for i, name in enumerate(names):
+                users = [path for path, data in configs.items() if data.get(name) is not None and
+                         all(data.get(earlier) is None for earlier in names[:i])]
+                read = [path for path in users
+                        if QUANTITY[quantity](ModelShape.from_config(path)) == configs[path][name]]
+                if not read:
+                    missing.append(name)
+                elif name in UNPUBLISHED:
+                    self.fail(f"{name} is read from {read[0]}: take it out of UNPUBLISHED")
+        self.assertEqual(sorted(missing), sorted(UNPUBLISHED))
+
+
+class ByValue(unittest.TestCase):
+    """A key is refused by what its value could do to the cache, never by its name alone."""
+
+    def test_names_that_changed_nothing_are_notes(self):
+        # Refused by their names before (the baseline in docs/sizing.md): T5's relative-position
+        # buckets, SpeechT5's convolutional pre-net, CLIP's feed-forward chunking and n-gram setting.
+        for name, keys in (("mt5-small.json", ("relative_attention_num_buckets 32",
+                                               "relative_attention_max_distance 128")),
+                           ("speecht5-asr.json", ("conv_dim [512", "speech_decoder_prenet_layers 2",
+                                                  "guided_attention_loss_num_heads 2"))):
+            note = load(name).notes[1]
+            self.assertTrue(note.startswith("NOTE: "), name)
+            for key in keys:
+                self.assertIn(key, note, name)
+        self.assertEqual(per_position(load("clip-vit-base-patch32.json"))["token"], 0)
+
+    def test_a_value_that_could_change_the_cache_is_refused(self):
+        with open(os.path.join(FOLDER, "persimmon-8b-base.json"), encoding="utf-8") as f:
+            persimmon = json.load(f)
+        for key, value, why in (("local_attention_window", 4096, "a window of 4096 positions"),
+                                ("attention_chunk_len", 8192, "chunks of 8192 positions"),
+                                ("n_kv_head_groups", 8, "8 key/value heads, not the 64 read"),
+                                ("kv_head_size", 128, "a head dim of 128, not the 64 read"),
+                                ("num_transformer_layers", 40, "40 layers, not the 36 read"),
+                                ("mixer_type", "mamba", "'mamba' names a kind of layer"),
+                                ("attention_layout", ["full", "sliding"] * 18, "a list of one entry per layer")):
+            with self.assertRaisesRegex(GQAError, f"{key} .* is read by no rule, and its value could change "
+                                                  f"the cache: {re.escape(why)}"):
+                ModelShape.from_config(dict(persimmon, **{key: value}))
+            notes = ModelShape.from_config(dict(persimmon, **{key: value}), ignore=[key]).notes
+            self.assertTrue(any(n.startswith(f"WARNING: {key} ") for n in notes), notes)
+        for key, value in (("num_transformer_layers", 36), ("kv_head_size", 64), ("attention_chunk_len", 0)):
+            self.assertIn(f"{key} {value}", ModelShape.from_config(dict(persimmon, **{key: value})).notes[1])
 
 
 def main():

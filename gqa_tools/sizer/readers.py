@@ -15,8 +15,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from gqa import GQAError
 from gqa_tools.sizer.families import Family
-from gqa_tools.sizer.fields import (DECODER_HEAD_DIM, DECODER_HEADS, DECODER_LAYERS, HIDDEN, LAYERS, QUERY_HEADS,
-                                    Keys, agree, check_divides, kv_heads_of)
+from gqa_tools.sizer.fields import (DECODER_HEAD_DIM, DECODER_HEADS, DECODER_KV_HEADS, DECODER_LAYERS, HIDDEN,
+                                    LAYERS, QUERY_HEADS, SOURCE, Keys, agree, check_divides, kv_heads_of)
 from gqa_tools.sizer.kinds import ATTENTION_FREE
 from gqa_tools.sizer.layouts import state_note
 from gqa_tools.sizer.rules import LayerGroup
@@ -100,15 +100,20 @@ def read_encoder_decoder(keys: Keys, top: Keys, model_type: str, family: Optiona
         head_dim, f_dim = hidden // heads, "d_model / " + f_heads
     else:
         raise GQAError(f"config {keys.where}: no head dim: tried d_kv, head_dim, d_model / heads")
-    kv_heads, f_kv = (overrides["kv_heads"], "--kv-heads") if overrides.get("kv_heads") else \
-        kv_heads_of(keys, heads)
+    if overrides.get("kv_heads"):
+        kv_heads, f_kv = overrides["kv_heads"], "--kv-heads"
+    elif any(keys.get(name) is not None for name in DECODER_KV_HEADS):
+        kv_heads, f_kv = keys.num(DECODER_KV_HEADS, "key/value head count")
+    else:
+        kv_heads, f_kv = kv_heads_of(keys, heads)
     check_divides(keys.where, heads, kv_heads)
-    for name in ("encoder_layers", "encoder_attention_heads", "num_layers", "num_hidden_layers"):
+    for name in ("num_layers", "num_hidden_layers") + tuple(k for k in keys.data if k.startswith("encoder_")):
         keys.seen(name)         # the encoder's: it caches nothing while the decoder generates
     fields = (f_layers, f_heads, f_kv, f_dim)
     source, source_field = None, ""
-    if keys.get("max_source_positions") is not None:          # Whisper: 30 s of audio, 1,500 frames
-        source, source_field = keys.num(("max_source_positions",), "source positions")
+    given = [name for name in SOURCE if keys.get(name) is not None]
+    if given:                   # Whisper: 30 s of audio, 1,500 frames; SpeechT5's speech positions
+        source, source_field = keys.num(given[:1], "source positions")
     ids = tuple(range(layers))
     return Read(layers, heads, kv_heads, head_dim, hidden,
                 (LayerGroup("full", layers, kv_heads, head_dim, fields=fields, layer_ids=ids),
