@@ -124,6 +124,37 @@ def load(name, **options):
     return ModelShape.from_config(os.path.join(FOLDER, name), **options)
 
 
+class Measured(unittest.TestCase):
+
+    def test_never_wrong_and_at_most_one_in_five_refused(self):
+        right, wrong, refused = evaluate()
+        self.assertEqual(wrong, [])
+        self.assertLessEqual(5 * len(refused), len(GENERALISING), refused)
+
+    def test_an_encoder_decoder_holds_its_source_for_the_length_given(self):
+        # BART-large: 12 decoder layers x 2 x 16 heads x 64, per generated and per source token;
+        # the config fixes no source length, so --context's, else --source-length.
+        path = os.path.join(FOLDER, "bart-large.json")
+        status, out, _ = run_gqa("config", path, "--context", "100", "--source-length", "1000", "--json")
+        self.assertEqual(json.loads(out)["columns"][0]["bytes_per_request"], 49152 * (100 + 1000))
+        status, out, _ = run_gqa("config", path, "--context", "100")
+        self.assertIn("source 100 (as --context)", out)
+
+
+    def test_the_sizing_page_shows_the_figures(self):
+        from gqa_tools.sizer.fields import SPELLINGS
+        right, wrong, refused = evaluate()
+        with open(os.path.join(ROOT, "docs", "sizing.md"), encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn(f"| now | {len(GENERALISING)} | {len(right)} | {len(wrong)} | {len(refused)} |", page)
+        self.assertIn("`python -m tests.test_generalising`", page)
+        for quantity, names in SPELLINGS.items():
+            row = [line for line in page.splitlines() if line.startswith(f"| {quantity} | ")]
+            self.assertEqual(len(row), 1, quantity)
+            for name in names:
+                self.assertIn(f"`{name}` (", row[0])
+
+
 class Kinds(unittest.TestCase):
     """What kind of model a config says it is, read before any head is counted, with its evidence."""
 
