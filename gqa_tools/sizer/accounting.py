@@ -84,7 +84,7 @@ HARMLESS_KEYS = frozenset((
     "remove_invalid_values", "exponential_decay_length_penalty", "begin_suppress_tokens",
     "suppress_tokens", "forced_bos_token_id", "forced_eos_token_id", "num_return_sequences",
     "id2label", "label2id", "sep_token_id", "tf_legacy_loss", "is_encoder_decoder", "typical_p",
-    "add_cross_attention", "cross_attention_hidden_size", "return_dict_in_generate",
+    "return_dict_in_generate",
 ))
 
 

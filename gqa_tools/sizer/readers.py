@@ -155,7 +155,7 @@ def read_encoder_only(keys: Keys, top: Keys, model_type: str, family: Optional[F
     depths = keys.data.get("depths")          # Swin's stages
     if not layers and isinstance(depths, list) and all(isinstance(d, int) and d > 0 for d in depths):
         layers, used = sum(depths), "depths"
-    keys.read.update(k for k in keys.data if k not in ("add_cross_attention",))
+    keys.read.update(k for k in keys.data if k != "add_cross_attention" or not keys.data[k])
     what = f"{model_type or 'model'} {'encoder layers' if reader == 'encoder' else 'layers'}"
     if evidence != f"model_type {model_type}":        # the headline names the model type already
         keys.notes.append(f"no KV cache: {evidence}")
