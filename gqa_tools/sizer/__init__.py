@@ -14,13 +14,14 @@ Its modules, each importing only those above it:
     units       bytes per value of a dtype (DTYPE_BYTES); 80GiB, 3.35TB/s, 312T parsed
     rules       what a layer caches (RULES), and LayerGroup: layers that cache alike
     families    one row of FAMILIES per model type; WRAPPERS, ALIASES; family_table()
-    fields      the spellings of each size (LAYERS, QUERY_HEADS, KV_HEADS, HEAD_DIM, ...),
+    fields      the spellings of each size (SPELLINGS: LAYERS, QUERY_HEADS, KV_HEADS, HEAD_DIM, ...),
                 where a decoder nests (NESTED), Keys (one config object read), the
                 attention's sizes read by them, cannot() (a field no rule can size)
-    kinds       what kind of model a config says it is (ENCODER_ONLY, ATTENTION_FREE),
-                and so which reader sizes it
+    kinds       what kind of model a config says it is, read before any head is counted
+                (kind_of: a row, is_encoder_decoder, kv_lora_rank, mask_token_id, an
+                encoder's evidence, ATTENTION_FREE), and so which reader sizes it
     accounting  never silent: every key read, known not to change the cache
-                (HARMLESS), or refused (CHANGES, STRUCTURAL)
+                (HARMLESS), or refused (CHANGES; by its value, changes_by_value)
     files       a config.json and a checkpoint's index read from disk, within limits
     layouts     which layer caches by which rule: LAYOUTS, one mechanism per way a
                 config says it, in their order of precedence

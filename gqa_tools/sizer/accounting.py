@@ -1,17 +1,22 @@
 """gqa_tools.sizer.accounting: every key of a config read, known not to change the cache, or refused.
 
 After a reader has sized the model, each key it did not read is judged
-here: known not to change the cache (HARMLESS, HARMLESS_KEYS, the family's
-own), passed; a mechanism's field (CHANGES) that no rule read, refused; a
-key whose name says it may change the cache (STRUCTURAL), refused unless
---ignore names it (then a warning); any other, a note on the first line.
-A model type with no row of FAMILIES is sized with a warning naming it.
+here, by its value, never by its name alone: known not to change the cache
+(HARMLESS, HARMLESS_KEYS, the attributes every HF config carries, the
+family's own), passed; a mechanism's field (CHANGES) that no rule read,
+refused; a value that could change the cache under a rule the sizer has and
+disagrees with what it read (changes_by_value: a window, a chunk, a list of
+one entry per layer or of layer kinds, a key/value head count, a head dim, a
+layer count, a state's size, cross-attention, an encoder's field in a
+decoder, a latent rank, a layer type named in a string), refused unless
+--ignore names it (then a warning); any other, a note on the first line.  A
+model type with no row of FAMILIES is sized with a warning naming it.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gqa import GQAError
 from gqa_tools.sizer.families import FAMILIES, WRAPPERS, Family
@@ -21,12 +26,6 @@ from gqa_tools.sizer.kinds import KNOWN_WITHOUT_ROW
 # ---------------------------------------------------------------------------
 # Never silent: every key is read, known not to change the cache, or refused.
 # ---------------------------------------------------------------------------
-
-# A key that names structure.  One the sizer does not read is an error naming
-# it, unless --ignore KEY (then a warning on the first line of the output).
-STRUCTURAL = re.compile(r"layer|block|attn|attention|window|chunk|kv|key_value|shar(e|ing)|global|"
-                        r"local|ssm|mamba|state|linear|recurr|lru|conv|cross|encoder|decoder|hybrid|"
-                        r"pattern|interval|period|head|cache|sparse|span")
 
 # The fields of the mechanisms (LAYOUTS, sharing, heads by layer): where no rule read one (its
 # family's code does not), it cannot be sized, and --ignore of it is refused.
@@ -75,14 +74,26 @@ HARMLESS_KEYS = frozenset((
     "alibi_bias_max", "prefix_lm", "fused_qkv",
     # Qwen (the first release): log-n scaling of the queries and dynamic NTK rope, not the cache.
     "use_logn_attn", "use_dynamic_ntk",
+    # The attributes every HF config carries (PretrainedConfig): generation settings, a task's
+    # head, serialisation; and the feed-forward chunking of apply_chunking_to_forward, which
+    # runs the MLP in slices of positions and caches nothing.
+    "chunk_size_feed_forward", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "num_beams",
+    "num_beam_groups", "diversity_penalty", "length_penalty", "repetition_penalty", "early_stopping",
+    "do_sample", "top_p", "min_length", "bad_words_ids", "prefix", "pruned_heads", "torchscript",
+    "use_bfloat16", "return_dict", "output_attentions", "output_hidden_states", "output_scores",
+    "remove_invalid_values", "exponential_decay_length_penalty", "begin_suppress_tokens",
+    "suppress_tokens", "forced_bos_token_id", "forced_eos_token_id", "num_return_sequences",
+    "id2label", "label2id", "sep_token_id", "tf_legacy_loss", "is_encoder_decoder", "typical_p",
+    "return_dict_in_generate",
 ))
 
 
 def account_keys(keys: Keys, ignore: Sequence[str], notes: List[str], family: Optional[Family],
-                 prefix: str = "") -> None:
+                 sizes: Dict[str, Any], prefix: str = "") -> None:
     """Every key no rule read: known not to change the cache, passed; a mechanism's field
-    (CHANGES), refused; a name that says it may change the cache (STRUCTURAL), refused, or
-    with --ignore KEY a warning; any other, a note on the first line of the output."""
+    (CHANGES), refused; a value that could change the cache under a rule and disagrees with
+    what was read (changes_by_value), refused, or with --ignore KEY a warning; any other, a
+    note on the first line of the output."""
     unknown = []
     for key, value in keys.data.items():
         name = prefix + key
@@ -91,14 +102,14 @@ def account_keys(keys: Keys, ignore: Sequence[str], notes: List[str], family: Op
             continue
         if key in CHANGES:
             cannot(keys, name, value, f"no rule reads it for model_type {keys.model_type or '(none)'!r}")
-        if name in ignore or key in ignore:
+        why = changes_by_value(key, value, sizes)
+        if why and (name in ignore or key in ignore):
             notes.append(f"WARNING: {name} {show(value)} is not read (--ignore {name}): "
                          f"the sizes do not take it into account")
-        elif STRUCTURAL.search(key):
-            raise GQAError(f"config {keys.where}: {name} {show(value)} is read by no rule, and its "
-                           f"name says it may change the cache (layers, attention, windows, sharing, "
-                           f"state); if the model's code shows it does not, --ignore {name} sizes "
-                           f"the model without it")
+        elif why:
+            raise GQAError(f"config {keys.where}: {name} {show(value)} is read by no rule, and its value "
+                           f"could change the cache: {why}; if the model's code shows it does not, "
+                           f"--ignore {name} sizes the model without it")
         else:
             unknown.append(f"{name} {show(value)}")
     if unknown:
@@ -117,13 +128,68 @@ def account_config(keys: Keys, top_keys: Keys, top_type: str, family: Optional[F
     if missing:
         raise GQAError(f"--ignore {missing[0]}: the config has no key {missing[0]!r} "
                        f"(its keys: {', '.join(sorted(every)[:12])}{', ...' if len(every) > 12 else ''})")
+    sizes = keys.sizes
     if keys is not top_keys:
-        account_keys(top_keys, ignore, notes, FAMILIES.get(WRAPPERS.get(top_type, ""), family))
-    account_keys(keys, ignore, notes, family)
+        account_keys(top_keys, ignore, notes, FAMILIES.get(WRAPPERS.get(top_type, ""), family), sizes)
+    account_keys(keys, ignore, notes, family, sizes)
     for prefix, inner in keys.nested:
-        account_keys(inner, ignore, notes, family, prefix)
-    if family is None and model_type not in KNOWN_WITHOUT_ROW:
+        account_keys(inner, ignore, notes, family, sizes, prefix)
+    reader, evidence = keys.kind
+    if family is None and model_type not in KNOWN_WITHOUT_ROW and reader in ("decoder", "encoder_decoder", "mla"):
         used = sorted(k for k in keys.read if k in keys.data and k not in ("model_type", "_name_or_path"))
         notes.insert(0, f"WARNING: model_type {model_type or '(none)'!r} has no row in the sizer's table "
                         f"of families: sized by the generic rules from "
                         f"{', '.join(used) or 'no fields'}; check the layers against the model's code")
+        what = {"decoder": "a decoder", "encoder_decoder": "an encoder-decoder", "mla": "MLA"}[reader]
+        notes.append(f"read as {what}: {evidence}")
+
+
+# ---------------------------------------------------------------------------
+# A value that could change the cache under a rule the sizer has.
+# ---------------------------------------------------------------------------
+
+# Each: (what the key's name must say, what kind of value, the rule it could change).
+# A name alone never refuses: the value must be of the kind that rule reads, and must
+# disagree with what the sizer read.
+KV_HEADS_NAME = re.compile(r"(kv|key_value).*(head|group)|query_groups")
+HEAD_DIM_NAME = re.compile(r"(head_dim|head_size|per_head|kv_channels|d_kv)$")
+LAYERS_NAME = re.compile(r"^(num_|n_)?(hidden_|decoder_|text_|transformer_)?(layers?|blocks?)$|"
+                         r"_(layer|block)_count$")
+STATE_NAME = re.compile(r"ssm|mamba|state_size|lru|recurren|linear_(attn|attention|num|key|value|conv)")
+RANK_NAME = re.compile(r"(kv|lora|latent).*rank")
+# A string that names a kind of layer the sizer sizes by a rule of its own.
+LAYER_KIND = re.compile(r"^(mla|multi[_ -]?head[_ -]?latent|sliding|local|global|chunked|linear|lightning|"
+                        r"mamba|ssm|recurrent|sparse|hybrid|full_attention|attention$)", re.IGNORECASE)
+
+
+def changes_by_value(key: str, value: Any, sizes: Dict[str, Any]) -> str:
+    """Why the value could change the cache under a rule the sizer has, where it disagrees
+    with what was read; "" when it could not (the key is then a note)."""
+    number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    rules = sizes.get("rules", ())
+    if ("window" in key or "sliding" in key) and number and number > 0:
+        return f"a window of {number} positions would make layers hold only the last {number}"
+    if "chunk" in key and number and number > 0:
+        return f"chunks of {number} positions would make layers hold only the current chunk"
+    if isinstance(value, list) and (len(value) == sizes.get("layers") != 1 and not sizes.get("layout_list") or
+                                    any(isinstance(v, str) and LAYER_KIND.match(v) for v in value)):
+        return "a list of one entry per layer, or of layer kinds, may say which layer caches what"
+    if HEAD_DIM_NAME.search(key) and number is not None and number != sizes.get("head_dim"):
+        return f"a head dim of {number}, not the {sizes.get('head_dim')} read"
+    if KV_HEADS_NAME.search(key) and number is not None and number != sizes.get("kv_heads"):
+        return f"{number} key/value heads, not the {sizes.get('kv_heads')} read"
+    if LAYERS_NAME.search(key) and number is not None and number != sizes.get("layers"):
+        return f"{number} layers, not the {sizes.get('layers')} read"
+    if STATE_NAME.search(key) and value not in (False, 0, "") and "none" not in rules:
+        return "a state's size, where no layer was read to hold a state"
+    if re.search(r"cross_(attn|attention)", key) and value not in (False, 0, "") and "cross" not in rules:
+        return "cross-attention, where no layer was read to cross-attend"
+    if key.startswith("encoder_") and value not in (False, 0, "") and sizes.get("reader") == "decoder":
+        return "an encoder's field in a config read as a decoder"
+    if sizes.get("reader") == "state" and re.search(r"attn|attention", key) and value not in (False, 0, "", [], {}):
+        return "attention's field in a model read as attention-free (a hybrid's attention layers?)"
+    if RANK_NAME.search(key) and number and "mla" not in rules:
+        return f"a latent of rank {number}, where no layer was read as MLA"
+    if isinstance(value, str) and LAYER_KIND.match(value) and re.search(r"attn|attention|layer|mixer|type", key):
+        return f"{value!r} names a kind of layer no rule read here"
+    return ""

@@ -91,6 +91,9 @@ def headline(s: Dict[str, Any]) -> str:
     if groups and all(g["rule"] == "encoder" for g in groups):
         return (f"{m['name']}: no KV cache: an encoder-only model ({groups[0]['note'].split(' ')[0]}), "
                 f"{m['layers']} layers; it reads its input whole and generates nothing; 0 bytes per token")
+    if groups and all(g["rule"] == "bidirectional" for g in groups):
+        return (f"{m['name']}: no KV cache: {groups[0]['note'].split(' ')[0]}, {m['layers']} layers, attends "
+                f"both ways over the whole sequence at every step, so nothing carries over; 0 bytes per token")
     if not m["heads"]:
         return (f"{m['name']}: no KV cache: {m['layers']} layers, each holding a state of fixed size "
                 f"per sequence; 0 bytes per token")
@@ -178,9 +181,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--context", type=int, default=None,
                         help="tokens per request (default: the model's own maximum, else 4096)")
     parser.add_argument("--batch", type=int, default=1, help="sequences per request (default 1)")
-    parser.add_argument("--source", type=int, default=None,
-                        help="encoder-decoder models: source tokens per sequence (default: the model's "
-                             "own, as Whisper's max_source_positions, else --context)")
+    parser.add_argument("--source", "--source-length", type=int, default=None, dest="source",
+                        help="encoder-decoder models: the encoder's length, source tokens per sequence "
+                             "(default: the model's own, as Whisper's max_source_positions or SpeechT5's "
+                             "max_speech_positions, else --context)")
     parser.add_argument("--image-tokens", type=int, default=None,
                         help="vision cross-attention: image tokens per sequence (default: one image "
                              "as the config sizes it)")

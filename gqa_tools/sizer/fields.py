@@ -25,16 +25,33 @@ HIDDEN = ("hidden_size", "n_embd", "d_model", "model_dim")
 KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num", "n_kv_heads",
             "num_query_groups")
 # The head dim's spellings: head_dim, Hunyuan's and Nemotron-H's attention_head_dim, ChatGLM's
-# and Megatron's kv_channels, TensorRT-LLM's head_size.  Where a config gives several, they
-# must agree; where it gives none, the head dim is hidden_size / h.
-HEAD_DIM = ("head_dim", "attention_head_dim", "kv_channels", "head_size")
+# and Megatron's kv_channels, TensorRT-LLM's head_size, PLaMo-2's hidden_size_per_head (vLLM's
+# get_head_size reads it).  Where a config gives several, they must agree; where it gives none,
+# the head dim is hidden_size / h.
+HEAD_DIM = ("head_dim", "attention_head_dim", "kv_channels", "head_size", "hidden_size_per_head")
 MLP_WIDTH = ("intermediate_size", "n_inner", "ffn_hidden_size")
+# The decoder's longest context; SpeechT5's max_text_positions, LED's
+# max_decoder_position_embeddings are an encoder-decoder's decoder's.
 MAX_CONTEXT = ("max_position_embeddings", "n_positions", "max_seq_len", "max_sequence_length",
-               "seq_length", "max_target_positions", "max_context_length")
-# An encoder-decoder's decoder, tried first: its own layers and heads (Whisper, BART), T5's d_kv.
-DECODER_LAYERS = ("num_decoder_layers", "decoder_layers") + LAYERS
-DECODER_HEADS = ("decoder_attention_heads",) + QUERY_HEADS
+               "seq_length", "max_target_positions", "max_context_length", "max_text_positions",
+               "max_decoder_position_embeddings")
+# An encoder-decoder's decoder, tried first: its own layers and heads (Whisper, BART; Moonshine's
+# decoder_num_*), T5's d_kv; and the source an encoder holds, where the config fixes it.
+DECODER_LAYERS = ("num_decoder_layers", "decoder_layers", "decoder_num_hidden_layers") + LAYERS
+DECODER_HEADS = ("decoder_attention_heads", "decoder_num_attention_heads") + QUERY_HEADS
+DECODER_KV_HEADS = ("decoder_num_key_value_heads",)
 DECODER_HEAD_DIM = ("d_kv", "head_dim")
+SOURCE = ("max_source_positions", "max_speech_positions", "max_encoder_position_embeddings")
+
+# The table of spellings, by quantity, each in the order it is tried (docs/sizing.md shows it,
+# and tests/test_generalising.py reads each from a published config that uses it).
+SPELLINGS = {
+    "layers": LAYERS, "query heads": QUERY_HEADS, "key/value heads": KV_HEADS, "head dim": HEAD_DIM,
+    "hidden size": HIDDEN, "longest context": MAX_CONTEXT, "decoder layers": DECODER_LAYERS[:3],
+    "decoder query heads": DECODER_HEADS[:2], "decoder key/value heads": DECODER_KV_HEADS,
+    "decoder head dim": DECODER_HEAD_DIM[:1], "source tokens": SOURCE,
+    "window": ("sliding_window", "sliding_window_size", "attention_window_size", "window_size"),
+}
 
 
 # The config fields that each hand-given size (--layers, ...) overrules.
@@ -74,6 +91,8 @@ class Keys:
         self.notes, self.read = notes, set()          # type: List[str], set
         self.nested = []        # type: List[Tuple[str, Keys]]  # objects inside it that were read
         self.cross = False      # a decoder nested in an encoder-decoder: it cross-attends
+        self.kind = ("", "")    # (reader, the field that says so): what kind of model (kinds.kind_of)
+        self.sizes = {}         # type: Dict[str, Any]  # what the reader read, for accounting.py
 
     def get(self, key: str) -> Any:
         """The key's value (an explicit null stays null), else the class default, quoted."""

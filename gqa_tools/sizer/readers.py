@@ -15,8 +15,8 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from gqa import GQAError
 from gqa_tools.sizer.families import Family
-from gqa_tools.sizer.fields import (DECODER_HEAD_DIM, DECODER_HEADS, DECODER_LAYERS, HIDDEN, LAYERS, QUERY_HEADS,
-                                    Keys, agree, check_divides, kv_heads_of)
+from gqa_tools.sizer.fields import (DECODER_HEAD_DIM, DECODER_HEADS, DECODER_KV_HEADS, DECODER_LAYERS, HIDDEN,
+                                    LAYERS, QUERY_HEADS, SOURCE, Keys, agree, check_divides, kv_heads_of)
 from gqa_tools.sizer.kinds import ATTENTION_FREE
 from gqa_tools.sizer.layouts import state_note
 from gqa_tools.sizer.rules import LayerGroup
@@ -100,15 +100,20 @@ def read_encoder_decoder(keys: Keys, top: Keys, model_type: str, family: Optiona
         head_dim, f_dim = hidden // heads, "d_model / " + f_heads
     else:
         raise GQAError(f"config {keys.where}: no head dim: tried d_kv, head_dim, d_model / heads")
-    kv_heads, f_kv = (overrides["kv_heads"], "--kv-heads") if overrides.get("kv_heads") else \
-        kv_heads_of(keys, heads)
+    if overrides.get("kv_heads"):
+        kv_heads, f_kv = overrides["kv_heads"], "--kv-heads"
+    elif any(keys.get(name) is not None for name in DECODER_KV_HEADS):
+        kv_heads, f_kv = keys.num(DECODER_KV_HEADS, "key/value head count")
+    else:
+        kv_heads, f_kv = kv_heads_of(keys, heads)
     check_divides(keys.where, heads, kv_heads)
-    for name in ("encoder_layers", "encoder_attention_heads", "num_layers", "num_hidden_layers"):
+    for name in ("num_layers", "num_hidden_layers") + tuple(k for k in keys.data if k.startswith("encoder_")):
         keys.seen(name)         # the encoder's: it caches nothing while the decoder generates
     fields = (f_layers, f_heads, f_kv, f_dim)
     source, source_field = None, ""
-    if keys.get("max_source_positions") is not None:          # Whisper: 30 s of audio, 1,500 frames
-        source, source_field = keys.num(("max_source_positions",), "source positions")
+    given = [name for name in SOURCE if keys.get(name) is not None]
+    if given:                   # Whisper: 30 s of audio, 1,500 frames; SpeechT5's speech positions
+        source, source_field = keys.num(given[:1], "source positions")
     ids = tuple(range(layers))
     return Read(layers, heads, kv_heads, head_dim, hidden,
                 (LayerGroup("full", layers, kv_heads, head_dim, fields=fields, layer_ids=ids),
@@ -140,11 +145,20 @@ HYBRID_ATTENTION = re.compile(r"^attn$|^attn_layers$|attention_layers$|^attn_typ
 
 def read_encoder_only(keys: Keys, top: Keys, model_type: str, family: Optional[Family],
                       ignore: Tuple[str, ...], overrides: Dict[str, int]) -> Read:
-    """BERT and the other encoders: the model reads its whole input in one pass and generates
-    nothing, so it keeps no KV cache at all (its class is no decoder: is_decoder is not set)."""
-    layers, used = keys.num(LAYERS, "layer count")
-    keys.read.update(k for k in keys.data if k not in ("add_cross_attention",))
-    note = f"{model_type} encoder layers"
+    """Models that keep no KV cache by their kind (kinds.kind_of): an encoder reads its input
+    whole and generates nothing (its class is no decoder: is_decoder is not set); a
+    masked-diffusion language model and a detector's decoder attend both ways over the whole
+    sequence at every step, so nothing carries over.  No head is counted; the layers, where
+    the config gives them, are quoted."""
+    reader, evidence = keys.kind
+    layers, used = keys.num(LAYERS + ("encoder_layers", "num_layers"), "layer count", default=0)
+    depths = keys.data.get("depths")          # Swin's stages
+    if not layers and isinstance(depths, list) and all(isinstance(d, int) and d > 0 for d in depths):
+        layers, used = sum(depths), "depths"
+    keys.read.update(k for k in keys.data if k != "add_cross_attention" or not keys.data[k])
+    what = f"{model_type or 'model'} {'encoder layers' if reader == 'encoder' else 'layers'}"
+    if evidence != f"model_type {model_type}":        # the headline names the model type already
+        keys.notes.append(f"no KV cache: {evidence}")
     return Read(layers, 0, 0, 0, keys.int(HIDDEN, "hidden size", 0),
-                (LayerGroup("encoder", layers, note=note, fields=(f"model_type {model_type}", "is_decoder"),
-                            layer_ids=tuple(range(layers))),))
+                (LayerGroup(reader if reader == "encoder" else "bidirectional", layers, note=what,
+                            fields=(evidence,) + ((used,) if used else ()), layer_ids=tuple(range(layers))),))

@@ -3,7 +3,7 @@
 Every group of a model's layers follows one rule: full attention, a sliding
 window, chunks, an MLA latent, another layer's cache (shared), an encoder's
 output (cross), an image's tokens, a state of fixed size (none), nothing at
-all (encoder, draft).  A LayerGroup says which rule, over how many layers,
+all (encoder, bidirectional, draft).  A LayerGroup says which rule, over how many layers,
 with which shapes, and how many positions one of its layers holds.
 """
 
@@ -28,6 +28,9 @@ RULES = {
             "recurrence, convolution), named and not counted",
     "encoder": "an encoder-only model: it reads its input whole and generates nothing, so it "
                "keeps no KV cache",
+    "bidirectional": "a model that attends both ways over the whole sequence at every step (a "
+                     "masked-diffusion language model, a detector's object queries): nothing carries over "
+                     "from one step to the next, so no KV cache",
     "draft": "multi-token-prediction (draft) layers, run only to propose tokens for speculative "
              "decoding: not counted",
 }
@@ -60,7 +63,7 @@ class LayerGroup(NamedTuple):
     def positions(self, context: int, source: int, image: int = 0) -> int:
         """Positions one layer holds at this context (source: the encoder's length; image:
         the image tokens)."""
-        if self.rule in ("none", "shared", "encoder", "draft"):
+        if self.rule in ("none", "shared", "encoder", "bidirectional", "draft"):
             return 0
         if self.rule == "cross":
             return source
@@ -75,7 +78,9 @@ class LayerGroup(NamedTuple):
                 "chunked": f"the current chunk of {self.window or 0:,} positions",
                 "cross": "every source token", "image": "every image token",
                 "shared": "nothing of its own", "none": "no positions: a state of fixed size",
-                "encoder": "nothing: it generates nothing", "draft": "nothing: not run by default"}[self.rule]
+                "encoder": "nothing: it generates nothing",
+                "bidirectional": "nothing: every step reads the whole sequence again",
+                "draft": "nothing: not run by default"}[self.rule]
 
     def describe(self) -> str:
         if self.rule == "mla":
@@ -84,7 +89,7 @@ class LayerGroup(NamedTuple):
             return f"{self.layers} {self.note.split(' (')[0] or 'layers without a KV cache'} (no KV cache)"
         if self.rule == "shared":
             return f"{self.layers} {self.note.split(' (')[0]}"
-        if self.rule in ("encoder", "draft"):
+        if self.rule in ("encoder", "bidirectional", "draft"):
             return f"{self.layers} {self.note or self.rule} (no KV cache)"
         if self.rule in ("sliding", "chunked"):
             what = f"sliding window {self.window:,}" if self.rule == "sliding" else f"chunked, chunk {self.window:,}"

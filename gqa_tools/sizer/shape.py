@@ -18,7 +18,7 @@ from gqa_tools.sizer.decoder import read_decoder
 from gqa_tools.sizer.families import ALIASES, FAMILIES, MLP_MATRICES, WRAPPERS
 from gqa_tools.sizer.fields import MAX_CONTEXT, MLP_WIDTH, Keys, cannot, nested_config, show
 from gqa_tools.sizer.files import config_path, load_json
-from gqa_tools.sizer.kinds import reader_for
+from gqa_tools.sizer.kinds import kind_of
 from gqa_tools.sizer.readers import read_encoder_decoder, read_encoder_only, read_mla, read_state_model
 from gqa_tools.sizer.rules import LayerGroup
 
@@ -107,9 +107,14 @@ def _name(where: str, top: Dict[str, Any], text: Dict[str, Any]) -> str:
                text.get("model_type") or os.path.splitext(os.path.basename(where.split(" (")[0]))[0])
 
 
-# The readers, by the name kinds.reader_for gives.
+# The fields that list every layer's kind: where one was read, other lists of one entry
+# per layer cannot say the layout again (accounting.changes_by_value).
+LAYOUT_LISTS = ("layer_types", "hybrid_override_pattern", "layers_block_type", "attn_type_list", "block_configs",
+                "attention_types", "block_types", "_block_types")
+
+# The readers, by the name kinds.kind_of gives.
 READERS = {"decoder": read_decoder, "mla": read_mla, "encoder_decoder": read_encoder_decoder,
-           "state": read_state_model, "encoder": read_encoder_only}
+           "state": read_state_model, "encoder": read_encoder_only, "bidirectional": read_encoder_only}
 
 
 def _shape(where: str, top: Dict[str, Any], ignore: Tuple[str, ...],
@@ -124,8 +129,13 @@ def _shape(where: str, top: Dict[str, Any], ignore: Tuple[str, ...],
     top_keys = keys if text is top else Keys(where.split(" (")[0], top, {}, top_type, notes)
     keys.cross = nested == "decoder"
     keys.get("model_type"), top_keys.get("model_type"), top_keys.get(nested) if nested else None
-    reader = reader_for(keys, family)
+    keys.kind = kind_of(keys, top_keys, family)
+    reader = keys.kind.reader
     found = READERS[reader](keys, top_keys, model_type, family, ignore, overrides)
+    keys.sizes = {"reader": reader, "layers": found.layers, "kv_heads": found.kv_heads,
+                  "head_dim": found.head_dim, "rules": {g.rule for g in found.groups},
+                  "layout_list": any(n in keys.read and isinstance(keys.data.get(n), (list, str))
+                                     for n in LAYOUT_LISTS)}
     max_context, field = _context(keys)
     width = keys.int(MLP_WIDTH, "MLP width", default=0) if reader == "decoder" else 0
     dtype, dtype_field = _cache_dtype(top_keys, keys)

@@ -1,0 +1,320 @@
+"""The sizer on families no rule of it was written for: the generalisation set.
+
+examples/configs/generalising/ holds published configs of families that no
+row of FAMILIES, no mechanism and no earlier evaluation set names: encoders
+(text, vision, speech), encoder-decoders, decoders, a wrapper around a
+nested language model, object detectors and diffusion language models.
+They are kept apart from the sets the rules were built on (tests/
+test_config_families.py), and a rule is never written from one of them
+before its baseline is recorded (docs/sizing.md).  HELD_OUT are those added
+after the rules were written, measured with the rules unchanged.
+
+Each row of GENERALISING says what the model's architecture keeps per token,
+worked out by hand from its code, in one line, and where the config comes
+from.  "right" is the sizer's bytes per generated token and per source token
+(bf16) equal to those; "refused" is an error (never a number); "wrong" is a
+number that differs.  `python -m tests.test_generalising` prints the table.
+
+Sources.  "HF <type>" is the config class in huggingface/transformers,
+src/transformers/models/<type>/configuration_<type>.py (the commit named):
+its __init__'s defaults, which its docstring gives as those of the named
+checkpoint, written out field for field (a value left None stays null).  The
+others are published config.json files, copied whole from the repository and
+path named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import unittest
+
+from gqa import GQAError
+from gqa_tools.sizer import ModelShape, per_position
+from tests.helpers import ROOT, run_gqa
+
+FOLDER = os.path.join(ROOT, "examples", "configs", "generalising")
+
+# name: (bytes per generated token, bytes per source token (cross-attention), both in bf16;
+#        what the architecture keeps, in one line; where the config comes from)
+GENERALISING = {
+    # Encoders: they read their input whole and generate nothing; no KV cache.
+    "clip-vit-base-patch32.json": (0, 0, "CLIPModel: a text and a vision encoder, contrastive; nothing generated",
+                                   "whaler404/Hf-Learn, transformers_learn/api/models/multimodal_models/clip/"
+                                   "clip.md (openai/clip-vit-base-patch32's config, printed)"),
+    "clip-text-vit-base-patch32.json": (0, 0, "CLIPTextModel: an encoder (causal mask, but no generation, "
+                                        "no cache)", "HF clip @01841b3, CLIPTextConfig (openai/clip-vit-base-"
+                                        "patch32's text encoder)"),
+    "dinov2-base.json": (0, 0, "Dinov2Model: a ViT encoder over image patches", "HF dinov2 @02d3b01 "
+                         "(facebook/dinov2-base, its archive map)"),
+    "swin-tiny-patch4-window7-224.json": (0, 0, "SwinModel: a windowed vision encoder; window_size is the "
+                                          "encoder's patch window", "HF swin @01ae98a "
+                                          "(microsoft/swin-tiny-patch4-window7-224)"),
+    "bigbird-roberta-base.json": (0, 0, "BigBirdModel, is_decoder false: a block-sparse encoder",
+                                  "HF big_bird @052b1dc (google/bigbird-roberta-base)"),
+    "ast-finetuned-audioset-10-10-0.4593.json": (0, 0, "ASTModel: a ViT encoder over a spectrogram",
+                                                 "HF audio_spectrogram_transformer @020a37d "
+                                                 "(MIT/ast-finetuned-audioset-10-10-0.4593)"),
+    "data2vec-audio-base-960h.json": (0, 0, "Data2VecAudioModel: a convolutional feature encoder and a "
+                                      "Transformer encoder, CTC head", "HF data2vec @0325565, "
+                                      "configuration_data2vec_audio.py (facebook/data2vec-audio-base-960h)"),
+    # An object detector: its decoder takes its 100 queries in one pass, so nothing is cached.
+    "detr-resnet-50.json": (0, 0, "DetrModel: encoder and a decoder over 100 object queries in one pass; "
+                            "no autoregression, no cache", "HF detr @007ecf4 (facebook/detr-resnet-50)"),
+    # Encoder-decoders: the decoder's self-attention per generated token, and its
+    # cross-attention's K and V of every source token, in every decoder layer.
+    "bart-large.json": (12 * 2 * 16 * 64 * 2, 12 * 2 * 16 * 64 * 2, "BART: 12 decoder layers, 16 heads of "
+                        "1024/16 = 64, self- and cross-attention", "HF bart @0171fcd (facebook/bart-large)"),
+    "m2m100-418m.json": (12 * 2 * 16 * 64 * 2, 12 * 2 * 16 * 64 * 2, "M2M100: 12 decoder layers, 16 heads of "
+                         "1024/16 = 64, self- and cross-attention", "HF m2m_100 @04591da (facebook/m2m100_418M)"),
+    "mt5-small.json": (8 * 2 * 6 * 64 * 2, 8 * 2 * 6 * 64 * 2, "mT5: num_decoder_layers null, so num_layers "
+                       "8 decoder layers; 6 heads of d_kv 64", "HF mt5 @053f59e (google/mt5-small)"),
+    "moonshine-tiny.json": (6 * 2 * 8 * 36 * 2, 6 * 2 * 8 * 36 * 2, "Moonshine: 6 decoder layers, "
+                            "decoder_num_key_value_heads null so 8, head 288/8 = 36", "HF moonshine @008f5c8 "
+                            "(UsefulSensors/moonshine-tiny)"),
+    "speecht5-asr.json": (6 * 2 * 12 * 64 * 2, 6 * 2 * 12 * 64 * 2, "SpeechT5: 6 decoder layers, 12 heads "
+                          "of 768/12 = 64, self- and cross-attention", "HF speecht5 @0073453 "
+                          "(microsoft/speecht5_asr)"),
+    # Decoders: every layer full attention.
+    "persimmon-8b-base.json": (36 * 2 * 64 * 64 * 2, 0, "Persimmon: 36 layers, MHA, 64 heads of 4096/64 = 64",
+                               "HF persimmon @038869d (adept/persimmon-8b-base)"),
+    "olmoe-1b-7b-0924.json": (16 * 2 * 16 * 128 * 2, 0, "OLMoE: 16 layers, num_key_value_heads null so 16, "
+                              "head 2048/16 = 128", "HF olmoe @008e574 (allenai/OLMoE-1B-7B-0924)"),
+    "nemotron-3-8b-base-4k.json": (32 * 2 * 48 * 128 * 2, 0, "Nemotron: 32 layers, 48 heads, head_dim null "
+                                   "so 6144/48 = 128", "HF nemotron @05cd1ec (nvidia/nemotron-3-8b-base-4k-hf)"),
+    "smollm3-3b.json": (36 * 2 * 4 * 128 * 2, 0, "SmolLM3: 36 layers, 4 K/V heads of 2048/16 = 128; "
+                        "use_sliding_window false, so every layer full (NoPE layers cache alike)",
+                        "HF smollm3 @008e574 (HuggingFaceTB/SmolLM3-3B)"),
+    "ctrl.json": (48 * 2 * 16 * 80 * 2, 0, "CTRL: 48 layers, 16 heads of 1280/16 = 80",
+                  "HF ctrl @06053b8 (Salesforce/ctrl)"),
+    # A wrapper around a nested language model.
+    "paligemma-3b.json": (18 * 2 * 1 * 256 * 2, 0, "PaliGemma: its Gemma text_config, 18 layers, 1 K/V head "
+                          "of 256 (the gemma head_dim default)", "HF paligemma @04d596e (its default "
+                          "text_config and vision_config, PaliGemma-2B)"),
+    # Diffusion language models: they denoise the whole sequence with bidirectional
+    # attention at every step, so there is no cache of past tokens' K and V.
+    "llada-8b-instruct.json": (0, 0, "LLaDA: masked diffusion, bidirectional attention; no KV cache",
+                               "hxhcreate/DARE, models/LLaDA-8B-Instruct/config.json @f4999da"),
+    "dream-v0-instruct-7b.json": (0, 0, "Dream: masked diffusion, bidirectional attention; no KV cache",
+                                  "Linn3a/DARE, models/Dream-v0-Instruct-7B/config.json @f3ca6dc"),
+    # Added after the rules above were written from the configs before them, and measured with
+    # those rules unchanged (HELD_OUT): the figures of docs/sizing.md's second row.
+    "imagegpt-small.json": (24 * 2 * 8 * 64 * 2, 0, "ImageGPT: a GPT-2 over pixel tokens, 24 layers, 8 heads of "
+                            "512/8 = 64", "HF imagegpt @0746344 (openai/imagegpt-small)"),
+    "biogpt.json": (24 * 2 * 16 * 64 * 2, 0, "BioGPT: 24 layers, 16 heads of 1024/16 = 64",
+                    "HF biogpt @053f59e (microsoft/biogpt)"),
+    "vit-mae-base.json": (0, 0, "ViTMAEModel: a ViT encoder; its decoder_* reconstruct the masked patches in one "
+                          "pass, nothing generated", "HF vit_mae @0985bdd (facebook/vit-mae-base)"),
+    "deformable-detr.json": (0, 0, "DeformableDetrModel: 300 object queries decoded in one pass",
+                             "HF deformable_detr @054d2b0 (SenseTime/deformable-detr)"),
+    "blenderbot-small-90m.json": (8 * 2 * 16 * 32 * 2, 8 * 2 * 16 * 32 * 2, "BlenderbotSmall: 8 decoder layers, "
+                                  "16 heads of 512/16 = 32, self- and cross-attention",
+                                  "HF blenderbot_small @0077a6e (facebook/blenderbot_small-90M)"),
+}
+HELD_OUT = ("imagegpt-small.json", "biogpt.json", "vit-mae-base.json", "deformable-detr.json",
+            "blenderbot-small-90m.json")
+
+
+def evaluate(table=None):
+    """(right, wrong, refused): lists of (name, what the sizer said)."""
+    right, wrong, refused = [], [], []
+    for name, (token, source, _, _) in sorted((table or GENERALISING).items()):
+        try:
+            sizes = per_position(ModelShape.from_config(os.path.join(FOLDER, name)), dtype="bf16")
+        except GQAError as err:
+            refused.append((name, str(err)))
+            continue
+        got = (sizes["token"], sizes["source"])
+        (right if got == (token, source) else wrong).append((name, got))
+    return right, wrong, refused
+
+
+class Generalising(unittest.TestCase):
+
+    def test_every_config_in_the_folder_has_a_row(self):
+        self.assertEqual(set(GENERALISING), {f for f in os.listdir(FOLDER) if f.endswith(".json")})
+
+
+def load(name, **options):
+    return ModelShape.from_config(os.path.join(FOLDER, name), **options)
+
+
+class Measured(unittest.TestCase):
+
+    def test_never_wrong_and_at_most_one_in_five_refused(self):
+        right, wrong, refused = evaluate()
+        self.assertEqual(wrong, [])
+        self.assertLessEqual(5 * len(refused), len(GENERALISING), refused)
+
+    def test_an_encoder_decoder_holds_its_source_for_the_length_given(self):
+        # BART-large: 12 decoder layers x 2 x 16 heads x 64, per generated and per source token;
+        # the config fixes no source length, so --context's, else --source-length.
+        path = os.path.join(FOLDER, "bart-large.json")
+        status, out, _ = run_gqa("config", path, "--context", "100", "--source-length", "1000", "--json")
+        self.assertEqual(json.loads(out)["columns"][0]["bytes_per_request"], 49152 * (100 + 1000))
+        status, out, _ = run_gqa("config", path, "--context", "100")
+        self.assertIn("source 100 (as --context)", out)
+
+
+    def test_the_sizing_page_shows_the_figures(self):
+        from gqa_tools.sizer.fields import SPELLINGS
+        right, wrong, refused = evaluate()
+        with open(os.path.join(ROOT, "docs", "sizing.md"), encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn(f"| all, now | {len(GENERALISING)} | {len(right)} | {len(wrong)} | {len(refused)} |", page)
+        right, wrong, refused = evaluate({name: GENERALISING[name] for name in HELD_OUT})
+        self.assertIn(f"| held out: {len(HELD_OUT)} added after those rules, which were not changed for them | "
+                      f"{len(HELD_OUT)} | {len(right)} | {len(wrong)} | {len(refused)} |", page)
+        self.assertIn("`python -m tests.test_generalising`", page)
+        for quantity, names in SPELLINGS.items():
+            row = [line for line in page.splitlines() if line.startswith(f"| {quantity} | ")]
+            self.assertEqual(len(row), 1, quantity)
+            for name in names:
+                self.assertIn(f"`{name}` (", row[0])
+
+
+class Kinds(unittest.TestCase):
+    """What kind of model a config says it is, read before any head is counted, with its evidence."""
+
+    def test_no_cache_by_kind_names_its_evidence(self):
+        for name, rule, evidence in (
+                ("detr-resnet-50.json", "bidirectional", "num_queries 100: a detector's decoder"),
+                ("llada-8b-instruct.json", "bidirectional", "mask_token_id 126336: a masked-diffusion"),
+                ("dream-v0-instruct-7b.json", "bidirectional", "mask_token_id 151666: a masked-diffusion"),
+                ("bigbird-roberta-base.json", "encoder", "type_vocab_size 2: segment embeddings"),
+                ("dinov2-base.json", "encoder", "image_size 224 and no vocab_size"),
+                ("swin-tiny-patch4-window7-224.json", "encoder", "image_size 224 and no vocab_size"),
+                ("ast-finetuned-audioset-10-10-0.4593.json", "encoder", "patch_size 16 and no vocab_size"),
+                ("data2vec-audio-base-960h.json", "encoder", "conv_dim: a raw-audio feature encoder"),
+                ("clip-text-vit-base-patch32.json", "encoder", "model_type clip_text_model: a dual encoder's tower")):
+            s = load(name)
+            self.assertEqual((s.method, [g.rule for g in s.groups]), ("no KV cache", [rule]), name)
+            self.assertIn(f"no KV cache: {evidence}", "\n".join(s.notes), name)
+            self.assertFalse([n for n in s.notes if n.startswith("WARNING")], name)
+        self.assertEqual(load("swin-tiny-patch4-window7-224.json").layers, 2 + 2 + 6 + 2)     # its depths
+        status, out, _ = run_gqa("config", os.path.join(FOLDER, "detr-resnet-50.json"))
+        self.assertTrue(out.startswith("detr: no KV cache: detr, 6 layers, attends both ways"), out[:80])
+
+    def test_an_encoder_architecture_is_an_encoders_evidence(self):
+        # Made up: a model type no rule names, its architectures naming encoder heads only.
+        config = dict(model_type="brand_new", architectures=["BrandNewForMaskedLM"], num_hidden_layers=2,
+                      num_attention_heads=4, hidden_size=32, vocab_size=100)
+        s = ModelShape.from_config(config)
+        self.assertEqual((s.method, s.groups[0].fields[0]),
+                         ("no KV cache", "architectures [\"BrandNewForMaskedLM\"]: encoder heads only"))
+        config["architectures"] = ["BrandNewForMaskedLM", "BrandNewForCausalLM"]
+        self.assertEqual(ModelShape.from_config(config).method, "MHA")
+        self.assertEqual(ModelShape.from_config(dict(config, is_decoder=True)).method, "MHA")
+
+    def test_a_decoder_by_default_says_which_fields_it_looked_at(self):
+        s = load("persimmon-8b-base.json")
+        self.assertTrue(s.notes[0].startswith("WARNING: model_type 'persimmon' has no row"))
+        self.assertIn("read as a decoder: no field says otherwise; looked at is_encoder_decoder, kv_lora_rank, "
+                      "mask_token_id, is_decoder, architectures, type_vocab_size", "\n".join(s.notes))
+
+
+# What the sizer reports for each quantity of fields.SPELLINGS.
+QUANTITY = {"layers": lambda s: s.layers, "decoder layers": lambda s: s.layers,
+            "query heads": lambda s: s.heads, "decoder query heads": lambda s: s.heads,
+            "key/value heads": lambda s: s.kv_heads, "decoder key/value heads": lambda s: s.kv_heads,
+            "head dim": lambda s: s.head_dim, "decoder head dim": lambda s: s.head_dim,
+            "hidden size": lambda s: s.hidden_size, "longest context": lambda s: s.max_context,
+            "source tokens": lambda s: s.source_tokens,
+            "window": lambda s: max([g.window or 0 for g in s.groups] or [0])}
+
+# The spellings no published config here uses; each is read by the code named.
+UNPUBLISHED = {
+    "num_query_groups": "Megatron's name for g (NeMo exports)",
+    "attention_head_dim": "Hunyuan's and Nemotron-H's head dim (their configuration classes)",
+    "hidden_size_per_head": "PLaMo-2's head dim (vLLM's ModelConfig.get_head_size)",
+    "max_decoder_position_embeddings": "LED's decoder context (LEDConfig)",
+    "max_encoder_position_embeddings": "LED's encoder positions (LEDConfig)",
+    "sliding_window_size": "an older spelling of sliding_window (mlc-llm's presets)",
+    "window_size": "GPT-Neo's local window (GPTNeoConfig)",
+    "attention_heads": "only Mllama's vision_config uses it here, which the sizer does not size",
+    "decoder_num_key_value_heads": "Moonshine's g; the class defaults here leave it null",
+    "head_size": "TensorRT-LLM's head dim; only RWKV-5's recurrence uses it here",
+    "n_head_kv": "Falcon's early spelling of g; null in the Phi configs here",
+    "n_kv_heads": "OLMo's g; here only LLaDA gives it, and LLaDA keeps no cache",
+    "num_decoder_layers": "T5's; null in mT5-small here (so num_layers)",
+}
+
+
+def published():
+    """{file name: the config object the sizer reads (a wrapper's nested decoder)} of every
+    published config here."""
+    from gqa_tools.sizer.fields import nested_config
+    found = {}
+    for folder in (os.path.dirname(FOLDER), FOLDER):
+        for name in sorted(f for f in os.listdir(folder) if f.endswith(".json")):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                found[os.path.join(folder, name)] = nested_config(name, json.load(f))[0]
+    return found
+
+
+class Spellings(unittest.TestCase):
+    """Every spelling of fields.SPELLINGS read from a published config that uses it."""
+
+    def test_every_spelling_is_read_from_a_published_config_that_uses_it(self):
+        from gqa_tools.sizer.fields import SPELLINGS
+        configs, missing = published(), []
+        for quantity, names in SPELLINGS.items():
+            for i, name in enumerate(names):
+                users = [path for path, data in configs.items() if data.get(name) is not None and
+                         all(data.get(earlier) is None for earlier in names[:i])]
+                read = [path for path in users
+                        if QUANTITY[quantity](ModelShape.from_config(path)) == configs[path][name]]
+                if not read:
+                    missing.append(name)
+                elif name in UNPUBLISHED:
+                    self.fail(f"{name} is read from {read[0]}: take it out of UNPUBLISHED")
+        self.assertEqual(sorted(missing), sorted(UNPUBLISHED))
+
+
+class ByValue(unittest.TestCase):
+    """A key is refused by what its value could do to the cache, never by its name alone."""
+
+    def test_names_that_changed_nothing_are_notes(self):
+        # Refused by their names before (the baseline in docs/sizing.md): T5's relative-position
+        # buckets, SpeechT5's convolutional pre-net, CLIP's feed-forward chunking and n-gram setting.
+        for name, keys in (("mt5-small.json", ("relative_attention_num_buckets 32",
+                                               "relative_attention_max_distance 128")),
+                           ("speecht5-asr.json", ("conv_dim [512", "speech_decoder_prenet_layers 2",
+                                                  "guided_attention_loss_num_heads 2"))):
+            note = load(name).notes[1]
+            self.assertTrue(note.startswith("NOTE: "), name)
+            for key in keys:
+                self.assertIn(key, note, name)
+        self.assertEqual(per_position(load("clip-vit-base-patch32.json"))["token"], 0)
+
+    def test_a_value_that_could_change_the_cache_is_refused(self):
+        with open(os.path.join(FOLDER, "persimmon-8b-base.json"), encoding="utf-8") as f:
+            persimmon = json.load(f)
+        for key, value, why in (("local_attention_window", 4096, "a window of 4096 positions"),
+                                ("attention_chunk_len", 8192, "chunks of 8192 positions"),
+                                ("n_kv_head_groups", 8, "8 key/value heads, not the 64 read"),
+                                ("kv_head_size", 128, "a head dim of 128, not the 64 read"),
+                                ("num_transformer_layers", 40, "40 layers, not the 36 read"),
+                                ("mixer_type", "mamba", "'mamba' names a kind of layer"),
+                                ("attention_layout", ["full", "sliding"] * 18, "a list of one entry per layer")):
+            with self.assertRaisesRegex(GQAError, f"{key} .* is read by no rule, and its value could change "
+                                                  f"the cache: {re.escape(why)}"):
+                ModelShape.from_config(dict(persimmon, **{key: value}))
+            notes = ModelShape.from_config(dict(persimmon, **{key: value}), ignore=[key]).notes
+            self.assertTrue(any(n.startswith(f"WARNING: {key} ") for n in notes), notes)
+        for key, value in (("num_transformer_layers", 36), ("kv_head_size", 64), ("attention_chunk_len", 0)):
+            self.assertIn(f"{key} {value}", ModelShape.from_config(dict(persimmon, **{key: value})).notes[1])
+
+
+def main():
+    for title, table in (("all", GENERALISING), ("held out", {n: GENERALISING[n] for n in HELD_OUT})):
+        right, wrong, refused = evaluate(table)
+        for verdict, rows in (("right", right), ("wrong", wrong), ("refused", refused)):
+            for name, said in rows:
+                print(f"{verdict:8} {name:42} {str(said)[:150]}")
+        print(f"{title}: {len(table)} configs: {len(right)} right, {len(wrong)} wrong, {len(refused)} refused")
+
+
+if __name__ == "__main__":
+    main()
