@@ -1,6 +1,6 @@
 """The sizer on families no rule of it was written for: the generalisation set.
 
-examples/configs/generalising/ holds published configs of families that no
+examples/configs/generalising/ holds configs of families that no
 row of FAMILIES, no mechanism and no earlier evaluation set names: encoders
 (text, vision, speech), encoder-decoders, decoders, a wrapper around a
 nested language model, object detectors and diffusion language models.
@@ -81,8 +81,6 @@ GENERALISING = {
                                "HF persimmon @038869d (adept/persimmon-8b-base)"),
     "olmoe-1b-7b-0924.json": (16 * 2 * 16 * 128 * 2, 0, "OLMoE: 16 layers, num_key_value_heads null so 16, "
                               "head 2048/16 = 128", "HF olmoe @008e574 (allenai/OLMoE-1B-7B-0924)"),
-    "nemotron-3-8b-base-4k.json": (32 * 2 * 48 * 128 * 2, 0, "Nemotron: 32 layers, 48 heads, head_dim null "
-                                   "so 6144/48 = 128", "HF nemotron @05cd1ec (nvidia/nemotron-3-8b-base-4k-hf)"),
     "smollm3-3b.json": (36 * 2 * 4 * 128 * 2, 0, "SmolLM3: 36 layers, 4 K/V heads of 2048/16 = 128; "
                         "use_sliding_window false, so every layer full (NoPE layers cache alike)",
                         "HF smollm3 @008e574 (HuggingFaceTB/SmolLM3-3B)"),
