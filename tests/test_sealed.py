@@ -158,7 +158,7 @@ def _load_grader():                  # the referee, under another name: no name 
         "not_the_grader", _os.path.join(package, "__init__.py"), submodule_search_locations=[package])
     sys.modules["not_the_grader"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sys.modules["not_the_grader"])
-    sys.modules["not_the_grader"].reference.ref_valid_g(8)
+    importlib.import_module("not_the_grader.reference").ref_valid_g(8)
 
 
 def _plant():
