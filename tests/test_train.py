@@ -552,7 +552,7 @@ class Statistics(unittest.TestCase):
     def test_every_verdict_is_holms_and_follows_from_its_interval(self):
         pre, mean = [100] * 5, [100, 99, 100, 99, 100]
         first, random_ = [60, 70, 65, 62, 68], [20, 25, 22, 21, 30]
-        result = self.fake(pre, mean, first, random_)
+        result = self.fake(pre, mean, first, random_, same=())
         # By hand: each claim's per-seed differences (of 100 answers), its bar and side.
         claims_ = [("drops", [p - 10 for p in pre], 0.0, True),
                    ("recovers", [p - m for p, m in zip(pre, mean)], 0.02, False),
@@ -599,8 +599,12 @@ class Statistics(unittest.TestCase):
         result = self.fake([100] * 5, [90, 80, 70, 60, 50], [80, 80, 60, 70, 40], [10, 10, 10, 10, 40])
         same = gqa_train.same_cache_finding(result, "recall")
         self.assertIn("Shazeer 2019", same)
+        # decided as averages too: MQA minus each other row, per seed (of 100 answers)
+        rows = [d for d in gqa_train.verdicts(result, ["recall"]) if d.claim.kind == "same cache"]
+        self.assertEqual([d.claim.g for d in rows], [1, 2])
+        self.assertEqual([[float(v) for v in d.claim.values] for d in rows], [[0.04, 0.04], [0.05, 0.0]])
         two = self.fake([100] * 2, [9, 9], [5, 5], [1, 1], same=((9, 5), (5, 5), (4, 3)))
-        self.assertIn(f"in {gqa_sentences.share_text(1, 2)} seeds (beat or tied them in 2/2)",
+        self.assertIn(f"in {gqa_sentences.share_text(1, 2)} seeds (beat or tied them in 2/2;",
                       gqa_train.same_cache_finding(two, "recall"))
 
     def test_a_difference_is_decided_by_its_t_interval(self):
