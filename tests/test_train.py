@@ -255,7 +255,7 @@ class Runs(unittest.TestCase):
             seen.append((g, len(model.weights[0]), json.dumps(batches_)))
             return real(model, g, batches_, *args, **kwargs)
         with mock.patch.object(experiment, "train", spy):
-            gqa_train.run(TINY._replace(seeds=1, heads=4, head_dim=4, d_model=4, carried=False))
+            gqa_train.run(TINY._replace(seeds=1, heads=4, head_dim=4, d_model=4))
         per_task = len(seen) // 2
         for calls in (seen[:per_task], seen[per_task:]):
             pretrain, control, conversions, scratch = calls[0], calls[1], calls[2:8], calls[8:]
@@ -288,7 +288,7 @@ class Runs(unittest.TestCase):
     def test_each_g_from_scratch_trains_on_the_pretraining_then_the_uptraining_batches(self):
         # Put together again: a g-head model drawn anew, trained on the pre-training's
         # batches and then the uptraining's first `budget`, one Adam all through.
-        r = TINY._replace(seeds=1, heads=4, head_dim=2, scratch=True, carried=False)
+        r = TINY._replace(seeds=1, heads=4, head_dim=2, scratch=True)
         got = run_of(r)["tasks"]
         for task in gqa_train.TASKS:
             test = tasks.held_out(r, task, r.seed)
@@ -306,7 +306,7 @@ class Runs(unittest.TestCase):
     def test_the_carried_optimizer_goes_on_from_the_pretraining(self):
         # The control with Adam carried over is the pre-trained model and its optimizer
         # copied together (deepcopy keeps the optimizer's rows the model's) and trained on.
-        r = TINY._replace(seeds=1)
+        r = TINY._replace(seeds=1, carried=True)
         got = run_of(r)["tasks"]
         first = r.budgets[0]
         for task in gqa_train.TASKS:
@@ -352,7 +352,7 @@ class Runs(unittest.TestCase):
             trained.append(g)
             return real(model, g, batches_, *args, **kwargs)
         with mock.patch.object(experiment, "train", spy):
-            result = gqa_train.run(TINY._replace(seeds=1, same_cache=False, carried=False))
+            result = gqa_train.run(TINY._replace(seeds=1, same_cache=False))
         self.assertEqual(len(trained), 2 * (1 + 1 + 3))         # per task: pre-training, control, 3 conversions
         for task in gqa_train.TASKS:
             self.assertEqual(result["tasks"][task]["same_cache"], [])
@@ -594,6 +594,16 @@ class Statistics(unittest.TestCase):
             result = self.fake([100] * 5, mean, [50] * 5, [20] * 5)
             got = [d for d in gqa_train.verdicts(result, ["recall"]) if d.claim.kind == "recovers"]
             self.assertEqual([d.verdict for d in got], [want], mean)
+
+    def test_the_share_within_the_margin_is_counted_against_the_control(self):
+        # Against a control that improved to 100 from a frozen 97, 98 is within 0.02 of both;
+        # against one that fell to 95, 94 is within 0.02 of the control but not of the frozen model.
+        result = self.fake([97] * 20, [94] * 20, [50] * 20, [20] * 20, control=[95] * 20)
+        t = result["tasks"]["recall"]
+        self.assertEqual((gqa_train.recovered(t, 1, 5), gqa_train.recovered(t, 1, 5, control=False)), (20, 0))
+        self.assertEqual(gqa_train.half_within(t, 1, [5]), 5)
+        self.assertIsNone(gqa_train.half_within(self.fake([100] * 4, [90] * 3 + [99], [5] * 4, [1] * 4)
+                                                ["tasks"]["recall"], 1, [5]))        # 1 of 4 seeds
 
     def test_the_equal_cache_comparison_quotes_the_mqa_paper(self):
         result = self.fake([100] * 5, [90, 80, 70, 60, 50], [80, 80, 60, 70, 40], [10, 10, 10, 10, 40])

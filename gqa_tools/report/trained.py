@@ -87,7 +87,7 @@ def _training_intro(result: dict) -> str:
     r, seeds = result["recipe"], result["seeds"]
     n = r["held_out"]
     return _(
-        "Everything above runs on random, untrained weights. Here a model is trained and its "
+        "Sections 1 to 7 run on random, untrained weights. Here a model is trained and its "
         "quality measured (`gqa_tools/uptraining/`): an MHA model (h = {heads}, head dim {head_dim}, "
         "d_model {d_model}, an MLP of width {d_ff}) is pre-trained for {pretrain} steps of {batch} "
         "sequences on each of two tasks; a copy of it is trained on for {more} more steps (*the "

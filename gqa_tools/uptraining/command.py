@@ -5,9 +5,10 @@
 On two tasks (one that positions solve, one that needs content), for each of
 --seeds seeds from --seed on: pre-trains a small MHA model, trains a copy on
 (the control), converts it to every g < h by three methods, trains each on
-with the control's batches, trains the control and the mean conversion to
-the first budget with pre-training's Adam carried over (--quick: and each
-g < h from scratch for as many steps in all), and trains three models of
+with the control's batches (--quick, report.md's recipe: and the two
+controls, the control and the mean conversion trained to the first budget
+with pre-training's Adam carried over, and each g < h trained from scratch
+for as many steps in all), and trains three models of
 MQA's cache size and matched parameters from scratch (experiment.py runs
 it, model.py is the model).  It prints what was found in plain sentences
 first; every accuracy as mean ± sd [95 % interval of the mean] over the

@@ -1,10 +1,10 @@
 """gqa_tools.uptraining.printing: what `python -m gqa uptrain` prints, from run()'s result.
 
 render(result) is the whole text: the recipe and what was found, then for
-each task the pre-trained model and one table for each g (the control and
-each conversion at every budget, the controls of the uptraining, then the
-shares of seeds), the verdicts' table with its rule and scope, and the
-equal-cache models.  report.md's section 8 uses its tables (steps_header,
+each task the pre-trained model, one table for each g (the control and each
+conversion at every budget, the controls of the uptraining, then the shares
+of seeds) and the equal-cache models, then the verdicts' table with its rule
+and scope.  report.md's section 8 uses its tables (steps_header,
 uptraining_rows) too.
 """
 
@@ -107,15 +107,10 @@ def render(result: Dict[str, Any]) -> str:
         for g in sorted({x["g"] for x in t["uptrain"]}):
             lines.append(f"g = {g}: held-out accuracy after converting, then training on:")
             lines += [text_table(["model"] + steps_header(r), uptraining_rows(result, task, g)), ""]
+        lines += same_cache_lines(result, task)
     lines += [text_table([_("task"), "g", _("half the seeds within 0.02 of the control")], half_rows(result),
                          left=3),
               "", _("The verdicts:"), text_table(verdicts_header(), verdict_rows(result, decided), left=2), "",
               _(RULE).format(claims=len(decided)) + " " + scope(result), ""]
-    shown: List[List[str]] = []
-    for task in TASKS:                      # a note the two tasks share is said once
-        part = same_cache_lines(result, task)
-        if part not in shown:
-            lines += part
-            shown.append(part)
     lines.append("What was measured is printed as it came, whether or not it is what the papers found.")
     return "\n".join(lines)
