@@ -595,6 +595,13 @@ class Statistics(unittest.TestCase):
             got = [d for d in gqa_train.verdicts(result, ["recall"]) if d.claim.kind == "recovers"]
             self.assertEqual([d.verdict for d in got], [want], mean)
 
+    def test_an_interval_end_is_never_printed_as_its_bar(self):
+        # a verdict is read from the printed interval: an end that would round to the bar gets
+        # the digits it needs, up to 6
+        for x, bar, want in ((-0.0003, 0.0, "-0.0003"), (0.0174, 0.02, "+0.017"), (0.01996, 0.02, "+0.01996"),
+                             (0.0, 0.0, "+0.000"), (0.123456, 0.0, "+0.123")):
+            self.assertEqual(gqa_sentences.end_text(x, bar), want, (x, bar))
+
     def test_the_share_within_the_margin_is_counted_against_the_control(self):
         # Against a control that improved to 100 from a frozen 97, 98 is within 0.02 of both;
         # against one that fell to 95, 94 is within 0.02 of the control but not of the frozen model.
