@@ -10,6 +10,8 @@ its Wilson interval, and a verdict by where an interval lies against a bar.
     wilson          the Wilson score interval of a share k / n
     verdict         'holds', 'does not hold' or 'not resolved': an interval against a bar
     share_verdict   the same for a share of seeds, by its Wilson interval
+    p_value         the p-value of a mean against a bar: two one-sided t-tests, the smaller doubled
+    holm            Holm's step-down: which of m p-values are rejected, and the level each step used
     t_quantile      Student's t quantile (t_cdf inverted by bisection)
     t_cdf           Student's t distribution function
     incomplete_beta the regularized incomplete beta function I_x(a, b)
@@ -22,6 +24,8 @@ its Wilson interval, and a verdict by where an interval lies against a bar.
 [0.433, 0.819]
 >>> verdict(0.433, 0.819, 0.5), share_verdict(20, 20, 0.8), share_verdict(5, 20, 0.8)
 ('not resolved', 'holds', 'does not hold')
+>>> [(rejected, round(level, 6)) for rejected, level in holm([0.01, 0.04, 0.03, 0.005])]
+[(True, 0.016667), (False, 0.025), (False, 0.025), (True, 0.0125)]
 
 Every mean and standard deviation is computed from exact values (Fractions)
 and rounded once, so the printed digits cannot depend on how a Python sums
@@ -107,13 +111,15 @@ class Stats(NamedTuple):
     seeds: int
 
 
-def interval(values: Sequence[Fraction], clip: Tuple[float, float] = (-math.inf, math.inf)) -> Stats:
-    """The mean of exact values, their sd and the 95 % t-interval of the mean, clipped to clip."""
+def interval(values: Sequence[Fraction], clip: Tuple[float, float] = (-math.inf, math.inf),
+             level: float = 0.95) -> Stats:
+    """The mean of exact values, their sd and the t-interval of the mean at level (95 % by
+    default), clipped to clip."""
     k = len(values)
     mean = sum(values, Fraction(0)) / k
     var = sum((x - mean) ** 2 for x in values) / (k - 1) if k > 1 else Fraction(0)
     sd = math.sqrt(var)
-    half = t_quantile(0.975, k - 1) * sd / math.sqrt(k) if k > 1 else 0.0
+    half = t_quantile(1.0 - (1.0 - level) / 2.0, k - 1) * sd / math.sqrt(k) if k > 1 else 0.0
     return Stats(float(mean), sd, max(clip[0], float(mean) - half), min(clip[1], float(mean) + half), k)
 
 
@@ -132,3 +138,52 @@ def share_verdict(k: int, n: int, bar: float) -> str:
     """A share of seeds against a bar, by its Wilson interval."""
     return verdict(*wilson(k, n), bar)
 
+
+
+# ---------------------------------------------------------------------------
+# Many verdicts at once.  A claim's p-value comes from two one-sided t-tests
+# of its mean against its bar (is it above? is it below?): the smaller p,
+# doubled, which is Student's two-sided p-value.  Holm's step-down (Holm 1979)
+# then decides m claims together so that the chance of any wrong verdict is
+# at most alpha: the i-th smallest p-value (from i = 1) is tested at
+# alpha / (m - i + 1) until one fails, and every claim from there on is not
+# resolved.  A claim's interval printed at the level its step used,
+# 1 - alpha / (m - i + 1) (the stopping step's for those not reached),
+# excludes the bar exactly when the step rejected it, so its verdict can be
+# read from the interval alone.
+# ---------------------------------------------------------------------------
+
+def p_value(s: Stats, bar: float) -> float:
+    """Student's two-sided p-value of s's mean against bar: twice P(T >= |t|), df = seeds - 1.
+
+    The t-table's 97.5 % quantile at 19 degrees of freedom is 2.093024, so a
+    t of 2.093024 over 20 seeds has p = 0.05, and 2.860935 (99.5 %) has 0.01:
+
+    >>> [round(p_value(Stats(t, math.sqrt(20), 0.0, 0.0, 20), 0.0), 6) for t in (2.093024, -2.860935)]
+    [0.05, 0.01]
+    """
+    if s.seeds < 2 or s.sd == 0.0:
+        return 1.0 if s.mean == bar or s.seeds < 2 else 0.0
+    df = s.seeds - 1
+    t = (s.mean - bar) / (s.sd / math.sqrt(s.seeds))
+    return incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+
+
+def holm(p_values: Sequence[float], alpha: float = 0.05) -> list:
+    """Holm's step-down at alpha: for each p-value, (rejected, the level its step used).
+
+    The level is alpha / (m - i + 1) at the i-th smallest p-value, and the
+    level of the step that failed for every p-value after it; rounded to 6
+    places in the example only.
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: (p_values[i], i))
+    out: list = [None] * m
+    stopped = None
+    for rank, i in enumerate(order):
+        level = alpha / (m - rank) if stopped is None else stopped
+        rejected = stopped is None and p_values[i] < level
+        if not rejected and stopped is None:
+            stopped = level
+        out[i] = (rejected, level)
+    return out

@@ -61,7 +61,7 @@ EXEMPT = {
                                                 "cases' answers (2 s) and writes a folder; "
                                                 "tests/test_handout.py makes a handout and checks "
                                                 "what it holds and how it grades",
-    "python -m gqa uptrain --quick": "it trains for 20 to 30 s; its numbers are report.md's section 8, "
+    "python -m gqa uptrain --quick": "it trains for about 40 s; its numbers are report.md's section 8, "
                                      "which report --check keeps current (tests/test_train.py, "
                                      "Committed, compares them)",
 }

@@ -180,14 +180,15 @@ class Contents(unittest.TestCase):
         self.assertEqual(result["seeds"], [SMALL.seed, SMALL.seed + 1])
         for task in gqa_train.TASKS:
             t = result["tasks"][task]
-            for x in [t["pretrained"]] + t["control"] + t["uptrain"] + t["same_cache"]:
+            for x in [t["pretrained"]] + t["control"] + t["uptrain"] + t["same_cache"] + t["carried"] + t["scratch"]:
                 acc = [c / t["answers"] for c in x["correct"]]
                 mean = sum(acc) / len(acc)
                 self.assertIn(f"{mean:.3f} ± {statistics.stdev(acc):.3f} [", section)
             for g in sorted({x["g"] for x in t["uptrain"]}):
                 self.assertIn(f"| {task:<7} | {g} | MHA trained on (the control)", section)
         self.assertIn("Same cache, three ways", section)
-        self.assertIn("*recovers* is the share of seeds", section)          # the rule, stated
+        self.assertIn("decided together by Holm's step-down correction", section)   # the rule, stated
+        self.assertIn("What these verdicts are about: a one-layer model", section)   # and the scope
         self.assertIn("Section 8 measures it", self.text.split("## 9.")[1])
 
     def test_no_sentence_says_prefill_does_not_speed_up(self):

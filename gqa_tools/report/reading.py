@@ -2,7 +2,7 @@
 
 What g changes (memory), what it barely changes (the work of a prefill),
 why a changed output is not a measured loss of quality (and what section 8
-measured of it), and that every count agrees with its closed form.
+measured of it, by section 8's verdicts), and that every count agrees with its closed form.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Dict, List, Sequence
 
 from gqa_tools import uptraining as training
 from gqa_tools.common import fmt, human_bytes
-from gqa_tools.statistics import share_verdict
 from gqa_tools.report.costs import BLOCK_MODELS, run_formula, traffic
 from gqa_tools.report.lab import Lab, Missing, need
 from gqa_tools.report.measuring import Measured
@@ -71,24 +70,23 @@ def _and(items: Sequence[str]) -> str:
 
 
 def _training_sentence(m: Measured) -> str:
-    """What section 8 measured, in one sentence, when it ran."""
+    """What section 8 decided of the recovery, in one sentence, when it ran."""
     if isinstance(m.training, Missing) or m.training is None:
         return ""
     result = m.training
     r, K = result["recipe"], len(result["seeds"])
+    decided = [d for d in training.verdicts(result, training.TASKS) if d.claim.kind == "recovers"]
     said = []
     for steps in r["budgets"]:
         by_verdict: Dict[str, List[str]] = {}
-        for task in training.TASKS:
-            t = result["tasks"][task]
-            for g in sorted({x["g"] for x in t["uptrain"]}):
-                k = training.recovered(t, g, steps)
-                by_verdict.setdefault(share_verdict(k, K, training.RECOVERS), []).append(
-                    f"{task} at g = {g} ({k}/{K})")
+        for d in decided:
+            if d.claim.steps == steps:
+                by_verdict.setdefault(d.verdict, []).append(
+                    f"{d.claim.task} at g = {d.claim.g} ({d.stats.mean:+.3f})")
         said.append(f"after {steps} steps ({100 * steps / r['pretrain']:.3g} % of the pre-training) it "
-                    + "; ".join(f"{training.verdict_text(word, K)} for {_and(items)}"
+                    + "; ".join(f"{'is not resolved' if word == 'not resolved' else word} for {_and(items)}"
                                 for word, items in sorted(by_verdict.items())))
-    return (f" Section 8 measures it on a small trained model (h = {r['heads']}) over {K} seeds, "
-            f"against an MHA model trained on the same batches for as many steps: whether the mean "
-            f"conversion *recovers* (by section 8's rule; in brackets, the seeds in which it came to "
-            f"no more than 0.02 below that model): " + "; ".join(said) + ".")
+    return (f" Section 8 measures it on a small trained model (h = {r['heads']}, d_model {r['d_model']}) "
+            f"over {K} seeds, against an MHA model trained on the same batches for as many steps: whether "
+            f"the mean conversion *recovers*, its accuracy no more than 0.02 below that model's (by the "
+            f"paired gap's interval, Holm-corrected; in brackets, the mean gap): " + "; ".join(said) + ".")

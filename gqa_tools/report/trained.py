@@ -2,8 +2,10 @@
 
 The uptraining lab's quick recipe (gqa_tools.uptraining), trained with the lab's
 steps: the pre-trained MHA model, the control and the three conversions at
-each g after each budget, the MQA paper's comparison at one cache size, the
-sentences the intervals decide, and the figures.
+each g after each budget beside the controls of the uptraining (the
+smaller-cache model trained from scratch, Adam carried over), the MQA
+paper's comparison at one cache size, what was found in plain sentences, the
+verdicts' table (Holm-corrected) with its scope, and the figures.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
     recipe = training.Recipe(**{**r, "budgets": tuple(r["budgets"])})
     figures, curves = _training_figures(result)
     notes = sorted({result["tasks"][task]["same_cache_note"] for task in training.TASKS} - {""})
+    decided = training.verdicts(result, training.TASKS)
     body = "\n".join([
+        _("What was found:") + "\n",
+        "\n".join(f"- {sentence}" for sentence in training.summary(result, decided)) + "\n",
         _training_intro(result),
         _("- {task}.").format(task=training.describe(recipe, "offsets")),
         _("- {task}.").format(task=training.describe(recipe, "recall")) + "\n",
@@ -37,12 +42,17 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         "",
         markdown_table([_("task"), "g", _("model")] + training.steps_header(r), _uptraining_rows(result)),
         "",
+        markdown_table([_("task"), "g", _("half the seeds within 0.02 of the control")],
+                       training.half_rows(result)),
+        "",
         code_block("\n".join(_uptraining_bars(result))),
         "",
         "\n\n".join(curves),
         "",
-        "\n\n".join(f"**{task}.** " + i18n.sentences(training.findings(result, task))
-                     for task in training.TASKS) + "\n",
+        _("The verdicts:") + "\n",
+        markdown_table(training.verdicts_header(), training.verdict_rows(result, decided)),
+        "",
+        _(training.RULE).format(claims=len(decided)) + " " + training.scope(result) + "\n",
         _same_cache_part(result, notes),
         ""])
     return body, tuple(figures)
@@ -77,7 +87,7 @@ def _training_intro(result: dict) -> str:
     r, seeds = result["recipe"], result["seeds"]
     n = r["held_out"]
     return _(
-        "Everything above runs on random, untrained weights. Here a model is trained and its "
+        "Sections 1 to 7 run on random, untrained weights. Here a model is trained and its "
         "quality measured (`gqa_tools/uptraining/`): an MHA model (h = {heads}, head dim {head_dim}, "
         "d_model {d_model}, an MLP of width {d_ff}) is pre-trained for {pretrain} steps of {batch} "
         "sequences on each of two tasks; a copy of it is trained on for {more} more steps (*the "
@@ -87,11 +97,11 @@ def _training_intro(result: dict) -> str:
         "training never sees (for an accuracy p of one seed, a 95 % interval at most "
         "1.96 √(p(1 − p)/{n}) wide on each side: {half} at p = 0.5, {high} at p = 0.95), written "
         "mean ± sd [95 % interval of the mean] over the seeds, a t-interval; a count of seeds is "
-        "written k/K [its 95 % Wilson interval]. {rule}").format(
+        "written k/K [its 95 % Wilson interval].").format(
             heads=r["heads"], head_dim=r["head_dim"], d_model=r["d_model"], d_ff=r["d_ff"],
             pretrain=r["pretrain"], batch=r["batch"], more=max(r["budgets"]),
             seeds=training.seeds_text(seeds), n=n, half=f"{1.96 * (0.25 / n) ** 0.5:.3f}",
-            high=f"{1.96 * (0.95 * 0.05 / n) ** 0.5:.3f}", rule=_(training.RULE)) + "\n"
+            high=f"{1.96 * (0.95 * 0.05 / n) ** 0.5:.3f}") + "\n"
 
 
 def _pretrained_rows(result: dict) -> List[tuple]:

@@ -15,8 +15,9 @@ on the ones above it:
     model         the model: its forward (one call of the lab's attention per batch),
                   its backward (one call of the lab's backward), Adam, train, evaluate
     experiment    run(): every task and seed, paired runs, seeds in processes; the result's shape
-    claims        what the seeds say, read from a result: accuracies, paired differences, counts
-    sentences     the findings: each claim in a sentence with its interval and verdict
+    claims        what the seeds say, read from a result: accuracies, paired differences, counts,
+                  and the verdicts, decided together (Holm)
+    sentences     the words: the claims' table, the plain summary, the rule and the scope
     printing      render(): the tables and the whole text the command prints
     command       `python -m gqa uptrain`, and --module's run in the grader's worker
 
@@ -33,19 +34,21 @@ table names, and a test of a part imports that part's module.
 from __future__ import annotations
 
 from gqa_tools.uptraining import experiment, model, recipe, tasks
-from gqa_tools.uptraining.claims import RECOVERS, baseline, cell, paper_budget, pretrained_at, recovered, stats
+from gqa_tools.uptraining.claims import (FAMILY, WITHIN, baseline, cell, half_within, paper_budget,
+                                         pretrained_at, recovered, stats, verdicts)
 from gqa_tools.uptraining.experiment import run
-from gqa_tools.uptraining.printing import render, steps_header, uptraining_rows
+from gqa_tools.uptraining.printing import half_rows, render, steps_header, uptraining_rows
 from gqa_tools.uptraining.recipe import CONVERSIONS, NEEDS, QUICK, TASKS, Recipe
-from gqa_tools.uptraining.sentences import (RULE, findings, same_cache_finding, seeds_text, spread_text,
-                                            verdict_text)
+from gqa_tools.uptraining.sentences import (RULE, same_cache_finding, scope, seeds_text, spread_text, summary,
+                                            verdict_rows, verdict_word, verdicts_header)
 from gqa_tools.uptraining.tasks import describe
 
 # The modules a run's numbers come from: report-training.json, the record of
 # section 8's training, is keyed by their bytes (gqa_tools.report.record.training_key).
 SOURCES = (recipe, tasks, model, experiment)
 
-__all__ = ["CONVERSIONS", "NEEDS", "QUICK", "RECOVERS", "RULE", "Recipe", "SOURCES", "TASKS",
-           "baseline", "cell", "describe", "findings", "paper_budget", "pretrained_at", "recovered",
-           "render", "run", "same_cache_finding", "seeds_text", "spread_text", "stats", "steps_header",
-           "uptraining_rows", "verdict_text"]
+__all__ = ["CONVERSIONS", "FAMILY", "NEEDS", "QUICK", "RULE", "Recipe", "SOURCES", "TASKS", "WITHIN",
+           "baseline", "cell", "describe", "half_rows", "half_within", "paper_budget", "pretrained_at",
+           "recovered", "render", "run", "same_cache_finding", "scope", "seeds_text", "spread_text", "stats",
+           "steps_header", "summary", "uptraining_rows", "verdict_rows", "verdict_word", "verdicts",
+           "verdicts_header"]

@@ -5,11 +5,16 @@
 On two tasks (one that positions solve, one that needs content), for each of
 --seeds seeds from --seed on: pre-trains a small MHA model, trains a copy on
 (the control), converts it to every g < h by three methods, trains each on
-with the control's batches, and trains three models of MQA's cache size and
-matched parameters from scratch (experiment.py runs it, model.py is the
-model).  Every accuracy is printed as mean ± sd [95 % interval of the
-mean] over the seeds, every count of seeds with its 95 % Wilson interval,
-and every claim with what its interval decides.  --jobs N measures the
+with the control's batches (--quick, report.md's recipe: and the two
+controls, the control and the mean conversion trained to the first budget
+with pre-training's Adam carried over, and each g < h trained from scratch
+for as many steps in all), and trains three models of
+MQA's cache size and matched parameters from scratch (experiment.py runs
+it, model.py is the model).  It prints what was found in plain sentences
+first; every accuracy as mean ± sd [95 % interval of the mean] over the
+seeds, every count of seeds with its 95 % Wilson interval, and every claim
+in one table, decided with the others by Holm's step-down at 5 %, its
+interval at the level its step used.  --jobs N measures the
 seeds in N processes (the output is the same for every N).  Progress, which
 names the seed, goes to stderr.
 

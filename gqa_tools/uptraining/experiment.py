@@ -11,7 +11,16 @@ measured on `held_out` sequences of that seed that training never sees:
    copied), measure, then train on.  `budgets` are checkpoints of one run of
    max(budgets) steps, and the control and every conversion of a seed train
    on the same batches (paired runs), each with an Adam of its own.
-4. Same cache, three ways, the MQA paper's comparison (when the recipe's
+4. The controls of the uptraining (when the recipe's scratch and carried
+   are true; else their lists are empty): (a) at every g < h, the smaller-
+   cache model trained from scratch on the pre-training's batches, then the
+   uptraining's, measured after pretrain + 0 and pretrain + each budget
+   steps: does converting and uptraining beat training it directly?  (b)
+   the control and the mean conversion at every g trained on the same
+   batches up to the first budget with pre-training's Adam carried over (its moments, folded by
+   the mean as the weights are, and its step count) instead of a fresh
+   one: how much of the first budget's dip is the optimizer's restart.
+5. Same cache, three ways, the MQA paper's comparison (when the recipe's
    same_cache is true; else "same_cache" is empty and "same_cache_note" says
    so): at MQA's cache per token
    (2 x head_dim values per layer), train from scratch for `pretrain` steps, on
@@ -43,6 +52,10 @@ run(recipe, lab=gqa) returns plain JSON-able data:
          "control": [{"steps": int, "correct": [per seed], ...}, ...],       # one per budget
          "uptrain": [{"g": int, "conversion": "mean" | "first" | "random", "steps": int,
                       "correct": [per seed], "accuracy": [per seed], "loss": [per seed]}, ...],
+         "scratch": [{"g": int, "steps": pretrain + budget, "budget": budget,
+                      "correct": [per seed], ...}, ...],   # every g < h, budget in (0,) + budgets
+         "carried": [{"model": "control" | "mean", "g": int, "steps": int,
+                      "correct": [per seed], ...}, ...],   # the control at g = h; the first budget
          "same_cache": [{"model": label, "heads": int, "kv_heads": int, "head_dim": int,
                          "d_ff": int, "cache_per_token": int, "parameters": int, "steps": int,
                          "correct": [per seed], "accuracy": [per seed], "loss": [per seed]}, ...],
@@ -60,7 +73,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 
 import gqa
 from gqa_tools.seeds import seed_for
-from gqa_tools.uptraining.model import Model, copy_model, evaluate, init_model, parameters, train
+from gqa_tools.uptraining.model import Adam, Model, carried, copy_model, evaluate, init_model, parameters, train
 from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS, Recipe
 from gqa_tools.uptraining.tasks import batches, check, describe, held_out
 
@@ -143,9 +156,14 @@ def _blank(r: Recipe, task: str, lab: Any) -> dict:
            for g in lab.valid_g(h) if g < h for how in CONVERSIONS for s in (0,) + tuple(r.budgets)]
     same = [entry(**x, steps=r.pretrain) for x in _matched(r, task, rows, lab)] if r.same_cache else []
     note = note if r.same_cache else NOT_TRAINED
+    gs = [g for g in lab.valid_g(h) if g < h]
+    scratch = [entry(g=g, steps=r.pretrain + s, budget=s)
+               for g in gs for s in (0,) + tuple(r.budgets)] if r.scratch else []
+    kept = [entry(model=how, g=g, steps=r.budgets[0])
+            for how, g in [("control", h)] + [("mean", g) for g in gs]] if r.carried else []
     return dict(task=task, description=describe(r, task), held_out=r.held_out, answers=None,
                 pretrained=entry(steps=r.pretrain), control=[entry(steps=s) for s in r.budgets],
-                uptrain=ups, same_cache=same, same_cache_note=note)
+                uptrain=ups, scratch=scratch, carried=kept, same_cache=same, same_cache_note=note)
 
 
 def measure_seed(r: Recipe, task: str, seed: int, lab: Any = gqa,
@@ -164,7 +182,8 @@ def measure_seed(r: Recipe, task: str, seed: int, lab: Any = gqa,
 
     note(f"seed {seed}, {task}: pre-training")
     mha = init_model(r, task, h, r.head_dim, h, r.d_ff, "mha", seed, lab)
-    train(mha, h, batches(r, task, seed, "pretrain", r.pretrain, exclude), lab, r.lr)
+    pre_batches = batches(r, task, seed, "pretrain", r.pretrain, exclude)
+    adam = train(mha, h, pre_batches, lab, r.lr)
     got["pretrained"] = measure(mha, h)
     # One stream of uptraining batches: the control and every conversion train on it.
     shared = batches(r, task, seed, "uptrain", max(r.budgets), exclude)
@@ -179,9 +198,38 @@ def measure_seed(r: Recipe, task: str, seed: int, lab: Any = gqa,
             got["uptrain"][(g, how, 0)] = measure(model, g)
             train(model, g, shared, lab, r.lr, checkpoints=r.budgets,
                   measure=lambda k: got["uptrain"].__setitem__((g, how, k), measure(model, g)))
+    got["scratch"] = _scratch(r, task, seed, lab, pre_batches + shared, measure) if r.scratch else {}
+    got["carried"] = _carried(r, task, seed, lab, mha, adam, shared, measure) if r.carried else {}
     note(f"seed {seed}, {task}: same cache, from scratch" if r.same_cache else f"seed {seed}, {task}: done")
     got["same_cache"] = _from_scratch(r, task, seed, lab, exclude, measure) if r.same_cache else []
     return got
+
+
+def _scratch(r: Recipe, task: str, seed: int, lab: Any, stream: Sequence,
+             measure: Callable[[Model, int], Tuple[int, float]]) -> dict:
+    """Each g < h trained from scratch on stream (the pre-training's batches, then the
+    uptraining's): {(g, budget): its measurement after pretrain + budget steps}."""
+    out: dict = {}
+    for g in [g for g in lab.valid_g(r.heads) if g < r.heads]:
+        model = init_model(r, task, r.heads, r.head_dim, g, r.d_ff, f"scratch g={g}", seed, lab)
+        train(model, g, stream, lab, r.lr, checkpoints=[r.pretrain + s for s in (0,) + tuple(r.budgets)],
+              measure=lambda k: out.__setitem__((g, k - r.pretrain), measure(model, g)))
+    return out
+
+
+def _carried(r: Recipe, task: str, seed: int, lab: Any, mha: Model, adam: Adam, stream: Sequence,
+             measure: Callable[[Model, int], Tuple[int, float]]) -> dict:
+    """The control and the mean conversion at every g, trained on stream up to the first budget
+    with pre-training's Adam carried over (its moments folded as the weights are):
+    {(model, g, steps): measurement}."""
+    h, out = r.heads, {}
+    m, v = adam.state(mha)
+    for how, g in [("control", h)] + [("mean", g) for g in lab.valid_g(h) if g < h]:
+        model, mg, vg = (convert(x, h, g, "mean", r, task, seed, lab) for x in (mha, m, v))
+        train(model, g, stream[:r.budgets[0]], lab, r.lr, optimizer=carried(model, r.lr, mg, vg, adam.t),
+              checkpoints=r.budgets[:1],
+              measure=lambda k: out.__setitem__((how, g, k), measure(model, g)))
+    return out
 
 
 def _from_scratch(r: Recipe, task: str, seed: int, lab: Any, exclude: set,
@@ -206,6 +254,8 @@ def _record(t: dict, got: dict) -> None:
     pairs = [(t["pretrained"], got["pretrained"])]
     pairs += [(x, got["control"][x["steps"]]) for x in t["control"]]
     pairs += [(x, got["uptrain"][(x["g"], x["conversion"], x["steps"])]) for x in t["uptrain"]]
+    pairs += [(x, got["scratch"][(x["g"], x["budget"])]) for x in t["scratch"]]
+    pairs += [(x, got["carried"][(x["model"], x["g"], x["steps"])]) for x in t["carried"]]
     pairs += list(zip(t["same_cache"], got["same_cache"]))
     for entry, (correct, loss) in pairs:
         entry["correct"].append(correct)

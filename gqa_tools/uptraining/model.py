@@ -333,6 +333,27 @@ class Adam:
             start, end = end, end + len(row)
             row[:] = new[start:end]
 
+    def state(self, model: Model) -> Tuple[Model, Model]:
+        """The moments m and v, each shaped as model (the one this Adam updates): to carry over."""
+        def shaped(flat: list) -> Model:
+            out, end = copy_model(model), 0
+            for row in _leaves(out):
+                start, end = end, end + len(row)
+                row[:] = flat[start:end]
+            return out
+        return shaped(self.m), shaped(self.v)
+
+
+def carried(model: Model, lr: float, m: Model, v: Model, t: int) -> Adam:
+    """An Adam for model that goes on from moments m and v (shaped as model) after t steps:
+    the pre-training's optimizer carried over, rather than a fresh one."""
+    adam = Adam(model, lr)
+    adam.m, adam.v = list(chain.from_iterable(_leaves(m))), list(chain.from_iterable(_leaves(v)))
+    if (len(adam.m), len(adam.v)) != (parameters(model),) * 2:
+        raise ValueError("carried: the moments are not shaped as the model")
+    adam.t = t
+    return adam
+
 
 def train(model: Model, g: int, batches_: Sequence, lab: Any = gqa, lr: float = 0.01,
           optimizer: Optional[Adam] = None, checkpoints: Sequence[int] = (),

@@ -11,12 +11,11 @@ whether or not it is what the papers found.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
-from gqa_grader.i18n import N_, _, clauses, ngettext
-from gqa_tools.statistics import Stats, share_verdict, verdict, wilson
-from gqa_tools.uptraining.claims import (MOST, RECOVERS, baseline, cell, difference, ordering_held,
-                                         recovered, same_cache_wins, stats)
+from gqa_grader.i18n import N_, _, ngettext
+from gqa_tools.statistics import Stats, wilson
+from gqa_tools.uptraining.claims import pretrained_at, same_cache_wins, stats
 
 
 # ---------------------------------------------------------------------------
@@ -43,14 +42,6 @@ def share_text(k: int, n: int) -> str:
     return f"{k}/{n} [{low:.3f}, {high:.3f}]"
 
 
-def verdict_text(word: str, seeds: int) -> str:
-    """A verdict as the end of a sentence whose subject is the claim."""
-    if word == "not resolved":
-        return ngettext("is not resolved at {seeds} seed", "is not resolved at {seeds} seeds", seeds).format(
-            seeds=seeds)
-    return _("holds") if word == "holds" else _("does not hold") if word == "does not hold" else word
-
-
 def seeds_text(seeds: Sequence[int]) -> str:
     """'5 seeds (0 to 4)', or '1 seed (7)'."""
     if len(seeds) == 1:
@@ -67,78 +58,153 @@ def pct(steps: int, r: dict) -> str:
 # The sentences: each claim with its interval and what the rule decides.
 # ---------------------------------------------------------------------------
 
-RULE = N_("A claim holds when its 95 % interval lies wholly above its bar, does not hold when it "
-        "lies wholly below, and is not resolved at these seeds otherwise: *recovers* is the share "
-        "of seeds in which a conversion ends no more than 0.02 below the control (the MHA model "
-        "trained on the same batches for as many steps), against 0.8; *in most seeds* (the "
-        "orderings, the equal-cache comparison) is a share against 0.5; *drops* is the paired "
-        "difference, pre-trained minus converted, against 0. A share's interval is Wilson's; a "
-        "mean's is the t-interval over the seeds.")
+RULE = N_("Each verdict is a paired difference over the seeds against its bar, tested by two one-sided "
+          "t-tests (the smaller p-value doubled); the {claims} verdicts are decided together by Holm's "
+          "step-down correction, so that the chance of any wrong verdict among them is at most 5 %. Each "
+          "interval is printed at the level its Holm step used: a claim holds when its interval lies "
+          "wholly on the claimed side of the bar, does not hold when it lies wholly on the other side, and "
+          "is not resolved at these seeds otherwise.")
+
+SCOPE = N_("What these verdicts are about: a one-layer model (h = {heads}, head dim {head_dim}, d_model "
+           "{d_model}) pre-trained for {pretrain} steps on two small synthetic tasks; the budgets, {shares} "
+           "of the pre-training, are {budgets} steps of uptraining. The pre-trained recall model reaches "
+           "{recall} held-out accuracy, {at} of {seeds} seeds at 0.95 or more.")
+
+# Each kind of claim: what is measured (a - b per seed), its bar and its side, in one template.
+CLAIMS = {
+    "drops": N_("g = {g}: converting by the mean costs accuracy (pre-trained − converted > 0)"),
+    "recovers": N_("g = {g}, {steps} steps: the mean *recovers* (control − mean < 0.02)"),
+    "mean beats first": N_("g = {g}, {steps} steps: mean beats first (mean − first > 0)"),
+    "first beats random": N_("g = {g}, {steps} steps: first beats random (first − random > 0)"),
+    "control": N_("{steps} steps: the control gains (control − frozen > 0)"),
+    "restart": N_("g = {g}, {steps} steps: the mean gains from Adam carried over (carried − fresh > 0)"),
+    "restart control": N_("{steps} steps: the control gains from Adam carried over (carried − fresh > 0)"),
+    "same cache": N_("same cache, trained from scratch: {mqa} beats {other} (MQA − other > 0)"),
+    "scratch": N_("g = {g}, {steps} steps: converting and uptraining beats training from scratch for "
+                  "{total} steps (mean − scratch > 0)"),
+}
 
 
-def recovery_sentence(result: Dict[str, Any], task: str, g: int) -> str:
-    """At one g: the drop, then each budget's recovery against the control (and the frozen model)."""
-    r, t = result["recipe"], result["tasks"][task]
-    K, n = len(result["seeds"]), t["answers"]
-    drop = difference(t["pretrained"]["correct"], cell(t, g, "mean", 0), n)
-    parts = []
-    for s in r["budgets"]:
-        k = recovered(t, g, s)
-        parts.append(_("after {steps} steps ({share} of the pre-training) in {seeds} seeds: "
-                       "*recovers* {verdict}").format(steps=s, share=pct(s, r), seeds=share_text(k, K),
-                                                      verdict=verdict_text(share_verdict(k, K, RECOVERS), K)))
-    counts = [f"{recovered(t, g, s, control=False)}/{K}" for s in r["budgets"]]
-    frozen = counts[0] if len(counts) == 1 else _("{items} and {last}").format(
-        items=_(", ").join(counts[:-1]), last=counts[-1])
-    return _("At g = {g}, converting by the mean takes held-out accuracy from {before} to {after}, "
-             "a drop of {drop} (pre-trained minus converted): *drops* {verdict}. It came to no more "
-             "than 0.02 below the control {budgets}. Against the frozen pre-trained model instead, "
-             "those counts would be {frozen}.").format(
-                 g=g, before=f"{stats(t['pretrained']['correct'], n).mean:.3f}",
-                 after=f"{stats(cell(t, g, 'mean', 0), n).mean:.3f}", drop=spread_text(drop),
-                 verdict=verdict_text(verdict(drop.low, drop.high, 0.0), K), budgets=clauses(parts),
-                 frozen=frozen)
+def claim_text(d: Any, result: Dict[str, Any]) -> str:
+    """A decided claim's words: what is compared, with its bar and side."""
+    c, r = d.claim, result["recipe"]
+    kind = "restart control" if c.kind == "restart" and c.g == r["heads"] else c.kind
+    rows = result["tasks"][c.task].get("same_cache") or [{"model": ""}]
+    return _(CLAIMS[kind]).format(g=c.g, steps=c.steps, total=r["pretrain"] + c.steps, mqa=rows[0]["model"],
+                                  other=rows[c.g]["model"] if kind == "same cache" else "")
 
 
-def ordering_sentence(result: Dict[str, Any], task: str, g: int) -> str:
-    """At one g: in how many seeds the GQA paper's ordering held, before and after each budget."""
-    r, t, K = result["recipe"], result["tasks"][task], len(result["seeds"])
-    parts = []
-    for s in (0,) + tuple(r["budgets"]):
-        k = ordering_held(t, g, s)
-        parts.append((_("before any training in {seeds} seeds ({verdict})") if s == 0 else
-                      _("after {steps} steps in {seeds} seeds ({verdict})")).format(
-                          steps=s, seeds=share_text(k, K), verdict=verdict_text(share_verdict(k, K, MOST), K)))
-    return _("At g = {g}, the ordering mean > first > random (strictly), which the GQA paper (Ainslie "
-             "et al. 2023) reports, held {when}; the verdicts are for *in most seeds*.").format(
-                 g=g, when=_("{items} and {last}").format(items=_(", ").join(parts[:-1]), last=parts[-1]))
+def verdict_word(word: str) -> str:
+    return {"holds": _("holds"), "does not hold": _("does not hold")}.get(word, _("not resolved"))
 
 
-def control_sentence(result: Dict[str, Any], task: str) -> str:
-    """What the extra steps did to the MHA model itself: the control against the frozen model."""
-    r, t, K = result["recipe"], result["tasks"][task], len(result["seeds"])
-    s = max(r["budgets"])
-    gain = difference(baseline(t, s), t["pretrained"]["correct"], t["answers"])
-    word = verdict(gain.low, gain.high, 0.0)
-    said = {"holds": _("it improved"), "does not hold": _("it got worse"),
-            "not resolved": _("no change is resolved")}
-    return ngettext("The control, trained on for {steps} steps, changed by {change} (control minus "
-                    "frozen): by its interval, {said} at {seeds} seed.",
-                    "The control, trained on for {steps} steps, changed by {change} (control minus "
-                    "frozen): by its interval, {said} at {seeds} seeds.", K).format(
-                        steps=s, change=signed_text(gain), said=said[word], seeds=K)
+def end_text(x: float, bar: float) -> str:
+    """An interval's end with 3 decimals, or as many more (up to 6) as it takes not to print as the bar,
+    so the verdict can be read from the printed interval: -0.0003 against 0 is '-0.0003', not '-0.000'."""
+    if x == bar:
+        return f"{x:+.3f}"
+    for places in range(3, 7):
+        text = f"{x:+.{places}f}"
+        if float(text) != bar:
+            return text
+    return text
 
 
-def findings(result: Dict[str, Any], task: str) -> List[str]:
-    """The sentences one task's uptraining supports, each claim with its interval and verdict."""
-    t = result["tasks"][task]
-    gs = sorted({x["g"] for x in t["uptrain"]})
-    return ([control_sentence(result, task)] + [recovery_sentence(result, task, g) for g in gs]
-            + [ordering_sentence(result, task, g) for g in gs])
+def verdict_rows(result: Dict[str, Any], decided: Sequence[Any]) -> List[List[str]]:
+    """The verdicts' table: task, claim, mean difference, its interval at its level, the verdict."""
+    return [[d.claim.task, claim_text(d, result), f"{d.stats.mean:+.3f}",
+             _("[{low}, {high}] at {level}").format(low=end_text(d.stats.low, float(d.claim.bar)),
+                                                    high=end_text(d.stats.high, float(d.claim.bar)),
+                                                    level=f"{100 * d.level:.3f} %"),
+             f"{d.p:.2g}", verdict_word(d.verdict)] for d in decided]
+
+
+def verdicts_header() -> List[str]:
+    return [_("task"), _("claim"), _("difference"), _("interval (its level)"), "p", _("verdict")]
+
+
+def scope(result: Dict[str, Any]) -> str:
+    """Where the claims hold: the model, the tasks, what the budgets are in steps."""
+    r, t, K = result["recipe"], result["tasks"]["recall"], len(result["seeds"])
+    return _(SCOPE).format(heads=r["heads"], head_dim=r["head_dim"], d_model=r["d_model"],
+                           pretrain=r["pretrain"], shares=_(", ").join(pct(b, r) for b in r["budgets"]),
+                           budgets=_(", ").join(str(b) for b in r["budgets"]),
+                           recall=f"{stats(t['pretrained']['correct'], t['answers']).mean:.2f}",
+                           at=pretrained_at(t), seeds=K)
+
+
+# ---------------------------------------------------------------------------
+# The plain summary: what was found, a sentence each, each with its numbers.
+# ---------------------------------------------------------------------------
+
+def _mean(values: Sequence[Any]) -> str:
+    return f"{float(sum(values) / len(values)):+.3f}"
+
+
+def _by_task(decided: Sequence[Any], kind: str, g: int, steps: int) -> Dict[str, str]:
+    """{task: the mean difference} of one kind of claim at g after steps."""
+    return {d.claim.task: _mean(d.claim.values) for d in decided
+            if d.claim.kind == kind and d.claim.g == g and d.claim.steps == steps}
+
+
+def _count(decided: Sequence[Any], kinds: Sequence[str], word: str = "holds") -> Tuple[int, int]:
+    """(how many claims of these kinds have the verdict word, how many there are)."""
+    found = [d for d in decided if d.claim.kind in kinds]
+    return sum(d.verdict == word for d in found), len(found)
+
+
+def _per_g(decided: Sequence[Any], kind: str, gs: Sequence[int], steps: int) -> str:
+    """'+0.570 on offsets and +0.514 on recall at g = 1; ...' for one kind of claim."""
+    return _("; ").join(_("{offsets} on offsets and {recall} on recall at g = {g}").format(
+        g=g, **_by_task(decided, kind, g, steps)) for g in gs)
+
+
+def summary(result: Dict[str, Any], decided: Sequence[Any]) -> List[str]:
+    """What the section found, in five or six plain sentences, each with its numbers."""
+    r, K = result["recipe"], len(result["seeds"])
+    first, last, h = r["budgets"][0], r["budgets"][-1], r["heads"]
+    gs = sorted({d.claim.g for d in decided if d.claim.kind == "drops"})
+    out = [_("Before any training, pre-trained minus converted by the mean is {items}.").format(
+        items=_per_g(decided, "drops", gs, 0))]
+    held, n = _count(decided, ["recovers"])
+    out.append(_("After {steps} steps ({share} of the pre-training), control minus mean is {items}; of the "
+                 "{claims} recovery verdicts, *recovers* (within 0.02 of the control) holds in {held} and "
+                 "does not hold in {failed}.").format(
+                     steps=last, share=pct(last, r), held=held, claims=n,
+                     failed=_count(decided, ["recovers"], "does not hold")[0],
+                     items=_per_g(decided, "recovers", gs, last)))
+    mf, fr = _count(decided, ["mean beats first"]), _count(decided, ["first beats random"])
+    out.append(_("As averages, as the GQA paper compares them, mean beats first in {mf} of {n_mf} verdicts "
+                 "and first beats random in {fr} of {n_fr}; after {steps} steps mean minus first is "
+                 "{items}.").format(mf=mf[0], n_mf=mf[1], fr=fr[0], n_fr=fr[1], steps=last,
+                                     items=_per_g(decided, "mean beats first", gs, last)))
+    if any(d.claim.kind == "scratch" for d in decided):
+        k, n = _count(decided, ["scratch"])
+        out.append(_("Against the smaller-cache model trained from scratch on the same batches for as many "
+                     "steps in all ({total}), mean minus scratch is {items}; of {claims} verdicts, converting "
+                     "and uptraining beats training from scratch in {held} and does not in {failed}.").format(
+                         total=r["pretrain"] + last, items=_per_g(decided, "scratch", gs, last),
+                         held=k, claims=n, failed=_count(decided, ["scratch"], "does not hold")[0]))
+    if any(d.claim.kind == "restart" for d in decided):
+        control = _by_task(decided, "control", h, first)
+        carried = _by_task(decided, "restart", h, first)
+        out.append(_("The control itself changes by {offsets} on offsets and {recall} on recall after {steps} "
+                     "steps (control minus frozen); carrying pre-training's Adam over instead of a fresh one "
+                     "changes it by {c_offsets} and {c_recall} more, and the mean conversion by "
+                     "{items}.").format(steps=first, c_offsets=carried["offsets"], c_recall=carried["recall"],
+                                         items=_per_g(decided, "restart", gs, first), **control))
+    out.append(ngettext("Of the section's {claims} verdicts, {held} hold, {failed} do not hold and {open} are "
+                        "not resolved at {seeds} seed, at a family-wise error rate of 5 % (Holm).",
+                        "Of the section's {claims} verdicts, {held} hold, {failed} do not hold and {open} are "
+                        "not resolved at {seeds} seeds, at a family-wise error rate of 5 % (Holm).", K).format(
+        claims=len(decided), held=sum(d.verdict == "holds" for d in decided),
+        failed=sum(d.verdict == "does not hold" for d in decided),
+        open=sum(d.verdict == "not resolved" for d in decided), seeds=K))
+    return out
 
 
 def same_cache_finding(result: Dict[str, Any], task: str) -> str:
-    """The equal-cache comparison's sentence, with its intervals, verdict and the MQA paper's claim."""
+    """The equal-cache comparison's sentence, a description in counts of seeds, and the MQA paper's claim."""
     t, K = result["tasks"][task], len(result["seeds"])
     same = t["same_cache"]
     k = same_cache_wins(t)
@@ -146,8 +212,8 @@ def same_cache_finding(result: Dict[str, Any], task: str) -> str:
                       for i, x in enumerate(same) if i)
     return (f"At one cache size ({same[0]['cache_per_token']} values per token and layer) and matched "
             f"parameters, {same[0]['model']} beat every other row in {share_text(k, K)} seeds (beat or "
-            f"tied them in {same_cache_wins(t, strict=False)}/{K}): that it beats them in most seeds "
-            f"{verdict_text(share_verdict(k, K, MOST), K)}. It beat {alone}. The MQA paper (Shazeer "
+            f"tied them in {same_cache_wins(t, strict=False)}/{K}; the verdicts' table decides it, row by "
+            f"row, as averages). It beat {alone}. The MQA paper (Shazeer "
             f"2019) reports that sharing one K/V head loses little against MHA and beats fewer or "
             f"narrower heads at the same cache.")
 
