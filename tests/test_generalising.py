@@ -129,6 +129,10 @@ SPELLED = {
     "falcon-40b-refinedweb.json": (60 * 2 * 8 * 64 * 2, 0, "Falcon-40B (RWForCausalLM): 60 layers, n_head_kv 8 "
                                    "K/V heads of 8192/128 = 64", "Decentralised-AI/falcon-40b, config.json "
                                    "@e7950c4 (a copy of tiiuae/falcon-40b)"),
+    # Hunyuan-A13B: its head dim as attention_head_dim; right with the rules unchanged.
+    "hunyuan-a13b.json": (32 * 2 * 8 * 128 * 2, 0, "Hunyuan-A13B: 32 layers, 8 K/V heads of attention_head_dim "
+                          "128; use_cla false, so every layer holds its own", "tianyu1412/Hunyuan-A13B, "
+                          "models/config.json @df832eb (a fork of Tencent-Hunyuan/Hunyuan-A13B)"),
     # GPT-Neo-125M: attention_types and its expansion per layer, attention_layers, which was refused
     # (a per-layer list no rule read) until the layout read it; the local layers' window_size.
     "gpt-neo-125m.json": (12 * 2 * 12 * 64 * 2, 0, "GPT-Neo: 12 layers, 12 heads of 768/12 = 64; 6 global, 6 "
@@ -251,7 +255,6 @@ QUANTITY = {"layers": lambda s: s.layers, "decoder layers": lambda s: s.layers,
 # The spellings no published config here uses; each is read by the code named.
 UNPUBLISHED = {
     "num_query_groups": "Megatron's name for g (NeMo exports)",
-    "attention_head_dim": "Hunyuan's and Nemotron-H's head dim (their configuration classes)",
     "hidden_size_per_head": "PLaMo-2's head dim (vLLM's ModelConfig.get_head_size)",
     "max_decoder_position_embeddings": "LED's decoder context (LEDConfig)",
     "max_encoder_position_embeddings": "LED's encoder positions (LEDConfig)",
