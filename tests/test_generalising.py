@@ -133,6 +133,12 @@ SPELLED = {
     "hunyuan-a13b.json": (32 * 2 * 8 * 128 * 2, 0, "Hunyuan-A13B: 32 layers, 8 K/V heads of attention_head_dim "
                           "128; use_cla false, so every layer holds its own", "tianyu1412/Hunyuan-A13B, "
                           "models/config.json @df832eb (a fork of Tencent-Hunyuan/Hunyuan-A13B)"),
+    # A fine-tune of CodeT5-small (T5's code, 60M parameters: 6 + 6 layers of 512, 8 heads), whose config
+    # gives num_decoder_layers; right with the rules unchanged.
+    "codet5-small-finetune.json": (6 * 2 * 8 * 64 * 2, 6 * 2 * 8 * 64 * 2, "T5: num_decoder_layers 6, 8 heads "
+                                   "of d_kv 64, self- and cross-attention", "mltrev23/google-flan-t5-small, "
+                                   "config.json @26a0555 (despite the repository's name, a fine-tune of "
+                                   "Salesforce/codet5-small, as its _name_or_path says)"),
     # GPT-Neo-125M: attention_types and its expansion per layer, attention_layers, which was refused
     # (a per-layer list no rule read) until the layout read it; the local layers' window_size.
     "gpt-neo-125m.json": (12 * 2 * 12 * 64 * 2, 0, "GPT-Neo: 12 layers, 12 heads of 768/12 = 64; 6 global, 6 "
@@ -263,7 +269,6 @@ UNPUBLISHED = {
     "decoder_num_key_value_heads": "Moonshine's g; the class defaults here leave it null",
     "head_size": "TensorRT-LLM's head dim; only RWKV-5's recurrence uses it here",
     "n_kv_heads": "OLMo's g; here only LLaDA gives it, and LLaDA keeps no cache",
-    "num_decoder_layers": "T5's; null in mT5-small here (so num_layers)",
 }
 
 
