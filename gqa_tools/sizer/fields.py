@@ -182,16 +182,19 @@ def kv_heads_of(keys: Keys, heads: int) -> Tuple[int, str]:
 
 
 def attention_sizes(keys: Keys, overrides: Dict[str, int]) -> Tuple[int, int, int, int, int, List[str]]:
-    """(layers, heads, kv_heads, head_dim, hidden, the fields they came from), overrides applied."""
+    """(layers, heads, kv_heads, head_dim, hidden, the fields they came from), overrides applied.
+    A decoder nested in an encoder-decoder wrapper may spell its layers as an encoder-decoder's
+    decoder does (TrOCR's decoder_layers: TrOCRConfig maps num_hidden_layers to it)."""
+    layer_names = DECODER_LAYERS if keys.cross else LAYERS
     layers, f_layers = (overrides["layers"], "--layers") if overrides.get("layers") else \
-        keys.num(LAYERS, "layer count")
+        keys.num(layer_names, "layer count")
     heads, f_heads = (overrides["heads"], "--heads") if overrides.get("heads") else \
         keys.num(QUERY_HEADS, "query head count")
     hidden, f_hidden = keys.num(HIDDEN, "hidden size", default=0)
     kv_heads, f_kv = (overrides["kv_heads"], "--kv-heads") if overrides.get("kv_heads") else \
         kv_heads_of(keys, heads)
     head_dim, f_dim = head_dim_of(keys, overrides, heads, f_heads, hidden, f_hidden)
-    for names, used, value in ((LAYERS, f_layers, layers), (QUERY_HEADS, f_heads, heads), (HIDDEN, f_hidden, hidden)):
+    for names, used, value in ((layer_names, f_layers, layers), (QUERY_HEADS, f_heads, heads), (HIDDEN, f_hidden, hidden)):
         agree(keys, names, used, value)
     check_divides(keys.where, heads, kv_heads)
     return layers, heads, kv_heads, head_dim, hidden, [f_layers, f_heads, f_kv, f_dim]

@@ -165,8 +165,14 @@ def _layout_attention_types(lay: Layout) -> None:
         lay.cannot("attention_types", spec)
     if len(kinds) != lay.layers or set(kinds) - {"global", "local"}:
         lay.cannot("attention_types", spec)
+    # GPTNeoConfig saves the expansion as attention_layers, which the model's code reads per layer
+    # (and which a config's own list overrides when the class is built): the two must agree.
+    listed = lay.keys.get("attention_layers")
+    if listed is not None and listed != kinds:
+        raise GQAError(f"config {lay.keys.where}: attention_layers {show(listed)} and attention_types "
+                       f"{show(spec)} disagree on which layers are local")
     lay.rules = ["sliding" if k == "local" else "full" for k in kinds]
-    lay.fields += ["attention_types", "window_size"]
+    lay.fields += ["attention_types", "window_size"] + (["attention_layers"] if listed is not None else [])
 
 
 def _layout_blocksparse(lay: Layout) -> None:
