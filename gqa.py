@@ -1644,14 +1644,14 @@ def _check_prepared(func: str, w: PreparedWeights) -> None:
     _check_int(func, "weights.d", w.d, low=1)
     for name, heads in (("q_cols", w.h), ("k_cols", w.g), ("v_cols", w.g)):
         t = getattr(w, name)
-        if type(t) is not tuple or len(t) != heads or any(
-                type(cols) is not tuple or len(cols) != w.d
-                or any(type(col) is not tuple or len(col) != w.d_model for col in cols) for cols in t):
+        if type(t) is not tuple or len(t) != heads or any(   # maps, in C: decoding checks each step
+                type(cols) is not tuple or len(cols) != w.d or set(map(type, cols)) != {tuple}
+                or set(map(len, cols)) != {w.d_model} for cols in t):
             raise GQAError(f"{func}: weights.{name} must be {heads} tuples of d={w.d} columns of "
                            f"d_model={w.d_model} values, as prepare_weights makes them; make "
                            f"PreparedWeights with it")
     if type(w.o_cols) is not tuple or len(w.o_cols) != w.d_model or \
-            any(type(col) is not tuple or len(col) != w.h * w.d for col in w.o_cols):
+            set(map(type, w.o_cols)) != {tuple} or set(map(len, w.o_cols)) != {w.h * w.d}:
         raise GQAError(f"{func}: weights.o_cols must be d_model={w.d_model} tuples of h x d = "
                        f"{w.h * w.d} values, as prepare_weights makes them; make PreparedWeights "
                        f"with it")

@@ -23,16 +23,22 @@ from gqa_grader import compare, reference
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project: gqa.py, grader.py
 
 
-def run_gqa(*argv):
-    """`python -m gqa ARGV` run in this process: (exit status, stdout, stderr)."""
-    from gqa_tools import cli as gqa_cli
+def captured(main, argv):
+    """main(argv), a command line's main run in this process: (exit status, stdout,
+    stderr), an exit by SystemExit (argparse's) read as its status."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            status = gqa_cli.main(list(argv))
+            status = main(list(argv))
         except SystemExit as exit_:
             status = exit_.code
     return status, out.getvalue(), err.getvalue()
+
+
+def run_gqa(*argv):
+    """`python -m gqa ARGV` run in this process: (exit status, stdout, stderr)."""
+    from gqa_tools import cli as gqa_cli
+    return captured(gqa_cli.main, argv)
 
 
 def run_grader(*argv, grader=None, cwd=None, timeout=120, python=None, text=True, **kw):

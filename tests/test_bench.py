@@ -8,20 +8,18 @@ import json
 import unittest
 
 import gqa
-from gqa_tools import cli as gqa_cli
 from gqa_tools import bench as gqa_bench
-from gqa_tools import common as gqa_tools
+from gqa_tools import common
+from tests.helpers import run_gqa
 
 
 class Bench(unittest.TestCase):
 
     def test_quick_mode_structure_and_memory(self):
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = gqa_cli.main(["bench", "--quick", "--repeats", "1", "--json"])
+        status, out, err = run_gqa("bench", "--quick", "--repeats", "1", "--json")
         self.assertEqual(status, 0)
-        self.assertIn("bench: run 1 of 1", err.getvalue())            # progress goes to stderr
-        result = json.loads(out.getvalue())
+        self.assertIn("bench: run 1 of 1", err)                       # progress goes to stderr
+        result = json.loads(out)
         h = result["settings"]["heads"]
         rows = result["rows"]
         self.assertEqual([r["g"] for r in rows], [1, 2, 4])
@@ -64,7 +62,7 @@ class Bench(unittest.TestCase):
 
         err = Terminal()
         with contextlib.redirect_stderr(err):
-            with gqa_tools.progress_line("bench") as show:
+            with common.progress_line("bench") as show:
                 show("run 1 of 2")
                 show("run 2 of 2")
         text = err.getvalue()

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gqa_grader import checks, cli, exchange, failures, grading, handout, printing, process, reference, tracks
 from gqa_grader.results import StepResult
-from tests.helpers import ROOT, early, heavy, run_grader, start_early
+from tests.helpers import ROOT, captured, early, heavy, run_grader, start_early
 
 GQA = os.path.join(ROOT, "gqa.py")
 with open(GQA, encoding="utf-8") as _f:
@@ -443,13 +443,7 @@ class Run:
 def run_main(*args):
     """cli.main(ARGS) in this process (the module graded still runs in a worker), as
     [status, stdout, stderr]: plain data, for a job (read it with Run(*data))."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(args))
-        except SystemExit as exit_:
-            code = exit_.code
-    return [code, out.getvalue(), err.getvalue()]
+    return list(captured(cli.main, args))
 
 
 def main_run(*args):
