@@ -25,7 +25,8 @@ command line, which other processes could read):
     environment    ["PATH"]: the only variables kept (a sealed run), or absent
     reload         true: the worker takes "load" requests (trusted modules)
     run            {"target": "package.module:function", "args": [...]}: a run
-                   (below) instead of requests; the target is its caller's
+                   (below) instead of requests; the target is its caller's, imported
+                   before the module is
 
 The worker's first line: {"ready": true} once the module is imported (a run
 sends its items instead), or {"import_error": "why"} (and it ends).  A root

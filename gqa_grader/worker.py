@@ -27,7 +27,6 @@ import sys
 from array import array
 
 
-
 class WorkerState:
     """The worker's state, one for its life (W): set by w_streams from the config."""
 
@@ -313,9 +312,10 @@ def w_target(name):
 
 
 def w_run(mod, run):
-    """Send each item that the run's target(module, *args) yields, then done."""
+    """Send each item that run's target(module, *args) yields, then done: run, the
+    config's, its target already imported (w_target)."""
     try:
-        for item in w_target(run["target"])(mod, *run.get("args", [])):
+        for item in run["target"](mod, *run["args"]):
             w_send({"item": item})
     except BaseException as err:
         w_send(w_failure(err))
@@ -506,7 +506,13 @@ def w_main(argv):
         return
     if resource is not None:
         w_limit(resource, config.get("limits", {}))
-    run = dict(config["run"]) if config.get("run") else None     # its target named before the import
+    run = None
+    if config.get("run"):                # the caller's function and data, before the module is
+        try:
+            run = {"target": w_target(config["run"]["target"]), "args": list(config["run"].get("args", []))}
+        except BaseException as err:
+            w_send(w_failure(err))
+            return
     mod, why = w_import(config)
     if mod is None:
         w_send({"import_error": why})

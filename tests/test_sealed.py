@@ -238,9 +238,9 @@ class WorkerCode(unittest.TestCase):
             list(process.run_in_child(os.path.join(ROOT, "gqa.py"), "tables"))
 
     def test_a_module_cannot_choose_the_target(self):
-        # The target is the caller's, taken from the worker's config before the module is
-        # imported: a module that rewrites the config, or has a function of the target's
-        # name, is still called by the caller's target.  (A module runs its own code in its
+        # The target is the caller's, imported from the worker's config before the module is:
+        # a module that rewrites the config, plants a module of the target's name in
+        # sys.modules, or has a function of the target's name, is still called by the caller's.  (A module runs its own code in its
         # worker anyway, and can replace the worker's functions, as DAEMON does: naming a
         # target gives it nothing more; what it sends is data the caller checks.)
         folder = tempfile.mkdtemp()
@@ -250,7 +250,8 @@ class WorkerCode(unittest.TestCase):
                         "def other(module, *args):\n    yield 'chosen by the module'\n")
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
-                f.write("import __main__\n__main__.W.config['run']['target'] = 'callers:other'\n"
+                f.write("import __main__, sys, types\n__main__.W.config['run']['target'] = 'callers:other'\n"
+                        "sys.modules['callers'] = types.SimpleNamespace(child=lambda *a: iter(['planted']))\n"
                         "def child(*args):\n    yield 'the module'\n")
             os.chmod(folder, 0o755)               # as root, the worker's user reads callers.py
             os.chmod(os.path.join(folder, "callers.py"), 0o644)
@@ -1148,7 +1149,8 @@ class WhatIsGraded(unittest.TestCase):
             self.assertEqual((run.returncode, doc["passed"]), (2, 0))
             self.assertIn("is a symbolic link", doc["error"])
             with self.assertRaisesRegex(failures.Refused, "is a symbolic link"):
-                list(process.run_in_child(copy.module, "gqa_tools.tables:child_texts", [{}, None, False]))
+                list(process.run_in_child(copy.module, "gqa_tools.tables:child_texts", [{}, None, False],
+                                          paths=[ROOT]))
         finally:
             copy.close()
 
@@ -1215,7 +1217,8 @@ class TheGradersMemory(unittest.TestCase):
             got = []
 
             def items():
-                for item in process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]):
+                for item in process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False],
+                                                 paths=[ROOT]):
                     got.append(len(item))
             return {"graded": graded, "items": {"raised": raised(items), "got": got}}
         finally:
@@ -1276,7 +1279,8 @@ class WhatTheWorkerSays(unittest.TestCase):
             got = []
 
             def items():
-                for item in process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]):
+                for item in process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False],
+                                                 paths=[ROOT]):
                     got.append(item)
             runs["items"] = {"raised": raised(items), "got": got}
         finally:
@@ -1418,7 +1422,8 @@ class NeverAsRoot(unittest.TestCase):
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(DAEMON)
-            child = list(process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False]))
+            child = list(process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False],
+                                              paths=[ROOT]))
         finally:
             shutil.rmtree(folder)
         return {"child": child, "graded": grade_source(DAEMON, only=["valid_g"], cases=0),
