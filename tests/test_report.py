@@ -311,6 +311,64 @@ class Writing(unittest.TestCase):
         os.umask(mask)
         self.assertEqual(os.stat(self.path).st_mode & 0o777, 0o666 & ~mask)
 
+    def test_a_figure_that_is_a_link_is_replaced_and_what_it_points_at_untouched(self):
+        # A module run in a worker of another user could plant links beside a report it
+        # knows the path of: the figures are the writer's own files, never written through.
+        outside = os.path.join(self.dir.name, "outside.txt")
+        with open(outside, "w", encoding="utf-8") as f:
+            f.write("not a figure\n")
+        status, _, _ = run("--out", self.path, *ARGS)
+        folder = os.path.join(self.dir.name, "report-figures")
+        name = sorted(os.listdir(folder))[0]
+        os.unlink(os.path.join(folder, name))
+        os.symlink(outside, os.path.join(folder, name))
+        status, _, err = run("--out", self.path, *ARGS)
+        self.assertEqual(status, 0, err)
+        self.assertFalse(os.path.islink(os.path.join(folder, name)))
+        with open(outside, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "not a figure\n")
+
+    def test_a_link_made_at_the_reports_path_while_it_is_built_is_not_written_through(self):
+        # As a module in another user's worker could, beside a report in a folder every
+        # user may write into: the path is a link only once the work has begun.
+        outside = os.path.join(self.dir.name, "outside.txt")
+        with open(outside, "w", encoding="utf-8") as f:
+            f.write("not a report\n")
+        assemble = report_sections.assemble
+
+        def planting(*args, **kw):
+            os.symlink(outside, self.path)
+            return assemble(*args, **kw)
+        with mock.patch("gqa_tools.report.sections.assemble", side_effect=planting):
+            status, _, err = run("--out", self.path, *ARGS)
+        self.assertEqual(status, 2)
+        self.assertIn("nothing is written through a link made meanwhile", err)
+        with open(outside, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "not a report\n")
+
+    def test_a_figures_folder_not_ones_own_is_refused_before_any_work(self):
+        folder = os.path.join(self.dir.name, "report-figures")
+        elsewhere = os.path.join(self.dir.name, "elsewhere")
+        os.mkdir(elsewhere)
+        os.symlink(elsewhere, folder)                                 # a link to a folder
+        status, _, err = run("--out", self.path, *ARGS)
+        self.assertEqual(status, 2)
+        self.assertIn("is there and is not a folder", err)
+        self.assertEqual(os.listdir(elsewhere), [])
+        os.unlink(folder)
+        os.mkdir(folder)
+        os.chmod(folder, 0o777)                                       # every user may write into it
+        status, _, err = run("--out", self.path, *ARGS)
+        self.assertEqual(status, 2)
+        self.assertIn("every user may write into it", err)
+        self.assertEqual(os.listdir(folder), [])
+        if hasattr(os, "geteuid") and os.geteuid() == 0:              # another user's
+            os.chmod(folder, 0o755)
+            os.chown(folder, 65534, 65534)
+            status, _, err = run("--out", self.path, *ARGS)
+            self.assertEqual(status, 2)
+            self.assertIn("is another user's folder", err)
+
     def test_check_of_a_file_that_is_not_utf8(self):
         with open(self.path, "wb") as f:
             f.write(b"\xff\xfe not text")

@@ -19,7 +19,7 @@ from gqa_tools.common import (MAX_JOBS, add_int_options, chosen_lang, given, int
                               speaking)
 from gqa_tools.report import child, measuring, sections
 from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, write_report,
-                                    why_not_write, wrote)
+                                    write_target, why_not_write, wrote)
 from gqa_tools.report.lab import Lab
 from gqa_tools.report.record import TRAINING_RECORD, recorded_training, write_training
 from gqa_tools.report.settings import LIMITS, OPTION_HELP, Config
@@ -76,6 +76,7 @@ def report_main(argv: Sequence[str]) -> int:
     if refused:
         print(f"gqa report: {refused}", file=sys.stderr)
         return 2
+    expected = None if args.check else write_target(path)     # what path leads to, before any work
     if args.check and not os.path.isfile(path):       # nothing to compare with: said at once
         print(f"gqa report --check: {differs(path, '')}\n"
               + _("regenerate it with: {command}").format(command=cfg.command(args.module)), file=sys.stderr)
@@ -101,7 +102,7 @@ def report_main(argv: Sequence[str]) -> int:
     if args.check:
         return check(path, text, cfg.command(args.module), figures)
     try:
-        target = write_report(path, text, figures)
+        target = write_report(path, text, figures, expected)
         if not args.module and isinstance(training_done, dict):
             write_training(os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
                            measuring.report_recipe(cfg), training_done)

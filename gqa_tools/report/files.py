@@ -141,28 +141,56 @@ def check(path: str, text: str, command: str, figures: Sequence[Tuple[str, str]]
     return 0
 
 
-def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]]) -> str:
+def own_folder(folder: str) -> None:
+    """Refuse a figures folder that is not a folder of the writer's own: a symbolic link,
+    not a folder, another user's, or one every user may write into.  (Run as root on a
+    student's module, whose worker is another user, a folder it made beside the report
+    could point the figures anywhere.)"""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return
+    import stat
+    if not stat.S_ISDIR(st.st_mode):
+        raise WriteRefused(_("{folder} is there and is not a folder; the figures go in it").format(
+            folder=folder))
+    if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o002):
+        raise WriteRefused(_("{folder} is another user's folder, or every user may write into it; "
+                             "the figures go only in a folder of one's own (remove it, or choose "
+                             "another --out)").format(folder=folder))
+
+
+def write_report(path: str, text: str, figures: Sequence[Tuple[str, str]],
+                 expected: Optional[str] = None) -> str:
     """Write the figures into the folder beside path, then the report; return the report's file.
 
     All or nothing, as far as the file system allows: every file is written
     to a temporary file first, and only when all are written are they moved
     into place (os.replace), the report last.  A failure leaves the old
     files, and no folder this call made.  .svg files of the folder that the
-    report no longer draws are removed.  A symlink is written through
-    (write_target).
+    report no longer draws are removed.  The report's own path is written
+    through a symlink (write_target); the figures' folder is the writer's
+    own (own_folder), and a figure in it is replaced, never written through.
+    expected: the file path led to when the work began (write_target then); a path
+    that leads elsewhere now (a link made meanwhile) is refused.
     """
     target = write_target(path)
+    if expected is not None and target != expected:
+        raise WriteRefused(_("{path} leads to {now} now, not to {then} as when the report was begun; "
+                             "nothing is written through a link made meanwhile").format(
+                                 path=path, now=target, then=expected))
     folder = figures_folder(path)
     made = bool(figures) and not os.path.lexists(folder)
-    if figures and not made and not os.path.isdir(folder):
-        raise WriteRefused(_("{folder} is there and is not a folder; the figures go in it").format(
-            folder=folder))
+    if figures and not made:
+        own_folder(folder)
     if made:
         os.mkdir(folder)
     staged: List[Tuple[str, str]] = []
     try:
         for name, svg in figures:
-            final = write_target(os.path.join(folder, name))
+            final = os.path.join(folder, name)
+            if not os.path.islink(final):               # a link is replaced, not followed
+                final = write_target(final)
             staged.append((stage(final, svg), final))
         staged.append((stage(target, text), target))
         for tmp, final in staged:
@@ -194,7 +222,8 @@ def why_not_write(path: str, module: Optional[str]) -> Optional[str]:
     """Why the report will not be written to path, known before any work; None when it may be.
 
     Refused: a path that is not a regular file (write_target), a folder that
-    is not there or not writable, a file where the figures' folder goes; and,
+    is not there or not writable, a figures' folder not the writer's own
+    (own_folder); and,
     for a report from a module other than the project's gqa.py, the project's
     own report.md and its figures.
     """
@@ -209,9 +238,10 @@ def why_not_write(path: str, module: Optional[str]) -> Optional[str]:
     if not os.access(folder, os.W_OK):
         return _("cannot write {path}: its folder is not writable; nothing was changed").format(path=path)
     figures = figures_folder(path)
-    if os.path.lexists(figures) and not os.path.isdir(figures):
-        return _("will not write {path}: {folder} is there and is not a folder; the figures go in "
-                 "it").format(path=path, folder=figures)
+    try:
+        own_folder(figures)
+    except WriteRefused as why:
+        return _("will not write {path}: {why}").format(path=path, why=why)
     own = os.path.join(PROJECT, "report.md")
     if not module or _same_file(module, os.path.join(PROJECT, "gqa.py")):
         return None
