@@ -22,7 +22,7 @@ command line, which other processes could read):
     paths          the folders put first on sys.path
     refuse_grader  whether a module that imports the grader is refused
     name, register the module's name ("gqa") and whether it goes in sys.modules
-    environment    ["PATH"]: the only variables kept (a sealed run), or absent
+    environment    ["PATH"]: the only variables kept (a sealed run, a tool's child), or absent
     reload         true: the worker takes "load" requests (trusted modules)
     run            {"target": "package.module:function", "args": [...]}: a run
                    (below) instead of requests; the target is its caller's, imported
@@ -171,8 +171,8 @@ class Worker:
             config.update(run=self.run, name="gqa_under_tool", register=False)
         if self.reload:
             config["reload"] = True
-        if self.seal.sealed:
-            config["environment"] = ["PATH"]
+        if self.seal.sealed or self.run is not None:    # a tool's child: a module its caller
+            config["environment"] = ["PATH"]            # did not write, no secret of the caller's
         report = os.pipe() if self.seal.tool is not None else None      # the root's builder's word
         argv, first = self.seal.command([sys.executable, "-I", "-S", WORKER])
         try:                             # its stderr, until the worker points it at /dev/null
@@ -451,7 +451,12 @@ class Worker:
                 self.stop()
                 raise Failure(_("the child process sent something that is not an item"))
             if "item" in line:
-                yield clean_data(line["item"])
+                try:
+                    item = clean_data(line["item"])
+                except RecursionError:           # nested deeper than this process reads
+                    self.stop()
+                    raise Failure(_("the child process sent something that is not an item")) from None
+                yield item
             elif line.get("done") is True:
                 return
             elif "import_error" in line and isinstance(line["import_error"], str):

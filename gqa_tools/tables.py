@@ -119,14 +119,27 @@ def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -
                                         paths=[PROJECT],
                                         label=path, what=_("computing the tables"),
                                         item_timeout=CHILD_TIMEOUT, budget=2 * CHILD_TIMEOUT):
-            if isinstance(item, dict):
+            if _texts_shaped(item):
                 return item
+            raise gqa.GQAError(_("--module {path}: the child process sent no tables").format(path=path))
     except (grader.Refused, grader.Failure) as err:
         raise gqa.GQAError(f"--module {path}: {err}") from None
     raise gqa.GQAError(_("--module {path}: the child process sent no tables").format(path=path))
 
 
 CHILD_TIMEOUT = 60.0        # seconds the tables of another module may take
+TEXTS = ("cache", "counts", "ratios", "block", "bars")       # what texts() returns
+
+
+def _texts_shaped(item: object) -> bool:
+    """Whether a child's item is texts()' dict, or its one-key not_implemented or usage_error:
+    it comes from another process, whose module may have sent anything."""
+    if not isinstance(item, dict):
+        return False
+    if len(item) == 1 and set(item) <= {"not_implemented", "usage_error"}:
+        return all(isinstance(v, str) for v in item.values())
+    return (set(item) == set(TEXTS) and all(isinstance(item[k], str) for k in TEXTS[:3])
+            and all(item[k] is None or isinstance(item[k], str) for k in TEXTS[3:]))
 
 
 def tables_main(argv: Sequence[str]) -> int:

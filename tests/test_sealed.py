@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 from concurrent.futures import ThreadPoolExecutor
 
 from gqa_grader import checking, checks, cli, compare, failures, grading, handout, process
@@ -259,6 +260,50 @@ class WorkerCode(unittest.TestCase):
         finally:
             shutil.rmtree(folder)
         self.assertEqual(items, [["the caller", "gqa_under_tool", [1]]])
+
+    def test_a_childs_item_too_deep_or_of_another_shape_is_refused_not_a_crash(self):
+        # A module in a tool's child can replace the worker's w_run and send what it likes:
+        # a list nested 700 deep (JSON reads it, cleaning it would recurse past the limit),
+        # or tables without their keys; each is the child's failure, never a traceback.
+        folder = tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "gqa.py")
+            for sent, tables in (("'[' * 700 + ']' * 700", False), ("'{\"cache\": \"x\"}'", True)):
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("import __main__, json\n"
+                            "def _run(mod, run):\n"
+                            f"    __main__.W.out.write('{{\"item\": ' + {sent} + '}}\\n')\n"
+                            "    __main__.W.out.flush()\n"
+                            "    __main__.w_send({'done': True})\n"
+                            "__main__.w_run = _run\n")
+                os.chmod(folder, 0o755)
+                os.chmod(path, 0o644)
+                if tables:
+                    from gqa_tools import tables as gqa_tables
+                    with self.assertRaisesRegex(ValueError, "the child process sent no tables"):
+                        gqa_tables.texts_from_child(path, {}, None, False)
+                else:
+                    with self.assertRaisesRegex(failures.Failure, "sent something that is not an item"):
+                        list(process.run_in_child(path, "gqa_tools.tables:child_texts", [{}, None, False],
+                                                  paths=[ROOT]))
+        finally:
+            shutil.rmtree(folder)
+
+    def test_a_tools_child_gets_no_variable_of_the_callers_but_path(self):
+        folder = tempfile.mkdtemp()
+        try:
+            with open(os.path.join(folder, "callers.py"), "w", encoding="utf-8") as f:
+                f.write("import os\ndef child(module):\n    yield sorted(os.environ)\n")
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("X = 1\n")
+            os.chmod(folder, 0o755)
+            os.chmod(os.path.join(folder, "callers.py"), 0o644)
+            with mock.patch.dict(os.environ, {"A_TEACHERS_TOKEN": "secret"}):
+                items = list(process.run_in_child(path, "callers:child", paths=[folder]))
+        finally:
+            shutil.rmtree(folder)
+        self.assertEqual(items, [["PATH"]])
 
     def test_the_worker_is_run_as_a_script(self):
         with open(process.WORKER, encoding="utf-8") as f:
