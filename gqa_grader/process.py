@@ -451,12 +451,10 @@ class Worker:
                 self.stop()
                 raise Failure(_("the child process sent something that is not an item"))
             if "item" in line:
-                try:
-                    item = clean_data(line["item"])
-                except RecursionError:           # nested deeper than this process reads
+                if _deeper_than(line["item"], ITEM_DEPTH):
                     self.stop()
-                    raise Failure(_("the child process sent something that is not an item")) from None
-                yield item
+                    raise Failure(_("the child process sent something that is not an item"))
+                yield clean_data(line["item"])
             elif line.get("done") is True:
                 return
             elif "import_error" in line and isinstance(line["import_error"], str):
@@ -501,6 +499,23 @@ class Worker:
                 pass
         self.seal.kill_all()
         return code
+
+
+# A tool's item is a few lists and dicts deep (a report's parts, the tables, a training's
+# result); one deeper is not an item, and cleaning it (clean_data) would recurse into it.
+ITEM_DEPTH = 32
+
+
+def _deeper_than(x, limit):
+    """Whether JSON data x nests lists and dicts more than limit deep (found without recursion)."""
+    stack = [(x, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (list, dict)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return False
 
 
 def run_in_child(path, target, args=(), *, paths=(), label=None, what="running the module",
