@@ -791,7 +791,9 @@ class SizingPage(unittest.TestCase):
         for layout in LAYOUTS:                  # each named after the first field it reads
             field = layout.__name__[len("_layout_"):]
             self.assertIn(f"`{field}", mechanisms.replace("`_block_types", "`block_types"), field)
-        tests = {name for cls in (ReadByMechanism, Mechanisms, Table) for name in dir(cls) if name.startswith("test_")}
+        from tests.test_generalising import ByValue      # a rule written from the generalisation set
+        tests = {name for cls in (ReadByMechanism, Mechanisms, Table, ByValue)
+                 for name in dir(cls) if name.startswith("test_")}
         for cited in re.findall(r"`(test_\w+)`", mechanisms):
             self.assertTrue(cited in tests or cited in ("test_every_spelling",), cited)
         self.assertIn(f"| seen: the rows' examples and six more | {len(SEEN)} | {len(SEEN)} | 0 | 0 |", page)

@@ -5,12 +5,14 @@ here, by its value, never by its name alone: known not to change the cache
 (HARMLESS, HARMLESS_KEYS, the attributes every HF config carries, the
 family's own), passed; a mechanism's field (CHANGES) that no rule read,
 refused; a value that could change the cache under a rule the sizer has and
-disagrees with what it read (changes_by_value: a window, a chunk, a list of
-one entry per layer or of layer kinds, a key/value head count, a head dim, a
-layer count, a state's size, cross-attention, an encoder's field in a
-decoder, a latent rank, a layer type named in a string), refused unless
---ignore names it (then a warning); any other, a note on the first line.  A
-model type with no row of FAMILIES is sized with a warning naming it.
+disagrees with what it read (changes_by_value: a window, a chunk, layers
+sharing another's K and V, a list of layer indices, a list of one entry per
+layer or of layer kinds, a key/value head count, a head dim, a layer count,
+a state's size, cross-attention, an encoder's field in a decoder, a K/V
+latent's rank, a layer type named in a string), refused unless --ignore
+names it (then a warning); any other, a note on the first line.  A negative
+size (-1) is unset, as null is.  A model type with no row of FAMILIES is
+sized with a warning naming it.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ HARMLESS_KEYS = frozenset((
     "parallel_attn", "pre_allocate_kv_cache", "scale_attn_weights", "reorder_and_upcast_attn",
     "scale_attn_by_inverse_layer_idx", "clip_qkv", "qk_ln", "qk_gn", "attn_impl", "attn_uses_sequence_id", "softmax_scale", "alibi",
     "alibi_bias_max", "prefix_lm", "fused_qkv",
+    # Meta's params.json: the MLP's width rounded up to a multiple of it.
+    "multiple_of",
     # Qwen (the first release): log-n scaling of the queries and dynamic NTK rope, not the cache.
     "use_logn_attn", "use_dynamic_ntk",
     # The attributes every HF config carries (PretrainedConfig): generation settings, a task's
@@ -156,7 +160,13 @@ HEAD_DIM_NAME = re.compile(r"(head_dim|head_size|per_head|kv_channels|d_kv)$")
 LAYERS_NAME = re.compile(r"^(num_|n_)?(hidden_|decoder_|text_|transformer_)?(layers?|blocks?)$|"
                          r"_(layer|block)_count$")
 STATE_NAME = re.compile(r"ssm|mamba|state_size|lru|recurren|linear_(attn|attention|num|key|value|conv)")
-RANK_NAME = re.compile(r"(kv|lora|latent).*rank")
+# A latent's rank: the K/V's (kv_lora_rank, a latent, a cache); a weight's low-rank factor (a
+# LoRA adapter's lora_rank, MLA's q_lora_rank) caches nothing.
+RANK_NAME = re.compile(r"(kv|latent|cache).*rank")
+# Layers that take another layer's K and V instead of caching their own.
+SHARING_NAME = re.compile(r"(kv|key_value|cache).*(reuse|shar)|(reuse|shar).*(kv|key_value|cache)")
+# A list of layer indices: which layers attend how (Hymba's global_attn_idx).
+INDICES_NAME = re.compile(r"attn|attention|layer|global|local|full|swa|window|idx")
 # A string that names a kind of layer the sizer sizes by a rule of its own.
 LAYER_KIND = re.compile(r"^(mla|multi[_ -]?head[_ -]?latent|sliding|local|global|chunked|linear|lightning|"
                         r"mamba|ssm|recurrent|sparse|hybrid|full_attention|attention$)", re.IGNORECASE)
@@ -166,7 +176,15 @@ def changes_by_value(key: str, value: Any, sizes: Dict[str, Any]) -> str:
     """Why the value could change the cache under a rule the sizer has, where it disagrees
     with what was read; "" when it could not (the key is then a note)."""
     number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if number is not None and number < 0:
+        return ""           # -1: a size left unset (Hymba's kq_head_dim), as null is
     rules = sizes.get("rules", ())
+    layers = sizes.get("layers") or 0
+    if SHARING_NAME.search(key) and value not in (False, 0, "", [], {}):
+        return "layers that reuse another layer's K and V hold none of their own"
+    if isinstance(value, list) and value and INDICES_NAME.search(key) and \
+            all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < layers for v in value):
+        return f"a list of layer indices ({len(value)} of {layers}) may say which layers attend how"
     if ("window" in key or "sliding" in key) and number and number > 0:
         return f"a window of {number} positions would make layers hold only the last {number}"
     if "chunk" in key and number and number > 0:

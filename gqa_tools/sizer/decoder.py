@@ -67,6 +67,12 @@ def _beside(keys: Keys, family: Optional[Family], model_type: str, layers: int, 
         said = "add_cross_attention" if keys.data.get("add_cross_attention") else "decoder of an encoder-decoder"
         extra += tuple(g._replace(rule="cross", window=None, fields=g.fields + (said,))
                        for g in groups if g.rule == "full")
+    elif model_type == "blip_text_model" and keys.get("is_decoder"):
+        # BLIP's text decoder: BlipTextLayer builds a crossattention when is_decoder (whatever
+        # add_cross_attention says), and caches the K and V of the image's tokens in every layer.
+        extra += tuple(g._replace(rule="image", window=None, fields=g.fields + ("model_type blip_text_model, "
+                                                                                "is_decoder",))
+                       for g in groups if g.rule == "full")
     return extra + draft_layers(keys)
 
 
@@ -239,15 +245,18 @@ def _group(specs: List[Tuple[Any, ...]]) -> Tuple[LayerGroup, ...]:
 
 
 def _image_tokens(keys: Keys, top: Keys) -> Tuple[int, str]:
-    """Mllama: an image's tokens, max_num_tiles x ((image_size // patch_size)^2 + 1), as vLLM's
-    get_max_mllama_image_tokens counts them."""
+    """An image's tokens, as its vision encoder outputs them: a ViT's patches and its class
+    token, (image_size // patch_size)^2 + 1 (BlipVisionEmbeddings); Mllama's, max_num_tiles
+    times that, as vLLM's get_max_mllama_image_tokens counts them."""
     vision = top.get("vision_config")
     if not isinstance(vision, dict):
         raise GQAError(f"config {keys.where}: cross-attention layers to an image, and no vision_config "
                        f"to say how many tokens an image has; give --image-tokens")
-    inner = Keys(f"{top.where} vision_config", vision, {}, "mllama_vision_model", keys.notes)
-    tiles = inner.int(("max_num_tiles",), "tiles per image")
+    mllama = keys.model_type == "mllama_text_model"
+    inner = Keys(f"{top.where} vision_config", vision, {}, "mllama_vision_model" if mllama else "", keys.notes)
+    tiles = inner.int(("max_num_tiles",), "tiles per image") if mllama else 1
     size = inner.int(("image_size",), "image size")
     patch = inner.int(("patch_size",), "patch size")
-    return tiles * ((size // patch) ** 2 + 1), (
-        f"vision_config: max_num_tiles {tiles} x ((image_size {size} // patch_size {patch})^2 + 1)")
+    said = f"((image_size {size} // patch_size {patch})^2 + 1)"
+    return tiles * ((size // patch) ** 2 + 1), f"vision_config: " + (
+        f"max_num_tiles {tiles} x {said}" if mllama else said[1:-1])

@@ -21,7 +21,7 @@ from gqa import GQAError
 QUERY_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "decoder_attention_heads",
                "attention_heads")
 LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-HIDDEN = ("hidden_size", "n_embd", "d_model", "model_dim")
+HIDDEN = ("hidden_size", "n_embd", "d_model", "model_dim", "dim")    # dim: Meta's params.json
 KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num", "n_kv_heads",
             "num_query_groups")
 # The head dim's spellings: head_dim, Hunyuan's and Nemotron-H's attention_head_dim, ChatGLM's

@@ -387,8 +387,10 @@ def _layout_sliding_window_size(lay: Layout) -> None:
         keys.seen(name)
     size, window = keys.seen("sliding_window_size"), keys.get("sliding_window")
     if size is not None and size != window:
-        raise GQAError(f"config {keys.where}: sliding_window_size {show(size)} and sliding_window "
-                       f"{show(window)} disagree")
+        said = show(window) if window is not None or "sliding_window" in keys.data else "(not set)"
+        raise GQAError(f"config {keys.where}: sliding_window_size {show(size)} and sliding_window {said} "
+                       f"disagree: which the model's code reads, and how (a window, or a ring of the last "
+                       f"tokens after a prefill kept whole), no rule knows; size it by hand from its code")
 
 
 # The mechanisms, in their order of precedence.  Each reads the fields it is named
