@@ -199,6 +199,50 @@ def _lines(line, translate):
     return [line]
 
 
+# A stub's raise, as gqa_grader.starter writes it: raise NotImplementedError("step N:
+# NAME: summary"), its string cut into pieces over lines; the summary is the first line
+# of the docstring above it, a paragraph of the catalog.  Its words are the student's
+# too: the REPL shows them.
+_RAISE = re.compile(r'^(?P<indent> *)raise NotImplementedError\((?P<args>"(?:[^"\\\n]|\\.)*"'
+                    r'(?:\n *"(?:[^"\\\n]|\\.)*")*)\)$', re.M)
+_STUB = re.compile(r"step (?P<step>\d+): (?P<name>[\w.]+)(?:: (?P<summary>.*))?", re.S)
+STUB = "step {step}: {name}: {summary}"
+STUB_BARE = "step {step}: {name}"
+RAISE_WIDTH = 99                # as gqa_grader.starter.WIDTH, in display columns here
+
+
+def _stub_messages(text):
+    """The message ids a starter's stubs ask for, beyond their docstrings' paragraphs."""
+    found = []
+    for match in _RAISE.finditer(text):
+        stub = _STUB.fullmatch(ast.literal_eval("(" + match.group("args") + ")"))
+        wanted = (STUB if stub.group("summary") else STUB_BARE) if stub else None
+        if wanted and wanted not in found:
+            found.append(wanted)
+    return found
+
+
+def _stub(match, translate):
+    """A stub's raise with its message in the language, cut again to RAISE_WIDTH."""
+    indent, message = match.group("indent"), ast.literal_eval("(" + match.group("args") + ")")
+    stub = _STUB.fullmatch(message)
+    if stub:
+        fields = dict(stub.groupdict())
+        if fields["summary"]:
+            fields["summary"] = translate(fields["summary"])
+        message = translate(STUB if fields["summary"] else STUB_BARE).format(**fields)
+    head = f"{indent}raise NotImplementedError("
+    room = max(RAISE_WIDTH - width(head) - 3, 20)
+    chunks, current = [], ""
+    for token in _TOKEN.findall(message.replace("\\", "\\\\").replace('"', '\\"')):
+        if current and width(current + token.rstrip()) > room:
+            chunks.append(current)
+            current = ""
+        current += token
+    chunks.append(current)
+    return "\n".join([head + f'"{chunks[0]}"'] + [" " * width(head) + f'"{c}"' for c in chunks[1:]]) + ")"
+
+
 def _doc_lines(block, indent):
     """A docstring's lines, its quotes taken off: (what comes before the text, the
     text's lines dedented, what follows)."""
@@ -233,7 +277,7 @@ def paragraphs(text):
             for message in [_message(unit)] if kind == "prose" else [m for m in table if m]:
                 if message not in found:
                     found.append(message)
-    return found
+    return found + [m for m in _stub_messages(text) if m not in found]
 
 
 def translated(text, lang):
@@ -256,4 +300,4 @@ def translated(text, lang):
             else:
                 out += ([before + new[0]] + [indent + line if line else "" for line in new[1:-1]]
                         + [indent + new[-1] + after])
-    return "\n".join(out)
+    return _RAISE.sub(lambda match: _stub(match, catalog.gettext), "\n".join(out))

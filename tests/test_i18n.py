@@ -117,8 +117,23 @@ def starters():
                     for track in (None, list(tracks.TRACKS["core"]))]
 
 
+def stub_raises(tree):
+    """The raise NotImplementedError("...") nodes of a syntax tree, in order: a stub's."""
+    import ast
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+            and getattr(node.exc.func, "id", None) == "NotImplementedError"
+            and len(node.exc.args) == 1 and isinstance(node.exc.args[0], ast.Constant)]
+
+
+def stubs_bare(text):
+    """text with every stub's message taken out (its words are checked on their own)."""
+    return re.sub(r'raise NotImplementedError\((?:\s*"(?:[^"\\]|\\.)*")+\)', "raise NotImplementedError()", text)
+
+
 def without_docstrings(text):
-    """text's syntax tree, as a string, with every docstring taken out: its code."""
+    """text's syntax tree, as a string, with every docstring and every stub's message
+    taken out: its code."""
     import ast
     tree = ast.parse(text)
     for node in ast.walk(tree):
@@ -126,6 +141,8 @@ def without_docstrings(text):
         if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
             body[0] = ast.Pass()
+    for node in stub_raises(tree):
+        node.exc.args[0].value = "a stub's message"
     return ast.dump(tree)
 
 
@@ -157,16 +174,36 @@ class Starter(unittest.TestCase):
         def joined(text):                                               # a call wrapped across lines
             return re.sub(r"\s*\n\s*(# )?", " ", text)
         for text in self.starters:
-            english_names = sorted(names.findall(joined(text)))
+            english_names = sorted(names.findall(joined(stubs_bare(text))))
             for lang in i18n.LANGUAGES[1:]:
                 done = prose.translated(text, lang)
                 with self.subTest(lang=lang):
                     self.assertEqual(without_docstrings(done), without_docstrings(text))
                     self.assertNotEqual(done, text)
-                    missing = [n for n in set(english_names) if n not in joined(done)]
+                    missing = [n for n in set(english_names) if n not in joined(stubs_bare(done))]
                     self.assertEqual(missing, [])
                     self.assertLessEqual(max(i18n.width(line) for line in done.splitlines()),
                                          max(i18n.width(line) for line in text.splitlines()))
+
+    def test_a_stubs_message_is_in_the_language_with_its_step_and_name(self):
+        # What a student's REPL shows when they call a step not yet written: read from
+        # the syntax trees, the English message's step and name kept, its words not.
+        import ast
+        from gqa_grader import prose
+        word = {"ja": "ステップ", "ko": "단계"}
+        for text in self.starters:
+            english = [r.exc.args[0].value for r in stub_raises(ast.parse(text))]
+            self.assertGreater(len(english), 10)
+            for lang in i18n.LANGUAGES[1:]:
+                done = [r.exc.args[0].value for r in stub_raises(ast.parse(prose.translated(text, lang)))]
+                with self.subTest(lang=lang):
+                    self.assertEqual(len(done), len(english))
+                    for before, after in zip(english, done):
+                        step, name = before.split(": ")[:2]
+                        self.assertTrue(after.startswith(f"{word[lang]} {step.split()[1]}: {name}"), after)
+                        if before.count(": ") >= 2:                         # it has a summary
+                            self.assertNotIn(before.split(": ", 2)[-1], after)
+                        self.assertIsNone(re.search(r"[A-Za-z]{4,} [a-z]{2,} [a-z]{2,}", after), after)
 
     def test_the_doctests_pass_with_the_prose_translated(self):
         # gqa.py itself, its prose in each language: the examples are the lab's, whole.

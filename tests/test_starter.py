@@ -134,6 +134,22 @@ class FromGqa(unittest.TestCase):
         self.assertEqual(len(steps), 25)
         self.assertEqual({s["status"] for s in steps}, {"not started"}, run.stdout)
 
+    def test_in_japanese_every_step_raises_in_japanese_and_is_found_not_started(self):
+        # The language is the prose's only: the grader reads the exception's type, never
+        # its words, so a student's language changes no verdict.
+        from gqa_grader import handout
+        folder = tempfile.mkdtemp(prefix="gqa-starter-ja-")
+        path = handout.write_starter(folder, os.path.join(ROOT, "gqa.py"), lang="ja")
+        with open(path, encoding="utf-8") as f:
+            module, _ = load(f.read(), "starter_gqa_ja")
+        with self.assertRaises(NotImplementedError) as ctx:
+            module.kv_head(0, 8, 2)
+        self.assertTrue(str(ctx.exception).startswith(f"ステップ {STEP_OF['kv_head']}: kv_head: "),
+                        str(ctx.exception))
+        run = run_grader("--module", path, "--json")
+        steps = json.loads(run.stdout)["steps"]
+        self.assertEqual([s["status"] for s in steps], ["not started"] * 25, run.stdout)
+
     def test_it_holds_no_line_of_a_solution(self):
         lines = SOURCE.splitlines()
         inside = set()                                  # the lines of public bodies, docstrings aside
