@@ -478,6 +478,30 @@ class ByValue(unittest.TestCase):
                                               r"\(not set\) disagree"):
             load("unlimited-ocr.json")
 
+    def test_a_string_naming_mla_is_refused_even_where_every_layer_reads_as_mla(self):
+        # LongCat-Flash names its attention attention_method "MLA" and holds two MLA attentions
+        # in each decoder layer (self_attn.0 and self_attn.1: Hugging Face's LongcatFlashDecoderLayer
+        # and GPTQModel's module tree): read as MLA from kv_lora_rank, it would be half its cache.
+        # Its published config is not among the stored sources; DeepSeek-V2-Lite's is, with the
+        # string added: the same rule read, the same refusal, and --ignore sizes it as before.
+        from gqa_tools.sizer import cache_bytes
+        path = os.path.join(os.path.dirname(FOLDER), "deepseek-v2-lite.json")
+        with open(path, encoding="utf-8") as f:
+            deepseek = json.load(f)
+        for value in ("MLA", "mla", "multi_head_latent"):
+            with self.assertRaisesRegex(GQAError, f"attention_method '{value}' .*could change the cache: "
+                                                  f"'{value}' agrees with the layers read as MLA, but .*"
+                                                  r"\(LongCat-Flash\) holds two MLA attentions in each layer"):
+                ModelShape.from_config(dict(deepseek, attention_method=value))
+        named = ModelShape.from_config(dict(deepseek, attention_method="MLA"), ignore=["attention_method"])
+        self.assertEqual(cache_bytes(named, context=4096, dtype="bf16"),
+                         cache_bytes(ModelShape.from_config(path), context=4096, dtype="bf16"))
+        # Where no layer is read as MLA, the string still names a kind of layer no rule read.
+        with open(os.path.join(FOLDER, "persimmon-8b-base.json"), encoding="utf-8") as f:
+            persimmon = json.load(f)
+        with self.assertRaisesRegex(GQAError, "'MLA' names a kind of layer no rule read here"):
+            ModelShape.from_config(dict(persimmon, attention_method="MLA"))
+
     def test_blips_text_decoder_cross_attends_to_the_image(self):
         # BlipTextLayer builds a crossattention when is_decoder, whatever add_cross_attention says
         # (false here): 12 layers hold K and V of the image's (384 // 16)^2 + 1 = 577 tokens.

@@ -172,6 +172,9 @@ LAYER_KIND = re.compile(r"^(mla|multi[_ -]?head[_ -]?latent|sliding|local|global
                         r"mamba|ssm|recurrent|sparse|hybrid|full_attention|attention$)", re.IGNORECASE)
 
 
+MLA_KIND = re.compile(r"^(mla|multi[_ -]?head[_ -]?latent)", re.IGNORECASE)
+
+
 def changes_by_value(key: str, value: Any, sizes: Dict[str, Any]) -> str:
     """Why the value could change the cache under a rule the sizer has, where it disagrees
     with what was read; "" when it could not (the key is then a note)."""
@@ -209,5 +212,10 @@ def changes_by_value(key: str, value: Any, sizes: Dict[str, Any]) -> str:
     if RANK_NAME.search(key) and number and "mla" not in rules:
         return f"a latent of rank {number}, where no layer was read as MLA"
     if isinstance(value, str) and LAYER_KIND.match(value) and re.search(r"attn|attention|layer|mixer|type", key):
+        if MLA_KIND.match(value) and "mla" in rules:
+            # Agrees with the layers read as MLA, but LongCat-Flash, the family that names its
+            # attention so (attention_method "MLA"), holds two MLA attentions in every layer.
+            return (f"{value!r} agrees with the layers read as MLA, but the family that names it so "
+                    f"(LongCat-Flash) holds two MLA attentions in each layer, and no field here says how many")
         return f"{value!r} names a kind of layer no rule read here"
     return ""
