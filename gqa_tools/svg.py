@@ -35,6 +35,7 @@ the numbers of the table the report puts beside each.
 from __future__ import annotations
 
 import math
+import unicodedata
 import xml.etree.ElementTree as ET
 from html import escape
 from typing import List, NamedTuple, Optional, Sequence, Tuple
@@ -86,13 +87,32 @@ def num(x: float) -> str:
 _NARROW, _WIDE = set("il.,:;'|!()[]ftrj "), set("mwMW@%")
 
 
+def _wide(ch: str) -> bool:
+    return unicodedata.east_asian_width(ch) in "WF"        # a kana, a kanji, a hangul, 、 and 。
+
+
+def _pieces(text: str) -> List[str]:
+    """Where lines_of_text may break text: before a word (with the one space before it),
+    before a wide character and after one, never before a mark that closes (、 。 : ,)."""
+    pieces: List[str] = []
+    for word in text.split():
+        pieces.append(" " + word[0] if pieces else word[0])
+        for before, ch in zip(word, word[1:]):
+            opens = (_wide(ch) or _wide(before)) and (ch.isalnum() or _wide(ch) and ch not in "、。，．）」』")
+            if opens:
+                pieces.append(ch)
+            else:
+                pieces[-1] += ch
+    return pieces
+
+
 def text_width(text: str, size: float) -> float:
     """Return an estimate, on the wide side, of text's width at font size `size`."""
     em = 0.0
     for ch in text:
         if ch in _NARROW:
             em += 0.4
-        elif ch in _WIDE:
+        elif ch in _WIDE or _wide(ch):
             em += 1.0
         elif ch.isupper() or ch in "–—×=+<>~#&_":
             em += 0.78
@@ -191,15 +211,16 @@ class Canvas:
 
     def lines_of_text(self, x: float, y: float, text: str, width: float, *, size: float = 11,
                       colour: str = MUTED) -> float:
-        """Add text broken into lines at most `width` wide (estimated); return the last baseline."""
+        """Add text broken into lines at most `width` wide (estimated); return the last baseline.
+        Lines break at spaces, and between two wide characters (Japanese has no spaces)."""
         line = ""
-        for word in text.split():
-            if line and text_width(f"{line} {word}", size) > width:
-                self.text(x, y, line, size=size, colour=colour)
-                line, y = word, y + size * 1.35
+        for piece in _pieces(text):
+            if line and text_width(line + piece.rstrip(), size) > width:
+                self.text(x, y, line.rstrip(), size=size, colour=colour)
+                line, y = piece.lstrip(), y + size * 1.35
             else:
-                line = f"{line} {word}" if line else word
-        self.text(x, y, line, size=size, colour=colour)
+                line += piece if line else piece.lstrip()
+        self.text(x, y, line.rstrip(), size=size, colour=colour)
         return y
 
     def line(self, x1: float, y1: float, x2: float, y2: float, colour: str = INK,

@@ -14,12 +14,14 @@ import random
 import re
 import tempfile
 import types
+import unicodedata
 import unittest
 import xml.etree.ElementTree as ET
 from decimal import Decimal
 from unittest import mock
 
 import gqa
+from gqa_grader import i18n
 from tests.helpers import ROOT, heavy, run_gqa, tiny_recipe
 from gqa_tools import svg as gqa_svg
 from gqa_tools import uptraining as gqa_train
@@ -191,9 +193,10 @@ class SvgChecks(unittest.TestCase):
         return root
 
     def check_text(self, el, width, height, name):
-        """The text's box, at 0.6 em a character (DejaVu Sans, the widest usual font, averages less), is inside the view box."""
+        """The text's box, at 0.6 em a character (DejaVu Sans, the widest usual font, averages less)
+        and a whole em a wide one (a kana, a kanji, a hangul), is inside the view box."""
         size = float(el.get("font-size", "12"))
-        w = 0.6 * size * len(el.text)
+        w = size * sum(1.0 if unicodedata.east_asian_width(ch) in "WF" else 0.6 for ch in el.text)
         x, y = float(el.get("x")), float(el.get("y"))
         left = {"start": x, "middle": x - w / 2, "end": x - w}[el.get("text-anchor", "start")]
         self.assertTrue(0 <= left and left + w <= width, (name, el.text, left, w, width))
@@ -608,6 +611,64 @@ class TrainingFigures(SvgChecks):
         with self.assertRaises(ValueError):
             report_figures.equal_cache_figure({"a": {"x": (1.0, 1.0, 1.0)}, "b": {"y": (1.0, 1.0, 1.0)}},
                                            note="", seeds=1)
+
+
+class InTheStudentsLanguage(SvgChecks):
+    """A student's report in Japanese or Korean: its figures' words too, every one inside
+    the figure, and the same numbers drawn as in English."""
+
+    ENGLISH = re.compile(r"[A-Za-z]{2,}[ ,]+[a-z]{2,} [a-z]{2,}")       # three words of a sentence
+
+    def tearDown(self):
+        i18n.use("en")
+
+    def figures(self, lang):
+        """{name: SVG} of the figures of a report for h = 6 and of made-up training, in lang."""
+        i18n.use(lang)
+        found = dict(report_sections.figures_of(report_sections.build_parts(SMALL, NOTHING_MEASURED)))
+        budgets, curves, frozen, control = made_up_training(5)
+        found["uptraining.svg"] = report_figures.uptraining_figure(
+            "offsets", budgets, curves, frozen, control, seeds=20, mark=(budgets[1], "5 %"))
+        found["equal-cache.svg"] = report_figures.equal_cache_figure(
+            {"offsets": {"MQA": made_up_spread(random.Random(1)), "MHA": made_up_spread(random.Random(2))}},
+            note="8, 12", seeds=20)
+        return found
+
+    def words(self, root):
+        """Every text a reader meets in an SVG: what it shows, and its titles and description."""
+        return [el.text for el in root.iter() if el.tag in (f"{SVG}text", f"{SVG}title", f"{SVG}desc")
+                and el.text]
+
+    def test_no_sentence_is_left_in_english_and_every_word_fits(self):
+        english = self.figures("en")
+        for lang in ("ja", "ko"):
+            figures = self.figures(lang)
+            self.assertEqual(sorted(figures), sorted(english))
+            for name, svg in figures.items():
+                with self.subTest(lang=lang, figure=name):
+                    root = self.check_svg(svg, f"{lang}: {name}")
+                    left = [w for w in self.words(root) if self.ENGLISH.search(w)]
+                    self.assertEqual(left, [])
+                    self.assertTrue(any(unicodedata.east_asian_width(ch) == "W" for ch in root.find(f"{SVG}title").text))
+                    # The same points, where the words differ: every coordinate of every mark.
+                    marks = lambda r: [el.get("points") or el.get("d") for el in r.iter()
+                                       if el.tag in (f"{SVG}polyline", f"{SVG}polygon")]
+                    self.assertEqual(marks(root), marks(ET.fromstring(english[name])))
+        # In English, a sentence the test would find: it can fail.
+        self.assertTrue(any(self.ENGLISH.search(w) for svg in english.values()
+                            for w in self.words(ET.fromstring(svg))))
+
+    def test_a_note_in_japanese_breaks_between_characters_and_keeps_its_marks(self):
+        fig = gqa_svg.Figure(200, 200, "t", "a description long enough for the checks here")
+        note = "トークンあたり 8 個の値をキャッシュ、ゼロから 100 ステップ。棒: シードの平均、ひげ: その 95 % 区間。"
+        fig.lines_of_text(10, 20, note, 180)
+        lines = [el.text for el in ET.fromstring(fig.svg()).iter(f"{SVG}text")][1:]      # after the title
+        self.assertGreater(len(lines), 2)
+        self.assertEqual("".join(lines).replace(" ", ""), note.replace(" ", ""))
+        self.assertFalse(any(line[0] in "、。:" for line in lines), lines)
+        # At least as wide as drawn: a kanji or a kana is an em, nothing else narrower than a space.
+        drawn = [11 * sum(1.0 if unicodedata.east_asian_width(ch) == "W" else 0.4 for ch in line) for line in lines]
+        self.assertLessEqual(max(drawn), 180, lines)
 
 
 # ---------------------------------------------------------------------------

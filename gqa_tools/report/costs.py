@@ -248,8 +248,8 @@ def what_g_changes(cfg: Config, lab: Lab) -> Tuple[str, Figures]:
     svg = draw.g_changes_figure(
         h, ids.gs, ids.name, {g: t[0] for g, t in table.items()}, {g: t[1] for g, t in table.items()},
         {g: t[2] for g, t in table.items()},
-        cache_note=f"K and V of every layer, {n:,} positions",
-        work_note=f"{llama.name}, a {n:,}-position prefill")
+        cache_note=_("K and V of every layer, {n} positions").format(n=f"{n:,}"),
+        work_note=_("{model}, a {n}-position prefill").format(model=llama.name, n=f"{n:,}"))
     body = "\n".join([
         _("Every g of {name}'s attention (h = {h}), as a fraction of MHA's: the KV cache (section 2), "
           "the multiplications of one attention layer (section 3) and of the whole block with its "

@@ -9,12 +9,15 @@
 Drawn with gqa_tools.svg's pieces, and like them the same to the byte on
 every run; they know nothing of attention but the numbers they are given.
 The sections call them with the numbers of the table they put beside each.
+Their words are the catalog's templates (gqa_grader.i18n), in the language
+of the report: a student's in theirs, the project's in English.
 """
 
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence, Tuple
 
+from gqa_grader.i18n import _, ngettext, sentences
 from gqa_tools.svg import (BACKGROUND, MUTED, PALETTE, Axes, Figure, Style, Ticks, categories, nice_ticks, style,
                            text_width)
 
@@ -37,19 +40,21 @@ def grouping_figure(h: int, panels: Sequence[Tuple[str, int, Sequence[int]]]) ->
     panel_w, panel_h = h * pitch, 132.0
     rows = (len(panels) + cols - 1) // cols
     width, height = cols * panel_w + 3 * 24.0, 44 + rows * panel_h + 26
-    desc = (f"For h = {h} query heads, one panel per g: each query head (top row) is joined "
-            f"to the key/value head it reads (bottom row). "
-            + "; ".join(f"{name} g = {g}: " + ", ".join(
-                f"query heads {_ranges([i for i in range(h) if heads[i] == j])} read key/value head {j}"
-                for j in sorted(set(heads))) for name, g, heads in panels) + ".")
-    fig = Figure(width, height, f"Which key/value head each of h = {h} query heads reads", desc)
+    desc = _("For h = {h} query heads, one panel per g: each query head (top row) is joined to the "
+             "key/value head it reads (bottom row). {panels}.").format(h=h, panels="; ".join(
+                 f"{name} g = {g}: " + ", ".join(
+                     _("query heads {heads} read key/value head {kv}").format(
+                         heads=_ranges([i for i in range(h) if heads[i] == j]), kv=j)
+                     for j in sorted(set(heads))) for name, g, heads in panels))
+    fig = Figure(width, height, _("Which key/value head each of h = {h} query heads reads").format(h=h), desc)
     for p, (name, g, heads) in enumerate(panels):
         left = 24 + (p % cols) * (panel_w + 24)
         top = 44 + (p // cols) * panel_h
         fig.add('<g class="panel">')
         fig.text(left + 4, top + 14, f"{name}, g = {g}", size=13, weight="bold", class_="caption")
         fig.text(left + 4 + text_width(f"{name}, g = {g}", 13) + 6, top + 14,
-                 f"{h // g} query head{'s' if h // g > 1 else ''} each", colour=MUTED)
+                 ngettext("{n} query head each", "{n} query heads each", h // g).format(n=h // g),
+                 colour=MUTED)
         q_y, kv_y = top + 24, top + 90
         centre = [left + pitch * (i + 0.5) for i in range(h)]
         kv_x = {j: sum(centre[i] for i in range(h) if heads[i] == j) / heads.count(j)
@@ -57,19 +62,19 @@ def grouping_figure(h: int, panels: Sequence[Tuple[str, int, Sequence[int]]]) ->
         for i in range(h):
             c = PALETTE[heads[i] % 2]
             fig.line(centre[i], q_y + box, kv_x[heads[i]], kv_y, c, 1.6, class_="edge",
-                     title=f"query head {i} reads key/value head {heads[i]}")
+                     title=_("query head {i} reads key/value head {kv}").format(i=i, kv=heads[i]))
         for i in range(h):
             c = PALETTE[heads[i] % 2]
             fig.rect(centre[i] - box / 2, q_y, box, box, _TINT[c], stroke=c, class_="query",
-                     title=f"query head {i}", rx=3)
+                     title=_("query head {i}").format(i=i), rx=3)
             fig.text(centre[i], q_y + 17, f"q{i}", size=11, anchor="middle")
         for j, x in kv_x.items():
             c = PALETTE[j % 2]
-            fig.rect(x - kv_box / 2, kv_y, kv_box, 24, c, class_="kv", title=f"key/value head {j}", rx=3)
+            fig.rect(x - kv_box / 2, kv_y, kv_box, 24, c, class_="kv", title=_("key/value head {j}").format(j=j), rx=3)
             fig.text(x, kv_y + 16, f"kv{j}", size=11, anchor="middle", colour=BACKGROUND, weight="bold")
         fig.add("</g>")
-    fig.text(24, height - 12, "Top: query heads; bottom: the key/value head each reads, "
-             "i // (h // g).", size=11, colour=MUTED)
+    fig.text(24, height - 12, _("Top: query heads; bottom: the key/value head each reads, i // (h // g)."),
+             size=11, colour=MUTED)
     return fig.svg()
 
 
@@ -83,24 +88,28 @@ def g_changes_figure(h: int, gs: Sequence[int], names: Mapping[int, str], cache:
     say what they were counted for (positions, layers, model).
     """
     axis, y = categories([str(g) for g in gs]), nice_ticks(0, 1)
-    fig = Figure(720, 392, "What g changes: the KV cache falls with g, the multiplications barely move",
-                 f"Two panels over g = {', '.join(map(str, gs))} key/value heads (h = {h}), each value a "
-                 f"fraction of MHA's. Left, the KV cache: " + ", ".join(
-                     f"{cache[g]:.4g} at g = {g}" for g in gs) + ". Right, the multiplications of one "
-                 f"attention layer (" + ", ".join(f"{layer[g]:.4g}" for g in gs) + ") and of the "
-                 f"whole block with its MLP (" + ", ".join(f"{block[g]:.4g}" for g in gs) + ").")
+    fig = Figure(720, 392, _("What g changes: the KV cache falls with g, the multiplications barely move"),
+                 _("Two panels over g = {gs} key/value heads (h = {h}), each value a fraction of MHA's. "
+                   "Left, the KV cache: {cache}. Right, the multiplications of one attention layer "
+                   "({layer}) and of the whole block with its MLP ({block}).").format(
+                     gs=", ".join(map(str, gs)), h=h,
+                     cache=", ".join(_("{value} at g = {g}").format(value=f"{cache[g]:.4g}", g=g) for g in gs),
+                     layer=", ".join(f"{layer[g]:.4g}" for g in gs),
+                     block=", ".join(f"{block[g]:.4g}" for g in gs)))
     xs = list(range(len(gs)))
-    left = fig.axes(64, 96, 250, 220, x=axis, y=y, title="KV cache", ylabel="fraction of MHA's",
-                    xlabel="g, key/value heads")
+    left = fig.axes(64, 96, 250, 220, x=axis, y=y, title=_("KV cache"), ylabel=_("fraction of MHA's"),
+                    xlabel=_("g, key/value heads"))
     left.plot(xs, [cache[g] for g in gs], style(0),
-              titles=[f"KV cache, {names[g]} g={g}: {cache[g]:.4g} of MHA" for g in gs])
-    right = fig.axes(430, 96, 250, 220, x=axis, y=y, title="Multiplications", ylabel="fraction of MHA's",
-                     xlabel="g, key/value heads")
-    for k, (what, values) in enumerate((("one attention layer", layer), ("the whole block", block))):
+              titles=[_("KV cache, {name} g={g}: {value} of MHA").format(name=names[g], g=g, value=f"{cache[g]:.4g}")
+                      for g in gs])
+    right = fig.axes(430, 96, 250, 220, x=axis, y=y, title=_("Multiplications"), ylabel=_("fraction of MHA's"),
+                     xlabel=_("g, key/value heads"))
+    for k, (what, values) in enumerate(((_("one attention layer"), layer), (_("the whole block"), block))):
         right.plot(xs, [values[g] for g in gs], style(k + 1),
-                   titles=[f"{what}, {names[g]} g={g}: {values[g]:.4g} of MHA" for g in gs])
-    fig.legend(442, 288, [("one attention layer", style(1))])
-    fig.legend(442, 306, [("the whole block (with its MLP)", style(2))])
+                   titles=[_("{what}, {name} g={g}: {value} of MHA").format(
+                       what=what, name=names[g], g=g, value=f"{values[g]:.4g}") for g in gs])
+    fig.legend(442, 288, [(_("one attention layer"), style(1))])
+    fig.legend(442, 306, [(_("the whole block (with its MLP)"), style(2))])
     fig.text(58, 376, cache_note, size=11, colour=MUTED)
     fig.text(424, 376, work_note, size=11, colour=MUTED)
     return fig.svg()
@@ -130,23 +139,26 @@ def decoding_figure(positions: Sequence[int], series: Sequence[Tuple[str, Sequen
     unit, size = _byte_unit(top)
     right_margin = max(text_width(label, 12) for label, _ in series) + 44
     width, height = 660.0, 400.0
-    fig = Figure(width, height, "Decoding: the cache read per new token grows with its position",
-                 f"Cache bytes read (K and V, {layers} layers, {bytes_per_element} bytes an element) to "
-                 f"generate the token at position t, one line per g: " + "; ".join(
-                     f"{label}: " + ", ".join(f"{_bytes_text(v * bytes_per_element)} at t = {t:,}"
-                                              for t, v in zip(positions, values))
-                     for label, values in series) + ".")
+    fig = Figure(width, height, _("Decoding: the cache read per new token grows with its position"),
+                 _("Cache bytes read (K and V, {layers} layers, {bytes} bytes an element) to generate the "
+                   "token at position t, one line per g: {series}.").format(
+                     layers=layers, bytes=bytes_per_element, series="; ".join(
+                         f"{label}: " + ", ".join(
+                             _("{bytes} at t = {t}").format(bytes=_bytes_text(v * bytes_per_element), t=f"{t:,}")
+                             for t, v in zip(positions, values))
+                         for label, values in series)))
     y = nice_ticks(0, top, scale=size)
     left = max(70.0, max(text_width(label, 12) for _, label in y.ticks) + 14)
     ax = fig.axes(left, 74, width - left - right_margin, height - 74 - 62,
                   x=nice_ticks(0, max(positions), cover=False), y=y,
-                  ylabel=f"{unit} read per new token (16-bit K and V)",
-                  xlabel="position t of the new token")
+                  ylabel=_("{unit} read per new token (16-bit K and V)").format(unit=unit),
+                  xlabel=_("position t of the new token"))
     ends = []
     for k, (label, values) in enumerate(series):
         st = style(0 if k == len(series) - 1 else k + 1)     # the last (MHA) solid blue, the first next
         ax.plot(positions, [v * bytes_per_element for v in values], st,
-                titles=[f"{label}, t = {t:,}: {v:,} elements" for t, v in zip(positions, values)])
+                titles=[_("{label}, t = {t}: {n} elements").format(label=label, t=f"{t:,}", n=f"{v:,}")
+                        for t, v in zip(positions, values)])
         ends.append((values[-1] * bytes_per_element, label, st))
     ax.end_labels(ends)
     return fig.svg()
@@ -202,9 +214,11 @@ def uptraining_figure(task: str, budgets: Sequence[int], curves: Mapping[Tuple[i
     _check_spreads(func, "control", control, len(budgets))
     _check_spreads(func, "frozen", [frozen], 1)
     panel_w, gap, left0, top = 230.0, 56.0, 62.0, 80.0
-    title = f"Uptraining after the conversion: {task}"
-    caption = (f"line: the mean of {seeds} seeds; band: its 95 % interval" if seeds > 1 else "one seed")
-    entries = [(c, style(k)) for k, c in enumerate(conversions)] + [("MHA trained on (control)", CONTROL_STYLE)]
+    title = _("Uptraining after the conversion: {task}").format(task=task)
+    caption = (_("line: the mean of {seeds} seeds; band: its 95 % interval").format(seeds=seeds) if seeds > 1
+               else _("one seed"))
+    entries = ([(_(c), style(k)) for k, c in enumerate(conversions)]
+               + [(_("MHA trained on (control)"), CONTROL_STYLE)])
     legend_w = sum(26 + 5 + text_width(c, 12) + 18 for c, _ in entries)
     panels_w = left0 + len(gs) * panel_w + (len(gs) - 1) * gap + 24
     base = left0 - 50                               # where the legend and the caption start
@@ -215,13 +229,14 @@ def uptraining_figure(task: str, budgets: Sequence[int], curves: Mapping[Tuple[i
     x, y = nice_ticks(0, max(budgets), cover=False, most=4), nice_ticks(0, 1)
     for p, g in enumerate(gs):
         ax = fig.axes(left0 + p * (panel_w + gap), top, panel_w, 240, x=x, y=y, title=f"g = {g}",
-                      ylabel="held-out accuracy" if p == 0 else "", xlabel="uptraining steps")
+                      ylabel=_("held-out accuracy") if p == 0 else "", xlabel=_("uptraining steps"))
         if mark is not None:
             ax.vline(mark[0], mark[1])
-        ax.hline(frozen[0], f"pre-trained MHA {frozen[0]:.3f}", dash="6 3")
+        ax.hline(frozen[0], _("pre-trained MHA {accuracy}").format(accuracy=f"{frozen[0]:.3f}"), dash="6 3")
         _conversion_lines(ax, g, budgets, [curves[(g, c)] for c in conversions], conversions)
         ax.plot(budgets, [s[0] for s in control], CONTROL_STYLE, width=1.5,
-                titles=[f"control, {b} steps: mean {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f})"
+                titles=[_("control, {steps} steps: mean {mean} ({low} to {high})").format(
+                            steps=b, mean=f"{s[0]:.3f}", low=f"{s[1]:.3f}", high=f"{s[2]:.3f}")
                         for b, s in zip(budgets, control)])
     fig.legend(base, height - 38, entries)
     fig.text(base, height - 16, caption, colour=MUTED)
@@ -233,15 +248,17 @@ def _uptraining_text(task: str, budgets: Sequence[int], curves: Mapping[Tuple[in
                      seeds: int) -> str:
     """uptraining_figure's description: every mean it draws, in words."""
     gs = sorted({g for g, _ in curves})
-    return (f"Held-out accuracy on the task {task!r} against uptraining steps after converting a "
-            f"pre-trained MHA model (accuracy {frozen[0]:.3f}, the mean of {seeds} seeds) to g key/value "
-            f"heads, beside the MHA model trained on the same batches (" +
-            ", ".join(f"{s[0]:.3f}" for s in control) + "). " + " ".join(
-                f"At g = {g}: " + "; ".join(
-                    f"{c} " + ", ".join(f"{s[0]:.3f}" for s in curves[(g, c)]) for c in conversions) + "."
-                for g in gs)
-            + f" Steps: {', '.join(map(str, budgets))}; each value the mean over the seeds, the band "
-            f"its 95 % interval.")
+    return sentences(
+        [_("Held-out accuracy on the task {task} against uptraining steps after converting a pre-trained "
+           "MHA model (accuracy {accuracy}, the mean of {seeds} seeds) to g key/value heads, beside the "
+           "MHA model trained on the same batches ({control}).").format(
+            task=repr(task), accuracy=f"{frozen[0]:.3f}", seeds=seeds,
+            control=", ".join(f"{s[0]:.3f}" for s in control))]
+        + [_("At g = {g}: {curves}.").format(g=g, curves="; ".join(
+            f"{_(c)} " + ", ".join(f"{s[0]:.3f}" for s in curves[(g, c)]) for c in conversions))
+           for g in gs]
+        + [_("Steps: {steps}; each value the mean over the seeds, the band its 95 % interval.").format(
+            steps=", ".join(map(str, budgets)))])
 
 
 def _conversion_lines(ax: Axes, g: int, budgets: Sequence[int],
@@ -252,8 +269,9 @@ def _conversion_lines(ax: Axes, g: int, budgets: Sequence[int],
         ax.band(budgets, [s[1] for s in rows], [s[2] for s in rows], style(k))
     for k, (c, rows) in enumerate(zip(conversions, curves)):
         ax.plot(budgets, [s[0] for s in rows], style(k),
-                titles=[f"g = {g}, {c}, {b} steps: mean {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f})"
-                        for b, s in zip(budgets, rows)])
+                titles=[_("g = {g}, {conversion}, {steps} steps: mean {mean} ({low} to {high})").format(
+                            g=g, conversion=_(c), steps=b, mean=f"{s[0]:.3f}", low=f"{s[1]:.3f}",
+                            high=f"{s[2]:.3f}") for b, s in zip(budgets, rows)])
 
 
 def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Band]], *, note: str, seeds: int) -> str:
@@ -278,25 +296,28 @@ def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Band]], *, note: str,
     panel_w, bar_h = 300.0, 30.0
     panel_h = bar_h * len(models)
     step = panel_h + 86
-    title = "Same cache, three ways: which model uses it best"
+    title = _("Same cache, three ways: which model uses it best")
     width, height = max(left + panel_w + 64, _title_width(title)), 52 + len(tasks) * step + 34
-    desc = (f"Held-out accuracy at one cache size ({note}), the mean over {seeds} seeds with its 95 % "
-            f"interval: " + " ".join(f"{t}: " + "; ".join(f"{m} {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f})"
-                                                        for m, s in accuracy[t].items()) + "." for t in tasks))
+    desc = _("Held-out accuracy at one cache size ({note}), the mean over {seeds} seeds with its 95 % "
+             "interval: {tasks}").format(note=note, seeds=seeds, tasks=sentences(
+                 f"{t}: " + "; ".join(f"{m} {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f})"
+                                      for m, s in accuracy[t].items()) + "." for t in tasks))
     fig = Figure(width, height, title, desc)
     y = Ticks(-0.5, len(models) - 0.5, tuple((float(len(models) - 1 - i), m) for i, m in enumerate(models)))
     positions = [float(len(models) - 1 - i) for i in range(len(models))]
     for p, t in enumerate(tasks):
         ax = fig.axes(left, 82 + p * step, panel_w, panel_h, x=nice_ticks(0, 1, most=5), y=y,
-                      title=f"task: {t}", xlabel="held-out accuracy" if p == len(tasks) - 1 else "",
+                      title=_("task: {task}").format(task=t),
+                      xlabel=_("held-out accuracy") if p == len(tasks) - 1 else "",
                       grid=False)
         values = [accuracy[t][m] for m in models]
         ax.hbars(positions, [s[0] for s in values], PALETTE[5],
-                 titles=[f"{t}, {m}: mean {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f}, {seeds} seeds)"
-                         for m, s in zip(models, values)],
+                 titles=[_("{task}, {model}: mean {mean} ({low} to {high}, {seeds} seeds)").format(
+                             task=t, model=m, mean=f"{s[0]:.3f}", low=f"{s[1]:.3f}", high=f"{s[2]:.3f}",
+                             seeds=seeds) for m, s in zip(models, values)],
                  lows=[s[1] for s in values], highs=[s[2] for s in values])
         for pos, s in zip(positions, values):
             ax.text(ax.x(s[2]) + 6, ax.y(pos) + 4, f"{s[0]:.3f}", size=11)
-    fig.lines_of_text(12, height - 30, note + f"; bar: the mean over {seeds} seeds, whisker: its 95 % "
-                      f"interval.", width - 24)
+    fig.lines_of_text(12, height - 30, _("{note}; bar: the mean over {seeds} seeds, whisker: its 95 % "
+                                         "interval.").format(note=note, seeds=seeds), width - 24)
     return fig.svg()

@@ -160,7 +160,7 @@ def _training_figures(result: dict) -> Tuple[List[Tuple[str, str]], List[str]]:
     r, K = result["recipe"], len(result["seeds"])
     steps = (0,) + tuple(r["budgets"])
     figures, curves, bars_of = [], [], {}
-    mark = (training.paper_budget(r), "the GQA paper's 5 %")
+    mark = (training.paper_budget(r), _("the GQA paper's 5 %"))
     for task in training.TASKS:
         t = result["tasks"][task]
         n = t["answers"]
@@ -182,6 +182,6 @@ def _training_figures(result: dict) -> Tuple[List[Tuple[str, str]], List[str]]:
     if not cache:                                   # the recipe trained no equal-cache models
         return figures, curves
     figures.append(("equal-cache.svg", draw.equal_cache_figure(
-        bars_of, note=f"{', '.join(map(str, cache))} cached values per token, "
-                      f"{r['pretrain']} steps from scratch", seeds=K)))
+        bars_of, note=_("{cache} cached values per token, {steps} steps from scratch").format(
+            cache=", ".join(map(str, cache)), steps=r["pretrain"]), seeds=K)))
     return figures, curves
