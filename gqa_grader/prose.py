@@ -3,8 +3,8 @@
 translated(text, lang) rewrites the prose of a starter (gqa_grader.starter's text):
 each docstring's paragraphs and each block of whole-line comments, from the catalog
 locale/<lang>/LC_MESSAGES/starter.po, and leaves everything else as it is: names,
-code, the doctest examples (so the doctests still pass), tables and lists of
-shapes, inline comments.  A paragraph's message id is its text with its lines
+code, the doctest examples (so the doctests still pass), the shapes of the
+tables (a field's or a step's description is prose), inline comments.  A paragraph's message id is its text with its lines
 joined by single spaces; a list item ("- ...") is a paragraph of its own.  The
 translation is wrapped again to the paragraph's width, counting a Japanese or Korean
 character as two columns, never breaking a word of Latin letters or a piece of code.
@@ -173,15 +173,20 @@ _ROW = re.compile(r'(?P<head> {3,4}\d{1,2}  \w+(?:\([^)]*\))?\s+)(?P<text>["A-Za
 _TABLE_LINE = re.compile(r"[A-Z][a-z]*[ :][^>]*[.:)]")
 
 
+# A row of a record's or an argument's table: "group_size   h // g query heads per
+# key/value head": its name code, its description prose where it has a word in it.
+_FIELD = re.compile(r"(?P<head>[a-z_]\w*(?:, [a-z_]\w*)* {2,})(?P<text>.*\b[a-z]{3,}\b.*)")
+
+
 def _table_message(line):
     """The prose in a line of a table (a paragraph kept as it is): a row's description,
     or the whole of a heading line; None for the rest (code, indented cells)."""
-    row = _ROW.fullmatch(line)
+    row = _ROW.fullmatch(line) or _FIELD.fullmatch(line)
     return row.group("text") if row else line if _TABLE_LINE.fullmatch(line) else None
 
 
 def _row(line, translate):
-    row = _ROW.fullmatch(line)
+    row = _ROW.fullmatch(line) or _FIELD.fullmatch(line)
     return (row.group("head") + translate(row.group("text")) if row
             else translate(line) if _TABLE_LINE.fullmatch(line) else line)
 

@@ -205,6 +205,29 @@ class Starter(unittest.TestCase):
                             self.assertNotIn(before.split(": ", 2)[-1], after)
                         self.assertIsNone(re.search(r"[A-Za-z]{4,} [a-z]{2,} [a-z]{2,}", after), after)
 
+    def test_a_records_table_keeps_its_names_and_translates_its_words(self):
+        # Multiplies, DecodeTraffic, ...: each row "name   description"; read from the syntax
+        # tree, a row whose description has a word that is not one of the record's names is
+        # in the language, its names and their order kept.
+        import ast
+        from gqa_grader import prose
+        row = re.compile(r"^(\w+) {2,}(\S.*)$", re.M)
+        for lang in i18n.LANGUAGES[1:]:
+            done = ast.parse(prose.translated(self.starters[0], lang))
+            changed = 0
+            for before, after in zip(ast.walk(ast.parse(self.starters[0])), ast.walk(done)):
+                if not isinstance(before, ast.ClassDef) or not ast.get_docstring(before):
+                    continue
+                english, there = row.findall(ast.get_docstring(before)), row.findall(ast.get_docstring(after))
+                with self.subTest(lang=lang, record=before.name):
+                    self.assertEqual([n for n, _ in there], [n for n, _ in english])
+                    names = {n for n, _ in english}
+                    for (_, text), (_, new) in zip(english, there):
+                        if set(re.findall(r"(?<![\w.])[a-z]{3,}(?![\w(])", text)) - names:
+                            self.assertNotEqual(new, text)
+                            changed += 1
+            self.assertGreater(changed, 10)
+
     def test_the_doctests_pass_with_the_prose_translated(self):
         # gqa.py itself, its prose in each language: the examples are the lab's, whole.
         import doctest
