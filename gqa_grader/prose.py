@@ -100,7 +100,7 @@ def _rewrite(lines, indent, translate):
     out = []
     for kind, unit in _units(lines):
         if kind == "keep":
-            out += [_row(line, translate) for line in unit]
+            out += _grid_rows(unit, translate) or [_row(line, translate) for line in unit]
             continue
         message = _message(unit)
         text = translate(message)
@@ -183,6 +183,52 @@ def _table_message(line):
     or the whole of a heading line; None for the rest (code, indented cells)."""
     row = _ROW.fullmatch(line) or _FIELD.fullmatch(line)
     return row.group("text") if row else line if _TABLE_LINE.fullmatch(line) else None
+
+
+def _grid(unit):
+    """A table of columns lined up in unit (the module docstring's shapes): (its rows'
+    indices, the column starts, the indices of the columns of words), or None. A column
+    starts where every row has a space before a character; a column is of words where
+    each cell has one (query heads), not code or a shape ([h][n][d])."""
+    rows = [i for i, line in enumerate(unit) if line.startswith("    ") and line.strip()
+            and not line.lstrip().startswith((">>>", "..."))]
+    if len(rows) < 3 or any(_ROW.fullmatch(unit[i]) or _FIELD.fullmatch(unit[i]) for i in rows):
+        return None
+    longest = max(len(unit[i]) for i in rows)
+    starts = [c for c in range(4, longest) if all(c >= len(unit[i]) or (unit[i][c - 1] == " " and unit[i][c] != " ")
+                                                  for i in rows) and any(c < len(unit[i]) for i in rows)]
+    cells = [[cell.strip() for cell in _cut(unit[i], starts)] for i in rows]
+    words = [k for k in range(len(starts)) if all(re.search(r"\b[a-z]{3,}\b", row[k]) for row in cells)]
+    return (rows, starts, words) if words and len(starts) > 1 else None
+
+
+def _cut(line, starts):
+    return [line[a:b] for a, b in zip(starts, starts[1:] + [len(line)])]
+
+
+def _grid_messages(unit):
+    grid = _grid(unit)
+    return [] if grid is None else [cell.strip() for i in grid[0] for k, cell in enumerate(_cut(unit[i], grid[1]))
+                                    if k in grid[2]]
+
+
+def _grid_rows(unit, translate):
+    """unit with its table's columns of words in the language, every column lined up
+    again by display width (a wide character two columns)."""
+    grid = _grid(unit)
+    if grid is None:
+        return None
+    rows, starts, words = grid
+    cells = {i: [translate(c.strip()) if k in words else c.strip() for k, c in enumerate(_cut(unit[i], starts))]
+             for i in rows}
+    room = [max([b - a] + [width(cells[i][k]) + 1 for i in rows]) for k, (a, b) in enumerate(zip(starts, starts[1:]))]
+    out = [_row(line, translate) for line in unit]                # the heading above the rows
+    for i in rows:
+        line = unit[i][:starts[0]]
+        for k, cell in enumerate(cells[i]):
+            line += cell if k == len(room) else cell + " " * (room[k] - width(cell))
+        out[i] = line
+    return out
 
 
 def _row(line, translate):
@@ -278,7 +324,7 @@ def paragraphs(text):
                     found.append(message)
             continue
         for kind, unit in _units(_prose_lines(piece)):
-            table = [] if kind == "prose" else [_table_message(line) for line in unit]
+            table = [] if kind == "prose" else [_table_message(line) for line in unit] + _grid_messages(unit)
             for message in [_message(unit)] if kind == "prose" else [m for m in table if m]:
                 if message not in found:
                     found.append(message)

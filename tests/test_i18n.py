@@ -228,6 +228,32 @@ class Starter(unittest.TestCase):
                             changed += 1
             self.assertGreater(changed, 10)
 
+    def test_the_table_of_shapes_is_in_the_language_and_still_lined_up(self):
+        # The module docstring's "Shapes:" table: its heading and what each letter counts
+        # translated; the letters, the names and the shapes as they were, lined up.
+        import ast
+        from gqa_grader import prose
+        def table(text):
+            doc = ast.get_docstring(ast.parse(text), clean=False).split("\n\n")
+            return next(part for part in doc if re.match(r"\S.*\n    h  +\S", part)).split("\n")
+        english = table(self.starters[0])
+        self.assertTrue(english[0].startswith("Shapes:") and len(english) > 4)
+        names = english[1].index(" q ") + 1                     # where the names' column starts
+        for lang in i18n.LANGUAGES[1:]:
+            rows = table(prose.translated(self.starters[0], lang))
+            with self.subTest(lang=lang):
+                self.assertEqual(len(rows), len(english))
+                self.assertNotEqual(rows[0], english[0])
+                columns = set()
+                for before, after in zip(english[1:], rows[1:]):
+                    letter, rest = before[:13], before[names:]
+                    self.assertTrue(after.startswith(letter) and after.endswith(rest), after)
+                    meaning = after[len(letter):len(after) - len(rest)]
+                    self.assertIsNone(re.search(r"[a-z]{3,}", meaning), after)
+                    self.assertTrue(meaning.endswith(" "), after)
+                    columns.add(i18n.width(after[:len(after) - len(rest)]))
+                self.assertEqual(len(columns), 1, rows)
+
     def test_the_doctests_pass_with_the_prose_translated(self):
         # gqa.py itself, its prose in each language: the examples are the lab's, whole.
         import doctest
