@@ -3,8 +3,9 @@
 translated(text, lang) rewrites the prose of a starter (gqa_grader.starter's text):
 each docstring's paragraphs and each block of whole-line comments, from the catalog
 locale/<lang>/LC_MESSAGES/starter.po, and leaves everything else as it is: names,
-code, the doctest examples (so the doctests still pass), the shapes of the
-tables (a field's or a step's description is prose), inline comments.  A paragraph's message id is its text with its lines
+code, the doctest examples (so the doctests still pass), the names, letters and
+shapes in tables (what a row describes is prose, its columns lined up again),
+inline comments.  A paragraph's message id is its text with its lines
 joined by single spaces; a list item ("- ...") is a paragraph of its own.  The
 translation is wrapped again to the paragraph's width, counting a Japanese or Korean
 character as two columns, never breaking a word of Latin letters or a piece of code.
