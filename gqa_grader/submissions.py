@@ -12,6 +12,7 @@ there, and what to rename: the message a Gradescope submission gets.
 """
 
 import csv
+import difflib
 import os
 import re
 
@@ -259,13 +260,17 @@ def missing_module(path):
     folder, name = os.path.split(os.path.abspath(path))
     if not os.path.isdir(folder):
         return _("no such file: {path} (there is no folder {folder})").format(path=path, folder=folder)
-    found = _files(folder)[0][:200]
+    found = sorted(_files(folder)[0][:200], key=lambda f: (f.count(os.sep), f))     # its own files first
     if not found:
         return _("no such file: {path}; the folder is empty").format(path=path)
     shown = _(", ").join(found[:20])
     if len(found) > 20:
         shown = _("{files} and {count} more").format(files=shown, count=len(found) - 20)
-    advice = renames(found, name)
+    if name.lower() == "gqa.py":                # the name a run requires: what to rename to it
+        advice = renames(found, name)
+    else:                                       # a name of the student's own: a near one, mistyped?
+        near = difflib.get_close_matches(name, [f for f in found if os.sep not in f], n=3, cutoff=0.6)
+        advice = [_("did you mean {files}?").format(files=_(" or ").join(near))] if near else []
     return _("no such file: {path}; the folder holds {files}").format(path=path, files=shown) + "".join(
         _("; {advice}").format(advice=a) for a in advice)
 

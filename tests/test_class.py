@@ -376,6 +376,20 @@ class Gradescope(unittest.TestCase):
         os.makedirs(os.path.join(folder, "empty"))
         self.assertIn("the folder is empty", submissions.missing_module(os.path.join(folder, "empty", "gqa.py")))
 
+    def test_a_module_of_another_name_not_found_gets_a_near_name_and_the_folders_own_files_first(self):
+        # --module path/gqa-lab.py, mistyped: the near names beside it, never "rename" advice
+        # for .py files deep in the folder (a --module in /tmp met hundreds of them).
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        for name in ("gqa_lab.py", "notes.txt", os.path.join("a", "b", "tool.py"), os.path.join("a", "z.py")):
+            write(os.path.join(folder, name), "x")
+        text = submissions.missing_module(os.path.join(folder, "gqa-lab.py"))
+        self.assertIn("did you mean gqa_lab.py?", text)
+        self.assertNotIn("rename", text)
+        listed = text.split("the folder holds ")[1].split(";")[0].split(", ")
+        self.assertEqual(listed, ["gqa_lab.py", "notes.txt", os.path.join("a", "z.py"), os.path.join("a", "b", "tool.py")])
+        self.assertNotIn("did you mean", submissions.missing_module(os.path.join(folder, "report.md")))
+
     def test_the_autograders_run_names_what_to_rename(self):
         private = Private(self)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
