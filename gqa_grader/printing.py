@@ -77,7 +77,10 @@ def summary(results, args):
     M failed' (and the steps not started: never counted as failed)."""
     earned, most = sum((r.points or 0.0) for r in results), sum(1.0 if r.max_points is None else r.max_points for r in results)
     aon = getattr(args, "all_or_nothing", False)
-    if args.case is not None:
+    if args.case is not None and not any((r.hidden or (0, 0))[1] for r in results):
+        graded = _("case {case} alone, a public case: public cases earn no points, the hidden ones "
+                   "do").format(case=args.case)
+    elif args.case is not None:
         graded = _("this one case")
     elif args.cases:
         graded = (_("each step's hidden cases, all or nothing") if aon
