@@ -220,7 +220,7 @@ def _steps_named(parser, only):
     try:
         return select(only)
     except ValueError as err:
-        parser.error(f"--steps {only}: {err}")        # no words of ours: the same in every language
+        parser.error(f"--steps {only}: {err}")
 
 
 def _weights(parser, path):
@@ -404,9 +404,12 @@ def _write_handout(args, documents):
         try:
             path = write(option)
         except (OSError, RuntimeError) as err:     # RuntimeError: the solution fails its steps
-            print(f"grader: cannot write the {what}: {err}", file=sys.stderr)
+            why = {"starter": _("cannot write the starter: {error}"),
+                   "handout": _("cannot write the handout: {error}"),
+                   "autograder": _("cannot write the autograder: {error}")}[what].format(error=err)
+            print(f"grader: {why}", file=sys.stderr)
             if documents:
-                emit({"grader": GRADER_VERSION, "error": f"cannot write the {what}: {err}"})
+                emit({"grader": GRADER_VERSION, "error": why})
             return 2
         if documents:
             emit({"grader": GRADER_VERSION, what: path})

@@ -7,6 +7,7 @@ import zipfile
 from .checks import STEP_OF
 from .grading import DEFAULT_MODULE
 from . import prose, starter
+from .i18n import _
 from .seal import HERE
 
 _MADE = {}                          # source -> its starter: made once per process
@@ -39,7 +40,7 @@ def write_starter(directory, source_path=DEFAULT_MODULE, track=None, lang="en"):
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "gqa.py")
     if os.path.exists(path):
-        raise FileExistsError(f"{path} exists already; the starter will not overwrite it")
+        raise FileExistsError(_("{path} exists already; the starter will not overwrite it").format(path=path))
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path

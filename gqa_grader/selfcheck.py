@@ -82,8 +82,8 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None, lang="en"):
     compiled catalogs go with it: a student may choose another with --lang)."""
     only = list(only or tracks.default_track())
     if os.path.exists(os.path.join(directory, "gqa.py")):
-        raise FileExistsError(f"{os.path.join(directory, 'gqa.py')} exists already; the handout "
-                              f"will not overwrite it")
+        raise FileExistsError(_("{path} exists already; the handout will not overwrite it").format(
+            path=os.path.join(directory, "gqa.py")))
     table = record(module, only + [part.name for part in tracks.PARTS])   # robustness: its own check
     package = os.path.join(directory, "gqa_grader")
     os.makedirs(package, exist_ok=True)

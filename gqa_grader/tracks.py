@@ -13,6 +13,7 @@ import json
 import os
 
 from .checks import STEPS
+from .i18n import _
 from .robustness import PARTS
 
 ALL_STEPS = STEPS + PARTS               # every step a run can grade, by number
@@ -83,9 +84,9 @@ def select(spec):
         else:
             unknown.append(repr(word) if not word or word != word.strip() else word)
     if unknown or not wanted:
-        raise ValueError(f"no step, range or track named {', '.join(unknown) or repr(spec)}; give step "
-                         f"numbers (3), ranges (1-8), names (kv_head) or tracks "
-                         f"({', '.join(TRACKS)}), comma-separated")
+        raise ValueError(_("no step, range or track named {names}; give step numbers (3), ranges (1-8), "
+                           "names (kv_head) or tracks ({tracks}), comma-separated").format(
+                             names=", ".join(unknown) or repr(spec), tracks=", ".join(TRACKS)))
     return [st.name for st in ALL_STEPS if st.name in wanted]
 
 

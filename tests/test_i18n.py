@@ -382,6 +382,27 @@ class Speaking(unittest.TestCase):
         i18n.use("en")
 
 
+class Refusing(unittest.TestCase):
+    """What the grader says when it will not run, in the student's language too."""
+
+    def test_a_step_not_named_and_a_starter_already_written_are_said_in_the_language(self):
+        import tempfile
+        english = english_chunks()
+        with tempfile.TemporaryDirectory() as folder:
+            open(os.path.join(folder, "gqa.py"), "w").close()
+            for lang, word in (("ja", "スターター"), ("ko", "스타터")):
+                runs = [run_grader("--steps", "kv_heads", "--lang", lang),
+                        run_grader("--starter", folder, "--lang", lang)]
+                with self.subTest(lang=lang):
+                    self.assertEqual([r.returncode for r in runs], [2, 2])
+                    self.assertIn("kv_heads", runs[0].stderr)
+                    self.assertIn(word, runs[1].stderr)
+                    said = runs[0].stderr + runs[1].stderr
+                    self.assertEqual([c for c in english if c in said], [], said)
+            english_run = run_grader("--steps", "kv_heads", "--lang", "en")
+            self.assertIn("no step, range or track named kv_heads", english_run.stderr)
+
+
 # A module with one failure of each kind: a wrong value, a refusal missing, an argument
 # changed in place, an exception of its own, a step not started.
 KINDS = (("return query_head // group", "return query_head % g"),
