@@ -17,7 +17,7 @@ from .atomic import write_atomically
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .documents import classroom_result, gradescope, nothing_graded, run_document
 from .failures import Refused
-from .i18n import LANGUAGES, N_, _, from_environment, how_to_change, ngettext, use
+from .i18n import LANGUAGES, N_, _, from_environment, how_to_change, lang_option, ngettext, use
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
 from .printing import print_report, progress, reproduce, shown_seed, summary
@@ -392,7 +392,7 @@ def _write_handout(args, documents):
     """--starter DIR or --autograder DIR: write it and say where; None when neither is asked."""
     for what, option, write, then in (
             ("starter", args.starter, lambda d: write_starter(d, track=args.only, lang=args.lang),
-             _("wrote {path}; grade it with: python grader.py --module {path}{steps}")),
+             _("wrote {path}; grade it with: {command}")),
             ("handout", args.handout, lambda d: write_handout(d, only=args.only, lang=args.lang),
              _("wrote {path}; give students this folder; they run `python grader.py` in it")),
             ("autograder", args.autograder,
@@ -414,7 +414,8 @@ def _write_handout(args, documents):
         if documents:
             emit({"grader": GRADER_VERSION, what: path})
         else:
-            print(then.format(path=path, steps=_track_words(args)))
+            print(then.format(path=path, command=f"python grader.py --module {path}{_track_words(args)}"
+                                                 f"{lang_option()}"))
         return 0
     return None
 

@@ -99,6 +99,12 @@ def N_(message):
     return message
 
 
+def lang_option():
+    """' --lang CODE' for a command the student is told to run, so that it speaks as this
+    one does; "" in English."""
+    return "" if language() == "en" else f" --lang {language()}"
+
+
 def how_to_change():
     """The first line's note of the language: its name, and the options for the others."""
     others = ", ".join(f"--lang {code} ({NAMES[code]})" for code in LANGUAGES if code != language())

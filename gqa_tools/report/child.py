@@ -73,8 +73,8 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
     failing = failing_steps(path, training.NEEDS, timeout=min(CHILD_TIMEOUT, 5.0))
     untrained = "" if not failing else _(
         "section 8 trains with the module's own steps once the grader passes them; not yet: "
-        "{steps} (grade them with: python grader.py --module {path})").format(steps="; ".join(failing),
-                                                                             path=path)
+        "{steps} (grade them with: {command})").format(
+            steps="; ".join(failing), command=f"python grader.py --module {path}{i18n.lang_option()}")
     if not failing:
         print("gqa report: " + _("its steps pass, so section 8 trains with {path} in the grader's "
                                  "worker: a minute or more").format(path=path), file=sys.stderr)
