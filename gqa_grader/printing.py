@@ -25,6 +25,18 @@ def grader_command():
     return f"python {script if rel.startswith(os.pardir + os.sep + os.pardir) else rel}"
 
 
+def _folder_shown(folder):
+    """The module's folder as --show names it: "this folder", a path from here, or the
+    whole path when it is far away (two folders up or more, or on another drive)."""
+    try:
+        rel = os.path.relpath(folder)
+    except ValueError:                   # another drive (Windows)
+        return folder
+    if rel == os.curdir:
+        return _("this folder")
+    return folder if rel.startswith(os.pardir + os.sep + os.pardir) else rel
+
+
 SEED_WITHHELD = "SEED"      # the seed, where it is withheld: the teacher's gradebook has it
 
 
@@ -129,8 +141,7 @@ def print_report(results, args, out=None):
                     command=reproduce(args, r.name, r.case)), file=out)
         if args.show and r.show and (status == "FAIL" or args.case is not None):
             case = r.case if r.case is not None else args.case
-            folder = os.path.relpath(os.path.dirname(os.path.abspath(args.module)))
-            folder = _("this folder") if folder == "." else folder
+            folder = _folder_shown(os.path.dirname(os.path.abspath(args.module)))
             what = (_("the call of case {case}, to paste into python started in {folder}:") if status == "FAIL"
                     else _("the calls of case {case}, to paste into python started in {folder}:"))
             print("        " + what.format(case=case, folder=folder) + "\n", file=out)

@@ -878,6 +878,19 @@ class CommandLine(unittest.TestCase):
 
 
 @heavy
+class ShownFolder(unittest.TestCase):
+    """--show's "to paste into python started in FOLDER": a folder the student can cd to."""
+
+    def test_near_folders_are_relative_far_ones_whole(self):
+        here = os.getcwd()
+        far = os.path.join(os.path.dirname(os.path.dirname(here)), "elsewhere")
+        self.assertEqual(printing._folder_shown(here), "this folder")
+        self.assertEqual(printing._folder_shown(os.path.join(here, "mylab")), "mylab")
+        self.assertEqual(printing._folder_shown(os.path.join(os.path.dirname(here), "lab")),
+                         os.path.join(os.pardir, "lab"))
+        self.assertEqual(printing._folder_shown(far), far)          # not ../../elsewhere
+
+
 class Starter(unittest.TestCase):
     EARLY = ("runs",)
 
