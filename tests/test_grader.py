@@ -877,7 +877,6 @@ class CommandLine(unittest.TestCase):
             self.assertNotIn("Traceback", run.stderr)
 
 
-@heavy
 class ShownFolder(unittest.TestCase):
     """--show's "to paste into python started in FOLDER": a folder the student can cd to."""
 
@@ -891,6 +890,7 @@ class ShownFolder(unittest.TestCase):
         self.assertEqual(printing._folder_shown(far), far)          # not ../../elsewhere
 
 
+@heavy
 class Starter(unittest.TestCase):
     EARLY = ("runs",)
 
