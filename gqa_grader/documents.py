@@ -17,7 +17,7 @@ import json
 
 from .compare import bounded, clean_data
 from .grading import GRADER_VERSION
-from .i18n import _
+from .i18n import N_, _, sentences
 from .printing import progress, reproduce, shown_seed
 
 
@@ -83,12 +83,16 @@ def student_command(args, name=None, case=None):
     return " ".join(["python grader.py"] + options)
 
 
+# A step's status as a GitHub Classroom message says it, where the step left no message.
+STATUS = (N_("failed"), N_("not started"))
+
+
 def _failure(r, args):
     """The first failing case, in Markdown, with the command that repeats it."""
-    text = fenced(r.message or r.summary)
+    text = fenced(r.message or _(r.summary))
     if r.case is None or r.status == "not started":
         return text
-    return (f"{text}\n\nRepeat it in your lab's folder:\n\n"
+    return (f"{text}\n\n" + _("Repeat it in your lab's folder:") + "\n\n"
             f"{fenced(student_command(args, r.name, r.case), 'sh')}")
 
 
@@ -107,12 +111,13 @@ def _hidden_text(r, args):
     """What a step's graded test says: how many hidden cases passed; a failing hidden
     case by its number alone, never its input or answer (one seed serves the class)."""
     passed, total = r.hidden
-    text = f"{passed} of {total} hidden cases passed: {r.points:g} of {r.max_points:g} points."
+    said = [_("{passed} of {total} hidden cases passed: {points} of {most} points.").format(
+        passed=passed, total=total, points=f"{r.points:g}", most=f"{r.max_points:g}")]
     first_hidden = r.case is not None and r.case >= r.public[1] and r.status != "not started"
     if first_hidden:
-        text += (f" The first that failed is case {r.case}; a hidden case's input and answer "
-                 f"are withheld. Make the public cases pass first (see the test above).")
-    return text
+        said.append(_("The first that failed is case {case}; a hidden case's input and answer are "
+                      "withheld. Make the public cases pass first (see the test above).").format(case=r.case))
+    return sentences(said)
 
 
 def step_tests(r, weight, args):
@@ -120,16 +125,17 @@ def step_tests(r, weight, args):
     points; one for its hidden cases, worth the step's points (results.points: the
     share that pass), with the visibility args chose.  Without: one test, its public
     cases graded by the same rule."""
-    name, public_ok = f"step {r.step}: {r.name}", r.public[0] == r.public[1]
+    name, public_ok = _("step {step}: {name}").format(step=r.step, name=r.name), r.public[0] == r.public[1]
     if r.status == "not started":
         public_ok = False
-    public_text = (f"All {r.public[1]} public cases passed." if public_ok
+    public_text = (_("All {count} public cases passed.").format(count=r.public[1]) if public_ok
                    else _failure(r, args) if r.case is None or r.case < r.public[1]
-                   else f"{r.public[0]} of {r.public[1]} public cases passed.")
+                   else _("{passed} of {total} public cases passed.").format(passed=r.public[0],
+                                                                            total=r.public[1]))
     if not args.cases:
         return [_test(name, str(r.step), weight, r.points, public_text)]
-    return [_test(f"{name} (public cases: feedback, no points)", str(r.step), 0.0, 0.0 if public_ok
-                  else -1.0, public_text),
+    return [_test(_("{name} (public cases: feedback, no points)").format(name=name), str(r.step), 0.0,
+                  0.0 if public_ok else -1.0, public_text),
             _test(name, f"{r.step}.1", weight, r.points, _hidden_text(r, args), args.hidden_visibility)]
 
 
@@ -139,8 +145,9 @@ def classroom_result(results, args, error=None):
     its score the step's points by the rule of every run (results.points: in Classroom,
     which holds no reference, the share of the public cases that pass), so that a step
     half done earns half its points there too."""
-    tests = [{"name": f"step {r.step}: {r.name}", "status": "pass" if r.status == "passed" else "fail",
-              "score": round(r.points, 2), "message": (r.message or r.status).splitlines()[0]
+    tests = [{"name": _("step {step}: {name}").format(step=r.step, name=r.name),
+              "status": "pass" if r.status == "passed" else "fail",
+              "score": round(r.points, 2), "message": (r.message or _(r.status)).splitlines()[0]
               if r.status != "passed" else "", "line_no": 0} for r in results]
     if error:                              # nothing graded: the step's points, none of them earned
         return classroom_error("grading", error, round(sum(

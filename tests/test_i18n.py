@@ -382,6 +382,44 @@ class Speaking(unittest.TestCase):
         i18n.use("en")
 
 
+class Documents(unittest.TestCase):
+    """Gradescope's and GitHub Classroom's results, which students read there: in the
+    language the autograder was made in (it carries --lang)."""
+
+    def tearDown(self):
+        i18n.use("en")
+
+    def test_a_gradescope_and_a_classroom_result_carry_no_english_sentence(self):
+        import argparse
+        from gqa_grader import documents
+        from gqa_grader.results import scored
+        from gqa_grader.results import StepResult
+
+        def step_result(step, name, status, case=None, public=None, hidden=None):
+            return StepResult(step, name, "lesson", tracks.BY_NAME[name].summary, status, 23,
+                              23 if status == "passed" else 20, public, hidden, message="", case=case)
+        args = argparse.Namespace(seed=9, cases=10, timeout=5.0, hidden_visibility="after_due_date", weight_map={})
+        english = english_chunks()
+        for lang in ("en", "ja", "ko"):
+            i18n.use(lang)
+            results = scored([step_result(3, "kv_head", "passed", public=[13, 13], hidden=[10, 10]),
+                              step_result(4, "group_heads", "failed", case=15, public=[13, 13], hidden=[9, 10]),
+                              step_result(5, "fold_kv_mean", "failed", case=2, public=[12, 13], hidden=[8, 10]),
+                              step_result(6, "repeat_kv", "not started", public=[0, 13], hidden=[0, 10])],
+                             {}, 10)
+            tests = documents.gradescope(results, args)["tests"] + documents.classroom_result(results, args)["tests"]
+            said = "\n".join(t["name"] + "\n" + (t.get("output") or t.get("message") or "") for t in tests)
+            with self.subTest(lang=lang):
+                left = [c for c in english if c in said]
+                if lang == "en":
+                    self.assertIn("hidden cases passed", said)          # the check can find English
+                else:
+                    self.assertEqual(left, [], said)
+                    words = re.sub(r"```sh\n.*?```", "", said, flags=re.S)          # less the commands
+                    self.assertIsNone(re.search(r"\b(cases?|passed|points?|folder|hidden|public|step|feedback)\b",
+                                                words), said)
+
+
 class Refusing(unittest.TestCase):
     """What the grader says when it will not run, in the student's language too."""
 
