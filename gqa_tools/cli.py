@@ -23,11 +23,11 @@ from gqa_grader import i18n
 from gqa_grader.i18n import N_
 
 COMMANDS = {
-    "tables": ("gqa_tools.tables", "print the cache and multiplication tables for every g"),
-    "report": ("gqa_tools.report", "write report.md, or --check that it is current"),
-    "config": ("gqa_tools.sizer.command", "size a model's KV cache from its config.json"),
-    "bench": ("gqa_tools.bench", "time and memory per g, measured on this machine"),
-    "uptrain": ("gqa_tools.uptraining.command", "convert a trained MHA model to GQA/MQA, train on, measure quality"),
+    "tables": ("gqa_tools.tables", N_("print the cache and multiplication tables for every g")),
+    "report": ("gqa_tools.report", N_("write report.md, or --check that it is current")),
+    "config": ("gqa_tools.sizer.command", N_("size a model's KV cache from its config.json")),
+    "bench": ("gqa_tools.bench", N_("time and memory per g, measured on this machine")),
+    "uptrain": ("gqa_tools.uptraining.command", N_("convert a trained MHA model to GQA/MQA, train on, measure quality")),
 }
 TAKE_MODULE = ("tables", "report", "uptrain")   # the commands that run another gqa.py with --module PATH
 
@@ -98,12 +98,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a gqa command line tool; return its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
-        lines = [f"  {name:<8} {doc}" for name, (_module, doc) in COMMANDS.items()]
-        print("usage: python -m gqa COMMAND [options]\n\ncommands:\n" + "\n".join(lines)
-              + "\n\n'python -m gqa COMMAND --help' describes a command's options.",
+        lang = language_of("tables", args)          # --lang X anywhere, else the environment's
+        lines = [f"  {name:<8} {say(lang, doc)}" for name, (_module, doc) in COMMANDS.items()]
+        print(say(lang, N_("usage: python -m gqa COMMAND [options]")) + "\n\n" + say(lang, N_("commands:"))
+              + "\n" + "\n".join(lines) + "\n\n" + say(lang, N_("'python -m gqa COMMAND --help' describes "
+                                                              "a command's options.")),
               file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         if args and args[0] not in ("-h", "--help"):
-            print(f"gqa: unknown command {args[0]!r}", file=sys.stderr)
+            print("gqa: " + say(lang, N_("unknown command {command}"), command=repr(args[0])), file=sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
     for stream in (sys.stdout, sys.stderr):  # a path the terminal cannot show is escaped, not fatal
         if hasattr(stream, "reconfigure"):

@@ -420,6 +420,25 @@ class Documents(unittest.TestCase):
                                                 words), said)
 
 
+class Helping(unittest.TestCase):
+    """`python -m gqa --help` and `report --help` in the language asked for (a student
+    reads them before any report is written)."""
+
+    def test_the_commands_and_the_reports_options_are_listed_in_the_language(self):
+        from tests.helpers import run_gqa
+        english = english_chunks()
+        for lang in ("ja", "ko"):
+            runs = [run_gqa("--help", "--lang", lang), run_gqa("report", "--help", "--lang", lang),
+                    run_gqa("report", "--lang", lang), run_gqa("nope", "--lang", lang)]
+            with self.subTest(lang=lang):
+                self.assertEqual([r[0] for r in runs], [0, 0, 2, 2])
+                said = "".join(r[1] + r[2] for r in runs)
+                self.assertEqual([c for c in english if c in said], [], said)
+        status, out, _err = run_gqa("report", "--help")
+        self.assertIn("Write report.md: the lab's tables", " ".join(out.split()))     # English by default
+        i18n.use("en")
+
+
 class Refusing(unittest.TestCase):
     """What the grader says when it will not run, in the student's language too."""
 

@@ -59,8 +59,8 @@ def report_main(argv: Sequence[str]) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
     if args.lang and not args.module:
-        print("gqa report: the project's report.md is English; --lang goes with --module PATH "
-              "(a student's report)", file=sys.stderr)
+        print("gqa report: " + _("the project's report.md is English; --lang goes with --module PATH "
+                                 "(a student's report)"), file=sys.stderr)
         return 2
     cfg = int_options(parser, args, Config(), LIMITS)
     if args.out == "":
@@ -127,10 +127,13 @@ def project_parts(cfg: Config, args: Any, path: str) -> Tuple[List[sections.Part
 
 
 def report_lang(argv: Sequence[str]) -> str:
-    """The language of `report`: the student's (chosen_lang) with --module; without it, English
-    whatever the environment, the project's report.md being checked byte for byte."""
+    """The language of `report`: the student's (chosen_lang) with --module, with --help, or
+    with --lang itself (to say that it goes with --module); otherwise English whatever the
+    environment, the project's report.md being checked byte for byte."""
     parser = make_parser()
-    return chosen_lang(argv, parser) if given(argv, "--module", parser) else "en"
+    asked = given(argv, "--module", parser) or given(argv, "--lang", parser) or \
+        any(a in ("-h", "--help") for a in argv)
+    return chosen_lang(argv, parser) if asked else "en"
 
 
 def main(command: str, argv: Sequence[str]) -> int:
