@@ -425,12 +425,15 @@ class Languages(unittest.TestCase):
     JAPANESE = {"LANGUAGE": "ja", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "ja_JP.UTF-8"}
 
     def test_lang_without_module_is_a_usage_error_in_one_line(self):
-        for argv in (["--lang", "ja"], ["--lang=ko", "--check"], ["--lang", "en"]):
+        # In the language asked for: the student who typed it reads it.
+        for argv, says in ((["--lang", "ja"], "プロジェクトの report.md は英語です"),
+                           (["--lang=ko", "--check"], "프로젝트의 report.md는 영어입니다"),
+                           (["--lang", "en"], "the project's report.md is English; --lang goes with "
+                                              "--module PATH (a student's report)")):
             with no_work():
                 status, out, err = run(*argv)
             self.assertEqual((status, out), (2, ""), argv)
-            self.assertEqual(err, "gqa report: the project's report.md is English; --lang goes with "
-                                  "--module PATH (a student's report)\n")
+            self.assertTrue(err.startswith("gqa report: " + says) and err.count("\n") == 1, err)
 
     def test_the_projects_report_is_english_whatever_the_environment(self):
         with mock.patch.dict(os.environ, self.JAPANESE):
