@@ -4,8 +4,8 @@ translated(text, lang) rewrites the prose of a starter (gqa_grader.starter's tex
 each docstring's paragraphs and each block of whole-line comments, from the catalog
 locale/<lang>/LC_MESSAGES/starter.po, and leaves everything else as it is: names,
 code, the doctest examples (so the doctests still pass), the names, letters and
-shapes in tables (what a row describes is prose, its columns lined up again),
-inline comments.  A paragraph's message id is its text with its lines
+shapes in tables (what a row describes is prose, its columns lined up again); an
+inline comment's words are prose too.  A paragraph's message id is its text with its lines
 joined by single spaces; a list item ("- ...") is a paragraph of its own.  The
 translation is wrapped again to the paragraph's width, counting a Japanese or Korean
 character as two columns, never breaking a word of Latin letters or a piece of code.
@@ -179,10 +179,21 @@ _TABLE_LINE = re.compile(r"[A-Z][a-z]*[ :][^>]*[.:)]")
 _FIELD = re.compile(r"(?P<head>[a-z_]\w*(?:, [a-z_]\w*)* {2,})(?P<text>.*\b[a-z]{3,}\b.*)")
 
 
+# An inline comment with words in it, after code (or a doctest's line) on the same line:
+# "x = 1    # what x is".  Not where the code before it holds a # or an open quote.
+_INLINE = re.compile(r"(?P<code>[^#]*?\S {2,}# )(?P<text>[^#]*\b[a-z]{3,}\b[^#]*)")
+
+
+def _inline(line):
+    match = _INLINE.fullmatch(line)
+    code = match.group("code") if match else ""
+    return match if match and code.count('"') % 2 == 0 and code.count("'") % 2 == 0 else None
+
+
 def _table_message(line):
     """The prose in a line of a table (a paragraph kept as it is): a row's description,
     or the whole of a heading line; None for the rest (code, indented cells)."""
-    row = _ROW.fullmatch(line) or _FIELD.fullmatch(line)
+    row = _ROW.fullmatch(line) or _FIELD.fullmatch(line) or _inline(line)
     return row.group("text") if row else line if _TABLE_LINE.fullmatch(line) else None
 
 
@@ -234,7 +245,9 @@ def _grid_rows(unit, translate):
 
 def _row(line, translate):
     row = _ROW.fullmatch(line) or _FIELD.fullmatch(line)
+    inline = None if row else _inline(line)
     return (row.group("head") + translate(row.group("text")) if row
+            else inline.group("code") + translate(inline.group("text")) if inline
             else translate(line) if _TABLE_LINE.fullmatch(line) else line)
 
 
@@ -248,6 +261,9 @@ def _lines(line, translate):
     given = _GIVEN.fullmatch(line)
     if given:
         return _wrap(translate(GIVEN).format(**given.groupdict()), width(line), "# ", "# ")
+    inline = _inline(line)
+    if inline:
+        return [inline.group("code") + translate(inline.group("text"))]
     return [line]
 
 
@@ -319,8 +335,9 @@ def paragraphs(text):
     for piece in _pieces(text):
         if piece[0] == "code":
             for line in piece[1]:
-                banner, given = _BANNER.fullmatch(line), _GIVEN.fullmatch(line)
-                message = banner.group("text") if banner and banner.group("text") else GIVEN if given else None
+                banner, given, inline = _BANNER.fullmatch(line), _GIVEN.fullmatch(line), _inline(line)
+                message = (banner.group("text") if banner and banner.group("text") else GIVEN if given
+                           else inline.group("text") if inline else None)
                 if message and message not in found:
                     found.append(message)
             continue

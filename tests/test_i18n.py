@@ -254,6 +254,23 @@ class Starter(unittest.TestCase):
                     columns.add(i18n.width(after[:len(after) - len(rest)]))
                 self.assertEqual(len(columns), 1, rows)
 
+    def test_an_inline_comments_words_are_in_the_language_and_its_code_kept(self):
+        # "MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)": the code and
+        # the gap as they were, the words after "# " in the language.
+        from gqa_grader import prose
+        inline = re.compile(r"^(.*\S {2,}# )(.*\b[a-z]{3,} [a-z]{2,}\b.*)$")
+        for text in self.starters:
+            english = [m.groups() for m in map(inline.match, text.split("\n")) if m and "#" not in m.group(1)[:-2]]
+            self.assertGreater(len(english), 5)
+            for lang in i18n.LANGUAGES[1:]:
+                lines = prose.translated(text, lang).split("\n")
+                with self.subTest(lang=lang):
+                    for code, words in english:
+                        after = [line[len(code):] for line in lines if line.startswith(code)]
+                        self.assertEqual(len(after), 1, code)
+                        self.assertNotEqual(after[0], words, code)
+                        self.assertIsNone(re.search(r"\b[a-z]{3,} [a-z]{2,}\b", after[0]), after[0])
+
     def test_the_doctests_pass_with_the_prose_translated(self):
         # gqa.py itself, its prose in each language: the examples are the lab's, whole.
         import doctest
