@@ -176,7 +176,7 @@ _TABLE_LINE = re.compile(r"[A-Z][a-z]*[ :][^>]*[.:)]")
 
 # A row of a record's or an argument's table: "group_size   h // g query heads per
 # key/value head": its name code, its description prose where it has a word in it.
-_FIELD = re.compile(r"(?P<head>[a-z_]\w*(?:, [a-z_]\w*)* {2,})(?P<text>.*\b[a-z]{3,}\b.*)")
+_FIELD = re.compile(r"(?P<head>[a-z_]\w*(?:, [a-z_]\w*)* {2,})(?P<text>.*\b[a-z]{2,}\b.*)")
 
 
 # An inline comment with words in it, after code (or a doctest's line) on the same line:
