@@ -168,10 +168,11 @@ def summary(result: Dict[str, Any], decided: Sequence[Any]) -> List[str]:
         items=_per_g(decided, "drops", gs, 0))]
     held, n = _count(decided, ["recovers"])
     out.append(_("After {steps} steps ({share} of the pre-training), control minus mean is {items}; of the "
-                 "{claims} recovery verdicts, *recovers* (within 0.02 of the control) holds in {held} and "
-                 "does not hold in {failed}.").format(
+                 "{claims} recovery verdicts, *recovers* (within 0.02 of the control) holds in {held}, "
+                 "does not hold in {failed} and is not resolved at these seeds in {open}.").format(
                      steps=last, share=pct(last, r), held=held, claims=n,
                      failed=_count(decided, ["recovers"], "does not hold")[0],
+                     open=_count(decided, ["recovers"], "not resolved")[0],
                      items=_per_g(decided, "recovers", gs, last)))
     mf, fr = _count(decided, ["mean beats first"]), _count(decided, ["first beats random"])
     out.append(_("As averages, as the GQA paper compares them, mean beats first in {mf} of {n_mf} verdicts "
@@ -182,9 +183,11 @@ def summary(result: Dict[str, Any], decided: Sequence[Any]) -> List[str]:
         k, n = _count(decided, ["scratch"])
         out.append(_("Against the smaller-cache model trained from scratch on the same batches for as many "
                      "steps in all ({total}), mean minus scratch is {items}; of {claims} verdicts, converting "
-                     "and uptraining beats training from scratch in {held} and does not in {failed}.").format(
+                     "and uptraining beats training from scratch in {held}, does not in {failed} and is not "
+                     "resolved at these seeds in {open}.").format(
                          total=r["pretrain"] + last, items=_per_g(decided, "scratch", gs, last),
-                         held=k, claims=n, failed=_count(decided, ["scratch"], "does not hold")[0]))
+                         held=k, claims=n, failed=_count(decided, ["scratch"], "does not hold")[0],
+                         open=_count(decided, ["scratch"], "not resolved")[0]))
     if any(d.claim.kind == "restart" for d in decided):
         control = _by_task(decided, "control", h, first)
         carried = _by_task(decided, "restart", h, first)
