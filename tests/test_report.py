@@ -7,6 +7,7 @@ import copy
 import io
 import os
 import random
+import re
 import shlex
 import statistics
 import subprocess
@@ -113,6 +114,17 @@ class Contents(unittest.TestCase):
     def test_states_the_command_that_wrote_it(self):
         self.assertIn("Written by `python -m gqa report " + " ".join(ARGS) + "`", self.text)
 
+    def test_a_part_has_one_glyph_in_every_bar_chart(self):
+        # Section 3's bars (one attention layer) and section 4's (the whole block) draw the
+        # same parts: each with the same glyph, read from the legends the sections print.
+        three = re.search(r"attention body \((.)\), the q and o projections \((.)\) and the k and v "
+                          r"projections \((.)\)", self.text).groups()
+        legend = re.search(r"\n(. q and o projections, . k and v projections, . attention body, . MLP)\n",
+                           self.text).group(1)
+        four = {name: glyph for glyph, name in re.findall(r"(.) ([a-zA-Z ]+?)(?:,|$)", legend)}
+        self.assertEqual(three, (four["attention body"], four["q and o projections"], four["k and v projections"]))
+        self.assertEqual(len(set(four.values())), 4)
+
     def test_every_divisor_of_h_has_a_row(self):
         for g, name in ((1, "MQA"), (2, "GQA"), (3, "GQA"), (6, "MHA")):
             self.assertTrue(self.row("1.", f"| {name}    | {g:>12} |"))
@@ -198,7 +210,7 @@ class Contents(unittest.TestCase):
     def test_bars_are_in_code_blocks(self):
         blocks = self.text.split("```")[1::2]
         self.assertEqual(len(blocks), 6)
-        self.assertTrue(all("█" in block for block in blocks))
+        self.assertTrue(all(set(block) & set("█▓▒░") for block in blocks))
 
     def test_no_machine_no_time(self):
         self.assertNotIn(os.path.dirname(os.path.abspath(gqa.__file__)), self.text)

@@ -13,7 +13,7 @@ from typing import Any, List, NamedTuple, Tuple
 
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import (bar_chart, block_bars, block_markdown, block_rows, fmt, human_bytes,
+from gqa_tools.common import (BLOCK_PARTS, bar_chart, block_bars, block_markdown, block_rows, fmt, human_bytes,
                               markdown_table, multiplies_markdown)
 from gqa_tools.report import figures as draw
 from gqa_tools.report.lab import Lab, Unavailable, need, reason
@@ -137,6 +137,10 @@ def counted_in_caches(cfg: Config, lab: Lab, m: Measured, ids: Labels) -> str:
         ""])
 
 
+# Each part's glyph, the same in section 3's bars as in section 4's (BLOCK_PARTS).
+GLYPH = {key: glyph for key, _name, glyph in BLOCK_PARTS}
+
+
 def _split_bars(cfg: Config, lab: Lab, ids: Labels, width: int = 40) -> str:
     """One bar per g: the attention body, the q and o projections, the k and v projections."""
     mult = lab.multiplies_table(cfg.context, cfg.heads, cfg.head_dim, cfg.d_model, causal=True)
@@ -147,7 +151,8 @@ def _split_bars(cfg: Config, lab: Lab, ids: Labels, width: int = 40) -> str:
         body = round(width * (c.scores + c.weighted_sum) / top)
         qo = round(width * (c.scores + c.weighted_sum + c.q_proj + c.o_proj) / top) - body
         kv = round(width * c.total / top) - body - qo
-        lines.append(f"{i18n.ljust(ids.label[r.kv_heads], pad)}  {('█' * body + '▒' * qo + '░' * kv).ljust(width)}  "
+        bar = GLYPH["body"] * body + GLYPH["q_o_proj"] * qo + GLYPH["k_v_proj"] * kv
+        lines.append(f"{i18n.ljust(ids.label[r.kv_heads], pad)}  {bar.ljust(width)}  "
                      + _("{ratio} of MHA").format(ratio=fmt(r.ratio.total)))
     return "\n".join(lines)
 
@@ -170,8 +175,9 @@ def section_multiplies(cfg: Config, lab: Lab, m: Measured) -> str:
         multiplies_markdown(*args, causal=True, lab=lab), "",
         _("As a ratio to MHA:") + "\n",
         multiplies_markdown(*args, causal=True, ratios=True, lab=lab), "",
-        _("Each bar is one g's total, split into the attention body (█), the q and o "
-          "projections (▒) and the k and v projections (░):") + "\n",
+        _("Each bar is one g's total, split into the attention body ({body}), the q and o "
+          "projections ({q_o}) and the k and v projections ({k_v}):").format(
+              body=GLYPH["body"], q_o=GLYPH["q_o_proj"], k_v=GLYPH["k_v_proj"]) + "\n",
         code_block(_split_bars(cfg, lab, ids)), "",
         _("Within this one attention layer the K and V projections are {share} of MHA's "
           "multiplications, so MQA saves up to that share here. A transformer block also has "
