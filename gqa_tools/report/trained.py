@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import List, Sequence, Tuple
 
 from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.i18n import _, sentences
 from gqa_tools import uptraining as training
 from gqa_tools.common import bar, markdown_table
 from gqa_tools.report import figures as draw
@@ -52,7 +52,7 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         _("The verdicts:") + "\n",
         markdown_table(training.verdicts_header(), training.verdict_rows(result, decided)),
         "",
-        _(training.RULE).format(claims=len(decided)) + " " + training.scope(result) + "\n",
+        sentences([_(training.RULE).format(claims=len(decided)), training.scope(result)]) + "\n",
         _same_cache_part(result, notes),
         ""])
     return body, tuple(figures)

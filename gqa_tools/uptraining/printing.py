@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from gqa_grader.i18n import N_, _
+from gqa_grader.i18n import N_, _, sentences
 from gqa_tools.common import text_table
 from gqa_tools.uptraining.claims import (baseline, carried_cell, cell, half_within, ordering_held, pretrained_at,
                                          recovered, scratch_cell, stats, verdicts)
@@ -111,6 +111,6 @@ def render(result: Dict[str, Any]) -> str:
     lines += [text_table([_("task"), "g", _("half the seeds within 0.02 of the control")], half_rows(result),
                          left=3),
               "", _("The verdicts:"), text_table(verdicts_header(), verdict_rows(result, decided), left=2), "",
-              _(RULE).format(claims=len(decided)) + " " + scope(result), ""]
+              sentences([_(RULE).format(claims=len(decided)), scope(result)]), ""]
     lines.append("What was measured is printed as it came, whether or not it is what the papers found.")
     return "\n".join(lines)
