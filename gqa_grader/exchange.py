@@ -252,7 +252,7 @@ class Student:
         e, what = self._refusal(fn, args, kwargs)
         if not e["gqa_error"]:
             raise Failure(_("{call} raised {error}: {message}, not GQAError (a ValueError subclass)").format(
-                call=what, error=e["type"], message=e["message"]))
+                call=what, error=e["type"], message=e["message"]) + _frames(e["where"]))
         try:
             self._names_function(fn, e, what, "GQAError", _("a refusal's message names the function, "
                                                             "the rule and the numbers at fault"))
@@ -275,7 +275,7 @@ class Student:
         if e["gqa_error"] or not e.get("type_error"):
             raise Failure(_("{call} raised {error}: {message}, not TypeError ({rule}; GQAError is for values "
                             "that break the lab's rules, TypeError for arguments of the wrong type)").format(
-                call=what, error=e["type"], message=e["message"], rule=rule))
+                call=what, error=e["type"], message=e["message"], rule=rule) + _frames(e["where"]))
         self._names_function(fn, e, what, e["type"], _("a TypeError's message names the function, as every "
                                                        "message of the lab does"))
 

@@ -696,6 +696,10 @@ class Referee(unittest.TestCase):
             runs[path] = run_main("--module", path)
         broken = mutate("    return _repeat_kv(kv, h)\n", "    return kv[99]\n")
         runs["broken"] = grade_source(broken, only=["repeat_kv"])
+        wrong_type = mutate('    _check_int("valid_g", "h", h, low=1)\n',
+                            '    _check_int("valid_g", "h", h, low=None)\n    if h < 1:\n'
+                            '        raise IndexError(f"valid_g: h must be at least 1; got h={h}")\n')
+        runs["wrong type"] = grade_source(wrong_type, only=["valid_g"])
         return runs
 
     def test_patching_the_graders_modules_changes_nothing(self):
@@ -729,6 +733,10 @@ class Referee(unittest.TestCase):
         message = early(self.runs)["broken"]["repeat_kv"]["message"]
         self.assertIn("raised IndexError", message)
         self.assertRegex(message, r"at gqa.py, line \d+, in repeat_kv: return kv\[99\]")
+        # A refusal of the wrong type, too: where the student's code raised it.
+        message = early(self.runs)["wrong type"]["valid_g"]["message"]
+        self.assertIn("raised IndexError: valid_g: h must be at least 1; got h=0, not GQAError", message)
+        self.assertRegex(message, r"at gqa.py, line \d+, in valid_g: raise IndexError\(")
 
 
 @heavy
