@@ -299,8 +299,13 @@ def _stub(match, translate):
         if fields["summary"]:
             fields["summary"] = translate(fields["summary"])
         message = translate(STUB if fields["summary"] else STUB_BARE).format(**fields)
-    head = f"{indent}raise NotImplementedError("
-    room = max(RAISE_WIDTH - width(head) - 3, 20)
+    return _call(f"{indent}raise NotImplementedError(", message, ")")
+
+
+def _call(head, message, tail):
+    """head + message as a string literal cut into pieces of at most RAISE_WIDTH columns
+    a line, one under another, + tail."""
+    room = max(RAISE_WIDTH - width(head) - 3 - len(tail), 20)
     chunks, current = [], ""
     for token in _TOKEN.findall(message.replace("\\", "\\\\").replace('"', '\\"')):
         if current and width(current + token.rstrip()) > room:
@@ -308,7 +313,23 @@ def _stub(match, translate):
             current = ""
         current += token
     chunks.append(current)
-    return "\n".join([head + f'"{chunks[0]}"'] + [" " * width(head) + f'"{c}"' for c in chunks[1:]]) + ")"
+    return "\n".join([head + f'"{chunks[0]}"'] + [" " * width(head) + f'"{c}"' for c in chunks[1:]]) + tail
+
+
+# The starter's last lines (gqa_grader.starter.MAIN): what `python gqa.py` prints.
+_MAIN_PRINT = re.compile(r'^(?P<indent> *)print\((?P<args>"this gqa\.py is the lab(?:[^"\\\n]|\\.)*"'
+                         r'(?:\n *"(?:[^"\\\n]|\\.)*")*), file=sys\.stderr\)$', re.M)
+MAIN_SAYS = "this gqa.py is the lab, not its tools: from the project's folder, run {grader} or {tools}"
+_MAIN_COMMANDS = re.compile(r"this gqa\.py is the lab, not its tools: from the project's folder, run "
+                            r"(?P<grader>python grader\.py .*?) or (?P<tools>python -m gqa .*)")
+
+
+def _main_print(match, translate):
+    said = _MAIN_COMMANDS.fullmatch(ast.literal_eval("(" + match.group("args") + ")"))
+    if not said:
+        return match.group(0)
+    return _call(f"{match.group('indent')}print(", translate(MAIN_SAYS).format(**said.groupdict()),
+                 ", file=sys.stderr)")
 
 
 def _doc_lines(block, indent):
@@ -346,7 +367,8 @@ def paragraphs(text):
             for message in [_message(unit)] if kind == "prose" else [m for m in table if m]:
                 if message not in found:
                     found.append(message)
-    return found + [m for m in _stub_messages(text) if m not in found]
+    found += [m for m in _stub_messages(text) if m not in found]
+    return found + ([MAIN_SAYS] if _MAIN_PRINT.search(text) and MAIN_SAYS not in found else [])
 
 
 def translated(text, lang):
@@ -369,4 +391,5 @@ def translated(text, lang):
             else:
                 out += ([before + new[0]] + [indent + line if line else "" for line in new[1:-1]]
                         + [indent + new[-1] + after])
-    return _RAISE.sub(lambda match: _stub(match, catalog.gettext), "\n".join(out))
+    out = _RAISE.sub(lambda match: _stub(match, catalog.gettext), "\n".join(out))
+    return _MAIN_PRINT.sub(lambda match: _main_print(match, catalog.gettext), out)

@@ -127,8 +127,10 @@ def stub_raises(tree):
 
 
 def stubs_bare(text):
-    """text with every stub's message taken out (its words are checked on their own)."""
-    return re.sub(r'raise NotImplementedError\((?:\s*"(?:[^"\\]|\\.)*")+\)', "raise NotImplementedError()", text)
+    """text with every stub's message, and what `python gqa.py` prints, taken out (their
+    words are checked on their own)."""
+    text = re.sub(r'raise NotImplementedError\((?:\s*"(?:[^"\\]|\\.)*")+\)', "raise NotImplementedError()", text)
+    return re.sub(r'print\((?:\s*"(?:[^"\\]|\\.)*")+, file=sys.stderr\)', "print()", text)
 
 
 def without_docstrings(text):
@@ -143,6 +145,10 @@ def without_docstrings(text):
             body[0] = ast.Pass()
     for node in stub_raises(tree):
         node.exc.args[0].value = "a stub's message"
+    for node in ast.walk(tree):                                 # what `python gqa.py` prints
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print" and node.args \
+                and isinstance(node.args[0], ast.Constant) and "gqa.py" in str(node.args[0].value):
+            node.args[0].value = "what python gqa.py prints"
     return ast.dump(tree)
 
 
@@ -270,6 +276,25 @@ class Starter(unittest.TestCase):
                         self.assertEqual(len(after), 1, code)
                         self.assertNotEqual(after[0], words, code)
                         self.assertIsNone(re.search(r"\b[a-z]{3,} [a-z]{2,}\b", after[0]), after[0])
+
+    def test_what_python_gqa_py_prints_is_in_the_language_with_its_commands(self):
+        import subprocess
+        import sys
+        import tempfile
+        from gqa_grader import prose
+        with tempfile.TemporaryDirectory() as folder:
+            for lang, word in (("ja", "ラボ"), ("ko", "실습")):
+                path = os.path.join(folder, f"gqa_{lang}.py")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(prose.translated(self.starters[0], lang))
+                run = subprocess.run([sys.executable, path], capture_output=True, text=True, encoding="utf-8")
+                with self.subTest(lang=lang):
+                    self.assertEqual(run.returncode, 2)
+                    self.assertIn(word, run.stderr)
+                    for command in ("python grader.py --module PATH/gqa.py",
+                                    "python -m gqa tables|report|uptrain --module PATH/gqa.py"):
+                        self.assertIn(command, run.stderr)
+                    self.assertNotIn("not its tools", run.stderr)
 
     def test_the_doctests_pass_with_the_prose_translated(self):
         # gqa.py itself, its prose in each language: the examples are the lab's, whole.
