@@ -476,9 +476,34 @@ class Helping(unittest.TestCase):
                 self.assertEqual([r[0] for r in runs], [0, 0, 2, 2])
                 said = "".join(r[1] + r[2] for r in runs)
                 self.assertEqual([c for c in english if c in said], [], said)
+        status, out, _err = run_gqa("uptrain", "--help", "--lang", "ko")
+        self.assertEqual([c for c in english if c in out], [], out)
         status, out, _err = run_gqa("report", "--help")
         self.assertIn("Write report.md: the lab's tables", " ".join(out.split()))     # English by default
         i18n.use("en")
+
+
+class Uptraining(unittest.TestCase):
+    """What `python -m gqa uptrain` prints, in Japanese and Korean: the committed record's
+    result rendered (its numbers are report.md's section 8)."""
+
+    def tearDown(self):
+        i18n.use("en")
+
+    def test_the_rendered_lab_carries_no_english_sentence(self):
+        import json
+        from gqa_tools.uptraining.printing import render
+        with open(os.path.join(ROOT, "report-training.json"), encoding="utf-8") as f:
+            result = json.load(f)["result"]
+        english = english_chunks()
+        i18n.use("en")
+        self.assertIn("Pre-trained MHA (the frozen baseline)", render(result))       # the check can fail
+        for lang in ("ja", "ko"):
+            i18n.use(lang)
+            text = render(result)
+            with self.subTest(lang=lang):
+                self.assertEqual([c for c in english if c in text], [], text)
+                self.assertIsNone(re.search(r"[A-Za-z]{3,} [a-z]{2,} [a-z]{3,} [a-z]{2,}", text))
 
 
 class Refusing(unittest.TestCase):

@@ -67,19 +67,19 @@ def _same_cache_part(result: dict, notes: Sequence[str]) -> str:
                  "trains it over {seeds} seeds, and `docs/uptraining.md` states what it "
                  "measured.").format(seeds=training.Recipe().seeds)
     return "\n".join([
-        f"Same cache, three ways (the MQA paper's comparison): at MQA's cache per token, trained "
-        f"from scratch for {r['pretrain']} steps on the same batches; every K/V head starts with the "
-        f"same variance, and the models with fewer attention parameters get a wider MLP, so the "
-        f"parameter counts match to within one MLP unit"
-        + ("" if not notes else f" ({'; '.join(notes)})") + ".\n",
-        markdown_table(["task", "model", "K/V cache per token", "parameters", "MLP width",
-                        "held-out accuracy"], _same_cache_rows(result)),
+        _("Same cache, three ways (the MQA paper's comparison): at MQA's cache per token, trained from "
+          "scratch for {steps} steps on the same batches; every K/V head starts with the same variance, "
+          "and the models with fewer attention parameters get a wider MLP, so the parameter counts match "
+          "to within one MLP unit").format(steps=r["pretrain"])
+        + ("" if not notes else f" ({_('; ').join(_(n) for n in notes)})") + ".\n",
+        markdown_table([_("task"), _("model"), _("K/V cache per token"), _("parameters"), _("MLP width"),
+                        _("held-out accuracy")], _same_cache_rows(result)),
         "",
         "\n\n".join(f"**{task}.** " + training.same_cache_finding(result, task)
                      for task in training.TASKS) + "\n",
-        figure_link("equal-cache.svg", f"At one K/V cache size, the held-out accuracy of MQA, of "
-                                       f"one head and of narrower heads, for each task: the mean "
-                                       f"of {K} seeds as a bar, its 95 % interval as a whisker")])
+        figure_link("equal-cache.svg", _("At one K/V cache size, the held-out accuracy of MQA, of one head and "
+                                         "of narrower heads, for each task: the mean of {seeds} seeds as a "
+                                         "bar, its 95 % interval as a whisker").format(seeds=K))])
 
 
 def _training_intro(result: dict) -> str:

@@ -32,7 +32,9 @@ import os
 import sys
 from typing import Any, Sequence
 
-from gqa_tools.common import MAX_JOBS, PROJECT, failing_steps, progress_line
+from gqa_grader import i18n
+from gqa_grader.i18n import _
+from gqa_tools.common import MAX_JOBS, PROJECT, chosen_lang, failing_steps, progress_line, speaking
 from gqa_tools.uptraining.experiment import run
 from gqa_tools.uptraining.printing import render
 from gqa_tools.uptraining.recipe import NEEDS, QUICK, Recipe
@@ -49,14 +51,14 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
     """
     import gqa_grader as grader
     if not os.path.isfile(path):
-        raise ValueError(f"--module {path}: no such file")
+        raise ValueError(_("--module {path}: no such file").format(path=path))
     failing = failing_steps(path, NEEDS)
     if failing:
-        raise ValueError(f"--module {path}: training needs steps that the grader does not pass "
-                         f"yet: {'; '.join(failing)} (grade them with: python grader.py --module "
-                         f"{path})")
-    note(f"gqa uptrain: the steps pass; training with {path}'s steps in the grader's worker "
-         f"(no progress is shown until it ends)")
+        raise ValueError(_("--module {path}: training needs steps that the grader does not pass yet: {steps} "
+                           "(grade them with: {command})").format(
+            path=path, steps="; ".join(failing), command=f"python grader.py --module {path}{i18n.lang_option()}"))
+    note("gqa uptrain: " + _("the steps pass; training with {path}'s steps in the grader's worker (no "
+                             "progress is shown until it ends)").format(path=path))
     result = None
     try:
         for item in grader.run_in_child(path, "gqa_tools.uptraining.experiment:child_run", [list(recipe)],
@@ -67,35 +69,44 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
     except (grader.Refused, grader.Failure) as err:
         raise ValueError(f"--module {path}: {err}") from None
     if not (isinstance(result, dict) and isinstance(result.get("tasks"), dict)):
-        raise ValueError(f"--module {path}: the worker sent no result")
+        raise ValueError(_("--module {path}: the worker sent no result").format(path=path))
     return result
 
 
-def uptrain_main(argv: Sequence[str]) -> int:
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gqa uptrain",
-                                     description="Convert a trained MHA model to GQA/MQA, train on, "
-                                                 "and measure held-out quality over several seeds.")
-    parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
+                                     description=_("Convert a trained MHA model to GQA/MQA, train on, and "
+                                                   "measure held-out quality over several seeds."))
+    parser.add_argument("--seed", type=int, default=0, help=_("the first seed (default 0)"))
     parser.add_argument("--seeds", type=int, default=Recipe().seeds,
-                        help=f"how many seeds (default {Recipe().seeds}; at most {MAX_SEEDS})")
+                        help=_("how many seeds (default {seeds}; at most {most})").format(seeds=Recipe().seeds,
+                                                                                         most=MAX_SEEDS))
     parser.add_argument("--quick", action="store_true",
-                        help="a smaller recipe, the one report.md's section 8 runs")
+                        help=_("a smaller recipe, the one report.md's section 8 runs"))
     parser.add_argument("--json", action="store_true",
-                        help="the raw numbers: every accuracy of every seed "
-                             "(gqa_tools.uptraining.experiment's docstring)")
+                        help=_("the raw numbers: every accuracy of every seed "
+                               "(gqa_tools.uptraining.experiment's docstring)"))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
-                        help=f"processes that measure the seeds (default: the number of CPUs; at "
-                             f"most {MAX_JOBS}); the output is the same for every N")
+                        help=_("processes that measure the seeds (default: the number of CPUs; at most "
+                               "{most}); the output is the same for every N").format(most=MAX_JOBS))
     parser.add_argument("--module", default=None, metavar="PATH",
-                        help="train with this gqa.py (a student's), once the grader passes the "
-                             "steps training needs; it runs in the grader's worker")
+                        help=_("train with this gqa.py (a student's), once the grader passes the steps "
+                               "training needs; it runs in the grader's worker"))
+    parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
+                        help=_("the language of what the command prints: en, ja (日本語) or ko (한국어); "
+                               "default: the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
+    return parser
+
+
+def uptrain_main(argv: Sequence[str]) -> int:
+    parser = make_parser()
     args = parser.parse_args(argv)
     if not 0 <= args.seed <= 10 ** 9:
-        parser.error(f"--seed must be between 0 and 1,000,000,000; got {args.seed}")
+        parser.error(_("--seed must be between 0 and 1,000,000,000; got {seed}").format(seed=args.seed))
     if not 1 <= args.seeds <= MAX_SEEDS:
-        parser.error(f"--seeds must be between 1 and {MAX_SEEDS}; got {args.seeds}")
+        parser.error(_("--seeds must be between 1 and {most}; got {seeds}").format(most=MAX_SEEDS, seeds=args.seeds))
     if not 1 <= args.jobs <= MAX_JOBS:
-        parser.error(f"--jobs must be between 1 and {MAX_JOBS}; got {args.jobs}")
+        parser.error(_("--jobs must be between 1 and {most}; got {jobs}").format(most=MAX_JOBS, jobs=args.jobs))
     recipe = (QUICK if args.quick else Recipe())._replace(seed=args.seed, seeds=args.seeds)
     if args.module:
         try:
@@ -105,10 +116,11 @@ def uptrain_main(argv: Sequence[str]) -> int:
             print(f"gqa uptrain: {err}", file=sys.stderr)
             return 2
         except Exception as err:            # a result the module's run made unreadable
-            print(f"gqa uptrain: --module {args.module}: the worker's result cannot be read "
-                  f"({type(err).__name__}: {err})", file=sys.stderr)
+            print("gqa uptrain: " + _("--module {path}: the worker's result cannot be read ({error})").format(
+                path=args.module, error=f"{type(err).__name__}: {err}"), file=sys.stderr)
             return 2
-        print(f"Trained with the steps of {args.module}.\n\n{text}" if not args.json else text)
+        print(_("Trained with the steps of {path}.").format(path=args.module) + f"\n\n{text}"
+              if not args.json else text)
         return 0
     with progress_line("uptrain") as progress:
         result = run(recipe, progress=progress, jobs=args.jobs)
@@ -118,4 +130,5 @@ def uptrain_main(argv: Sequence[str]) -> int:
 
 def main(command: str, argv: Sequence[str]) -> int:
     """Entry point for `python -m gqa uptrain`."""
-    return uptrain_main(argv)
+    with speaking(chosen_lang(argv, make_parser())):
+        return uptrain_main(argv)

@@ -72,14 +72,15 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
+from gqa_grader.i18n import N_
 from gqa_tools.seeds import seed_for
 from gqa_tools.uptraining.model import Adam, Model, carried, copy_model, evaluate, init_model, parameters, train
 from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS, Recipe
 from gqa_tools.uptraining.tasks import batches, check, describe, held_out
 
 # What a result's same_cache_note says when its recipe trains no equal-cache models.
-NOT_TRAINED = ("the equal-cache models are not trained in this recipe; python -m gqa uptrain "
-               "(the default recipe) trains them")
+NOT_TRAINED = N_("the equal-cache models are not trained in this recipe; python -m gqa uptrain "
+                 "(the default recipe) trains them")
 
 
 # ---------------------------------------------------------------------------

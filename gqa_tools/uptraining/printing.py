@@ -18,7 +18,8 @@ from gqa_tools.uptraining.claims import (baseline, carried_cell, cell, half_with
                                          recovered, scratch_cell, stats, verdicts)
 from gqa_tools.uptraining.sentences import (RULE, pct, same_cache_finding, scope, seeds_text, share_text,
                                             spread_text, summary, verdict_rows, verdicts_header)
-from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS
+from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS, Recipe
+from gqa_tools.uptraining.tasks import describe
 
 # The conversions and the control as a table or a bar names them, translated: _(how).
 SHOWN = (N_("mean"), N_("first"), N_("random"), N_("control"))
@@ -76,15 +77,16 @@ def same_cache_lines(result: Dict[str, Any], task: str) -> List[str]:
     """The equal-cache table and its sentence, or the note that the recipe trained none."""
     r, t = result["recipe"], result["tasks"][task]
     if not t["same_cache"]:
-        return [f"({t['same_cache_note']}.)", ""]
-    lines = [f"Same KV cache, trained from scratch for {r['pretrain']} steps on the same batches, "
-             f"parameters matched by the MLP's width:",
-             text_table(["model", "K/V cache per token", "parameters", "MLP width", "held-out accuracy"],
+        return [f"({_(t['same_cache_note'])}.)", ""]
+    lines = [_("Same KV cache, trained from scratch for {steps} steps on the same batches, parameters matched "
+               "by the MLP's width:").format(steps=r["pretrain"]),
+             text_table([_("model"), _("K/V cache per token"), _("parameters"), _("MLP width"),
+                         _("held-out accuracy")],
                         [[x["model"], str(x["cache_per_token"]), f"{x['parameters']:,}",
                           str(x["d_ff"]), spread_text(stats(x["correct"], t["answers"]))]
                          for x in t["same_cache"]])]
     if t["same_cache_note"]:
-        lines.append(f"({t['same_cache_note']}.)")
+        lines.append(f"({_(t['same_cache_note'])}.)")
     return lines + ["", same_cache_finding(result, task), ""]
 
 
@@ -92,25 +94,30 @@ def render(result: Dict[str, Any]) -> str:
     r, seeds = result["recipe"], result["seeds"]
     K = len(seeds)
     decided = verdicts(result, TASKS)
-    lines = [f"Uptraining lab: h = {r['heads']}, head dim {r['head_dim']}, d_model {r['d_model']}, "
-             f"MLP width {r['d_ff']}; Adam at {r['lr']}, batches of {r['batch']}; pre-training "
-             f"{r['pretrain']} steps; {seeds_text(seeds)}; each accuracy on {r['held_out']} held-out "
-             f"sequences per seed, as mean ± sd [95 % interval of the mean] over the seeds, each count "
-             f"of seeds as k/K [95 % Wilson interval].", "", _("What was found:")]
+    recipe = Recipe(**{**r, "budgets": tuple(r["budgets"])})
+    lines = [_("Uptraining lab: h = {heads}, head dim {head_dim}, d_model {d_model}, MLP width {d_ff}; Adam at "
+               "{lr}, batches of {batch}; pre-training {pretrain} steps; {seeds}; each accuracy on {held_out} "
+               "held-out sequences per seed, as mean ± sd [95 % interval of the mean] over the seeds, each "
+               "count of seeds as k/K [95 % Wilson interval].").format(
+                 heads=r["heads"], head_dim=r["head_dim"], d_model=r["d_model"], d_ff=r["d_ff"], lr=r["lr"],
+                 batch=r["batch"], pretrain=r["pretrain"], seeds=seeds_text(seeds), held_out=r["held_out"]),
+             "", _("What was found:")]
     lines += [f"- {sentence}" for sentence in summary(result, decided)] + [""]
     for task in TASKS:
         t = result["tasks"][task]
         pre = stats(t["pretrained"]["correct"], t["answers"])
-        lines += [f"== {t['description']}.", "",
-                  f"Pre-trained MHA (the frozen baseline): {spread_text(pre)} ({t['answers']:,} answers "
-                  f"per seed); at 0.95 or more in {pretrained_at(t)}/{K} seeds.", ""]
+        lines += [f"== {describe(recipe, task)}.", "",
+                  _("Pre-trained MHA (the frozen baseline): {accuracy} ({answers} answers per seed); at 0.95 "
+                    "or more in {at}/{seeds} seeds.").format(accuracy=spread_text(pre),
+                                                            answers=f"{t['answers']:,}", at=pretrained_at(t),
+                                                            seeds=K), ""]
         for g in sorted({x["g"] for x in t["uptrain"]}):
-            lines.append(f"g = {g}: held-out accuracy after converting, then training on:")
-            lines += [text_table(["model"] + steps_header(r), uptraining_rows(result, task, g)), ""]
+            lines.append(_("g = {g}: held-out accuracy after converting, then training on:").format(g=g))
+            lines += [text_table([_("model")] + steps_header(r), uptraining_rows(result, task, g)), ""]
         lines += same_cache_lines(result, task)
     lines += [text_table([_("task"), "g", _("half the seeds within 0.02 of the control")], half_rows(result),
                          left=3),
               "", _("The verdicts:"), text_table(verdicts_header(), verdict_rows(result, decided), left=2), "",
               sentences([_(RULE).format(claims=len(decided)), scope(result)]), ""]
-    lines.append("What was measured is printed as it came, whether or not it is what the papers found.")
+    lines.append(_("What was measured is printed as it came, whether or not it is what the papers found."))
     return "\n".join(lines)

@@ -211,12 +211,13 @@ def same_cache_finding(result: Dict[str, Any], task: str) -> str:
     t, K = result["tasks"][task], len(result["seeds"])
     same = t["same_cache"]
     k = same_cache_wins(t)
-    alone = "; ".join(f"{x['model']} alone in {share_text(same_cache_wins(t, rows=[i]), K)}"
-                      for i, x in enumerate(same) if i)
-    return (f"At one cache size ({same[0]['cache_per_token']} values per token and layer) and matched "
-            f"parameters, {same[0]['model']} beat every other row in {share_text(k, K)} seeds (beat or "
-            f"tied them in {same_cache_wins(t, strict=False)}/{K}; the verdicts' table decides it, row by "
-            f"row, as averages). It beat {alone}. The MQA paper (Shazeer "
-            f"2019) reports that sharing one K/V head loses little against MHA and beats fewer or "
-            f"narrower heads at the same cache.")
+    alone = _("; ").join(_("{model} alone in {share}").format(model=x["model"],
+                                                             share=share_text(same_cache_wins(t, rows=[i]), K))
+                         for i, x in enumerate(same) if i)
+    return _("At one cache size ({cache} values per token and layer) and matched parameters, {model} beat every "
+             "other row in {share} seeds (beat or tied them in {tied}/{seeds}; the verdicts' table decides it, "
+             "row by row, as averages). It beat {alone}. The MQA paper (Shazeer 2019) reports that sharing one "
+             "K/V head loses little against MHA and beats fewer or narrower heads at the same cache.").format(
+        cache=same[0]["cache_per_token"], model=same[0]["model"], share=share_text(k, K),
+        tied=same_cache_wins(t, strict=False), seeds=K, alone=alone)
 
