@@ -89,7 +89,7 @@ def summary(results, args):
     M failed' (and the steps not started: never counted as failed)."""
     earned, most = sum((r.points or 0.0) for r in results), sum(1.0 if r.max_points is None else r.max_points for r in results)
     aon = getattr(args, "all_or_nothing", False)
-    if args.case is not None and not any((r.hidden or (0, 0))[1] for r in results):
+    if args.case is not None and args.cases and not any((r.hidden or (0, 0))[1] for r in results):
         graded = _("case {case} alone, a public case: public cases earn no points, the hidden ones "
                    "do").format(case=args.case)
     elif args.case is not None:

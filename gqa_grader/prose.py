@@ -324,12 +324,14 @@ _MAIN_COMMANDS = re.compile(r"this gqa\.py is the lab, not its tools: from the p
                             r"(?P<grader>python grader\.py .*?) or (?P<tools>python -m gqa .*)")
 
 
-def _main_print(match, translate):
+def _main_print(match, translate, lang):
+    """What python gqa.py prints, in lang, its two commands given --lang lang (a command the
+    student is told to run keeps their language)."""
     said = _MAIN_COMMANDS.fullmatch(ast.literal_eval("(" + match.group("args") + ")"))
     if not said:
         return match.group(0)
-    return _call(f"{match.group('indent')}print(", translate(MAIN_SAYS).format(**said.groupdict()),
-                 ", file=sys.stderr)")
+    commands = {name: f"{command} --lang {lang}" for name, command in said.groupdict().items()}
+    return _call(f"{match.group('indent')}print(", translate(MAIN_SAYS).format(**commands), ", file=sys.stderr)")
 
 
 def _doc_lines(block, indent):
@@ -392,4 +394,4 @@ def translated(text, lang):
                 out += ([before + new[0]] + [indent + line if line else "" for line in new[1:-1]]
                         + [indent + new[-1] + after])
     out = _RAISE.sub(lambda match: _stub(match, catalog.gettext), "\n".join(out))
-    return _MAIN_PRINT.sub(lambda match: _main_print(match, catalog.gettext), out)
+    return _MAIN_PRINT.sub(lambda match: _main_print(match, catalog.gettext, lang), out)

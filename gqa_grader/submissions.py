@@ -269,7 +269,8 @@ def missing_module(path):
     if name.lower() == "gqa.py":                # the name a run requires: what to rename to it
         advice = renames(found, name)
     else:                                       # a name of the student's own: a near one, mistyped?
-        near = difflib.get_close_matches(name, [f for f in found if os.sep not in f], n=3, cutoff=0.6)
+        beside = {f.lower(): f for f in found if os.sep not in f}           # GQA_LAB.py for gqa_lab.py too
+        near = [beside[f] for f in difflib.get_close_matches(name.lower(), list(beside), n=3, cutoff=0.6)]
         advice = [_("did you mean {files}?").format(files=_(" or ").join(near))] if near else []
     return _("no such file: {path}; the folder holds {files}").format(path=path, files=shown) + "".join(
         _("; {advice}").format(advice=a) for a in advice)

@@ -97,8 +97,13 @@ def say(lang: str, template: str, **fields: str) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run a gqa command line tool; return its exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    lang_words = []                             # --lang X before the command: the command's option
+    if args[:1] == ["--lang"] or args[:1] and args[0].startswith("--lang="):
+        lang_words, args = (args[:2], args[2:]) if args[0] == "--lang" else (args[:1], args[1:])
+        if args and args[0] in COMMANDS:
+            args, lang_words = args[:1] + lang_words + args[1:], []
     if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
-        lang = language_of("tables", args)          # --lang X anywhere, else the environment's
+        lang = language_of("tables", args + lang_words)     # --lang X anywhere, else the environment's
         lines = [f"  {name:<8} {say(lang, doc)}" for name, (_module, doc) in COMMANDS.items()]
         print(say(lang, N_("usage: python -m gqa COMMAND [options]")) + "\n\n" + say(lang, N_("commands:"))
               + "\n" + "\n".join(lines) + "\n\n" + say(lang, N_("'python -m gqa COMMAND --help' describes "

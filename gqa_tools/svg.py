@@ -91,15 +91,27 @@ def _wide(ch: str) -> bool:
     return unicodedata.east_asian_width(ch) in "WF"        # a kana, a kanji, a hangul, 、 and 。
 
 
+def _hangul(ch: str) -> bool:
+    return "\uac00" <= ch <= "\ud7a3" or "\u1100" <= ch <= "\u11ff" or "\u3130" <= ch <= "\u318f"
+
+
+# Never at a line's start (a closing mark, a small kana, a prolonged sound) or at its end
+# (an opening mark): the rules gqa_grader.prose wraps a starter's Japanese by.
+_NO_START = set("、。，．・：；！？）」』】〕〉》ーッャュョァィゥェォっゃゅょぁぃぅぇぉ々,.;:!?)")
+_NO_END = set("（「『【〔〈《(")
+
+
 def _pieces(text: str) -> List[str]:
-    """Where lines_of_text may break text: before a word (with the one space before it),
-    before a wide character and after one, never before a mark that closes (、 。 : ,)."""
+    """Where lines_of_text may break text: before a word (with the one space before it), and
+    inside a word of Japanese between two characters where one is a kana or a kanji, never
+    before a mark that closes, after one that opens, or between two digits.  Korean, which
+    puts spaces between its words, breaks only there."""
     pieces: List[str] = []
     for word in text.split():
         pieces.append(" " + word[0] if pieces else word[0])
         for before, ch in zip(word, word[1:]):
-            opens = (_wide(ch) or _wide(before)) and (ch.isalnum() or _wide(ch) and ch not in "、。，．）」』")
-            if opens:
+            japanese = any(_wide(c) and not _hangul(c) for c in (before, ch))
+            if japanese and ch not in _NO_START and before not in _NO_END and not (before.isdigit() and ch.isdigit()):
                 pieces.append(ch)
             else:
                 pieces[-1] += ch

@@ -658,14 +658,24 @@ class InTheStudentsLanguage(SvgChecks):
         self.assertTrue(any(self.ENGLISH.search(w) for svg in english.values()
                             for w in self.words(ET.fromstring(svg))))
 
+    def test_a_note_in_korean_breaks_only_between_words(self):
+        fig = gqa_svg.Figure(200, 200, "t", "a description long enough for the checks here")
+        note = "토큰당 값 8개를 캐시, 처음부터 100 스텝. 막대: 시드 20개의 평균, 수염: 그 95 % 구간."
+        fig.lines_of_text(10, 20, note, 120)
+        lines = [el.text for el in ET.fromstring(fig.svg()).iter(f"{SVG}text")][1:]
+        self.assertGreater(len(lines), 2)
+        self.assertEqual(" ".join(lines), note)                     # every break was a space
+
     def test_a_note_in_japanese_breaks_between_characters_and_keeps_its_marks(self):
         fig = gqa_svg.Figure(200, 200, "t", "a description long enough for the checks here")
-        note = "トークンあたり 8 個の値をキャッシュ、ゼロから 100 ステップ。棒: シードの平均、ひげ: その 95 % 区間。"
+        note = ("トークンあたり 8 個の値をキャッシュ、ゼロから 100 ステップ。棒: シードの平均「ヘッドのキャッシュ」、"
+                "ひげ: その 95 % 区間。ッーャ")
         fig.lines_of_text(10, 20, note, 180)
         lines = [el.text for el in ET.fromstring(fig.svg()).iter(f"{SVG}text")][1:]      # after the title
         self.assertGreater(len(lines), 2)
         self.assertEqual("".join(lines).replace(" ", ""), note.replace(" ", ""))
-        self.assertFalse(any(line[0] in "、。:" for line in lines), lines)
+        self.assertFalse(any(line[0] in "、。:ーッャュョ々」）" for line in lines), lines)
+        self.assertFalse(any(line[-1] in "「（(" for line in lines), lines)
         # At least as wide as drawn: a kanji or a kana is an em, nothing else narrower than a space.
         drawn = [11 * sum(1.0 if unicodedata.east_asian_width(ch) == "W" else 0.4 for ch in line) for line in lines]
         self.assertLessEqual(max(drawn), 180, lines)

@@ -293,7 +293,7 @@ class Starter(unittest.TestCase):
                     self.assertIn(word, run.stderr)
                     for command in ("python grader.py --module PATH/gqa.py",
                                     "python -m gqa tables|report|uptrain --module PATH/gqa.py"):
-                        self.assertIn(command, run.stderr)
+                        self.assertIn(f"{command} --lang {lang}", run.stderr)
                     self.assertNotIn("not its tools", run.stderr)
 
     def test_the_doctests_pass_with_the_prose_translated(self):
@@ -498,12 +498,43 @@ class Uptraining(unittest.TestCase):
         english = english_chunks()
         i18n.use("en")
         self.assertIn("Pre-trained MHA (the frozen baseline)", render(result))       # the check can fail
+        # The default recipe's equal-cache part too (the committed quick record trains none):
+        # its models' names as the experiment writes them, each row a seed's counts.
+        import copy
+        from gqa_tools.uptraining import experiment
+        from gqa_tools.uptraining.recipe import Recipe
+        rows, _note = experiment.same_cache_models(Recipe())
+        with_rows = copy.deepcopy(result)
+        for t in with_rows["tasks"].values():
+            correct = t["pretrained"]["correct"]
+            t["same_cache"] = [{"model": row[0], "cache_per_token": 8, "parameters": 1000, "d_ff": 6,
+                                "correct": [max(0, c - k) for c in correct]} for k, row in enumerate(rows)]
         for lang in ("ja", "ko"):
             i18n.use(lang)
-            text = render(result)
-            with self.subTest(lang=lang):
-                self.assertEqual([c for c in english if c in text], [], text)
-                self.assertIsNone(re.search(r"[A-Za-z]{3,} [a-z]{2,} [a-z]{3,} [a-z]{2,}", text))
+            for shown in (result, with_rows):
+                text = render(shown)
+                with self.subTest(lang=lang, equal_cache=shown is with_rows):
+                    self.assertEqual([c for c in english if c in text], [], text)
+                    self.assertIsNone(re.search(r"[A-Za-z]{3,} [a-z]{2,} [a-z]{3,}|\b(heads?|dim|sharing|to)\b",
+                                                text.replace("K/V", "")), text)
+
+    def test_the_equal_cache_models_names_and_notes_are_read_back_in_the_language(self):
+        # Read back by their pattern (sentences.said) from what the experiment writes (f-strings):
+        # a name the pattern no longer matches would be left in English here.
+        from gqa_tools.uptraining import experiment, sentences
+        from gqa_tools.uptraining.recipe import Recipe
+        said = []
+        for r in (Recipe(), Recipe()._replace(heads=6, head_dim=6), Recipe()._replace(head_dim=3)):
+            rows, note = experiment.same_cache_models(r)
+            said += [row[0] for row in rows] + ([note] if note else [])
+        self.assertEqual(len(said), 9)
+        i18n.use("en")
+        self.assertEqual([sentences.said(text) for text in said], said)
+        for lang in ("ja", "ko"):
+            i18n.use(lang)
+            for text in said:
+                with self.subTest(lang=lang, text=text):
+                    self.assertIsNone(re.search(r"\b(heads?|dim|sharing|narrower|split)\b", sentences.said(text)))
 
 
 class Refusing(unittest.TestCase):

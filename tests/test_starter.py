@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -139,6 +140,7 @@ class FromGqa(unittest.TestCase):
         # its words, so a student's language changes no verdict.
         from gqa_grader import handout
         folder = tempfile.mkdtemp(prefix="gqa-starter-ja-")
+        self.addCleanup(shutil.rmtree, folder)
         path = handout.write_starter(folder, os.path.join(ROOT, "gqa.py"), lang="ja")
         with open(path, encoding="utf-8") as f:
             module, _ = load(f.read(), "starter_gqa_ja")

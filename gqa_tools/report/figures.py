@@ -300,7 +300,8 @@ def equal_cache_figure(accuracy: Mapping[str, Mapping[str, Band]], *, note: str,
     width, height = max(left + panel_w + 64, _title_width(title)), 52 + len(tasks) * step + 34
     desc = _("Held-out accuracy at one cache size ({note}), the mean over {seeds} seeds with its 95 % "
              "interval: {tasks}").format(note=note, seeds=seeds, tasks=sentences(
-                 f"{t}: " + "; ".join(f"{m} {s[0]:.3f} ({s[1]:.3f} to {s[2]:.3f})"
+                 f"{t}: " + "; ".join(_("{model} {mean} ({low} to {high})").format(
+                     model=m, mean=f"{s[0]:.3f}", low=f"{s[1]:.3f}", high=f"{s[2]:.3f}")
                                       for m, s in accuracy[t].items()) + "." for t in tasks))
     fig = Figure(width, height, title, desc)
     y = Ticks(-0.5, len(models) - 0.5, tuple((float(len(models) - 1 - i), m) for i, m in enumerate(models)))

@@ -71,7 +71,7 @@ def _same_cache_part(result: dict, notes: Sequence[str]) -> str:
           "scratch for {steps} steps on the same batches; every K/V head starts with the same variance, "
           "and the models with fewer attention parameters get a wider MLP, so the parameter counts match "
           "to within one MLP unit").format(steps=r["pretrain"])
-        + ("" if not notes else f" ({_('; ').join(_(n) for n in notes)})") + ".\n",
+        + ("" if not notes else f" ({_('; ').join(training.said(n) for n in notes)})") + ".\n",
         markdown_table([_("task"), _("model"), _("K/V cache per token"), _("parameters"), _("MLP width"),
                         _("held-out accuracy")], _same_cache_rows(result)),
         "",
@@ -144,7 +144,7 @@ def _uptraining_bars(result: dict) -> List[str]:
 
 
 def _same_cache_rows(result: dict) -> List[tuple]:
-    return [(task, x["model"], x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
+    return [(task, training.said(x["model"]), x["cache_per_token"], f"{x['parameters']:,}", x["d_ff"],
              training.spread_text(training.stats(x["correct"], result["tasks"][task]["answers"])))
             for task in training.TASKS for x in result["tasks"][task]["same_cache"]]
 
@@ -176,7 +176,7 @@ def _training_figures(result: dict) -> Tuple[List[Tuple[str, str]], List[str]]:
                                           "line, its 95 % interval as a band, the MHA model trained on "
                                           "the same batches as a dotted line, the frozen pre-trained "
                                           "model as a dashed line").format(task=task, seeds=K)))
-        bars_of[task] = {x["model"]: _spread_of(x["correct"], n) for x in t["same_cache"]}
+        bars_of[task] = {training.said(x["model"]): _spread_of(x["correct"], n) for x in t["same_cache"]}
     cache = sorted({x["cache_per_token"] for task in training.TASKS
                     for x in result["tasks"][task]["same_cache"]})
     if not cache:                                   # the recipe trained no equal-cache models

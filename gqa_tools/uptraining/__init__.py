@@ -39,8 +39,8 @@ from gqa_tools.uptraining.claims import (FAMILY, WITHIN, baseline, cell, half_wi
 from gqa_tools.uptraining.experiment import run
 from gqa_tools.uptraining.printing import half_rows, render, steps_header, uptraining_rows
 from gqa_tools.uptraining.recipe import CONVERSIONS, NEEDS, QUICK, TASKS, Recipe
-from gqa_tools.uptraining.sentences import (RULE, same_cache_finding, scope, seeds_text, spread_text, summary,
-                                            verdict_rows, verdict_word, verdicts_header)
+from gqa_tools.uptraining.sentences import (RULE, said, same_cache_finding, scope, seeds_text, spread_text,
+                                            summary, verdict_rows, verdict_word, verdicts_header)
 from gqa_tools.uptraining.tasks import describe
 
 # The modules a run's numbers come from: report-training.json, the record of
@@ -49,6 +49,6 @@ SOURCES = (recipe, tasks, model, experiment)
 
 __all__ = ["CONVERSIONS", "FAMILY", "NEEDS", "QUICK", "RULE", "Recipe", "SOURCES", "TASKS", "WITHIN",
            "baseline", "cell", "describe", "half_rows", "half_within", "paper_budget", "pretrained_at",
-           "recovered", "render", "run", "same_cache_finding", "scope", "seeds_text", "spread_text", "stats",
+           "recovered", "render", "run", "said", "same_cache_finding", "scope", "seeds_text", "spread_text", "stats",
            "steps_header", "summary", "uptraining_rows", "verdict_rows", "verdict_word", "verdicts",
            "verdicts_header"]

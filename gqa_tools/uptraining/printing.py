@@ -16,7 +16,7 @@ from gqa_grader.i18n import N_, _, sentences
 from gqa_tools.common import text_table
 from gqa_tools.uptraining.claims import (baseline, carried_cell, cell, half_within, ordering_held, pretrained_at,
                                          recovered, scratch_cell, stats, verdicts)
-from gqa_tools.uptraining.sentences import (RULE, pct, same_cache_finding, scope, seeds_text, share_text,
+from gqa_tools.uptraining.sentences import (RULE, pct, said, same_cache_finding, scope, seeds_text, share_text,
                                             spread_text, summary, verdict_rows, verdicts_header)
 from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS, Recipe
 from gqa_tools.uptraining.tasks import describe
@@ -77,16 +77,16 @@ def same_cache_lines(result: Dict[str, Any], task: str) -> List[str]:
     """The equal-cache table and its sentence, or the note that the recipe trained none."""
     r, t = result["recipe"], result["tasks"][task]
     if not t["same_cache"]:
-        return [f"({_(t['same_cache_note'])}.)", ""]
+        return [f"({said(t['same_cache_note'])}.)", ""]
     lines = [_("Same KV cache, trained from scratch for {steps} steps on the same batches, parameters matched "
                "by the MLP's width:").format(steps=r["pretrain"]),
              text_table([_("model"), _("K/V cache per token"), _("parameters"), _("MLP width"),
                          _("held-out accuracy")],
-                        [[x["model"], str(x["cache_per_token"]), f"{x['parameters']:,}",
+                        [[said(x["model"]), str(x["cache_per_token"]), f"{x['parameters']:,}",
                           str(x["d_ff"]), spread_text(stats(x["correct"], t["answers"]))]
                          for x in t["same_cache"]])]
     if t["same_cache_note"]:
-        lines.append(f"({_(t['same_cache_note'])}.)")
+        lines.append(f"({said(t['same_cache_note'])}.)")
     return lines + ["", same_cache_finding(result, task), ""]
 
 

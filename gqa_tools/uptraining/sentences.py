@@ -11,6 +11,7 @@ whether or not it is what the papers found.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Sequence, Tuple
 
 from gqa_grader.i18n import N_, _, ngettext
@@ -85,13 +86,34 @@ CLAIMS = {
 }
 
 
+# The equal-cache models' names and the note a result holds when one is left out, as
+# gqa_tools.uptraining.experiment.same_cache_models writes them (in English, into the
+# result): read back by their pattern and shown in the language in use.
+_SAID_AGAIN = (
+    (re.compile(r"(?P<h>\d+) heads sharing 1 K/V head \(MQA\)"), N_("{h} heads sharing 1 K/V head (MQA)")),
+    (re.compile(r"1 head \(MHA, h = 1\)"), N_("1 head (MHA, h = 1)")),
+    (re.compile(r"(?P<n>\d+) heads of dim (?P<d>\d+) \(MHA\)"), N_("{n} heads of dim {d} (MHA)")),
+    (re.compile(r"no narrower heads: head dim (?P<d>\d+) cannot be split into 2 or more heads of a whole "
+                r"dim of at least 2"),
+     N_("no narrower heads: head dim {d} cannot be split into 2 or more heads of a whole dim of at least 2")))
+
+
+def said(text: str) -> str:
+    """An equal-cache model's name, or a result's note, in the language in use."""
+    for pattern, template in _SAID_AGAIN:
+        match = pattern.fullmatch(text)
+        if match:
+            return _(template).format(**match.groupdict())
+    return _(text) if text else text
+
+
 def claim_text(d: Any, result: Dict[str, Any]) -> str:
     """A decided claim's words: what is compared, with its bar and side."""
     c, r = d.claim, result["recipe"]
     kind = "restart control" if c.kind == "restart" and c.g == r["heads"] else c.kind
     rows = result["tasks"][c.task].get("same_cache") or [{"model": ""}]
-    return _(CLAIMS[kind]).format(g=c.g, steps=c.steps, total=r["pretrain"] + c.steps, mqa=rows[0]["model"],
-                                  other=rows[c.g]["model"] if kind == "same cache" else "")
+    return _(CLAIMS[kind]).format(g=c.g, steps=c.steps, total=r["pretrain"] + c.steps, mqa=said(rows[0]["model"]),
+                                  other=said(rows[c.g]["model"]) if kind == "same cache" else "")
 
 
 def verdict_word(word: str) -> str:
@@ -211,13 +233,13 @@ def same_cache_finding(result: Dict[str, Any], task: str) -> str:
     t, K = result["tasks"][task], len(result["seeds"])
     same = t["same_cache"]
     k = same_cache_wins(t)
-    alone = _("; ").join(_("{model} alone in {share}").format(model=x["model"],
+    alone = _("; ").join(_("{model} alone in {share}").format(model=said(x["model"]),
                                                              share=share_text(same_cache_wins(t, rows=[i]), K))
                          for i, x in enumerate(same) if i)
     return _("At one cache size ({cache} values per token and layer) and matched parameters, {model} beat every "
              "other row in {share} seeds (beat or tied them in {tied}/{seeds}; the verdicts' table decides it, "
              "row by row, as averages). It beat {alone}. The MQA paper (Shazeer 2019) reports that sharing one "
              "K/V head loses little against MHA and beats fewer or narrower heads at the same cache.").format(
-        cache=same[0]["cache_per_token"], model=same[0]["model"], share=share_text(k, K),
+        cache=same[0]["cache_per_token"], model=said(same[0]["model"]), share=share_text(k, K),
         tied=same_cache_wins(t, strict=False), seeds=K, alone=alone)
 
