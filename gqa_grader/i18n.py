@@ -19,6 +19,7 @@ count them so, for the lines that line up.
 
 import gettext
 import os
+import re
 import unicodedata
 
 LANGUAGES = ("en", "ja", "ko")
@@ -114,6 +115,16 @@ def how_to_change():
 # ---------------------------------------------------------------------------
 # Text that lines up: two columns for a wide character.
 # ---------------------------------------------------------------------------
+
+# Where a line may break: a word is a run of ASCII or of Hangul (Korean breaks between
+# words, at spaces), a run of space, or one character (Japanese breaks between any two);
+# never before a mark that closes, a small kana or a prolonged sound, nor after a mark
+# that opens (kinsoku).  The starter's prose, its stubs' strings and the figures' notes
+# all break by these.
+WRAP_TOKEN = re.compile("[\x21-\x7e\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]+|\\s+|.", re.S)
+NO_LINE_START = set("。、，．・：；！？）」』】〕〉》ーッャュョァィゥェォっゃゅょぁぃぅぇぉ々,.;:!?)")
+NO_LINE_END = set("（「『【〔〈《(")
+
 
 def width(text):
     """The columns text takes in a terminal: 2 for a wide or full-width character

@@ -18,14 +18,10 @@ import ast
 import gettext
 import re
 
-from .i18n import LOCALE, width
+from .i18n import LOCALE, NO_LINE_END, NO_LINE_START, WRAP_TOKEN, width
 
 DOMAIN = "starter"
 _BULLET = re.compile(r"- ")
-# A word: a run of ASCII or Hangul (Korean breaks between words, at spaces), a run
-# of space, or one character (Japanese breaks between any two, but for _NO_START).
-_TOKEN = re.compile("[\x21-\x7e\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]+|\\s+|.", re.S)
-_NO_START = set("。、，．・：；！？）」』】〕〉》ー々,.;:!?)")   # never at a line's start (kinsoku): it stays
 
 
 def _is_prose(lines):
@@ -82,10 +78,11 @@ def _wrap(text, columns, first, rest):
     """text in lines of at most columns display columns (after first or rest), broken
     between characters of a wide script or at spaces, never inside a run of ASCII."""
     lines, line, used = [], first, width(first)
-    for token in _TOKEN.findall(text):
+    for token in WRAP_TOKEN.findall(text):
         if token.isspace():
             token = " "
-        if used + width(token) > columns and line.strip() and line != first and token[0] not in _NO_START:
+        if used + width(token) > columns and line.strip() and line != first and token[0] not in NO_LINE_START \
+                and line.rstrip()[-1:] not in NO_LINE_END:
             lines.append(line.rstrip())
             line, used = rest, width(rest)
             if token == " ":
@@ -276,7 +273,6 @@ _RAISE = re.compile(r'^(?P<indent> *)raise NotImplementedError\((?P<args>"(?:[^"
 _STUB = re.compile(r"step (?P<step>\d+): (?P<name>[\w.]+)(?:: (?P<summary>.*))?", re.S)
 STUB = "step {step}: {name}: {summary}"
 STUB_BARE = "step {step}: {name}"
-RAISE_WIDTH = 99                # as gqa_grader.starter.WIDTH, in display columns here
 
 
 def _stub_messages(text):
@@ -299,21 +295,28 @@ def _stub(match, translate):
         if fields["summary"]:
             fields["summary"] = translate(fields["summary"])
         message = translate(STUB if fields["summary"] else STUB_BARE).format(**fields)
-    return _call(f"{indent}raise NotImplementedError(", message, ")")
+    return "\n".join(_string_lines(f"{indent}raise NotImplementedError(", message, ")"))
 
 
-def _call(head, message, tail):
-    """head + message as a string literal cut into pieces of at most RAISE_WIDTH columns
-    a line, one under another, + tail."""
-    room = max(RAISE_WIDTH - width(head) - 3 - len(tail), 20)
+RAISE_WIDTH = 99                # as gqa_grader.starter.WIDTH (on the same floor: not imported), in columns
+
+
+def _string_lines(head, message, tail):
+    """head + message as a string literal + tail, the string cut into pieces one under
+    another so that no line is wider than RAISE_WIDTH columns (a Japanese or Korean
+    character two), where i18n's wrapping rules let a line break: gqa_grader.starter's
+    _raise, for a string in any language."""
+    room = max(RAISE_WIDTH - width(head) - 2 - len(tail), 20)
     chunks, current = [], ""
-    for token in _TOKEN.findall(message.replace("\\", "\\\\").replace('"', '\\"')):
-        if current and width(current + token.rstrip()) > room:
+    for token in WRAP_TOKEN.findall(message.replace("\\", "\\\\").replace('"', '\\"')):
+        if current and width(current + token.rstrip()) > room and token[0] not in NO_LINE_START:
             chunks.append(current)
             current = ""
         current += token
     chunks.append(current)
-    return "\n".join([head + f'"{chunks[0]}"'] + [" " * width(head) + f'"{c}"' for c in chunks[1:]]) + tail
+    lines = [head + f'"{chunks[0]}"'] + [" " * width(head) + f'"{c}"' for c in chunks[1:]]
+    lines[-1] += tail
+    return lines
 
 
 # The starter's last lines (gqa_grader.starter.MAIN): what `python gqa.py` prints.
@@ -331,7 +334,8 @@ def _main_print(match, translate, lang):
     if not said:
         return match.group(0)
     commands = {name: f"{command} --lang {lang}" for name, command in said.groupdict().items()}
-    return _call(f"{match.group('indent')}print(", translate(MAIN_SAYS).format(**commands), ", file=sys.stderr)")
+    return "\n".join(_string_lines(f"{match.group('indent')}print(", translate(MAIN_SAYS).format(**commands),
+                                  ", file=sys.stderr)"))
 
 
 def _doc_lines(block, indent):

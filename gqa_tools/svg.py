@@ -35,10 +35,11 @@ the numbers of the table the report puts beside each.
 from __future__ import annotations
 
 import math
-import unicodedata
 import xml.etree.ElementTree as ET
 from html import escape
 from typing import List, NamedTuple, Optional, Sequence, Tuple
+
+from gqa_grader.i18n import NO_LINE_END, NO_LINE_START, width
 
 # ---------------------------------------------------------------------------
 # Numbers, text and styles.
@@ -88,17 +89,11 @@ _NARROW, _WIDE = set("il.,:;'|!()[]ftrj "), set("mwMW@%")
 
 
 def _wide(ch: str) -> bool:
-    return unicodedata.east_asian_width(ch) in "WF"        # a kana, a kanji, a hangul, 、 and 。
+    return width(ch) == 2                       # a kana, a kanji, a hangul, 、 and 。
 
 
 def _hangul(ch: str) -> bool:
     return "\uac00" <= ch <= "\ud7a3" or "\u1100" <= ch <= "\u11ff" or "\u3130" <= ch <= "\u318f"
-
-
-# Never at a line's start (a closing mark, a small kana, a prolonged sound) or at its end
-# (an opening mark): the rules gqa_grader.prose wraps a starter's Japanese by.
-_NO_START = set("、。，．・：；！？）」』】〕〉》ーッャュョァィゥェォっゃゅょぁぃぅぇぉ々,.;:!?)")
-_NO_END = set("（「『【〔〈《(")
 
 
 def _pieces(text: str) -> List[str]:
@@ -111,7 +106,8 @@ def _pieces(text: str) -> List[str]:
         pieces.append(" " + word[0] if pieces else word[0])
         for before, ch in zip(word, word[1:]):
             japanese = any(_wide(c) and not _hangul(c) for c in (before, ch))
-            if japanese and ch not in _NO_START and before not in _NO_END and not (before.isdigit() and ch.isdigit()):
+            if japanese and ch not in NO_LINE_START and before not in NO_LINE_END \
+                    and not (before.isdigit() and ch.isdigit()):
                 pieces.append(ch)
             else:
                 pieces[-1] += ch
