@@ -42,6 +42,8 @@ library and gqa_sandbox (never gqa.py, never the tools):
                a submission's seed from a secret
     submissions  what was submitted: a class's folder, a student's gqa.py in it
     pool       --class's graders (--class-serve) and the protocol they speak
+    ledger     what a gradebook keeps, read back as a spreadsheet saved it: the class's
+               record (its seed), the LMSs' exports, the class's statistics
     classroom  a class: --class's gradebook and each student's feedback
     workflow   --classroom: GitHub Classroom's workflow, written by a small YAML emitter
     commands   the teacher's commands (--class, --classroom, --autograder, --handout):

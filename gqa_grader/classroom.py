@@ -11,15 +11,17 @@ Gradescope export.
 It writes one CSV row per student, rewritten whole (atomic.write_atomically) as
 each run ends, so that stopping it loses nothing already written, and a feedback
 folder per student beside the gradebook (report.txt, the text report;
-results.json, the run's document).  Run again, it grades only what is not graded
-yet with the same bytes, grader, seed and options.  A submission that cannot be
-graded is a row that says why.
+results.json, the run's document), in the class's language (--lang, else the
+environment's).  Run again, it grades only what is not graded yet with the same
+bytes, grader, seed and options: the seed, and what each submission was graded
+with, come from the class's record beside the gradebook (ledger.py), never from
+cells a spreadsheet may have rounded.  --regrade NAME grades one student again.  A
+submission that cannot be graded is a row that says why.
 """
 
 import csv
 import hashlib
 import json
-import math
 import os
 import random
 import re
@@ -27,12 +29,13 @@ import signal
 import sys
 import time
 
-from . import copies, handout
+from . import copies, handout, ledger
 from .atomic import write_atomically
 from .compare import clean_text
 from .documents import nothing_graded
 from .failures import Refused
 from .grading import GRADER_VERSION, SEALED_SEEDS, guessable
+from .i18n import N_, _, ngettext
 from .pool import Job, Server
 from .records import carried, options_of
 from .results import StepResult, points
@@ -43,6 +46,9 @@ from .tracks import ALL_STEPS, default_track
 # ---------------------------------------------------------------------------
 # Cells, folder names, and what an earlier run wrote.
 # ---------------------------------------------------------------------------
+
+# A row's status: the gradebook's word (for a spreadsheet's formulas), shown translated.
+STATUSES = (N_("passed"), N_("failed"), N_("not started"), N_("not graded"))
 
 
 def short(text, cap):
@@ -82,15 +88,6 @@ def read_json(path):
         return None
 
 
-def read_gradebook(path):
-    """{submission: row} of a gradebook written before ({} when there is none)."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            return {row.get("submission", ""): row for row in csv.DictReader(f)}
-    except (OSError, csv.Error, UnicodeDecodeError):
-        return {}
-
-
 # ---------------------------------------------------------------------------
 # The gradebook: each submission a sealed run of its own, N at a time.
 # ---------------------------------------------------------------------------
@@ -105,11 +102,19 @@ class Gradebook:
         self.jobs = args.jobs or os.cpu_count() or 1
         self.steps = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
         self.weights = {st.name: float(args.weight_map.get(st.name, 1.0)) for st in self.steps}
-        self.old = read_gradebook(self.path)
+        self.record_path = ledger.beside(self.path, "class.json")
+        self.old = ledger.read_gradebook(self.path)
+        self.record = ledger.read_record(self.record_path)
+        self.graded = dict(self.record["graded"]) if self.record else {}
         self.rows, self.stopped, self.reused, self.folders = {}, None, 0, {}
 
     def run(self):
-        subs = discover(self.args.class_dir, {self.path, self.feedback}, self.args.roster)
+        beside = {self.path, self.feedback} | {ledger.beside(self.path, n) for n in ledger.BESIDE}
+        subs = discover(self.args.class_dir, beside, self.args.roster)
+        why = self._cannot_go_on(subs)
+        if why:
+            print(_("grader: cannot grade the class: {why}").format(why=why), file=sys.stderr)
+            return 2
         self._choose_seed()
         made = not os.path.isdir(self.feedback)
         os.makedirs(self.feedback, exist_ok=True)
@@ -117,12 +122,14 @@ class Gradebook:
         if why:
             if made:
                 os.rmdir(self.feedback)         # refused: nothing left of the run
-            print(f"grader: cannot grade the class: {why}", file=sys.stderr)
+            print(_("grader: cannot grade the class: {why}").format(why=why), file=sys.stderr)
             return 2
         todo = [sub for sub in subs if not self._known(sub)]
         if self.reused:
-            self._say(f"{self.reused} submission{'s' * (self.reused != 1)} graded before with the "
-                      f"same bytes, grader, seed and options: kept")
+            self._say(ngettext("{count} submission graded before with the same bytes, grader, seed "
+                               "and options: kept",
+                               "{count} submissions graded before with the same bytes, grader, seed "
+                               "and options: kept", self.reused).format(count=self.reused))
         self._write()
         self._grade(todo)
         if not self.stopped:
@@ -142,14 +149,14 @@ class Gradebook:
         path = os.path.splitext(self.path)[0] + "-copies.txt"
         write_atomically(path, copies.report(groups, pairs, escaped).encode("utf-8"))
         for key in solutions:
-            note = "the shipped solution over again (flagged, not scored)"
+            note = _("the shipped solution over again (flagged, not scored)")
             self.rows[key]["notes"] = "; ".join(n for n in (note, self.rows[key].get("notes")) if n)
         if solutions:
             self._write()
-        self._say(f"{len(groups)} group{'s' * (len(groups) != 1)} of submissions with the same code, "
-                  f"{len(pairs)} pair{'s' * (len(pairs) != 1)} more that share most of it, "
-                  f"{len(solutions)} submission{'s' * (len(solutions) != 1)} the shipped solution's: "
-                  f"{os.path.relpath(path)}")
+        self._say(_("groups of submissions with the same code: {groups}; pairs more that share most "
+                    "of it: {pairs}; submissions the shipped solution's: {solutions}: {path}").format(
+                        groups=len(groups), pairs=len(pairs), solutions=len(solutions),
+                        path=escaped(os.path.relpath(path))))
 
     def _say(self, text):
         """Progress, on stderr (none with --quiet, or once stderr is closed)."""
@@ -160,19 +167,51 @@ class Gradebook:
             except (OSError, ValueError):
                 self.args.quiet = True
 
+    def _cannot_go_on(self, subs):
+        """Why this run would grade the class otherwise than the teacher expects, or None:
+        a --regrade that names no student; a gradebook whose feedback folder is not beside
+        it (every row would be graded again); a seed no record keeps and no cell holds
+        exactly (the hidden cases would be new).  Said before any run."""
+        names = {s.student for s in subs} | {s.key for s in subs}
+        unknown = [n for n in self.args.regrade or () if n not in names]
+        if unknown:
+            return _("--regrade {name}: no submission of the class is named so (the gradebook's "
+                     "student or submission column); the class has {names}").format(
+                         name=escaped(unknown[0]), names=escaped(short(_(", ").join(sorted(names)), 300)))
+        graded = [r for r in self.old.values() if r.get("status") not in (None, "", "not graded")]
+        if graded and not os.path.isdir(self.feedback):
+            return _("{gradebook} holds {count} graded rows, but its feedback folder {folder} is not "
+                     "beside it: without it no row can be kept, and the whole class would be graded "
+                     "again; put the folder back beside the gradebook, or move the gradebook away to "
+                     "grade the class anew").format(
+                         gradebook=escaped(os.path.basename(self.path)), count=len(graded),
+                         folder=escaped(os.path.basename(self.feedback) + os.sep))
+        if self.args.seed is None and self.record is None:
+            return ledger.seed_problem(self.old, self.record_path)[1]
+        return None
+
     def _choose_seed(self):
-        """--seed; else the gradebook's own seed (so that a second run goes on where the
-        first stopped); else one drawn now.  Said on stderr."""
-        seeds = {row.get("seed") for row in self.old.values() if row.get("seed")}
-        if self.args.seed is not None:
-            how = "given"
-        elif len(seeds) == 1 and next(iter(seeds)).isdigit():
-            self.args.seed, how = int(next(iter(seeds))), "the gradebook's"
+        """--seed; else the class's record's seed (so that a second run goes on where the
+        first stopped); else, with no record (a gradebook of grader 4.1), the gradebook's
+        seed when a cell holds it exactly; else one drawn now.  Said on stderr."""
+        given = self.args.seed is not None
+        if given:
+            how = _("given")
+        elif self.record is not None:
+            self.args.seed, how = self.record["seed"], _("the class's record's")
+            cells = {ledger.exact_seed(r.get("seed")) for r in self.old.values() if r.get("seed")}
+            if cells and cells != {self.args.seed}:
+                self._say(_("note: the gradebook's seed column is not the seed the record {record} "
+                            "keeps (a spreadsheet rounds an 18-digit number); the record's is used").format(
+                                record=os.path.basename(self.record_path)))
+        elif ledger.seed_problem(self.old, self.record_path)[0] is not None:
+            self.args.seed, how = ledger.seed_problem(self.old, self.record_path)[0], _("the gradebook's")
         else:
-            self.args.seed, how = random.SystemRandom().randrange(SEALED_SEEDS), "drawn now"
-        self._say(f"grading the class with seed {self.args.seed} ({how}), {self.jobs} at a time")
-        if how == "given" and guessable(self.args.seed):
-            self._say("note: " + guessable(self.args.seed))
+            self.args.seed, how = random.SystemRandom().randrange(SEALED_SEEDS), _("drawn now")
+        self._say(_("grading the class with seed {seed} ({how}), {jobs} at a time").format(
+            seed=self.args.seed, how=how, jobs=self.jobs))
+        if given and guessable(self.args.seed):
+            self._say(_("note: {why}").format(why=guessable(self.args.seed)))
 
     def _check_seal(self):
         """Why no sealed run can be made here, or None; said once, before any run.  The
@@ -224,17 +263,26 @@ class Gradebook:
                 sub.why = str(err)
         if sub.why is not None:
             doc = self._document(sub, error=sub.why)
-            self._keep(sub, doc, f"{sub.student}: not graded: {sub.why}\n".encode("utf-8"), None)
+            text = _("{student}: not graded: {why}").format(student=sub.student, why=sub.why)
+            self._keep(sub, doc, (escaped(text) + "\n").encode("utf-8"), None)
             return True
         doc = read_json(os.path.join(self._folder(sub), "results.json"))
-        old = self.old.get(cell(sub.key), {})         # as written; the seed is the gradebook's alone
-        if (doc is None or not os.path.isfile(os.path.join(self._folder(sub), "report.txt"))
-                or [doc.get(k) for k in ("sha256", "grader", "options")] + [old.get("seed")]
-                != [sha, GRADER_VERSION, options_of(self.args), str(self.args.seed)]):
+        if (doc is None or sub.student in (self.args.regrade or ()) or sub.key in (self.args.regrade or ())
+                or not os.path.isfile(os.path.join(self._folder(sub), "report.txt"))
+                or [doc.get(k) for k in ("sha256", "grader", "options")] + [self._seed_of(sub)]
+                != [sha, GRADER_VERSION, options_of(self.args), self.args.seed]):
             return False
-        self.rows[sub.key] = self._row(sub, doc, old.get("seconds", ""))
+        self.rows[sub.key] = self._row(sub, doc, self.graded.get(sub.key, {}).get("seconds", ""))
         self.reused += 1
         return True
+
+    def _seed_of(self, sub):
+        """The seed sub was graded with: the record's (the seed is withheld from its
+        document); with no record, its gradebook cell's, when the cell holds it exactly."""
+        if self.record is not None:
+            return self.graded.get(sub.key, {}).get("seed")
+        old = self.old.get(ledger.unquoted(cell(sub.key)), self.old.get(sub.key, {}))
+        return ledger.exact_seed(old.get("seed"))
 
     def _document(self, sub, error):
         """The document of a submission no run graded."""
@@ -248,12 +296,19 @@ class Gradebook:
                          (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
         write_atomically(os.path.join(folder, "report.txt"), text)
         self.rows[sub.key] = self._row(sub, doc, "" if seconds is None else f"{seconds:.1f}")
+        if doc.get("sha256"):                   # graded: the record keeps its seed
+            self.graded[sub.key] = {"seed": self.args.seed, "seconds": self.rows[sub.key]["seconds"]}
+        else:
+            self.graded.pop(sub.key, None)
 
     # -- the runs -------------------------------------------------------------
 
     def _argv(self, sub):
+        """A run's command line: sealed, its hidden cases withheld from the feedback, in
+        the class's language."""
         dests = self.args.given & {"cases", "only", "timeout", "budget", "fail_fast", "all_or_nothing"}
-        return ["--sealed", "--withhold-hidden", "--module", sub.path] + carried(self.args, dests)
+        return (["--sealed", "--withhold-hidden", "--module", sub.path, "--lang", self.args.lang]
+                + carried(self.args, dests))
 
     def _grade(self, todo):
         """Run todo's submissions, jobs at a time; each row written as its run ends.  A
@@ -328,42 +383,55 @@ class Gradebook:
             text = b""
         job.discard()
         if doc is None:
-            why = ("the run did not end within its time; it was stopped" if status == "late" else
-                   f"the grader ended (status {status}) without a document")
-            doc, text = self._document(job.sub, why), text + f"not graded: {why}\n".encode("utf-8")
-        text += (f"sha256 of the bytes graded: {doc.get('sha256')}; grader {doc.get('grader')}; "
-                 f"seed {doc.get('seed')}\n").encode("utf-8")
+            why = (_("the run did not end within its time; it was stopped") if status == "late" else
+                   _("the grader ended (status {status}) without a document").format(status=status))
+            doc = self._document(job.sub, why)
+            text += (_("not graded: {why}").format(why=why) + "\n").encode("utf-8")
+        if doc.get("sha256"):                   # the seed is withheld: the gradebook has it
+            text += (_("sha256 of the bytes graded: {sha256}; grader {grader}").format(
+                sha256=doc["sha256"], grader=doc.get("grader")) + "\n").encode("utf-8")
         self._keep(job.sub, doc, text, seconds)
         self._write()
 
     def _progress(self, job, done, total, start):
         row = self.rows[job.sub.key]
         left = (time.monotonic() - start) / done * (total - done)
-        what = (f"not graded ({short(row['notes'], 70)})" if row["status"] == "not graded" else
-                f"{row['status']}, {row['score']}/{row['max_score']} points")
-        self._say(f"[{done:>{len(str(total))}}/{total}] {escaped(job.sub.student)}: {what}, "
-                  f"{row['seconds']} s" + (f"; about {left:.0f} s left" if done < total else ""))
+        what = (_("not graded ({why})").format(why=short(row["notes"], 70)) if row["status"] == "not graded"
+                else _("{status}, {score}/{most} points").format(status=_(row["status"]), score=row["score"],
+                                                                 most=row["max_score"]))
+        line = _("[{done}/{total}] {student}: {what}, {seconds} s").format(
+            done=f"{done:>{len(str(total))}}", total=total, student=escaped(job.sub.student), what=what,
+            seconds=row["seconds"])
+        if done < total:
+            line = _("{line}; about {left} s left").format(line=line, left=f"{left:.0f}")
+        self._say(line)
 
     # -- the gradebook --------------------------------------------------------
 
     def columns(self):
+        """The gradebook's columns: who, the points, each step's points, what to know, then
+        each step's public and hidden cases passed ("passed/of")."""
         return (["student", "name", "submission", "score", "max_score"]
                 + [f"{st.number} {st.name}" for st in self.steps]
-                + ["status", "seed", "sha256", "seconds", "grader", "notes"])
+                + ["status", "seed", "sha256", "seconds", "grader", "notes"]
+                + [f"{st.number} {st.name} {which}" for st in self.steps for which in ("public", "hidden")])
 
     def _row(self, sub, doc, seconds):
         """The gradebook's row of sub, from its document: points per step (results.points,
         the rule of every run, on the document's counts), the status and what to know.  A
-        submission that could not be graded scores 0, with the reason."""
+        submission that could not be graded scores 0, with the reason; a student of the
+        roster who submitted nothing has blanks, as an LMS reads "no grade"."""
         row = {"student": sub.student, "name": sub.name, "submission": sub.key,
                "seed": self.args.seed, "sha256": doc.get("sha256") or "", "seconds": seconds,
                "grader": doc.get("grader"), "max_score": f"{sum(self.weights.values()):g}"}
         steps = {r.get("name"): StepResult.from_json(r) for r in doc.get("steps") or [] if isinstance(r, dict)}
         if doc.get("error") or not steps:
-            why = str(doc.get("error") or "nothing was graded")
-            why = why.split(": ", 1)[1] if why.startswith(f"cannot grade {doc.get('module')}: ") else why
-            row.update({f"{st.number} {st.name}": "0" for st in self.steps}, status="not graded",
-                       score="0", notes=clean_text(why, newlines=False))
+            why = str(doc.get("error") or _("nothing was graded"))
+            prefix = _("cannot grade {module}: {why}").format(module=doc.get("module"), why="")
+            why = why[len(prefix):] if why.startswith(prefix) else why
+            mark = "" if sub.absent else "0"
+            row.update({f"{st.number} {st.name}": mark for st in self.steps}, status="not graded",
+                       score=mark, notes=clean_text(why, newlines=False), absent=sub.absent)
             return row
         earned = {st: points(steps.get(st.name), self.weights[st.name], self.args.cases,
                              self.args.all_or_nothing) for st in self.steps}
@@ -371,70 +439,61 @@ class Gradebook:
         notes = [sub.note] if sub.note else []
         if failed:
             first = steps.get(failed[0].name)
-            message = ((first.message or first.status) if first else "not graded").splitlines()
-            notes.append(f"step {failed[0].number} {failed[0].name}: {message[0] if message else ''}")
-        notes += ["partly sealed"] if doc.get("sealed", "sealed") != "sealed" else []
+            message = ((first.message or _(first.status)) if first else _("not graded")).splitlines()
+            notes.append(_("step {step} {name}: {message}").format(
+                step=failed[0].number, name=failed[0].name, message=message[0] if message else ""))
+        notes += [_("partly sealed")] if doc.get("sealed", "sealed") != "sealed" else []
         notes += [str(n) for n in doc.get("cleanup") or []]
         row["passed"] = {st.name for st in self.steps if st not in failed}
         untouched = all(st.name in steps and steps[st.name].status == "not started" for st in self.steps)
         status = "passed" if not failed else "not started" if untouched else "failed"
         row.update({f"{st.number} {st.name}": f"{p:g}" for st, p in earned.items()},
                    score=f"{round(sum(earned.values()), 4):g}", status=status,
-                   notes=clean_text(short("; ".join(notes), 300), newlines=False))
+                   notes=clean_text(short(_("; ").join(notes), 300), newlines=False))
+        for st in self.steps:
+            r = steps.get(st.name)
+            for which in ("public", "hidden"):
+                row[f"{st.number} {st.name} {which}"] = "{}/{}".format(*getattr(r, which)) if r else ""
         return row
 
     def _write(self):
-        """The gradebook, whole: every row known so far, by submission."""
+        """The gradebook, whole: every row known so far, by submission; then the class's
+        record and the LMSs' exports beside it (ledger.py)."""
         import io
         text = io.StringIO()
         writer = csv.DictWriter(text, self.columns(), extrasaction="ignore", lineterminator="\n",
                                 quoting=csv.QUOTE_ALL)
         writer.writeheader()
-        for key in sorted(self.rows):
-            writer.writerow({k: cell(v) for k, v in self.rows[key].items()})
+        rows = [self.rows[key] for key in sorted(self.rows)]
+        for row in rows:
+            writer.writerow({k: cell(v) for k, v in row.items()})
         write_atomically(self.path, text.getvalue().encode("utf-8"))
+        ledger.write_record(self.record_path, self.args.seed, GRADER_VERSION, self.graded)
+        ledger.write_exports(self.path, rows, cell)
 
     def _summary(self, total):
-        """What the class did: counts, the pass rate per step, a histogram of scores."""
+        """What the class did: counts, the pass rate per step, a histogram of scores; printed,
+        and written beside the gradebook (STEM-statistics.txt)."""
         rows = [self.rows[k] for k in sorted(self.rows)]
         graded = [r for r in rows if r["status"] != "not graded"]
-        shown = os.path.relpath(self.path)
-        lines = [f"{len(rows)} of {total} submissions in {shown} (feedback in "
-                 f"{os.path.relpath(self.feedback)}{os.sep}), seed {self.args.seed}, grader "
-                 f"{GRADER_VERSION}: {sum(r['status'] == 'passed' for r in rows)} passed every "
-                 f"step, {sum(r['status'] == 'failed' for r in rows)} failed some, "
-                 f"{sum(r['status'] == 'not started' for r in rows)} not started, "
-                 f"{len(rows) - len(graded)} not graded"]
-        lines += [f"  not graded: {escaped(r['student'])}: {escaped(short(r['notes'], 100))}"
+        count = {s: sum(r["status"] == s for r in rows) for s in ("passed", "failed", "not started")}
+        lines = [_("{written} of {total} submissions in {gradebook} (feedback in {feedback}), seed "
+                   "{seed}, grader {grader}: {passed} passed every step, {failed} failed some, "
+                   "{not_started} not started, {not_graded} not graded").format(
+                       written=len(rows), total=total, gradebook=escaped(os.path.relpath(self.path)),
+                       feedback=escaped(os.path.relpath(self.feedback)) + os.sep, seed=self.args.seed,
+                       grader=GRADER_VERSION, passed=count["passed"], failed=count["failed"],
+                       not_started=count["not started"], not_graded=len(rows) - len(graded))]
+        lines += ["  " + _("not graded: {student}: {why}").format(student=escaped(r["student"]),
+                                                                   why=escaped(short(r["notes"], 100)))
                   for r in rows if r["status"] == "not graded"]
         if graded:
-            lines += self._pass_rates(graded) + self._histogram(graded)
+            lines += ledger.pass_rates(graded, self.steps, self.weights)
+            lines += ledger.histogram(graded, sum(self.weights.values()))
         if self.stopped:
-            lines.append(f"stopped by {signal.Signals(self.stopped).name}: {len(rows)} of {total} "
-                         f"written; run the same command again to grade the rest")
-        print("\n".join(lines))
-
-    def _pass_rates(self, graded):
-        width = max(len(st.name) for st in self.steps)
-        lines = [f"pass rate per step, of the {len(graded)} graded:"]
-        for st in self.steps:
-            passed = sum(st.name in r["passed"] for r in graded)
-            share = passed / len(graded)
-            lines.append(f"  step {st.number:>2} {st.name:<{width}} {passed:>4}/{len(graded):<4} "
-                         f"{share:>4.0%} {'#' * round(30 * share)}")
-        return lines
-
-    def _histogram(self, graded):
-        """Scores as a share of the most points, in tenths (100% a bar of its own)."""
-        most = sum(self.weights.values())
-        bins = [0] * 11
-        for r in graded:
-            share = float(r["score"]) / most if most else 1.0
-            bins[10 if share >= 1 else int(share * 10)] += 1
-        top = max(bins)
-        lines = [f"scores, out of {most:g} points:"]
-        for i in range(10, -1, -1):
-            label = "100%" if i == 10 else f"{10 * i}-{10 * i + 9}%"
-            lines.append(f"  {label:>7} {'#' * math.ceil(30 * bins[i] / top) if bins[i] else '':<30} "
-                         f"{bins[i]}")
-        return lines
+            lines.append(_("stopped by {signal}: {written} of {total} written; run the same command "
+                           "again to grade the rest").format(signal=signal.Signals(self.stopped).name,
+                                                             written=len(rows), total=total))
+        text = "\n".join(lines)
+        write_atomically(ledger.beside(self.path, "statistics.txt"), (text + "\n").encode("utf-8"))
+        print(text)

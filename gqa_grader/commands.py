@@ -33,8 +33,8 @@ from .workflow import write_workflow
 CARRY = ("cases", "only", "timeout", "budget", "fail_fast", "seed", "weights", "all_or_nothing", "lang")
 ALLOWED = {"autograder": CARRY + ("autograder", "hidden_visibility", "sealed", "format", "json"),
            "classroom": CARRY + ("classroom", "sealed"),
-           "class_dir": CARRY + ("class_dir", "gradebook", "jobs", "roster", "sealed", "quiet",
-                                 "verbose"),
+           "class_dir": CARRY + ("class_dir", "gradebook", "jobs", "roster", "regrade", "sealed",
+                                 "quiet", "verbose"),
            "handout": ("handout", "only", "lang")}
 NAMES = {"autograder": "--autograder", "classroom": "--classroom", "class_dir": "--class",
          "handout": "--handout"}
@@ -56,6 +56,9 @@ def add_options(parser):
         help=_("with --class: runs at a time (default: the number of CPUs)"))
     add("--roster", metavar="FILE", help=_("with --class: a CSV naming each submission's student "
         "(submission, student[, name]), or GitHub Classroom's roster"))
+    add("--regrade", action="append", metavar="NAME",
+        help=_("with --class: grade this student again (the gradebook's student or submission), "
+               "even when nothing changed; give it once per student"))
     add("--classroom", metavar="DIR",
         help=_("write DIR/.github/workflows/classroom.yml for GitHub Classroom: a graded step "
                "per lab step, with its points"))
@@ -77,7 +80,7 @@ def check_args(parser, args, argv):
             why = WHY_NOT.get(dest, "it is another command")
             parser.error(f"{NAMES[command]} cannot carry {flag(parser, dest)} ({why}); "
                          f"leave it out")
-    for dest in ("gradebook", "jobs", "roster"):
+    for dest in ("gradebook", "jobs", "roster", "regrade"):
         if dest in args.given and not args.class_dir:
             parser.error(f"{flag(parser, dest)} goes with --class")
     if "hidden_visibility" in args.given and not (args.autograder or args.format == "gradescope"):

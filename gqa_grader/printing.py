@@ -47,9 +47,13 @@ def shown_seed(args, withheld=SEED_WITHHELD):
 
 
 def reproduce(args, name=None, case=None):
-    """The command that repeats this run, or one step of it, or one case."""
-    parts = [grader_command()]
-    if getattr(args, "module_given", args.module != DEFAULT_MODULE):
+    """The command that repeats this run, or one step of it, or one case.  In a run whose
+    hidden cases are withheld (a class's feedback, Gradescope's results), the command is
+    the student's, run in their own lab's folder: its grader.py and its gqa.py, no path of
+    the teacher's."""
+    student = getattr(args, "withhold_hidden", False)
+    parts = ["python grader.py" if student else grader_command()]
+    if not student and getattr(args, "module_given", args.module != DEFAULT_MODULE):
         parts.append(f"--module {args.module}")
     step = BY_NAME.get(name)
     public = case is not None and step is not None and case < public_end(step)

@@ -33,9 +33,12 @@ _UNSET = object()
 
 def options_given(parser, argv):
     """The dests of the options argv gives (an option equal to its default included)."""
-    namespace = argparse.Namespace(**{a.dest: _UNSET for a in parser._actions})
+    appended = {a.dest for a in parser._actions if isinstance(a, argparse._AppendAction)}
+    namespace = argparse.Namespace(**{a.dest: None if a.dest in appended else _UNSET
+                                      for a in parser._actions})
     parser.parse_args(argv, namespace)
-    return {dest for dest, value in vars(namespace).items() if value is not _UNSET}
+    return {dest for dest, value in vars(namespace).items()
+            if value is not _UNSET and not (dest in appended and value is None)}
 
 
 def flag(parser, dest):

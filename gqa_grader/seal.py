@@ -88,10 +88,16 @@ def runnable(source):
     they are not UTF-8 while declaring nothing else (no coding declaration, or one that
     says UTF-8; a byte-order mark says UTF-8 too): a comment typed in an editor that saves
     Windows' cp1252 or Latin-1, which Python refuses as a script and reads no line of in
-    a traceback.  Then the same text read as cp1252 (as Latin-1 for the five bytes cp1252
+    a traceback.  Text saved as UTF-16 with its byte-order mark (Windows Notepad's
+    "Unicode") is the same text written as UTF-8.  Otherwise the same text read as cp1252 (as Latin-1 for the five bytes cp1252
     leaves out) and written as UTF-8, the mark kept.  What was graded is still recorded as
     the student's bytes (records.sha256_of)."""
     import codecs
+    if source.startswith((b"\xff\xfe", b"\xfe\xff")):     # UTF-16 with its mark (Notepad's "Unicode")
+        try:
+            return source.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            return source                     # Python says what is wrong with it
     bom = _BOM if source.startswith(_BOM) else b""
     body = source[len(bom):]
     cookie = _COOKIE.search(b"\n".join(body.split(b"\n", 2)[:2]))

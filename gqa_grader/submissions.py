@@ -26,11 +26,12 @@ from .i18n import _
 class Submission:
     """One student's entry: key is its name in the folder (the gradebook's key),
     student the id the gradebook shows; path the gqa.py to grade, or why it is not
-    graded; note, a word on what was graded."""
+    graded; note, a word on what was graded; absent, a student of the roster who
+    submitted nothing (a blank in the gradebook, not a 0)."""
 
-    def __init__(self, key, student, path=None, why=None, note="", name=""):
+    def __init__(self, key, student, path=None, why=None, note="", name="", absent=False):
         self.key, self.student, self.path, self.why = key, student, path, why
-        self.note, self.name = note, name
+        self.note, self.name, self.absent = note, name, absent
 
 
 WALK_CAP = 5000          # files looked at in one submission's folder, at most
@@ -77,17 +78,20 @@ def locate(folder):
     exact = [f for f in found if os.path.basename(f) == "gqa.py"]
     if len(exact) == 1:
         where = exact[0]
-        return os.path.join(folder, where), None, "" if where == "gqa.py" else f"graded {where}"
+        return os.path.join(folder, where), None, "" if where == "gqa.py" else _("graded {path}").format(path=where)
     if exact:
-        return None, f"{len(exact)} files named gqa.py ({', '.join(exact[:4])}): keep one", ""
+        return None, _("{count} files named gqa.py ({files}): keep one").format(
+            count=len(exact), files=_(", ").join(exact[:4])), ""
     near = [f for f in found if os.path.basename(f).lower() == "gqa.py"]
     zips = [f for f in found if f.lower().endswith(".zip")]
     if near:
-        return None, f"no gqa.py; {near[0]} would be it: rename it to gqa.py", ""
+        return None, _("no gqa.py; {path} would be it: rename it to gqa.py").format(path=near[0]), ""
     if zips:
-        return None, f"no gqa.py; {zips[0]} is a zip: unpack it", ""
-    held = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
-    return None, f"no gqa.py; the folder holds {held}" if found else "an empty folder", ""
+        return None, _("no gqa.py; {path} is a zip: unpack it").format(path=zips[0]), ""
+    held = _(", ").join(found[:5])
+    if len(found) > 5:
+        held = _("{files} and {count} more").format(files=held, count=len(found) - 5)
+    return None, _("no gqa.py; the folder holds {files}").format(files=held) if found else _("an empty folder"), ""
 
 
 def _head(path, size=8192):
@@ -97,13 +101,13 @@ def _head(path, size=8192):
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     except OSError as err:
-        return f"cannot read it: {err.strerror}"
+        return _("cannot read it: {error}").format(error=err.strerror)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return "not a regular file (a pipe, a device or a socket)"
+            return _("not a regular file (a pipe, a device or a socket)")
         return os.read(fd, size)
     except OSError as err:
-        return f"cannot read it: {err.strerror}"
+        return _("cannot read it: {error}").format(error=err.strerror)
     finally:
         os.close(fd)
 
@@ -114,9 +118,9 @@ def examine(path):
     if isinstance(head, str):
         return head
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "text saved as UTF-16 (an editor's \"Unicode\"), not Python source: save it as UTF-8"
+        return None                 # text saved as UTF-16 (Notepad's "Unicode"): graded as its text
     if b"\0" in head:
-        return "a binary file, not Python source"
+        return _("a binary file, not Python source")
     return None
 
 
@@ -125,7 +129,7 @@ def entry(folder, name):
     path = os.path.join(folder, name)
     stem = os.path.splitext(name)[0] if os.path.isfile(path) else name
     if os.path.islink(path):
-        return Submission(name, stem, why="a symbolic link; a submission must be a file or a folder")
+        return Submission(name, stem, why=_("a symbolic link; a submission must be a file or a folder"))
     if os.path.isdir(path):
         module, why, note = locate(path)
         why = why or examine(module)
@@ -134,8 +138,8 @@ def entry(folder, name):
         why = examine(path)
         return Submission(name, stem, None if why else path, why)
     if name.lower().endswith(".zip"):
-        return Submission(name, stem, why="a zip: unpack it, so that its gqa.py is a file of its own")
-    return Submission(name, stem, why="not a .py file nor a folder")
+        return Submission(name, stem, why=_("a zip: unpack it, so that its gqa.py is a file of its own"))
+    return Submission(name, stem, why=_("not a .py file nor a folder"))
 
 
 def _entry_or_why(folder, name):
@@ -225,8 +229,8 @@ def discover(folder, skip=(), roster_path=None):
             if key is not None:
                 used.add(key)
                 sub.student, sub.name = roster[key][0], roster[key][1] or sub.name
-        subs += [Submission(f"(no submission) {roster[k][0]}", roster[k][0], why="no submission",
-                            name=roster[k][1]) for k in sorted(set(roster) - used)]
+        subs += [Submission(f"(no submission) {roster[k][0]}", roster[k][0], why=_("no submission"),
+                            name=roster[k][1], absent=True) for k in sorted(set(roster) - used)]
     return subs
 
 

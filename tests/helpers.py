@@ -127,6 +127,7 @@ HEAVY = (
     (4.7, ('test_editors.Graded',)),
     (3.7, ('test_report.FromAnotherModule',)),
     (3.1, ('test_class.Gradebook',)),
+    (2.5, ('test_gradebook.JapaneseClass',)),
     (2.6, ('test_sealed.Namespaces',)),
     (2.4, ('test_i18n.Starter',)),
     (2.0, ('test_sealed.ToolsThroughTheWorker',)),

@@ -127,7 +127,11 @@ class HiddenCasesWithheld(unittest.TestCase):
                                        "--withhold-hidden")
         self.assertEqual(status, 1, text)
         self.assertNotIn("424242", text)
-        self.assertIn(f"repeat with: python grader.py --module {module} --seed SEED --steps 1;", text)
+        # The feedback's commands are the student's, run in their own lab's folder: no path of
+        # the teacher's (the module's, the grader's) in any of them.
+        self.assertIn("repeat with: python grader.py --seed SEED --steps 1;", text)
+        self.assertNotIn(f"--module {module}", text)
+        self.assertIn("reproduce: python grader.py --only valid_g --case", text)
         shown, withheld, public = got[hidden, False], got[hidden, True], got[hidden - 1, True]
         for step in (shown, withheld, public):
             self.assertEqual(step["status"], "failed")

@@ -66,12 +66,17 @@ def tabs(source):
     return "\n".join(lines).encode("utf-8")
 
 
+def notepad(source):
+    """source as Windows Notepad saves "Unicode": UTF-16 with its byte-order mark, CRLF."""
+    return crlf(source).decode("utf-8").encode("utf-16")
+
+
 def every_one(source):
     return bom(crlf(latin(tabs(source))))
 
 
 VARIANTS = {"bom": bom, "crlf": crlf, "latin": latin, "cookie": cookie, "tabs": tabs,
-            "every_one": every_one}
+            "notepad": notepad, "every_one": every_one}
 BUG = CHECK + b'    if h == 7:\n        raise RuntimeError("seven")\n'
 
 
@@ -142,11 +147,12 @@ class Variants(unittest.TestCase):
         self.assertTrue(compare.bounded("x" * 5200, 4000).endswith("[... 1,200 more characters cut]"))
         self.assertEqual(repr(compare.decode({"$array": "d", "values": [1.0]})), "<array('d') of 1 value>")
 
-    def test_a_utf16_submission_is_named_so(self):
+    def test_a_utf16_submission_is_graded_and_a_binary_one_is_named_so(self):
         with Folder() as folder:
-            path = folder.write("utf16", SOURCE[:200].decode("utf-8").encode("utf-16"))
-            self.assertIn("UTF-16", submissions.examine(path))
+            self.assertIsNone(submissions.examine(folder.write("utf16", notepad(SOURCE[:200]))))
             self.assertIsNone(submissions.examine(folder.write("bom", bom(SOURCE[:200]))))
+            self.assertIn("binary", submissions.examine(folder.write("bin", b"\x7fELF\x02\x01\x00" * 9)))
+        self.assertEqual(runnable(notepad(SOURCE)), crlf(SOURCE))      # the text, as UTF-8
 
 
 def load_tests(loader, tests, pattern):

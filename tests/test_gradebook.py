@@ -1,0 +1,204 @@
+"""A class's gradebook as a teacher in Japan meets it: a class graded with --lang ja
+(uploads named in another encoding, a Notepad file, a binary, a student with no
+submission), the gradebook saved again by a spreadsheet, a run resumed from it, a
+record lost, a student graded again, the feedback folder left behind; and what the
+gradebook is read with (ledger.py), against spreadsheets' own ways of writing a CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import unittest
+
+from gqa_grader import ledger
+from tests.helpers import heavy
+from tests.test_class import SOURCE, WRONG, Private, write
+
+
+def spreadsheet_saved(path, seed):
+    """The gradebook at path as Excel saves it as "CSV UTF-8": a byte-order mark, CRLF,
+    cells quoted only where they must be, the ' before a formula's character dropped (it
+    only told the spreadsheet to show text), and the seed, a number of 18 digits, in
+    scientific notation with 6 significant digits."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    at = rows[0].index("seed")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(rows[0])
+    for row in rows[1:]:
+        row = [c[1:] if c[:2] in ("'=", "'+", "'-", "'@") else c for c in row]
+        row[at] = "%.5E" % float(seed)
+        writer.writerow(row)
+    with open(path, "wb") as f:
+        f.write(b"\xef\xbb\xbf" + out.getvalue().encode("utf-8"))
+
+
+class Reading(unittest.TestCase):
+    """ledger's readers against what a spreadsheet writes, each made here by hand."""
+
+    def test_a_seed_is_read_only_when_a_cell_holds_it_exactly(self):
+        seed = 477997123456789012
+        self.assertEqual(ledger.exact_seed(str(seed)), seed)
+        self.assertEqual(ledger.exact_seed(" 42 "), 42)
+        for rounded in ("%.5E" % seed, "%.14E" % seed, "%.1f" % seed, "477997123456789000", "4,77997E+17",
+                        "", "seed", "-3"):
+            with self.subTest(rounded):
+                self.assertIsNone(ledger.exact_seed(rounded))
+
+    def test_a_gradebook_reads_back_in_each_spreadsheet_dialect(self):
+        dialects = {
+            "written": '"student","submission","seed"\n"渡辺","\'=cmd.py","12"\n'.encode("utf-8"),
+            "excel utf-8": b"\xef\xbb\xbf" + "student,submission,seed\r\n渡辺,=cmd.py,12\r\n".encode("utf-8"),
+            "excel japan": "student,submission,seed\r\n渡辺,=cmd.py,12\r\n".encode("cp932"),
+            "excel unicode": "student\tsubmission\tseed\r\n渡辺\t=cmd.py\t12\r\n".encode("utf-16"),
+            "libreoffice ;": "student;submission;seed\n渡辺;=cmd.py;12\n".encode("utf-8"),
+        }
+        for name, data in dialects.items():
+            with self.subTest(name):
+                path = write(os.path.join(self.tmp, name + ".csv"), data)
+                book = ledger.read_gradebook(path)
+                self.assertEqual(list(book), ["=cmd.py"])          # the key, as the submission is named
+                self.assertEqual([book["=cmd.py"][k] for k in ("student", "seed")], ["渡辺", "12"])
+
+    def test_a_record_reads_back_what_was_written_with_a_name_that_is_not_utf8(self):
+        path = os.path.join(self.tmp, "g-class.json")
+        graded = {"caf\udce9.py": {"seed": 10 ** 17 + 3, "seconds": "0.5"}}
+        ledger.write_record(path, 10 ** 17 + 3, "4.2", graded)
+        self.assertEqual(ledger.read_record(path)["graded"], graded)
+        self.assertEqual(ledger.read_record(path)["seed"], 10 ** 17 + 3)
+        write(path, '{"seed": "1"}')
+        self.assertIsNone(ledger.read_record(path))                 # not a record: none
+
+    def setUp(self):
+        import tempfile
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+
+def rows_of(path):
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        return {row["submission"]: row for row in csv.DictReader(f)}
+
+
+@heavy
+class JapaneseClass(unittest.TestCase):
+    maxDiff = None
+    """One class, graded in Japanese, then resumed the ways a teacher resumes it."""
+
+    def setUp(self):
+        self.private = Private(self)
+        work = self.private.work
+        subs = os.path.join(work, "subs").encode()
+        files = {b"alice.py": SOURCE.encode(), b"bob.py": WRONG.encode(),
+                 b"note\xe9.py": SOURCE.encode("utf-16"),                 # Notepad's "Unicode"
+                 b"clone\xff/gqa.py": SOURCE.replace("\n", "\r\n").encode("utf-16"),
+                 b"bin\xe9.py": b"\x7fELF\x02\x01\x01\x00" * 8,
+                 b"two\xfe/gqa.py": SOURCE.encode(), b"two\xfe/old/gqa.py": SOURCE.encode()}
+        for name, data in files.items():
+            write(os.path.join(subs, name), data)
+        write(os.path.join(work, "roster.csv"), "submission,student,name\nalice.py,s1,Alice\n"
+              "bob.py,s2,Bob\ndan.py,s4,Dan\n")
+        self.argv = ["--class", "subs", "--gradebook", "g.csv", "--only", "1,3", "--cases", "2",
+                     "--roster", "roster.csv", "--lang", "ja", "--jobs", "2"]
+        self.book = os.path.join(work, "g.csv")
+
+    def run_class(self, *extra):
+        return self.private.run(*self.argv, *extra)
+
+    def test_graded_in_japanese_every_upload_in_its_own_row(self):
+        run = self.run_class()
+        self.assertEqual(run.returncode, 0, run.stderr)
+        rows = rows_of(self.book)
+        self.assertEqual(sorted(rows), sorted(["(no submission) s4", "alice.py", "bin\\udce9.py", "bob.py",
+                                               "clone\\udcff", "note\\udce9.py", "two\\udcfe"]))
+        status = {k: r["status"] for k, r in rows.items()}
+        self.assertEqual(status, {"(no submission) s4": "not graded", "alice.py": "passed",
+                                  "bin\\udce9.py": "not graded", "bob.py": "failed",
+                                  "clone\\udcff": "passed", "note\\udce9.py": "passed",
+                                  "two\\udcfe": "not graded"})
+        self.assertIn("バイナリファイル", rows["bin\\udce9.py"]["notes"])
+        self.assertIn("gqa.py という名前のファイルが 2 個", rows["two\\udcfe"]["notes"])
+        dan = rows["(no submission) s4"]                  # a blank, as an LMS reads "no grade"
+        self.assertEqual([dan["score"], dan["1 valid_g"], dan["3 kv_head"]], ["", "", ""])
+        self.assertEqual([rows["bob.py"]["1 valid_g public"], rows["bob.py"]["1 valid_g hidden"]],
+                         ["21/21", "2/2"])
+        self.assertEqual(rows["bob.py"]["3 kv_head hidden"].split("/")[1], "2")
+        self.assertNotEqual(rows["bob.py"]["3 kv_head public"].split("/")[0],
+                            rows["bob.py"]["3 kv_head public"].split("/")[1])
+        # The class's summary, on stdout and beside the gradebook, in Japanese.
+        self.assertIn("全ステップ合格 3、一部不合格 1", run.stdout)
+        with open(os.path.join(self.private.work, "g-statistics.txt"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), run.stdout)
+        # bob's feedback: Japanese, the commands his own folder runs, no teacher's path, no seed.
+        with open(os.path.join(self.private.work, "g-feedback", "bob.py", "report.txt"), encoding="utf-8") as f:
+            feedback = f.read()
+        self.assertIn("ステップ  3  FAIL  kv_head", feedback)
+        self.assertIn("再現: python grader.py --only kv_head --case", feedback)
+        self.assertIn("--lang ja", feedback)
+        for leak in (self.private.work, self.private.dir, "seed None", rows["bob.py"]["seed"]):
+            self.assertNotIn(leak, feedback)
+        # The exports: Canvas's columns, Moodle's; dan's points blank, not 0.
+        with open(os.path.join(self.private.work, "g-canvas.csv"), newline="", encoding="utf-8") as f:
+            canvas = list(csv.reader(f))
+        self.assertEqual(canvas[0], ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "gqa lab"])
+        self.assertIn(["Dan", "", "s4", "", "", ""], canvas)
+        self.assertIn(["Alice", "", "s1", "", "", "2"], canvas)
+        with open(os.path.join(self.private.work, "g-moodle.csv"), newline="", encoding="utf-8") as f:
+            moodle = {r["student"]: r["gqa lab"] for r in csv.DictReader(f)}
+        self.assertEqual([moodle["s1"], moodle["s4"], moodle["bin\\udce9"]], ["2", "", "0"])
+
+    def test_a_gradebook_a_spreadsheet_saved_resumes_with_its_seed_and_grades(self):
+        first = self.run_class()
+        self.assertEqual(first.returncode, 0, first.stderr)
+        before = rows_of(self.book)
+        seed = before["alice.py"]["seed"]
+        self.assertEqual(len(seed), 18)
+        spreadsheet_saved(self.book, seed)
+        again = self.run_class()
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("採点済みの提出物 4 件は、そのまま残しました", again.stderr)
+        self.assertIn(f"シード {seed} (クラスの記録のもの)", again.stderr)
+        self.assertEqual(rows_of(self.book), before)              # the same seed, the same grades
+        # Without its record, the rounded seed is never taken, nor a new one drawn.
+        os.remove(os.path.join(self.private.work, "g-class.json"))
+        spreadsheet_saved(self.book, seed)
+        with open(self.book, "rb") as f:
+            saved = f.read()
+        lost = self.run_class()
+        self.assertEqual(lost.returncode, 2, lost.stderr)
+        self.assertIn("--seed", lost.stderr)
+        self.assertIn("E+17", lost.stderr)
+        with open(self.book, "rb") as f:
+            self.assertEqual(f.read(), saved)                     # nothing was written
+        given = self.run_class("--seed", seed)        # no cell proves a row's seed: graded again,
+        self.assertEqual(given.returncode, 0, given.stderr)          # to the same grades
+        self.assertIn("[4/4]", given.stderr)
+        timeless = [{key: {k: v for k, v in row.items() if k != "seconds"} for key, row in book.items()}
+                    for book in (rows_of(self.book), before)]
+        self.assertEqual(*timeless)
+
+    def test_one_student_regraded_and_a_gradebook_without_its_feedback_refused(self):
+        self.assertEqual(self.run_class().returncode, 0)
+        again = self.run_class("--regrade", "s2")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("採点済みの提出物 3 件", again.stderr)
+        self.assertIn("[1/1] s2:", again.stderr)
+        wrong = self.run_class("--regrade", "s9")
+        self.assertEqual(wrong.returncode, 2)
+        self.assertIn("--regrade s9", wrong.stderr)
+        shutil.move(os.path.join(self.private.work, "g-feedback"), os.path.join(self.private.work, "away"))
+        with open(self.book, "rb") as f:
+            saved = f.read()
+        alone = self.run_class()
+        self.assertEqual(alone.returncode, 2, alone.stderr)
+        self.assertIn("g-feedback/", alone.stderr)
+        with open(self.book, "rb") as f:
+            self.assertEqual(f.read(), saved)
+
+
+if __name__ == "__main__":
+    unittest.main()
