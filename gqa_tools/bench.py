@@ -1,6 +1,6 @@
 """gqa_tools.bench: time and memory per g, measured on this machine.
 
-    python -m gqa bench [--heads 8 --head-dim 32 --d-model 32 --context 64 --repeats 5] [--quick] [--json]
+    python -m gqa bench [--heads 8 --head-dim 32 --d-model 32 --context 64 --repeats 5] [--quick] [--json] [--lang ja]
 
 For every divisor g of h, on the same weights: prefill (a causal `layer`
 over n positions), decode (n steps of `decode_step`), the KV cache's real memory

@@ -9,7 +9,9 @@ answers (summary.py) as one table, or as JSON with exact bytes.  The cache's
 dtype is the config's (kv_cache_dtype, a quantization config's KV scheme)
 unless --dtype says otherwise, and the output says which; the weights come
 from --weights (a size, a model folder or its model.safetensors.index.json)
-or the index beside the config.
+or the index beside the config.  --lang (else the environment's language) chooses
+the language of the table, its notes and refusals; --json is data, English in every
+language.
 """
 
 from __future__ import annotations
