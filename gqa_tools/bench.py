@@ -1,6 +1,6 @@
 """gqa_tools.bench: time and memory per g, measured on this machine.
 
-    python -m gqa bench [--heads 8 --head-dim 32 --d-model 32 --context 64 --repeats 5] [--quick] [--json]
+    python -m gqa bench [--heads 8 --head-dim 32 --d-model 32 --context 64 --repeats 5] [--quick] [--json] [--lang ja]
 
 For every divisor g of h, on the same weights: prefill (a causal `layer`
 over n positions), decode (n steps of `decode_step`), the KV cache's real memory
@@ -23,7 +23,10 @@ import tracemalloc
 from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 
 import gqa
-from gqa_tools.common import add_int_options, human_bytes, int_options, progress_line, project, text_table
+from gqa_grader import i18n
+from gqa_grader.i18n import _
+from gqa_tools.common import (add_int_options, chosen_lang, human_bytes, int_options, progress_line, project,
+                              speaking, text_table)
 from gqa_tools.seeds import rng_for, seed_for
 
 
@@ -114,7 +117,7 @@ def timed(s: Settings, work: Dict[int, Work], progress=None) -> Dict[int, tuple]
     times: Dict[int, tuple] = {g: ([], []) for g in work}
     for r in range(s.repeats):
         if progress:
-            progress(f"run {r + 1} of {s.repeats}")
+            progress(_("run {run} of {runs}").format(run=r + 1, runs=s.repeats))
         for g, w in work.items():
             for fn, store in zip(w, times[g]):
                 start = time.perf_counter()
@@ -157,8 +160,9 @@ def spread_percent(values: Sequence[float]) -> float:
 def render(result: Dict[str, Any]) -> str:
     s, rows = result["settings"], result["rows"]
     h = s["heads"]
-    head = ("method", "g", "prefill ms (min-max)", "decode ms/token (min-max)", "time vs MHA",
-            "multiplies vs MHA", "cache measured", "8 x elements", "cache vs MHA", "tally = formula")
+    head = (_("method"), "g", _("prefill ms (min-max)"), _("decode ms/token (min-max)"), _("time vs MHA"),
+            _("multiplies vs MHA"), _("cache measured"), _("8 x elements"), _("cache vs MHA"),
+            _("tally = formula"))
     table = []
     for r in rows:
         p, dcd = r["prefill_s"], r["decode_s_per_token"]
@@ -171,38 +175,50 @@ def render(result: Dict[str, Any]) -> str:
             f"{human_bytes(r['cache_bytes_measured'])} ({r['cache_over_formula']:.3f}x)",
             human_bytes(r["cache_bytes_formula"]),
             f"{r['cache_ratio_to_mha']:.3f} (g/h {r['g'] / h:.3f})",
-            "yes" if r["prefill_multiplies_tallied"] == r["prefill_multiplies_formula"]
-            and r["decode_multiplies_tallied"] == r["decode_multiplies_formula"] else "NO"))
+            _("yes") if r["prefill_multiplies_tallied"] == r["prefill_multiplies_formula"]
+            and r["decode_multiplies_tallied"] == r["decode_multiplies_formula"] else _("NO")))
     worst = max(abs(r["cache_ratio_to_mha"] - r["g"] / h) for r in rows)
     mqa = rows[0]
     return "\n".join([
-        f"h={h} query heads, head dim {s['head_dim']}, d_model {s['d_model']}, {s['context']} "
-        f"positions; median of {s['repeats']} interleaved runs; Python {result['python']}", "",
-        text_table(head, table, left=2)] + [
-        "",
-        f"memory: g/h of MHA, measured (off by at most {worst:.3f}); time: prefill within "
-        f"{spread_percent([r['prefill_s']['median'] for r in rows]):.0f}%, decode within "
-        f"{spread_percent([r['decode_s_per_token']['median'] for r in rows]):.0f}% across g. "
-        f"At g={mqa['g']} the cache is {mqa['cache_ratio_to_mha']:.3f} of MHA's, the "
-        f"multiplications {mqa['prefill_multiplies_ratio_to_mha']:.2f} (prefill) and "
-        f"{mqa['decode_multiplies_ratio_to_mha']:.2f} (decode), and the time "
-        f"{mqa['prefill_time_ratio_to_mha']:.2f} and {mqa['decode_time_ratio_to_mha']:.2f}: "
-        f"pure Python is bound by arithmetic and interpreter work, not by memory.",
-        "These are wall-clock times on a shared machine: read the ratios across g, not the "
-        "absolute times. 'time vs MHA' and 'multiplies vs MHA' are prefill / decode. 'cache measured' is what tracemalloc "
-        f"saw held by a KVCache made with room for {s['context']} positions, with its ratio to "
-        "8 bytes x kv_cache_elements (the rest is the arrays' and lists' headers)."])
+        _("h={h} query heads, head dim {head_dim}, d_model {d_model}, {n} positions; median of {repeats} "
+          "interleaved runs; Python {python}").format(h=h, head_dim=s["head_dim"], d_model=s["d_model"],
+                                                      n=s["context"], repeats=s["repeats"], python=result["python"]),
+        "", text_table(head, table, left=2), "",
+        _("memory: g/h of MHA, measured (off by at most {worst}); time: prefill within {prefill}%, decode "
+          "within {decode}% across g. At g={g} the cache is {cache} of MHA's, the multiplications "
+          "{prefill_multiplies} (prefill) and {decode_multiplies} (decode), and the time {prefill_time} and "
+          "{decode_time}: pure Python is bound by arithmetic and interpreter work, not by memory.").format(
+            worst=f"{worst:.3f}", prefill=f"{spread_percent([r['prefill_s']['median'] for r in rows]):.0f}",
+            decode=f"{spread_percent([r['decode_s_per_token']['median'] for r in rows]):.0f}", g=mqa["g"],
+            cache=f"{mqa['cache_ratio_to_mha']:.3f}",
+            prefill_multiplies=f"{mqa['prefill_multiplies_ratio_to_mha']:.2f}",
+            decode_multiplies=f"{mqa['decode_multiplies_ratio_to_mha']:.2f}",
+            prefill_time=f"{mqa['prefill_time_ratio_to_mha']:.2f}",
+            decode_time=f"{mqa['decode_time_ratio_to_mha']:.2f}"),
+        _("These are wall-clock times on a shared machine: read the ratios across g, not the absolute times. "
+          "'{time}' and '{multiplies}' are prefill / decode. '{measured}' is what tracemalloc saw held by a "
+          "KVCache made with room for {n} positions, with its ratio to 8 bytes x kv_cache_elements (the rest "
+          "is the arrays' and lists' headers).").format(time=head[4], multiplies=head[5], measured=head[6],
+                                                        n=s["context"])])
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gqa bench",
+                                     description=_("Time and memory per g, measured on this machine."))
+    add_int_options(parser, Settings(), LIMITS,
+                    what=lambda name: _("quick mode {value}").format(value=getattr(QUICK, name)))
+    parser.add_argument("--quick", action="store_true", help=_("a small run, in about a second"))
+    parser.add_argument("--json", action="store_true", help=_("print the raw numbers as JSON"))
+    parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
+                        help=_("the language of what the command prints: en, ja (日本語) or ko (한국어); "
+                               "default: the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
+    return parser
 
 
 def bench_main(argv: Sequence[str]) -> int:
-    defaults = Settings()
-    parser = argparse.ArgumentParser(prog="python -m gqa bench",
-                                     description="Time and memory per g, measured on this machine.")
-    add_int_options(parser, defaults, LIMITS, note=lambda name: f"; quick mode {getattr(QUICK, name)}")
-    parser.add_argument("--quick", action="store_true", help="a small run, in about a second")
-    parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    parser = make_parser()
     args = parser.parse_args(argv)
-    s = int_options(parser, args, QUICK if args.quick else defaults, LIMITS)
+    s = int_options(parser, args, QUICK if args.quick else Settings(), LIMITS)
     try:
         with progress_line("bench") as progress:
             result = run(s, progress)
@@ -214,4 +230,5 @@ def bench_main(argv: Sequence[str]) -> int:
 
 def main(command: str, argv: Sequence[str]) -> int:
     """Entry point for `python -m gqa bench`."""
-    return bench_main(argv)
+    with speaking(chosen_lang(argv, make_parser())):
+        return bench_main(argv)

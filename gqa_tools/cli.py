@@ -72,8 +72,7 @@ def language_of(command: str, argv: Sequence[str]) -> str:
     """The language a command speaks, read from its options before it is imported (its
     module imports gqa): --lang X, else the environment's, else English; `report` speaks
     English without --module.  For the lines printed here; the command chooses its own."""
-    if command not in ("tables", "report") or (command == "report" and not any(
-            a == "--module" or a.startswith("--module=") for a in argv)):
+    if command == "report" and not any(a == "--module" or a.startswith("--module=") for a in argv):
         return "en"
     lang = None
     for i, arg in enumerate(argv):

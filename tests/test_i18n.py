@@ -537,6 +537,108 @@ class Uptraining(unittest.TestCase):
                     self.assertIsNone(re.search(r"\b(heads?|dim|sharing|narrower|split)\b", sentences.said(text)))
 
 
+# Words of the tools' English that no name, field or value holds (options, fields and
+# names with _ or - are taken out first): found in a Japanese or Korean run, they are English.
+TOOLS_ENGLISH = re.compile(r"\b(bytes|per|token|request|requests|device|devices|cache|refused|latent|memory|"
+                           r"compute|bound|yes|context|batch|given|default|layers|query|heads|each|prefill|"
+                           r"decode|measured|median|runs?|seed|control|done|trained|pre|training|uptraining|"
+                           r"same|scratch|processes|usage|commands)\b")
+
+
+def english_left(text):
+    """The tools' English left in text: three words in a row, or one of TOOLS_ENGLISH's, once
+    options, paths and names written with _ - . / are taken out."""
+    words = re.sub(r"--[\w-]+|\S*[_/.]\S*|\b\w+-\w+\b", " ", text)
+    return (re.findall(r"[A-Za-z]{3,} [a-z]{2,} [a-z]{3,}", words) + TOOLS_ENGLISH.findall(words)
+            + [c for c in english_chunks() if c in text])
+
+
+class Tools(unittest.TestCase):
+    """python -m gqa config, bench and uptrain's progress in Japanese and Korean: --lang, or
+    the environment's language; English stays the default."""
+
+    CONFIG = ("examples/configs/llama-2-70b.json", "--context", "4096", "--batch", "16", "--memory", "80GiB",
+              "--weights", "140GB", "--tp", "8", "--hardware", "h100-sxm")
+    TINY_BENCH = ("bench", "--quick", "--repeats", "1", "--heads", "2", "--head-dim", "1", "--d-model", "2",
+                  "--context", "1")
+
+    def tearDown(self):
+        i18n.use("en")
+
+    def runs(self, lang):
+        from tests.helpers import run_gqa
+        return [run_gqa("config", *self.CONFIG, "--lang", lang),
+                run_gqa("config", "examples/configs/gemma-3-12b.json", "--context", "32768", "--lang", lang),
+                run_gqa("config", "examples/configs/whisper-large-v3.json", "--lang", lang),
+                run_gqa("config", "--help", "--lang", lang),
+                run_gqa("config", "examples/configs/llama-2-70b.json", "--memory", "8XB", "--lang", lang),
+                run_gqa("config", "no-such-config.json", "--lang", lang),
+                run_gqa(*self.TINY_BENCH, "--lang", lang), run_gqa("bench", "--help", "--lang", lang),
+                run_gqa("--lang", lang), run_gqa("--lang", lang, "bench", "--help")]
+
+    def test_config_and_bench_print_no_english_sentence(self):
+        english = self.runs("en")
+        self.assertEqual([r[0] for r in english], [0, 0, 0, 0, 2, 2, 0, 0, 2, 0])
+        said = "".join(r[1] + r[2] for r in english)
+        self.assertIn("requests that fit", said)                                    # the check can find English
+        self.assertTrue(english_left(said))
+        for lang in ("ja", "ko"):
+            runs = self.runs(lang)
+            with self.subTest(lang=lang):
+                self.assertEqual([r[0] for r in runs], [r[0] for r in english])
+                said = "".join(r[1] + r[2] for r in runs)
+                self.assertEqual(english_left(said), [], said)
+
+    def test_the_environment_s_language_is_the_default(self):
+        from unittest import mock
+        from tests.helpers import run_gqa
+        with mock.patch.dict(os.environ, {"LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": "", "LANG": "ja_JP.UTF-8"}):
+            runs = [run_gqa("config", *self.CONFIG), run_gqa(*self.TINY_BENCH), run_gqa()]
+        said = "".join(r[1] + r[2] for r in runs)
+        self.assertEqual(english_left(said), [], said)
+        self.assertIn("トークン", runs[0][1])
+        self.assertTrue(runs[2][2].startswith("使い方"), runs[2][2])
+
+    def test_config_json_stays_english_in_every_language(self):
+        from tests.helpers import run_gqa
+        outs = [run_gqa("config", *self.CONFIG, "--json", "--lang", lang)[1] for lang in i18n.LANGUAGES]
+        self.assertEqual(outs[1:], outs[:1] * 2)
+        self.assertIn('"context_from": "given with --context"', outs[0])
+
+    def test_uptrain_s_progress_lines_are_in_the_language(self):
+        # The lines a small run of the experiment writes (every kind: same cache or not, in
+        # processes or not), replayed through the command's own progress line.
+        import contextlib
+        import json
+        from unittest import mock
+        from gqa_tools.uptraining import command, experiment
+        from gqa_tools.uptraining.recipe import QUICK
+        lines = []
+        small = QUICK._replace(pretrain=2, budgets=(1,), held_out=4, seeds=1)
+        for r, jobs in ((small, 1), (small._replace(same_cache=True), 1), (small._replace(seeds=2), 2)):
+            experiment.run(r, progress=lines.append, jobs=jobs)
+        self.assertTrue(any("same cache" in line for line in lines) and any("processes" in line for line in lines))
+        with open(os.path.join(ROOT, "report-training.json"), encoding="utf-8") as f:
+            result = json.load(f)["result"]
+
+        def replay(recipe, progress, jobs):
+            for line in lines:
+                progress(line)
+            return result
+        for lang in ("en", "ja", "ko"):
+            err = io.StringIO()
+            with mock.patch.object(command, "run", replay), contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(err):
+                self.assertEqual(command.main("uptrain", ["--lang", lang, "--jobs", "1"]), 0)
+            said = err.getvalue()
+            with self.subTest(lang=lang):
+                self.assertEqual(said.count("uptrain: "), len(lines))
+                if lang == "en":
+                    self.assertIn("seed 0, offsets: pre-training", said)
+                else:
+                    self.assertEqual(english_left(said.replace("offsets", "").replace("recall", "")), [], said)
+
+
 class Refusing(unittest.TestCase):
     """What the grader says when it will not run, in the student's language too."""
 

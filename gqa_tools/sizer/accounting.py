@@ -21,6 +21,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gqa import GQAError
+from gqa_grader.i18n import _
 from gqa_tools.sizer.families import FAMILIES, WRAPPERS, Family
 from gqa_tools.sizer.fields import OVERRULED, Keys, cannot, show
 from gqa_tools.sizer.kinds import KNOWN_WITHOUT_ROW
@@ -144,8 +145,9 @@ def account_config(keys: Keys, top_keys: Keys, top_type: str, family: Optional[F
         notes.insert(0, f"WARNING: model_type {model_type or '(none)'!r} has no row in the sizer's table "
                         f"of families: sized by the generic rules from "
                         f"{', '.join(used) or 'no fields'}; check the layers against the model's code")
-        what = {"decoder": "a decoder", "encoder_decoder": "an encoder-decoder", "mla": "MLA"}[reader]
-        notes.append(f"read as {what}: {evidence}")
+        notes.append({"decoder": _("read as a decoder: {evidence}"),
+                      "encoder_decoder": _("read as an encoder-decoder: {evidence}"),
+                      "mla": _("read as MLA: {evidence}")}[reader].format(evidence=evidence))
 
 
 # ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Dict, NamedTuple, Optional, Sequence
 
 from gqa import GQAError
+from gqa_grader.i18n import _
 from gqa_tools.sizer.rules import LayerGroup
 from gqa_tools.sizer.shape import ModelShape
 from gqa_tools.sizer.units import dtype_bytes
@@ -79,7 +80,7 @@ def _bytes(groups: Sequence[LayerGroup], context: int, batch: int, dtype: str,
 def max_requests(memory: int, weights: int, request_bytes: int) -> int:
     """How many requests fit: (memory - weights) // one request's cache, never below 0."""
     if request_bytes <= 0:
-        raise GQAError(f"max_requests: a request's cache must be positive; got {request_bytes}")
+        raise GQAError(_("max_requests: a request's cache must be positive; got {bytes}").format(bytes=request_bytes))
     return max(0, (memory - weights) // request_bytes)
 
 
@@ -102,12 +103,13 @@ def tensor_parallel(heads: int, kv_heads: int, devices: int) -> Split:
     Split(devices=16, kv_heads_per_device=1, replication=2)
     """
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
-        raise GQAError(f"tensor_parallel: devices must be a positive int; got {devices!r}")
+        raise GQAError(_("tensor_parallel: devices must be a positive int; got {devices}").format(devices=repr(devices)))
     if heads % devices:
-        raise GQAError(f"tensor_parallel: {devices} devices do not divide h={heads} query heads")
+        raise GQAError(_("tensor_parallel: {devices} devices do not divide h={heads} query heads").format(
+            devices=devices, heads=heads))
     if kv_heads % devices and devices % kv_heads:
-        raise GQAError(f"tensor_parallel: neither of g={kv_heads} key/value heads and "
-                       f"{devices} devices divides the other")
+        raise GQAError(_("tensor_parallel: neither of g={g} key/value heads and {devices} devices divides the "
+                         "other").format(g=kv_heads, devices=devices))
     if devices <= kv_heads:
         return Split(devices, kv_heads // devices, 1)
     return Split(devices, 1, devices // kv_heads)
@@ -158,8 +160,8 @@ def decode_roofline(shape: ModelShape, *, context: int, batch: int, dtype: str, 
     refused: their attention arithmetic is not this one.
     """
     if any(g.rule == "mla" for g in shape.groups):
-        raise GQAError("decode_roofline: not estimated for MLA layers, whose attention "
-                       "arithmetic (the latent absorbed into the projections) this model does not count")
+        raise GQAError(_("decode_roofline: not estimated for MLA layers, whose attention arithmetic (the latent "
+                         "absorbed into the projections) this model does not count"))
     src, img = _source(shape, context, source), _image(shape, image_tokens)
     bytes_read = weights // devices + device_cache_bytes(
         shape, context=context, batch=batch, dtype=dtype, kv_heads=kv_heads, devices=devices,

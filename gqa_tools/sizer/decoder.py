@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from gqa import GQAError
+from gqa_grader.i18n import _
 from gqa_tools.sizer.families import FAMILIES, Family
 from gqa_tools.sizer.fields import (HIDDEN, LAYERS, QUERY_HEADS, Keys, attention_sizes, cannot,
                                     check_divides, head_dim_of, show)
@@ -58,7 +59,7 @@ def _beside(keys: Keys, family: Optional[Family], model_type: str, layers: int, 
     encoder (add_cross_attention), and the draft layers of multi-token prediction."""
     extra = ()          # type: Tuple[LayerGroup, ...]
     if "mlp" in rules:
-        keys.notes.append(f"{rules.count('mlp')} layers have no attention: no cache, no state")
+        keys.notes.append(_("{layers} layers have no attention: no cache, no state").format(layers=rules.count("mlp")))
     if model_type == "falcon_h1":           # a Mamba-2 mixer beside the attention of every layer
         note = state_note(keys, family, "Mamba-2").replace(" layers", " mixers beside the attention", 1)
         extra += (LayerGroup("none", layers, note=note,

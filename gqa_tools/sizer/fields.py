@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gqa
 from gqa import GQAError
+from gqa_grader.i18n import _
 
 # The spellings real configs use, in the order they are tried.
 QUERY_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "decoder_attention_heads",
@@ -101,7 +102,8 @@ class Keys:
             return self.data[key]
         if key in self.defaults:
             value = self.defaults[key]
-            note = f"{key} {show(value)} is the {self.model_type} default (the config does not set it)"
+            note = _("{key} {value} is the {model_type} default (the config does not set it)").format(
+                key=key, value=show(value), model_type=self.model_type)
             if note not in self.notes:
                 self.notes.append(note)
             return value

@@ -14,6 +14,7 @@ import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from gqa import GQAError
+from gqa_grader.i18n import _
 from gqa_tools.sizer.families import Family
 from gqa_tools.sizer.fields import (DECODER_HEAD_DIM, DECODER_HEADS, DECODER_KV_HEADS, DECODER_LAYERS, HIDDEN,
                                     LAYERS, QUERY_HEADS, SOURCE, Keys, agree, check_divides, kv_heads_of)
@@ -158,7 +159,7 @@ def read_encoder_only(keys: Keys, top: Keys, model_type: str, family: Optional[F
     keys.read.update(k for k in keys.data if k != "add_cross_attention" or not keys.data[k])
     what = f"{model_type or 'model'} {'encoder layers' if reader == 'encoder' else 'layers'}"
     if evidence != f"model_type {model_type}":        # the headline names the model type already
-        keys.notes.append(f"no KV cache: {evidence}")
+        keys.notes.append(_("no KV cache: {evidence}").format(evidence=evidence))
     return Read(layers, 0, 0, 0, keys.int(HIDDEN, "hidden size", 0),
                 (LayerGroup(reader if reader == "encoder" else "bidirectional", layers, note=what,
                             fields=(evidence,) + ((used,) if used else ()), layer_ids=tuple(range(layers))),))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional, Tuple
 
+from gqa_grader.i18n import _
+
 # ---------------------------------------------------------------------------
 # What a layer caches: each group of layers follows one rule.
 # ---------------------------------------------------------------------------
@@ -83,17 +85,18 @@ class LayerGroup(NamedTuple):
                 "draft": "nothing: not run by default"}[self.rule]
 
     def describe(self) -> str:
+        """The group in a few words, in the language in use: '40 sliding window 1,024'."""
         if self.rule == "mla":
-            return f"{self.layers} MLA (latent {self.latent} per token)"
+            return _("{layers} MLA (latent {latent} per token)").format(layers=self.layers, latent=self.latent)
         if self.rule == "none":
-            return f"{self.layers} {self.note.split(' (')[0] or 'layers without a KV cache'} (no KV cache)"
+            return _("{layers} {what} (no KV cache)").format(
+                layers=self.layers, what=self.note.split(" (")[0] or _("layers without a KV cache"))
         if self.rule == "shared":
             return f"{self.layers} {self.note.split(' (')[0]}"
         if self.rule in ("encoder", "bidirectional", "draft"):
-            return f"{self.layers} {self.note or self.rule} (no KV cache)"
-        if self.rule in ("sliding", "chunked"):
-            what = f"sliding window {self.window:,}" if self.rule == "sliding" else f"chunked, chunk {self.window:,}"
-        else:
-            what = {"full": "full attention", "cross": "cross-attention",
-                    "image": "cross-attention to the image"}[self.rule]
-        return f"{self.layers} {what}"
+            return _("{layers} {what} (no KV cache)").format(layers=self.layers, what=self.note or self.rule)
+        window = f"{self.window or 0:,}"
+        return {"sliding": _("{layers} sliding window {window}"), "chunked": _("{layers} chunked, chunk {window}"),
+                "full": _("{layers} full attention"), "cross": _("{layers} cross-attention"),
+                "image": _("{layers} cross-attention to the image")}[self.rule].format(layers=self.layers,
+                                                                                     window=window)

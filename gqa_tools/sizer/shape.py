@@ -13,6 +13,8 @@ import os
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
+from gqa_grader import i18n
+from gqa_grader.i18n import _
 from gqa_tools.sizer.accounting import account_config
 from gqa_tools.sizer.decoder import read_decoder
 from gqa_tools.sizer.families import ALIASES, FAMILIES, MLP_MATRICES, WRAPPERS
@@ -74,9 +76,10 @@ class ModelShape(NamedTuple):
             if group.q_heads:
                 text += f" (h={group.q_heads}, g={group.kv_heads})"
             elif group.attention and (group.kv_heads, group.head_dim) != (self.kv_heads, self.head_dim):
-                text += f" (g={group.kv_heads}, head dim {group.head_dim})"
+                text = _("{group} (g={g}, head dim {head_dim})").format(group=text, g=group.kv_heads,
+                                                                        head_dim=group.head_dim)
             parts.append(text)
-        return "; ".join(parts)
+        return i18n.clauses(parts)
 
     @classmethod
     def from_config(cls, source: Union[str, "os.PathLike[str]", Dict[str, Any]], *,
@@ -119,7 +122,8 @@ READERS = {"decoder": read_decoder, "mla": read_mla, "encoder_decoder": read_enc
 
 def _shape(where: str, top: Dict[str, Any], ignore: Tuple[str, ...],
            overrides: Dict[str, int]) -> ModelShape:
-    notes: List[str] = [f"--{k.replace('_', '-')} {v} given by hand" for k, v in overrides.items()]
+    notes: List[str] = [_("{option} {value} given by hand").format(option=f"--{k.replace('_', '-')}", value=v)
+                        for k, v in overrides.items()]
     top_type = str(top.get("model_type") or "")
     text, where, nested = nested_config(where, top)
     model_type = str(text.get("model_type") or WRAPPERS.get(top_type) or top_type)

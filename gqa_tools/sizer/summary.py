@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import gqa
 from gqa import GQAError
+from gqa_grader.i18n import N_, _
 from gqa_tools.sizer.cache import (cache_bytes, decode_roofline, device_cache_bytes, max_requests,
                                    per_position, tensor_parallel)
 from gqa_tools.sizer.rules import RULES
@@ -22,10 +23,10 @@ from gqa_tools.sizer.units import dtype_bytes
 # Named hardware for the decode estimate, each with its source.  Peak figures:
 # real kernels reach less, which is one more reason the estimate is a bound.
 HARDWARE = {
-    "a100-80gb-sxm": (2039e9, 312e12, "NVIDIA A100 80GB SXM datasheet: 2,039 GB/s HBM2e, "
-                                      "312 TFLOPS BF16 dense"),
-    "h100-sxm": (3.35e12, 989e12, "NVIDIA H100 SXM datasheet: 3.35 TB/s HBM3, "
-                                  "989 TFLOPS BF16 dense (1,979 with sparsity)"),
+    "a100-80gb-sxm": (2039e9, 312e12, N_("NVIDIA A100 80GB SXM datasheet: 2,039 GB/s HBM2e, "
+                                         "312 TFLOPS BF16 dense")),
+    "h100-sxm": (3.35e12, 989e12, N_("NVIDIA H100 SXM datasheet: 3.35 TB/s HBM3, "
+                                     "989 TFLOPS BF16 dense (1,979 with sparsity)")),
 }
 
 
@@ -81,11 +82,11 @@ def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory
     out: Dict[str, Any] = {
         "model": model, "method": shape.method, "layer_groups": shape.layer_summary(),
         "settings": {"context": context, "context_from": context_from, "batch": batch,
-                     "source": source, "source_from": source_from or "as --context",
+                     "source": source, "source_from": source_from or _("as --context"),
                      "image_tokens": image, "image_from": image_from,
                      "dtype": dtype, "dtype_from": dtype_from, "bytes_per_value": dtype_bytes(dtype),
                      "tp": devices, "memory": memory, "weights": weights,
-                     "weights_from": weights_from or ("given with --weights" if weights else "")},
+                     "weights_from": weights_from or (_("given with --weights") if weights else "")},
         "columns": [],
     }
     sizes = {"context": context, "batch": batch, "dtype": dtype, "source": source, "image_tokens": image}
@@ -108,7 +109,7 @@ def summarize(shape: ModelShape, *, context: int, batch: int, dtype: str, memory
         out["columns"].append(col)
     if bandwidth and flops:
         out["hardware"] = {"bandwidth": bandwidth, "flops": flops,
-                           "source": HARDWARE[hardware][2] if hardware else "given on the command line"}
+                           "source": _(HARDWARE[hardware][2]) if hardware else _("given on the command line")}
     return out
 
 

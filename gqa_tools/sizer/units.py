@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from gqa import GQAError
+from gqa_grader.i18n import N_, _
 
 # Bytes per stored value, by the names configs and serving engines use.
 DTYPE_BYTES = {"fp32": 4, "float32": 4, "fp16": 2, "float16": 2, "bf16": 2, "bfloat16": 2,
@@ -21,8 +22,12 @@ def dtype_bytes(dtype: str) -> int:
     try:
         return DTYPE_BYTES[dtype.lower()]
     except (KeyError, AttributeError):
-        raise GQAError(f"dtype {dtype!r} is not one of {', '.join(DTYPE_BYTES)}") from None
+        raise GQAError(_("dtype {dtype} is not one of {dtypes}").format(dtype=repr(dtype),
+                                                                         dtypes=", ".join(DTYPE_BYTES))) from None
 
+
+# What a size or a rate is, as a refusal names it (an option's name stays as it is).
+WHAT = (N_("size"), N_("bandwidth"), N_("compute rate"))
 
 _UNITS = {"b": 1, "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12,
           "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tib": 2 ** 40}
@@ -35,7 +40,8 @@ MAX_FLOPS = 10 ** 21         # a zettaFLOP per second
 
 def _bounded(value: float, text: str, what: str, top: float) -> float:
     if not 0 < value <= top:
-        raise GQAError(f"{what} {str(text)[:40]!r} must be more than 0 and at most {top:.0e}")
+        raise GQAError(_("{what} {value} must be more than 0 and at most {most}").format(
+            what=_(what), value=repr(str(text)[:40]), most=f"{top:.0e}"))
     return value
 
 
@@ -48,11 +54,12 @@ def parse_size(text: str, what: str = "size") -> int:
     match = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?)\s*([A-Za-z]*)\s*", str(text)[:100])
     unit = match.group(2).lower() if match else None
     if not match or unit not in _UNITS and unit != "":
-        raise GQAError(f"{what} {str(text)[:40]!r} is not a size: give bytes, or a number with one of "
-                       f"B, KB, MB, GB, TB, KiB, MiB, GiB, TiB (for example 80GiB)")
+        raise GQAError(_("{what} {value} is not a size: give bytes, or a number with one of B, KB, MB, GB, TB, "
+                         "KiB, MiB, GiB, TiB (for example 80GiB)").format(what=_(what), value=repr(str(text)[:40])))
     value = float(match.group(1)) * _UNITS[unit or "b"]
     if value > MAX_BYTES:
-        raise GQAError(f"{what} {str(text)[:40]!r} must be at most {MAX_BYTES:.0e} bytes")
+        raise GQAError(_("{what} {value} must be at most {most} bytes").format(
+            what=_(what), value=repr(str(text)[:40]), most=f"{MAX_BYTES:.0e}"))
     return int(round(value))
 
 
@@ -67,7 +74,7 @@ def parse_flops(text: str) -> float:
     match = re.fullmatch(r"\s*(\d{1,30}(?:\.\d{1,30})?(?:[eE][+-]?\d{1,3})?)\s*([kKmMgGtTpP]?)"
                          r"\s*(?:FLOPS|FLOP/s|flops|flop/s)?\s*", str(text)[:100])
     if not match:
-        raise GQAError(f"compute rate {str(text)[:40]!r} is not a rate: give FLOP/s as a number, "
-                       f"with an optional k, M, G, T or P (for example 312T or 312TFLOPS)")
+        raise GQAError(_("compute rate {value} is not a rate: give FLOP/s as a number, with an optional k, M, G, "
+                         "T or P (for example 312T or 312TFLOPS)").format(value=repr(str(text)[:40])))
     return _bounded(float(match.group(1)) * _SI[match.group(2).lower()], text, "compute rate",
                     MAX_FLOPS)

@@ -38,6 +38,7 @@ from gqa_tools.common import MAX_JOBS, PROJECT, chosen_lang, failing_steps, prog
 from gqa_tools.uptraining.experiment import run
 from gqa_tools.uptraining.printing import render
 from gqa_tools.uptraining.recipe import NEEDS, QUICK, Recipe
+from gqa_tools.uptraining.sentences import progress_said
 
 MAX_SEEDS = 100
 MODULE_BUDGET = 3600.0      # seconds a run with a student's module may take in all
@@ -123,7 +124,7 @@ def uptrain_main(argv: Sequence[str]) -> int:
               if not args.json else text)
         return 0
     with progress_line("uptrain") as progress:
-        result = run(recipe, progress=progress, jobs=args.jobs)
+        result = run(recipe, progress=lambda text: progress(progress_said(text)), jobs=args.jobs)
     print(json.dumps(result, indent=1) if args.json else render(result))
     return 0
 

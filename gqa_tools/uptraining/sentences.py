@@ -107,6 +107,25 @@ def said(text: str) -> str:
     return _(text) if text else text
 
 
+# The progress lines gqa_tools.uptraining.experiment writes (in English, as f-strings: its bytes
+# key report-training.json), read back by their pattern and shown in the language in use.
+PROGRESS = (N_("seed {seed}, {task}: pre-training"), N_("seed {seed}, {task}: the control, MHA trained on"),
+            N_("seed {seed}, {task}: uptraining g = {g}"), N_("seed {seed}, {task}: same cache, from scratch"),
+            N_("seed {seed}, {task}: done"), N_("seed {seed}, {task}: measured ({done} of {runs} runs)"),
+            N_("{runs} runs (a seed and a task each) in {jobs} processes"))
+_PROGRESS_AGAIN = tuple((re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>\\w+)", re.escape(template))), template)
+                        for template in PROGRESS)
+
+
+def progress_said(text: str) -> str:
+    """A progress line of the experiment in the language in use (as it is, if no pattern matches)."""
+    for pattern, template in _PROGRESS_AGAIN:
+        match = pattern.fullmatch(text)
+        if match:
+            return _(template).format(**match.groupdict())
+    return text
+
+
 def claim_text(d: Any, result: Dict[str, Any]) -> str:
     """A decided claim's words: what is compared, with its bar and side."""
     c, r = d.claim, result["recipe"]
