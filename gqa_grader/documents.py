@@ -150,7 +150,7 @@ def classroom_result(results, args, error=None):
               "score": round(r.points, 2), "message": (r.message or _(r.status)).splitlines()[0]
               if r.status != "passed" else "", "line_no": 0} for r in results]
     if error:                              # nothing graded: the step's points, none of them earned
-        return classroom_error("grading", error, round(sum(
+        return classroom_error(_("grading"), error, round(sum(
             float((getattr(args, "weight_map", None) or {}).get(name, 1))
             for name in (getattr(args, "only", None) or [])), 2))
     return {"version": 1, "status": "pass" if all(t["status"] == "pass" for t in tests) else "fail",

@@ -165,8 +165,8 @@ class Seal:
                 self._make_dir()
             return
         if os.name != "posix":
-            raise Refused("a sealed run needs a POSIX system (Linux, macOS): its limits, "
-                          "sessions and users do not exist here")
+            raise Refused(_("a sealed run needs a POSIX system (Linux, macOS): its limits, "
+                            "sessions and users do not exist here"))
         self._enter_namespaces()
         if not root:
             if self.tool is None:
@@ -184,14 +184,15 @@ class Seal:
                 try:
                     entry = pwd.getpwnam(name)
                 except KeyError:
-                    raise Refused(f"--user {name}: no such user") from None
+                    raise Refused(_("--user {name}: no such user").format(name=name)) from None
                 if entry.pw_uid == 0:
-                    raise Refused(f"--user {name}: the worker's user must not be root")
+                    raise Refused(_("--user {name}: the worker's user must not be root").format(name=name))
                 self.drop = (entry.pw_uid, entry.pw_gid)
             self.user, gids = name, {self.drop[1]}
             out_name = out_name or f"--out {out}"
             if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-                raise Refused(f"{out_name}: no such folder {os.path.dirname(os.path.abspath(out))}")
+                raise Refused(_("{option}: no such folder {folder}").format(
+                    option=out_name, folder=os.path.dirname(os.path.abspath(out))))
             if self.tool is None:                  # in namespaces none of it is in sight
                 self._check_reach(name, gids, out, out_name)
         self._make_dir()
@@ -201,16 +202,17 @@ class Seal:
         write the Python that starts each worker as root or the folder of --out, or rename
         a folder above one of them."""
         if reachable(HERE, self.drop[0], gids, 1):
-            raise Refused(f"the worker's user {name} could open files in the grader's folder "
-                          f"{HERE} (grader.py, a solution); make it private first "
-                          f"(chmod 700 {HERE})")
+            raise Refused(_("the worker's user {name} could open files in the grader's folder "
+                            "{folder} (grader.py, a solution); make it private first "
+                            "(chmod 700 {folder})").format(name=name, folder=HERE))
         self._check_above(HERE, f"the grader's folder {HERE}", name, gids)
         self._check_python(name, gids)
         if out:
             folder = os.path.dirname(os.path.abspath(out))
             if reachable(folder, self.drop[0], gids, 2):
-                raise Refused(f"the worker's user {name} could write into {folder}, where "
-                              f"{out_name} goes; choose a folder only the grader can write")
+                raise Refused(_("the worker's user {name} could write into {folder}, where "
+                                "{option} goes; choose a folder only the grader can write").format(
+                                    name=name, folder=folder, option=out_name))
             self._check_above(folder, out_name, name, gids)
 
     def _check_above(self, path, what, name, gids):
@@ -225,9 +227,10 @@ class Seal:
                 st = os.stat(folder)
                 if (reachable(folder, self.drop[0], gids, 2)
                         and not (st.st_mode & stat.S_ISVTX and st.st_uid == 0)):
-                    raise Refused(f"the worker's user {name} could write into {folder}, above "
-                                  f"{what}, and rename the folders in it; choose a path "
-                                  f"whose every folder only the grader can write")
+                    raise Refused(_("the worker's user {name} could write into {folder}, above "
+                                    "{what}, and rename the folders in it; choose a path "
+                                    "whose every folder only the grader can write").format(
+                                        name=name, folder=folder, what=what))
                 parent = os.path.dirname(folder)
                 if parent == folder:
                     break
@@ -239,8 +242,9 @@ class Seal:
         for folder in dict.fromkeys((os.path.dirname(os.path.realpath(sys.executable)),
                                      os.path.dirname(os.path.realpath(os.__file__)))):
             if reachable(folder, self.drop[0], gids, 2):
-                raise Refused(f"the worker's user {name} could write into {folder}, the Python "
-                              f"that starts each worker as root; use a Python only root can write")
+                raise Refused(_("the worker's user {name} could write into {folder}, the Python "
+                                "that starts each worker as root; use a Python only root can write").format(
+                                    name=name, folder=folder))
             self._check_above(folder, f"the Python that starts each worker ({folder})", name, gids)
 
     def keep_private(self, folder, what):
@@ -254,8 +258,9 @@ class Seal:
         if self.tool is not None:                     # in namespaces it is out of sight
             return
         if reachable(real, self.drop[0], {self.drop[1]}, 1):
-            raise Refused(f"the worker's user {name} could open files in {real}, {what}; "
-                          f"make it private first (chmod 700 {real})")
+            raise Refused(_("the worker's user {name} could open files in {folder}, {what}; "
+                            "make it private first (chmod 700 {folder})").format(
+                                name=name, folder=real, what=what))
         self._check_above(real, what, name, {self.drop[1]})
 
     def _enter_namespaces(self):
@@ -263,7 +268,7 @@ class Seal:
         (gqa_sandbox): the worker then sees its module, Python and nothing else of the
         machine.  Where they cannot, the run is partly sealed and says why."""
         package = sandbox_package()
-        ok, why = package.available() if package else (False, "gqa_sandbox is not beside the grader")
+        ok, why = package.available() if package else (False, _("gqa_sandbox is not beside the grader"))
         if ok:
             self.tool = why                            # its folder is made with the run's, below
         else:

@@ -14,6 +14,7 @@ import sys
 from .atomic import write_atomically
 from .documents import classroom_error
 from .grading import GRADER_VERSION
+from .i18n import _
 from .records import carried
 from .tracks import ALL_STEPS, default_track
 
@@ -107,7 +108,8 @@ def _unfinished(st, args):
     """The result of a step that wrote none (it ran out of time, or never started): worth
     its points, none earned, in the form the reporter reads (base64 JSON)."""
     import base64
-    result = classroom_error(f"step {st.number}: {st.name}", "the step did not finish",
+    result = classroom_error(_("step {step}: {name}").format(step=st.number, name=st.name),
+                             _("the step did not finish within its time; none of it was graded"),
                              args.weight_map.get(st.name, 1))
     return base64.b64encode(json.dumps(result, sort_keys=True).encode("utf-8")).decode("ascii")
 

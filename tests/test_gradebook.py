@@ -79,6 +79,24 @@ class Reading(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp, True)
 
 
+class ClassroomInTheLanguage(unittest.TestCase):
+    """GitHub Classroom's result of a step that never wrote one: in the class's language."""
+
+    def test_an_unfinished_steps_result_is_in_the_language_of_the_workflow(self):
+        import base64
+        from gqa_grader import checks, cli, i18n, workflow
+        self.addCleanup(i18n.use, "en")
+        said = {}
+        for lang in ("en", "ja", "ko"):
+            args = cli.parse_args(["--classroom", ".", "--lang", lang])
+            doc = json.loads(base64.b64decode(workflow._unfinished(checks.STEPS[2], args)))
+            said[lang] = (doc["tests"][0]["name"], doc["tests"][0]["message"])
+        self.assertEqual(said["en"][0], "step 3: kv_head")
+        self.assertIn("ステップ 3", said["ja"][0])
+        self.assertIn("制限時間", said["ja"][1])
+        self.assertIn("제한 시간", said["ko"][1])
+
+
 def rows_of(path):
     with open(path, newline="", encoding="utf-8-sig") as f:
         return {row["submission"]: row for row in csv.DictReader(f)}

@@ -572,6 +572,15 @@ class FromAnotherModule(unittest.TestCase):
         self.assertEqual((status, "no such file" in err), (2, True))
         self.assertFalse(os.path.exists(self.out))
 
+    def test_an_out_whose_name_is_not_utf8_is_refused_in_one_line(self):
+        out = os.path.join(self.dir.name, b"r\xe9.md".decode("utf-8", "surrogateescape"))
+        with no_work():
+            status, _, err = run("--module", self.module("x = 1\n"), "--out", out, *ARGS)
+        self.assertEqual((status, len(err.splitlines())), (2, 1), err)
+        self.assertIn("r\\xe9.md: its name is not UTF-8 text", err)
+        err.encode("utf-8")                                     # no lone surrogate printed
+        self.assertEqual(os.listdir(self.dir.name).count("r\udce9.md"), 0)
+
     def test_the_projects_own_report_is_never_written_from_another_module(self):
         path = self.module("x = 1\n")
         own = os.path.join(ROOT, "report.md")

@@ -228,6 +228,13 @@ def why_not_write(path: str, module: Optional[str]) -> Optional[str]:
     own report.md and its figures.
     """
     try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:          # bytes that are not UTF-8, read as surrogates
+        return _("will not write {path}: its name is not UTF-8 text, and the report links its "
+                 "figures by that name; give --out a name in UTF-8").format(
+                     path="".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c
+                                  for c in path))
+    try:
         target = write_target(path)
     except WriteRefused as why:
         return _("will not write {path}: {why}").format(path=path, why=why)
