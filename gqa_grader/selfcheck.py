@@ -103,6 +103,10 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None, lang="en"):
         json.dump(table, f, sort_keys=True, separators=(",", ":"), allow_nan=False)
         f.write("\n")
     shutil.copyfile(os.path.join(HERE, "grader.py"), os.path.join(directory, "grader.py"))
+    sandbox = os.path.join(HERE, "gqa_sandbox")         # the namespaces of a sealed run (Classroom's)
+    if os.path.isdir(sandbox):
+        shutil.copytree(sandbox, os.path.join(directory, "gqa_sandbox"), dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     with open(os.path.join(directory, "README.md"), "w", encoding="utf-8") as f:
         numbers = [st.number for st in tracks.ALL_STEPS if st.name in only]
         given = handout.given_steps(only)

@@ -73,11 +73,34 @@ def yaml_lines(value, indent=0):
 
 WEIGHTS_FILE = "weights.json"          # beside the workflow's grader.py: --weights, carried
 
+# The job's first step, before any graded one.  A sealed run refuses a grader whose folder
+# the worker's user could open, and a checkout is readable by every user of the runner;
+# so the grader (grader.py, gqa_grader/, gqa_sandbox/ where the template holds it) is
+# copied into a folder of mktemp -d's (mode 700) and run from there on the checkout's
+# gqa.py.  As the runner's own user, the grader runs as root through sudo where sudo asks
+# no password (GitHub's hosted runners): the run is then sealed as a teacher's is, a user
+# id of its own, not partly.  Then the module is imported once, sealed: a module that
+# cannot be imported, or whose import does not end, costs this one timeout, and every
+# graded step is skipped (its result the reporter's fallback: none of its points).
+PREPARE = """set -u
+as_root=""
+if [ "$(id -u)" != 0 ] && sudo -n true 2>/dev/null; then as_root="sudo -n"; fi
+grader_dir="$($as_root mktemp -d)"
+parts="grader.py gqa_grader"
+if [ -d gqa_sandbox ]; then parts="$parts gqa_sandbox"; fi
+$as_root cp -R $parts "$grader_dir"/
+echo "GQA_AS=$as_root" >> "$GITHUB_ENV"
+echo "GQA_GRADER=$grader_dir/grader.py" >> "$GITHUB_ENV"
+if $as_root python3 "$grader_dir/grader.py" --sealed --module gqa.py --only 1 --quiet {options}; [ $? -le 1 ]; then
+  echo "GQA_IMPORTED=yes" >> "$GITHUB_ENV"
+fi"""
+
 
 def workflow(args):
-    """The workflow as data: a step per lab step (the sealed run of that step alone, its
-    result written as GitHub Classroom's reporter reads it: --format classroom, its score
-    the step's points by the rule of every run), then the reporter of them all."""
+    """The workflow as data: the grader made private and the module imported once
+    (PREPARE), then a step per lab step (the sealed run of that step alone, its result
+    written as GitHub Classroom's reporter reads it: --format classroom, its score the
+    step's points by the rule of every run), then the reporter of them all."""
     words = carried(args, args.given & {"cases", "timeout", "budget", "fail_fast", "all_or_nothing", "lang",
                                        "weights"},
                     WEIGHTS_FILE)
@@ -85,11 +108,16 @@ def workflow(args):
         words = ["--cases", "0"] + words      # the handout holds the public cases' answers only
     minutes = math.ceil(args.budget / 60) + 1
     graded = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
-    steps = [{"name": "Checkout code", "uses": "actions/checkout@v4"}]
+    gate = carried(args, args.given & {"timeout", "budget", "lang"}) + ["--cases", "0"]   # its limits
+    steps = [{"name": "Checkout code", "uses": "actions/checkout@v4"},
+             {"name": "Prepare the sealed grader, and import gqa.py once", "id": "prepare",
+              "timeout-minutes": minutes, "continue-on-error": True,
+              "run": PREPARE.replace("{options}", " ".join(gate))}]
     for st in graded:
-        command = " ".join(["python3", "grader.py", "--sealed", "--only", str(st.number),
-                            "--format", "classroom"] + words)
+        command = " ".join(["$GQA_AS", "python3", '"$GQA_GRADER"', "--sealed", "--module", "gqa.py",
+                            "--only", str(st.number), "--format", "classroom"] + words)
         steps.append({"name": f"step {st.number}: {st.name}", "id": f"step{st.number}",
+                      "if": "env.GQA_IMPORTED == 'yes'",
                       "timeout-minutes": minutes, "continue-on-error": True,
                       "run": command + ' >> "$GITHUB_OUTPUT"'})
     steps.append({"name": "Autograding Reporter", "if": "always()",   # whatever a step met
@@ -109,7 +137,9 @@ def _unfinished(st, args):
     its points, none earned, in the form the reporter reads (base64 JSON)."""
     import base64
     result = classroom_error(_("step {step}: {name}").format(step=st.number, name=st.name),
-                             _("the step did not finish within its time; none of it was graded"),
+                             _("the step did not run, or did not finish within its time: none of it was "
+                               "graded (where gqa.py could not be imported, the step 'Prepare the "
+                               "sealed grader' says why)"),
                              args.weight_map.get(st.name, 1))
     return base64.b64encode(json.dumps(result, sort_keys=True).encode("utf-8")).decode("ascii")
 
@@ -119,7 +149,7 @@ def write_workflow(args):
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(10 ** 6)     # in the student's repository: no secret
     data = workflow(args)
-    graded = data["jobs"]["run-autograding-tests"]["steps"][1:-1]
+    graded = [st for st in data["jobs"]["run-autograding-tests"]["steps"] if st.get("id", "").startswith("step")]
     head = ["# GitHub Classroom's autograding for the gqa lab, written by `python grader.py "
             "--classroom`:",
             f"# one graded step per lab step, seed {args.seed}, grader {GRADER_VERSION}.  Write it "
@@ -132,12 +162,13 @@ def write_workflow(args):
             write_atomically(os.path.join(args.classroom, WEIGHTS_FILE),
                              (json.dumps(args.weight_map, sort_keys=True) + "\n").encode("utf-8"))
     except OSError as err:
-        print(f"grader: cannot write {path}: {err}", file=sys.stderr)
+        print(_("grader: cannot write {path}: {error}").format(path=path, error=err), file=sys.stderr)
         return 2
     points = sum(args.weight_map.get(st.name, 1) for st in ALL_STEPS
                  if st.name in (args.only or default_track()))
-    print(f"wrote {path}: {len(graded)} graded steps, {points:g} points, seed {args.seed}")
+    print(_("wrote {path}: {steps} graded steps, {points} points, seed {seed}").format(
+        path=path, steps=len(graded), points=f"{points:g}", seed=args.seed))
     if not os.path.isfile(os.path.join(args.classroom, "grader.py")):
-        print(f"{args.classroom} has no grader.py yet: the template repository holds the "
-              f"handout (python grader.py --handout {args.classroom})")
+        print(_("{folder} has no grader.py yet: the template repository holds the handout (python "
+                "grader.py --handout {folder})").format(folder=args.classroom))
     return 0

@@ -128,6 +128,7 @@ HEAVY = (
     (3.7, ('test_report.FromAnotherModule',)),
     (3.1, ('test_class.Gradebook',)),
     (2.5, ('test_gradebook.JapaneseClass',)),
+    (2.0, ('test_classroom_job.ClassroomJob',)),
     (2.6, ('test_sealed.Namespaces',)),
     (2.4, ('test_i18n.Starter',)),
     (2.0, ('test_sealed.ToolsThroughTheWorker',)),

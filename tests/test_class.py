@@ -736,11 +736,13 @@ class Classroom(unittest.TestCase):
         self.assertEqual(flow["on"], ["push", "repository_dispatch"])
         steps = flow["jobs"]["run-autograding-tests"]["steps"]
         self.assertEqual(steps[0]["uses"], "actions/checkout@v4")
-        graded, reporter = steps[1:-1], steps[-1]
+        prepare, graded, reporter = steps[1], steps[2:-1], steps[-1]
+        self.assertEqual(prepare["id"], "prepare")
         self.assertEqual(len(graded), len(checks.STEPS))
         for s, st in zip(graded, checks.STEPS):
             words = shlex.split(s["run"])
-            self.assertEqual(words[:3], ["python3", "grader.py", "--sealed"])
+            self.assertEqual(words[:6], ["$GQA_AS", "python3", "$GQA_GRADER", "--sealed", "--module", "gqa.py"])
+            self.assertEqual(s["if"], "env.GQA_IMPORTED == 'yes'")
             self.assertEqual(words[words.index("--only") + 1], str(st.number))
             self.assertEqual(words[words.index("--format") + 1], "classroom")
             self.assertEqual(words[words.index("--weights") + 1], "weights.json")
@@ -770,12 +772,12 @@ class Classroom(unittest.TestCase):
         for source, step, weight in ((WRONG, 3, 3), (WRONG, 1, 1)):
             write(os.path.join(repo, "gqa.py"), source)
             words = shlex.split(graded[step - 1]["run"])[:-2]
-            done = subprocess.run([sys.executable] + words[1:], cwd=repo, capture_output=True,
-                                  text=True, timeout=60)
+            words = [sys.executable, os.path.join(repo, "grader.py")] + words[3:]
+            done = subprocess.run(words, cwd=repo, capture_output=True, text=True, timeout=60)
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
             key, _, value = done.stdout.strip().partition("=")
             result = json.loads(base64.b64decode(value))
-            sealed = json.loads(subprocess.run([sys.executable] + words[1:words.index("--format")] + [
+            sealed = json.loads(subprocess.run(words[:words.index("--format")] + [
                 "--json"] + words[words.index("--format") + 2:], cwd=repo, capture_output=True,
                 text=True, timeout=60).stdout)["steps"][0]
             with self.subTest(step=step):
