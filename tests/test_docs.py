@@ -466,3 +466,46 @@ def plain_values(yaml):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TeachersNumbers(unittest.TestCase):
+    """teachers.md's numbers that no sample's output checks: the grader's version, the
+    seeds of a teacher's runs, and what a document's score is."""
+
+    def setUp(self):
+        self.text = read("docs/teachers.md")
+
+    def test_every_version_named_is_the_graders(self):
+        from gqa_grader.grading import GRADER_VERSION
+        named = re.findall(r'(?:\bgrader |"grader": ")(\d+\.\d+)', self.text)
+        self.assertGreater(len(named), 3)
+        self.assertEqual(sorted(set(named)), [GRADER_VERSION])
+
+    def test_a_teachers_run_shows_a_seed_no_module_could_find(self):
+        """A sealed, class or autograder run's seed is drawn from 10^18, and one of fewer
+        than 13 digits is one the grader warns of: the page shows none."""
+        from gqa_grader.grading import GUESSABLE
+        seeds = [int(s) for s in re.findall(r"(?:grading the class with seed|seed) (\d+) \(", self.text)]
+        for line in self.text.splitlines():
+            if line.startswith("$ python grader.py") and re.search(r"--(sealed|class|autograder)\b", line):
+                seeds += [int(s) for s in re.findall(r"--seed (\d+)", line)]
+        self.assertGreater(len(seeds), 3)
+        self.assertEqual([s for s in seeds if s < 10 ** (GUESSABLE - 1)], [])
+
+    def test_score_is_the_points_earned_as_the_page_says(self):
+        self.assertNotIn("share of steps passed", self.text)
+        self.assertIn("`score` is the points earned", self.text)
+        wrong = os.path.join(tempfile.mkdtemp(), "gqa.py")
+        self.addCleanup(shutil.rmtree, os.path.dirname(wrong), True)
+        with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
+            source = f.read()
+        with open(wrong, "w", encoding="utf-8") as f:              # step 3 half right
+            f.write(source.replace("return query_head // group", "return query_head % g"))
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "grader.py"), "--module", wrong, "--json",
+                               "--only", "1,3", "--seed", "5"], capture_output=True, text=True, timeout=120)
+        doc = json.loads(done.stdout)
+        points = [st["points"] for st in doc["steps"]]
+        self.assertEqual(points[0], 1.0)
+        self.assertLess(points[1], 1.0)
+        self.assertEqual(doc["score"], round(sum(points), 4))
+        self.assertNotEqual(doc["score"], doc["passed"] / len(doc["steps"]))   # not the share passed
