@@ -131,8 +131,10 @@ class Handout(unittest.TestCase):
         self.assertTrue(all(r["cases"] > 0 for r in doc["steps"]))
 
     def test_it_holds_what_students_get_and_nothing_else(self):
-        self.assertEqual(sorted(n for n in self.texts if not n.startswith("gqa_grader")),
+        self.assertEqual(sorted(n for n in self.texts if not n.startswith(("gqa_grader", "gqa_sandbox"))),
                          ["README.md", "gqa.py", "grader.py"])
+        self.assertEqual(sorted(n for n in self.texts if n.startswith("gqa_sandbox")),   # a sealed run's
+                         [os.path.join("gqa_sandbox", n) for n in ("__init__.py", "enter.py")])  # namespaces
         self.assertNotIn(os.path.join("gqa_grader", "reference.py"), self.texts)
         self.assertIn(os.path.join("gqa_grader", "answers.json"), self.texts)
 
