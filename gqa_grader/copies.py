@@ -173,7 +173,8 @@ def _units(body, rest):
 def _parts(source):
     """(text, lines before it) of each top-level part of source: the lines before its
     first definition, then each definition with what follows it up to the next."""
-    lines = source.splitlines(keepends=True)
+    lines = [line + "\n" for line in source.split("\n")]       # as the parser counts lines
+    lines[-1] = lines[-1][:-1]
     starts = [0] + [i for i, line in enumerate(lines) if i and _TOP.match(line)
                     and not _TOP.match(lines[i - 1])]          # a decorator's def goes with it
     return [("".join(lines[a:b]), a) for a, b in zip(starts, starts[1:] + [len(lines)])]
