@@ -143,20 +143,22 @@ class Gradebook:
         shipped solution's over again: flagged for the teacher, never scored."""
         solution = copies.read_source(os.path.join(HERE, "gqa.py"))
         track = [st.name for st in self.steps]              # the starter of the class's track
-        base = handout.make_starter(solution, handout.given_steps(track)) if solution else ""
+        bases = handout.starters(solution, handout.given_steps(track)) if solution else ()
         sources = {sub.key: copies.read_source(sub.path) for sub in subs if sub.path}
-        groups, pairs, solutions = copies.compare(sources, base, solution or None)
+        groups, pairs, shares = copies.compare(sources, bases, solution or None)
         path = os.path.splitext(self.path)[0] + "-copies.txt"
-        write_atomically(path, copies.report(groups, pairs, escaped).encode("utf-8"))
+        write_atomically(path, copies.report(groups, pairs, escaped, shares).encode("utf-8"))
+        solutions = [key for share, key, _ in shares if share >= copies.SOLUTION]
         for key in solutions:
             note = _("the shipped solution over again (flagged, not scored)")
             self.rows[key]["notes"] = "; ".join(n for n in (note, self.rows[key].get("notes")) if n)
         if solutions:
             self._write()
         self._say(_("groups of submissions with the same code: {groups}; pairs more that share most "
-                    "of it: {pairs}; submissions the shipped solution's: {solutions}: {path}").format(
+                    "of it: {pairs}; submissions the shipped solution's: {solutions}; more that share "
+                    "part of it: {partial}: {path}").format(
                         groups=len(groups), pairs=len(pairs), solutions=len(solutions),
-                        path=escaped(os.path.relpath(path))))
+                        partial=len(shares) - len(solutions), path=escaped(os.path.relpath(path))))
 
     def _say(self, text):
         """Progress, on stderr (none with --quiet, or once stderr is closed)."""

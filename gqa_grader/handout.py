@@ -7,7 +7,7 @@ import zipfile
 from .checks import STEP_OF
 from .grading import DEFAULT_MODULE
 from . import prose, starter
-from .i18n import _
+from .i18n import LANGUAGES, _
 from .seal import HERE
 
 _MADE = {}                          # source -> its starter: made once per process
@@ -22,6 +22,13 @@ def make_starter(source, given=()):
         _MADE.clear()                                 # one source at a time is kept
         _MADE[key] = starter.make_starter(source, STEP_OF, tuple(given))
     return _MADE[key]
+
+
+def starters(source, given=()):
+    """The starter made from source, given the steps given, in each language a starter
+    is written in (prose.translated): what every student of a class was given."""
+    text = make_starter(source, given)
+    return tuple(prose.translated(text, lang) for lang in LANGUAGES)
 
 
 def given_steps(track):

@@ -868,7 +868,7 @@ class HostileNames(unittest.TestCase):
 class Copies(unittest.TestCase):
     """Copies are flagged for a person, never scored: a solution renamed and stripped of
     its comments pairs with the solution; the starter, and a starter with one function
-    of its own, pair with nothing."""
+    of its own, pair with nothing (tests/test_copies.py has the rest)."""
 
     def test_a_renamed_copy_pairs_with_what_it_copies_and_honest_work_with_nothing(self):
         from gqa_grader import copies, handout
@@ -882,10 +882,13 @@ class Copies(unittest.TestCase):
                                                    "eve": reindented, "fay": half}, base, SOURCE)
         self.assertEqual(groups, [["ann", "ben", "eve"]])           # the same code, names and layout aside
         self.assertEqual([(a, b) for _, a, b, _, _ in pairs], [("ann", "fay")])
-        self.assertEqual(solutions, ["ann", "ben", "eve"])
-        text = copies.report(groups, pairs, classroom.escaped)
+        self.assertEqual([(key, share >= copies.SOLUTION) for share, key, _ in solutions],
+                         [("ann", True), ("ben", True), ("eve", True), ("fay", False)])   # fay: steps 1-9
+        text = copies.report(groups, pairs, classroom.escaped, solutions)
         self.assertIn("same code (3): ann = ben = eve", text)
         self.assertRegex(text, r"\n\d+%  ann  [\d, .-]+  fay  ")
+        self.assertRegex(text, r"\nben is the shipped solution over again: it holds \d+% of the solution's code")
+        self.assertRegex(text, r"\nfay shares \d+% of the shipped solution's code \(its lines [\d, .-]+\)\n")
         self.assertEqual(copies.tokens("def f(:\n"), [])          # what does not tokenize: nothing shared
         self.assertEqual(copies.fingerprints(""), {})
 
