@@ -509,3 +509,14 @@ class TeachersNumbers(unittest.TestCase):
         self.assertLess(points[1], 1.0)
         self.assertEqual(doc["score"], round(sum(points), 4))
         self.assertNotEqual(doc["score"], doc["passed"] / len(doc["steps"]))   # not the share passed
+
+    def test_the_copy_rule_is_the_codes(self):
+        from gqa_grader import copies
+        rule = " ".join(self.text[self.text.index("`grades-copies.txt`, beside"):].split("\n\n")[0].split())
+        said = {"tokens": r"fingerprints of (\d+) tokens at a time", "small": r"at least\s+(\d+) tokens",
+                "block": r"at least (\d+) fingerprints in\s+common", "shared": r"shares at least (\d+)% of its own",
+                "contained": r"or one shares (\d+)%", "solution": r"holds at least (\d+)% of it"}
+        found = {k: int(re.search(p, rule).group(1)) for k, p in said.items()}
+        self.assertEqual(found, {"tokens": copies.K, "small": copies.SMALL, "block": copies.BLOCK,
+                                 "shared": round(100 * copies.SHARED), "contained": round(100 * copies.CONTAINED),
+                                 "solution": round(100 * copies.SOLUTION)})
