@@ -135,6 +135,7 @@ HEAVY = (
     (1.5, ('test_train.WithAStudentsModule',)),
     (1.5, ('test_house.Layout',)),
     (1.3, ('test_student_report.CoreTrack',)),
+    (1.3, ('test_handout_report.HandoutReport',)),
     (1.3, ('test_tracks.LookingUp', 'test_tracks.Wording')),
     (1.3, ('test_i18n.GradedRun',)),
     (1.2, ('test_class.EveryRunner',)),
