@@ -8,7 +8,9 @@ never in their own process.  Here: plain and Markdown tables, bars, number
 formats, the integer options of `report` and `bench`, a projection kept
 outside the tally, a progress line on stderr, the
 lab's steps by number and which of them the grader passes for a student's
-module.
+module, and the handout the tools were copied into, if any (handout(): there
+the gqa.py beside gqa_tools/, LAB, is the student's, and the commands run it
+in the worker too).
 """
 
 from __future__ import annotations
