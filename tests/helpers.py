@@ -123,6 +123,7 @@ def tiny_recipe():
 HEAVY = (
     (8.4, ('test_grader.CommandLine', 'test_grader.Mutants')),
     (7.5, ('test_docs.PageSamples',)),
+    (6.4, ('test_handout_report.HandoutReport',)),
     (5.6, ('test_handout.Handout',)),
     (4.7, ('test_editors.Graded',)),
     (3.7, ('test_report.FromAnotherModule',)),
@@ -135,7 +136,6 @@ HEAVY = (
     (1.5, ('test_train.WithAStudentsModule',)),
     (1.5, ('test_house.Layout',)),
     (1.3, ('test_student_report.CoreTrack',)),
-    (1.3, ('test_handout_report.HandoutReport',)),
     (1.3, ('test_tracks.LookingUp', 'test_tracks.Wording')),
     (1.3, ('test_i18n.GradedRun',)),
     (1.2, ('test_class.EveryRunner',)),
