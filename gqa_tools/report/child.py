@@ -51,8 +51,7 @@ def child_parts(module: Any, cfg_values: List[int], label: str,
         fields = dict(zip(training.Recipe._fields, recipe_values))
         recipe = training.Recipe(**{**fields, "budgets": tuple(fields["budgets"])})
     handout = Handout(*handout_values) if handout_values else None
-    with handout_track(handout.steps if handout else (), handout.track if handout else None) \
-            if handout else contextlib.nullcontext():
+    with handout_track(handout.steps, handout.track) if handout else contextlib.nullcontext():
         measured = measuring.measure(cfg, lab, untrained=untrained, recipe=recipe)
         for part in build_parts(cfg, measured, lab, shown if handout else label, handout):
             yield [part.title, part.body, [list(f) for f in part.figures]]
