@@ -51,13 +51,14 @@ library and gqa_sandbox (never gqa.py, never the tools):
     cli        the command line
     __main__   python -m gqa_grader: the same as python grader.py
 
-The public door, for the tools: grade() (a StepResult per step, read by its fields)
-and run_in_child(), and their errors.
+The public door, for the tools: grade() (a StepResult per step, read by its fields),
+run_in_child(), and their errors; handout_track(), the track of the handout the grader
+was written into (None in the project), for the tools a handout carries.
 """
 
 from .failures import Failure, Refused
 
-__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "run_in_child"]
+__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "handout_track", "run_in_child"]
 
 
 def __getattr__(name):
@@ -70,3 +71,14 @@ def __getattr__(name):
         from . import process
         return getattr(process, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def handout_track():
+    """tracks.handout_track(): the track of the handout this grader was written into, or
+    None; outside a handout (no tracks.TRACK_FILE beside this file) said without
+    importing the checks."""
+    import os
+    if not os.path.isfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), "track.json")):
+        return None
+    from .tracks import handout_track
+    return handout_track()

@@ -180,8 +180,9 @@ def _run_options(add):
     add("--autograder", metavar="DIR",
         help=_("write DIR/autograder.zip for Gradescope (this grader, sealed) and exit"))
     add("--handout", metavar="DIR",
-        help=_("write what students get into DIR (the starter, and a self-check of the public "
-               "cases that holds no reference) and exit"))
+        help=_("write what students get into DIR (the starter, a self-check of the public cases "
+               "that holds no reference, and the tools of their report: python -m gqa report and "
+               "tables, in DIR) and exit"))
 
 
 def _check_secret(parser, args):

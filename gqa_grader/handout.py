@@ -13,14 +13,14 @@ from .seal import HERE
 _MADE = {}                          # source -> its starter: made once per process
 
 
-def make_starter(source, given=()):
+def make_starter(source, given=(), handout=False):
     """The starter built from the text of source (gqa.py): starter.make_starter, each
-    step numbered as the checks number them, the steps given written out; the same
-    again from memory."""
-    key = (source, tuple(given))
+    step numbered as the checks number them, the steps given written out, a handout's
+    own first and last lines when handout; the same again from memory."""
+    key = (source, tuple(given), handout)
     if key not in _MADE:
         _MADE.clear()                                 # one source at a time is kept
-        _MADE[key] = starter.make_starter(source, STEP_OF, tuple(given))
+        _MADE[key] = starter.make_starter(source, STEP_OF, tuple(given), handout)
     return _MADE[key]
 
 
@@ -39,11 +39,12 @@ def given_steps(track):
     return tuple(name for name in lesson if name not in inside) if inside else ()
 
 
-def write_starter(directory, source_path=DEFAULT_MODULE, track=None, lang="en"):
+def write_starter(directory, source_path=DEFAULT_MODULE, track=None, lang="en", handout=False):
     """Write directory/gqa.py, the starter for track (a list of step names; None: every
-    step), the steps outside it given, its prose in lang (prose.translated)."""
+    step), the steps outside it given, its prose in lang (prose.translated); handout: a
+    handout's, whose tools are in directory too."""
     with open(source_path, encoding="utf-8") as f:
-        text = prose.translated(make_starter(f.read(), given_steps(track)), lang)
+        text = prose.translated(make_starter(f.read(), given_steps(track), handout), lang)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "gqa.py")
     if os.path.exists(path):

@@ -323,18 +323,30 @@ def _string_lines(head, message, tail):
 _MAIN_PRINT = re.compile(r'^(?P<indent> *)print\((?P<args>"this gqa\.py is the lab(?:[^"\\\n]|\\.)*"'
                          r'(?:\n *"(?:[^"\\\n]|\\.)*")*), file=sys\.stderr\)$', re.M)
 MAIN_SAYS = "this gqa.py is the lab, not its tools: from the project's folder, run {grader} or {tools}"
-_MAIN_COMMANDS = re.compile(r"this gqa\.py is the lab, not its tools: from the project's folder, run "
-                            r"(?P<grader>python grader\.py .*?) or (?P<tools>python -m gqa .*)")
+HANDOUT_SAYS = "this gqa.py is the lab, not its tools: in this folder, run {grader} or {tools}"   # a handout's
+_COMMANDS = r"(?P<grader>python grader\.py.*?) or (?P<tools>python -m gqa .*)"
+_MAIN_COMMANDS = {said: re.compile(re.escape(said.split("{")[0]) + _COMMANDS)
+                  for said in (MAIN_SAYS, HANDOUT_SAYS)}
+
+
+def _main_said(match):
+    """(the message id of what python gqa.py prints, its commands' match), or (None, None)."""
+    text = ast.literal_eval("(" + match.group("args") + ")")
+    for said, pattern in _MAIN_COMMANDS.items():
+        found = pattern.fullmatch(text)
+        if found:
+            return said, found
+    return None, None
 
 
 def _main_print(match, translate, lang):
     """What python gqa.py prints, in lang, its two commands given --lang lang (a command the
     student is told to run keeps their language)."""
-    said = _MAIN_COMMANDS.fullmatch(ast.literal_eval("(" + match.group("args") + ")"))
+    said, commands = _main_said(match)
     if not said:
         return match.group(0)
-    commands = {name: f"{command} --lang {lang}" for name, command in said.groupdict().items()}
-    return "\n".join(_string_lines(f"{match.group('indent')}print(", translate(MAIN_SAYS).format(**commands),
+    commands = {name: f"{command} --lang {lang}" for name, command in commands.groupdict().items()}
+    return "\n".join(_string_lines(f"{match.group('indent')}print(", translate(said).format(**commands),
                                   ", file=sys.stderr)"))
 
 
@@ -374,7 +386,8 @@ def paragraphs(text):
                 if message not in found:
                     found.append(message)
     found += [m for m in _stub_messages(text) if m not in found]
-    return found + ([MAIN_SAYS] if _MAIN_PRINT.search(text) and MAIN_SAYS not in found else [])
+    said = _main_said(_MAIN_PRINT.search(text))[0] if _MAIN_PRINT.search(text) else None
+    return found + ([said] if said and said not in found else [])
 
 
 def translated(text, lang):

@@ -6,6 +6,9 @@
     DIR/grader.py              the self-check's door, as in the project
     DIR/gqa_grader/            the referee's files, less reference.py
     DIR/gqa_grader/answers.json  the reference's answers to the public cases
+    DIR/gqa_grader/track.json  its track and language: the self-check's and the tools' defaults
+    DIR/gqa_tools/             the tools, less the commands a handout does not offer (TOOLS_LEFT_OUT):
+                               python -m gqa tables and report, run in DIR on the student's gqa.py
     DIR/README.md              what a student does
 
 The public cases are the systematic ones and PUBLIC_CASES random ones from the fixed
@@ -43,9 +46,41 @@ ones per step, the same in every run, and counts points by your teacher's rule
 your teacher's run grades hidden cases, drawn from a seed of theirs, with the same
 checks.  Nothing else is needed: Python 3.9 or later, nothing to install.
 """)
+REPORT = N_("""
+Your lab report is written from your own gqa.py, in this folder:
+
+    python -m gqa report               report.md: the KV cache table, the multiplications
+                                       table, the output difference at every g, and the
+                                       questions for you to answer
+    python -m gqa tables               the two tables, printed
+
+Both run your gqa.py as the self-check does, in a child process, and take every
+number from it: a part that needs a step you have not written yet names that step,
+and one that needs a step outside your track says so.
+""")
 GIVEN = N_("""
 The steps outside your track that later steps may call are written for you
 (marked "Given"); the others stay stubs, and nothing grades them.""")
+
+
+# The tools' modules a handout leaves out: the commands it does not offer (bench,
+# config and uptrain run the tools' own gqa.py, which a handout does not hold).
+TOOLS_LEFT_OUT = ("bench.py", "sizer/command.py", "uptraining/command.py")
+
+
+def copy_tools(directory):
+    """Copy the tools (gqa_tools/, beside the grader) into directory/gqa_tools: every
+    module of the package and its sub-packages but TOOLS_LEFT_OUT; nothing else (no
+    gqa.py, no report, no training record: a handout holds no answer)."""
+    source = os.path.join(HERE, "gqa_tools")
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if os.path.isfile(os.path.join(folder, d, "__init__.py")))
+        inside = os.path.relpath(folder, source)
+        for name in sorted(files):
+            where = os.path.normpath(os.path.join(inside, name)).replace(os.sep, "/")
+            if name.endswith(".py") and where not in TOOLS_LEFT_OUT:
+                os.makedirs(os.path.join(directory, "gqa_tools", inside), exist_ok=True)
+                shutil.copyfile(os.path.join(folder, name), os.path.join(directory, "gqa_tools", where))
 
 
 def record(module=DEFAULT_MODULE, only=None):
@@ -111,8 +146,9 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None, lang="en"):
         numbers = [st.number for st in tracks.ALL_STEPS if st.name in only]
         given = handout.given_steps(only)
         f.write(_(README).format(count=len(numbers), steps=_ranges(numbers), public=PUBLIC_CASES,
-                                 given=_(GIVEN) if given else ""))
-    handout.write_starter(directory, module, only, lang)
+                                 given=_(GIVEN) if given else "") + _(REPORT))
+    copy_tools(directory)
+    handout.write_starter(directory, module, only, lang, handout=True)
     return directory
 
 

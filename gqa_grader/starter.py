@@ -38,6 +38,29 @@ MAIN = [
     "    sys.exit(2)",
 ]
 
+# A handout's starter (--handout): the tools are beside it, so python -m gqa COMMAND, which
+# runs this file as the program, hands the command line to them (as gqa.py's own last lines
+# do), and python gqa.py alone says what to run in this folder.
+HANDOUT_HEADER = [
+    "# A starter for the gqa lab: gqa.py with the code of each step taken out.  Each",
+    "# step's function raises NotImplementedError until you write it; in this folder,",
+    "# python grader.py grades what you have done, and python -m gqa report writes your",
+    "# report from it.  GQAError, the limits and the records are the lab's interface: the",
+    "# grader and the tools read them, so leave them as they are.",
+]
+
+HANDOUT_MAIN = [
+    'if __name__ == "__main__":           # python -m gqa COMMAND: the tools of this folder',
+    "    import sys",
+    "    if sys.argv[1:]:",
+    "        import importlib",
+    '        sys.modules["gqa"] = sys.modules[__name__]',
+    '        sys.exit(importlib.import_module("gqa_tools.cli").main())',
+    '    print("this gqa.py is the lab, not its tools: in this folder, run "',
+    '          "python grader.py or python -m gqa tables|report", file=sys.stderr)',
+    "    sys.exit(2)",
+]
+
 GIVEN = "# Given: step {step}, {name}, is not in your track; it is written for you, to be read and called."
 # Comments of gqa.py about what the starter leaves out (its kernels, the checks at the
 # door): a comment paragraph, or a banner, whose first line starts so is left out too.
@@ -47,20 +70,21 @@ _STEP_LINE = re.compile(r"# Step \d+\.")
 _BANNER_LINE = re.compile(r"# -{20,}$")
 
 
-def make_starter(source: str, step_of: dict, given: tuple = ()) -> str:
+def make_starter(source: str, step_of: dict, given: tuple = (), handout: bool = False) -> str:
     """Return the text of a starter gqa.py made from source, the text of gqa.py.
 
     step_of maps a public function's or class's name to its step number; a name it
     lacks is stubbed without one.  given: the public names kept whole, with what they
     need, each under a GIVEN line: the steps outside a student's track, written for
-    them so that later steps can call them.  Raises ValueError for a construct the
+    them so that later steps can call them.  handout: the starter of a handout, whose
+    tools are beside it (HANDOUT_HEADER, HANDOUT_MAIN).  Raises ValueError for a construct the
     starter cannot take apart (a one-line def, a public name defined under an if).
     """
     lines = source.splitlines()
     tree = ast.parse(source)
     given = _givable(tree, lines, step_of, frozenset(given))
     needed = _needed(tree, given)
-    pieces = [("comment", line) for line in HEADER]
+    pieces = [("comment", line) for line in (HANDOUT_HEADER if handout else HEADER)]
     placed = 0                                            # lines[:placed] are dealt with
     for node in tree.body:
         start = _start(node)
@@ -76,7 +100,7 @@ def make_starter(source: str, step_of: dict, given: tuple = ()) -> str:
         elif action == "class":
             pieces += [("code", line) for line in _class(lines, node, step_of.get(node.name))]
         elif action == "main":
-            pieces += [("main", line) for line in MAIN]
+            pieces += [("main", line) for line in (HANDOUT_MAIN if handout else MAIN)]
         placed = node.end_lineno
     pieces += _gap(lines[placed:], dropped=False)
     return _assemble(pieces)

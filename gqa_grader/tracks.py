@@ -65,6 +65,22 @@ def handout_lang():
         return None
 
 
+def handout_track():
+    """The handout this grader was written into, as the tools read it (track.json, beside
+    this file): {"steps": its track's step names in the lab's order, "lang": its language,
+    "track": the name of the track its lesson steps are ("core"), else None}; None outside
+    a handout."""
+    try:
+        with open(TRACK_FILE, encoding="utf-8") as f:
+            saved = json.load(f)
+    except FileNotFoundError:
+        return None
+    steps = [st.name for st in ALL_STEPS if st.name in saved["steps"]]
+    lesson = [name for name in steps if name in LESSON]
+    return {"steps": steps, "lang": saved.get("lang"),
+            "track": next((name for name, names in TRACKS.items() if names == lesson), None)}
+
+
 def select(spec):
     """The step names spec asks for, in the lab's order, each once; ValueError naming
     what is not a step, a range or a track."""

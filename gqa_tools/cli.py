@@ -8,6 +8,12 @@ student's folder, `python -m gqa` finds the student's gqa.py first (the
 current folder comes first on sys.path); the tools do not import it, and
 say in one line what to run instead: the tools' own gqa.py, with
 --module for the commands that take it.
+
+In a handout (`python grader.py --handout DIR` writes the tools into DIR), the
+gqa.py beside gqa_tools/ is the student's: its last lines hand `python -m gqa
+COMMAND` here, and the handout's commands (HANDOUT_COMMANDS) run it in the
+grader's worker, speaking the handout's language unless --lang or the
+environment names another.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ COMMANDS = {
     "uptrain": ("gqa_tools.uptraining.command", N_("convert a trained MHA model to GQA/MQA, train on, measure quality")),
 }
 TAKE_MODULE = ("tables", "report", "uptrain")   # the commands that run another gqa.py with --module PATH
+HANDOUT_COMMANDS = ("tables", "report")         # the commands a handout carries (gqa_grader.selfcheck)
 
 # The tools' own gqa.py: beside gqa_tools/, in a checkout and once installed.
 OWN_LAB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gqa.py")
@@ -68,11 +75,25 @@ def instead(command: str, argv: Sequence[str], lab: str) -> str:
     return " ".join(shlex.quote(a) for a in ["python", OWN_LAB, command] + extra + list(argv))
 
 
+def handout() -> Optional[dict]:
+    """The handout these tools were written into (gqa_grader.handout_track), or None."""
+    import gqa_grader
+    return gqa_grader.handout_track()
+
+
+def commands() -> dict:
+    """The commands offered here: COMMANDS, or in a handout HANDOUT_COMMANDS."""
+    return {name: v for name, v in COMMANDS.items() if name in HANDOUT_COMMANDS or not handout()}
+
+
 def language_of(command: str, argv: Sequence[str]) -> str:
     """The language a command speaks, read from its options before it is imported (its
-    module imports gqa): --lang X, else the environment's, else English; `report` speaks
-    English without --module.  For the lines printed here; the command chooses its own."""
-    if command == "report" and not any(a == "--module" or a.startswith("--module=") for a in argv):
+    module imports gqa): --lang X, else the environment's, else a handout's, else English;
+    `report` speaks English without --module, but in a handout.  For the lines printed
+    here; the command chooses its own."""
+    found = handout()
+    if command == "report" and not found and not any(
+            a == "--module" or a.startswith("--module=") for a in argv):
         return "en"
     lang = None
     for i, arg in enumerate(argv):
@@ -80,7 +101,8 @@ def language_of(command: str, argv: Sequence[str]) -> str:
             lang = argv[i + 1]
         elif arg.startswith("--lang="):
             lang = arg[len("--lang="):]
-    return lang if lang in i18n.LANGUAGES else i18n.from_environment() or "en"
+    return (lang if lang in i18n.LANGUAGES else
+            i18n.from_environment() or (found or {}).get("lang") or "en")
 
 
 def say(lang: str, template: str, **fields: str) -> str:
@@ -101,9 +123,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         lang_words, args = (args[:2], args[2:]) if args[0] == "--lang" else (args[:1], args[1:])
         if args and args[0] in COMMANDS:
             args, lang_words = args[:1] + lang_words + args[1:], []
-    if not args or args[0] in ("-h", "--help") or args[0] not in COMMANDS:
+    offered = commands()
+    if not args or args[0] in ("-h", "--help") or args[0] not in offered:
         lang = language_of("tables", args + lang_words)     # --lang X anywhere, else the environment's
-        lines = [f"  {name:<8} {say(lang, doc)}" for name, (_module, doc) in COMMANDS.items()]
+        lines = [f"  {name:<8} {say(lang, doc)}" for name, (_module, doc) in offered.items()]
         print(say(lang, N_("usage: python -m gqa COMMAND [options]")) + "\n\n" + say(lang, N_("commands:"))
               + "\n" + "\n".join(lines) + "\n\n" + say(lang, N_("'python -m gqa COMMAND --help' describes "
                                                               "a command's options.")),

@@ -8,7 +8,9 @@ never in their own process.  Here: plain and Markdown tables, bars, number
 formats, the integer options of `report` and `bench`, a projection kept
 outside the tally, a progress line on stderr, the
 lab's steps by number and which of them the grader passes for a student's
-module.
+module, and the handout the tools were copied into, if any (handout(): there
+the gqa.py beside gqa_tools/, LAB, is the student's, and the commands run it
+in the worker too).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import contextlib
 import os
 import sys
 from operator import mul
-from typing import Callable, Iterator, List, NamedTuple, Optional, Sequence
+from typing import Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
 from gqa_grader import i18n
@@ -27,6 +29,7 @@ from gqa_grader.i18n import N_, _, ngettext
 # The checkout: the folder that holds gqa.py and gqa_tools/ (a --module run's worker
 # imports the tools from it), and the most processes a command is given.
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAB = os.path.join(PROJECT, "gqa.py")          # its gqa.py: the project's, or in a handout the student's
 MAX_JOBS = 64
 
 
@@ -253,9 +256,36 @@ def given(argv: Sequence[str], option: str, parser: argparse.ArgumentParser) -> 
 
 def chosen_lang(argv: Sequence[str], parser: argparse.ArgumentParser) -> str:
     """The language of a command line: its --lang when that is one of ours, else the
-    environment's (i18n.from_environment), else English."""
+    environment's (i18n.from_environment), else a handout's (as its self-check chooses),
+    else English."""
     lang = given(argv, "--lang", parser)
-    return lang if lang in i18n.LANGUAGES else i18n.from_environment() or "en"
+    return lang if lang in i18n.LANGUAGES else default_lang()
+
+
+def default_lang() -> str:
+    """The language when no --lang names one: the environment's, else the handout's, else English."""
+    found = handout()
+    return i18n.from_environment() or (found.lang if found else None) or "en"
+
+
+# ---------------------------------------------------------------------------
+# A handout: the tools written beside a student's gqa.py by `python grader.py --handout`.
+# ---------------------------------------------------------------------------
+
+class Handout(NamedTuple):
+    """What a handout's grader says of it (gqa_grader.handout_track)."""
+    steps: Tuple[str, ...]      # its track: the steps it grades, in the lab's order
+    lang: Optional[str]         # the language it was written in
+    track: Optional[str]        # the name of its track ("core"), or None
+
+
+def handout() -> Optional[Handout]:
+    """The handout these tools were written into, or None (in the project).  In a handout
+    the gqa.py beside gqa_tools/ is the student's (LAB): the commands run it in the
+    grader's worker, and never its lesson in their own process."""
+    import gqa_grader as grader
+    found = grader.handout_track()
+    return Handout(tuple(found["steps"]), found.get("lang"), found.get("track")) if found else None
 
 
 @contextlib.contextmanager

@@ -9,7 +9,8 @@ multiplications of one attention layer, from multiplies_table), as counts
 and as ratios to MHA, in Markdown.  Given an MLP width (--d-ff, or a config
 that has one), also the whole block per token (block_multiplies): the share
 of the work that g changes.  --module PATH computes everything with another
-gqa.py, a student's, in a child process with the grader's limits.
+gqa.py, a student's, in a child process with the grader's limits; in a
+handout's folder, that is what it does by default, with the handout's gqa.py.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools.sizer import ModelShape
-from gqa_tools.common import (PROJECT, block_bars, block_markdown, block_rows, cache_markdown, chosen_lang,
-                              multiplies_markdown, speaking)
+from gqa_tools.common import (LAB, PROJECT, block_bars, block_markdown, block_rows, cache_markdown, chosen_lang,
+                              handout, multiplies_markdown, speaking)
 
 DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
 
@@ -54,7 +55,8 @@ def make_parser() -> argparse.ArgumentParser:
     add("--causal", action="store_true",
         help=_("count causal attention (a decoder's prefill) in the one-layer table"))
     add("--module", metavar="PATH", default=None,
-        help=_("compute with this gqa.py (a student's) instead of the project's"))
+        help=_("compute with this gqa.py (a student's) instead of the project's (in a handout: "
+               "instead of the one in its folder)"))
     add("--lang", choices=i18n.LANGUAGES, default=None,
         help=_("the language of what the command prints: en, ja (日本語) or ko (한국어); default: the "
                "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
@@ -149,6 +151,8 @@ def tables_main(argv: Sequence[str]) -> int:
     except (gqa.GQAError, TypeError) as err:
         args.parser.error(str(err))
     model_g = shape.kv_heads if shape else None
+    args.own = not args.module and handout() is not None          # a handout's: its own gqa.py, in the worker
+    args.module = LAB if args.own else args.module
     try:
         out = (texts_from_child(args.module, s, model_g, args.causal) if args.module
                else texts(gqa, s, model_g, args.causal))
@@ -161,7 +165,7 @@ def tables_main(argv: Sequence[str]) -> int:
         args.parser.error(str(out["usage_error"]))
     if "not_implemented" in out:
         print("gqa tables: " + _("{module}: a step it needs is not implemented yet: {what}").format(
-            module=args.module, what=out["not_implemented"]), file=sys.stderr)
+            module="gqa.py" if args.own else args.module, what=out["not_implemented"]), file=sys.stderr)
         return 2
     print_tables(args, shape, s, out)
     return 0
@@ -170,7 +174,9 @@ def tables_main(argv: Sequence[str]) -> int:
 def print_tables(args: argparse.Namespace, shape: Optional[ModelShape], s: dict, out: dict) -> None:
     """Print the tables computed (out), with the sizes s, in the language in use."""
     d, n = s["head_dim"], s["context"]
-    if args.module:
+    if args.own:
+        print(_("Computed by gqa.py, your module in this folder, in the grader's worker.") + "\n")
+    elif args.module:
         print(_("Computed by {module} (given with --module), in the grader's worker.").format(
             module=args.module) + "\n")
     if shape:

@@ -123,6 +123,7 @@ def tiny_recipe():
 HEAVY = (
     (8.4, ('test_grader.CommandLine', 'test_grader.Mutants')),
     (7.5, ('test_docs.PageSamples',)),
+    (6.4, ('test_handout_report.HandoutReport',)),
     (5.6, ('test_handout.Handout',)),
     (4.7, ('test_editors.Graded',)),
     (3.7, ('test_report.FromAnotherModule',)),

@@ -131,12 +131,22 @@ class Handout(unittest.TestCase):
         self.assertTrue(all(r["cases"] > 0 for r in doc["steps"]))
 
     def test_it_holds_what_students_get_and_nothing_else(self):
-        self.assertEqual(sorted(n for n in self.texts if not n.startswith(("gqa_grader", "gqa_sandbox"))),
+        self.assertEqual(sorted(n for n in self.texts if not n.startswith(("gqa_grader", "gqa_sandbox",
+                                                                          "gqa_tools"))),
                          ["README.md", "gqa.py", "grader.py"])
         self.assertEqual(sorted(n for n in self.texts if n.startswith("gqa_sandbox")),   # a sealed run's
                          [os.path.join("gqa_sandbox", n) for n in ("__init__.py", "enter.py")])  # namespaces
         self.assertNotIn(os.path.join("gqa_grader", "reference.py"), self.texts)
         self.assertIn(os.path.join("gqa_grader", "answers.json"), self.texts)
+        # The tools of `python -m gqa tables` and `report`: the project's modules, less the
+        # commands a handout does not offer (bench, config, uptrain), and nothing else.
+        tools = sorted(os.path.relpath(os.path.join(top, name), ROOT)
+                       for top, _, names in os.walk(os.path.join(ROOT, "gqa_tools"))
+                       for name in names if name.endswith(".py"))
+        left_out = [os.path.join("gqa_tools", *p.split("/"))
+                    for p in ("bench.py", "sizer/command.py", "uptraining/command.py")]
+        self.assertEqual(sorted(n for n in self.texts if n.startswith("gqa_tools")),
+                         [t for t in tools if t not in left_out])
 
     def test_it_holds_no_reference_function_and_no_reference_source(self):
         reference = source_lines(os.path.join(ROOT, "gqa_grader", "reference.py"))

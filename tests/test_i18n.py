@@ -109,12 +109,14 @@ class Catalogs(unittest.TestCase):
 
 
 def starters():
-    """The starters a student can be given: every step, and the core track's."""
+    """The starters a student can be given: every step, the core track's, and a core
+    handout's (its own first and last lines)."""
     from gqa_grader import handout
     with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
         source = f.read()
-    return source, [handout.make_starter(source, handout.given_steps(track))
-                    for track in (None, list(tracks.TRACKS["core"]))]
+    return source, [handout.make_starter(source, handout.given_steps(track), in_handout)
+                    for track, in_handout in ((None, False), (list(tracks.TRACKS["core"]), False),
+                                              (list(tracks.TRACKS["core"]), True))]
 
 
 def stub_raises(tree):

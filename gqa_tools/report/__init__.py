@@ -13,7 +13,11 @@ that never came back, says so instead.  That is the student's report
 q, k, v, and section 9 holds the handout's questions for the student to
 answer; a section, or a part of one (the counted caches, the tally), that
 needs a step the module lacks names that step ("needs step 21, KVCache"),
-and the rest of it stands.  That report goes beside the module
+and the rest of it stands.  In a handout's folder (`python grader.py
+--handout DIR` copies the tools there), the report is of the handout's own
+gqa.py, the student's, run so (HANDOUT_SECTIONS): section 8 is left out, the
+handout's lab not training, and a step outside the handout's track is named
+as such.  That report goes beside the module
 (report.md in PATH's folder) unless --out says where, and never over the
 project's own.  What would stop a write (no such folder, a path that is not
 a file) is refused before any work.  The report is the same to the byte on

@@ -1,7 +1,8 @@
 """gqa_tools.report.command: `python -m gqa report`, its options and what it prints.
 
 The project's report is measured and written here (project_parts); a
-student's (--module) comes from the child process (gqa_tools.report.child).
+student's (--module), and a handout's (handout_report: in a handout's folder,
+of its gqa.py), come from the child process (gqa_tools.report.child).
 Both are written by gqa_tools.report.files, or --check-ed against the files.
 """
 
@@ -10,13 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, List, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import (MAX_JOBS, add_int_options, chosen_lang, given, int_options, progress_line,
-                              speaking)
+from gqa_tools.common import (LAB, MAX_JOBS, Handout, add_int_options, chosen_lang, given, handout, int_options,
+                              progress_line, speaking)
 from gqa_tools.report import child, measuring, sections
 from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, write_report,
                                     write_target, why_not_write, wrote)
@@ -27,10 +28,13 @@ from gqa_tools.report.settings import LIMITS, OPTION_HELP, Config
 
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(handout: Optional[Handout] = None) -> argparse.ArgumentParser:
+    """The options of `report`: in a handout, those of its report (which does not train)."""
     parser = argparse.ArgumentParser(
         prog="python -m gqa report",
         description=_("Write report.md: the lab's tables, counted and measured by the code."))
+    if handout:
+        return _handout_options(parser)
     parser.add_argument("--out", default=None, metavar="PATH",
                         help=_("where to write (default: report.md at the root of the "
                                "checkout, or in the current directory when gqa is installed; "
@@ -55,9 +59,28 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _handout_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """A handout's `report`: its report of the gqa.py in its folder, which does not train."""
+    parser.add_argument("--out", default=None, metavar="PATH",
+                        help=_("where to write (default: report.md beside the module, in this folder)"))
+    parser.add_argument("--check", action="store_true",
+                        help=_("write nothing; exit 1 if the file differs from what the code writes now"))
+    parser.add_argument("--module", default=None, metavar="PATH",
+                        help=_("build the report from this gqa.py instead of the one in this folder"))
+    parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
+                        help=_("the language of the report and of what the command prints: en, ja "
+                               "(日本語) or ko (한국어); default: the environment's (LANGUAGE, "
+                               "LC_ALL, LC_MESSAGES, LANG), else the handout's"))
+    add_int_options(parser, Config(), LIMITS, what=lambda name: _(OPTION_HELP[name]))
+    return parser
+
+
 def report_main(argv: Sequence[str]) -> int:
-    parser = make_parser()
+    found = handout()
+    parser = make_parser(found)
     args = parser.parse_args(argv)
+    if found:
+        return handout_report(parser, args, found)
     if args.lang and not args.module:
         print("gqa report: " + _("the project's report.md is English; --lang goes with --module PATH "
                                  "(a student's report)"), file=sys.stderr)
@@ -93,19 +116,71 @@ def report_main(argv: Sequence[str]) -> int:
         parser.error(str(err))
     except TypeError as err:
         parser.error(str(err))
+    recorded = None if args.module or not isinstance(training_done, dict) else lambda: write_training(
+        os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
+        measuring.report_recipe(cfg), training_done)
+    return finish(path, parts, args.check, cfg.command(args.module), expected, recorded)
+
+
+def handout_report(parser: argparse.ArgumentParser, args: Any, found: Handout) -> int:
+    """A handout's `report`: of the gqa.py in its folder (or --module's), in the grader's
+    worker, beside it unless --out says where."""
+    cfg = int_options(parser, args, Config(), LIMITS)
+    if args.out == "":
+        parser.error(_("--out must name a file; got an empty path"))
+    module = args.module or LAB
+    if not os.path.isfile(module):
+        print("gqa report: " + _("--module {path}: no such file").format(path=module), file=sys.stderr)
+        return 2
+    shown = None if _same(module, LAB) else args.module
+    path = args.out or _near(os.path.join(os.path.dirname(module), "report.md"))
+    refused = None if args.check else why_not_write(path, None)
+    if refused:
+        print(f"gqa report: {refused}", file=sys.stderr)
+        return 2
+    if args.check and not os.path.isfile(path):
+        print(f"gqa report --check: {differs(path, '')}\n"
+              + _("regenerate it with: {command}").format(command=cfg.command(shown, handout=True)),
+              file=sys.stderr)
+        return 1
+    expected = None if args.check else write_target(path)
+    try:
+        parts = child.parts_from_child(cfg, module, found, shown)
+    except gqa.GQAError as err:
+        print(f"gqa report: {err}", file=sys.stderr)
+        return 2
+    return finish(path, parts, args.check, cfg.command(shown, handout=True), expected)
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _near(path: str) -> str:
+    """path relative to the current folder when it is under it (report.md, in the handout's)."""
+    near = os.path.relpath(path)
+    return path if near.startswith(os.pardir) else near
+
+
+def finish(path: str, parts: List[sections.Part], checking: bool, command: str, expected: Any,
+           then: Optional[Callable[[], Any]] = None) -> int:
+    """Write the report's parts to path (or --check them against it): its text and figures,
+    and then what then writes (section 8's training record), refused alike."""
     text = sections.assemble(parts, os.path.basename(figures_folder(path)))
     try:
         figures = sections.figures_of(parts)
     except ValueError as err:
         print("gqa report: " + _("{error}; nothing was written").format(error=err), file=sys.stderr)
         return 2
-    if args.check:
-        return check(path, text, cfg.command(args.module), figures)
+    if checking:
+        return check(path, text, command, figures)
     try:
         target = write_report(path, text, figures, expected)
-        if not args.module and isinstance(training_done, dict):
-            write_training(os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
-                           measuring.report_recipe(cfg), training_done)
+        if then is not None:
+            then()
     except (OSError, WriteRefused) as err:
         why = getattr(err, "strerror", None) or err
         print("gqa report: " + _("cannot write {path}: {why}; nothing was changed").format(path=path, why=why),
@@ -127,11 +202,12 @@ def project_parts(cfg: Config, args: Any, path: str) -> Tuple[List[sections.Part
 
 
 def report_lang(argv: Sequence[str]) -> str:
-    """The language of `report`: the student's (chosen_lang) with --module, with --help, or
-    with --lang itself (to say that it goes with --module); otherwise English whatever the
-    environment, the project's report.md being checked byte for byte."""
-    parser = make_parser()
-    asked = given(argv, "--module", parser) or given(argv, "--lang", parser) or \
+    """The language of `report`: the student's (chosen_lang) in a handout, with --module,
+    with --help, or with --lang itself (to say that it goes with --module); otherwise
+    English whatever the environment, the project's report.md being checked byte for byte."""
+    found = handout()
+    parser = make_parser(found)
+    asked = found or given(argv, "--module", parser) or given(argv, "--lang", parser) or \
         any(a in ("-h", "--help") for a in argv)
     return chosen_lang(argv, parser) if asked else "en"
 

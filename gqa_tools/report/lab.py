@@ -9,8 +9,9 @@ and need() turns a Missing back into Unavailable where a section reads it.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from gqa_grader.i18n import _
 from gqa_tools.common import step_name
@@ -52,10 +53,31 @@ def _in_tools(filename: str) -> bool:
 
 
 def not_implemented(name: str) -> str:
-    """What a section says for a function that raised NotImplementedError: the step it needs."""
+    """What a section says for a function that raised NotImplementedError: the step it needs,
+    or, in a handout's report (within handout_track), that the step is outside its track."""
     step = step_name(name)
+    if step and _TRACK and name not in _TRACK[-1][0]:
+        track = _TRACK[-1][1]
+        return (_("{step}, is outside the {track} track this handout grades") if track else
+                _("{step}, is outside the track this handout grades")).format(step=step, track=track)
     return (_("needs {step}: not implemented yet").format(step=step) if step else
             _("`{name}` is not implemented yet").format(name=name))
+
+
+# The track of the handout whose report is being built, while it is: (its steps, its name).
+_TRACK: List[Tuple[Sequence[str], Optional[str]]] = []
+
+
+@contextlib.contextmanager
+def handout_track(steps: Sequence[str], track: Optional[str]) -> Iterator[None]:
+    """Within the block, a report of a handout whose track is steps (named track, or None):
+    a step outside it that the module has not implemented is said to be outside the track,
+    not yet to be written."""
+    _TRACK.append((tuple(steps), track))
+    try:
+        yield
+    finally:
+        _TRACK.pop()
 
 
 class Lab:

@@ -1,6 +1,7 @@
 """gqa_tools.report.sections: the report's sections in order, put together.
 
-SECTIONS are the project's report, STUDENT_SECTIONS a student's (--module);
+SECTIONS are the project's report, STUDENT_SECTIONS a student's (--module),
+HANDOUT_SECTIONS a handout's (`python -m gqa report` in a handout's folder);
 each title is a message id.  build_parts() writes each section as a Part (a
 section that cannot be computed says why in its place), assemble() joins
 them into report.md's text, and figures_of() checks every figure that
@@ -14,6 +15,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
 from gqa_grader.i18n import N_, _
+from gqa_tools.common import Handout
 from gqa_tools.report.costs import (section_block, section_cache, section_decoding, section_multiplies,
                                     section_what_g_is)
 from gqa_tools.report.lab import Lab, reason
@@ -21,14 +23,17 @@ from gqa_tools.report.measuring import Measured
 from gqa_tools.report.outputs import section_conversion, section_output
 from gqa_tools.report.reading import section_reading
 from gqa_tools.report.settings import Config
-from gqa_tools.report.student import section_output_of_module, section_write_up, student_header
+from gqa_tools.report.student import handout_header, section_output_of_module, section_write_up, student_header
 from gqa_tools.report.text import FIGURES, Figures
 from gqa_tools.report.trained import section_training
 from gqa_tools.svg import not_a_figure
 
 
-def section_header(cfg: Config, lab: Lab, module: Optional[str]) -> str:
-    """The report's header: a student's (student_header), or the project's, always in English."""
+def section_header(cfg: Config, lab: Lab, module: Optional[str], handout: Optional[Handout] = None) -> str:
+    """The report's header: a handout's (handout_header), a student's (student_header), or
+    the project's, always in English."""
+    if handout:
+        return handout_header(cfg, lab, module, handout)
     if module:
         return student_header(cfg, lab, module)
     return (f"# gqa lab report\n\n"
@@ -59,6 +64,10 @@ SECTIONS = ((N_("1. What g is"), section_what_g_is),
 STUDENT_SECTIONS = (SECTIONS[:4] + ((N_("5. The output: it changes"), section_output_of_module),)
                     + SECTIONS[5:8] + ((N_("9. Your write-up: what these numbers say"), section_write_up),))
 
+# A handout's report: a student's without section 8 (the handout's lab does not train; its
+# header says so).
+HANDOUT_SECTIONS = STUDENT_SECTIONS[:7] + STUDENT_SECTIONS[8:]
+
 
 class Part(NamedTuple):
     """One piece of report.md: its heading ("" for the header), its Markdown and its figures.
@@ -75,15 +84,16 @@ class Part(NamedTuple):
 
 
 def build_parts(cfg: Config, m: Measured, lab: Optional[Lab] = None,
-                module: Optional[str] = None) -> List[Part]:
-    """Return report.md's header and sections as Parts, in order: SECTIONS, or with a
-    module (a student's, named so in the header) STUDENT_SECTIONS.
+                module: Optional[str] = None, handout: Optional[Handout] = None) -> List[Part]:
+    """Return report.md's header and sections as Parts, in order: SECTIONS, with a module
+    (a student's, named so in the header) STUDENT_SECTIONS, in a handout HANDOUT_SECTIONS
+    (module: the one --module gave, or None for the handout's own gqa.py).
 
     A section that cannot be computed from lab says why, in its place.
     """
     lab = lab or Lab(gqa, "gqa.py")
-    parts = [Part("", section_header(cfg, lab, module))]
-    for title, section in STUDENT_SECTIONS if module else SECTIONS:
+    parts = [Part("", section_header(cfg, lab, module, handout))]
+    for title, section in HANDOUT_SECTIONS if handout else STUDENT_SECTIONS if module else SECTIONS:
         try:
             written: Union[str, Tuple[str, Figures]] = section(cfg, lab, m)
             body, figures = (written, ()) if isinstance(written, str) else written

@@ -30,10 +30,11 @@ class Config(NamedTuple):
     def d_model(self) -> int:
         return self.heads * self.head_dim
 
-    def command(self, module: Optional[str] = None) -> str:
-        """The command that writes the report: with a module, in the language in use."""
+    def command(self, module: Optional[str] = None, handout: bool = False) -> str:
+        """The command that writes the report: with a module, or in a handout (whose report
+        is its own gqa.py's without one), in the language in use."""
         parts = ["python -m gqa report"] + ([f"--module {module}"] if module else [])
-        if module and i18n.language() != "en":
+        if (module or handout) and i18n.language() != "en":
             parts.append(f"--lang {i18n.language()}")
         for name, value in self._asdict().items():
             parts.append(f"--{name.replace('_', '-')} {value}")

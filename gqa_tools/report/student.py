@@ -1,6 +1,6 @@
 """gqa_tools.report.student: what a student's report (--module) has that the project's has not.
 
-Its header, in the language in use; section 5, which first runs the
+Its header, in the language in use (a handout's: section 8 left out, and why); section 5, which first runs the
 module's `attention` on random q, k, v (the handout's lab has no `layer`
 yet); and section 9, the handout's questions for the student to answer.
 """
@@ -8,10 +8,11 @@ yet); and section 9, the handout's questions for the student to answer.
 from __future__ import annotations
 
 import math
-from typing import Tuple
+from typing import Optional, Tuple
 
 from gqa_grader.i18n import _
-from gqa_tools.common import bar_chart, fmt, markdown_table
+from gqa_tools import uptraining as training
+from gqa_tools.common import Handout, bar_chart, fmt, markdown_table, step_name
 from gqa_tools.seeds import rng_for, seed_for
 from gqa_tools.report.lab import Lab, Unavailable, reason
 from gqa_tools.report.measuring import Measured
@@ -38,6 +39,34 @@ def student_header(cfg: Config, lab: Lab, module: str) -> str:
             layers=cfg.layers, context=f"{cfg.context:,}", d_model=f"{cfg.d_model:,}",
             run_head_dim=cfg.run_head_dim, run_d_model=cfg.run_d_model, run_context=cfg.run_context,
             run_layers=cfg.run_layers, first=cfg.seed, last=cfg.seed + cfg.seeds - 1) + "\n"
+
+
+def handout_header(cfg: Config, lab: Lab, module: Optional[str], handout: Handout) -> str:
+    """The header of a handout's report: its module the handout's gqa.py (or --module's),
+    section 8 left out, and why."""
+    outside = [step_name(name) for name in training.NEEDS if name not in handout.steps]
+    left_out = (_("Section 8 of the lab's report, whether quality comes back with training, is left "
+                  "out: this handout's lab does not train, and training needs {steps}, outside the "
+                  "track this handout grades.").format(steps="; ".join(outside)) if outside else
+                _("Section 8 of the lab's report, whether quality comes back with training, is left "
+                  "out: this handout's lab does not train."))
+    return "# " + _("gqa lab report") + "\n\n" + _(
+        "Written by `{command}`, in this handout's folder. Every number below was computed, counted "
+        "or measured by `{module}`, your module, in the grader's worker, when that command ran; the "
+        "same command with `--check` tells whether this file is still what the code writes. A "
+        "section, or a part of one, that needs a step this module does not have yet names that step "
+        "in its place, one that needs a step outside the track this handout grades says so, and one "
+        "that failed says how. {left_out} Section 9 is yours to write. The real-size configuration "
+        "(counted by the closed forms) has h = {heads} query heads, head dim {head_dim}, {layers} "
+        "layers, {context} positions and d_model = {d_model}. The small configuration that the code "
+        "actually runs has the same {heads} query heads, head dim {run_head_dim}, d_model "
+        "{run_d_model}, {run_context} positions and {run_layers} layers, with random, untrained "
+        "weights from seeds {first} to {last}.").format(
+            command=cfg.command(module, handout=True), module=lab.label, left_out=left_out,
+            heads=cfg.heads, head_dim=cfg.head_dim, layers=cfg.layers, context=f"{cfg.context:,}",
+            d_model=f"{cfg.d_model:,}", run_head_dim=cfg.run_head_dim, run_d_model=cfg.run_d_model,
+            run_context=cfg.run_context, run_layers=cfg.run_layers, first=cfg.seed,
+            last=cfg.seed + cfg.seeds - 1) + "\n"
 
 
 def attention_inputs(cfg: Config) -> Tuple[list, list, list]:

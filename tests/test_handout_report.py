@@ -1,0 +1,352 @@
+"""A handout's own tools: in the folder `python grader.py --handout DIR --steps core` writes,
+`python -m gqa report` writes the student's report from the student's gqa.py (the cache and
+multiplications tables, the output difference, the questions), in the handout's language,
+without section 8, and nothing in the handout holds an answer."""
+
+from __future__ import annotations
+
+import ast
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from gqa_grader import i18n, reference
+from tests.helpers import ROOT, early, heavy, run_grader, start_early
+from tests.test_handout import source_lines
+from tests.test_student_report import documented_steps, section, table
+
+
+def load_tests(loader, tests, pattern):
+    """The handouts are written and their reports run early, beside the suite (tests/helpers.py)."""
+    return start_early(tests)
+
+
+# The handout's lab: steps 1-8 and 14-19 of gqa.py's own step table.
+CORE = set(range(1, 9)) | set(range(14, 20))
+# The report's small options: h = 6 (g = 1, 2, 3, 6), every size small, two seeds.
+SIZES = {"heads": 6, "head-dim": 8, "layers": 3, "context": 64, "batch": 4, "run-head-dim": 2,
+         "run-d-model": 6, "run-context": 5, "run-layers": 2, "seed": 3, "seeds": 2}
+ARGS = [w for name, value in SIZES.items() for w in (f"--{name}", str(value))]
+DIVISORS = (1, 2, 3, 6)
+LANGS = ("ja", "ko")
+
+
+def quiet_env():
+    """The environment with no language of its own: the handout's is the one spoken."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def run_in(folder, *argv):
+    """A command run as a process in folder: [status, stdout, stderr]."""
+    run = subprocess.run([sys.executable, *argv], cwd=folder, capture_output=True, timeout=300,
+                         env=quiet_env(), encoding="utf-8")
+    return [run.returncode, run.stdout, run.stderr]
+
+
+def defined(node):
+    """The name a top-level statement defines, or None."""
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
+
+
+def is_main(node):
+    return isinstance(node, ast.If) and "__main__" in ast.dump(node.test)
+
+
+def fill(path, names):
+    """Put the project's functions of those names in place of the starter's at path, and the
+    project's private definitions the starter does not have (its kernels, and the ones
+    chosen by Python version) before the starter's last lines: the steps done."""
+    with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
+        source = f.read()
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines(keepends=True)
+    tree, ours = ast.parse("".join(lines)), ast.parse(source).body
+    have = {defined(n) for n in tree.body}
+    solution = {defined(n): ast.get_source_segment(source, n) for n in ours if defined(n) in names}
+    assert sorted(solution) == sorted(names), solution.keys()
+    kernels = [ast.get_source_segment(source, n) for n in ours
+               if (defined(n) or "").startswith("_") and defined(n) not in have | {"__all__"}
+               or isinstance(n, ast.If) and not is_main(n)]
+    main = next(n for n in tree.body if is_main(n))
+    lines[main.lineno - 1:main.lineno - 1] = ["\n\n".join(kernels) + "\n\n\n"]
+    for old in sorted((n for n in tree.body if defined(n) in solution), key=lambda n: -n.lineno):
+        lines[old.lineno - 1:old.end_lineno] = [solution[defined(old)] + "\n"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(lines))
+
+
+def text_of(path):
+    """The text of the file at path; None when there is none."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def texts_of(folder):
+    """{path in folder: its text} of every file there (a compiled catalog as its bytes, decoded)."""
+    texts = {}
+    for top, _dirs, names in os.walk(folder):
+        for name in names:
+            with open(os.path.join(top, name), "rb") as f:
+                texts[os.path.relpath(os.path.join(top, name), folder)] = f.read().decode("utf-8", "replace")
+    return texts
+
+
+def given_mark(starter, name):
+    """The mark of the comment that a starter writes above a given step, def name(...): the
+    words before the colon of the last comment line above it that names it ("Given")."""
+    above = starter.split(f"\ndef {name}(")[0].splitlines()
+    return next(re.match(r"# ([^:]+): ", line).group(1) for line in reversed(above)
+                if line.startswith("# ") and re.search(rf"\b{name}\b", line))
+
+
+@heavy
+class HandoutReport(unittest.TestCase):
+    """Handouts of the core track in Japanese and Korean: their files as written, `python gqa.py`,
+    and `python -m gqa report` (and `tables`) run there, on the bare starter and on the
+    starter with the core steps done."""
+
+    EARLY = ("made",)
+
+    @staticmethod
+    def made():
+        folder = tempfile.mkdtemp(prefix="gqa-handout-report-")
+        core = [name for n, name in documented_steps().items() if n in CORE]
+        done = {}
+        try:
+            for lang in LANGS:
+                handout = os.path.join(folder, lang)
+                made = run_grader("--handout", handout, "--steps", "core", "--lang", lang, cwd=folder, timeout=300)
+                assert made.returncode == 0, made.stderr
+                got = done[lang] = {"texts": texts_of(handout), "main": run_in(handout, "gqa.py")}
+                if lang == "ja":                                     # the bare starter's report
+                    got["bare"] = run_in(handout, "-m", "gqa", "report", *ARGS)
+                    got["bare_report"] = text_of(os.path.join(handout, "report.md"))
+                fill(os.path.join(handout, "gqa.py"), core)
+                got["done"] = run_in(handout, "-m", "gqa", "report", *ARGS)
+                got["report"] = text_of(os.path.join(handout, "report.md"))
+                figures = os.path.join(handout, "report-figures")
+                got["figures"] = sorted(os.listdir(figures)) if os.path.isdir(figures) else []
+                got["tables"] = run_in(handout, "-m", "gqa", "tables", "--heads", "6", "--head-dim", "8",
+                                       "--layers", "3", "--context", "64")
+        finally:
+            shutil.rmtree(folder)
+        return done
+
+    @classmethod
+    def setUpClass(cls):
+        cls.runs = early(cls.made)
+
+    def in_lang(self, lang, template, **fields):
+        """template in lang, its fields filled."""
+        i18n.use(lang)
+        try:
+            return i18n._(template).format(**fields)
+        finally:
+            i18n.use("en")
+
+    def report(self, lang):
+        status, out, err = self.runs[lang]["done"]
+        self.assertEqual(status, 0, err)
+        count = len(self.runs[lang]["figures"])
+        i18n.use(lang)
+        try:
+            wrote = i18n.ngettext("wrote {path} and {count} figure in {folder}",
+                                  "wrote {path} and {count} figures in {folder}", count)
+        finally:
+            i18n.use("en")
+        self.assertEqual(out, wrote.format(path="report.md", count=count, folder="report-figures") + "\n")
+        return self.runs[lang]["report"]
+
+    def test_the_report_is_the_handouts_sections_in_its_language_without_section_8(self):
+        from gqa_tools.report.sections import STUDENT_SECTIONS
+        for lang in LANGS:
+            text = self.report(lang)
+            with self.subTest(lang=lang):
+                titles = [self.in_lang(lang, title) for title, _ in STUDENT_SECTIONS if not title.startswith("8.")]
+                self.assertEqual(len(titles), 8)
+                self.assertTrue(text.startswith("# " + self.in_lang(lang, "gqa lab report") + "\n"))
+                self.assertEqual(re.findall(r"^## (.*)$", text, re.M), titles)
+                # Why section 8 is not there, in the header: the lab does not train, and training
+                # needs step 24 (the backward), which the core track does not hold.
+                header = text.split("\n## ")[0]
+                said = self.in_lang(lang, "Section 8 of the lab's report, whether quality comes back with "
+                                          "training, is left out: this handout's lab does not train, and "
+                                          "training needs {steps}, outside the track this handout grades.",
+                                    steps="\0").split("\0")
+                self.assertIn(said[0], header)
+                self.assertIn(self.in_lang(lang, "step {step}, {name}", step=24, name="grouped_attention_backward"),
+                              header.split(said[0])[1].split(said[1])[0])
+                self.assertIn("`python -m gqa report --lang " + lang + " --heads 6 ", header)
+
+    def test_it_holds_no_english_sentence(self):
+        from tests.test_i18n import english_chunks
+        chunks = english_chunks()
+        self.assertGreater(len(chunks), 200)
+        for lang in LANGS:
+            with self.subTest(lang=lang):
+                text = self.report(lang)
+                self.assertEqual([c for c in chunks if c in text], [])
+
+    def test_the_kv_cache_table_is_the_closed_form_worked_by_hand(self):
+        for lang in LANGS:
+            two = section(self.report(lang), 2)
+            rows = table(two, self.in_lang(lang, "method"), "g")
+            with self.subTest(lang=lang):
+                self.assertEqual([int(r[1]) for r in rows[1:]], list(DIVISORS))
+                for r in rows[1:]:
+                    g = int(r[1])
+                    self.assertEqual(r[2], f"{2 * 3 * g * 64 * 8:,}")      # 2 x layers x g x length x head_dim
+                    self.assertAlmostEqual(float(r[3]), g / 6, places=4)
+                # The part that needs decode_step, step 22, says it is outside the core track.
+                outside = self.in_lang(lang, "{step}, is outside the {track} track this handout grades",
+                                       step=self.in_lang(lang, "step {step}, {name}", step=22, name="decode_step"),
+                                       track="core")
+                self.assertIn(outside, two)
+
+    def test_the_multiplications_table_is_worked_by_hand(self):
+        for lang in LANGS:
+            three = section(self.report(lang), 3)
+            rows = table(three, self.in_lang(lang, "term"))
+            cell = {(r[0], g): int(c.replace(",", "")) for r in rows[1:] for g, c in zip(DIVISORS, r[1:])}
+            pairs, d_model = 64 * 65 // 2, 6 * 8                 # causal: query i sees keys 0..i
+            with self.subTest(lang=lang):
+                for g in DIVISORS:
+                    expected = {"q_proj": 64 * d_model * 6 * 8, "k_proj": 64 * d_model * g * 8,
+                                "v_proj": 64 * d_model * g * 8, "scores": 6 * pairs * 8,
+                                "weighted_sum": 6 * pairs * 8, "o_proj": 64 * 6 * 8 * d_model}
+                    expected["total"] = sum(expected.values())
+                    for term, value in expected.items():
+                        self.assertEqual(cell[(term, g)], value, (term, g))
+
+    def test_the_output_difference_at_every_g_is_the_references(self):
+        rng = random.Random("attention inputs:3")
+        q, k, v = ([[[rng.uniform(-1.0, 1.0) for _ in range(2)] for _ in range(5)] for _ in range(6)]
+                   for _ in range(3))                     # q, then k, then v: [h=6][n=5][d=2]
+        mha = reference.ref_attention(q, k, v, 6)
+        for lang in LANGS:
+            five = section(self.report(lang), 5)
+            rows = table(five, self.in_lang(lang, "method"), "g")
+            with self.subTest(lang=lang):
+                self.assertEqual([int(r[1]) for r in rows[1:]], list(DIVISORS))
+                for r in rows[1:]:
+                    want = reference.ref_output_difference(reference.ref_attention(q, k, v, int(r[1])), mha)
+                    for got, value in zip(r[2:], want):
+                        self.assertAlmostEqual(float(got), value, delta=1e-3 * abs(value) + 1e-12)
+
+    def test_the_write_up_holds_the_handouts_questions(self):
+        for lang in LANGS:
+            nine = section(self.report(lang), 9)
+            with self.subTest(lang=lang):
+                self.assertEqual(nine.count(self.in_lang(lang, "*(your answer)*")), 2)
+                self.assertEqual(re.findall(r"^\*\*(\d)\. ", nine, re.M), ["1", "2"])
+
+    def test_no_part_says_a_step_of_the_track_is_missing(self):
+        # Every core step is done: what is left out needs a step outside the track.
+        for lang in LANGS:
+            text = self.report(lang)
+            missing = self.in_lang(lang, "needs {step}: not implemented yet", step="\0").split("\0")[1]
+            with self.subTest(lang=lang):
+                self.assertNotIn(missing, text)
+
+    def test_python_gqa_py_points_to_the_handouts_folder(self):
+        for lang in LANGS:
+            status, out, err = self.runs[lang]["main"]
+            with self.subTest(lang=lang):
+                self.assertEqual((status, out), (2, ""))
+                self.assertIn(f"python grader.py --lang {lang}", err)
+                self.assertIn(f"python -m gqa tables|report --lang {lang}", err)
+                self.assertNotIn("PATH/gqa.py", err)
+                self.assertNotIn(self.in_lang(lang, "this gqa.py is the lab, not its tools: from the project's "
+                                                   "folder, run {grader} or {tools}", grader="\0",
+                                             tools="\0").split("\0")[0][-8:], err)
+
+    def test_tables_run_on_the_students_module_in_its_language(self):
+        status, out, err = self.runs["ja"]["tables"]
+        self.assertEqual(status, 0, err)
+        first = out.splitlines()[0]
+        self.assertEqual(first, self.in_lang("ja", "Computed by gqa.py, your module in this folder, in the "
+                                                    "grader's worker."))
+        rows = table(out, self.in_lang("ja", "method"), self.in_lang("ja", "g (kv heads)"))
+        self.assertEqual([r[3].replace(",", "") for r in rows[1:]], [str(2 * 3 * g * 64 * 8) for g in DIVISORS])
+
+    def test_the_readme_says_how_to_make_the_report_in_its_language(self):
+        from tests.test_i18n import english_chunks
+        chunks = english_chunks()
+        for lang in LANGS:
+            texts = self.runs[lang]["texts"]
+            readme, starter = texts["README.md"], texts["gqa.py"]
+            with self.subTest(lang=lang):
+                self.assertIn("python -m gqa report ", readme)
+                self.assertIn("python -m gqa tables ", readme)
+                self.assertEqual([c for c in chunks if c in readme], [])
+                # The mark of a given step is the one the starter writes above each given step.
+                marks = {given_mark(starter, "init_weights"), given_mark(starter, "decode_traffic")}
+                self.assertEqual(len(marks), 1)
+                self.assertNotEqual(marks, {"Given"})
+                self.assertIn(marks.pop(), readme)
+
+    def test_nothing_in_the_handout_holds_an_answer(self):
+        with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        core = {name for n, name in documented_steps().items() if n in CORE}
+        by_name = {defined(n): n for n in tree.body if defined(n)}
+        for lang in LANGS:
+            texts = self.runs[lang]["texts"]
+            kept = {defined(n) for n in ast.parse(texts["gqa.py"]).body}
+            # The core steps' bodies, and the private kernels they call that the starter does not keep.
+            needed, todo = set(), list(core)
+            while todo:
+                name = todo.pop()
+                if name in needed:
+                    continue
+                needed.add(name)
+                todo += [n.id for n in ast.walk(by_name[name]) if isinstance(n, ast.Name)
+                         and n.id.startswith("_") and n.id in by_name and n.id not in kept]
+            solution = source_lines(os.path.join(ROOT, "gqa.py"), lambda fn, owner: (owner or fn).name in needed)
+            solution -= source_lines(os.path.join(ROOT, "gqa.py"),         # what the steps given share with them
+                                     lambda fn, owner: (owner or fn).name in kept - core)
+            answers = source_lines(os.path.join(ROOT, "gqa_grader", "reference.py"))
+            for name in ("checking", "checks_heads", "checks_layer", "checks_counting", "checks_decoding",
+                         "checks_backward"):                                       # inputs drawn alike
+                answers -= source_lines(os.path.join(ROOT, "gqa_grader", f"{name}.py"))
+            with self.subTest(lang=lang):
+                self.assertGreater(len(solution), 40)
+                self.assertGreater(len(answers), 100)
+                self.assertTrue(any(name.startswith("gqa_tools") for name in texts))
+                self.assertEqual([name for name in texts if os.path.basename(name) in
+                                  ("reference.py", "report.md", "report-training.json")], [])
+                for name, text in texts.items():
+                    self.assertEqual([(name, line) for line in solution | answers if line in text], [])
+
+    def test_a_report_of_the_bare_starter_holds_no_number_of_the_solutions(self):
+        status, out, err = self.runs["ja"]["bare"]
+        self.assertEqual(status, 0, err)
+        bare, done = self.runs["ja"]["bare_report"], self.report("ja")
+        header = done.split("\n## ")[0]
+        numbers = {n for line in done.splitlines() if line.startswith("|")
+                   for n in re.findall(r"\d[\d,.]*\d", line)} - set(re.findall(r"\d[\d,.]*\d", header))
+        self.assertGreater(len(numbers), 50)
+        self.assertEqual(sorted(n for n in numbers if re.search(rf"(?<![\d,.]){re.escape(n)}(?![\d,.])", bare)), [])
+        self.assertNotIn("\n|", bare)
+        first = self.in_lang("ja", "needs {step}: not implemented yet",
+                             step=self.in_lang("ja", "step {step}, {name}", step=1, name="valid_g"))
+        self.assertIn(first, section(bare, 1))
+
+
+if __name__ == "__main__":
+    unittest.main()
