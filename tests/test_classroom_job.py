@@ -64,16 +64,28 @@ def points(ran):
 @unittest.skipUnless(AS_ROOT, "the job's users (root, another) need root to be made here")
 class ClassroomJob(unittest.TestCase):
 
-    def setUp(self):
-        top = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, top, True)
-        self.repo = os.path.join(top, "repo")
-        for argv in (["--handout", self.repo, "--steps", "1-3"],
-                     ["--classroom", self.repo, "--steps", "1-3", "--timeout", "1"]):
+    @classmethod
+    def setUpClass(cls):
+        """The template repository, made once: a handout of steps 1 to 3 and its workflow,
+        the solution as the student's gqa.py."""
+        cls.top = tempfile.mkdtemp()
+        cls.template = os.path.join(cls.top, "template")
+        for argv in (["--handout", cls.template, "--steps", "1-3"],
+                     ["--classroom", cls.template, "--steps", "1-3", "--timeout", "1"]):
             done = run_grader(*argv)
-            self.assertEqual(done.returncode, 0, done.stderr)
-        shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(self.repo, "gqa.py"))
-        for folder, _, files in os.walk(top):              # a checkout every user may read
+            assert done.returncode == 0, done.stderr
+        shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(cls.template, "gqa.py"))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.top, True)
+
+    def setUp(self):
+        """A checkout of the template that every user may read."""
+        self.repo = tempfile.mkdtemp(dir=self.top)
+        shutil.rmtree(self.repo)
+        shutil.copytree(self.template, self.repo)
+        for folder, _, files in os.walk(self.top):
             os.chmod(folder, 0o755)
             for name in files:
                 os.chmod(os.path.join(folder, name), 0o644)
