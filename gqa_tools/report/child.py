@@ -16,7 +16,7 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import PROJECT, failing_steps
+from gqa_tools.common import PROJECT, failing_steps, module_missing
 from gqa_tools.report import measuring
 from gqa_tools.report.lab import Lab
 from gqa_tools.report.sections import STUDENT_SECTIONS, Part, build_parts, section_header
@@ -67,7 +67,7 @@ def parts_from_child(cfg: Config, path: str) -> List[Part]:
     GQAError when the module cannot be imported."""
     import gqa_grader as grader
     if not os.path.isfile(path):
-        raise gqa.GQAError(_("--module {path}: no such file").format(path=path))
+        raise gqa.GQAError(module_missing(path))
     came: Dict[str, Part] = {}
     why = _("the child process building the report did not send it")
     failing = failing_steps(path, training.NEEDS, timeout=min(CHILD_TIMEOUT, 5.0))
