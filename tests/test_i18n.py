@@ -14,7 +14,7 @@ import re
 import string
 import unittest
 
-from gqa_grader import catalogs, cli, i18n, tracks
+from gqa_grader import catalogs, cli, i18n, prose, tracks
 from tests.helpers import ROOT, heavy, run_grader
 
 
@@ -234,9 +234,36 @@ class Starter(unittest.TestCase):
                             changed += 1
             self.assertGreater(changed, 10)
 
+    def test_japanese_lines_break_between_words_and_banners_keep_their_width(self):
+        # A wrapped paragraph is not broken inside a run of hiragana (あ / らかじめ), leaves
+        # no line of a word's last character alone (す。), and a translated banner of a step
+        # ends at column 79 as the lab's own do.
+        kana = "[\u3041-\u309f]"
+        for text in self.starters:
+            lines = prose.translated(text, "ja").split("\n")
+            for above, below in zip(lines, lines[1:]):
+                words = below.strip().lstrip("#").strip()
+                with self.subTest(above=above, below=below):
+                    self.assertFalse(re.search(kana + "$", above) and re.match(kana, words))
+                    self.assertFalse(words and i18n.width(words) <= 4 and re.match(kana + "+。$", words))
+            for line in lines:
+                if re.match(r"# Step \d+\. \w+: .*[\u3000-\u9fff].* ---+$", line):
+                    self.assertLessEqual(i18n.width(line), 79, line)
+
+    def test_a_records_field_that_names_a_record_is_prose(self):
+        # "counts  attention_multiplies(...), a Multiplies": its words in the language.
+        english = next(line for line in self.source.split("\n") if line.strip().startswith("counts "))
+        for lang in i18n.LANGUAGES[1:]:
+            lines = prose.translated(self.source, lang).split("\n")
+            with self.subTest(lang=lang):
+                self.assertNotIn(english, lines)
+                self.assertTrue(any(line.startswith(english[:english.index("attention")]) and "Multiplies" in line
+                                    for line in lines))
+
     def test_the_table_of_shapes_is_in_the_language_and_still_lined_up(self):
         # The module docstring's "Shapes:" table: its heading and what each letter counts
-        # translated; the letters, the names and the shapes as they were, lined up.
+        # translated; the letters, the names and the shapes as they were, lined up, but for
+        # a shape's word ("[h or g]"), said as the Weights docstring says it.
         import ast
         from gqa_grader import prose
         def table(text):
@@ -247,12 +274,17 @@ class Starter(unittest.TestCase):
         names = english[1].index(" q ") + 1                     # where the names' column starts
         for lang in i18n.LANGUAGES[1:]:
             rows = table(prose.translated(self.starters[0], lang))
+            shape = "[h or g][d_model][d]"
+            said = gettext.translation("starter", i18n.LOCALE, [lang]).gettext(shape)
             with self.subTest(lang=lang):
                 self.assertEqual(len(rows), len(english))
                 self.assertNotEqual(rows[0], english[0])
+                self.assertNotEqual(said, shape)
+                self.assertIn(shape, "\n".join(english))
                 columns = set()
                 for before, after in zip(english[1:], rows[1:]):
-                    letter, rest = before[:13], before[names:]
+                    letter, rest = before[:13], before[names:].replace(shape, said)
+                    self.assertNotIn(" or ", after)
                     self.assertTrue(after.startswith(letter) and after.endswith(rest), after)
                     meaning = after[len(letter):len(after) - len(rest)]
                     self.assertIsNone(re.search(r"[a-z]{3,}", meaning), after)
