@@ -65,6 +65,30 @@ def language():
     return _current["lang"]
 
 
+# What is typed for one of ours and is not its code: --lang kr is refused, naming ko.
+LANG_MEANT = {"kr": "ko", "kor": "ko", "korean": "ko", "한국어": "ko", "jp": "ja", "jpn": "ja",
+              "japanese": "ja", "日本語": "ja", "eng": "en", "english": "en"}
+
+
+def lang_values(argv):
+    """Each value argv gives --lang, in order, read as argparse would: --lang ja,
+    --lang=ja, an abbreviation such as --la ja; none after "--"."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return
+        name, equals, value = arg.partition("=")
+        if len(name) >= 4 and "--lang".startswith(name):
+            yield value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+
+
+def meant_lang(value):
+    """The language of ours a --lang value that is none of ours means (kr: ko, jp: ja,
+    ko_KR.UTF-8: ko), or None."""
+    text = value.strip().lower().replace("-", "_")
+    return LANG_MEANT.get(text) or next((lang for lang in LANGUAGES if text.split("_")[0].split(".")[0] == lang
+                                         and text != lang), None)
+
+
 def _(message):
     """message in the language in use (its English text where the catalog lacks it)."""
     return _current["catalog"].gettext(message)
