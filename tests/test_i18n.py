@@ -15,7 +15,7 @@ import string
 import unittest
 
 from gqa_grader import catalogs, cli, i18n, prose, tracks
-from tests.helpers import ROOT, heavy, run_grader
+from tests.helpers import ROOT, heavy, run_gqa, run_grader
 
 
 @functools.lru_cache(maxsize=None)
@@ -742,6 +742,72 @@ def english_chunks():
                     english.append(chunk.strip())
     return english
 
+
+
+class TheGlossaryHolds(unittest.TestCase):
+    """What GLOSSARY.md settles, held in every Korean entry (a native reader's review)."""
+
+    def entries(self):
+        for domain in ("gqa", "starter"):
+            for entry in read("ko", domain)[2][1:]:
+                yield entry["msgid"], " ".join(entry["msgstr"])
+
+    def test_attention_scores_and_a_grades_points_are_two_words(self):
+        # scores (Q·Kᵀ): 어텐션 스코어; 점수, a grade's points, never for them.
+        scores = 0
+        for msgid, said in self.entries():
+            if not re.search(r"\bscores?\b", msgid):
+                continue
+            grade = re.search(r"\bpoints?\b|JSON document", msgid)
+            with self.subTest(msgid=msgid):
+                self.assertNotIn("스코어" if grade else "점수", said)
+                if not grade and "weighted_sum" not in msgid:            # scores, a tally's field
+                    self.assertIn("스코어", said)
+                    scores += 1
+        self.assertGreater(scores, 10)
+
+    def test_no_particle_is_guessed_after_a_field(self):
+        # {path}을(를), {folder} 은(는): the sentence worded so that none follows a path,
+        # an option or a name the code fills in.
+        guessed = re.compile(r"\}`? ?(을\(를\)|이\(가\)|은\(는\)|와\(과\)|\(으\)로|\(이\))|\}(을|를|이|가|은|는|와|과)\(")
+        for msgid, said in self.entries():
+            with self.subTest(msgid=msgid):
+                self.assertIsNone(guessed.search(said), said)
+
+    def test_the_mean_fold_is_mean_pooling(self):
+        # 평균 풀링 names the method (평균으로 접기 was a calque of 畳む); 평균 stays the statistic.
+        for msgid, said in self.entries():
+            with self.subTest(msgid=msgid):
+                self.assertNotIn("평균으로 접", said)
+                if re.fullmatch(r"mean|mean, Adam carried over|6\. Converting.*", msgid):
+                    self.assertIn("평균 풀링", said)
+
+
+class AMistypedName(unittest.TestCase):
+    """--lang kr (a country's code, not its language's) and a command one letter off are
+    refused naming what was meant; a value that means none of ours stays argparse's."""
+
+    def test_lang_kr_jp_and_korean_name_the_language_they_mean(self):
+        for argv, meant in ((["--lang", "kr"], "ko"), (["--lang=jp"], "ja"), (["--la", "Korean"], "ko"),
+                            (["--lang", "ko_KR.UTF-8"], "ko")):
+            graded = run_grader(*argv, "--list")
+            status, _out, err = run_gqa("tables", *argv)
+            with self.subTest(argv=argv):
+                self.assertEqual(graded.returncode, 2, graded.stderr)
+                self.assertIn(f"--lang {argv[-1].split('=')[-1]}: ", graded.stderr.splitlines()[-1])
+                self.assertIn(f"--lang {meant}", graded.stderr.splitlines()[-1])
+                self.assertEqual((status, len(err.splitlines())), (2, 1), err)
+                self.assertIn(f"--lang {meant}", err)
+        graded = run_grader("--lang", "xx", "--list")
+        self.assertEqual(graded.returncode, 2)
+        self.assertIn("'en', 'ja', 'ko'", graded.stderr.splitlines()[-1])
+
+    def test_a_command_one_letter_off_is_named(self):
+        status, _out, err = run_gqa("tabels", "--lang", "en")
+        self.assertEqual(status, 2)
+        self.assertEqual(err.splitlines()[-1], "gqa: unknown command 'tabels'; did you mean tables?")
+        status, _out, err = run_gqa("nothing-like-it", "--lang", "en")
+        self.assertEqual(err.splitlines()[-1], "gqa: unknown command 'nothing-like-it'")
 
 if __name__ == "__main__":
     unittest.main()
