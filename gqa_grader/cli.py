@@ -17,8 +17,8 @@ from .atomic import write_atomically
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .documents import classroom_result, gradescope, nothing_graded, run_document
 from .failures import Refused
-from .i18n import (LANGUAGES, N_, _, from_environment, how_to_change, lang_option, lang_values, meant_lang, ngettext,
-                   use)
+from .i18n import (LANGUAGES, N_, _, from_environment, help_wrapped, how_to_change, lang_option, lang_values,
+                   meant_lang, ngettext, use)
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
 from .printing import print_report, progress, reproduce, shown_seed, summary
@@ -86,7 +86,8 @@ def _argparse_speaks():
         saved = argparse._
         argparse._ = _
         try:
-            yield
+            with help_wrapped():
+                yield
         finally:
             argparse._ = saved
 

@@ -266,7 +266,8 @@ def speaking(lang: str) -> Iterator[None]:
     i18n.use(lang)
     argparse._ = _
     try:
-        yield
+        with i18n.help_wrapped():
+            yield
     finally:
         argparse._ = saved_argparse
         i18n.use(saved)

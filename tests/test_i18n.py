@@ -13,6 +13,7 @@ import os
 import re
 import string
 import unittest
+from unittest import mock
 
 from gqa_grader import catalogs, cli, i18n, prose, tracks
 from tests.helpers import ROOT, heavy, run_gqa, run_grader
@@ -808,6 +809,23 @@ class AMistypedName(unittest.TestCase):
         self.assertEqual(err.splitlines()[-1], "gqa: unknown command 'tabels'; did you mean tables?")
         status, _out, err = run_gqa("nothing-like-it", "--lang", "en")
         self.assertEqual(err.splitlines()[-1], "gqa: unknown command 'nothing-like-it'")
+
+
+class HelpWraps(unittest.TestCase):
+    """--help in Japanese and Korean fits the terminal: argparse's textwrap breaks only at
+    spaces, which Japanese has none of, and counts a wide character as one column."""
+
+    def test_every_help_line_fits_80_columns_but_for_a_mark_that_cannot_start_one(self):
+        env = dict(os.environ, COLUMNS="80")
+        for lang in i18n.LANGUAGES[1:]:
+            shown = run_grader("--help", "--lang", lang, env=env).stdout
+            with mock.patch.dict(os.environ, {"COLUMNS": "80"}):
+                _status, told, _err = run_gqa("tables", "--help", "--lang", lang)
+            for text in (shown, told):
+                lines = [line for line in text.splitlines() if not line.lstrip().startswith("[")]   # usage
+                with self.subTest(lang=lang):
+                    self.assertGreater(len(lines), 10)
+                    self.assertLessEqual(max(map(i18n.width, lines)), 82, text)
 
 if __name__ == "__main__":
     unittest.main()
