@@ -50,7 +50,7 @@ def check_multiplies(module, case, rng):
     got = module.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
     expect(fields_of(got, "attention_multiplies(...)", "Multiplies", TERMS + ("total",)),
            [counts.get(t, 0) for t in TERMS] + [sum(counts.values())],
-           f"{where}, causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)),
+           f"{where}{_(', ')}causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)),
            names=TERMS + ("total",))
 
 
@@ -124,7 +124,7 @@ def tally_is_its_closed_form(module, rng):
     tally = module.tally([("layer", [x, w, g], {"causal": causal})], TERMS)
     closed = module.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
     expect([tally[t] for t in TERMS], fields_of(closed, "attention_multiplies(...)", "Multiplies", TERMS),
-           f"{where}, causal={causal}",
+           f"{where}{_(', ')}causal={causal}",
            _("tally fields {fields} after layer(), against your own attention_multiplies(...) (a count "
              "and its closed form agree)").format(fields=", ".join(TERMS)), names=TERMS)
 
@@ -145,13 +145,13 @@ def check_tally(module, case, rng):
     # A count is worth something only when the work it counts is real: the values
     # computed inside the block must be the layer's (a closed-form tally is not a tally).
     expect(tally.get("values", [None])[0], ref_layer(x, *fields, g, causal=causal),
-           f"{where}, causal={causal}", _("the value layer() returned inside count_multiplies() "
+           f"{where}{_(', ')}causal={causal}", _("the value layer() returned inside count_multiplies() "
                                           "(a tally counts real work)"))
     if nested_block:
         what = _("the outer tally fields {fields} after layer() in a count_multiplies() block inside it")
     else:
         what = _("tally fields {fields} after layer()")
-    expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected, f"{where}, causal={causal}",
+    expect([tally[t] for t in TERMS] + [tally["weight_reads"]], expected, f"{where}{_(', ')}causal={causal}",
            what.format(fields=", ".join(TERMS + ("weight_reads",))))
     multiplies = _("the outer tally.multiplies()") if nested_block else "tally.multiplies()"
     expect(fields_of(tally["multiplies()"], multiplies, "Multiplies", TERMS + ("total",), call=True),

@@ -129,7 +129,7 @@ def check_single(module, case, rng):
         q, k, v, where = draw_qkv(rng, causal)
     expect(module.call("single_head_attention", q, k, v, causal=causal, fresh=True),
            ref_single_head_attention(q, k, v, causal),
-           f"{where}, causal={causal}", f"single_head_attention(q, k, v, causal={causal})")
+           f"{where}{_(', ')}causal={causal}", f"single_head_attention(q, k, v, causal={causal})")
 
 
 def draw_heads(rng, case, h, kv_heads):

@@ -17,7 +17,8 @@ from .atomic import write_atomically
 from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .documents import classroom_result, gradescope, nothing_graded, run_document
 from .failures import Refused
-from .i18n import LANGUAGES, N_, _, from_environment, how_to_change, lang_option, ngettext, use
+from .i18n import (LANGUAGES, N_, _, from_environment, help_wrapped, how_to_change, lang_option, lang_values,
+                   meant_lang, ngettext, use)
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
 from .printing import print_report, progress, reproduce, shown_seed, summary
@@ -85,7 +86,8 @@ def _argparse_speaks():
         saved = argparse._
         argparse._ = _
         try:
-            yield
+            with help_wrapped():
+                yield
         finally:
             argparse._ = saved
 
@@ -94,15 +96,14 @@ def asked_lang(argv):
     """The language argv asks for with --lang, read as argparse would (--lang ja, --lang=ja,
     an abbreviation such as --la ja; the last one counts), before the parser is built, so
     that --help and the usage errors speak it; None when it asks for none of ours."""
-    lang = None
-    for i, arg in enumerate(argv):
-        if arg == "--":
-            break
-        name, equals, value = arg.partition("=")
-        if len(name) >= 4 and "--lang".startswith(name):
-            value = value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
-            lang = value if value in LANGUAGES else None
-    return lang
+    values = list(lang_values(argv))
+    return values[-1] if values and values[-1] in LANGUAGES else None
+
+
+def meant(argv):
+    """The language a --lang that is none of ours means (--lang kr: ko), or None."""
+    values = list(lang_values(argv))
+    return meant_lang(values[-1]) if values and values[-1] not in LANGUAGES else None
 
 
 def _parser():
@@ -268,7 +269,7 @@ def parse_args(argv):
     chosen (--lang, else the environment's) before the parser is built, so that --help,
     argparse's own words and the usage errors are in it too."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    use(asked_lang(argv) or from_environment() or handout_lang() or "en")
+    use(asked_lang(argv) or meant(argv) or from_environment() or handout_lang() or "en")
     with _argparse_speaks():
         return _parse_args(argv)
 
@@ -277,6 +278,9 @@ def _parse_args(argv):
     parser = _parser()
     if HANDOUT:
         parser.set_defaults(cases=0)
+    if meant(argv):
+        parser.error(_("--lang {given}: no such language; did you mean --lang {meant}?").format(
+            given=list(lang_values(argv))[-1], meant=meant(argv)))
     args = parser.parse_args(argv)
     args.lang = args.lang or from_environment() or handout_lang() or "en"
     use(args.lang)

@@ -17,6 +17,8 @@ A terminal gives a Japanese or Korean character two columns: width() and ljust()
 count them so, for the lines that line up.
 """
 
+import argparse
+import contextlib
 import gettext
 import os
 import re
@@ -63,6 +65,30 @@ def use(lang):
 
 def language():
     return _current["lang"]
+
+
+# What is typed for one of ours and is not its code: --lang kr is refused, naming ko.
+LANG_MEANT = {"kr": "ko", "kor": "ko", "korean": "ko", "한국어": "ko", "jp": "ja", "jpn": "ja",
+              "japanese": "ja", "日本語": "ja", "eng": "en", "english": "en"}
+
+
+def lang_values(argv):
+    """Each value argv gives --lang, in order, read as argparse would: --lang ja,
+    --lang=ja, an abbreviation such as --la ja; none after "--"."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return
+        name, equals, value = arg.partition("=")
+        if len(name) >= 4 and "--lang".startswith(name):
+            yield value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+
+
+def meant_lang(value):
+    """The language of ours a --lang value that is none of ours means (kr: ko, jp: ja,
+    ko_KR.UTF-8: ko), or None."""
+    text = value.strip().lower().replace("-", "_")
+    return LANG_MEANT.get(text) or next((lang for lang in LANGUAGES if text.split("_")[0].split(".")[0] == lang
+                                         and text != lang), None)
 
 
 def _(message):
@@ -136,3 +162,42 @@ def width(text):
 def ljust(text, columns):
     """text padded with spaces to columns display columns (never cut)."""
     return text + " " * max(0, columns - width(text))
+
+
+def wrapped(text, columns):
+    """text's words in lines of at most columns display columns (a longer word alone on
+    its line), broken as WRAP_TOKEN says: at a space, or between two Japanese characters."""
+    lines, line = [], ""
+    for token in WRAP_TOKEN.findall(" ".join(text.split())):
+        if line.strip() and width(line.rstrip() + token.rstrip()) > columns and token[0] not in NO_LINE_START \
+                and line.rstrip()[-1] not in NO_LINE_END:
+            lines.append(line.rstrip())
+            line = ""
+        line += "" if token == " " and not line else token
+    return lines + ([line.rstrip()] if line.strip() else [])
+
+
+_SPLIT_HELP, _FILL_HELP = argparse.HelpFormatter._split_lines, argparse.HelpFormatter._fill_text
+
+
+def _split_help(formatter, text, columns):
+    """argparse's help split in lines by display width: textwrap breaks only at spaces
+    and counts a wide character as one column, so Japanese ran on past the terminal."""
+    return _SPLIT_HELP(formatter, text, columns) if text.isascii() else wrapped(text, columns)
+
+
+def _fill_help(formatter, text, columns, indent):
+    """A parser's description, filled as _split_help splits an option's help."""
+    return (_FILL_HELP(formatter, text, columns, indent) if text.isascii()
+            else "\n".join(indent + line for line in wrapped(text, columns - len(indent))))
+
+
+@contextlib.contextmanager
+def help_wrapped():
+    """Within the block, argparse's --help wraps Japanese and Korean to the terminal."""
+    saved = argparse.HelpFormatter._split_lines, argparse.HelpFormatter._fill_text
+    argparse.HelpFormatter._split_lines, argparse.HelpFormatter._fill_text = _split_help, _fill_help
+    try:
+        yield
+    finally:
+        argparse.HelpFormatter._split_lines, argparse.HelpFormatter._fill_text = saved

@@ -76,21 +76,45 @@ def _message(lines):
 
 def _wrap(text, columns, first, rest):
     """text in lines of at most columns display columns (after first or rest), broken
-    between characters of a wide script or at spaces, never inside a run of ASCII."""
+    between characters of a wide script or at spaces, never inside a run of ASCII; near
+    a line's end, rather after a punctuation mark or where a run of hiragana ends."""
     lines, line, used = [], first, width(first)
     for token in WRAP_TOKEN.findall(text):
         if token.isspace():
             token = " "
         if used + width(token) > columns and line.strip() and line != first and token[0] not in NO_LINE_START \
                 and line.rstrip()[-1:] not in NO_LINE_END:
-            lines.append(line.rstrip())
-            line, used = rest, width(rest)
-            if token == " ":
+            cut = _soft_break(line, len(rest if lines else first), token)
+            lines.append(line[:cut].rstrip())
+            line = rest + line[cut:].lstrip()
+            used = width(line)
+            if token == " " and line == rest:
                 continue
         line += token
         used += width(token)
     lines.append(line.rstrip())
     return lines
+
+
+_SOFT_AFTER = set("、。，．）」』】 ")
+_HIRAGANA = re.compile("[\u3041-\u309f]")
+_KATAKANA = re.compile("[\u30a1-\u30fa]")
+
+
+def _soft_break(line, start, after):
+    """Where to end line when the token after does not fit: at its end, or up to 10
+    characters back after a punctuation mark or a run of hiragana (its particle), else
+    after a run of katakana, so that a word of kana is not split and no line holds only
+    a word's last character."""
+    for strong in (True, False):
+        for cut in range(len(line), max(start + 1, len(line) - 10), -1):
+            before, then = line[cut - 1], line[cut] if cut < len(line) else after[0]
+            if then in NO_LINE_START:
+                continue
+            if (before in _SOFT_AFTER or (_HIRAGANA.match(before) and not _HIRAGANA.match(then)) if strong
+                    else _KATAKANA.match(before) and _HIRAGANA.match(then)):
+                return cut
+    return len(line)
 
 
 def _rewrite(lines, indent, translate):
@@ -156,6 +180,7 @@ def _pieces(text):
 _KEPT = re.compile(r"# (Step \d+\.|-{20,}|Given: )")
 # A step's banner, "# Step 3. kv_head: the one line that makes GQA -----": its words
 # after the name are prose; and a given step's line (gqa_grader.starter.GIVEN).
+BANNER_COLUMNS = 79         # a translated banner's dashes end here (or 3 after its words)
 _BANNER = re.compile(r"(?P<head># Step \d+\. \w+(?::|,) )(?P<text>.*?)(?P<dashes> -{3,})?")
 _GIVEN = re.compile(r"# Given: step (?P<step>\d+), (?P<name>\w+), is not in your track; it is "
                     r"written for you, to be read and called\.")
@@ -172,8 +197,9 @@ _TABLE_LINE = re.compile(r"[A-Z][a-z]*[ :][^>]*[.:)]")
 
 
 # A row of a record's or an argument's table: "group_size   h // g query heads per
-# key/value head": its name code, its description prose where it has a word in it.
-_FIELD = re.compile(r"(?P<head>[a-z_]\w*(?:, [a-z_]\w*)* {2,})(?P<text>.*\b[a-z]{2,}\b.*)")
+# key/value head": its name code, its description prose where it has a word in it (a
+# lower-case word, or "a Multiplies": an article before a record's name).
+_FIELD = re.compile(r"(?P<head>[a-z_]\w*(?:, [a-z_]\w*)* {2,})(?P<text>.*(?:\b[a-z]{2,}\b|\ba [A-Z]).*)")
 
 
 # An inline comment with words in it, after code (or a doctest's line) on the same line:
@@ -211,6 +237,15 @@ def _grid(unit):
     return (rows, starts, words) if words and len(starts) > 1 else None
 
 
+# A word in a cell of code or shapes ("[h or g][d_model][d]"): that cell is translated too.
+_CELL_WORD = re.compile(r"\b[a-z]{2,}\b")
+
+
+def _worded(k, cell, words):
+    """Whether a grid's cell is translated: a column of words, or a cell with a word in it."""
+    return k in words or _CELL_WORD.search(cell) is not None
+
+
 def _cut(line, starts):
     return [line[a:b] for a, b in zip(starts, starts[1:] + [len(line)])]
 
@@ -218,7 +253,7 @@ def _cut(line, starts):
 def _grid_messages(unit):
     grid = _grid(unit)
     return [] if grid is None else [cell.strip() for i in grid[0] for k, cell in enumerate(_cut(unit[i], grid[1]))
-                                    if k in grid[2]]
+                                    if _worded(k, cell, grid[2])]
 
 
 def _grid_rows(unit, translate):
@@ -228,7 +263,7 @@ def _grid_rows(unit, translate):
     if grid is None:
         return None
     rows, starts, words = grid
-    cells = {i: [translate(c.strip()) if k in words else c.strip() for k, c in enumerate(_cut(unit[i], starts))]
+    cells = {i: [translate(c.strip()) if _worded(k, c, words) else c.strip() for k, c in enumerate(_cut(unit[i], starts))]
              for i in rows}
     room = [max([b - a] + [width(cells[i][k]) + 1 for i in rows]) for k, (a, b) in enumerate(zip(starts, starts[1:]))]
     out = [_row(line, translate) for line in unit]                # the heading above the rows
@@ -254,7 +289,8 @@ def _lines(line, translate):
     banner = _BANNER.fullmatch(line)
     if banner and banner.group("text"):
         text = banner.group("head") + translate(banner.group("text"))
-        return [text + (" " + "-" * max(3, width(line) - width(text) - 1) if banner.group("dashes") else "")]
+        return [text + (" " + "-" * max(3, min(width(line), BANNER_COLUMNS) - width(text) - 1)
+                        if banner.group("dashes") else "")]
     given = _GIVEN.fullmatch(line)
     if given:
         return _wrap(translate(GIVEN).format(**given.groupdict()), width(line), "# ", "# ")

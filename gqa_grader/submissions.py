@@ -260,7 +260,13 @@ def renames(found, name):
 
 
 def missing_module(path):
-    """Why there is nothing to grade at path (no such file), with what its folder holds."""
+    """Why there is nothing to grade at path (no such file), with what its folder holds;
+    a folder named instead of its gqa.py, said so."""
+    if os.path.isdir(path):
+        inside = os.path.join(path, "gqa.py")
+        return (_("{path} is a folder; name the gqa.py in it: --module {module}").format(path=path, module=inside)
+                if os.path.isfile(inside) else
+                _("{path} is a folder, and it holds no gqa.py; --module names the file to use").format(path=path))
     folder, name = os.path.split(os.path.abspath(path))
     if not os.path.isdir(folder):
         return _("no such file: {path} (there is no folder {folder})").format(path=path, folder=folder)

@@ -18,6 +18,7 @@ environment names another.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import os
@@ -132,8 +133,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                               "a command's options.")),
               file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         if args and args[0] not in ("-h", "--help"):
-            print("gqa: " + say(lang, N_("unknown command {command}"), command=repr(args[0])), file=sys.stderr)
+            near = difflib.get_close_matches(args[0], list(COMMANDS), n=1, cutoff=0.6)
+            print("gqa: " + (say(lang, N_("unknown command {command}; did you mean {name}?"), command=repr(args[0]),
+                                 name=near[0]) if near else
+                             say(lang, N_("unknown command {command}"), command=repr(args[0]))), file=sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
+    values = list(i18n.lang_values(args[1:]))
+    meant = i18n.meant_lang(values[-1]) if values and values[-1] not in i18n.LANGUAGES else None
+    if meant:                                # --lang kr: said in the language it meant
+        print(f"gqa {args[0]}: " + say(meant, N_("--lang {given}: no such language; did you mean --lang {meant}?"),
+                                       given=values[-1], meant=meant), file=sys.stderr)
+        return 2
     for stream in (sys.stdout, sys.stderr):  # a path the terminal cannot show is escaped, not fatal
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")

@@ -296,7 +296,8 @@ def speaking(lang: str) -> Iterator[None]:
     i18n.use(lang)
     argparse._ = _
     try:
-        yield
+        with i18n.help_wrapped():
+            yield
     finally:
         argparse._ = saved_argparse
         i18n.use(saved)
@@ -314,6 +315,22 @@ def project(x: List[List[float]], w: List[List[float]]) -> List[List[float]]:
     """
     cols = list(zip(*w))                                     # [d][d_model]
     return [[sum(map(mul, row, col)) for col in cols] for row in x]
+
+
+# ---------------------------------------------------------------------------
+# --module: a student's gqa.py.
+# ---------------------------------------------------------------------------
+
+
+def module_missing(path: str) -> str:
+    """Why --module path is no file to run: a folder (the gqa.py in it named, if it holds
+    one), or nothing there.  The grader says the same of its own --module."""
+    if os.path.isdir(path):
+        inside = os.path.join(path, "gqa.py")
+        return (_("{path} is a folder; name the gqa.py in it: --module {module}").format(path=path, module=inside)
+                if os.path.isfile(inside) else
+                _("{path} is a folder, and it holds no gqa.py; --module names the file to use").format(path=path))
+    return _("--module {path}: no such file").format(path=path)
 
 
 # ---------------------------------------------------------------------------

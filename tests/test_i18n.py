@@ -13,9 +13,10 @@ import os
 import re
 import string
 import unittest
+from unittest import mock
 
-from gqa_grader import catalogs, cli, i18n, tracks
-from tests.helpers import ROOT, heavy, run_grader
+from gqa_grader import catalogs, cli, i18n, prose, tracks
+from tests.helpers import ROOT, heavy, run_gqa, run_grader
 
 
 @functools.lru_cache(maxsize=None)
@@ -236,9 +237,36 @@ class Starter(unittest.TestCase):
                             changed += 1
             self.assertGreater(changed, 10)
 
+    def test_japanese_lines_break_between_words_and_banners_keep_their_width(self):
+        # A wrapped paragraph is not broken inside a run of hiragana (あ / らかじめ), leaves
+        # no line of a word's last character alone (す。), and a translated banner of a step
+        # ends at column 79 as the lab's own do.
+        kana = "[\u3041-\u309f]"
+        for text in self.starters:
+            lines = prose.translated(text, "ja").split("\n")
+            for above, below in zip(lines, lines[1:]):
+                words = below.strip().lstrip("#").strip()
+                with self.subTest(above=above, below=below):
+                    self.assertFalse(re.search(kana + "$", above) and re.match(kana, words))
+                    self.assertFalse(words and i18n.width(words) <= 4 and re.match(kana + "+。$", words))
+            for line in lines:
+                if re.match(r"# Step \d+\. \w+: .*[\u3000-\u9fff].* ---+$", line):
+                    self.assertLessEqual(i18n.width(line), 79, line)
+
+    def test_a_records_field_that_names_a_record_is_prose(self):
+        # "counts  attention_multiplies(...), a Multiplies": its words in the language.
+        english = next(line for line in self.source.split("\n") if line.strip().startswith("counts "))
+        for lang in i18n.LANGUAGES[1:]:
+            lines = prose.translated(self.source, lang).split("\n")
+            with self.subTest(lang=lang):
+                self.assertNotIn(english, lines)
+                self.assertTrue(any(line.startswith(english[:english.index("attention")]) and "Multiplies" in line
+                                    for line in lines))
+
     def test_the_table_of_shapes_is_in_the_language_and_still_lined_up(self):
         # The module docstring's "Shapes:" table: its heading and what each letter counts
-        # translated; the letters, the names and the shapes as they were, lined up.
+        # translated; the letters, the names and the shapes as they were, lined up, but for
+        # a shape's word ("[h or g]"), said as the Weights docstring says it.
         import ast
         from gqa_grader import prose
         def table(text):
@@ -249,12 +277,17 @@ class Starter(unittest.TestCase):
         names = english[1].index(" q ") + 1                     # where the names' column starts
         for lang in i18n.LANGUAGES[1:]:
             rows = table(prose.translated(self.starters[0], lang))
+            shape = "[h or g][d_model][d]"
+            said = gettext.translation("starter", i18n.LOCALE, [lang]).gettext(shape)
             with self.subTest(lang=lang):
                 self.assertEqual(len(rows), len(english))
                 self.assertNotEqual(rows[0], english[0])
+                self.assertNotEqual(said, shape)
+                self.assertIn(shape, "\n".join(english))
                 columns = set()
                 for before, after in zip(english[1:], rows[1:]):
-                    letter, rest = before[:13], before[names:]
+                    letter, rest = before[:13], before[names:].replace(shape, said)
+                    self.assertNotIn(" or ", after)
                     self.assertTrue(after.startswith(letter) and after.endswith(rest), after)
                     meaning = after[len(letter):len(after) - len(rest)]
                     self.assertIsNone(re.search(r"[a-z]{3,}", meaning), after)
@@ -712,6 +745,89 @@ def english_chunks():
                     english.append(chunk.strip())
     return english
 
+
+
+class TheGlossaryHolds(unittest.TestCase):
+    """What GLOSSARY.md settles, held in every Korean entry (a native reader's review)."""
+
+    def entries(self):
+        for domain in ("gqa", "starter"):
+            for entry in read("ko", domain)[2][1:]:
+                yield entry["msgid"], " ".join(entry["msgstr"])
+
+    def test_attention_scores_and_a_grades_points_are_two_words(self):
+        # scores (Q·Kᵀ): 어텐션 스코어; 점수, a grade's points, never for them.
+        scores = 0
+        for msgid, said in self.entries():
+            if not re.search(r"\bscores?\b", msgid):
+                continue
+            grade = re.search(r"\bpoints?\b|JSON document|no score depends", msgid)
+            with self.subTest(msgid=msgid):
+                self.assertNotIn("스코어" if grade else "점수", said)
+                if not grade and "weighted_sum" not in msgid:            # scores, a tally's field
+                    self.assertIn("스코어", said)
+                    scores += 1
+        self.assertGreater(scores, 10)
+
+    def test_no_particle_is_guessed_after_a_field(self):
+        # {path}을(를), {folder} 은(는): the sentence worded so that none follows a path,
+        # an option or a name the code fills in.
+        guessed = re.compile(r"\}`? ?(을\(를\)|이\(가\)|은\(는\)|와\(과\)|\(으\)로|\(이\))|\}(을|를|이|가|은|는|와|과)\(")
+        for msgid, said in self.entries():
+            with self.subTest(msgid=msgid):
+                self.assertIsNone(guessed.search(said), said)
+
+    def test_the_mean_fold_is_mean_pooling(self):
+        # 평균 풀링 names the method (평균으로 접기 was a calque of 畳む); 평균 stays the statistic.
+        for msgid, said in self.entries():
+            with self.subTest(msgid=msgid):
+                self.assertNotIn("평균으로 접", said)
+                if re.fullmatch(r"mean|mean, Adam carried over|6\. Converting.*", msgid):
+                    self.assertIn("평균 풀링", said)
+
+
+class AMistypedName(unittest.TestCase):
+    """--lang kr (a country's code, not its language's) and a command one letter off are
+    refused naming what was meant; a value that means none of ours stays argparse's."""
+
+    def test_lang_kr_jp_and_korean_name_the_language_they_mean(self):
+        for argv, meant in ((["--lang", "kr"], "ko"), (["--lang=jp"], "ja"), (["--la", "Korean"], "ko"),
+                            (["--lang", "ko_KR.UTF-8"], "ko")):
+            graded = run_grader(*argv, "--list")
+            status, _out, err = run_gqa("tables", *argv)
+            with self.subTest(argv=argv):
+                self.assertEqual(graded.returncode, 2, graded.stderr)
+                self.assertIn(f"--lang {argv[-1].split('=')[-1]}: ", graded.stderr.splitlines()[-1])
+                self.assertIn(f"--lang {meant}", graded.stderr.splitlines()[-1])
+                self.assertEqual((status, len(err.splitlines())), (2, 1), err)
+                self.assertIn(f"--lang {meant}", err)
+        graded = run_grader("--lang", "xx", "--list")
+        self.assertEqual(graded.returncode, 2)
+        self.assertIn("'en', 'ja', 'ko'", graded.stderr.splitlines()[-1])
+
+    def test_a_command_one_letter_off_is_named(self):
+        status, _out, err = run_gqa("tabels", "--lang", "en")
+        self.assertEqual(status, 2)
+        self.assertEqual(err.splitlines()[-1], "gqa: unknown command 'tabels'; did you mean tables?")
+        status, _out, err = run_gqa("nothing-like-it", "--lang", "en")
+        self.assertEqual(err.splitlines()[-1], "gqa: unknown command 'nothing-like-it'")
+
+
+class HelpWraps(unittest.TestCase):
+    """--help in Japanese and Korean fits the terminal: argparse's textwrap breaks only at
+    spaces, which Japanese has none of, and counts a wide character as one column."""
+
+    def test_every_help_line_fits_80_columns_but_for_a_mark_that_cannot_start_one(self):
+        env = dict(os.environ, COLUMNS="80")
+        for lang in i18n.LANGUAGES[1:]:
+            shown = run_grader("--help", "--lang", lang, env=env).stdout
+            with mock.patch.dict(os.environ, {"COLUMNS": "80"}):
+                _status, told, _err = run_gqa("tables", "--help", "--lang", lang)
+            for text in (shown, told):
+                lines = [line for line in text.splitlines() if not line.lstrip().startswith("[")]   # usage
+                with self.subTest(lang=lang):
+                    self.assertGreater(len(lines), 10)
+                    self.assertLessEqual(max(map(i18n.width, lines)), 82, text)
 
 if __name__ == "__main__":
     unittest.main()

@@ -27,7 +27,7 @@ from gqa_tools.report import lab as report_lab
 from gqa_tools.report import measuring as report_measuring
 from gqa_tools.report import sections as report_sections
 from gqa_tools.report import settings as report_settings
-from tests.helpers import ROOT, heavy, run_gqa
+from tests.helpers import ROOT, heavy, run_gqa, run_grader
 
 # The report trains the uptraining lab's quick recipe (section 8), which takes
 # seconds; these tests run it on a tiny recipe instead.  CI checks the real one.
@@ -665,6 +665,36 @@ class FromAnotherModule(unittest.TestCase):
             self.assertIn(report_settings.OPTION_HELP[name], " ".join(out.getvalue().split()).replace("- ", "-"))
             self.assertTrue(line)
 
+
+
+class AFolderAsModule(unittest.TestCase):
+    """--module given a folder: said so, with the gqa.py to name, by the grader and the tools
+    alike (it was "no such file", and the grader listed the folder's parent)."""
+
+    def test_the_grader_report_and_tables_name_the_gqa_py_in_it(self):
+        with tempfile.TemporaryDirectory() as top:
+            lab, empty = os.path.join(top, "lab"), os.path.join(top, "empty")
+            os.mkdir(lab)
+            os.mkdir(empty)
+            with open(os.path.join(lab, "gqa.py"), "w", encoding="utf-8") as f:
+                f.write("# a student's lab\n")
+            with open(os.path.join(top, "notes.txt"), "w", encoding="utf-8") as f:
+                f.write("beside the folders\n")
+            inside = lab + os.sep + "gqa.py"
+            for module, says in ((lab, f"{lab} is a folder; name the gqa.py in it: --module {inside}"),
+                                 (empty, f"{empty} is a folder, and it holds no gqa.py")):
+                for command in ("report", "tables"):
+                    with no_work():
+                        status, _, err = run_gqa(command, "--module", module, "--lang", "en",
+                                                 *(ARGS if command == "report" else []))
+                    with self.subTest(command=command, module=module):
+                        self.assertEqual((status, len(err.splitlines())), (2, 1), err)
+                        self.assertIn(says, err)
+                graded = run_grader("--module", module, "--lang", "en")
+                with self.subTest(command="grader", module=module):
+                    self.assertEqual(graded.returncode, 2, graded.stderr)
+                    self.assertIn(says, graded.stdout + graded.stderr)
+                    self.assertNotIn("notes.txt", graded.stdout + graded.stderr)
 
 if __name__ == "__main__":
     unittest.main()

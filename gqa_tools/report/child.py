@@ -20,7 +20,7 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import PROJECT, Handout, failing_steps
+from gqa_tools.common import PROJECT, Handout, failing_steps, module_missing
 from gqa_tools.report import measuring
 from gqa_tools.report.lab import Lab, handout_track
 from gqa_tools.report.sections import HANDOUT_SECTIONS, STUDENT_SECTIONS, Part, build_parts, section_header
@@ -78,7 +78,7 @@ def parts_from_child(cfg: Config, path: str, handout: Optional[Handout] = None,
     report, which does not train.  Raises GQAError when the module cannot be imported."""
     import gqa_grader as grader
     if not os.path.isfile(path):
-        raise gqa.GQAError(_("--module {path}: no such file").format(path=path))
+        raise gqa.GQAError(module_missing(path))
     label = (shown or "gqa.py") if handout else path
     came: Dict[str, Part] = {}
     why = _("the child process building the report did not send it")

@@ -17,7 +17,7 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools.common import (LAB, MAX_JOBS, Handout, add_int_options, chosen_lang, given, handout, int_options,
-                              progress_line, speaking)
+                              module_missing, progress_line, speaking)
 from gqa_tools.report import child, measuring, sections
 from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, write_report,
                                     write_target, why_not_write, wrote)
@@ -91,7 +91,7 @@ def report_main(argv: Sequence[str]) -> int:
     if not 1 <= args.jobs <= MAX_JOBS:
         parser.error(_("--jobs must be between 1 and {most}; got {jobs}").format(most=MAX_JOBS, jobs=args.jobs))
     if args.module and not os.path.isfile(args.module):
-        print("gqa report: " + _("--module {path}: no such file").format(path=args.module), file=sys.stderr)
+        print("gqa report: " + module_missing(args.module), file=sys.stderr)
         return 2
     path = args.out or (os.path.join(os.path.dirname(args.module), "report.md") if args.module
                         else default_report_path())
