@@ -17,6 +17,7 @@ from .compare import bounded
 from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
 from .i18n import N_, _
+from .mistakes import MISTAKES, named, recognised
 from .process import BUDGET_NOTE, DEFAULT_TIMEOUT, Worker
 from .results import step_result
 from .seal import DEFAULT_BUDGET, HERE, Seal
@@ -96,10 +97,13 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False, names=No
 class _Run:
     """A step's cases so far: how many passed (public, hidden), its status, and the
     fields of its first failure (message, case, inputs, show; needs and stub when a
-    function is not started)."""
+    function is not started; the misconception it is, when one is recognised)."""
+
+    TRIES = 12          # failing cases asked for a misconception, at most, when none is found
 
     def __init__(self):
         self.status, self.passed, self.fields = "passed", [0, 0], {}
+        self.sure, self.tries = False, 0      # sure: one misconception alone was recognised
 
     def fail(self, message, k=None, shown=None, status="failed"):
         """The step ends as status, saying message; at case k, whose inputs and calls
@@ -112,6 +116,20 @@ class _Run:
         """The step failed at case k, unless it failed already (the first failure is shown)."""
         if self.status == "passed":
             self.fail(message, k, shown)
+
+    def failed(self, err, k, shown):
+        """Case k failed with err: the first failure is shown, unless a later one is the first
+        recognised as a misconception (or as one alone, where the shown one could be several):
+        a student is pointed at the mistake, not at a case that happens to fail first."""
+        keys = []
+        if not self.sure and self.tries < self.TRIES and isinstance(err, Failure):
+            self.tries += 1
+            keys = recognised(err)
+        sure = len(keys) == 1
+        if self.status == "passed" or keys and (not self.fields.get("mistake") or sure and not self.sure):
+            self.fail(str(err) + "".join("\n" + named(key) for key in keys[:1]), k, shown)
+            self.fields["mistake"] = keys[0] if keys else None
+            self.sure = sure
 
 
 def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
@@ -146,7 +164,7 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
             if not isinstance(err, (Failure, Refused)):
                 err = _("the grader could not check this case's answer ({type}: {error})").format(
                     type=type(err).__name__, error=err)
-            run.first(str(err), k, shown)
+            run.failed(err, k, shown)
             if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
                 return
         if student.worker.out_of_time():
@@ -162,9 +180,10 @@ WITHHELD = N_("a hidden case failed: its input, the answer expected, its calls a
 def withhold_hidden(results):
     """results with each failing hidden case's message, inputs and calls withheld: the
     feedback a class is sent (the case's number and the command that repeats it stay,
-    for the teacher, who has the grader and its seed)."""
-    return [r._replace(message=_("case {case}: {error}").format(case=r.case, error=_(WITHHELD)),
-                       inputs=None, show=None)
+    for the teacher, who has the grader and its seed).  The misconception the case was
+    recognised as is named: a mistake's name gives away no case."""
+    return [r._replace(message=_("case {case}: {error}").format(case=r.case, error=_(WITHHELD))
+                       + ("\n" + named(r.mistake) if r.mistake in MISTAKES else ""), inputs=None, show=None)
             if r.status != "passed" and r.case is not None and r.case >= public_end(BY_NAME[r.name])
             else r for r in results]
 
