@@ -177,13 +177,39 @@ WITHHELD = N_("a hidden case failed: its input, the answer expected, its calls a
               "makes it are withheld, since every submission meets the same hidden cases")
 
 
+# What each step's hidden cases draw from, where it is not what its public cases draw from
+# (checking.draw_grouping and the checks' own draws), written as code: a student failing a
+# hidden case alone learns where to look, and no case.
+_WIDE, _GROUPED = "17 <= h <= 32, 1 < g < h", "4 <= h <= 16, 1 < g < h"
+HIDDEN_RANGES = dict(
+    {name: _WIDE for name in ("kv_head", "group_heads", "attention_multiplies", "block_multiplies",
+                              "decode_traffic")},
+    **{name: _GROUPED for name in ("fold_kv_mean", "repeat_kv", "grouped_attention", "fold_weights",
+                                   "prepare_weights", "layer", "count_multiplies", "decode_step",
+                                   "grouped_attention_backward", "layer_backward")},
+    valid_g="401 <= h <= 4000", method_name="17 <= h <= 32; g = h, g = 1, 1 < g < h",
+    attention="4 <= h <= 16, every g in valid_g(h)", init_weights="1000 <= seed < 10**6",
+    output_difference="a, b: [h][n][d] and [n][d]", cache_table="17 <= h <= 32",
+    multiplies_table="17 <= h <= 32", kv_cache_elements="4 <= layers <= 9, 2 <= kv_heads <= 4, batch in (1, 3)")
+
+
+def withheld_note(r):
+    """A withheld hidden case's feedback: that it failed, the ranges its step's hidden cases
+    draw from, and the misconception it was recognised as."""
+    lines = [_("case {case}: {error}").format(case=r.case, error=_(WITHHELD))]
+    if r.name in HIDDEN_RANGES:
+        lines.append(_("this step's hidden cases draw from {ranges}").format(ranges=HIDDEN_RANGES[r.name]))
+    if r.mistake in MISTAKES:
+        lines.append(named(r.mistake))
+    return "\n".join(lines)
+
+
 def withhold_hidden(results):
     """results with each failing hidden case's message, inputs and calls withheld: the
     feedback a class is sent (the case's number and the command that repeats it stay,
     for the teacher, who has the grader and its seed).  The misconception the case was
     recognised as is named: a mistake's name gives away no case."""
-    return [r._replace(message=_("case {case}: {error}").format(case=r.case, error=_(WITHHELD))
-                       + ("\n" + named(r.mistake) if r.mistake in MISTAKES else ""), inputs=None, show=None)
+    return [r._replace(message=withheld_note(r), inputs=None, show=None)
             if r.status != "passed" and r.case is not None and r.case >= public_end(BY_NAME[r.name])
             else r for r in results]
 
@@ -259,6 +285,8 @@ def _graded(worker, start, seed, cases, only, case, fail_fast, budget):
     for st in ALL_STEPS:
         if st.name not in names:
             continue
+        if case is None and not case_ids(st, cases, names):   # a part none of the steps graded has
+            continue                                          # a case of: never a PASS of 0 cases
         if worker.out_of_time():
             ids = [case] if case is not None else case_ids(st, cases, names)
             results.append(not_graded(st, _(BUDGET_NOTE) + worker.budget_text, ids, public_end(st)))

@@ -804,7 +804,7 @@ class CommandLine(unittest.TestCase):
         self.assertRegex(first, rf"^grading ./gqa.py \(grader {grading.GRADER_VERSION}; the public cases: "
                                 rf"the systematic ones and {grading.PUBLIC_CASES} random ones per step, "
                                 rf"then 1 hidden one from seed (\d+);.* repeat with: python grader.py "
-                                rf"--seed \1 --steps valid_g --cases 1; English: --lang ja \(日本語\), "
+                                rf"--seed \1 --only valid_g --cases 1; English: --lang ja \(日本語\), "
                                 rf"--lang ko \(한국어\)\)$")   # the steps it graded, and the other languages
         self.assertEqual(run.stdout.splitlines()[-1], "1 passed, 0 failed")
 
@@ -1099,4 +1099,4 @@ class OnlyOnce(unittest.TestCase):
         from gqa_grader import cli
         args = cli.parse_args(["--only", "3,kv_head,1", "--seed", "1"])
         self.assertEqual(args.only, ["valid_g", "kv_head"])              # in the lab's order
-        self.assertIn("--steps 3,kv_head,1", printing.reproduce(args))     # as it was given
+        self.assertIn("--only 3,kv_head,1", printing.reproduce(args))      # as it was given

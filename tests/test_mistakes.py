@@ -161,3 +161,70 @@ class Named(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Statuses(unittest.TestCase):
+    """What a run says agrees with itself: the command that repeats it is the one typed,
+    a part with no case is not a PASS, a withheld hidden case says where its step's hidden
+    cases come from, and points beside a FAIL say what they are."""
+
+    def parsed(self, argv, environ=None):
+        from unittest import mock
+        from gqa_grader import cli
+        env = {k: v for k, v in os.environ.items() if k not in i18n.ENVIRONMENT}
+        env.update(environ or {})
+        with mock.patch.dict(os.environ, env, clear=True):
+            try:
+                return cli.parse_args(argv)
+            finally:
+                i18n.use("en")
+
+    def test_a_rerun_repeats_the_option_typed_and_the_environments_language(self):
+        from gqa_grader.printing import reproduce
+        for typed in ("--only", "--steps", "--onl"):
+            args = self.parsed([typed, "kv_head,5", "--seed", "3"])
+            full = "--only" if typed.startswith("--o") else "--steps"
+            self.assertIn(f" {full} kv_head,5", reproduce(args))
+        args = self.parsed(["--only", "3", "--seed", "3"], {"LANG": "ko_KR.UTF-8"})
+        self.assertTrue(reproduce(args).endswith("--lang ko"), reproduce(args))
+        self.assertNotIn("--lang", reproduce(self.parsed(["--only", "3", "--seed", "3"])))
+
+    def test_an_option_the_starter_does_not_use_is_refused(self):
+        from gqa_grader import cli
+        from tests.helpers import captured
+        with tempfile.TemporaryDirectory() as folder:
+            status, _out, err = captured(cli.main, ["--starter", os.path.join(folder, "s"),
+                                                    "--module", os.path.join(ROOT, "gqa.py")])
+            self.assertEqual(status, 2)
+            self.assertIn("--module", err)
+            self.assertFalse(os.path.exists(os.path.join(folder, "s", "gqa.py")))
+
+    def test_a_part_with_no_case_is_not_graded_as_a_pass(self):
+        results = grading.grade(os.path.join(ROOT, "gqa.py"), 1, cases=0, only=["valid_g", "extremes", "types"])
+        public = grading.public_end(BY_NAME["valid_g"])
+        self.assertEqual([(r.name, r.cases) for r in results], [("valid_g", public), ("types", 1)])
+
+    def result(self, **fields):
+        from gqa_grader.results import StepResult
+        st = BY_NAME[fields.get("name", "kv_head")]
+        base = dict(step=st.number, name=st.name, part="lesson", summary=st.summary, status="failed",
+                    cases=65, cases_passed=40, public=(35, 60), hidden=(5, 5), message="case 6: wrong",
+                    case=grading.public_end(st) + 1, points=1.0, max_points=1.0)
+        base.update(fields)
+        return StepResult(**base)
+
+    def test_a_withheld_hidden_case_says_what_hidden_cases_draw_from(self):
+        r = grading.withhold_hidden([self.result(hidden=(4, 5), points=0.8)])[0]
+        self.assertIn("17 <= h <= 32", r.message)         # kv_head's public cases stop at h = 16
+        self.assertNotIn("wrong", r.message)
+
+    def test_points_beside_a_fail_say_what_they_are(self):
+        import argparse
+        from gqa_grader import documents, printing
+        r = self.result(message="case 6: wrong\nexpected: 1")
+        args = argparse.Namespace(case=None, cases=5, all_or_nothing=False)
+        text = printing.summary([r], args)
+        self.assertIn("1 failed step earns points: kv_head 1/1", text)
+        test = documents.classroom_result([r], args)["tests"][0]
+        self.assertEqual((test["status"], test["score"]), ("fail", 1.0))
+        self.assertTrue(test["message"].startswith("1 of 1 points"), test["message"])
