@@ -13,9 +13,11 @@ library and gqa_sandbox (never gqa.py, never the tools):
     compare    comparing answers; text from the worker made safe to print
     inputs     the cases' inputs, drawn, shaped and flattened; the counter the reference
                counts with
-    reference  the reference: one ref_ function per step, built another way
+    reference  the reference: one ref_ function per step, built another way; beside
+               it, the classic mistakes' wrong functions (mis_)
     answers    where the checks' expected answers come from: the reference, or the
                answers a handout recorded
+    mistakes   the classic mistakes by name: a failing answer recognised as one
     worker     the worker program, run as a script: the only importer of the module
     users      the worker's users: a user id per run, its processes killed, what it reaches
     seal       the seal: limits, a private folder, a user id per run, gqa_sandbox's

@@ -31,6 +31,31 @@ NAMES = ("ref_valid_g", "ref_method_name", "ref_kv_head", "ref_group_heads", "re
          "ref_block_multiplies", "ref_cache_table", "ref_multiplies_table", "ref_count_multiplies",
          "ref_decode_step", "ref_decode_traffic", "ref_grouped_attention_backward",
          "ref_layer_backward")
+# The misconceptions that shadow a reference function (reference.py's mis_ functions,
+# with its signature): mistakes.py's key of each, and the function giving its answer.
+SHADOWS = {
+    "ref_kv_head": (("strided", "mis_kv_head_strided"),),
+    "ref_group_heads": (("strided", "mis_group_heads_strided"),),
+    "ref_fold_kv_mean": (("sum", "mis_fold_sum"), ("first", "mis_fold_first"), ("strided", "mis_fold_strided")),
+    "ref_repeat_kv": (("tiled", "mis_repeat_tiled"),),
+    "ref_single_head_attention": (("unscaled", "mis_single_unscaled"), ("scale_d", "mis_single_scale_d"),
+                                  ("scale_dv", "mis_single_scale_dv"), ("no_offset", "mis_single_no_offset")),
+    "ref_attention": (("sum", "mis_attention_sum"), ("first", "mis_attention_first"),
+                      ("k_only", "mis_attention_k_only"), ("strided", "mis_attention_strided"),
+                      ("unscaled", "mis_attention_unscaled")),
+    "ref_grouped_attention": (("strided", "mis_grouped_strided"), ("unscaled", "mis_grouped_unscaled")),
+    "ref_fold_weights": (("sum", "mis_fold_weights_sum"), ("first", "mis_fold_weights_first"),
+                         ("strided", "mis_fold_weights_strided")),
+    "ref_kv_cache_elements": (("no_2", "mis_cache_no_2"), ("no_batch", "mis_cache_no_batch")),
+    "ref_attention_multiplies": (("kv_h", "mis_multiplies_kv_h"), ("causal_full", "mis_multiplies_causal_full"),
+                                 ("causal_strict", "mis_multiplies_causal_strict")),
+    "ref_block_multiplies": (("block_non_causal", "mis_block_non_causal"), ("kv_h", "mis_block_kv_h")),
+    "ref_cache_table": (("inverted", "mis_cache_table_inverted"), ("named", "mis_cache_table_named"),
+                        ("no_2", "mis_cache_table_no_2"), ("no_batch", "mis_cache_table_no_batch")),
+    "ref_multiplies_table": (("inverted", "mis_table_inverted"), ("of_total", "mis_table_of_total"),
+                             ("named", "mis_table_named"), ("kv_h", "mis_table_kv_h")),
+}
+NAMES += tuple(name for shadows in SHADOWS.values() for _key, name in shadows)
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "answers.json")
 
 
@@ -116,9 +141,19 @@ def _mutable(args):
 
 
 def recorder(name, fn, table):
-    """fn, recording in table each answer and what it did to its mutable arguments."""
+    """fn, recording in table each answer and what it did to its mutable arguments; and,
+    when it holds none, the answer of each misconception that shadows it (SHADOWS), to the
+    same arguments: a handout recognises a mistake on a public case as the grader does."""
     def recorded(*args, **kwargs):
         k = key(name, args, kwargs)
+        if not _mutable(args):
+            from . import reference
+            for _mistake, shadow in SHADOWS.get(name, ()):
+                try:                     # a mistake with no answer (an overflow, ...) has none recorded
+                    answer = encode(getattr(reference, shadow)(*args, **kwargs))
+                except (ArithmeticError, ValueError, IndexError):
+                    continue
+                table[key(shadow, args, kwargs)] = {"value": answer, "after": {}}
         value = fn(*args, **kwargs)
         table[k] = {"value": encode(value),
                     "after": {str(i): encode(state(args[i])) for i in _mutable(args)}}

@@ -10,6 +10,7 @@ from .exchange import ref, send_weights
 from .failures import Failure
 from .i18n import _, ngettext
 from .inputs import Counter, rand_tensor, random_weights
+from .mistakes import shadows
 from .answers import (RefKVCache, ref_attention_multiplies, ref_block_multiplies, ref_cache_table,
                       ref_count_multiplies, ref_decode_step, ref_grouped_attention,
                       ref_kv_cache_elements, ref_layer, ref_multiplies_table,
@@ -29,14 +30,15 @@ def check_cache_elements(module, case, rng):
         layers, g, length, d, batch = CACHE_CASES[case]
     elif rng.hidden:                             # 4 to 9 layers, where no public case is; g > 1
         layers, g, length, d, batch = (rng.randint(4, 9), rng.randint(2, 4), rng.randint(1, 5),
-                                       rng.randint(1, 4), rng.randint(1, 2))
+                                       rng.randint(1, 4), rng.choice((1, 3)))    # batch 2 would be K and V
     else:
         layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
                                        rng.randint(1, 4), rng.randint(1, 2))
     expect(module.call("kv_cache_elements", layers, g, length, d, batch=batch),
            ref_kv_cache_elements(layers, g, length, d, batch),
            f"layers={layers}, kv_heads={g}, length={length}, head_dim={d}, batch={batch}",
-           _("kv_cache_elements(...) against the elements of a cache built as nested lists"))
+           _("kv_cache_elements(...) against the elements of a cache built as nested lists"),
+           mistakes=shadows("ref_kv_cache_elements", lambda f: f(layers, g, length, d, batch)))
 
 
 TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")
@@ -46,12 +48,14 @@ TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")
 def check_multiplies(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case, wide=True)
     causal = case % 2 == 1
-    counts = ref_attention_multiplies(n, h, g, d, d_model, causal, rng)
+    def terms(c):
+        return [c.get(t, 0) for t in TERMS] + [sum(c.values())]
+    args = (n, h, g, d, d_model, causal, rng)
+    counts = ref_attention_multiplies(*args)
     got = module.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
-    expect(fields_of(got, "attention_multiplies(...)", "Multiplies", TERMS + ("total",)),
-           [counts.get(t, 0) for t in TERMS] + [sum(counts.values())],
+    expect(fields_of(got, "attention_multiplies(...)", "Multiplies", TERMS + ("total",)), terms(counts),
            f"{where}{_(', ')}causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)),
-           names=TERMS + ("total",))
+           names=TERMS + ("total",), mistakes=shadows("ref_attention_multiplies", lambda f: terms(f(*args))))
 
 
 BLOCK_FIELDS = ("q_o_proj", "k_v_proj", "body", "mlp", "total")
@@ -61,12 +65,20 @@ BLOCK_FIELDS = ("q_o_proj", "k_v_proj", "body", "mlp", "total")
 def check_block(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case * 6, wide=True)
     d_ff, matrices = rng.randint(1, 5), rng.choice([2, 3])
-    c = ref_block_multiplies(n, h, g, d, d_model, d_ff, matrices, rng)
-    got = module.call("block_multiplies", n, h, g, d, d_model, d_ff, mlp_matrices=matrices)
-    expect(fields_of(got, "block_multiplies(...)", "BlockMultiplies", BLOCK_FIELDS),
-           [c["q_proj"] + c["o_proj"], c["k_proj"] + c["v_proj"], c["scores"] + c["weighted_sum"],
-            c["mlp"], sum(c.values())], f"{where}, d_ff={d_ff}, mlp_matrices={matrices}",
-           "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total", names=BLOCK_FIELDS)
+    causal = case % 3 != 2                       # one case in three: causal=False, given; else the default
+    given = {"causal": False} if not causal else {"causal": True} if case % 3 == 1 else {}
+
+    def parts(c):
+        return [c.get("q_proj", 0) + c.get("o_proj", 0), c.get("k_proj", 0) + c.get("v_proj", 0),
+                c.get("scores", 0) + c.get("weighted_sum", 0), c.get("mlp", 0), sum(c.values())]
+    args = (n, h, g, d, d_model, d_ff, matrices, rng, causal)
+    c = ref_block_multiplies(*args)
+    got = module.call("block_multiplies", n, h, g, d, d_model, d_ff, mlp_matrices=matrices, **given)
+    shown = f"causal={causal}" if given else _("causal=True (the default)")
+    expect(fields_of(got, "block_multiplies(...)", "BlockMultiplies", BLOCK_FIELDS), parts(c),
+           f"{where}, d_ff={d_ff}, mlp_matrices={matrices}, {shown}",
+           "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total", names=BLOCK_FIELDS,
+           mistakes=shadows("ref_block_multiplies", lambda f: parts(f(*args))))
 
 
 def rows_of(rows, what, record, names):
@@ -91,11 +103,15 @@ def check_cache_table(module, case, rng):
     layers, length, d = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3)
     if case % 4 == 3:                            # no layers, or nothing cached: every ratio is 1.0
         layers, length = (0, length) if case % 8 == 3 else (layers, 0)
-    rows = module.call("cache_table", h, layers=layers, length=length, head_dim=d)
+    batch = 1 + case % 3                         # given when it is not the default, 1
+    rows = module.call("cache_table", h, layers=layers, length=length, head_dim=d,
+                       **({"batch": batch} if batch > 1 else {}))
     expect(rows_of(rows, "cache_table(...)", "CacheRow",
                    ("method", "kv_heads", "group_size", "elements", "ratio")),
-           ref_cache_table(h, layers, length, d), f"h={h}, layers={layers}, length={length}, head_dim={d}",
-           _("cache_table rows (method, kv_heads, group_size, elements, ratio)"))
+           ref_cache_table(h, layers, length, d, batch),
+           f"h={h}, layers={layers}, length={length}, head_dim={d}, batch={batch}",
+           _("cache_table rows (method, kv_heads, group_size, elements, ratio)"),
+           mistakes=shadows("ref_cache_table", lambda f: f(h, layers, length, d, batch)))
 
 
 @step(19, "multiplies_table", "the multiplications for every divisor g, with ratios to MHA", 16)
@@ -105,13 +121,16 @@ def check_multiplies_table(module, case, rng):
     if case % 4 == 3:                            # n = 0: every ratio is 1.0
         n = 0
     rows = module.call("multiplies_table", n, h, d, d_model, causal=causal)
-    got = [[g, size, fields_of(counts, _("each row's counts"), "Multiplies", ("total",), call=False)[0],
-            fields_of(ratio, _("each row's ratio"), "Multiplies", ("total",), call=False)[0]]
-           for g, size, counts, ratio in rows_of(rows, "multiplies_table(...)", "MultipliesRow",
-                                                 ("kv_heads", "group_size", "counts", "ratio"))]
-    expect(got, ref_multiplies_table(n, h, d, d_model, causal, rng),
-           f"n={n}, h={h}, d={d}, d_model={d_model}, causal={causal}",
-           _("multiplies_table rows (kv_heads, group_size, counts.total, ratio.total)"))
+    fields = TERMS + ("total",)
+    got = [[method, g, size, fields_of(counts, _("each row's counts"), "Multiplies", fields, call=False),
+            fields_of(ratio, _("each row's ratio"), "Multiplies", fields, call=False)]
+           for method, g, size, counts, ratio in rows_of(rows, "multiplies_table(...)", "MultipliesRow",
+                                                         ("method", "kv_heads", "group_size", "counts", "ratio"))]
+    args = (n, h, d, d_model, causal, rng)
+    expect(got, ref_multiplies_table(*args), f"n={n}, h={h}, d={d}, d_model={d_model}, causal={causal}",
+           _("multiplies_table rows (method, kv_heads, group_size, counts, ratio), each of counts and ratio "
+             "[{fields}]").format(fields=", ".join(fields)),
+           mistakes=shadows("ref_multiplies_table", lambda f: f(*args)))
 
 
 def tally_is_its_closed_form(module, rng):

@@ -13,6 +13,7 @@ from .compare import expect, first_difference
 from .failures import Failure
 from .i18n import N_, _
 from .inputs import as_rows, plain, rand_tensor
+from .mistakes import shadows
 from .answers import (ref_attention, ref_fold_kv_mean, ref_group_heads, ref_grouped_attention,
                       ref_kv_head, ref_method_name, ref_repeat_kv, ref_single_head_attention,
                       ref_valid_g)
@@ -47,7 +48,8 @@ def check_method_name(module, case, rng):
 def check_kv_head(module, case, rng):
     h, g = draw_hg(case, rng, wide=True)
     expect(module.calls("kv_head", [(i, h, g) for i in range(h)]), [ref_kv_head(i, h, g) for i in range(h)],
-           f"h={h}, g={g}", f"[kv_head(i, {h}, {g}) for i in range({h})]")
+           f"h={h}, g={g}", f"[kv_head(i, {h}, {g}) for i in range({h})]",
+           mistakes=shadows("ref_kv_head", lambda f: [f(i, h, g) for i in range(h)]))
     bad = bad_g(h, rng)
     module.raises("kv_head", [0, h, bad], [h, bad])
 
@@ -55,7 +57,8 @@ def check_kv_head(module, case, rng):
 @step(4, "group_heads", "the query heads of each group, contiguous blocks", len(ALL_HG))
 def check_group_heads(module, case, rng):
     h, g = draw_hg(case, rng, wide=True)
-    expect(module.call("group_heads", h, g), ref_group_heads(h, g), f"h={h}, g={g}", f"group_heads({h}, {g})")
+    expect(module.call("group_heads", h, g), ref_group_heads(h, g), f"h={h}, g={g}", f"group_heads({h}, {g})",
+           mistakes=shadows("ref_group_heads", lambda f: f(h, g)))
     bad = bad_g(h, rng)
     module.raises("group_heads", [h, bad], [h, bad])
 
@@ -66,7 +69,8 @@ def check_fold(module, case, rng):
     kv = rand_tensor(rng, h, rng.randint(1, 3), rng.randint(1, 3))
     where = f"h={h}, g={g}, kv [{h}][{len(kv[0])}][{len(kv[0][0])}]"
     expected = ref_fold_kv_mean(kv, g)           # from the grader's own copy, before the call
-    expect(module.call("fold_kv_mean", kv, g, fresh=True), expected, where, f"fold_kv_mean(kv, {g})")
+    expect(module.call("fold_kv_mean", kv, g, fresh=True), expected, where, f"fold_kv_mean(kv, {g})",
+           mistakes=shadows("ref_fold_kv_mean", lambda f: f(kv, g)))
     expect(module.call("fold_kv_mean", kv, h, fresh=True), plain(kv), where,
            _("{call} == kv, exactly (new lists)").format(call=f"fold_kv_mean(kv, {h})"), exact=True)
     bad = bad_g(h, rng)
@@ -78,7 +82,7 @@ def check_repeat(module, case, rng):
     h, g = draw_hg(case, rng)
     kv = rand_tensor(rng, g, rng.randint(1, 3), rng.randint(1, 3))
     expect(module.call("repeat_kv", kv, h), ref_repeat_kv(kv, h), f"h={h}, g={g}", f"repeat_kv(kv, {h})",
-           exact=True)
+           exact=True, mistakes=shadows("ref_repeat_kv", lambda f: f(kv, h)))
     if g > 1:                                    # h = g + 1 is not a multiple of g
         module.raises("repeat_kv", [kv, g + 1], [g, g + 1])
 
@@ -95,7 +99,7 @@ def draw_qkv(rng, causal):
 SINGLE_CASES = [  # (what, q, k, v, causal): the systematic cases of step 7; what: a message id
     (N_("one query, one key"), [[0.5]], [[2.0]], [[3.0]], False),
     (N_("causal, n = m = 3"), [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 2.0], [1.0, -1.0]],
-     [[1.0], [2.0], [4.0]], True),
+     [[1.0, 0.0, 2.0], [2.0, 1.0, 0.0], [4.0, -1.0, 1.0]], True),      # d_v = 3: no scale of d_v is d's
     (N_("causal, n = 2 of m = 4"), [[1.0], [-1.0]], [[0.5], [1.0], [-2.0], [0.0]], [[1.0], [2.0], [3.0], [4.0]],
      True),
     (N_("a single causal query sees every key"), [[1.0, 2.0]], [[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]],
@@ -129,7 +133,8 @@ def check_single(module, case, rng):
         q, k, v, where = draw_qkv(rng, causal)
     expect(module.call("single_head_attention", q, k, v, causal=causal, fresh=True),
            ref_single_head_attention(q, k, v, causal),
-           f"{where}{_(', ')}causal={causal}", f"single_head_attention(q, k, v, causal={causal})")
+           f"{where}{_(', ')}causal={causal}", f"single_head_attention(q, k, v, causal={causal})",
+           mistakes=shadows("ref_single_head_attention", lambda f: f(q, k, v, causal)))
 
 
 def draw_heads(rng, case, h, kv_heads):
@@ -148,7 +153,8 @@ def check_attention(module, case, rng):
     for g in ref_valid_g(h):
         expected = ref_attention(q, k, v, g, causal)
         got = module.call("attention", q, k, v, g, causal=causal, fresh=True)
-        expect(got, expected, f"h={h}, g={g}, {where}", f"attention(q, k, v, g={g}, causal={causal})")
+        expect(got, expected, f"h={h}, g={g}, {where}", f"attention(q, k, v, g={g}, causal={causal})",
+               mistakes=shadows("ref_attention", lambda f: f(q, k, v, g, causal)))
     bad = bad_g(h, rng)
     module.raises("attention", [q, k, v, bad], [h, bad])
     try:                                         # the lab's claim, where single_head_attention works
@@ -168,6 +174,7 @@ def check_grouped(module, case, rng):
     q, k, v, causal, where = draw_heads(rng, case, h, g)
     expect(module.call("grouped_attention", q, k, v, causal=causal, fresh=True),
            ref_grouped_attention(q, k, v, causal), f"h={h}, g={g}, {where}",
-           f"grouped_attention(q, k, v, causal={causal})")
+           f"grouped_attention(q, k, v, causal={causal})",
+           mistakes=shadows("ref_grouped_attention", lambda f: f(q, k, v, causal)))
     if h % (g + 1):                              # g + 1 key/value heads do not divide h
         module.raises("grouped_attention", [q, k + k[:1], v + v[:1]], [h, g + 1])

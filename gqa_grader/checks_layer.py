@@ -11,6 +11,7 @@ from .exchange import send_weights
 from .failures import Failure
 from .i18n import N_, _
 from .inputs import nested, plain, rand_tensor, random_weights
+from .mistakes import shadows
 from .answers import (ref_fold_weights, ref_init_weights, ref_layer, ref_output_difference,
                       ref_prepare_weights)
 
@@ -68,7 +69,8 @@ def check_fold_weights(module, case, rng):
     folded = module.call("fold_weights", send_weights(module, fields), g)
     expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
            plain(ref_fold_weights(*fields, g)), where,
-           _("{call}: new lists throughout").format(call=f"fold_weights(weights, {g})"), names=WEIGHT_FIELDS)
+           _("{call}: new lists throughout").format(call=f"fold_weights(weights, {g})"), names=WEIGHT_FIELDS,
+           mistakes=shadows("ref_fold_weights", lambda f: plain(f(*fields, g))))
     weights_unchanged(module, fields, "w", f"fold_weights(w, {g})", where)
     ready = plain(ref_fold_weights(*fields, g))
     again = module.call("fold_weights", send_weights(module, ready, "folded"), g)

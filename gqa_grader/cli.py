@@ -290,8 +290,12 @@ def _parse_args(argv):
     args.module = args.module if args.module is not None else default_module()
     _check_ranges(parser, args)
     _check_secret(parser, args)
+    if args.starter is not None and args.module_given:       # it would be silently left unused
+        parser.error(_("--starter writes the starter of the lab's own gqa.py, beside grader.py; "
+                       "--module {path} is not used with it").format(path=args.module))
     if args.only is not None:
         args.steps_spec = ",".join(word.strip() for word in args.only.split(","))
+        args.steps_option = records.steps_option(argv)
         args.only = _steps_named(parser, args.only)
     if args.case is not None and (not args.only or len(args.only) != 1 or args.case < 0):
         parser.error(_("--case K needs --only with one step (a name or a number), and K at least 0"))

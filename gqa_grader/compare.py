@@ -215,9 +215,11 @@ def _short(x):
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False, names=None):
+def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False, names=None, mistakes=()):
     """Raise a Failure naming the case, and showing both values when they are short.
-    names: got and expected are a record's fields, in this order (named in the message)."""
+    names: got and expected are a record's fields, in this order (named in the message).
+    mistakes: the misconceptions of what is compared, (key, answer) pairs (mistakes.shadows),
+    held by the Failure, with got, for the grading to recognise (mistakes.recognised)."""
     found = None
     if names is not None and isinstance(got, list) and len(got) == len(names) == len(expected):
         for name, a, b in zip(names, got, expected):
@@ -232,10 +234,12 @@ def expect(got, expected, where, what, exact=False, rel=REL_TOL, loose=False, na
         column = max(map(width, labels)) + 1
         first = (_("first difference at {place}: {difference}").format(place=place, difference=difference)
                  if place else _("first difference at the top: {difference}").format(difference=difference))
-        raise Failure("\n".join([_("case {case}: {error}").format(case=where, error=what),
-                                 ljust(labels[0], column) + _cut(expected),
-                                 ljust(labels[1], column) + _cut(got),
-                                 first]))
+        err = Failure("\n".join([_("case {case}: {error}").format(case=where, error=what),
+                                  ljust(labels[0], column) + _cut(expected),
+                                  ljust(labels[1], column) + _cut(got),
+                                  first]))
+        err.mistakes = (got, tuple(mistakes), {"rel": rel, "exact": exact, "loose_lists": loose})
+        raise err
 
 
 def _cut(x, limit=200):

@@ -139,6 +139,16 @@ def step_tests(r, weight, args):
             _test(name, f"{r.step}.1", weight, r.points, _hidden_text(r, args), args.hidden_visibility)]
 
 
+def _failing_line(r):
+    """A failing step's line beside its score: its failure, and what points it earned say
+    what they are (a FAIL beside points earned is the share of the cases that pass)."""
+    line = (r.message or _(r.status)).splitlines()[0]
+    if not r.points:
+        return line
+    return _("{points} of {most} points, the share of its cases that pass; it fails: {failure}").format(
+        points=f"{r.points:g}", most=f"{r.max_points:g}", failure=line)
+
+
 def classroom_result(results, args, error=None):
     """GitHub Classroom's result of one graded step (the autograding reporter's input:
     {"version", "status", "max_score", "tests": [{"name", "status", "score", "message"}]}),
@@ -147,8 +157,8 @@ def classroom_result(results, args, error=None):
     half done earns half its points there too."""
     tests = [{"name": _("step {step}: {name}").format(step=r.step, name=r.name),
               "status": "pass" if r.status == "passed" else "fail",
-              "score": round(r.points, 2), "message": (r.message or _(r.status)).splitlines()[0]
-              if r.status != "passed" else "", "line_no": 0} for r in results]
+              "score": round(r.points, 2), "message": _failing_line(r) if r.status != "passed" else "",
+              "line_no": 0} for r in results]
     if error:                              # nothing graded: the step's points, none of them earned
         return classroom_error(_("grading"), error, round(sum(
             float((getattr(args, "weight_map", None) or {}).get(name, 1))

@@ -17,6 +17,7 @@ from .compare import bounded
 from .exchange import Case, Student
 from .failures import Failure, NotStarted, OutOfTime, Refused
 from .i18n import N_, _
+from .mistakes import MISTAKES, named, recognised
 from .process import BUDGET_NOTE, DEFAULT_TIMEOUT, Worker
 from .results import step_result
 from .seal import DEFAULT_BUDGET, HERE, Seal
@@ -96,10 +97,13 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False, names=No
 class _Run:
     """A step's cases so far: how many passed (public, hidden), its status, and the
     fields of its first failure (message, case, inputs, show; needs and stub when a
-    function is not started)."""
+    function is not started; the misconception it is, when one is recognised)."""
+
+    TRIES = 12          # failing cases asked for a misconception, at most, when none is found
 
     def __init__(self):
         self.status, self.passed, self.fields = "passed", [0, 0], {}
+        self.sure, self.tries = False, 0      # sure: one misconception alone was recognised
 
     def fail(self, message, k=None, shown=None, status="failed"):
         """The step ends as status, saying message; at case k, whose inputs and calls
@@ -112,6 +116,20 @@ class _Run:
         """The step failed at case k, unless it failed already (the first failure is shown)."""
         if self.status == "passed":
             self.fail(message, k, shown)
+
+    def failed(self, err, k, shown):
+        """Case k failed with err: the first failure is shown, unless a later one is the first
+        recognised as a misconception (or as one alone, where the shown one could be several):
+        a student is pointed at the mistake, not at a case that happens to fail first."""
+        keys = []
+        if not self.sure and self.tries < self.TRIES and isinstance(err, Failure):
+            self.tries += 1
+            keys = recognised(err)
+        sure = len(keys) == 1
+        if self.status == "passed" or keys and (not self.fields.get("mistake") or sure and not self.sure):
+            self.fail(str(err) + "".join("\n" + named(key) for key in keys[:1]), k, shown)
+            self.fields["mistake"] = keys[0] if keys else None
+            self.sure = sure
 
 
 def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
@@ -146,7 +164,7 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
             if not isinstance(err, (Failure, Refused)):
                 err = _("the grader could not check this case's answer ({type}: {error})").format(
                     type=type(err).__name__, error=err)
-            run.first(str(err), k, shown)
+            run.failed(err, k, shown)
             if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
                 return
         if student.worker.out_of_time():
@@ -159,12 +177,39 @@ WITHHELD = N_("a hidden case failed: its input, the answer expected, its calls a
               "makes it are withheld, since every submission meets the same hidden cases")
 
 
+# What each step's hidden cases draw from, where it is not what its public cases draw from
+# (checking.draw_grouping and the checks' own draws), written as code: a student failing a
+# hidden case alone learns where to look, and no case.
+_WIDE, _GROUPED = "17 <= h <= 32, 1 < g < h", "4 <= h <= 16, 1 < g < h"
+HIDDEN_RANGES = dict(
+    {name: _WIDE for name in ("kv_head", "group_heads", "attention_multiplies", "block_multiplies",
+                              "decode_traffic")},
+    **{name: _GROUPED for name in ("fold_kv_mean", "repeat_kv", "grouped_attention", "fold_weights",
+                                   "prepare_weights", "layer", "count_multiplies", "decode_step",
+                                   "grouped_attention_backward", "layer_backward")},
+    valid_g="401 <= h <= 4000", method_name="17 <= h <= 32; g = h, g = 1, 1 < g < h",
+    attention="4 <= h <= 16, every g in valid_g(h)", init_weights="1000 <= seed < 10**6",
+    output_difference="a, b: [h][n][d] and [n][d]", cache_table="17 <= h <= 32",
+    multiplies_table="17 <= h <= 32", kv_cache_elements="4 <= layers <= 9, 2 <= kv_heads <= 4, batch in (1, 3)")
+
+
+def withheld_note(r):
+    """A withheld hidden case's feedback: that it failed, the ranges its step's hidden cases
+    draw from, and the misconception it was recognised as."""
+    lines = [_("case {case}: {error}").format(case=r.case, error=_(WITHHELD))]
+    if r.name in HIDDEN_RANGES:
+        lines.append(_("this step's hidden cases draw from {ranges}").format(ranges=HIDDEN_RANGES[r.name]))
+    if r.mistake in MISTAKES:
+        lines.append(named(r.mistake))
+    return "\n".join(lines)
+
+
 def withhold_hidden(results):
     """results with each failing hidden case's message, inputs and calls withheld: the
     feedback a class is sent (the case's number and the command that repeats it stay,
-    for the teacher, who has the grader and its seed)."""
-    return [r._replace(message=_("case {case}: {error}").format(case=r.case, error=_(WITHHELD)),
-                       inputs=None, show=None)
+    for the teacher, who has the grader and its seed).  The misconception the case was
+    recognised as is named: a mistake's name gives away no case."""
+    return [r._replace(message=withheld_note(r), inputs=None, show=None)
             if r.status != "passed" and r.case is not None and r.case >= public_end(BY_NAME[r.name])
             else r for r in results]
 
@@ -240,6 +285,8 @@ def _graded(worker, start, seed, cases, only, case, fail_fast, budget):
     for st in ALL_STEPS:
         if st.name not in names:
             continue
+        if case is None and not case_ids(st, cases, names):   # a part none of the steps graded has
+            continue                                          # a case of: never a PASS of 0 cases
         if worker.out_of_time():
             ids = [case] if case is not None else case_ids(st, cases, names)
             results.append(not_graded(st, _(BUDGET_NOTE) + worker.budget_text, ids, public_end(st)))

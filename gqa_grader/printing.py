@@ -6,7 +6,7 @@ import os
 import sys
 
 from .grading import DEFAULT_CASES, DEFAULT_MODULE, public_end
-from .i18n import _, ljust, width
+from .i18n import _, ljust, ngettext, width
 from .process import BUDGET_NOTE, DEFAULT_TIMEOUT
 from .seal import HERE
 from .tracks import BY_NAME
@@ -61,15 +61,16 @@ def reproduce(args, name=None, case=None):
         parts.append(f"--seed {shown_seed(args)}")
     if name:
         parts.append(f"--only {name}")
-    elif getattr(args, "only", None):
-        parts.append(f"--steps {getattr(args, 'steps_spec', None) or ','.join(args.only)}")
+    elif getattr(args, "only", None):              # as typed: --only stays --only
+        parts.append(f"{getattr(args, 'steps_option', '--steps')} "
+                     f"{getattr(args, 'steps_spec', None) or ','.join(args.only)}")
     if case is not None:
         parts.append(f"--case {case} --show")
     elif args.cases != DEFAULT_CASES:
         parts.append(f"--cases {args.cases}")
     if args.timeout != DEFAULT_TIMEOUT:
         parts.append(f"--timeout {args.timeout:g}")
-    if "lang" in getattr(args, "given", ()):
+    if "lang" in getattr(args, "given", ()) or getattr(args, "lang", "en") != "en":   # the environment's too
         parts.append(f"--lang {args.lang}")
     return " ".join(parts)
 
@@ -111,8 +112,18 @@ def summary(results, args):
     if counts["not started"]:
         line = _("{passed} passed, {failed} failed, {not_started} not started").format(
             passed=counts["passed"], failed=counts["failed"], not_started=counts["not started"])
-    return _("points: {earned} of {most} ({graded})").format(earned=f"{earned:g}", most=f"{most:g}",
-                                                            graded=graded) + "\n" + line
+    text = _("points: {earned} of {most} ({graded})").format(earned=f"{earned:g}", most=f"{most:g}",
+                                                            graded=graded)
+    earning = [r for r in results if r.status == "failed" and r.points]
+    if earning:                                    # points beside a FAIL: say what they are
+        text += "\n" + ngettext(
+            "{count} failed step earns points: {steps}; its points count the cases graded for points "
+            "that pass, and its failure is shown above",
+            "{count} failed steps earn points: {steps}; their points count the cases graded for points "
+            "that pass, and each failure is shown above", len(earning)).format(
+                count=len(earning), steps=_(", ").join(f"{r.name} {r.points:g}/{r.max_points:g}"
+                                                        for r in earning))
+    return text + "\n" + line
 
 
 def print_report(results, args, out=None):

@@ -41,6 +41,19 @@ def options_given(parser, argv):
             if value is not _UNSET and not (dest in appended and value is None)}
 
 
+def steps_option(argv):
+    """The spelling of the steps' option the command line gave last: --only or --steps (an
+    abbreviation read as argparse reads it), for the commands that repeat the run."""
+    typed = "--steps"
+    for word in argv:
+        if word == "--":
+            break
+        head = word.split("=", 1)[0]
+        if len(head) > 3 and head.startswith("--"):
+            typed = next((o for o in ("--only", "--steps") if o.startswith(head)), typed)
+    return typed
+
+
 def flag(parser, dest):
     """The option's long name: "--hidden-visibility" for dest hidden_visibility."""
     for action in parser._actions:

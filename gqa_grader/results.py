@@ -37,14 +37,15 @@ class StepResult(NamedTuple):
     stub: Optional[bool] = None     # not started: whether a starter's stub raised
     points: Optional[float] = None  # scored(): its points, of max_points
     max_points: Optional[float] = None
+    mistake: Optional[str] = None   # the misconception its failure is (mistakes.MISTAKES' key)
 
     def as_json(self):
-        """The record as a document holds it: lists for the sequences; stub, points and
-        max_points only when known."""
+        """The record as a document holds it: lists for the sequences; stub, points,
+        max_points and mistake only when known."""
         doc = self._asdict()
         for key in ("public", "hidden", "needs", "touches", "notes", "advice"):
             doc[key] = list(doc[key])
-        for key in ("stub", "points", "max_points"):
+        for key in ("stub", "points", "max_points", "mistake"):
             if doc[key] is None:
                 del doc[key]
         return doc

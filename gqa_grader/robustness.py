@@ -74,6 +74,8 @@ def _refuse_g(name):
     def refuse(module, rng):
         h, g = _bad_g_pair(rng)
         module.raises(name, [h, g], [h, g])
+        for g in (0, -h):                        # the range's edges: -h divides h, 0 divides nothing
+            module.raises(name, [h, g], [h, g])
     return refuse
 
 
@@ -83,6 +85,9 @@ def _refuse_kv_head(module, rng):
     h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
     i = h + rng.randint(1, 3)                    # a query head past the last one
     module.raises("kv_head", [i, h, g], [i, h])
+    for i in (h, -1):                            # each side's edge: one past the last, one before the first
+        module.raises("kv_head", [i, h, g], [i])
+    module.raises("kv_head", [0, h, 0], [0])
 
 
 def _refuse_fold(module, rng):
@@ -129,6 +134,22 @@ def _refuse_difference(module, rng):
 def _refuse_cache_elements(module, rng):
     refuse_cache_elements(module, rng)
     module.raises("kv_cache_elements", [2, 0, 3, 4], [0])
+    module.raises("kv_cache_elements", [2, 1, -1, 4], [-1])                     # a negative length
+    module.raises("kv_cache_elements", [2, 1, 3, 4], [-1], kwargs={"batch": -1})
+
+
+def _refuse_counts(name, good, edges, **kwargs):
+    """name(*good) with each size of edges (index -> the value just past its rule) in turn:
+    each must be refused, naming that value."""
+    def refuse(module, rng):
+        for at, value in edges:
+            args, named = list(good), dict(kwargs)
+            if isinstance(at, str):
+                named[at] = value
+            else:
+                args[at] = value
+            module.raises(name, args, [value], kwargs=named)
+    return refuse
 
 
 def _refuse_cache(module, rng):
@@ -151,7 +172,17 @@ REFUSALS = {"valid_g": _refuse_sizes, "method_name": _refuse_g("method_name"),
             "grouped_attention": refuse_grouped, "init_weights": _refuse_init,
             "fold_weights": refuse_fold_weights, "layer": _refuse_layer,
             "output_difference": _refuse_difference, "kv_cache_elements": _refuse_cache_elements,
-            "KVCache": _refuse_cache, "decode_step": refuse_decode}
+            "KVCache": _refuse_cache, "decode_step": refuse_decode,
+            "attention_multiplies": _refuse_counts("attention_multiplies", [2, 8, 2, 4, 16],
+                                                   [(0, -1), (2, 0), (2, 3), (3, 0), (4, 0)]),
+            "block_multiplies": _refuse_counts("block_multiplies", [2, 8, 2, 4, 16, 32],
+                                               [(0, -1), (2, 9), (5, 0), ("mlp_matrices", 0)], mlp_matrices=3),
+            "cache_table": _refuse_counts("cache_table", [4], [(0, 0), ("head_dim", 0), ("layers", -1),
+                                                               ("length", -1), ("batch", -1)],
+                                          layers=1, length=2, head_dim=2),
+            "multiplies_table": _refuse_counts("multiplies_table", [1, 4, 2, 4], [(0, -1), (1, 0), (2, 0), (3, 0)]),
+            "decode_traffic": _refuse_counts("decode_traffic", [2, 4, 1, 2, 8], [(0, -1), (2, 0), (3, 0),
+                                                                                 ("batch", 0)], batch=1)}
 
 
 # ---------------------------------------------------------------------------

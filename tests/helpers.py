@@ -134,6 +134,7 @@ HEAVY = (
     (2.4, ('test_i18n.Starter',)),
     (2.0, ('test_sealed.ToolsThroughTheWorker',)),
     (1.9, ('test_grader.Referee',)),
+    (1.6, ('test_mistakes.Named',)),
     (1.7, ('test_class.HostileNames',)),
     (1.5, ('test_train.WithAStudentsModule',)),
     (1.5, ('test_house.Layout',)),

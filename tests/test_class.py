@@ -129,7 +129,7 @@ class HiddenCasesWithheld(unittest.TestCase):
         self.assertNotIn("424242", text)
         # The feedback's commands are the student's, run in their own lab's folder: no path of
         # the teacher's (the module's, the grader's) in any of them.
-        self.assertIn("repeat with: python grader.py --seed SEED --steps 1;", text)
+        self.assertIn("repeat with: python grader.py --seed SEED --only 1;", text)
         self.assertNotIn(f"--module {module}", text)
         self.assertIn("reproduce: python grader.py --only valid_g --case", text)
         shown, withheld, public = got[hidden, False], got[hidden, True], got[hidden - 1, True]
@@ -138,7 +138,8 @@ class HiddenCasesWithheld(unittest.TestCase):
         self.assertIn("got:      [1]", shown["message"])
         self.assertIsNotNone(shown["inputs"])
         self.assertEqual((withheld["case"], withheld["inputs"], withheld["show"]), (hidden, None, None))
-        self.assertEqual(withheld["message"], f"case {hidden}: {grading.WITHHELD}")
+        self.assertEqual(withheld["message"].splitlines()[0], f"case {hidden}: {grading.WITHHELD}")
+        self.assertIn(grading.HIDDEN_RANGES["valid_g"], withheld["message"])      # where to look, no case
         self.assertNotIn("[1]", withheld["message"])
         self.assertIn("got:      [1]", public["message"])          # a public case is shown whole
         args = cli.parse_args(["--class", private.work, "--gradebook", os.path.join(private.work, "g.csv"),

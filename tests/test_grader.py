@@ -230,6 +230,36 @@ MUTANTS = [
      "ratio = Multiplies(*(c / r if r else 1.0", "ratio = tuple((c / r if r else 1.0"),
     ("the weighted sum tallied with d instead of d_v", "count_multiplies",
      "_tally.weighted_sum += seen * len(v_cols)", "_tally.weighted_sum += seen * len(qi)"),
+    # Holes once: fields a check skipped, and the other side of a refusal's edge.
+    ("multiplies_table rows named 'xyz', every per-term count and ratio 0", "multiplies_table",
+     "rows.append(MultipliesRow(_method_name(h, g), g, h // g, counts, ratio))",
+     "rows.append(MultipliesRow('xyz', g, h // g, Multiplies(0, 0, 0, 0, 0, 0, counts.total),\n"
+     "                                 Multiplies(0, 0, 0, 0, 0, 0, ratio.total)))"),
+    ("multiplies_table dividing each term by MHA's total", "multiplies_table",
+     "c / r if r else 1.0 for c, r in zip(counts, mha)", "c / mha.total if mha.total else 1.0 for c in counts"),
+    ("cache_table ignoring batch", "cache_table",
+     "elements = _kv_cache_elements(layers, g, length, head_dim, batch)",
+     "elements = _kv_cache_elements(layers, g, length, head_dim, 1)"),
+    ("block_multiplies ignoring causal", "block_multiplies",
+     "a = _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))",
+     "_check_causal(func, causal)\n    a = _attention_multiplies(n, h, g, d, d_model, False)"),
+    ("kv_head accepting query_head == h", Robust("refusals", "kv_head"), "if query_head >= h:", "if query_head > h:"),
+    ("kv_head accepting query_head == -1", Robust("refusals", "kv_head"),
+     '_check_int("kv_head", "query_head", query_head)', '_check_int("kv_head", "query_head", query_head, low=-1)'),
+    ("kv_cache_elements accepting a negative length", Robust("refusals", "kv_cache_elements"),
+     '_check_int(func, "length", length)', '_check_int(func, "length", length, low=None)'),
+    ("multiplies_table accepting n = -1", Robust("refusals", "multiplies_table"),
+     'low=0 if name == "n" else 1)', 'low=None if name == "n" else 1)'),
+    ("cache_table accepting a negative batch", Robust("refusals", "cache_table"),
+     'low=1 if name in ("h", "head_dim") else 0)', 'low=1 if name in ("h", "head_dim") else None)'),
+    ("decode_traffic accepting batch = 0", Robust("refusals", "decode_traffic"),
+     '_check_int(func, "batch", batch, low=1)', '_check_int(func, "batch", batch, low=0)'),
+    ("block_multiplies accepting mlp_matrices = 0", Robust("refusals", "block_multiplies"),
+     '        _check_int(func, name, value, low=1)\n    a = _attention',
+     '        _check_int(func, name, value, low=0)\n    a = _attention'),
+    ("attention_multiplies accepting d = 0", Robust("refusals", "attention_multiplies"),
+     '    _check_int(func, "d", d, low=1)\n    _check_int(func, "d_model", d_model, low=1)\n    return _attention',
+     '    _check_int(func, "d", d, low=0)\n    _check_int(func, "d_model", d_model, low=1)\n    return _attention'),
     # The rules of types (TypeError, naming the function), and valid_g's refusal below 0.
     ("valid_g accepting True and 8.0 (h = int(h))", Robust("types", "valid_g"),
      '    _check_int("valid_g", "h", h, low=1)\n',
@@ -515,7 +545,8 @@ class Mutants(unittest.TestCase):
         self.assertIn("first difference at w_q[0][0]: expected a list of", message)
         # A part of a result is not called: it must be a record, not return one.
         message = graded["multiplies_table with ratios as plain tuples"]["multiplies_table"]["message"]
-        self.assertIn("each row's ratio must be a Multiplies record (with the field total); got a tuple",
+        self.assertIn("each row's ratio must be a Multiplies record (with the fields q_proj, k_proj, v_proj, scores, "
+                      "weighted_sum, o_proj, total); got a tuple",
                       message)
         # Expected and got, however long (cut in the middle: --show has the whole call).
         message = graded["tile instead of repeat-interleave"]["repeat_kv"]["message"]
@@ -773,7 +804,7 @@ class CommandLine(unittest.TestCase):
         self.assertRegex(first, rf"^grading ./gqa.py \(grader {grading.GRADER_VERSION}; the public cases: "
                                 rf"the systematic ones and {grading.PUBLIC_CASES} random ones per step, "
                                 rf"then 1 hidden one from seed (\d+);.* repeat with: python grader.py "
-                                rf"--seed \1 --steps valid_g --cases 1; English: --lang ja \(日本語\), "
+                                rf"--seed \1 --only valid_g --cases 1; English: --lang ja \(日本語\), "
                                 rf"--lang ko \(한국어\)\)$")   # the steps it graded, and the other languages
         self.assertEqual(run.stdout.splitlines()[-1], "1 passed, 0 failed")
 
@@ -1068,4 +1099,4 @@ class OnlyOnce(unittest.TestCase):
         from gqa_grader import cli
         args = cli.parse_args(["--only", "3,kv_head,1", "--seed", "1"])
         self.assertEqual(args.only, ["valid_g", "kv_head"])              # in the lab's order
-        self.assertIn("--steps 3,kv_head,1", printing.reproduce(args))     # as it was given
+        self.assertIn("--only 3,kv_head,1", printing.reproduce(args))      # as it was given
