@@ -19,6 +19,7 @@ from .documents import classroom_result, gradescope, nothing_graded, run_documen
 from .failures import Refused
 from .i18n import (LANGUAGES, N_, _, from_environment, help_wrapped, how_to_change, lang_option, lang_values,
                    meant_lang, ngettext, use)
+from .i18n import default as i18n_default
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
 from .printing import print_report, progress, reproduce, shown_seed, summary
@@ -269,7 +270,7 @@ def parse_args(argv):
     chosen (--lang, else the environment's) before the parser is built, so that --help,
     argparse's own words and the usage errors are in it too."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    use(asked_lang(argv) or meant(argv) or from_environment() or handout_lang() or "en")
+    use(asked_lang(argv) or meant(argv) or i18n_default(handout_lang()))
     with _argparse_speaks():
         return _parse_args(argv)
 
@@ -282,7 +283,7 @@ def _parse_args(argv):
         parser.error(_("--lang {given}: no such language; did you mean --lang {meant}?").format(
             given=list(lang_values(argv))[-1], meant=meant(argv)))
     args = parser.parse_args(argv)
-    args.lang = args.lang or from_environment() or handout_lang() or "en"
+    args.lang = args.lang or i18n_default(handout_lang())
     use(args.lang)
     args.format = args.format or ("json" if args.json else "text")
     args.sealed = args.sealed or args.format == "gradescope"

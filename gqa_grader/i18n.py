@@ -51,6 +51,15 @@ def from_environment(environ=None):
     return None
 
 
+def default(handout=None, environ=None):
+    """The language when no --lang names one.  A handout made in Japanese or Korean speaks
+    it, whatever the terminal's locale (many a Japanese student's terminal says en_US);
+    else the environment's (from_environment), else the handout's, else English."""
+    if handout in LANGUAGES and handout != "en":
+        return handout
+    return from_environment(environ) or handout or "en"
+
+
 def use(lang):
     """Make lang ("en", "ja" or "ko") the language of every message from now on."""
     if lang not in LANGUAGES:

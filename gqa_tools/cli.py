@@ -103,7 +103,7 @@ def language_of(command: str, argv: Sequence[str]) -> str:
         elif arg.startswith("--lang="):
             lang = arg[len("--lang="):]
     return (lang if lang in i18n.LANGUAGES else
-            i18n.from_environment() or (found or {}).get("lang") or "en")
+            i18n.default((found or {}).get("lang")))
 
 
 def say(lang: str, template: str, **fields: str) -> str:

@@ -263,9 +263,10 @@ def chosen_lang(argv: Sequence[str], parser: argparse.ArgumentParser) -> str:
 
 
 def default_lang() -> str:
-    """The language when no --lang names one: the environment's, else the handout's, else English."""
+    """The language when no --lang names one (i18n.default): a Japanese or Korean handout's,
+    else the environment's, else the handout's, else English."""
     found = handout()
-    return i18n.from_environment() or (found.lang if found else None) or "en"
+    return i18n.default(found.lang if found else None)
 
 
 # ---------------------------------------------------------------------------

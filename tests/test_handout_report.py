@@ -43,10 +43,11 @@ def quiet_env():
     return env
 
 
-def run_in(folder, *argv):
-    """A command run as a process in folder: [status, stdout, stderr]."""
+def run_in(folder, *argv, **env):
+    """A command run as a process in folder (env: variables beside quiet_env's): [status,
+    stdout, stderr]."""
     run = subprocess.run([sys.executable, *argv], cwd=folder, capture_output=True, timeout=300,
-                         env=quiet_env(), encoding="utf-8")
+                         env=dict(quiet_env(), **env), encoding="utf-8")
     return [run.returncode, run.stdout, run.stderr]
 
 
@@ -137,6 +138,8 @@ class HandoutReport(unittest.TestCase):
                     got["bare"] = run_in(handout, "-m", "gqa", "report", *ARGS)
                     got["bare_report"] = text_of(os.path.join(handout, "report.md"))
                 fill(os.path.join(handout, "gqa.py"), core)
+                got["en_US"] = [run_in(handout, "grader.py", "--steps", "1", "-q", LANG="en_US.UTF-8"),
+                                run_in(handout, "-m", "gqa", "tables", "--heads", "4", LANG="en_US.UTF-8")]
                 got["done"] = run_in(handout, "-m", "gqa", "report", *ARGS)
                 got["report"] = text_of(os.path.join(handout, "report.md"))
                 figures = os.path.join(handout, "report-figures")
@@ -283,6 +286,20 @@ class HandoutReport(unittest.TestCase):
                                                     "grader's worker."))
         rows = table(out, self.in_lang("ja", "method"), self.in_lang("ja", "g (kv heads)"))
         self.assertEqual([r[3].replace(",", "") for r in rows[1:]], [str(2 * 3 * g * 64 * 8) for g in DIVISORS])
+
+    def test_a_terminal_in_english_does_not_undo_the_handouts_language(self):
+        """Many a student's terminal says en_US: a Japanese or Korean handout speaks its
+        own language all the same (i18n.default); --lang still chooses."""
+        for lang in LANGS:
+            (status, out, err), (t_status, t_out, t_err) = self.runs[lang]["en_US"]
+            with self.subTest(lang=lang):
+                self.assertEqual((status, t_status), (0, 0), err + t_err)
+                self.assertIn(self.in_lang(lang, "{passed} passed, {failed} failed", passed=1, failed=0), out)
+                self.assertEqual(t_out.splitlines()[0], self.in_lang(
+                    lang, "Computed by gqa.py, your module in this folder, in the grader's worker."))
+        self.assertEqual([i18n.default(h, {"LANG": "en_US.UTF-8"}) for h in ("ja", "ko", "en", None)],
+                         ["ja", "ko", "en", "en"])
+        self.assertEqual([i18n.default(h, {"LANG": "ko_KR.UTF-8"}) for h in ("en", None)], ["ko", "ko"])
 
     def test_the_readme_says_how_to_make_the_report_in_its_language(self):
         from tests.test_i18n import english_chunks
