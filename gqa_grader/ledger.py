@@ -34,6 +34,7 @@ import re
 
 from .atomic import write_atomically
 from .i18n import _
+from .submissions import decoded
 
 RECORD_FORMAT = 1
 ASSIGNMENT = "gqa lab"          # the exports' column of points: the assignment's name
@@ -49,20 +50,6 @@ def beside(path, suffix):
 # ---------------------------------------------------------------------------
 # The gradebook, read as a spreadsheet saved it.
 # ---------------------------------------------------------------------------
-
-def decoded(data):
-    """The text of a CSV as a spreadsheet may save it: UTF-8 with or without a byte-order
-    mark, UTF-16 with one (Excel's "Unicode text"), else the Japanese Windows encoding
-    (Excel's CSV in Japan), else Latin-1, which reads any bytes."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
-    for encoding in ("utf-8-sig", "cp932"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            pass
-    return data.decode("latin-1")
-
 
 def read_gradebook(path):
     """{submission: row} of a gradebook written before ({} when there is none, or when it
