@@ -167,6 +167,9 @@ STATE_NAME = re.compile(r"ssm|mamba|state_size|lru|recurren|linear_(attn|attenti
 RANK_NAME = re.compile(r"(kv|latent|cache).*rank")
 # Layers that take another layer's K and V instead of caching their own.
 SHARING_NAME = re.compile(r"(kv|key_value|cache).*(reuse|shar)|(reuse|shar).*(kv|key_value|cache)")
+# A period of layers of another kind: a hybrid's Mamba block every N layers (Phi-4-mini-flash's
+# mb_per_layer), which no rule reads as a layout.
+PERIOD_NAME = re.compile(r"^(mb|mamba|ssm|attn|attention)_(per|every)_layers?$")
 # A list of layer indices: which layers attend how (Hymba's global_attn_idx).
 INDICES_NAME = re.compile(r"attn|attention|layer|global|local|full|swa|window|idx")
 # A string that names a kind of layer the sizer sizes by a rule of its own.
@@ -190,6 +193,9 @@ def changes_by_value(key: str, value: Any, sizes: Dict[str, Any]) -> str:
     if isinstance(value, list) and value and INDICES_NAME.search(key) and \
             all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < layers for v in value):
         return f"a list of layer indices ({len(value)} of {layers}) may say which layers attend how"
+    if PERIOD_NAME.search(key) and number and 0 < number <= max(layers, 1):
+        return (f"a layer of another kind (a state's, not a cache's) every {number} layers, as a hybrid's "
+                f"layout says; no rule read which layers hold K and V")
     if ("window" in key or "sliding" in key) and number and number > 0:
         return f"a window of {number} positions would make layers hold only the last {number}"
     if "chunk" in key and number and number > 0:

@@ -21,10 +21,15 @@ from gqa_grader.i18n import _
 # The spellings real configs use, in the order they are tried.
 QUERY_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "decoder_attention_heads",
                "attention_heads")
-LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-HIDDEN = ("hidden_size", "n_embd", "d_model", "model_dim", "dim")    # dim: Meta's params.json
+# layers, embed_dim: Kosmos-2's text decoder (Kosmos2TextConfig's attribute_map).
+LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "layers")
+HIDDEN = ("hidden_size", "n_embd", "d_model", "model_dim", "dim", "embed_dim")    # dim: Meta's params.json
 KV_HEADS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num", "n_kv_heads",
             "num_query_groups")
+# Query heads per key/value head, where the model's code takes g from it (PLaMo's n_shared_head:
+# g = h / n_shared_head), read before KV_HEADS: PLaMo-13B's config also gives num_key_value_heads
+# equal to h, which its code does not read (llama.cpp's converter writes g = 5, not 40).
+GROUP_SIZE = ("n_shared_head",)
 # The head dim's spellings: head_dim, Hunyuan's and Nemotron-H's attention_head_dim, ChatGLM's
 # and Megatron's kv_channels, TensorRT-LLM's head_size, PLaMo-2's hidden_size_per_head (vLLM's
 # get_head_size reads it).  Where a config gives several, they must agree; where it gives none,
@@ -179,8 +184,27 @@ def kv_heads_of(keys: Keys, heads: int) -> Tuple[int, str]:
         for name in names:
             keys.seen(name)         # read, and overruled
         return 1, "multi_query"      # Falcon and GPT-BigCode multi-query, whatever num_kv_heads says
+    for group_name in GROUP_SIZE:
+        if keys.get(group_name) is not None:
+            return _kv_heads_by_group(keys, group_name, names, heads)
     value, name = keys.num(names, "key/value head count", default=heads)
     return value, name or "(no key/value head count: g = h)"
+
+
+def _kv_heads_by_group(keys: Keys, group_name: str, names: Sequence[str], heads: int) -> Tuple[int, str]:
+    """g = h / the query heads per key/value head, as the model's code reads it; a key/value head
+    count beside it that disagrees is set aside, with a note."""
+    group = keys.int((group_name,), "query heads per key/value head")
+    if heads % group:
+        raise GQAError(f"config {keys.where}: {group_name} {group} does not divide {heads} query heads: "
+                       f"the key/value heads (h / {group_name}) are not a whole number")
+    kv_heads = heads // group
+    for name in names:
+        decoy = keys.seen(name)
+        if decoy is not None and decoy != kv_heads:
+            keys.notes.append(f"{name} {show(decoy)} set aside: the model's code takes its key/value heads "
+                              f"from {group_name} ({heads} / {group} = {kv_heads})")
+    return kv_heads, f"{heads} / {group_name} {group}"
 
 
 def attention_sizes(keys: Keys, overrides: Dict[str, int]) -> Tuple[int, int, int, int, int, List[str]]:

@@ -11,9 +11,10 @@ in this order (kind_of):
     kv_lora_rank                MLA
     mask_token_id               a masked-diffusion language model
     an encoder's evidence       its model_type (ENCODER_ONLY, a dual encoder's
-                                *_text_model or *_vision_model, the wrapper's),
-                                architectures naming only encoder heads
-                                (ENCODER_HEADS), segment embeddings
+                                *_text_model or *_vision_model beside a contrastive
+                                projection, the wrapper's), architectures naming only
+                                encoder heads (ENCODER_HEADS), an auto_map naming a
+                                masked-LM class and no generative one, segment embeddings
                                 (type_vocab_size), pixels or spectrograms and no
                                 vocabulary, a raw-audio feature encoder (conv_dim)
     ATTENTION_FREE              a state of fixed size
@@ -57,9 +58,18 @@ ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassifica
 # generate (a vision or audio encoder).
 PIXELS = ("image_size", "patch_size", "num_channels", "num_mel_bins")
 
+# The objectives a remote-code model's auto_map names (HF's Auto classes): a masked-LM model with
+# no generative class is an encoder, whatever its head's class is named (NeoBERTLMHead).
+ENCODER_AUTO = ("AutoModelForMaskedLM",)
+GENERATIVE_AUTO = ("AutoModelForCausalLM", "AutoModelForSeq2SeqLM", "AutoModelForVision2Seq",
+                   "AutoModelForImageTextToText", "AutoModelForSpeechSeq2Seq")
+# A dual encoder's projection into the shared space (CLIP's, SigLIP's): a *_text_model or
+# *_vision_model beside it is a contrastive tower; without it, a wrapper's language model (Kosmos-2's).
+CONTRASTIVE = ("projection_dim", "logit_scale_init_value")
+
 # Where no field says the kind, the fields looked at, quoted in the notes.
 LOOKED_AT = ("is_encoder_decoder", "kv_lora_rank", "mask_token_id", "is_decoder", "architectures",
-             "type_vocab_size", "vocab_size with " + "/".join(PIXELS), "conv_dim")
+             "type_vocab_size", "vocab_size with " + "/".join(PIXELS), "conv_dim", "auto_map")
 
 
 class Kind(NamedTuple):
@@ -100,10 +110,17 @@ def _encoder(keys: Keys, top: Keys, top_type: str) -> Optional[Kind]:
         return Kind("encoder", f"model_type {model_type}")
     if top_type in ENCODER_ONLY and top is not keys:
         return Kind("encoder", f"model_type {top_type}, a dual encoder: its {model_type or 'tower'} too")
-    if model_type.endswith(("_text_model", "_vision_model")):
-        return Kind("encoder", f"model_type {model_type}: a dual encoder's tower")
+    projection = [k for k in CONTRASTIVE if data.get(k) is not None or top.data.get(k) is not None]
+    if model_type.endswith(("_text_model", "_vision_model")) and projection:
+        return Kind("encoder", f"model_type {model_type}: a dual encoder's tower ({projection[0]}: a "
+                               f"contrastive projection)")
     if isinstance(heads, list) and heads and all(str(h).endswith(ENCODER_HEADS) for h in heads):
         return Kind("encoder", f"architectures {show(heads)}: encoder heads only")
+    auto = data.get("auto_map") or (top.data.get("auto_map") if top is not keys else None)
+    if isinstance(auto, dict) and any(k in auto for k in ENCODER_AUTO) and \
+            not any(k in auto for k in GENERATIVE_AUTO):
+        return Kind("encoder", f"auto_map names {[k for k in ENCODER_AUTO if k in auto][0]} and no "
+                               f"generative class: a masked-LM objective, an encoder's")
     if _count(data.get("type_vocab_size")):
         return Kind("encoder", f"type_vocab_size {data['type_vocab_size']}: segment embeddings, a BERT-style "
                                f"encoder's")

@@ -182,22 +182,33 @@ def _mean(values: Sequence[Any]) -> str:
     return f"{float(sum(values) / len(values)):+.3f}"
 
 
-def _by_task(decided: Sequence[Any], kind: str, g: int, steps: int) -> Dict[str, str]:
-    """{task: the mean difference} of one kind of claim at g after steps."""
-    return {d.claim.task: _mean(d.claim.values) for d in decided
-            if d.claim.kind == kind and d.claim.g == g and d.claim.steps == steps}
+def _by_task(decided: Sequence[Any], kind: str, g: int, steps: int, verdicts: bool = False) -> Dict[str, str]:
+    """{task: the mean difference} of one kind of claim at g after steps; with verdicts, each
+    followed by its verdict ('+0.011 (not resolved)')."""
+    return {d.claim.task: _mean(d.claim.values) + (_(" ({verdict})").format(verdict=verdict_word(d.verdict))
+                                                   if verdicts else "")
+            for d in decided if d.claim.kind == kind and d.claim.g == g and d.claim.steps == steps}
 
 
-def _count(decided: Sequence[Any], kinds: Sequence[str], word: str = "holds") -> Tuple[int, int]:
-    """(how many claims of these kinds have the verdict word, how many there are)."""
-    found = [d for d in decided if d.claim.kind in kinds]
+def _count(decided: Sequence[Any], kinds: Sequence[str], word: str = "holds",
+           steps: Any = None) -> Tuple[int, int]:
+    """(how many claims of these kinds (after steps, where given) have the verdict word, how many
+    there are)."""
+    found = [d for d in decided if d.claim.kind in kinds and steps in (None, d.claim.steps)]
     return sum(d.verdict == word for d in found), len(found)
 
 
-def _per_g(decided: Sequence[Any], kind: str, gs: Sequence[int], steps: int) -> str:
+def _tally(decided: Sequence[Any], kinds: Sequence[str], steps: Any = None) -> Dict[str, int]:
+    """{held, failed, open, claims}: the verdicts of these kinds of claim (after steps, where given)."""
+    held, claims = _count(decided, kinds, "holds", steps)
+    return dict(held=held, claims=claims, failed=_count(decided, kinds, "does not hold", steps)[0],
+                open=_count(decided, kinds, "not resolved", steps)[0])
+
+
+def _per_g(decided: Sequence[Any], kind: str, gs: Sequence[int], steps: int, verdicts: bool = False) -> str:
     """'+0.570 on offsets and +0.514 on recall at g = 1; ...' for one kind of claim."""
     return _("; ").join(_("{offsets} on offsets and {recall} on recall at g = {g}").format(
-        g=g, **_by_task(decided, kind, g, steps)) for g in gs)
+        g=g, **_by_task(decided, kind, g, steps, verdicts)) for g in gs)
 
 
 def summary(result: Dict[str, Any], decided: Sequence[Any]) -> List[str]:
@@ -207,19 +218,22 @@ def summary(result: Dict[str, Any], decided: Sequence[Any]) -> List[str]:
     gs = sorted({d.claim.g for d in decided if d.claim.kind == "drops"})
     out = [_("Before any training, pre-trained minus converted by the mean is {items}.").format(
         items=_per_g(decided, "drops", gs, 0))]
-    held, n = _count(decided, ["recovers"])
+    at_last, at_first = _tally(decided, ["recovers"], last), _tally(decided, ["recovers"], first)
     out.append(_("After {steps} steps ({share} of the pre-training), control minus mean is {items}; of the "
-                 "{claims} recovery verdicts, *recovers* (within 0.02 of the control) holds in {held}, "
-                 "does not hold in {failed} and is not resolved at these seeds in {open}.").format(
-                     steps=last, share=pct(last, r), held=held, claims=n,
-                     failed=_count(decided, ["recovers"], "does not hold")[0],
-                     open=_count(decided, ["recovers"], "not resolved")[0],
-                     items=_per_g(decided, "recovers", gs, last)))
-    mf, fr = _count(decided, ["mean beats first"]), _count(decided, ["first beats random"])
-    out.append(_("As averages, as the GQA paper compares them, mean beats first in {mf} of {n_mf} verdicts "
-                 "and first beats random in {fr} of {n_fr}; after {steps} steps mean minus first is "
-                 "{items}.").format(mf=mf[0], n_mf=mf[1], fr=fr[0], n_fr=fr[1], steps=last,
-                                     items=_per_g(decided, "mean beats first", gs, last)))
+                 "{claims} recovery verdicts after {steps} steps, *recovers* (within 0.02 of the control) holds "
+                 "in {held}, does not hold in {failed} and is not resolved at these seeds in {open}; of the "
+                 "{claims_first} after {first} steps, it holds in {held_first}, does not hold in {failed_first} "
+                 "and is not resolved in {open_first}.").format(
+                     steps=last, share=pct(last, r), first=first, items=_per_g(decided, "recovers", gs, last),
+                     **at_last, **{k + "_first": v for k, v in at_first.items()}))
+    mf, fr = _tally(decided, ["mean beats first"]), _tally(decided, ["first beats random"])
+    out.append(_("As averages, as the GQA paper compares them, mean beats first holds in {mf} of {n_mf} verdicts, "
+                 "does not hold in {mf_failed} and is not resolved at these seeds in {mf_open}; first beats "
+                 "random holds in {fr} of {n_fr}, does not hold in {fr_failed} and is not resolved in {fr_open}; "
+                 "after {steps} steps mean minus first is {items}.").format(
+                     mf=mf["held"], n_mf=mf["claims"], mf_failed=mf["failed"], mf_open=mf["open"],
+                     fr=fr["held"], n_fr=fr["claims"], fr_failed=fr["failed"], fr_open=fr["open"], steps=last,
+                     items=_per_g(decided, "mean beats first", gs, last, verdicts=True)))
     if any(d.claim.kind == "scratch" for d in decided):
         k, n = _count(decided, ["scratch"])
         out.append(_("Against the smaller-cache model trained from scratch on the same batches for as many "
@@ -230,13 +244,13 @@ def summary(result: Dict[str, Any], decided: Sequence[Any]) -> List[str]:
                          held=k, claims=n, failed=_count(decided, ["scratch"], "does not hold")[0],
                          open=_count(decided, ["scratch"], "not resolved")[0]))
     if any(d.claim.kind == "restart" for d in decided):
-        control = _by_task(decided, "control", h, first)
-        carried = _by_task(decided, "restart", h, first)
+        control = _by_task(decided, "control", h, first, verdicts=True)
+        carried = _by_task(decided, "restart", h, first, verdicts=True)
         out.append(_("The control itself changes by {offsets} on offsets and {recall} on recall after {steps} "
                      "steps (control minus frozen); carrying pre-training's Adam over instead of a fresh one "
                      "changes it by {c_offsets} and {c_recall} more, and the mean conversion by "
                      "{items}.").format(steps=first, c_offsets=carried["offsets"], c_recall=carried["recall"],
-                                         items=_per_g(decided, "restart", gs, first), **control))
+                                         items=_per_g(decided, "restart", gs, first, verdicts=True), **control))
     out.append(ngettext("Of the section's {claims} verdicts, {held} hold, {failed} do not hold and {open} are "
                         "not resolved at {seeds} seed, at a family-wise error rate of 5 % (Holm).",
                         "Of the section's {claims} verdicts, {held} hold, {failed} do not hold and {open} are "
