@@ -116,6 +116,7 @@ class Gradebook:
             print(_("grader: cannot grade the class: {why}").format(why=why), file=sys.stderr)
             return 2
         self._choose_seed()
+        self._roster_left(subs)
         made = not os.path.isdir(self.feedback)
         os.makedirs(self.feedback, exist_ok=True)
         why = self._check_seal()
@@ -174,8 +175,11 @@ class Gradebook:
         a --regrade that names no student; a gradebook whose feedback folder is not beside
         it (every row would be graded again); a seed no record keeps and no cell holds
         exactly (the hidden cases would be new).  Said before any run."""
-        names = {s.student for s in subs} | {s.key for s in subs}
+        names = {n for s in subs if not s.absent for n in self._names(s)}
         unknown = [n for n in self.args.regrade or () if n not in names]
+        absent = [n for n in unknown if any(n in self._names(s) for s in subs)]
+        if absent:
+            return _("--regrade {name}: the student submitted nothing to grade").format(name=escaped(absent[0]))
         if unknown:
             return _("--regrade {name}: no submission of the class is named so (the gradebook's "
                      "student or submission column); the class has {names}").format(
@@ -191,6 +195,21 @@ class Gradebook:
         if self.args.seed is None and self.record is None:
             return ledger.seed_problem(self.old, self.record_path)[1]
         return None
+
+    def _roster_left(self, subs):
+        """With --roster: the submissions no row of it names, and its students with none
+        (each a row of its own, which an LMS would read apart): said, never silent."""
+        if not self.args.roster:
+            return
+        loose = [escaped(s.key) for s in subs if s.unrostered]
+        absent = [escaped(s.student) for s in subs if s.absent]
+        if loose:
+            self._say(_("note: no row of --roster names {count} of the submissions: {names}; each is "
+                        "graded under its own name").format(count=len(loose), names=short(_(", ").join(loose), 300)))
+        if absent and loose:
+            self._say(_("note: students of --roster with no submission: {names} (match a submission's "
+                        "name to its student in the roster, or rename it)").format(
+                            names=short(_(", ").join(absent), 300)))
 
     def _choose_seed(self):
         """--seed; else the class's record's seed (so that a second run goes on where the
@@ -269,14 +288,23 @@ class Gradebook:
             self._keep(sub, doc, (escaped(text) + "\n").encode("utf-8"), None)
             return True
         doc = read_json(os.path.join(self._folder(sub), "results.json"))
-        if (doc is None or sub.student in (self.args.regrade or ()) or sub.key in (self.args.regrade or ())
+        if (doc is None or set(self._names(sub)) & set(self.args.regrade or ())
                 or not os.path.isfile(os.path.join(self._folder(sub), "report.txt"))
                 or [doc.get(k) for k in ("sha256", "grader", "options")] + [self._seed_of(sub)]
                 != [sha, GRADER_VERSION, options_of(self.args), self.args.seed]):
             return False
-        self.rows[sub.key] = self._row(sub, doc, self.graded.get(sub.key, {}).get("seconds", ""))
+        old = self.old.get(ledger.unquoted(cell(sub.key)), self.old.get(sub.key, {}))
+        self.rows[sub.key] = self._row(sub, doc, self.graded.get(sub.key, {}).get("seconds", old.get("seconds", "")))
+        self.graded[sub.key] = {"seed": self.args.seed, "seconds": self.rows[sub.key]["seconds"]}   # the record's
         self.reused += 1
         return True
+
+    @staticmethod
+    def _names(sub):
+        """What names sub in --regrade: its student and its submission, as the folder holds
+        them and as the gradebook and the terminal show them (a byte that is not UTF-8 as
+        its escape, \\udce9)."""
+        return {sub.student, sub.key, escaped(sub.student), escaped(sub.key)}
 
     def _seed_of(self, sub):
         """The seed sub was graded with: the record's (the seed is withheld from its
@@ -284,6 +312,8 @@ class Gradebook:
         if self.record is not None:
             return self.graded.get(sub.key, {}).get("seed")
         old = self.old.get(ledger.unquoted(cell(sub.key)), self.old.get(sub.key, {}))
+        if ledger.exact_seed(old.get("seed")) is None and ledger.rounded_from(old.get("seed"), self.args.seed):
+            return self.args.seed             # a spreadsheet's rounding of --seed's seed
         return ledger.exact_seed(old.get("seed"))
 
     def _document(self, sub, error):

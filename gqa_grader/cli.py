@@ -528,7 +528,10 @@ def _main(argv=None):
         args.seed = records.seed_of_secret(args.secret, args.module)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(SEALED_SEEDS if args.sealed else SELF_CHECK_SEEDS)
-    label, start = shown_path(args.module), time.perf_counter()
+    # A run whose hidden cases are withheld writes what a student reads (a class's feedback,
+    # Gradescope): the module by its own name, no path of the teacher's.
+    label = os.path.basename(args.module) if args.withhold_hidden else shown_path(args.module)
+    start = time.perf_counter()
     results, why, partly, stopped, notes = _grade_sealed(args, label)
     if results is not None:
         results = scored(results, args.weight_map, args.cases, args.all_or_nothing)

@@ -96,6 +96,20 @@ def exact_seed(text):
     return int(text)
 
 
+def rounded_from(text, seed):
+    """Whether a cell a spreadsheet wrote (4.77997E+17, 477997123456789000) is seed rounded
+    to the cell's significant digits: with no record, a row graded with --seed's seed is
+    known by it (two seeds of 18 digits share 6 leading digits once in a million)."""
+    text = (text or "").strip().replace(",", ".")
+    mantissa = re.split(r"[eE]", text)[0].lstrip("+-").replace(".", "").lstrip("0").rstrip("0")
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    digits = max(1, len(mantissa))
+    return value == float(f"{seed:.{digits - 1}e}")
+
+
 def seed_problem(rows, record_path):
     """(the seed of a gradebook written before, or None; why it cannot be used, or None),
     for a gradebook with no record beside it."""
@@ -108,9 +122,11 @@ def seed_problem(rows, record_path):
     shown = _(", ").join(cells[:3])
     return None, _("the gradebook's seed column reads {cells}, which is not one seed written "
                    "exactly (a spreadsheet writes an 18-digit number rounded, as 4.77997E+17), and "
-                   "{record}, which keeps it, is not beside it; give the class's seed with --seed, "
-                   "or move the gradebook away to grade the class anew with a new seed").format(
-                       cells=shown, record=os.path.basename(record_path))
+                   "{record}, which keeps it, is not beside it; give the class's seed with --seed "
+                   "(the first line of {statistics} says it, as each run's summary did), or move the "
+                   "gradebook away to grade the class anew with a new seed").format(
+                       cells=shown, record=os.path.basename(record_path),
+                       statistics=os.path.basename(record_path)[:-len("class.json")] + "statistics.txt")
 
 
 # ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ class Submission:
     def __init__(self, key, student, path=None, why=None, note="", name="", absent=False):
         self.key, self.student, self.path, self.why = key, student, path, why
         self.note, self.name, self.absent = note, name, absent
+        self.unrostered = False
 
 
 WALK_CAP = 5000          # files looked at in one submission's folder, at most
@@ -213,14 +214,18 @@ def read_roster(path):
 
 
 def _roster_match(sub, roster, classroom):
-    stem = sub.key[:-3] if sub.key.endswith(".py") else sub.key
+    """The roster's key of sub: its name, or its name without the extension (alice.py,
+    alice.zip: alice); a Classroom clone by its -<github_username> ending; otherwise a
+    folder or file whose name is a roster's key and a suffix (s004-repo, s004-lab: s004),
+    the longest key first."""
+    stem = os.path.splitext(sub.key)[0] if "." in sub.key else sub.key
     for key in (sub.key, stem):
         if key in roster:
             return key
+    longest = sorted(roster, key=len, reverse=True)
     if classroom:
-        return next((u for u in sorted(roster, key=len, reverse=True)
-                     if stem.endswith("-" + u) or stem == u), None)
-    return None
+        return next((u for u in longest if stem.endswith("-" + u) or stem == u), None)
+    return next((k for k in longest if stem.startswith(k + "-") or stem.startswith(k + "_")), None)
 
 
 def discover(folder, skip=(), roster_path=None):
@@ -242,9 +247,11 @@ def discover(folder, skip=(), roster_path=None):
         used = set()
         for sub in subs:
             key = _roster_match(sub, roster, classroom)
-            if key is not None:
+            if key is not None and key not in used:
                 used.add(key)
                 sub.student, sub.name = roster[key][0], roster[key][1] or sub.name
+            else:
+                sub.unrostered = True           # the class run names it: no row of the roster
         subs += [Submission(f"(no submission) {roster[k][0]}", roster[k][0], why=_("no submission"),
                             name=roster[k][1], absent=True) for k in sorted(set(roster) - used)]
     return subs

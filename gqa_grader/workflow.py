@@ -116,7 +116,8 @@ def workflow(args):
     for st in graded:
         command = " ".join(["$GQA_AS", "python3", '"$GQA_GRADER"', "--sealed", "--module", "gqa.py",
                             "--only", str(st.number), "--format", "classroom"] + words)
-        steps.append({"name": f"step {st.number}: {st.name}", "id": f"step{st.number}",
+        steps.append({"name": _("step {step}: {name}").format(step=st.number, name=st.name),
+                      "id": f"step{st.number}",
                       "if": "env.GQA_IMPORTED == 'yes'",
                       "timeout-minutes": minutes, "continue-on-error": True,
                       "run": command + ' >> "$GITHUB_OUTPUT"'})

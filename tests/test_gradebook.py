@@ -118,8 +118,10 @@ class JapaneseClass(unittest.TestCase):
                  b"two\xfe/gqa.py": SOURCE.encode(), b"two\xfe/old/gqa.py": SOURCE.encode()}
         for name, data in files.items():
             write(os.path.join(subs, name), data)
-        write(os.path.join(work, "roster.csv"), "submission,student,name\nalice.py,s1,Alice\n"
-              "bob.py,s2,Bob\ndan.py,s4,Dan\n")
+        write(os.path.join(subs, b"carol.zip"), b"PK\x03\x04")
+        write(os.path.join(work, "roster.csv"),                  # as Japanese Excel saves a CSV
+              "submission,student,name\r\nalice.py,s1,山田 花子\r\nbob.py,s2,Bob\r\ncarol,s3,Carol\r\n"
+              "dan.py,s4,Dan\r\n".encode("cp932"))
         self.argv = ["--class", "subs", "--gradebook", "g.csv", "--only", "1,3", "--cases", "2",
                      "--roster", "roster.csv", "--lang", "ja", "--jobs", "2"]
         self.book = os.path.join(work, "g.csv")
@@ -140,12 +142,14 @@ class JapaneseClass(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stderr)
         rows = rows_of(self.book)
         self.assertEqual(sorted(rows), sorted(["(no submission) s4", "alice.py", "bin\\udce9.py", "bob.py",
-                                               "clone\\udcff", "note\\udce9.py", "two\\udcfe"]))
+                                               "carol.zip", "clone\\udcff", "note\\udce9.py", "two\\udcfe"]))
+        self.assertEqual([rows["alice.py"]["name"], rows["carol.zip"]["student"]], ["山田 花子", "s3"])
+        self.assertIn("--roster のどの行にも名前がない提出物が 4 件あります", run.stderr)
         status = {k: r["status"] for k, r in rows.items()}
         self.assertEqual(status, {"(no submission) s4": "not graded", "alice.py": "passed",
                                   "bin\\udce9.py": "not graded", "bob.py": "failed",
                                   "clone\\udcff": "passed", "note\\udce9.py": "passed",
-                                  "two\\udcfe": "not graded"})
+                                  "two\\udcfe": "not graded", "carol.zip": "not graded"})
         self.assertIn("バイナリファイル", rows["bin\\udce9.py"]["notes"])
         self.assertIn("gqa.py という名前のファイルが 2 個", rows["two\\udcfe"]["notes"])
         dan = rows["(no submission) s4"]                  # a blank, as an LMS reads "no grade"
@@ -172,7 +176,7 @@ class JapaneseClass(unittest.TestCase):
             canvas = list(csv.reader(f))
         self.assertEqual(canvas[0], ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "gqa lab"])
         self.assertIn(["Dan", "", "s4", "", "", ""], canvas)
-        self.assertIn(["Alice", "", "s1", "", "", "2"], canvas)
+        self.assertIn(["山田 花子", "", "s1", "", "", "2"], canvas)
         with open(os.path.join(self.private.work, "g-moodle.csv"), newline="", encoding="utf-8") as f:
             moodle = {r["student"]: r["gqa lab"] for r in csv.DictReader(f)}
         self.assertEqual([moodle["s1"], moodle["s4"], moodle["bin\\udce9"]], ["2", "", "0"])
@@ -197,12 +201,17 @@ class JapaneseClass(unittest.TestCase):
         self.assertIn("E+17", lost.stderr)
         with open(self.book, "rb") as f:
             self.assertEqual(f.read(), saved)                     # nothing was written
-        given = self.run_class("--seed", seed)        # no cell proves a row's seed: graded again,
-        self.assertEqual(given.returncode, 0, given.stderr)          # to the same grades
-        self.assertIn("[4/4]", given.stderr)
-        timeless = [{key: {k: v for k, v in row.items() if k != "seconds"} for key, row in book.items()}
-                    for book in (rows_of(self.book), before)]
-        self.assertEqual(*timeless)
+        self.assertIn("g-statistics.txt", lost.stderr)             # where the exact seed is
+        with open(os.path.join(self.private.work, "g-statistics.txt"), encoding="utf-8") as f:
+            self.assertIn(seed, f.readline())
+        given = self.run_class("--seed", seed)        # each rounded cell is that seed's rounding:
+        self.assertEqual(given.returncode, 0, given.stderr)          # every row kept
+        self.assertIn("採点済みの提出物 4 件", given.stderr)
+        self.assertEqual(rows_of(self.book), before)
+        kept = self.run_class()                        # the record written anew keeps them all
+        self.assertIn("採点済みの提出物 4 件", kept.stderr)
+        again = self.run_class("--seed", str(int(seed) + 10 ** 9))  # another seed: graded again
+        self.assertIn("[4/4]", again.stderr)
 
     def one_student_regraded_and_a_gradebook_without_its_feedback_refused(self):
         again = self.run_class("--regrade", "s2")
@@ -212,6 +221,11 @@ class JapaneseClass(unittest.TestCase):
         wrong = self.run_class("--regrade", "s9")
         self.assertEqual(wrong.returncode, 2)
         self.assertIn("--regrade s9", wrong.stderr)
+        shown = self.run_class("--regrade", "note\\udce9")       # the name as the gradebook shows it
+        self.assertIn("[1/1] note\\udce9:", shown.stderr)
+        nothing = self.run_class("--regrade", "s4")                # dan submitted nothing
+        self.assertEqual(nothing.returncode, 2)
+        self.assertIn("--regrade s4", nothing.stderr)
         shutil.move(os.path.join(self.private.work, "g-feedback"), os.path.join(self.private.work, "away"))
         with open(self.book, "rb") as f:
             saved = f.read()
