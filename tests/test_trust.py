@@ -1,0 +1,92 @@
+"""The referee's fifth round: what a run trusts, and on what channel it hears it.  A
+module that forges the sandbox's failure, a grader whose files another user could write,
+a solution installed where the sandbox shows it, a classmate's file beside a module, a
+tool run as root on a student's file, and what a run leaves in the kernel's key store.
+Each test runs the attack against a disposable copy of the grader where it can."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from gqa_grader import failures
+from tests.helpers import ROOT, copy_grader, heavy, run_grader
+
+ROOT_LINUX = sys.platform.startswith("linux") and os.geteuid() == 0
+AS_ROOT = "these attacks are on a run as root (Linux)"
+
+# What the sandbox says when it cannot build a run's root, written by a module on the
+# protocol's stream (the worker's own copy of stdout, reached through its __main__).
+FORGED = ("the run's namespaces could not be made (bwrap: forged by the module); "
+          "nothing was graded")
+FORGER = f'''
+import json, os, sys
+_w = sys.modules["__main__"]
+_w.W.out.write(json.dumps({{"import_error": {FORGED!r}}}) + "\\n")
+_w.W.out.flush()
+os._exit(0)
+'''
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+class Grader:
+    """A copy of the grader in a folder only root may enter, and a work folder beside it."""
+
+    def __init__(self, test):
+        self.top = tempfile.mkdtemp()
+        test.addCleanup(shutil.rmtree, self.top, True)
+        self.dir = os.path.join(self.top, "grader")
+        os.makedirs(self.dir, mode=0o700)
+        self.grader = copy_grader(self.dir)
+        self.work = os.path.join(self.top, "work")
+        os.makedirs(self.work)
+
+    def run(self, *argv, **kw):
+        return run_grader(*argv, grader=self.grader, cwd=self.work, **kw)
+
+
+class ForgedFailure(unittest.TestCase):
+    """The sandbox's word comes on a pipe the module never holds: its own text, whatever
+    it says, is the module's."""
+
+    def test_a_module_that_writes_the_sandboxs_sentence_is_blamed_on_itself(self):
+        here = Grader(self)
+        module = write(os.path.join(here.work, "forger", "gqa.py"), FORGER)
+        run = here.run("--module", module, "--sealed", "--json", "--only", "1", "--cases", "0")
+        why = json.loads(run.stdout)["error"]
+        self.assertIn("forged by the module", why)
+        after = why.split(": ", 1)[1]                    # past "cannot grade PATH: "
+        self.assertFalse(after.startswith("the run's namespaces could not be made"), why)
+        self.assertTrue(after.startswith(os.path.join("forger", "gqa.py") + " "), why)   # named as the source
+        self.assertNotEqual(failures.import_error(FORGED, "gqa.py"), FORGED)
+
+    @unittest.skipUnless(os.name == "posix", "a class is graded sealed, on POSIX")
+    def test_in_a_class_the_forgers_row_blames_the_module(self):
+        here = Grader(self)
+        subs = os.path.join(here.work, "subs")
+        write(os.path.join(subs, "mallory.py"), FORGER)
+        book = os.path.join(here.work, "g.csv")
+        run = here.run("--class", subs, "--gradebook", book, "--only", "1", "--cases", "0", "--seed", "7")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        with open(book, newline="", encoding="utf-8") as f:
+            (row,) = list(csv.DictReader(f))
+        self.assertEqual(row["status"], "not graded")
+        self.assertIn("forged by the module", row["notes"])
+        self.assertFalse(row["notes"].startswith("the run's namespaces"), row["notes"])
+        self.assertNotIn(f"mallory: {FORGED}", run.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
