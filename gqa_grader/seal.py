@@ -22,7 +22,7 @@ import time
 
 from .cleanup import FolderSearch, clean, remove_tree
 from .failures import Refused
-from .users import fresh_ids, kill_user, reachable
+from .users import fresh_ids, kill_user, reachable, writable_by_others
 from .i18n import _
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # grader.py's folder
@@ -137,6 +137,23 @@ def sandbox_package():
     return sys.modules["gqa_sandbox"]
 
 
+_TRUSTED = []                        # HERE once its files were found to be root's alone
+
+
+def check_grader_files():
+    """As root: refused when a user other than root could write one of the grader's files
+    (grader.py, gqa_grader/, gqa_sandbox/) or a folder above them, naming it: a run as root
+    executes them, and a non-root run's module could have changed them.  Once a process."""
+    if HERE in _TRUSTED:
+        return
+    found = writable_by_others(HERE)
+    if found is not None:
+        raise Refused(_("{path} could be written by a user other than root, and a run as root "
+                        "executes the grader's files; make them root's, writable by root alone "
+                        "(chown -R root: and chmod -R go-w), with every folder above them").format(path=found))
+    _TRUSTED.append(HERE)
+
+
 class Seal:
     """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
     a sealed run adds a private folder holding only a copy of the module, an
@@ -156,6 +173,8 @@ class Seal:
         self.source, self.fresh, self.follow = None, False, not (sealed or private)
         self.copy_only = False             # a private folder made only for a UTF-8 copy
         self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
+        if os.name == "posix" and os.geteuid() == 0:
+            check_grader_files()
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
             if root:                              # the module never runs as root

@@ -88,5 +88,42 @@ class ForgedFailure(unittest.TestCase):
         self.assertNotIn(f"mallory: {FORGED}", run.stdout)
 
 
+@unittest.skipUnless(ROOT_LINUX, AS_ROOT)
+class GradersFiles(unittest.TestCase):
+    """A run as root executes the grader's files: it refuses when another user could have
+    written one (a module of a partly sealed run as that user, say), naming it."""
+
+    def refusal(self, here):
+        module = write(os.path.join(here.work, "gqa.py"), "")
+        run = here.run("--module", module, "--sealed", "--json", "--only", "1", "--cases", "0")
+        return json.loads(run.stdout).get("error") or ""
+
+    def test_a_worker_another_user_owns_is_named_and_never_run(self):
+        here = Grader(self)
+        worker = os.path.join(here.dir, "gqa_grader", "worker.py")
+        with open(worker, "a", encoding="utf-8") as f:      # what a module as that user would add
+            f.write(f"\nopen({os.path.join(here.work, 'ran-as-root')!r}, 'w').close()\n")
+        os.chown(worker, 65534, 65534)
+        self.assertIn(f"{worker} could be written by a user other than root", self.refusal(here))
+        self.assertFalse(os.path.exists(os.path.join(here.work, "ran-as-root")))
+
+    def test_a_package_folder_everyone_may_write_is_named(self):
+        here = Grader(self)
+        for folder, mode in ((os.path.join(here.dir, "gqa_sandbox"), 0o777),
+                             (os.path.join(here.dir, "gqa_grader", "locale"), 0o775)):
+            os.chmod(folder, mode)
+            if mode & 0o020:
+                os.chown(folder, 0, 65534)
+            self.assertIn(f"{folder} could be written by a user other than root", self.refusal(here))
+            os.chmod(folder, 0o755)
+            os.chown(folder, 0, 0)
+        self.assertEqual(self.refusal(here), "")             # root's alone again: graded
+
+    def test_a_folder_above_the_grader_another_user_owns_is_named(self):
+        here = Grader(self)
+        os.chown(here.top, 65534, 65534)                     # could rename grader/ and plant its own
+        self.assertIn(f"{here.top} could be written by a user other than root", self.refusal(here))
+
+
 if __name__ == "__main__":
     unittest.main()
