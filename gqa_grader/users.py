@@ -27,6 +27,8 @@ def others_could_write(st, above=False):
     import stat
     if st.st_uid != 0:
         return True
+    if stat.S_ISLNK(st.st_mode):                 # its mode means nothing: its target is judged
+        return False
     if st.st_mode & 0o020 and st.st_gid != 0:
         return True
     return bool(st.st_mode & 0o002) and not (above and st.st_mode & stat.S_ISVTX)
@@ -34,9 +36,13 @@ def others_could_write(st, above=False):
 
 def writable_by_others(here, names=("grader.py", "gqa_grader", "gqa_sandbox")):
     """The first of the grader's files (names, in the folder here, every file and folder
-    below them) or of the folders above here (as written and as resolved) that a user
-    other than root could write, else None: a run as root executes them."""
-    for start in dict.fromkeys((os.path.abspath(here), os.path.realpath(here))):
+    below them) or of the folders above here (as written and as resolved, and above where
+    a name that is a symbolic link leads) that a user other than root could write, else
+    None: a run as root executes them."""
+    starts = [os.path.abspath(here), os.path.realpath(here)]
+    starts += [os.path.dirname(os.path.realpath(os.path.join(here, name))) for name in names
+               if os.path.islink(os.path.join(here, name))]
+    for start in dict.fromkeys(starts):
         folder = start
         while True:
             if others_could_write(os.stat(folder), above=folder != start):
