@@ -187,6 +187,7 @@ class Seal:
             raise Refused(_("a sealed run needs a POSIX system (Linux, macOS): its limits, "
                             "sessions and users do not exist here"))
         self._enter_namespaces()
+        self._check_library()
         if not root:
             if self.tool is None:
                 self.partly = _("the grader is not running as root and namespaces cannot be made "
@@ -215,6 +216,24 @@ class Seal:
             if self.tool is None:                  # in namespaces none of it is in sight
                 self._check_reach(name, gids, out, out_name)
         self._make_dir()
+
+    def _check_library(self, name="gqa"):
+        """Refused when the module's name can be imported from something in the worker's
+        sight other than the module: the standard library's folders and, outside
+        namespaces (where they are not hidden), every folder of installed packages (the
+        project pip-installed ships gqa.py, the solution)."""
+        import importlib.machinery
+        package = sandbox_package()
+        if package is None:
+            return
+        folders = package.library_folders() + ([] if self.tool else package.site_folders())
+        found = importlib.machinery.PathFinder.find_spec(name, folders)
+        if found is not None:
+            where = found.origin if found.origin not in (None, "namespace") else list(found.submodule_search_locations)[0]
+            raise Refused(_("{name} can be imported from {path}, in the worker's sight, as well as from the "
+                            "module: a module could import it instead of doing its own work; grade with a "
+                            "Python where it is not installed (a virtual environment without it)").format(
+                                name=name, path=where))
 
     def _check_reach(self, name, gids, out, out_name):
         """Outside namespaces: refused when the worker's user could open the grader's files,

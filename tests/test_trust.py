@@ -125,5 +125,81 @@ class GradersFiles(unittest.TestCase):
         self.assertIn(f"{here.top} could be written by a user other than root", self.refusal(here))
 
 
+def tools_here():
+    """The tools of gqa_sandbox that make namespaces here, as root."""
+    from gqa_grader.seal import sandbox_package
+    package = sandbox_package()
+    if package is None or not ROOT_LINUX:
+        return []
+    return [tool for tool in package.TOOLS if package.available((tool,))[0]]
+
+
+def with_tool(here, tool):
+    """here's copy of gqa_sandbox uses tool alone (none: outside namespaces)."""
+    path = os.path.join(here.dir, "gqa_sandbox", "__init__.py")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace('TOOLS = ("bwrap", "unshare")', f"TOOLS = {tuple(t for t in [tool] if t)!r}"))
+
+
+# Lists each folder of installed packages that the sandbox may show (its path told).
+LISTS_SITE = """
+import os, json
+def valid_g(h):
+    seen = {}
+    for folder in __FOLDERS__:
+        try:
+            seen[folder] = sorted(os.listdir(folder))[:3]
+        except OSError as err:
+            seen[folder] = type(err).__name__
+    raise RuntimeError("SEEN" + json.dumps(seen))
+"""
+
+
+class StandardLibraryAlone(unittest.TestCase):
+    """The sandbox shows the interpreter and its standard library, never a folder of
+    installed packages; a sealed run refuses when the module's name can be imported from
+    anything in sight but the module."""
+
+    @unittest.skipUnless(tools_here(), "the kernel's namespaces cannot be made here")
+    def test_in_namespaces_no_folder_of_installed_packages_shows_what_it_holds(self):
+        import glob
+        import site
+        found = site.getsitepackages() + glob.glob("/usr/lib/python3*/*-packages")
+        folders = [f for f in dict.fromkeys(os.path.realpath(f) for f in found) if os.path.isdir(f) and os.listdir(f)]
+        self.assertTrue(folders, "no folder of installed packages holds anything here")
+        for tool in tools_here():
+            with self.subTest(tool=tool):
+                here = Grader(self)
+                with_tool(here, tool)
+                module = write(os.path.join(here.work, "gqa.py"), LISTS_SITE.replace("__FOLDERS__", repr(folders)))
+                run = here.run("--module", module, "--sealed", "--json", "--only", "1", "--cases", "0")
+                doc = json.loads(run.stdout)
+                self.assertEqual(doc["namespaces"], tool, run.stdout)
+                message = doc["steps"][0]["message"]
+                seen = json.loads(message.split("SEEN", 1)[1].splitlines()[0])
+                for folder in folders:
+                    self.assertIn(seen[folder], ([], "PermissionError", "FileNotFoundError"), (folder, seen))
+
+    @unittest.skipUnless(os.name == "posix", "a sealed run needs POSIX")
+    def test_a_sealed_run_refuses_when_the_solution_is_installed_in_sight(self):
+        from unittest import mock
+        from gqa_grader.seal import Seal, sandbox_package
+        package = sandbox_package()
+        installed = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, installed, True)
+        write(os.path.join(installed, "gqa.py"), "# the project, pip-installed\n")
+        outside = mock.patch.object(package, "TOOLS", ())
+        cases = [("installed", mock.patch.object(package, "site_folders", lambda: [installed]), outside),
+                 ("in the library", mock.patch.object(package, "library_folders", lambda: [installed]),
+                  mock.patch.object(package, "TOOLS", package.TOOLS))]
+        for what, where, tools in cases:
+            with self.subTest(what), where, tools, mock.patch.dict(package._ANSWERS, clear=True):
+                with self.assertRaisesRegex(failures.Refused, f"^gqa can be imported from "
+                                                              f"{os.path.join(installed, 'gqa.py')}, in the worker"):
+                    Seal(sealed=True).close()
+
+
 if __name__ == "__main__":
     unittest.main()
