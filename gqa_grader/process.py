@@ -169,7 +169,7 @@ class Worker:
         config = {"path": placed, "shown": self.label, "limits": self.seal.limits,
                   "drop": self.seal.drop, "refuse_grader": self.run is None,
                   "paths": self.paths if self.paths is not None else list(dict.fromkeys(
-                      [os.path.dirname(placed)] + ([] if self.seal.sealed else
+                      [os.path.dirname(placed)] + ([] if self.seal.sealed or self.seal.drop else
                                                    [os.path.dirname(os.path.abspath(self.path))])))}
         if self.run is not None:
             config.update(run=self.run, name="gqa_under_tool", register=False)

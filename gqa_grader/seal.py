@@ -160,11 +160,15 @@ class Seal:
     environment of PATH alone, and, when the grader is root, another user.
 
     partly is None for a fully sealed run, else the reason it is only partly sealed.
+    alone: a student's module run as root (the self-check, a command repeated from its
+    feedback): in namespaces where they can be made, as a sealed run's, so that its copy is
+    all of its folder in its reach (never a classmate's file beside it).
+
     Raises Refused when a sealed run cannot be made safe here.
     """
 
     def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False,
-                 out_name=None):
+                 out_name=None, alone=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
         self.jail = None                   # the folder unshare builds a sealed run's root on
         self.tool = None                   # what made them: "unshare"
@@ -177,9 +181,12 @@ class Seal:
             check_grader_files()
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
+            if root and alone:                    # a student's module: its file alone in reach
+                self._enter_namespaces()
+                self.partly = None                # the self-check says nothing of it
             if root:                              # the module never runs as root
                 self.drop, self.fresh = fresh_ids(), True
-                self.search = FolderSearch(self.drop[0])
+                self.search = FolderSearch(self.drop[0]) if self.tool is None else None
             if private or root:
                 self._make_dir()
             return

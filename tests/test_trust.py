@@ -201,5 +201,39 @@ class StandardLibraryAlone(unittest.TestCase):
                     Seal(sealed=True).close()
 
 
+# Looks for its classmate's file: on its path, through every folder it holds open, and
+# at the path of its own folder (told, as a flat class folder's is easy to guess).
+PEEKS = """
+import os, sys
+_found = []
+for _entry in sys.path + [f"/proc/self/fd/{fd}" for fd in os.listdir("/proc/self/fd")] + [__FOLDER__]:
+    try:
+        with open(os.path.join(_entry, "bob.py")) as _f:
+            _found.append(_f.read())
+    except OSError:
+        pass
+def valid_g(h):
+    raise RuntimeError("PEEK" + repr(_found))
+"""
+
+
+@unittest.skipUnless(tools_here(), "the kernel's namespaces cannot be made here")
+class OneFileInReach(unittest.TestCase):
+    """A student's module run as root (the self-check, the "repeat with:" command of its
+    feedback, typed by a teacher in a flat class folder) has its own file alone in reach."""
+
+    def test_the_repeat_command_in_a_flat_class_folder_reads_no_classmate(self):
+        here = Grader(self)
+        flat = os.path.join(here.work, "class")
+        write(os.path.join(flat, "bob.py"), "BOBS_SECRET = 1\n")
+        alice = write(os.path.join(flat, "alice.py"), PEEKS.replace("__FOLDER__", repr(flat)))
+        for path in (here.work, flat):
+            os.chmod(path, 0o755)                                # a class folder every user may read
+        run = here.run("--module", alice, "--json", "--only", "1", "--cases", "0", "--seed", "3")
+        message = json.loads(run.stdout)["steps"][0]["message"]
+        self.assertIn("PEEK[]", message)
+        self.assertNotIn("BOBS_SECRET", run.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()
