@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 from gqa_grader import failures
-from tests.helpers import ROOT, copy_grader, heavy, run_grader
+from tests.helpers import copy_grader, heavy, run_grader
 
 ROOT_LINUX = sys.platform.startswith("linux") and os.geteuid() == 0
 AS_ROOT = "these attacks are on a run as root (Linux)"
@@ -57,6 +57,7 @@ class Grader:
         return run_grader(*argv, grader=self.grader, cwd=self.work, **kw)
 
 
+@heavy
 class ForgedFailure(unittest.TestCase):
     """The sandbox's word comes on a pipe the module never holds: its own text, whatever
     it says, is the module's."""
@@ -89,6 +90,7 @@ class ForgedFailure(unittest.TestCase):
 
 
 @unittest.skipUnless(ROOT_LINUX, AS_ROOT)
+@heavy
 class GradersFiles(unittest.TestCase):
     """A run as root executes the grader's files: it refuses when another user could have
     written one (a module of a partly sealed run as that user, say), naming it."""
@@ -157,6 +159,7 @@ def valid_g(h):
 """
 
 
+@heavy
 class StandardLibraryAlone(unittest.TestCase):
     """The sandbox shows the interpreter and its standard library, never a folder of
     installed packages; a sealed run refuses when the module's name can be imported from
@@ -218,6 +221,7 @@ def valid_g(h):
 
 
 @unittest.skipUnless(tools_here(), "the kernel's namespaces cannot be made here")
+@heavy
 class OneFileInReach(unittest.TestCase):
     """A student's module run as root (the self-check, the "repeat with:" command of its
     feedback, typed by a teacher in a flat class folder) has its own file alone in reach."""
