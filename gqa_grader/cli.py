@@ -470,7 +470,7 @@ def _grade_sealed(args, label):
     not.  The worker, its folder and what it left are gone on return."""
     seal, results, why, partly, stopped = None, None, None, None, None
     try:
-        seal = Seal(args.sealed, args.user, args.out, args.budget)
+        seal = Seal(args.sealed, args.user, args.out, args.budget, alone=True)
         args.namespaces = seal.tool
         if seal.partly:
             partly = f"partly sealed: {seal.partly}"

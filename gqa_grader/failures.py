@@ -46,7 +46,9 @@ def import_error(why, shown):
     """The worker's reason the module shown (its label) could not be imported, in the
     language in use.  The worker has no language: it writes the reason in English, in
     one of worker.w_import's forms, which are read back here by their fixed words around
-    the label and Python's own text; a reason in no such form is shown as it came."""
+    the label and Python's own text.  A reason in no such form was written by the module
+(the protocol's stream is in its reach): it is shown as the module's, never as the
+sandbox's or the grader's word, which come on a pipe of their own (process.py)."""
     if why == f"{shown} is not a Python file (it must end in .py)":
         return _("{module} is not a Python file (it must end in .py)").format(module=shown)
     if why == (f"{shown} imports the grader (grader.py or gqa_grader): the grader grades a "
@@ -62,4 +64,5 @@ def import_error(why, shown):
     raised = f"importing {shown} raised "
     if why.startswith(raised):
         return _("importing {module} raised {error}").format(module=shown, error=why[len(raised):])
-    return why
+    return _("{module} was not imported, and its worker's answer was in none of the worker's "
+             "forms (the module may have written it): {text}").format(module=shown, text=why)

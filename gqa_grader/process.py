@@ -29,10 +29,14 @@ command line, which other processes could read):
                    before the module is
 
 The worker's first line: {"ready": true} once the module is imported (a run
-sends its items instead), or {"import_error": "why"} (and it ends).  A root
-made by gqa_sandbox reports its own failure on another pipe,
-{"sandbox_error": "why"} (bubblewrap: its own line, "bwrap: ..."), which
-the module never holds.
+sends its items instead), or {"import_error": "why"} (and it ends).  The
+sandbox's failure and the worker's own (it could not become the run's user, a
+run's target could not be imported) come on another pipe, the worker's stderr
+as started, which the worker closes before the module runs:
+{"sandbox_error": "why"} (gqa_sandbox's enter.py; bubblewrap: its own line,
+"bwrap: ...") or {"worker_error": "why"}.  Whatever comes on stdout may be the
+module's: an import_error in none of the worker's forms is shown as the module's
+text (failures.import_error), never as the sandbox's or the grader's word.
 
 A request: {"n": N, "items": [item, ...]}, N counting the requests.  Each item
 is one of:
@@ -165,7 +169,7 @@ class Worker:
         config = {"path": placed, "shown": self.label, "limits": self.seal.limits,
                   "drop": self.seal.drop, "refuse_grader": self.run is None,
                   "paths": self.paths if self.paths is not None else list(dict.fromkeys(
-                      [os.path.dirname(placed)] + ([] if self.seal.sealed else
+                      [os.path.dirname(placed)] + ([] if self.seal.sealed or self.seal.drop else
                                                    [os.path.dirname(os.path.abspath(self.path))])))}
         if self.run is not None:
             config.update(run=self.run, name="gqa_under_tool", register=False)
@@ -173,7 +177,7 @@ class Worker:
             config["reload"] = True
         if self.seal.sealed or self.run is not None:    # a tool's child: a module its caller
             config["environment"] = ["PATH"]            # did not write, no secret of the caller's
-        report = os.pipe() if self.seal.tool is not None else None      # the root's builder's word
+        report = os.pipe() if os.name == "posix" else None   # the sandbox's and the worker's own word
         argv, first = self.seal.command([sys.executable, "-I", "-S", WORKER])
         try:                             # its stderr, until the worker points it at /dev/null
             self.proc = subprocess.Popen(
@@ -239,14 +243,19 @@ class Worker:
             text = ""
         finally:
             os.close(fd)
-        try:                                        # enter.py's line, or bubblewrap's own
-            why = json.loads(text)["sandbox_error"] if text else None
-        except (ValueError, KeyError, TypeError):
-            why = text.strip() if text.startswith("bwrap: ") else None
+        try:                                        # enter.py's line, the worker's, or bubblewrap's own
+            said = json.loads(text) if text else None
+            why, own = (said.get("sandbox_error"), said.get("worker_error")) if isinstance(said, dict) else (None, None)
+        except ValueError:
+            why, own = (text.strip() if text.startswith("bwrap: ") else None), None
         if why:
             self.stop()                             # the run's root, not the module, failed
             raise Refused(_("the run's namespaces could not be made ({why}); nothing was graded").format(
                 why=clean_text(bounded(str(why), 300), False)))
+        if own:
+            self.stop()                             # the grader's worker, before the module ran
+            raise Refused(_("the grader's worker failed before the module ran ({why}); nothing was "
+                            "graded").format(why=clean_text(bounded(str(own), 300), False)))
 
     def load(self, path, label=None):
         """For a worker made with reload (modules one trusts): the module at path in place
@@ -447,6 +456,10 @@ class Worker:
             except OutOfTime:
                 raise Failure(_("{what} did not finish within its time budget").format(
                     what=self.what)) from None
+            except Failure:
+                self._root_failed()                  # the sandbox's or the worker's word, if it said one
+                raise
+            self._root_failed(ready=isinstance(line, dict) and ("item" in line or line.get("done") is True))
             if not isinstance(line, dict):
                 self.stop()
                 raise Failure(_("the child process sent something that is not an item"))

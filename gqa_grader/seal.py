@@ -22,7 +22,7 @@ import time
 
 from .cleanup import FolderSearch, clean, remove_tree
 from .failures import Refused
-from .users import fresh_ids, kill_user, reachable
+from .users import fresh_ids, kill_user, reachable, writable_by_others
 from .i18n import _
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # grader.py's folder
@@ -137,17 +137,38 @@ def sandbox_package():
     return sys.modules["gqa_sandbox"]
 
 
+_TRUSTED = []                        # HERE once its files were found to be root's alone
+
+
+def check_grader_files():
+    """As root: refused when a user other than root could write one of the grader's files
+    (grader.py, gqa_grader/, gqa_sandbox/) or a folder above them, naming it: a run as root
+    executes them, and a non-root run's module could have changed them.  Once a process."""
+    if HERE in _TRUSTED:
+        return
+    found = writable_by_others(HERE)
+    if found is not None:
+        raise Refused(_("{path} could be written by a user other than root, and a run as root "
+                        "executes the grader's files; make them root's, writable by root alone "
+                        "(chown -R root: and chmod -R go-w), with every folder above them").format(path=found))
+    _TRUSTED.append(HERE)
+
+
 class Seal:
     """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
     a sealed run adds a private folder holding only a copy of the module, an
     environment of PATH alone, and, when the grader is root, another user.
 
     partly is None for a fully sealed run, else the reason it is only partly sealed.
+    alone: a student's module run as root (the self-check, a command repeated from its
+    feedback): in namespaces where they can be made, as a sealed run's, so that its copy is
+    all of its folder in its reach (never a classmate's file beside it).
+
     Raises Refused when a sealed run cannot be made safe here.
     """
 
     def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False,
-                 out_name=None):
+                 out_name=None, alone=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
         self.jail = None                   # the folder unshare builds a sealed run's root on
         self.tool = None                   # what made them: "unshare"
@@ -156,11 +177,16 @@ class Seal:
         self.source, self.fresh, self.follow = None, False, not (sealed or private)
         self.copy_only = False             # a private folder made only for a UTF-8 copy
         self.limits = dict(LIMITS, cpu=int(budget) + 5) if os.name == "posix" else {}
+        if os.name == "posix" and os.geteuid() == 0:
+            check_grader_files()
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
+            if root and alone:                    # a student's module: its file alone in reach
+                self._enter_namespaces()
+                self.partly = None                # the self-check says nothing of it
             if root:                              # the module never runs as root
                 self.drop, self.fresh = fresh_ids(), True
-                self.search = FolderSearch(self.drop[0])
+                self.search = FolderSearch(self.drop[0]) if self.tool is None else None
             if private or root:
                 self._make_dir()
             return
@@ -168,6 +194,7 @@ class Seal:
             raise Refused(_("a sealed run needs a POSIX system (Linux, macOS): its limits, "
                             "sessions and users do not exist here"))
         self._enter_namespaces()
+        self._check_library()
         if not root:
             if self.tool is None:
                 self.partly = _("the grader is not running as root and namespaces cannot be made "
@@ -196,6 +223,24 @@ class Seal:
             if self.tool is None:                  # in namespaces none of it is in sight
                 self._check_reach(name, gids, out, out_name)
         self._make_dir()
+
+    def _check_library(self, name="gqa"):
+        """Refused when the module's name can be imported from something in the worker's
+        sight other than the module: the standard library's folders and, outside
+        namespaces (where they are not hidden), every folder of installed packages (the
+        project pip-installed ships gqa.py, the solution)."""
+        import importlib.machinery
+        package = sandbox_package()
+        if package is None:
+            return
+        folders = package.library_folders() + ([] if self.tool else package.site_folders())
+        found = importlib.machinery.PathFinder.find_spec(name, folders)
+        if found is not None:
+            where = found.origin if found.origin not in (None, "namespace") else list(found.submodule_search_locations)[0]
+            raise Refused(_("{name} can be imported from {path}, in the worker's sight, as well as from the "
+                            "module: a module could import it instead of doing its own work; grade with a "
+                            "Python where it is not installed (a virtual environment without it)").format(
+                                name=name, path=where))
 
     def _check_reach(self, name, gids, out, out_name):
         """Outside namespaces: refused when the worker's user could open the grader's files,

@@ -19,6 +19,52 @@ def _allowed(st, uid, gids, bit):
     return bool(st.st_mode & bit)
 
 
+def others_could_write(st, above=False):
+    """Whether a user other than root could write the file or folder of st (an lstat): it
+    is not root's, or its group (not root's) or everyone may write it; above: a folder
+    above the grader's, where a sticky folder of root's (/tmp) is safe, as no one else can
+    rename what root put in it."""
+    import stat
+    if st.st_uid != 0:
+        return True
+    if stat.S_ISLNK(st.st_mode):                 # its mode means nothing: its target is judged
+        return False
+    if st.st_mode & 0o020 and st.st_gid != 0:
+        return True
+    return bool(st.st_mode & 0o002) and not (above and st.st_mode & stat.S_ISVTX)
+
+
+def writable_by_others(here, names=("grader.py", "gqa_grader", "gqa_sandbox")):
+    """The first of the grader's files (names, in the folder here, every file and folder
+    below them) or of the folders above here (as written and as resolved, and above where
+    a name that is a symbolic link leads) that a user other than root could write, else
+    None: a run as root executes them."""
+    starts = [os.path.abspath(here), os.path.realpath(here)]
+    starts += [os.path.dirname(os.path.realpath(os.path.join(here, name))) for name in names
+               if os.path.islink(os.path.join(here, name))]
+    for start in dict.fromkeys(starts):
+        folder = start
+        while True:
+            if others_could_write(os.stat(folder), above=folder != start):
+                return folder
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+    for name in names:
+        top = os.path.join(here, name)
+        if not os.path.lexists(top):
+            continue
+        if others_could_write(os.lstat(top)):
+            return top
+        for folder, dirs, files in os.walk(top):
+            for entry in sorted(dirs) + sorted(files):
+                path = os.path.join(folder, entry)
+                if others_could_write(os.lstat(path)):
+                    return path
+    return None
+
+
 def reachable(path, uid, gids, bit):
     """Whether uid could reach path (search on every folder above it) with permission bit.
 

@@ -30,7 +30,7 @@ from array import array
 class WorkerState:
     """The worker's state, one for its life (W): set by w_streams from the config."""
 
-    __slots__ = ("out", "kept", "seen", "graders", "path", "refuse_grader", "reload", "config")
+    __slots__ = ("out", "kept", "seen", "graders", "path", "refuse_grader", "reload", "config", "report")
 
     def __init__(self):
         self.out = None              # the protocol's stream: a private copy of stdout
@@ -41,6 +41,7 @@ class WorkerState:
         self.refuse_grader = True    # a module that imports the grader is refused
         self.reload = False          # "load" requests are taken (trusted modules, one by one)
         self.config = {}             # the config, as the first line of stdin gave it
+        self.report = None           # the grader's own pipe (fd 2 as started), closed before the module runs
 
 
 W = WorkerState()
@@ -394,9 +395,11 @@ def w_repath(folders):
 
 
 def w_streams(config):
-    """The protocol's answers on a private copy of stdout; fds 0, 1, 2 on the null device
-    (2 was the sandbox's pipe for its own failure: the module never holds it)."""
+    """The protocol's answers on a private copy of stdout; fds 0, 1, 2 on the null device.
+    2 was the sandbox's pipe for its own failure: the worker keeps a copy of it for its
+    own failures (w_fail) until it closes it, before the module runs (w_unreport)."""
     W.out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    W.report = os.dup(2)
     W.path, W.config = os.path.abspath(config["path"]), config
     W.refuse_grader, W.reload = config.get("refuse_grader", True), config.get("reload") is True
     null = os.open(os.devnull, os.O_RDWR)
@@ -440,6 +443,24 @@ def w_drop(config):
     if not w_use_path(opened):
         sys.path[:0] = paths
     return None
+
+
+def w_fail(why):
+    """The worker's own failure, before anything of the module ran: on the grader's pipe,
+    which the module never holds, never on the protocol's stream (which it may write)."""
+    if W.report is not None:
+        try:
+            os.write(W.report, (json.dumps({"worker_error": why}) + "\n").encode("utf-8"))
+        except OSError:
+            pass
+    w_unreport()
+
+
+def w_unreport():
+    """Close the grader's pipe: what follows may be the module's."""
+    if W.report is not None:
+        fd, W.report = W.report, None
+        os.close(fd)
 
 
 def w_codec(path):
@@ -502,7 +523,7 @@ def w_main(argv):
         resource = None
     why = w_drop(config)
     if why is not None:
-        w_send({"import_error": why})
+        w_fail(why)
         return
     if resource is not None:
         w_limit(resource, config.get("limits", {}))
@@ -511,8 +532,10 @@ def w_main(argv):
         try:
             run = {"target": w_target(config["run"]["target"]), "args": list(config["run"].get("args", []))}
         except BaseException as err:
-            w_send(w_failure(err))
+            w_fail(f"the tool's {config['run'].get('target')!r} could not be loaded: "
+                   f"{type(err).__name__}: {err}"[:2000])
             return
+    w_unreport()                         # nothing of the worker's own can fail now
     mod, why = w_import(config)
     if mod is None:
         w_send({"import_error": why})

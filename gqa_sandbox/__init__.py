@@ -18,6 +18,8 @@ A spec names what the root holds:
             system's libraries); a symbolic link as a link
     files   {path inside: path here}: files shown read-only at another place (the
             program's own script, whose path here would tell of the machine)
+    hidden  folders below ro shown empty (site_folders(): the installed packages, so
+            that only the standard library of the Python is in sight)
     rw      paths shown writable (the run's private folder)
     tmpfs   {path: bytes}: private, size-capped file systems (/tmp, /dev/shm, ...)
     devices device files shown (/dev/null, /dev/zero, /dev/urandom)
@@ -56,6 +58,7 @@ SYSTEM = ["/usr", "/bin", "/lib", "/lib32", "/lib64", "/libx32", "/sbin"]   # li
 _SEARCH = os.defpath + os.pathsep + "/usr/bin:/bin:/usr/local/bin"
 _ANSWERS = {}                        # available()'s answer, for each tuple of tools asked
 _PATHS = {}                          # each tool that works here: its path
+_FOLDERS = {}                        # site_folders()'s answer, once
 
 
 def available(tools=None):
@@ -102,15 +105,56 @@ def _probe(tool):
     return True, None
 
 
+def site_folders():
+    """Where packages are installed, outside the standard library: this Python's and its
+    base's site-packages (purelib, platlib), the user's, and the system Pythons' (/usr,
+    /usr/local), each as resolved, those that exist."""
+    if "site" in _FOLDERS:
+        return list(_FOLDERS["site"])
+    import glob
+    import site
+    import sysconfig
+    found = []
+    for prefix in dict.fromkeys((sys.base_prefix, sys.prefix)):
+        found += site.getsitepackages([prefix])
+        found += [sysconfig.get_path(key, vars={"base": prefix, "platbase": prefix}) for key in ("purelib", "platlib")]
+    try:
+        found.append(site.getusersitepackages())
+    except (AttributeError, KeyError, OSError):
+        pass
+    for pattern in ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages", "/usr/lib/python3/dist-packages"):
+        found += sorted(glob.glob(pattern))
+    _FOLDERS["site"] = [f for f in dict.fromkeys(os.path.realpath(f) for f in found if f) if os.path.isdir(f)]
+    return list(_FOLDERS["site"])
+
+
+def library_folders():
+    """Where this Python's standard library is imported from (what `python -I -S` puts on
+    sys.path): its zip, its folder and lib-dynload, those that exist."""
+    import sysconfig
+    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix,
+                                      "installed_base": sys.base_prefix, "installed_platbase": sys.base_prefix})
+    folders = [os.path.join(sys.base_prefix, "lib", f"python{sys.version_info[0]}{sys.version_info[1]}.zip"),
+               paths["stdlib"], paths["platstdlib"], os.path.join(paths["platstdlib"], "lib-dynload"),
+               os.path.dirname(os.__file__)]
+    return [f for f in dict.fromkeys(os.path.realpath(f) for f in folders) if os.path.exists(f)]
+
+
+def _below(path, folders):
+    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
+
+
 def spec(root, ro=(), rw=(), cwd=None, tmpfs=None, files=None):
     """A spec for command(): ro and rw as given, the system's libraries and a Python's
-    own installation (sys.base_prefix and where its executable is) read-only, files
+    own installation (sys.base_prefix and where its executable is) read-only, every
+    folder of installed packages below them hidden (empty: the standard library alone), files
     ({path inside: path here}) shown read-only where they are named, not where they are
     (a program's script, its path telling nothing of the machine), the private file
     systems of TMPFS (or tmpfs) and the DEVICES."""
     python = [os.path.realpath(sys.base_prefix), os.path.dirname(os.path.realpath(sys.executable))]
     shown = list(dict.fromkeys(SYSTEM + python + list(ro)))
-    return {"root": root, "ro": shown, "rw": list(rw), "files": dict(files or {}),
+    hidden = [f for f in site_folders() if _below(f, [os.path.realpath(p) for p in shown])]
+    return {"root": root, "ro": shown, "rw": list(rw), "files": dict(files or {}), "hidden": hidden,
             "tmpfs": dict(TMPFS if tmpfs is None else tmpfs), "devices": DEVICES, "cwd": cwd}
 
 
@@ -145,6 +189,8 @@ def bwrap_options(run_spec):
             options += ["--symlink", os.readlink(path), path]
         elif os.path.exists(path):
             options += ["--bind" if writable else "--ro-bind", path, path]
+    for path in run_spec.get("hidden", []):          # installed packages: an empty folder in their place
+        options += ["--perms", "0555", "--size", "4096", "--tmpfs", path]
     for inside, here in sorted(run_spec.get("files", {}).items()):
         options += ["--ro-bind", here, inside]
     for device in run_spec.get("devices", []):

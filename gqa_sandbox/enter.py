@@ -4,7 +4,7 @@ starts under util-linux's unshare (new mount, PID, IPC, network and UTS namespac
     python -I -S enter.py PROGRAM [ARG ...]       (SPEC, one line, first on stdin)
 
 SPEC, on stdin's first line (never on a command line, which any process may read), is JSON: {"root": an empty folder to build the root on, "ro": [paths shown read-only],
-"rw": [paths shown writable], "files": {path inside: file here, shown read-only},
+"rw": [paths shown writable], "hidden": [folders below ro shown empty], "files": {path inside: file here, shown read-only},
 "tmpfs": {path: bytes}, "devices": [device files], "cwd": where the program starts}.  This script, PID 1 of the new PID namespace, mounts
 nothing itself: util-linux's mount makes every mount of the namespace private (nothing
 propagates out), mounts a small tmpfs on root, and then, from an fstab this script
@@ -91,6 +91,8 @@ def shown(spec):
                 os.symlink(os.readlink(path), root + path)
         elif os.path.exists(path):
             lines.append(line(path, place(root, path, os.path.isdir(path)), "none", options))
+    for path in spec.get("hidden", []):              # installed packages: an empty folder in their place
+        lines.append(line("tmpfs", place(root, path, True), "tmpfs", "size=4k,nr_inodes=8,mode=0555,ro,nosuid,nodev"))
     for inside, here in sorted(spec.get("files", {}).items()):
         lines.append(line(here, place(root, inside, False), "none", "bind,ro,nosuid,nodev"))
     for device in spec.get("devices", []):
