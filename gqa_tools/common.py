@@ -214,6 +214,19 @@ def step_name(name: str) -> Optional[str]:
 # ---------------------------------------------------------------------------
 
 
+def failed_steps(path: str, names: Sequence[str], timeout: Optional[float] = None) -> List[str]:
+    """The steps among names that the grader fails for the gqa.py at path, its public cases
+    alone, as "step N, name" (a step not started is not among them: the report says it is
+    not implemented where it is needed); [] when the module cannot be graded."""
+    import gqa_grader as grader
+    try:
+        results = grader.grade(path, 0, cases=0, only=list(names), fail_fast=True, label=path,
+                               timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
+    except grader.Refused:
+        return []
+    return [_("step {step}, {name}").format(step=r.step, name=r.name) for r in results if r.status == "failed"]
+
+
 def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = None) -> List[str]:
     """The steps among names that the grader does not pass for the gqa.py at path.
 

@@ -146,6 +146,14 @@ class HandoutReport(unittest.TestCase):
                 got["figures"] = sorted(os.listdir(figures)) if os.path.isdir(figures) else []
                 got["tables"] = run_in(handout, "-m", "gqa", "tables", "--heads", "6", "--head-dim", "8",
                                        "--layers", "3", "--context", "64")
+                if lang == "ko":                                      # kv_head made wrong: said
+                    path = os.path.join(handout, "gqa.py")
+                    with open(path, encoding="utf-8") as f:
+                        source = f.read()
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(source.replace("return query_head // group", "return query_head % g"))
+                    got["wrong"] = run_in(handout, "-m", "gqa", "report", *ARGS)
+                    got["wrong_report"] = text_of(os.path.join(handout, "report.md"))
         finally:
             shutil.rmtree(folder)
         return done
@@ -300,6 +308,25 @@ class HandoutReport(unittest.TestCase):
         self.assertEqual([i18n.default(h, {"LANG": "en_US.UTF-8"}) for h in ("ja", "ko", "en", None)],
                          ["ja", "ko", "en", "en"])
         self.assertEqual([i18n.default(h, {"LANG": "ko_KR.UTF-8"}) for h in ("en", None)], ["ko", "ko"])
+
+    def test_a_step_the_grader_fails_is_said_before_any_number(self):
+        """Never a silent wrong number: the report of a module whose kv_head the grader fails
+        says so under its header; a finished one says nothing of the kind."""
+        status, _out, err = self.runs["ko"]["wrong"]
+        self.assertEqual(status, 0, err)
+        warning = self.in_lang("ko", "*The grader does not pass {steps} of {module} yet: a number below "
+                                     "that comes from them may be wrong (see where with: {command}).*",
+                               steps="\0", module="gqa.py", command="python grader.py --module gqa.py --lang ko")
+        before, after = warning.split("\0")
+        header = self.runs["ko"]["wrong_report"].split("\n## ")[0]
+        said = header[header.index(before):]                       # the steps that kv_head fails
+        self.assertTrue(said.rstrip("\n").endswith(after), said)   # (and those that call it)
+        self.assertIn(self.in_lang("ko", "step {step}, {name}", step=3, name="kv_head"), said)
+        for lang in LANGS:                                       # a finished module: no warning
+            opening = self.in_lang(lang, "*The grader does not pass {steps} of {module} yet: a number "
+                                         "below that comes from them may be wrong (see where with: "
+                                         "{command}).*", steps="\0", module="\0", command="")
+            self.assertNotIn(opening.split("\0")[0], self.report(lang).split("\n## ")[0])
 
     def test_the_readme_says_how_to_make_the_report_in_its_language(self):
         from tests.test_i18n import english_chunks

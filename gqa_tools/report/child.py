@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Dict, Iterator, List, Optional
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import PROJECT, Handout, failing_steps, module_missing
+from gqa_tools.common import PROJECT, STEPS, Handout, failed_steps, failing_steps, module_missing
 from gqa_tools.report import measuring
 from gqa_tools.report.lab import Lab, handout_track
 from gqa_tools.report.sections import HANDOUT_SECTIONS, STUDENT_SECTIONS, Part, build_parts, section_header
@@ -83,6 +84,7 @@ def parts_from_child(cfg: Config, path: str, handout: Optional[Handout] = None,
     came: Dict[str, Part] = {}
     why = _("the child process building the report did not send it")
     untrained = _("a handout's lab does not train") if handout else section_8_trains(path)
+    checked = _checking(path, handout.steps if handout else STEPS)      # beside the child
     try:
         for item in grader.run_in_child(path, "gqa_tools.report:child_parts",
                                         [list(cfg), label, untrained, list(training.QUICK), i18n.language(),
@@ -99,9 +101,32 @@ def parts_from_child(cfg: Config, path: str, handout: Optional[Handout] = None,
     except grader.Failure as err:
         why = str(err)
     header = came.get("") or Part("", section_header(cfg, Lab(None, label), shown if handout else label, handout))
+    header = _warned(header, checked.result(), shown or "gqa.py" if handout else label)
     return [header] + [came.get(_(title)) or came.get(title) or     # English where its catalog was unread
                        Part(_(title), _("*Not computed from {module}: {why}.*").format(module=label, why=why) + "\n")
                        for title, _section in (HANDOUT_SECTIONS if handout else STUDENT_SECTIONS)]
+
+
+def _checking(path: str, names: Sequence[str]) -> Future:
+    """The steps among names the grader fails for path (common.failed_steps), checked in a
+    thread while the child builds the report: the report never prints a number of a
+    failing step's without saying so."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(failed_steps, path, list(names), min(CHILD_TIMEOUT, 5.0))
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _warned(header: Part, failed: Sequence[str], module: str) -> Part:
+    """The header, with a warning after it when the grader fails some of the module's steps."""
+    if not failed:
+        return header
+    note = _("*The grader does not pass {steps} of {module} yet: a number below that comes from "
+             "them may be wrong (see where with: {command}).*").format(
+                 steps=_("; ").join(failed), module=module,
+                 command=f"python grader.py --module {module}{i18n.lang_option()}")
+    return header._replace(body=header.body.rstrip("\n") + "\n\n" + note + "\n")
 
 
 def section_8_trains(path: str) -> str:
