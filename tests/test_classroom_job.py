@@ -16,7 +16,7 @@ import sys
 import tempfile
 import unittest
 
-from tests.helpers import ROOT, heavy, run_grader
+from tests.helpers import ROOT, early, heavy, run_grader, start_early
 from tests.test_class import parse_yaml
 
 AS_ROOT = os.name == "posix" and os.geteuid() == 0
@@ -60,44 +60,59 @@ def points(ran):
     return sum(t["score"] for _, result, _ in ran.values() if result for t in result["tests"])
 
 
+def load_tests(loader, tests, pattern):
+    """The job's runs start now, as the tests are loaded (tests/helpers.py, early)."""
+    return start_early(tests)
+
+
 @heavy
 @unittest.skipUnless(AS_ROOT, "the job's users (root, another) need root to be made here")
 class ClassroomJob(unittest.TestCase):
+    EARLY = ("jobs",)
+
+    @staticmethod
+    def jobs():
+        """The template made once (a handout of steps 1 to 3, its workflow, the solution as
+        the student's gqa.py); its job run from a checkout every user may read, as root and
+        as another user; then with a gqa.py whose import never ends.  As plain data."""
+        top = tempfile.mkdtemp()
+        try:
+            template = os.path.join(top, "template")
+            for argv in (["--handout", template, "--steps", "1-3"],
+                         ["--classroom", template, "--steps", "1-3", "--timeout", "1"]):
+                done = run_grader(*argv)
+                assert done.returncode == 0, done.stderr
+            shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(template, "gqa.py"))
+            data = {"sandbox": os.path.isdir(os.path.join(template, "gqa_sandbox")), "ran": {}}
+            users = {"root": ()}
+            if shutil.which("setpriv"):
+                users["another user"] = NOBODY
+            for user, prefix in list(users.items()) + [("hang", ())]:
+                repo = os.path.join(top, user.replace(" ", "-"))
+                shutil.copytree(template, repo)
+                if user == "hang":
+                    with open(os.path.join(repo, "gqa.py"), "w") as f:
+                        f.write("import time\ntime.sleep(10 ** 6)\n")
+                for folder, _, files in os.walk(top):           # a checkout every user may read
+                    os.chmod(folder, 0o755)
+                    for name in files:
+                        os.chmod(os.path.join(folder, name), 0o644)
+                data["ran"][user] = run_job(repo, prefix)
+            return data
+        finally:
+            shutil.rmtree(top, True)
 
     @classmethod
     def setUpClass(cls):
-        """The template repository, made once: a handout of steps 1 to 3 and its workflow,
-        the solution as the student's gqa.py."""
-        cls.top = tempfile.mkdtemp()
-        cls.template = os.path.join(cls.top, "template")
-        for argv in (["--handout", cls.template, "--steps", "1-3"],
-                     ["--classroom", cls.template, "--steps", "1-3", "--timeout", "1"]):
-            done = run_grader(*argv)
-            assert done.returncode == 0, done.stderr
-        shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(cls.template, "gqa.py"))
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.top, True)
-
-    def setUp(self):
-        """A checkout of the template that every user may read."""
-        self.repo = tempfile.mkdtemp(dir=self.top)
-        shutil.rmtree(self.repo)
-        shutil.copytree(self.template, self.repo)
-        for folder, _, files in os.walk(self.top):
-            os.chmod(folder, 0o755)
-            for name in files:
-                os.chmod(os.path.join(folder, name), 0o644)
+        cls.data = early(cls.jobs)
 
     def test_the_solution_earns_every_point_as_root_and_as_another_user(self):
-        self.assertTrue(os.path.isdir(os.path.join(self.repo, "gqa_sandbox")))   # the handout carries it
-        users = {"root": ()}
-        if shutil.which("setpriv"):
-            users["another user"] = NOBODY
-        for user, prefix in users.items():
+        self.assertTrue(self.data["sandbox"])                    # the handout carries it
+        users = [u for u in self.data["ran"] if u != "hang"]
+        self.assertEqual(users[0], "root")
+        for user in users:
+            ran = self.data["ran"][user]
             with self.subTest(user=user):
-                ran = run_job(self.repo, prefix)
                 self.assertEqual(sorted(ran), ["prepare", "step1", "step2", "step3"], ran)
                 self.assertEqual([ran[f"step{n}"][1]["status"] for n in (1, 2, 3)], ["pass"] * 3, ran)
                 self.assertEqual(points(ran), 3)
@@ -105,9 +120,7 @@ class ClassroomJob(unittest.TestCase):
                     self.assertEqual(status, 0, err)
 
     def test_a_module_whose_import_never_ends_costs_one_timeout(self):
-        with open(os.path.join(self.repo, "gqa.py"), "w") as f:
-            f.write("import time\ntime.sleep(10 ** 6)\n")
-        ran = run_job(self.repo)
+        ran = self.data["ran"]["hang"]
         self.assertEqual(list(ran), ["prepare"])                 # no graded step ran
         self.assertIn("did not return within", ran["prepare"][2])
         self.assertEqual(points(ran), 0)
