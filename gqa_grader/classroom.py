@@ -509,13 +509,14 @@ class Gradebook:
         rows = [self.rows[k] for k in sorted(self.rows)]
         graded = [r for r in rows if r["status"] != "not graded"]
         count = {s: sum(r["status"] == s for r in rows) for s in ("passed", "failed", "not started")}
-        lines = [_("{written} of {total} submissions in {gradebook} (feedback in {feedback}), seed "
-                   "{seed}, grader {grader}: {passed} passed every step, {failed} failed some, "
-                   "{not_started} not started, {not_graded} not graded").format(
-                       written=len(rows), total=total, gradebook=escaped(os.path.relpath(self.path)),
-                       feedback=escaped(os.path.relpath(self.feedback)) + os.sep, seed=self.args.seed,
-                       grader=GRADER_VERSION, passed=count["passed"], failed=count["failed"],
-                       not_started=count["not started"], not_graded=len(rows) - len(graded))]
+        first = _("{written} of {total} submissions in {gradebook} (feedback in {feedback}), seed "
+                  "{seed}, grader {grader}: {passed} passed every step, {failed} failed some, "
+                  "{not_started} not started, {not_graded} not graded").format(seed="\0",
+                      written=len(rows), total=total, gradebook=escaped(os.path.relpath(self.path)),
+                      feedback=escaped(os.path.relpath(self.feedback)) + os.sep,
+                      grader=GRADER_VERSION, passed=count["passed"], failed=count["failed"],
+                      not_started=count["not started"], not_graded=len(rows) - len(graded))
+        lines = [first.replace("\0", str(self.args.seed))]
         lines += ["  " + _("not graded: {student}: {why}").format(student=escaped(r["student"]),
                                                                    why=escaped(short(r["notes"], 100)))
                   for r in rows if r["status"] == "not graded"]
@@ -526,6 +527,8 @@ class Gradebook:
             lines.append(_("stopped by {signal}: {written} of {total} written; run the same command "
                            "again to grade the rest").format(signal=signal.Signals(self.stopped).name,
                                                              written=len(rows), total=total))
-        text = "\n".join(lines)
-        write_atomically(ledger.beside(self.path, "statistics.txt"), (text + "\n").encode("utf-8"))
-        print(text)
+        print("\n".join(lines))
+        # The statistics a teacher may show the class: the seed withheld (with it and the
+        # handout's checks, a student makes every hidden case again).
+        lines[0] = first.replace("\0", _("(in the gradebook, withheld here)"))
+        write_atomically(ledger.beside(self.path, "statistics.txt"), ("\n".join(lines) + "\n").encode("utf-8"))

@@ -123,10 +123,9 @@ def seed_problem(rows, record_path):
     return None, _("the gradebook's seed column reads {cells}, which is not one seed written "
                    "exactly (a spreadsheet writes an 18-digit number rounded, as 4.77997E+17), and "
                    "{record}, which keeps it, is not beside it; give the class's seed with --seed "
-                   "(the first line of {statistics} says it, as each run's summary did), or move the "
-                   "gradebook away to grade the class anew with a new seed").format(
-                       cells=shown, record=os.path.basename(record_path),
-                       statistics=os.path.basename(record_path)[:-len("class.json")] + "statistics.txt")
+                   "(the first line of each run's summary printed it), or move the gradebook away to "
+                   "grade the class anew with a new seed").format(
+                       cells=shown, record=os.path.basename(record_path))
 
 
 # ---------------------------------------------------------------------------

@@ -133,8 +133,8 @@ class JapaneseClass(unittest.TestCase):
         """One walk, as a teacher's term goes (a class is costly to grade: it is graded
         once, then resumed): the first run, a spreadsheet's save, a lost record, one
         student again, the feedback left behind."""
-        first = self.graded_in_japanese_every_upload_in_its_own_row()
-        self.a_gradebook_a_spreadsheet_saved_resumes_with_its_seed_and_grades(first)
+        first, summary = self.graded_in_japanese_every_upload_in_its_own_row()
+        self.a_gradebook_a_spreadsheet_saved_resumes_with_its_seed_and_grades(first, summary)
         self.one_student_regraded_and_a_gradebook_without_its_feedback_refused()
 
     def graded_in_japanese_every_upload_in_its_own_row(self):
@@ -162,7 +162,11 @@ class JapaneseClass(unittest.TestCase):
         # The class's summary, on stdout and beside the gradebook, in Japanese.
         self.assertIn("全ステップ合格 3、一部不合格 1", run.stdout)
         with open(os.path.join(self.private.work, "g-statistics.txt"), encoding="utf-8") as f:
-            self.assertEqual(f.read(), run.stdout)
+            statistics = f.read()                    # what the run printed, its seed withheld
+        seed = rows["alice.py"]["seed"]
+        self.assertIn(seed, run.stdout.splitlines()[0])
+        self.assertNotIn(seed, statistics)
+        self.assertEqual(statistics, run.stdout.replace(seed, "(成績表に記載。ここには書きません)", 1))
         # bob's feedback: Japanese, the commands his own folder runs, no teacher's path, no seed.
         with open(os.path.join(self.private.work, "g-feedback", "bob.py", "report.txt"), encoding="utf-8") as f:
             feedback = f.read()
@@ -180,9 +184,9 @@ class JapaneseClass(unittest.TestCase):
         with open(os.path.join(self.private.work, "g-moodle.csv"), newline="", encoding="utf-8") as f:
             moodle = {r["student"]: r["gqa lab"] for r in csv.DictReader(f)}
         self.assertEqual([moodle["s1"], moodle["s4"], moodle["bin\\udce9"]], ["2", "", "0"])
-        return rows
+        return rows, run.stdout
 
-    def a_gradebook_a_spreadsheet_saved_resumes_with_its_seed_and_grades(self, before):
+    def a_gradebook_a_spreadsheet_saved_resumes_with_its_seed_and_grades(self, before, first_run_summary):
         seed = before["alice.py"]["seed"]
         spreadsheet_saved(self.book, seed)
         again = self.run_class()
@@ -201,9 +205,8 @@ class JapaneseClass(unittest.TestCase):
         self.assertIn("E+17", lost.stderr)
         with open(self.book, "rb") as f:
             self.assertEqual(f.read(), saved)                     # nothing was written
-        self.assertIn("g-statistics.txt", lost.stderr)             # where the exact seed is
-        with open(os.path.join(self.private.work, "g-statistics.txt"), encoding="utf-8") as f:
-            self.assertIn(seed, f.readline())
+        self.assertIn("各実行の最後の要約の 1 行目", lost.stderr)     # where the exact seed is
+        self.assertIn(seed, first_run_summary.splitlines()[0])
         given = self.run_class("--seed", seed)        # each rounded cell is that seed's rounding:
         self.assertEqual(given.returncode, 0, given.stderr)          # every row kept
         self.assertIn("採点済みの提出物 4 件", given.stderr)
