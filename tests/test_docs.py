@@ -468,6 +468,7 @@ if __name__ == "__main__":
     unittest.main()
 
 
+@heavy
 class TeachersNumbers(unittest.TestCase):
     """teachers.md's numbers that no sample's output checks: the grader's version, the
     seeds of a teacher's runs, and what a document's score is."""

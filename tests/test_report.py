@@ -667,6 +667,7 @@ class FromAnotherModule(unittest.TestCase):
 
 
 
+@heavy
 class AFolderAsModule(unittest.TestCase):
     """--module given a folder: said so, with the gqa.py to name, by the grader and the tools
     alike (it was "no such file", and the grader listed the folder's parent)."""
