@@ -20,6 +20,7 @@ count them so, for the lines that line up.
 import argparse
 import contextlib
 import gettext
+import functools
 import os
 import re
 import unicodedata
@@ -164,8 +165,15 @@ NO_LINE_END = set("（「『【〔〈《(")
 def width(text):
     """The columns text takes in a terminal: 2 for a wide or full-width character
     (Japanese, Korean), 0 for a combining one, 1 for the rest."""
-    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
-               for c in text)
+    if text.isascii():
+        return len(text)
+    return sum(map(_columns, text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _columns(c):
+    """The columns one character takes (width's rule)."""
+    return 0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
 
 
 def ljust(text, columns):

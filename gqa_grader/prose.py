@@ -427,9 +427,21 @@ def paragraphs(text):
 
 
 def translated(text, lang):
-    """text (a starter) with its prose in lang; text itself for English."""
+    """text (a starter) with its prose in lang; text itself for English.  The last few
+    made are kept: a class, a handout and the copies' base ask for the same starters."""
     if lang == "en":
         return text
+    if (text, lang) not in _TRANSLATED:
+        if len(_TRANSLATED) >= 8:
+            _TRANSLATED.clear()
+        _TRANSLATED[text, lang] = _translated(text, lang)
+    return _TRANSLATED[text, lang]
+
+
+_TRANSLATED = {}            # (text, lang): translated's answer
+
+
+def _translated(text, lang):
     catalog = gettext.translation(DOMAIN, LOCALE, languages=[lang], fallback=True)
     out = []
     for piece in _pieces(text):
