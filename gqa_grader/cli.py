@@ -26,8 +26,6 @@ from .printing import print_report, progress, reproduce, shown_seed, summary
 from .results import scored
 from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
 from .answers import HANDOUT
-from .handout import write_autograder, write_starter
-from .selfcheck import write_handout
 from .process import DEFAULT_TIMEOUT
 from .seal import DEFAULT_BUDGET, Seal
 
@@ -399,14 +397,17 @@ def _list_steps(documents):
 
 
 def _write_handout(args, documents):
-    """--starter DIR or --autograder DIR: write it and say where; None when neither is asked."""
+    """--starter, --handout or --autograder DIR: write it and say where; None when none is asked."""
+    if not (args.starter or args.handout or args.autograder):
+        return None                           # their modules are imported only when one is asked for
+    from . import handout, selfcheck
     for what, option, write, then in (
-            ("starter", args.starter, lambda d: write_starter(d, track=args.only, lang=args.lang),
+            ("starter", args.starter, lambda d: handout.write_starter(d, track=args.only, lang=args.lang),
              _("wrote {path}; grade it with: {command}")),
-            ("handout", args.handout, lambda d: write_handout(d, only=args.only, lang=args.lang),
+            ("handout", args.handout, lambda d: selfcheck.write_handout(d, only=args.only, lang=args.lang),
              _("wrote {path}; give students this folder; they run `python grader.py` in it")),
             ("autograder", args.autograder,
-             lambda d: write_autograder(d, args, records.carried(args, args.given, "weights.json"),
+             lambda d: handout.write_autograder(d, args, records.carried(args, args.given, "weights.json"),
                                         secret="seed" not in args.given),
              _("wrote {path}; upload it as the assignment's autograder on Gradescope"))):
         if not option:

@@ -15,12 +15,9 @@ import argparse
 import os
 import sys
 
-from .classroom import Gradebook
 from .grading import guessable
 from .i18n import _
-from .pool import serve
 from .records import VISIBILITIES, flag, options_given
-from .workflow import write_workflow
 
 
 # ---------------------------------------------------------------------------
@@ -111,10 +108,14 @@ def _check_class(parser, args):
 def dispatch(args, main):
     """Run --class (or a class's own grader) or --classroom and return the exit status;
     for --autograder say how its seeds are made; else None.  main is the command's own
-    (cli.main): --class's graders run it once per submission."""
+    (cli.main): --class's graders run it once per submission.  A command's modules are
+    imported when it is asked for, so that a student's run, and each of a class's graders,
+    starts without them."""
     if args.classroom:
+        from .workflow import write_workflow
         return write_workflow(args)
     if args.class_serve:
+        from .pool import serve
         return serve(main)
     if args.autograder and args.seed is None:
         print("grader: the autograder grades each submission with a seed of its own, made from a "
@@ -123,5 +124,6 @@ def dispatch(args, main):
     elif args.autograder and guessable(args.seed):
         print("grader: note: " + guessable(args.seed), file=sys.stderr)
     if args.class_dir:
+        from .classroom import Gradebook
         return Gradebook(args).run()
     return None

@@ -153,6 +153,8 @@ HEAVY = (
     (0.9, ('test_holds.SealedRunHolds',)),
     (0.9, ('test_sealed.NeverCrashNeverStall',)),
     (0.9, ('test_train.Runs',)),
+    (0.9, ('test_i18n.Refusing',)),
+    (0.8, ('test_i18n.AMistypedName',)),
     (0.8, ('test_grader.Starter',)),
     (0.7, ('test_sealed.SealedAsRoot',)),
     (0.7, ('test_report.Writing',)),

@@ -674,6 +674,7 @@ class Tools(unittest.TestCase):
                     self.assertEqual(english_left(said.replace("offsets", "").replace("recall", "")), [], said)
 
 
+@heavy
 class Refusing(unittest.TestCase):
     """What the grader says when it will not run, in the student's language too."""
 
@@ -786,6 +787,7 @@ class TheGlossaryHolds(unittest.TestCase):
                     self.assertIn("평균 풀링", said)
 
 
+@heavy
 class AMistypedName(unittest.TestCase):
     """--lang kr (a country's code, not its language's) and a command one letter off are
     refused naming what was meant; a value that means none of ours stays argparse's."""
