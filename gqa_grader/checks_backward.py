@@ -5,7 +5,7 @@ grouped_attention_backward, layer_backward.
 from .checking import ALL_HG, draw_hg, fields_of, step_into
 from .checks_heads import draw_heads
 from .checks_layer import WEIGHT_FIELDS, draw_sizes
-from .compare import Record, _short, expect
+from .compare import REL_TOL, Record, _short, expect
 from .exchange import send_weights
 from .failures import Failure
 from .i18n import _
@@ -27,7 +27,7 @@ def check_backward(module, case, rng):
         raise Failure(_("case {case}: grouped_attention_backward must return (dq, dk, dv); got {value}").format(
             case=f"h={h}, g={g}", value=_short(got)))
     expect(list(got), list(ref_grouped_attention_backward(q, k, v, d_out, causal)), f"h={h}, g={g}, {where}",
-           "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=1e-8, names=("dq", "dk", "dv"))
+           "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=REL_TOL, names=("dq", "dk", "dv"))
 
 
 @step(25, "layer_backward", "gradients of one layer's x and weights, through the mean fold",
@@ -45,5 +45,5 @@ def check_layer_backward(module, case, rng):
     expect([got[0]] + fields_of(got[1], "layer_backward(...)[1]", "Weights", WEIGHT_FIELDS), [dx] + grads,
            _("{case}, causal={causal}, K/V heads given {count}").format(case=where, causal=causal,
                                                                        count=len(fields[1])),
-           "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=1e-8,
+           "layer_backward(x, weights, g, d_y): dx, grads.w_q, w_k, w_v, w_o", rel=REL_TOL,
            names=("dx",) + tuple(f"grads.{f}" for f in WEIGHT_FIELDS))

@@ -378,20 +378,14 @@ class Case:
         self.student = student
         self.strict = strict                 # a refusal's wording is graded (robustness), not advice
         self.statements = []                 # [Statement], in the order they ran
-        self.blamed = None                   # the statement a failure is about, if not the last
 
     def _note(self, statement):
         self.statements.append(statement)
-        self.blamed = None
         return statement
 
     def note(self, code, hoisted=(), setup=False):
         """Write down code the check compares itself (an expression built from calls made)."""
         return self._note(Statement(lambda: (code, hoisted, {}), setup))
-
-    def blame(self, statement):
-        """The next failure is about this statement, not the last one."""
-        self.blamed = statement
 
     def call(self, fn, *args, keep=None, value=True, fresh=False, setup=False, **kwargs):
         def make():
@@ -449,7 +443,7 @@ class Case:
 
     def failing(self):
         """The statement the failure is about."""
-        return self.blamed or (self.statements[-1] if self.statements else None)
+        return self.statements[-1] if self.statements else None
 
     def show(self, whole=False):
         """The Python that repeats the failing call: the setup it needs, then the call

@@ -23,7 +23,7 @@ from .results import step_result
 from .seal import DEFAULT_BUDGET, HERE, Seal
 from .tracks import ALL_STEPS, BY_NAME, covered, default_track
 
-GRADER_VERSION = "4.1"
+GRADER_VERSION = "4.2"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout

@@ -21,8 +21,8 @@ LESSON = [st.name for st in STEPS]
 ROBUSTNESS = [st.name for st in PARTS]
 BY_NAME = {st.name: st for st in ALL_STEPS}
 
-# The handout's lab (../shared/seeds' Japanese text, "次のラボですること"), step by
-# step: what it asks for, and the step of gqa.py that does it.
+# The handout's lab (the Japanese handout's "次のラボですること"), step by step: what
+# it asks for, and the step of gqa.py that does it.
 CORE = {
     1: "h must be divisible by g: the valid g are the divisors of h",
     2: "g = h is MHA, g = 1 is MQA, anything between is GQA: one knob, three names",
