@@ -20,7 +20,7 @@ import re
 import sys
 import time
 
-from .cleanup import FolderSearch, clean, remove_tree
+from .cleanup import FolderSearch, clean, remove_keys, remove_tree
 from .failures import Refused
 from .users import fresh_ids, kill_user, reachable, writable_by_others
 from .i18n import _
@@ -328,7 +328,8 @@ class Seal:
         if self.tool is None:
             return argv, b""
         package = sandbox_package()
-        spec = package.spec(self.jail, rw=[self.dir], cwd=self.cwd(), files={WORKER_INSIDE: argv[-1]})
+        spec = package.spec(self.jail, rw=[self.dir], cwd=self.cwd(), files={WORKER_INSIDE: argv[-1]},
+                            user=self.drop)
         return package.command(spec, [os.path.realpath(argv[0])] + argv[1:-1] + [WORKER_INSIDE], self.tool)
 
     def _make_dir(self):
@@ -388,10 +389,17 @@ class Seal:
 
     def remove_files(self):
         """With a uid of the run's own: remove every file and IPC object it left
-        (cleanup.clean; its processes are gone by then).  Never raises.  In namespaces
-        there is nothing to search: what it wrote outside its folder went with them."""
+        (cleanup.clean; its processes are gone by then), and its keys in the kernel's key
+        store (cleanup.remove_keys).  Never raises.  In namespaces there are no files to
+        search for: what it wrote outside its folder went with them."""
         if self.fresh and self.tool is None:
             self.notes += clean(self.drop[0], self.search)
+        if self.fresh:
+            try:
+                removed, left = remove_keys(self.drop[0])
+            except (OSError, ValueError, AttributeError) as err:
+                removed, left = 0, [f"the keys' cleanup stopped: {type(err).__name__}: {err}"]
+            self.notes += left
 
     def close(self):
         """Kill what is left of the run and remove its files and folder.  Never raises:
