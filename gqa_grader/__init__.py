@@ -54,13 +54,14 @@ library and gqa_sandbox (never gqa.py, never the tools):
     __main__   python -m gqa_grader: the same as python grader.py
 
 The public door, for the tools: grade() (a StepResult per step, read by its fields),
-run_in_child(), and their errors; handout_track(), the track of the handout the grader
+run_in_child(), tool_seal() (what a tool as root says of the seal, or its refusal), and
+their errors; handout_track(), the track of the handout the grader
 was written into (None in the project), for the tools a handout carries.
 """
 
 from .failures import Failure, Refused
 
-__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "handout_track", "run_in_child"]
+__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "handout_track", "run_in_child", "tool_seal"]
 
 
 def __getattr__(name):
@@ -72,6 +73,9 @@ def __getattr__(name):
     if name in ("run_in_child", "DEFAULT_TIMEOUT"):
         from . import process
         return getattr(process, name)
+    if name == "tool_seal":
+        from .seal import tool_seal
+        return tool_seal
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -154,6 +154,27 @@ def check_grader_files():
     _TRUSTED.append(HERE)
 
 
+def tool_refusal(why):
+    return _("a tool run as root runs a student's module only in namespaces of its own, as a grade "
+             "runs it, and they cannot be made here ({why}); nothing was run; run the tool as another "
+             "user, or grade the module with: python grader.py --sealed").format(why=why)
+
+
+def tool_seal():
+    """What a tool run as root says before it runs a student's module: that the run is
+    sealed as a grade is (Refused with the reason where namespaces cannot be made here);
+    None when the tool is not root (the module runs as the tool's own user)."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return None
+    package = sandbox_package()
+    ok, why = package.available() if package else (False, _("gqa_sandbox is not beside the grader"))
+    if not ok:
+        raise Refused(tool_refusal(why))
+    return _("the module runs sealed, as a grade runs it: in namespaces of its own ({tool}), as a user of "
+             "its own with no capability, with no network, and with none of the project's files in "
+             "reach").format(tool=why)
+
+
 class Seal:
     """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
     a sealed run adds a private folder holding only a copy of the module, an
@@ -163,13 +184,19 @@ class Seal:
     alone: a student's module run as root (the self-check, a command repeated from its
     feedback): in namespaces where they can be made, as a sealed run's, so that its copy is
     all of its folder in its reach (never a classmate's file beside it).
+    for_tool: a tool's run of a student's module (report, tables, uptrain: run_in_child and
+    the steps they grade), sealed as a grade is where namespaces can be made: a root of
+    its own, no network, as root a user of its own, the environment's PATH alone, and of
+    the project only a copy of the tools (child_paths); as root, refused where they
+    cannot be made (tool_seal).
 
     Raises Refused when a sealed run cannot be made safe here.
     """
 
     def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False,
-                 out_name=None, alone=False):
+                 out_name=None, alone=False, for_tool=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
+        self.for_tool = for_tool
         self.jail = None                   # the folder unshare builds a sealed run's root on
         self.tool = None                   # what made them: "unshare"
         self.notes = []                    # what the cleanup removed, or could not
@@ -181,7 +208,12 @@ class Seal:
             check_grader_files()
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
-            if root and alone:                    # a student's module: its file alone in reach
+            if for_tool:                          # a tool's: sealed as a grade is, or refused as root
+                self._enter_namespaces()
+                if self.tool is None and os.name == "posix" and os.geteuid() == 0:
+                    raise Refused(tool_refusal(self.why))
+                self.partly = None
+            elif root and alone:                  # a student's module: its file alone in reach
                 self._enter_namespaces()
                 self.partly = None                # the self-check says nothing of it
             if root:                              # the module never runs as root
@@ -380,7 +412,19 @@ class Seal:
         return None if self.copy_only else self.dir
 
     def env(self):
-        return {"PATH": os.defpath} if self.sealed else None
+        return {"PATH": os.defpath} if self.sealed or self.for_tool else None
+
+    def child_paths(self, paths):
+        """The folders a tool's child imports the tool's function from: in namespaces, a copy
+        of the tools alone in the run's private folder (selfcheck.tools_for_child: the tools,
+        the grader's language, the lab's starter), root's and readable by the run's user,
+        never the project's folder with its solution and reference; outside them, paths."""
+        if not self.for_tool or self.tool is None:
+            return list(paths)
+        from .selfcheck import tools_for_child
+        folder = os.path.join(self.dir, "tools")
+        tools_for_child(folder)
+        return [folder]
 
     def kill_all(self):
         """With a uid of the run's own: kill every process of it (a daemon the module left)."""

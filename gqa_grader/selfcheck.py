@@ -83,6 +83,34 @@ def copy_tools(directory):
                 shutil.copyfile(os.path.join(folder, name), os.path.join(directory, "gqa_tools", where))
 
 
+def tools_for_child(directory):
+    """What a tool's child imports in namespaces (Seal.child_paths), written into directory,
+    root's and readable by every user (folders 0755, files 0644): the tools (copy_tools),
+    the grader's language (gqa_grader's __init__.py, failures.py, i18n.py and the compiled
+    catalogs), and as gqa.py the starter made from the grader's gqa.py (the lab's names,
+    each step a stub: the tools use its GQAError and records, never a step).  No answer, no
+    reference, no solution: nothing a student's module running beside them may not read."""
+    from .handout import make_starter
+    copy_tools(directory)
+    package = os.path.join(directory, "gqa_grader")
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("__init__.py", "failures.py", "i18n.py"):
+        os.makedirs(package, exist_ok=True)
+        shutil.copyfile(os.path.join(here, name), os.path.join(package, name))
+    for lang_code in i18n.LANGUAGES[1:]:
+        messages = os.path.join("locale", lang_code, "LC_MESSAGES")
+        os.makedirs(os.path.join(package, messages), exist_ok=True)
+        shutil.copyfile(os.path.join(here, messages, "gqa.mo"), os.path.join(package, messages, "gqa.mo"))
+    with open(os.path.join(HERE, "gqa.py"), encoding="utf-8") as f:
+        starter_text = make_starter(f.read())
+    with open(os.path.join(directory, "gqa.py"), "w", encoding="utf-8") as f:
+        f.write(starter_text)
+    for folder, dirs, files in os.walk(directory):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+
+
 def record(module=DEFAULT_MODULE, only=None):
     """The reference's answers to every public case of every step (or of the steps named
     in only), as the checks ask for them while they grade module (the project's own
