@@ -197,6 +197,7 @@ class Seal:
                  out_name=None, alone=False, for_tool=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
         self.for_tool = for_tool
+        self.shown = []                    # folders a tool's child imports from, shown read-only
         self.jail = None                   # the folder unshare builds a sealed run's root on
         self.tool = None                   # what made them: "unshare"
         self.notes = []                    # what the cleanup removed, or could not
@@ -360,8 +361,8 @@ class Seal:
         if self.tool is None:
             return argv, b""
         package = sandbox_package()
-        spec = package.spec(self.jail, rw=[self.dir], cwd=self.cwd(), files={WORKER_INSIDE: argv[-1]},
-                            user=self.drop)
+        spec = package.spec(self.jail, ro=self.shown, rw=[self.dir], cwd=self.cwd(),
+                            files={WORKER_INSIDE: argv[-1]}, user=self.drop)
         return package.command(spec, [os.path.realpath(argv[0])] + argv[1:-1] + [WORKER_INSIDE], self.tool)
 
     def _make_dir(self):
@@ -415,16 +416,26 @@ class Seal:
         return {"PATH": os.defpath} if self.sealed or self.for_tool else None
 
     def child_paths(self, paths):
-        """The folders a tool's child imports the tool's function from: in namespaces, a copy
-        of the tools alone in the run's private folder (selfcheck.tools_for_child: the tools,
-        the grader's language, the lab's starter), root's and readable by the run's user,
-        never the project's folder with its solution and reference; outside them, paths."""
+        """The folders a tool's child imports the tool's function from: in namespaces, the
+        project's folder (the grader's, HERE) replaced by a copy of the tools alone in the
+        run's private folder (selfcheck.tools_for_child: the tools, the grader's language,
+        the lab's starter), root's and readable by the run's user, never the project's
+        folder with its solution and reference; another folder of paths (a caller's own)
+        shown read-only where it is.  Outside namespaces, paths."""
         if not self.for_tool or self.tool is None:
             return list(paths)
-        from .selfcheck import tools_for_child
-        folder = os.path.join(self.dir, "tools")
-        tools_for_child(folder)
-        return [folder]
+        chosen = []
+        for path in paths:
+            if os.path.realpath(path) == os.path.realpath(HERE):
+                from .selfcheck import tools_for_child
+                folder = os.path.join(self.dir, "tools")
+                if not os.path.isdir(folder):
+                    tools_for_child(folder)
+                chosen.append(folder)
+            else:
+                self.shown.append(os.path.realpath(path))
+                chosen.append(os.path.realpath(path))
+        return chosen
 
     def kill_all(self):
         """With a uid of the run's own: kill every process of it (a daemon the module left)."""

@@ -496,11 +496,10 @@ def w_own_keyring():
     number = W_KEYCTL.get(os.uname().machine)
     if number is None or not os.path.isdir("/proc"):
         return
-    import errno
     ctypes, libc = w_libc()
     if libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
         err = ctypes.get_errno()
-        if err != errno.ENOSYS:                    # a kernel without keys: nothing shared
+        if err != 38:                              # ENOSYS: a kernel without keys, nothing shared
             raise OSError(err, f"joining a keyring of its own: {os.strerror(err)}")
 
 
