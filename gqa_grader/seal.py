@@ -209,20 +209,7 @@ class Seal:
             check_grader_files()
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
-            if for_tool:                          # a tool's: sealed as a grade is, or refused as root
-                self._enter_namespaces()
-                if self.tool is None and os.name == "posix" and os.geteuid() == 0:
-                    raise Refused(tool_refusal(self.why))
-                self.partly = None
-            elif root and alone:                  # a student's module: its file alone in reach
-                self._enter_namespaces()
-                self.partly = None                # the self-check says nothing of it
-            if root:                              # the module never runs as root
-                self.drop, self.fresh = fresh_ids(), True
-                self.search = FolderSearch(self.drop[0]) if self.tool is None else None
-            if private or root:
-                self._make_dir()
-            return
+            return self._not_sealed(root, alone, private)
         if os.name != "posix":
             raise Refused(_("a sealed run needs a POSIX system (Linux, macOS): its limits, "
                             "sessions and users do not exist here"))
@@ -256,6 +243,24 @@ class Seal:
             if self.tool is None:                  # in namespaces none of it is in sight
                 self._check_reach(name, gids, out, out_name)
         self._make_dir()
+
+    def _not_sealed(self, root, alone, private):
+        """A run that is not the teacher's sealed run: a tool's (for_tool), sealed as a grade
+        is, or refused as root where namespaces cannot be made; a student's module as root
+        (alone), its file alone in reach; as root, never as root."""
+        if self.for_tool:
+            self._enter_namespaces()
+            if self.tool is None and os.name == "posix" and os.geteuid() == 0:
+                raise Refused(tool_refusal(self.why))
+            self.partly = None
+        elif root and alone:
+            self._enter_namespaces()
+            self.partly = None                # the self-check says nothing of it
+        if root:
+            self.drop, self.fresh = fresh_ids(), True
+            self.search = FolderSearch(self.drop[0]) if self.tool is None else None
+        if private or root:
+            self._make_dir()
 
     def _check_library(self, name="gqa"):
         """Refused when the module's name can be imported from something in the worker's
@@ -418,7 +423,7 @@ class Seal:
     def child_paths(self, paths):
         """The folders a tool's child imports the tool's function from: in namespaces, the
         project's folder (the grader's, HERE) replaced by a copy of the tools alone in the
-        run's private folder (selfcheck.tools_for_child: the tools, the grader's language,
+        run's private folder (toolcopy.tools_for_child: the tools, the grader's language,
         the lab's starter), root's and readable by the run's user, never the project's
         folder with its solution and reference; another folder of paths (a caller's own)
         shown read-only where it is.  Outside namespaces, paths."""
@@ -427,7 +432,7 @@ class Seal:
         chosen = []
         for path in paths:
             if os.path.realpath(path) == os.path.realpath(HERE):
-                from .selfcheck import tools_for_child
+                from .toolcopy import tools_for_child
                 folder = os.path.join(self.dir, "tools")
                 if not os.path.isdir(folder):
                     tools_for_child(folder)

@@ -7,7 +7,7 @@
     DIR/gqa_grader/            the referee's files, less reference.py
     DIR/gqa_grader/answers.json  the reference's answers to the public cases
     DIR/gqa_grader/track.json  its track and language: the self-check's and the tools' defaults
-    DIR/gqa_tools/             the tools, less the commands a handout does not offer (TOOLS_LEFT_OUT):
+    DIR/gqa_tools/             the tools, less the commands a handout does not offer (toolcopy's TOOLS_LEFT_OUT):
                                python -m gqa tables and report, run in DIR on the student's gqa.py
     DIR/README.md              what a student does
 
@@ -27,6 +27,7 @@ from . import answers, checks, handout, i18n, robustness, tracks
 from .grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
 from .i18n import N_, _
 from .seal import HERE
+from .toolcopy import copy_tools
 
 # What a student reads first, in the language of the run that writes the handout.
 README = N_("""# The gqa lab
@@ -61,54 +62,6 @@ and one that needs a step outside your track says so.
 GIVEN = N_("""
 The steps outside your track that later steps may call are written for you
 (marked "Given"); the others stay stubs, and nothing grades them.""")
-
-
-# The tools' modules a handout leaves out: the commands it does not offer (bench,
-# config and uptrain run the tools' own gqa.py, which a handout does not hold).
-TOOLS_LEFT_OUT = ("bench.py", "sizer/command.py", "uptraining/command.py")
-
-
-def copy_tools(directory):
-    """Copy the tools (gqa_tools/, beside the grader) into directory/gqa_tools: every
-    module of the package and its sub-packages but TOOLS_LEFT_OUT; nothing else (no
-    gqa.py, no report, no training record: a handout holds no answer)."""
-    source = os.path.join(HERE, "gqa_tools")
-    for folder, dirs, files in os.walk(source):
-        dirs[:] = sorted(d for d in dirs if os.path.isfile(os.path.join(folder, d, "__init__.py")))
-        inside = os.path.relpath(folder, source)
-        for name in sorted(files):
-            where = os.path.normpath(os.path.join(inside, name)).replace(os.sep, "/")
-            if name.endswith(".py") and where not in TOOLS_LEFT_OUT:
-                os.makedirs(os.path.join(directory, "gqa_tools", inside), exist_ok=True)
-                shutil.copyfile(os.path.join(folder, name), os.path.join(directory, "gqa_tools", where))
-
-
-def tools_for_child(directory):
-    """What a tool's child imports in namespaces (Seal.child_paths), written into directory,
-    root's and readable by every user (folders 0755, files 0644): the tools (copy_tools),
-    the grader's language (gqa_grader's __init__.py, failures.py, i18n.py and the compiled
-    catalogs), and as gqa.py the starter made from the grader's gqa.py (the lab's names,
-    each step a stub: the tools use its GQAError and records, never a step).  No answer, no
-    reference, no solution: nothing a student's module running beside them may not read."""
-    from .handout import make_starter
-    copy_tools(directory)
-    package = os.path.join(directory, "gqa_grader")
-    here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("__init__.py", "failures.py", "i18n.py"):
-        os.makedirs(package, exist_ok=True)
-        shutil.copyfile(os.path.join(here, name), os.path.join(package, name))
-    for lang_code in i18n.LANGUAGES[1:]:
-        messages = os.path.join("locale", lang_code, "LC_MESSAGES")
-        os.makedirs(os.path.join(package, messages), exist_ok=True)
-        shutil.copyfile(os.path.join(here, messages, "gqa.mo"), os.path.join(package, messages, "gqa.mo"))
-    with open(os.path.join(HERE, "gqa.py"), encoding="utf-8") as f:
-        starter_text = make_starter(f.read())
-    with open(os.path.join(directory, "gqa.py"), "w", encoding="utf-8") as f:
-        f.write(starter_text)
-    for folder, dirs, files in os.walk(directory):
-        os.chmod(folder, 0o755)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o644)
 
 
 def record(module=DEFAULT_MODULE, only=None):

@@ -56,8 +56,7 @@ W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPR
 # rest that a module is likely to use (W_PRELOAD), since the library may not be
 # readable by the worker's user (an interpreter under root's home, say).
 W_OWN = ("inspect", "traceback", "linecache", "importlib.util")
-PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 24, 38
-KEYCTL_JOIN_SESSION_KEYRING = 1
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KEYCTL_JOIN_SESSION_KEYRING = 24, 38, 1
 # keyctl(2)'s system call (the C library has no wrapper), by machine.
 W_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "loongarch64": 219, "i686": 288, "i386": 288,
             "armv7l": 311, "armv8l": 311, "ppc64le": 271, "ppc64": 271, "s390x": 280}
@@ -461,46 +460,38 @@ def w_libc():
 
 
 def w_bounding_set():
-    """Before the drop, where the kernel has capabilities (Linux): every capability taken out
-    of the bounding set, so that no program this process runs can gain one."""
-    if not os.path.isfile("/proc/sys/kernel/cap_last_cap"):
-        return
-    with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
-        last = int(f.read())
-    ctypes, libc = w_libc()
-    for cap in range(last + 1):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"dropping capability {cap} from the bounding set: {os.strerror(err)}")
+    """Before the drop (Linux): every capability out of the bounding set, so that no
+    program this process runs can gain one."""
+    if os.path.isfile("/proc/sys/kernel/cap_last_cap"):
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
+            last = int(f.read())
+        ctypes, libc = w_libc()
+        if any(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 for cap in range(last + 1)):
+            raise OSError(ctypes.get_errno(), "dropping the bounding set")
 
 
 def w_no_capabilities():
-    """After the drop (Linux): no_new_privs set, and no capability left, permitted,
-    effective, bounding or ambient, as /proc/self/status says; OSError otherwise."""
-    if not os.path.isfile("/proc/self/status"):
-        return
-    ctypes, libc = w_libc()
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    with open("/proc/self/status", encoding="utf-8", errors="replace") as f:
-        caps = dict(line.split(":", 1) for line in f if line.startswith("Cap"))
-    left = [name for name in ("CapPrm", "CapEff", "CapBnd", "CapAmb") if int(caps.get(name, "0"), 16)]
-    if left:
-        raise OSError(0, f"capabilities left after the drop: {', '.join(left)}")
+    """After the drop (Linux): no_new_privs set, and no capability left (permitted,
+    effective, bounding, ambient), as /proc/self/status says; OSError otherwise."""
+    if os.path.isfile("/proc/self/status"):
+        ctypes, libc = w_libc()
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as f:
+            caps = dict(line.split(":", 1) for line in f if line.startswith("Cap"))
+        left = [name for name in ("CapPrm", "CapEff", "CapBnd", "CapAmb") if int(caps.get(name, "0"), 16)]
+        if left:
+            raise OSError(0, f"capabilities left after the drop: {', '.join(left)}")
 
 
 def w_own_keyring():
-    """After the drop (Linux): a new session keyring, the run's user's alone, in place of the
-    one the grader was started with, which every run would share (a key a module linked
-    into it could be read back by the next run's module)."""
-    number = W_KEYCTL.get(os.uname().machine)
-    if number is None or not os.path.isdir("/proc"):
-        return
-    ctypes, libc = w_libc()
-    if libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
-        err = ctypes.get_errno()
-        if err != 38:                              # ENOSYS: a kernel without keys, nothing shared
-            raise OSError(err, f"joining a keyring of its own: {os.strerror(err)}")
+    """After the drop (Linux): a session keyring of the run's user's, not the grader's, which
+    every run shares (a key a module linked into it would be read by the next run's)."""
+    number = W_KEYCTL.get(os.uname().machine) if os.path.isdir("/proc") else None
+    if number is not None:
+        ctypes, libc = w_libc()
+        if libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() != 38:
+            raise OSError(ctypes.get_errno(), "joining a keyring of its own")   # 38, ENOSYS: no keys here
 
 
 def w_fail(why):
