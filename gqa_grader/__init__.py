@@ -10,6 +10,7 @@ library and gqa_sandbox (never gqa.py, never the tools):
     failures   how a case or a run ends when it does not pass: kinds with data
     copies     submissions that share most of their code (winnowing), flagged, not scored
     cleanup    what a run's user left behind, removed; never raises
+    starter    the starter, built from gqa.py's text
     compare    comparing answers; text from the worker made safe to print
     inputs     the cases' inputs, drawn, shaped and flattened; the counter the reference
                counts with
@@ -18,6 +19,7 @@ library and gqa_sandbox (never gqa.py, never the tools):
     answers    where the checks' expected answers come from: the reference, or the
                answers a handout recorded
     mistakes   the classic mistakes by name: a failing answer recognised as one
+    toolcopy   the tools' files copied: a handout's, and what a tool's sealed child imports
     worker     the worker program, run as a script: the only importer of the module
     users      the worker's users: a user id per run, its processes killed, what it reaches
     seal       the seal: limits, a private folder, a user id per run, gqa_sandbox's
@@ -35,7 +37,6 @@ library and gqa_sandbox (never gqa.py, never the tools):
     grading    running the checks: each step's cases, public and hidden, in the worker
     printing   the text report: a line per step, progress, points, the command to repeat
     documents  the grader's JSON document, Gradescope's results.json, Classroom's result
-    starter    the starter, built from gqa.py's text
     prose      a starter's docstrings and comments in the student's language
     catalogs   the catalogs' .po read and compiled to .mo; the message ids in the code
     handout    the starter's file and Gradescope's autograder.zip
@@ -54,13 +55,14 @@ library and gqa_sandbox (never gqa.py, never the tools):
     __main__   python -m gqa_grader: the same as python grader.py
 
 The public door, for the tools: grade() (a StepResult per step, read by its fields),
-run_in_child(), and their errors; handout_track(), the track of the handout the grader
+run_in_child(), tool_seal() (what a tool as root says of the seal, or its refusal), and
+their errors; handout_track(), the track of the handout the grader
 was written into (None in the project), for the tools a handout carries.
 """
 
 from .failures import Failure, Refused
 
-__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "handout_track", "run_in_child"]
+__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "handout_track", "run_in_child", "tool_seal"]
 
 
 def __getattr__(name):
@@ -72,6 +74,9 @@ def __getattr__(name):
     if name in ("run_in_child", "DEFAULT_TIMEOUT"):
         from . import process
         return getattr(process, name)
+    if name == "tool_seal":
+        from .seal import tool_seal
+        return tool_seal
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -9,7 +9,10 @@ run's, and goes (its processes are killed first, by users.kill_user):
   and skips the folders the id cannot enter;
 - its System V shared memory segments, message queues and semaphore sets
   (/proc/sysvipc); POSIX message queues are refused by the worker's limits
-  (RLIMIT_MSGQUEUE 0), and removed from /dev/mqueue where it is mounted.
+  (RLIMIT_MSGQUEUE 0), and removed from /dev/mqueue where it is mounted;
+- its keys in the kernel's key store (remove_keys): every key and keyring of the id's,
+  invalidated (in namespaces they live in the run's user namespace and go with it;
+  outside, its keyrings would outlive the run).
 
 Nothing here raises, recurses or follows a symbolic link, and each walk has a deadline:
 what could not be done comes back as a note, with what was removed.
@@ -415,6 +418,70 @@ def remove_sysv(uid):
         else:
             notes.append(f"could not remove {what} {ident}: {os.strerror(ctypes.get_errno())}")
     return count, notes
+
+
+# keyctl(2)'s system call (the C library has no wrapper), by machine; its operations.
+KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "loongarch64": 219, "i686": 288, "i386": 288,
+          "armv7l": 311, "armv8l": 311, "ppc64le": 271, "ppc64": 271, "s390x": 280}
+KEYCTL_SETPERM, KEYCTL_INVALIDATE = 5, 21
+KEY_ALL_OWNERS = 0x3f3f0000          # the possessor's and the owner's every permission
+
+
+def keys_of(uid, text):
+    """The serials of the keys uid owns, in text (/proc/keys: the keys the reader may view)."""
+    found = []
+    for line in text.splitlines():
+        fields = line.split()
+        try:
+            if len(fields) > 6 and int(fields[5]) == uid:
+                found.append(int(fields[0], 16))
+        except ValueError:
+            continue
+    return found
+
+
+def _read_keys():
+    try:
+        with open("/proc/keys", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def remove_keys(uid):
+    """Invalidate every key and keyring uid owns in the kernel's key store (Linux, as root):
+    read and changed with this thread's file-system ids set to uid's (setfsuid: the key
+    store judges a key's owner by them, and they are this thread's alone), so each key of
+    the id's is reached with its owner's permissions; one its owner may not change (a
+    module can take its own permissions away) is given them back first, where it can be.
+    Returns (count invalidated, notes of those that were left)."""
+    number = KEYCTL.get(os.uname().machine)
+    if number is None or not os.path.exists("/proc/keys") or os.geteuid() != 0:
+        return 0, []
+    seen_by_root = keys_of(uid, _read_keys())
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    count, left = 0, []
+    libc.setfsgid(uid)
+    libc.setfsuid(uid)
+    try:
+        if libc.setfsuid(-1) != uid:                 # it did not take: nothing is done as uid
+            return 0, [f"the keys of uid {uid} could not be reached (setfsuid)"]
+        serials = list(dict.fromkeys(keys_of(uid, _read_keys()) + seen_by_root))
+        for serial in serials:
+            if libc.syscall(number, KEYCTL_INVALIDATE, serial) == 0:
+                count += 1
+                continue
+            libc.syscall(number, KEYCTL_SETPERM, serial, KEY_ALL_OWNERS)
+            if libc.syscall(number, KEYCTL_INVALIDATE, serial) == 0:
+                count += 1
+            else:
+                left.append(serial)
+    finally:
+        libc.setfsuid(0)
+        libc.setfsgid(0)
+    gone = set(keys_of(uid, _read_keys()))
+    return count, [f"a key of the run's user could not be removed: {serial:08x}" for serial in left if serial in gone]
 
 
 def clean(uid, search=None):

@@ -220,17 +220,18 @@ def not_graded(st, why, ids=(), end=0):
 
 
 def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None,
-          fail_fast=False, budget=DEFAULT_BUDGET, seal=None, label=None):
+          fail_fast=False, budget=DEFAULT_BUDGET, seal=None, label=None, for_tool=False):
     """Grade the module at path; return the list of step results.
 
     With fail_fast, each step stops at its first failing case.  The run ends
     after budget seconds: the steps not reached say so.  seal: how the
-    worker is shut in (default: limits and a session of its own, on POSIX).
+    worker is shut in (default: limits and a session of its own, on POSIX; for_tool: a
+    tool's run of a student's module, sealed as Seal's for_tool says).
 
     Raises Refused when the module cannot be imported (or imports the grader).
     """
     own = seal is None
-    seal = seal or Seal(budget=budget)
+    seal = seal or Seal(budget=budget, for_tool=for_tool)
     worker = Worker(path, timeout, seal, label=label)
     try:
         return _graded(worker, worker.start, seed, cases, only, case, fail_fast, budget)

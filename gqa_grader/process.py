@@ -539,7 +539,9 @@ def run_in_child(path, target, args=(), *, paths=(), label=None, what="running t
     from paths, so the grader knows no tool; the name is the caller's alone (it goes in
     the worker's config, read before the module is imported).
 
-    The worker has the grader's limits, its own session (killed at the end), a
+    The worker is sealed as a grade is where namespaces can be made (Seal's for_tool: a
+    root of its own, no network, the tools' copy in place of paths; as root refused where
+    they cannot be), and has the grader's limits, its own session (killed at the end), a
     private folder holding a copy of the module (read by read_module: no symbolic
     link, at most 1 MiB), as root a user id of the run's own (Seal), a deadline per
     item and one for the whole run; the items' strings come back cleaned (clean_data); what names the work in
@@ -551,9 +553,13 @@ def run_in_child(path, target, args=(), *, paths=(), label=None, what="running t
     module, colon, function = target.partition(":")
     if not (colon and function.isidentifier() and all(p.isidentifier() for p in module.split("."))):
         raise ValueError(f"run_in_child: target is named package.module:function, not {target!r}")
-    seal = Seal(budget=budget, private=True)
-    worker = Worker(path, item_timeout, seal, time.monotonic() + budget,
-                    label=label, run={"target": target, "args": list(args)}, paths=list(paths))
+    seal = Seal(budget=budget, private=True, for_tool=True)
+    try:
+        worker = Worker(path, item_timeout, seal, time.monotonic() + budget,
+                        label=label, run={"target": target, "args": list(args)}, paths=seal.child_paths(paths))
+    except BaseException:
+        seal.close()
+        raise
     worker.what = what
     try:
         yield from worker.items()

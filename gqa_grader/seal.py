@@ -20,7 +20,7 @@ import re
 import sys
 import time
 
-from .cleanup import FolderSearch, clean, remove_tree
+from .cleanup import FolderSearch, clean, remove_keys, remove_tree
 from .failures import Refused
 from .users import fresh_ids, kill_user, reachable, writable_by_others
 from .i18n import _
@@ -154,6 +154,27 @@ def check_grader_files():
     _TRUSTED.append(HERE)
 
 
+def tool_refusal(why):
+    return _("a tool run as root runs a student's module only in namespaces of its own, as a grade "
+             "runs it, and they cannot be made here ({why}); nothing was run; run the tool as another "
+             "user, or grade the module with: python grader.py --sealed").format(why=why)
+
+
+def tool_seal():
+    """What a tool run as root says before it runs a student's module: that the run is
+    sealed as a grade is (Refused with the reason where namespaces cannot be made here);
+    None when the tool is not root (the module runs as the tool's own user)."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return None
+    package = sandbox_package()
+    ok, why = package.available() if package else (False, _("gqa_sandbox is not beside the grader"))
+    if not ok:
+        raise Refused(tool_refusal(why))
+    return _("the module runs sealed, as a grade runs it: in namespaces of its own ({tool}), as a user of "
+             "its own with no capability, with no network, and with none of the project's files in "
+             "reach").format(tool=why)
+
+
 class Seal:
     """How a worker is shut in.  Every worker on POSIX gets LIMITS and its own session;
     a sealed run adds a private folder holding only a copy of the module, an
@@ -163,13 +184,20 @@ class Seal:
     alone: a student's module run as root (the self-check, a command repeated from its
     feedback): in namespaces where they can be made, as a sealed run's, so that its copy is
     all of its folder in its reach (never a classmate's file beside it).
+    for_tool: a tool's run of a student's module (report, tables, uptrain: run_in_child and
+    the steps they grade), sealed as a grade is where namespaces can be made: a root of
+    its own, no network, as root a user of its own, the environment's PATH alone, and of
+    the project only a copy of the tools (child_paths); as root, refused where they
+    cannot be made (tool_seal).
 
     Raises Refused when a sealed run cannot be made safe here.
     """
 
     def __init__(self, sealed=False, user=None, out=None, budget=DEFAULT_BUDGET, private=False,
-                 out_name=None, alone=False):
+                 out_name=None, alone=False, for_tool=False):
         self.sealed, self.drop, self.partly, self.dir = sealed, None, None, None
+        self.for_tool = for_tool
+        self.shown = []                    # folders a tool's child imports from, shown read-only
         self.jail = None                   # the folder unshare builds a sealed run's root on
         self.tool = None                   # what made them: "unshare"
         self.notes = []                    # what the cleanup removed, or could not
@@ -181,15 +209,7 @@ class Seal:
             check_grader_files()
         root = os.name == "posix" and os.geteuid() == 0 and DROP_ROOT
         if not sealed:
-            if root and alone:                    # a student's module: its file alone in reach
-                self._enter_namespaces()
-                self.partly = None                # the self-check says nothing of it
-            if root:                              # the module never runs as root
-                self.drop, self.fresh = fresh_ids(), True
-                self.search = FolderSearch(self.drop[0]) if self.tool is None else None
-            if private or root:
-                self._make_dir()
-            return
+            return self._not_sealed(root, alone, private)
         if os.name != "posix":
             raise Refused(_("a sealed run needs a POSIX system (Linux, macOS): its limits, "
                             "sessions and users do not exist here"))
@@ -223,6 +243,24 @@ class Seal:
             if self.tool is None:                  # in namespaces none of it is in sight
                 self._check_reach(name, gids, out, out_name)
         self._make_dir()
+
+    def _not_sealed(self, root, alone, private):
+        """A run that is not the teacher's sealed run: a tool's (for_tool), sealed as a grade
+        is, or refused as root where namespaces cannot be made; a student's module as root
+        (alone), its file alone in reach; as root, never as root."""
+        if self.for_tool:
+            self._enter_namespaces()
+            if self.tool is None and os.name == "posix" and os.geteuid() == 0:
+                raise Refused(tool_refusal(self.why))
+            self.partly = None
+        elif root and alone:
+            self._enter_namespaces()
+            self.partly = None                # the self-check says nothing of it
+        if root:
+            self.drop, self.fresh = fresh_ids(), True
+            self.search = FolderSearch(self.drop[0]) if self.tool is None else None
+        if private or root:
+            self._make_dir()
 
     def _check_library(self, name="gqa"):
         """Refused when the module's name can be imported from something in the worker's
@@ -328,7 +366,8 @@ class Seal:
         if self.tool is None:
             return argv, b""
         package = sandbox_package()
-        spec = package.spec(self.jail, rw=[self.dir], cwd=self.cwd(), files={WORKER_INSIDE: argv[-1]})
+        spec = package.spec(self.jail, ro=self.shown, rw=[self.dir], cwd=self.cwd(),
+                            files={WORKER_INSIDE: argv[-1]}, user=self.drop)
         return package.command(spec, [os.path.realpath(argv[0])] + argv[1:-1] + [WORKER_INSIDE], self.tool)
 
     def _make_dir(self):
@@ -379,7 +418,29 @@ class Seal:
         return None if self.copy_only else self.dir
 
     def env(self):
-        return {"PATH": os.defpath} if self.sealed else None
+        return {"PATH": os.defpath} if self.sealed or self.for_tool else None
+
+    def child_paths(self, paths):
+        """The folders a tool's child imports the tool's function from: in namespaces, the
+        project's folder (the grader's, HERE) replaced by a copy of the tools alone in the
+        run's private folder (toolcopy.tools_for_child: the tools, the grader's language,
+        the lab's starter), root's and readable by the run's user, never the project's
+        folder with its solution and reference; another folder of paths (a caller's own)
+        shown read-only where it is.  Outside namespaces, paths."""
+        if not self.for_tool or self.tool is None:
+            return list(paths)
+        chosen = []
+        for path in paths:
+            if os.path.realpath(path) == os.path.realpath(HERE):
+                from .toolcopy import tools_for_child
+                folder = os.path.join(self.dir, "tools")
+                if not os.path.isdir(folder):
+                    tools_for_child(folder)
+                chosen.append(folder)
+            else:
+                self.shown.append(os.path.realpath(path))
+                chosen.append(os.path.realpath(path))
+        return chosen
 
     def kill_all(self):
         """With a uid of the run's own: kill every process of it (a daemon the module left)."""
@@ -388,10 +449,17 @@ class Seal:
 
     def remove_files(self):
         """With a uid of the run's own: remove every file and IPC object it left
-        (cleanup.clean; its processes are gone by then).  Never raises.  In namespaces
-        there is nothing to search: what it wrote outside its folder went with them."""
+        (cleanup.clean; its processes are gone by then), and its keys in the kernel's key
+        store (cleanup.remove_keys).  Never raises.  In namespaces there are no files to
+        search for: what it wrote outside its folder went with them."""
         if self.fresh and self.tool is None:
             self.notes += clean(self.drop[0], self.search)
+        if self.fresh:
+            try:
+                removed, left = remove_keys(self.drop[0])
+            except (OSError, ValueError, AttributeError) as err:
+                removed, left = 0, [f"the keys' cleanup stopped: {type(err).__name__}: {err}"]
+            self.notes += left
 
     def close(self):
         """Kill what is left of the run and remove its files and folder.  Never raises:

@@ -7,7 +7,7 @@
     DIR/gqa_grader/            the referee's files, less reference.py
     DIR/gqa_grader/answers.json  the reference's answers to the public cases
     DIR/gqa_grader/track.json  its track and language: the self-check's and the tools' defaults
-    DIR/gqa_tools/             the tools, less the commands a handout does not offer (TOOLS_LEFT_OUT):
+    DIR/gqa_tools/             the tools, less the commands a handout does not offer (toolcopy's TOOLS_LEFT_OUT):
                                python -m gqa tables and report, run in DIR on the student's gqa.py
     DIR/README.md              what a student does
 
@@ -27,6 +27,7 @@ from . import answers, checks, handout, i18n, robustness, tracks
 from .grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
 from .i18n import N_, _
 from .seal import HERE
+from .toolcopy import copy_tools
 
 # What a student reads first, in the language of the run that writes the handout.
 README = N_("""# The gqa lab
@@ -61,26 +62,6 @@ and one that needs a step outside your track says so.
 GIVEN = N_("""
 The steps outside your track that later steps may call are written for you
 (marked "Given"); the others stay stubs, and nothing grades them.""")
-
-
-# The tools' modules a handout leaves out: the commands it does not offer (bench,
-# config and uptrain run the tools' own gqa.py, which a handout does not hold).
-TOOLS_LEFT_OUT = ("bench.py", "sizer/command.py", "uptraining/command.py")
-
-
-def copy_tools(directory):
-    """Copy the tools (gqa_tools/, beside the grader) into directory/gqa_tools: every
-    module of the package and its sub-packages but TOOLS_LEFT_OUT; nothing else (no
-    gqa.py, no report, no training record: a handout holds no answer)."""
-    source = os.path.join(HERE, "gqa_tools")
-    for folder, dirs, files in os.walk(source):
-        dirs[:] = sorted(d for d in dirs if os.path.isfile(os.path.join(folder, d, "__init__.py")))
-        inside = os.path.relpath(folder, source)
-        for name in sorted(files):
-            where = os.path.normpath(os.path.join(inside, name)).replace(os.sep, "/")
-            if name.endswith(".py") and where not in TOOLS_LEFT_OUT:
-                os.makedirs(os.path.join(directory, "gqa_tools", inside), exist_ok=True)
-                shutil.copyfile(os.path.join(folder, name), os.path.join(directory, "gqa_tools", where))
 
 
 def record(module=DEFAULT_MODULE, only=None):

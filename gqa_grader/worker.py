@@ -13,9 +13,11 @@ and 2 at the null device, so the module's prints and reads touch neither.  The
 module's values are encoded as plain data with their types, never pickled.
 
 As root (the config's "drop"), the worker imports the standard library it needs,
-then becomes the run's own user, and only then puts the module's folders on
-sys.path (and the standard library's, opened before, through /proc/self/fd) and
-imports the module.  A run (the config's "run", a tool's child through
+gives up every capability (its bounding set first), becomes the run's own user with no
+capability left and no way to gain one (no_new_privs), joins a keyring of its own (not
+the one it was started with, which other runs share), and only then puts the module's
+folders on sys.path (and the standard library's, opened before, through /proc/self/fd)
+and imports the module.  A run (the config's "run", a tool's child through
 gqa_grader.run_in_child) calls the function its caller named,
 "package.module:function", with the module, in this process: the worker knows
 no tool, and the name comes from the config, read before the module is imported.
@@ -54,6 +56,10 @@ W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPR
 # rest that a module is likely to use (W_PRELOAD), since the library may not be
 # readable by the worker's user (an interpreter under root's home, say).
 W_OWN = ("inspect", "traceback", "linecache", "importlib.util")
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KEYCTL_JOIN_SESSION_KEYRING = 24, 38, 1
+# keyctl(2)'s system call (the C library has no wrapper), by machine.
+W_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "loongarch64": 219, "i686": 288, "i386": 288,
+            "armv7l": 311, "armv8l": 311, "ppc64le": 271, "ppc64": 271, "s390x": 280}
 W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "random", "itertools", "functools",
              "operator", "contextlib", "typing", "collections", "dataclasses", "statistics",
              "copy", "abc", "enum", "re", "fractions", "numbers", "string", "bisect", "heapq",
@@ -435,14 +441,57 @@ def w_drop(config):
             pass
     uid, gid = config["drop"]
     try:
+        w_bounding_set()
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
+        w_no_capabilities()
+        w_own_keyring()
     except OSError as err:
-        return f"the worker could not become uid {uid}: {err}"
+        return f"the worker could not become uid {uid} with no capability: {err}"
     if not w_use_path(opened):
         sys.path[:0] = paths
     return None
+
+
+def w_libc():
+    import ctypes
+    return ctypes, ctypes.CDLL(None, use_errno=True)
+
+
+def w_bounding_set():
+    """Before the drop (Linux): every capability out of the bounding set, so that no
+    program this process runs can gain one."""
+    if os.path.isfile("/proc/sys/kernel/cap_last_cap"):
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
+            last = int(f.read())
+        ctypes, libc = w_libc()
+        if any(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 for cap in range(last + 1)):
+            raise OSError(ctypes.get_errno(), "dropping the bounding set")
+
+
+def w_no_capabilities():
+    """After the drop (Linux): no_new_privs set, and no capability left (permitted,
+    effective, bounding, ambient), as /proc/self/status says; OSError otherwise."""
+    if os.path.isfile("/proc/self/status"):
+        ctypes, libc = w_libc()
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        with open("/proc/self/status", encoding="utf-8", errors="replace") as f:
+            caps = dict(line.split(":", 1) for line in f if line.startswith("Cap"))
+        left = [name for name in ("CapPrm", "CapEff", "CapBnd", "CapAmb") if int(caps.get(name, "0"), 16)]
+        if left:
+            raise OSError(0, f"capabilities left after the drop: {', '.join(left)}")
+
+
+def w_own_keyring():
+    """After the drop (Linux): a session keyring of the run's user's, not the grader's, which
+    every run shares (a key a module linked into it would be read by the next run's)."""
+    number = W_KEYCTL.get(os.uname().machine) if os.path.isdir("/proc") else None
+    if number is not None:
+        ctypes, libc = w_libc()
+        if libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() != 38:
+            raise OSError(ctypes.get_errno(), "joining a keyring of its own")   # 38, ENOSYS: no keys here
 
 
 def w_fail(why):

@@ -8,7 +8,14 @@ a root of its own built from spec by a well-kept tool, never by mount code of ou
               any user where the kernel allows unprivileged user namespaces (then in a
               new user namespace too, with no capability left)
     unshare   util-linux's unshare, as root, where bubblewrap is not installed: enter.py
-              builds the root with util-linux's mount, from an fstab it writes
+              builds the root with util-linux's mount, from an fstab it writes, and
+              enters it with pivot_root
+
+As root, each run has a user namespace of its own too, made by enter.py (user_namespace):
+root and the run's user (the spec's "user") mapped, each to itself, and no user namespace
+can be made inside it.  The keys a run's users store (the kernel's key store keeps a
+user's keyrings per user namespace) go with it.  (bubblewrap's own --unshare-user, as
+root, maps root alone: its program could not become the run's user.)
 
 A spec names what the root holds:
 
@@ -24,12 +31,14 @@ A spec names what the root holds:
     tmpfs   {path: bytes}: private, size-capped file systems (/tmp, /dev/shm, ...)
     devices device files shown (/dev/null, /dev/zero, /dev/urandom)
     cwd     where the program starts
+    user    [uid, gid]: the user the program becomes, mapped in the run's user namespace
+            beside root (as root; None: root alone)
 
 Inside, the program is PID 1 (its parent out of sight), sees its own processes only in
 /proc, has no network (its own loopback, down), and sees no other file of the machine;
 all it wrote outside rw goes with the namespaces when it ends: nothing to clean.  As
-root it starts as root (no user namespace) and must drop to another user before it
-runs anything untrusted (the grader's worker does).
+root it starts as root of its user namespace and must drop to the run's user, and every
+capability, before it runs anything untrusted (the grader's worker does).
 
 When the root cannot be built, the tool says why on the program's stderr before the
 program starts (bwrap: "bwrap: ..."; enter.py: one JSON line, {"sandbox_error": ...})
@@ -89,13 +98,16 @@ def _probe(tool):
     if path is None:
         return False, {"bwrap": "bubblewrap is not installed",
                        "unshare": "util-linux's unshare is not installed"}[tool]
+    enter = [os.path.realpath(sys.executable), "-I", "-S", ENTER]
     if tool == "bwrap":                  # namespaces, and a tmpfs capped in size (bubblewrap 0.8+)
         probe = [path] + BWRAP + ([] if root else BWRAP_USER) + [
             "--ro-bind", "/", "/", "--perms", "1777", "--size", str(1 << 20), "--tmpfs", "/tmp", "true"]
+        if root:                         # in a user namespace of its own (enter.py's)
+            probe = enter + ["--user-only"] + probe
     else:
-        probe = [path] + UNSHARE + ["true"]
+        probe = [path] + UNSHARE + ["--mount-proc"] + enter + ["--probe"]     # its /proc: its PIDs
     try:
-        done = subprocess.run(probe, capture_output=True, timeout=10)
+        done = subprocess.run(probe, capture_output=True, timeout=10, input=b'{"user": null}\n')
     except (OSError, subprocess.TimeoutExpired) as err:
         return False, f"{tool} did not run ({err})"
     if done.returncode != 0:
@@ -144,18 +156,20 @@ def _below(path, folders):
     return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
 
 
-def spec(root, ro=(), rw=(), cwd=None, tmpfs=None, files=None):
+def spec(root, ro=(), rw=(), cwd=None, tmpfs=None, files=None, user=None):
     """A spec for command(): ro and rw as given, the system's libraries and a Python's
     own installation (sys.base_prefix and where its executable is) read-only, every
     folder of installed packages below them hidden (empty: the standard library alone), files
     ({path inside: path here}) shown read-only where they are named, not where they are
     (a program's script, its path telling nothing of the machine), the private file
-    systems of TMPFS (or tmpfs) and the DEVICES."""
+    systems of TMPFS (or tmpfs) and the DEVICES; user, [uid, gid] the program becomes
+    (mapped in the run's user namespace, as root)."""
     python = [os.path.realpath(sys.base_prefix), os.path.dirname(os.path.realpath(sys.executable))]
     shown = list(dict.fromkeys(SYSTEM + python + list(ro)))
     hidden = [f for f in site_folders() if _below(f, [os.path.realpath(p) for p in shown])]
     return {"root": root, "ro": shown, "rw": list(rw), "files": dict(files or {}), "hidden": hidden,
-            "tmpfs": dict(TMPFS if tmpfs is None else tmpfs), "devices": DEVICES, "cwd": cwd}
+            "tmpfs": dict(TMPFS if tmpfs is None else tmpfs), "devices": DEVICES, "cwd": cwd,
+            "user": list(user) if user else None}
 
 
 def command(run_spec, argv, tool=None):
@@ -164,7 +178,8 @@ def command(run_spec, argv, tool=None):
     (by default the first that available() finds).  Nothing of the spec is on the
     command line, where every process of the machine could read it: bubblewrap's
     options name what the root shows, never the run; enter.py reads its spec from
-    stdin's first line."""
+    stdin's first line (as root, bubblewrap's too: the run's user, for the user namespace
+    enter.py makes first)."""
     import json
     if tool is None:
         ok, tool = available()
@@ -172,9 +187,14 @@ def command(run_spec, argv, tool=None):
             raise OSError(tool)
     elif not available((tool,))[0]:
         raise OSError(available((tool,))[1])
+    enter = [os.path.realpath(sys.executable), "-I", "-S", ENTER]
     if tool == "bwrap":
-        return [_PATHS["bwrap"]] + bwrap_options(run_spec) + ["--"] + list(argv), b""
-    return ([_PATHS["unshare"]] + UNSHARE + [os.path.realpath(sys.executable), "-I", "-S", ENTER] + list(argv),
+        argv = [_PATHS["bwrap"]] + bwrap_options(run_spec) + ["--"] + list(argv)
+        if os.geteuid() != 0:
+            return argv, b""
+        user = {"user": run_spec.get("user")}
+        return enter + ["--user-only"] + argv, (json.dumps(user) + "\n").encode("utf-8")
+    return ([_PATHS["unshare"]] + UNSHARE + enter + list(argv),
             (json.dumps(run_spec) + "\n").encode("utf-8", "surrogateescape"))
 
 

@@ -1,21 +1,33 @@
 """Build a root of its own and run a program in it: the script that gqa_sandbox.command()
 starts under util-linux's unshare (new mount, PID, IPC, network and UTS namespaces), as root.
 
-    python -I -S enter.py PROGRAM [ARG ...]       (SPEC, one line, first on stdin)
+    python -I -S enter.py PROGRAM [ARG ...]             (SPEC, one line, first on stdin)
+    python -I -S enter.py --user-only PROGRAM [ARG ...] (bubblewrap as root: SPEC's "user" alone)
+    python -I -S enter.py --probe                       (the user namespace made, then exit 0)
 
 SPEC, on stdin's first line (never on a command line, which any process may read), is JSON: {"root": an empty folder to build the root on, "ro": [paths shown read-only],
 "rw": [paths shown writable], "hidden": [folders below ro shown empty], "files": {path inside: file here, shown read-only},
-"tmpfs": {path: bytes}, "devices": [device files], "cwd": where the program starts}.  This script, PID 1 of the new PID namespace, mounts
+"tmpfs": {path: bytes}, "devices": [device files], "cwd": where the program starts,
+"user": [uid, gid] of the run's user, or null}.  This script, PID 1 of the new PID namespace, mounts
 nothing itself: util-linux's mount makes every mount of the namespace private (nothing
 propagates out), mounts a small tmpfs on root, and then, from an fstab this script
 writes (fstab(5): each path escaped as mount reads it), shows each path of ro and rw at
 the same place (a bind mount, not recursive: no mount below it comes along; read-only,
 no set-user-id, no device files), each of files where it is named, mounts each tmpfs of its size and at most 4,096
 files, the devices named and a /proc that shows this namespace's processes only, and
-makes the root read-only.  Then it changes root into it and runs PROGRAM, which drops
-root itself before it runs anything untrusted.  The network namespace has only its
-own loopback, down: no network.  When the namespace's last process ends, every mount
-and every file written into a tmpfs goes with it.
+makes the root read-only.  Then it enters the root with pivot_root(2) and detaches the
+old one (no chroot: nothing of the machine's file system stays mounted below it), and
+enters a user namespace of the run's own (user_namespace): root and the run's user
+mapped, each to itself, no other id, and no user namespace can be made inside it.  Then
+it runs PROGRAM, which drops root itself, with every capability (the bounding set too),
+before it runs anything untrusted.  The network namespace has only its own loopback,
+down: no network.  When the namespace's last process ends, every mount, every file
+written into a tmpfs, and the user namespace with the keys its users stored (their
+keyrings are the namespace's) go with it.
+
+With --user-only (bubblewrap as root, whose own user namespace would map root alone, so
+that its program could not become the run's user): the user namespace alone, then
+PROGRAM (bubblewrap), which makes the other namespaces inside it.
 
 When the root cannot be built: one JSON line on stderr, {"sandbox_error": why}, and
 exit status 125; PROGRAM never ran.  Standard library only; it imports nothing of the
@@ -29,6 +41,11 @@ import subprocess
 import sys
 
 FILES_CAP = 4096                     # files in each tmpfs: its size caps bytes, this caps inodes
+CLONE_NEWUSER = 0x10000000
+MNT_DETACH = 2
+# pivot_root(2) has no wrapper in the C library: its system call's number, by machine.
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "loongarch64": 41, "i686": 217, "i386": 217,
+              "armv7l": 218, "armv8l": 218, "ppc64le": 203, "ppc64": 203, "s390x": 217}
 
 
 def mount(*args, fstab=None):
@@ -108,8 +125,74 @@ def build(spec):
     mount("-t", "tmpfs", "-o", "size=1m,mode=0755,nosuid,nodev", "tmpfs", root)
     mount("--all", fstab=tmpfs(spec))
     mount("--all", fstab=shown(spec))
-    os.chroot(root)
+    enter_root(root)
     os.chdir(spec.get("cwd") or "/")
+
+
+def _libc():
+    import ctypes
+    return ctypes, ctypes.CDLL(None, use_errno=True)
+
+
+def _failed(ctypes, what):
+    err = ctypes.get_errno()
+    return OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def enter_root(root):
+    """The root built at root becomes this process's and its mount namespace's root
+    (pivot_root(2), the old root put on top of it and detached): no path leads out."""
+    ctypes, libc = _libc()
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(f"pivot_root's system call is not known on {os.uname().machine}")
+    os.chdir(root)
+    if libc.syscall(number, b".", b".") != 0:
+        raise _failed(ctypes, "pivot_root")
+    if libc.umount2(b".", MNT_DETACH) != 0:
+        raise _failed(ctypes, "detaching the old root")
+    os.chdir("/")
+
+
+def user_namespace(user):
+    """Enter a new user namespace in which root and user ([uid, gid] or None) are mapped,
+    each to itself, and no other id; none can be made inside it (its limit of user
+    namespaces is 0).  The keys its users store live in its keyrings and go with it.
+    A child process makes it (unshare(2)) and waits while this process, root in the
+    namespace above, writes its maps; then this process joins it (setns(2))."""
+    ctypes, libc = _libc()
+    ready, go = os.pipe(), os.pipe()
+    child = os.fork()
+    if child == 0:                                   # the namespace's maker: nothing else
+        os.close(ready[0])
+        os.close(go[1])
+        made = libc.unshare(CLONE_NEWUSER) == 0
+        os.write(ready[1], b"1" if made else str(ctypes.get_errno()).encode())
+        os.read(go[0], 1)
+        os._exit(0)
+    os.close(ready[1])
+    os.close(go[0])
+    try:
+        said = os.read(ready[0], 16)
+        if said != b"1":
+            number = int(said) if said.isdigit() else 0
+            raise OSError(number, f"unshare(CLONE_NEWUSER): {os.strerror(number)}")
+        for kind, index in (("uid", 0), ("gid", 1)):
+            ids = [0] + ([int(user[index])] if user and int(user[index]) != 0 else [])
+            with open(f"/proc/{child}/{kind}_map", "w") as f:
+                f.write("".join(f"{i} {i} 1\n" for i in ids))
+        fd = os.open(f"/proc/{child}/ns/user", os.O_RDONLY)
+    finally:
+        os.close(go[1])
+        os.close(ready[0])
+        os.waitpid(child, 0)
+    try:
+        if libc.setns(fd, CLONE_NEWUSER) != 0:
+            raise _failed(ctypes, "setns(CLONE_NEWUSER)")
+    finally:
+        os.close(fd)
+    with open("/proc/sys/user/max_user_namespaces", "w") as f:     # this namespace's own limit
+        f.write("0\n")
 
 
 def first_line():
@@ -124,10 +207,19 @@ def first_line():
 
 
 def main(argv):
-    """Build the root, then run the program; when the root cannot be built, one JSON line
-    on stderr, {"sandbox_error": why}, and exit 125."""
+    """Build the root (or, --user-only, make the user namespace alone), then run the
+    program; when the root cannot be built, one JSON line on stderr, {"sandbox_error":
+    why}, and exit 125.  --probe: the user namespace made, then exit 0."""
     try:
-        build(json.loads(first_line()))
+        if argv[1:] == ["--probe"]:
+            user_namespace(None)
+            return 0
+        spec = json.loads(first_line())
+        if argv[1] == "--user-only":
+            argv = argv[1:]
+        else:
+            build(spec)
+        user_namespace(spec.get("user"))
         os.execv(argv[1], argv[1:])
     except Exception as err:                            # never the program's: it has not run
         sys.stderr.write(json.dumps({"sandbox_error": f"{type(err).__name__}: {err}"}) + "\n")

@@ -8,7 +8,7 @@ never in their own process.  Here: plain and Markdown tables, bars, number
 formats, the integer options of `report` and `bench`, a projection kept
 outside the tally, a progress line on stderr, the
 lab's steps by number and which of them the grader passes for a student's
-module, and the handout the tools were copied into, if any (handout(): there
+module, what a tool as root says of its seal (sealed), and the handout the tools were copied into, if any (handout(): there
 the gqa.py beside gqa_tools/, LAB, is the student's, and the commands run it
 in the worker too).
 """
@@ -220,11 +220,24 @@ def failed_steps(path: str, names: Sequence[str], timeout: Optional[float] = Non
     not implemented where it is needed); [] when the module cannot be graded."""
     import gqa_grader as grader
     try:
-        results = grader.grade(path, 0, cases=0, only=list(names), fail_fast=True, label=path,
+        results = grader.grade(path, 0, cases=0, only=list(names), fail_fast=True, label=path, for_tool=True,
                                timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
     except grader.Refused:
         return []
     return [_("step {step}, {name}").format(step=r.step, name=r.name) for r in results if r.status == "failed"]
+
+
+def sealed(command: str, path: str) -> None:
+    """Before a tool runs the student's module at path: as root, one line on stderr saying
+    that the module runs sealed, as a grade runs it (gqa_grader.tool_seal), or GQAError
+    saying why it cannot (namespaces cannot be made here); nothing when not root."""
+    import gqa_grader as grader
+    try:
+        said = grader.tool_seal()
+    except grader.Refused as err:
+        raise gqa.GQAError(f"--module {path}: {err}") from None
+    if said:
+        print(f"gqa {command}: {said}", file=sys.stderr)
 
 
 def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = None) -> List[str]:
@@ -238,7 +251,7 @@ def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = No
     """
     import gqa_grader as grader
     try:
-        results = grader.grade(path, 0, cases=2, only=list(names), fail_fast=True, label=path,
+        results = grader.grade(path, 0, cases=2, only=list(names), fail_fast=True, label=path, for_tool=True,
                                timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
     except grader.Refused as err:
         return [str(err)]

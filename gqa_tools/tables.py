@@ -25,7 +25,7 @@ from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools.sizer import ModelShape
 from gqa_tools.common import (LAB, PROJECT, block_bars, block_markdown, block_rows, cache_markdown, chosen_lang,
-                              handout, module_missing, multiplies_markdown, speaking)
+                              handout, module_missing, multiplies_markdown, sealed, speaking)
 
 DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
 
@@ -115,6 +115,7 @@ def texts_from_child(path: str, s: dict, model_g: Optional[int], causal: bool) -
     import gqa_grader as grader
     if not os.path.isfile(path):
         raise gqa.GQAError(module_missing(path))
+    sealed("tables", path)
     try:
         for item in grader.run_in_child(path, "gqa_tools.tables:child_texts",
                                         [s, model_g, causal, i18n.language()],

@@ -21,7 +21,7 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import PROJECT, STEPS, Handout, failed_steps, failing_steps, module_missing
+from gqa_tools.common import PROJECT, STEPS, Handout, failed_steps, failing_steps, module_missing, sealed
 from gqa_tools.report import measuring
 from gqa_tools.report.lab import Lab, handout_track
 from gqa_tools.report.sections import HANDOUT_SECTIONS, STUDENT_SECTIONS, Part, build_parts, section_header
@@ -81,6 +81,7 @@ def parts_from_child(cfg: Config, path: str, handout: Optional[Handout] = None,
     if not os.path.isfile(path):
         raise gqa.GQAError(module_missing(path))
     label = (shown or "gqa.py") if handout else path
+    sealed("report", label)
     came: Dict[str, Part] = {}
     why = _("the child process building the report did not send it")
     untrained = _("a handout's lab does not train") if handout else section_8_trains(path)
@@ -100,7 +101,9 @@ def parts_from_child(cfg: Config, path: str, handout: Optional[Handout] = None,
         raise gqa.GQAError(f"--module {label}: {err}") from None
     except grader.Failure as err:
         why = str(err)
-    header = came.get("") or Part("", section_header(cfg, Lab(None, label), shown if handout else label, handout))
+    # The header is this process's own, never the child's: what the report says of the
+    # module (and of what the grader passes) is never text the module could have written.
+    header = Part("", section_header(cfg, Lab(None, label), shown if handout else label, handout))
     header = _warned(header, checked.result(), shown or "gqa.py" if handout else label)
     return [header] + [came.get(_(title)) or came.get(title) or     # English where its catalog was unread
                        Part(_(title), _("*Not computed from {module}: {why}.*").format(module=label, why=why) + "\n")

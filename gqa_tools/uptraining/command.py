@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import MAX_JOBS, PROJECT, chosen_lang, failing_steps, module_missing, progress_line, speaking
+from gqa_tools.common import MAX_JOBS, PROJECT, chosen_lang, failing_steps, module_missing, progress_line, sealed, speaking
 from gqa_tools.uptraining.experiment import run
 from gqa_tools.uptraining.printing import render
 from gqa_tools.uptraining.recipe import NEEDS, QUICK, Recipe
@@ -53,6 +53,7 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
     import gqa_grader as grader
     if not os.path.isfile(path):
         raise ValueError(module_missing(path))
+    sealed("uptrain", path)
     failing = failing_steps(path, NEEDS)
     if failing:
         raise ValueError(_("--module {path}: training needs steps that the grader does not pass yet: {steps} "
