@@ -47,23 +47,22 @@ class WorkerState:
 
 
 W = WorkerState()
-W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC",
-            "file_size": "RLIMIT_FSIZE", "open_files": "RLIMIT_NOFILE",
-            "message_queues": "RLIMIT_MSGQUEUE"}
+W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC", "file_size": "RLIMIT_FSIZE",
+            "open_files": "RLIMIT_NOFILE", "message_queues": "RLIMIT_MSGQUEUE"}
 # Imported before the worker gives up root, while only the standard library is on
 # sys.path: what the worker itself imports later (W_OWN); and, where the standard
 # library cannot be reached after the drop through /proc/self/fd (w_open_path), the
 # rest that a module is likely to use (W_PRELOAD), since the library may not be
 # readable by the worker's user (an interpreter under root's home, say).
 W_OWN = ("inspect", "traceback", "linecache", "importlib.util")
-PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KEYCTL_JOIN_SESSION_KEYRING = 24, 38, 1
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KEYCTL_JOIN_SESSION_KEYRING = 1, 24, 38, 1
 # keyctl(2)'s system call (the C library has no wrapper), by machine.
 W_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "loongarch64": 219, "i686": 288, "i386": 288,
             "armv7l": 311, "armv8l": 311, "ppc64le": 271, "ppc64": 271, "s390x": 280}
 W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "random", "itertools", "functools",
-             "operator", "contextlib", "typing", "collections", "dataclasses", "statistics",
-             "copy", "abc", "enum", "re", "fractions", "numbers", "string", "bisect", "heapq",
-             "time", "cmath", "decimal", "struct", "weakref", "types", "warnings")
+             "operator", "contextlib", "typing", "collections", "dataclasses", "statistics", "copy", "abc",
+             "enum", "re", "fractions", "numbers", "string", "bisect", "heapq", "time", "cmath", "decimal",
+             "struct", "weakref", "types", "warnings")
 
 
 def w_send(message):
@@ -111,8 +110,7 @@ def w_where(tb):
 
 
 def w_error(type_name, message):
-    return {"error": {"type": type_name, "message": message, "gqa_error": False,
-                      "type_error": False, "where": []}}
+    return {"error": {"type": type_name, "message": message, "gqa_error": False, "type_error": False, "where": []}}
 
 
 def w_raised_in(tb):
@@ -133,17 +131,13 @@ def w_raised_in(tb):
 
 
 def w_failure(err):
-    if isinstance(err, SystemExit):
-        message = f"called sys.exit({err.code!r})"
-    else:
-        message = str(err)
+    message = f"called sys.exit({err.code!r})" if isinstance(err, SystemExit) else str(err)
     try:
         raised_in, direct = w_raised_in(err.__traceback__)
     except BaseException:
         raised_in, direct = None, False
     return {"error": {"type": type(err).__name__, "message": message[:500],
-                      "gqa_error": type(err).__name__ == "GQAError"
-                      and isinstance(err, ValueError),
+                      "gqa_error": type(err).__name__ == "GQAError" and isinstance(err, ValueError),
                       "type_error": isinstance(err, TypeError),
                       "where": w_where(err.__traceback__),
                       "raised_in": raised_in if isinstance(raised_in, str) else None,
@@ -151,11 +145,8 @@ def w_failure(err):
 
 
 def w_lists_in(x, found, depth=0):
-    if isinstance(x, list) and depth < 50:
-        found.add(id(x))
-        for v in x:
-            w_lists_in(v, found, depth + 1)
-    elif isinstance(x, tuple) and depth < 50:
+    if isinstance(x, (list, tuple)) and depth < 50:
+        found.update([id(x)] if isinstance(x, list) else [])
         for v in x:
             w_lists_in(v, found, depth + 1)
     return found
@@ -296,7 +287,7 @@ def w_serve(mod, requests):
                 text = json.dumps(dict(answer, n=n, i=i))
             except BaseException as err:
                 answer = w_failure(err)
-                text = json.dumps(dict(answer, n=n, i=i))
+                text = json.dumps(dict(answer, n=n, i=i))    # a value json could not write, say
             W.out.write(text + "\n")
             W.out.flush()
             if "error" in answer:
@@ -309,8 +300,7 @@ def w_target(name):
     from the run's paths; LookupError for a name of another form or that is not there."""
     import importlib
     dotted, colon, function = name.partition(":") if isinstance(name, str) else ("", "", "")
-    if not (colon and function.isidentifier()
-            and all(part.isidentifier() for part in dotted.split("."))):
+    if not (colon and function.isidentifier() and all(part.isidentifier() for part in dotted.split("."))):
         raise LookupError(f"a run's target is named package.module:function, not {name!r}")
     target = getattr(importlib.import_module(dotted), function, None)
     if not callable(target):
@@ -319,8 +309,7 @@ def w_target(name):
 
 
 def w_run(mod, run):
-    """Send each item that run's target(module, *args) yields, then done: run, the
-    config's, its target already imported (w_target)."""
+    """Send each item that run's target(module, *args) yields, then done (the config's run, its target imported)."""
     try:
         for item in run["target"](mod, *run["args"]):
             w_send({"item": item})
@@ -334,7 +323,7 @@ def w_limit(resource, limits):
     """Lower this process's limits (never above the hard limits it was given)."""
     for name, value in limits.items():
         which = getattr(resource, W_LIMITS[name], None)
-        if which is None:
+        if which is None:                        # not on this system
             continue
         soft, hard = value, value + 1 if name == "cpu" else value
         old_hard = resource.getrlimit(which)[1]
@@ -505,6 +494,15 @@ def w_fail(why):
     w_unreport()
 
 
+def w_die_with(caller):
+    """Linux: killed when its caller ends, however it ends (a grader killed, a terminal closed),
+    not left to its CPU limit; set after the drop, which clears it.  A caller gone: it ends now."""
+    if sys.platform.startswith("linux"):
+        w_libc()[1].prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)     # SIGKILL
+        if os.getppid() != caller:
+            os._exit(1)
+
+
 def w_unreport():
     """Close the grader's pipe: what follows may be the module's."""
     if W.report is not None:
@@ -552,9 +550,8 @@ def w_import(config):
 
 
 def w_reload(item):
-    """The load request of a worker made to import one module after another (the grader's
-    trusted modules, never a student's): the next module in place of the last, imported
-    afresh, nothing kept.  (module or None, the answer)."""
+    """A load request, to a worker made to import one trusted module after another (never a
+    student's): the next in place of the last, afresh, nothing kept.  (module or None, answer)."""
     import linecache
     W.path, W.kept = os.path.abspath(item["path"]), {}
     linecache.clearcache()                       # the last module's lines, where tracebacks look
@@ -563,6 +560,7 @@ def w_reload(item):
 
 
 def w_main(argv):
+    caller = os.getppid()
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     config = json.loads(requests.readline())     # on stdin: nothing of a run on a command line
     w_streams(config)
@@ -574,6 +572,7 @@ def w_main(argv):
     if why is not None:
         w_fail(why)
         return
+    w_die_with(caller)
     if resource is not None:
         w_limit(resource, config.get("limits", {}))
     run = None

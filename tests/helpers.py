@@ -165,6 +165,7 @@ HEAVY = (
     (0.7, ('test_starter.FromGqa',)),
     (0.6, ('test_sealed.Folder',)),
     (0.5, ('test_sealed.RealWork',)),
+    (0.5, ('test_holds.NoWorkerOutlivesItsCaller',)),
     (0.5, ('test_sealed.WhatTheWorkerSays',)),
     (0.5, ('test_sealed.NeverAsRoot',)),
     (0.5, ('test_docs.TeachersNumbers',)),

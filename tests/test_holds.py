@@ -225,6 +225,59 @@ class EveryRunCleansUp(unittest.TestCase):
         self.assertFalse(os.path.exists(said["folder"]))
 
 
+@heavy
+class NoWorkerOutlivesItsCaller(unittest.TestCase):
+    """A grader killed outright (SIGKILL; a terminal closed) leaves no worker running: the
+    worker has a session of its own, so no hangup reaches it, and it ran on to its CPU
+    limit (minutes, under a tool) until it asked the kernel to kill it with its caller."""
+
+    def test_the_worker_of_a_killed_grader_ends_with_it(self):
+        import signal
+        import subprocess
+        import sys
+        if not sys.platform.startswith("linux"):
+            self.skipTest("the parent-death signal is Linux's")
+
+        def alive(pid):
+            try:
+                with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+            except OSError:
+                return False
+        with tempfile.TemporaryDirectory() as folder:
+            os.chmod(folder, 0o777)                      # the worker may run as a user of its own
+            pid_file, module = os.path.join(folder, "pid"), os.path.join(folder, "gqa.py")
+            with open(module, "w", encoding="utf-8") as f:
+                f.write(f"import os\nwith open({pid_file!r}, 'w') as f:\n    f.write(str(os.getpid()))\n"
+                        "while True:\n    pass\n")
+            os.chmod(module, 0o644)
+            grader = subprocess.Popen([sys.executable, "-c", "import sys; from gqa_grader import grading; "
+                                       "grading.grade(sys.argv[1], 1, cases=0, only=['valid_g'], timeout=120)",
+                                       module], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            pid = None
+            try:
+                deadline = time.monotonic() + 60
+                while pid is None and time.monotonic() < deadline and grader.poll() is None:
+                    time.sleep(0.05)
+                    try:
+                        with open(pid_file, encoding="ascii") as f:
+                            pid = int(f.read() or 0) or None
+                    except (OSError, ValueError):
+                        pass
+                self.assertIsNotNone(pid, "the module's import never started")
+                grader.send_signal(signal.SIGKILL)
+                grader.wait(30)
+                deadline = time.monotonic() + 10
+                while alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                self.assertFalse(alive(pid), "the worker outlived the grader that started it")
+            finally:
+                if grader.poll() is None:
+                    grader.kill()
+                if pid and alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
 @unittest.skipUnless(AS_ROOT, NOT_ROOT)
 @heavy
 class SelfCheckAsRoot(unittest.TestCase):
