@@ -529,7 +529,7 @@ class Uptraining(unittest.TestCase):
         import json
         from gqa_tools.uptraining.printing import render
         with open(os.path.join(ROOT, "report-training.json"), encoding="utf-8") as f:
-            result = json.load(f)["result"]
+            result = json.load(f)["sumprod"]["result"]
         english = english_chunks()
         i18n.use("en")
         self.assertIn("Pre-trained MHA (the frozen baseline)", render(result))       # the check can fail
@@ -654,7 +654,7 @@ class Tools(unittest.TestCase):
             experiment.run(r, progress=lines.append, jobs=jobs)
         self.assertTrue(any("same cache" in line for line in lines) and any("processes" in line for line in lines))
         with open(os.path.join(ROOT, "report-training.json"), encoding="utf-8") as f:
-            result = json.load(f)["result"]
+            result = json.load(f)["sumprod"]["result"]
 
         def replay(recipe, progress, jobs):
             for line in lines:
