@@ -42,6 +42,9 @@ Shapes: nested lists of floats, a matrix a list of rows, head axis first.
     m        keys (cache length)      w_k, w_v [h or g][d_model][d]
     d        head dim                 w_o      [h][d][d_model]
 
+The results with named fields are NamedTuples, their fields listed where a
+step returns one; import one by name (from gqa import Weights).
+
 Rules every step keeps: lesson steps grade values, MHA to the last bit, new
 lists and GQAError for a g not dividing h; steps 26 to 28 grade the rest.
 - Input that breaks a rule raises GQAError, whose message names the
@@ -74,17 +77,15 @@ from random import Random
 from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 __all__ = ["GQAError", "valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean",
-    "repeat_kv", "single_head_attention", "attention", "grouped_attention", "Weights",
-    "init_weights", "fold_weights", "PreparedWeights", "prepare_weights", "layer",
-    "Difference", "output_difference", "kv_cache_elements", "Multiplies",
-    "attention_multiplies", "BlockMultiplies", "block_multiplies", "CacheRow", "cache_table",
-    "MultipliesRow", "multiplies_table", "Tally", "count_multiplies", "KVCache", "decode_step",
-    "DecodeTraffic", "decode_traffic", "grouped_attention_backward", "layer_backward"]
+    "repeat_kv", "single_head_attention", "attention", "grouped_attention", "init_weights",
+    "fold_weights", "prepare_weights", "layer", "output_difference", "kv_cache_elements",
+    "attention_multiplies", "block_multiplies", "cache_table", "multiplies_table", "Tally",
+    "count_multiplies", "KVCache", "decode_step", "decode_traffic", "grouped_attention_backward",
+    "layer_backward"]
 
 
-# One naming rule: a step checks its input at the door (the file's end), then runs its trusted
-# kernel, named as the step with a leading underscore (kv_head: _kv_head, KVCache.append: _append,
-# layer_backward: _layer_forward then _layer_backward); helpers are named for what they do.
+# One naming rule: a step checks its input at the door (the file's end) and runs its kernel, _STEP
+# (kv_head: _kv_head; layer_backward: _layer_forward, _layer_backward); helpers say what they do.
 class GQAError(ValueError):
     """A size or shape that breaks the rules of grouped-query attention."""
 
@@ -459,13 +460,7 @@ def _grouped_attention(q: Sequence, k: Sequence, v_cols: Sequence, causal: bool,
 
 # Step 10. init_weights -------------------------------------------------------
 class Weights(NamedTuple):
-    """One attention layer's per-head weights (the MQA paper's einsum layout).
-
-    w_q   [h][d_model][d]
-    w_k   [h or g][d_model][d]
-    w_v   [h or g][d_model][d]
-    w_o   [h][d][d_model]
-    """
+    """One attention layer's per-head weights (the MQA paper's einsum layout)."""
 
     w_q: Heads
     w_k: Heads
@@ -475,6 +470,11 @@ class Weights(NamedTuple):
 
 def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weights:
     """Return random MHA weights for one layer, from random.Random(seed).
+
+    w_q   [h][d_model][d]
+    w_k   [h or g][d_model][d]
+    w_v   [h or g][d_model][d]
+    w_o   [h][d][d_model]
 
     One random.Random(seed) draws every value of w_q, then of w_k, then of
     w_v, then of w_o, each in the order of its nested lists (head, row,
@@ -551,15 +551,6 @@ class PreparedWeights(NamedTuple):
     Made by prepare_weights(); its tensors are tuples, so it cannot change
     after it was checked.  layer() and decode_step() take it in place of
     Weights.
-
-    h         query heads
-    g         key/value heads
-    d_model   model width
-    d         head dim
-    q_cols    [h][d][d_model]: each head's w_q by columns
-    k_cols    [g][d][d_model]: each folded head's w_k by columns
-    v_cols    [g][d][d_model]: each folded head's w_v by columns
-    o_cols    [d_model][h*d]: w_o, its heads stacked, by columns
     """
 
     h: int
@@ -574,6 +565,15 @@ class PreparedWeights(NamedTuple):
 
 def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     """Return weights checked, folded to g K/V heads and transposed, once.
+
+    h         query heads
+    g         key/value heads
+    d_model   model width
+    d         head dim
+    q_cols    [h][d][d_model]: each head's w_q by columns
+    k_cols    [g][d][d_model]: each folded head's w_k by columns
+    v_cols    [g][d][d_model]: each folded head's w_v by columns
+    o_cols    [d_model][h*d]: w_o, its heads stacked, by columns
 
     layer() and decode_step() prepare the Weights they are given at every
     call; give them a PreparedWeights instead to check, fold and transpose
@@ -666,12 +666,7 @@ def _output(heads: Heads, o_cols: Sequence) -> Matrix:
 
 # Step 14. output_difference: how much did the output change? -----------------
 class Difference(NamedTuple):
-    """How far an output is from a reference output.
-
-    max_abs   largest |a - b| over all values
-    rel_l2    ||a - b|| / ||b||
-    cosine    a . b / (||a|| ||b||)
-    """
+    """How far an output is from a reference output."""
 
     max_abs: float
     rel_l2: float
@@ -680,6 +675,10 @@ class Difference(NamedTuple):
 
 def output_difference(a: Sequence, b: Sequence) -> Difference:
     """Return how far output a is from reference b, as a Difference.
+
+    max_abs   largest |a - b| over all values
+    rel_l2    ||a - b|| / ||b||
+    cosine    a . b / (||a|| ||b||)
 
     a and b are nested lists of one shape (a matrix, or a multi-head
     tensor).  rel_l2 is inf when b is all zeros and a is not; cosine is nan
@@ -755,16 +754,7 @@ def _kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, b
 
 # Step 16. attention_multiplies -----------------------------------------------
 class Multiplies(NamedTuple):
-    """Multiplications of one attention layer, term by term.
-
-    q_proj         n x d_model x h x d
-    k_proj         n x d_model x g x d
-    v_proj         n x d_model x g x d
-    scores         h x n x m x d (no g)
-    weighted_sum   h x n x m x d_v (no g)
-    o_proj         n x h x d x d_model
-    total          the sum of the six terms
-    """
+    """Multiplications of one attention layer, term by term."""
 
     q_proj: int
     k_proj: int
@@ -778,6 +768,14 @@ class Multiplies(NamedTuple):
 def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
                          causal: bool = False) -> Multiplies:
     """Return the multiplications of one attention layer over n positions, by term.
+
+    q_proj         n x d_model x h x d
+    k_proj         n x d_model x g x d
+    v_proj         n x d_model x g x d
+    scores         h x n x m x d (no g)
+    weighted_sum   h x n x m x d_v (no g)
+    o_proj         n x h x d x d_model
+    total          the sum of the six terms
 
     Only the K and V projections have g in them.  The attention body,
     scores and weighted sum, is h x d per pair of positions whatever g is:
@@ -819,14 +817,7 @@ def _multiplies(q_proj: int, k_proj: int, v_proj: int, scores: int,
 
 # Step 17. block_multiplies ---------------------------------------------------
 class BlockMultiplies(NamedTuple):
-    """Multiplications of one transformer block (attention and MLP), by part.
-
-    q_o_proj   the Q and O projections: 2 x n x d_model x h x d
-    k_v_proj   the K and V projections: 2 x n x d_model x g x d (the only g)
-    body       scores and weighted sum: 2 x h x d x the pairs attended
-    mlp        mlp_matrices x n x d_model x d_ff
-    total      the sum of the four parts
-    """
+    """Multiplications of one transformer block (attention and MLP), by part."""
 
     q_o_proj: int
     k_v_proj: int
@@ -842,6 +833,12 @@ class BlockMultiplies(NamedTuple):
 def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
                      mlp_matrices: int = 3, causal: bool = True) -> BlockMultiplies:
     """Return the multiplications of one transformer block over n positions.
+
+    q_o_proj   the Q and O projections: 2 x n x d_model x h x d
+    k_v_proj   the K and V projections: 2 x n x d_model x g x d (the only g)
+    body       scores and weighted sum: 2 x h x d x the pairs attended
+    mlp        mlp_matrices x n x d_model x d_ff
+    total      the sum of the four parts
 
     The attention layer of attention_multiplies plus an MLP of
     mlp_matrices matrices of d_model x d_ff (3 for the gated SwiGLU MLP of
@@ -869,14 +866,7 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
 
 # Step 18. cache_table --------------------------------------------------------
 class CacheRow(NamedTuple):
-    """One row of cache_table: the KV cache for one g.
-
-    method       MHA, GQA or MQA
-    kv_heads     g
-    group_size   h // g query heads per key/value head
-    elements     kv_cache_elements(...)
-    ratio        elements / elements at g = h
-    """
+    """One row of cache_table: the KV cache for one g."""
 
     method: str
     kv_heads: int
@@ -888,6 +878,12 @@ class CacheRow(NamedTuple):
 def cache_table(h: int, *, layers: int, length: int, head_dim: int,
                 batch: int = 1) -> list[CacheRow]:
     """Return the KV cache size for every valid g of h, with its ratio to MHA.
+
+    method       MHA, GQA or MQA
+    kv_heads     g
+    group_size   h // g query heads per key/value head
+    elements     kv_cache_elements(...)
+    ratio        elements / elements at g = h
 
     layers, length and batch may be 0 (every ratio is then 1.0).
     Refuses (GQAError, naming the numbers at fault) h or head_dim below 1.
@@ -912,14 +908,7 @@ def cache_table(h: int, *, layers: int, length: int, head_dim: int,
 
 # Step 19. multiplies_table ---------------------------------------------------
 class MultipliesRow(NamedTuple):
-    """One row of multiplies_table: the multiplications for one g.
-
-    method       MHA, GQA or MQA
-    kv_heads     g
-    group_size   h // g
-    counts       attention_multiplies(n, h, g, d, d_model), a Multiplies
-    ratio        each term / the same term at g = h (floats), a Multiplies
-    """
+    """One row of multiplies_table: the multiplications for one g."""
 
     method: str
     kv_heads: int
@@ -931,6 +920,12 @@ class MultipliesRow(NamedTuple):
 def multiplies_table(n: int, h: int, d: int, d_model: int, *,
                      causal: bool = False) -> list[MultipliesRow]:
     """Return the multiplications for every valid g of h, with ratios to MHA.
+
+    method       MHA, GQA or MQA
+    kv_heads     g
+    group_size   h // g
+    counts       attention_multiplies(n, h, g, d, d_model), a Multiplies
+    ratio        each term / the same term at g = h (floats), a Multiplies
 
     The counts are attention_multiplies(n, h, g, d, d_model, causal=causal).
 
@@ -1180,13 +1175,7 @@ def _cache_views(cache: KVCache, j: int) -> tuple:
 
 # Step 23. decode_traffic -----------------------------------------------------
 class DecodeTraffic(NamedTuple):
-    """What n decode steps read and multiply (the MQA paper's analysis).
-
-    cache_reads    K and V elements read from the cache
-    weight_reads   weight elements read (once per step, shared by the batch)
-    multiplies     multiplications
-    ratio          (cache_reads + weight_reads) / multiplies
-    """
+    """What n decode steps read and multiply (the MQA paper's analysis)."""
 
     cache_reads: int
     weight_reads: int
@@ -1200,6 +1189,11 @@ class DecodeTraffic(NamedTuple):
 def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
                    batch: int = 1) -> DecodeTraffic:
     """Return the memory traffic and multiplications of n decode steps.
+
+    cache_reads    K and V elements read from the cache
+    weight_reads   weight elements read (once per step, shared by the batch)
+    multiplies     multiplications
+    ratio          (cache_reads + weight_reads) / multiplies
 
     Starting from an empty cache, step t (1..n) appends one position and
     reads the whole cache, t positions: 2 x g x t x d elements per sequence,

@@ -17,6 +17,12 @@ from .i18n import _
 from .inputs import plain
 
 
+# The records a transcript builds (send_weights): gqa.py's __all__ leaves its records out (so
+# that help(gqa) is the lesson, not a tuple's methods), so `from gqa import *` does not bring
+# them and a transcript imports them by name.
+BUILT = ("Weights",)
+
+
 def ref(name):
     """An argument that is an object kept in the worker."""
     return {"$ref": name}
@@ -460,6 +466,9 @@ class Case:
         lines.append(last.text())
         if any("array('" in line for line in lines):
             lines.insert(1, "from array import array")
+        built = [name for name in BUILT if any(f" = {name}(" in line for line in lines)]
+        if built:
+            lines.insert(1, f"from gqa import {', '.join(built)}")
         return "\n".join(lines) + "\n"
 
     def inputs(self):

@@ -8,8 +8,8 @@ student's report, section 5).  The grader follows the same scheme,
 f"{check}:{S}", with code of its own.  String seeds are hashed with SHA-512
 by random.Random, so the draws are the same on every Python version.
 
-Section 8's training draws from it, so report-training.json is keyed by this
-file's bytes (gqa_tools/report/record.py), not by the tools' other helpers.
+Section 8's training draws from it, so report-training.json is keyed by these
+functions (gqa_tools/report/reads.py finds them), not by the tools' other helpers.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ FLOORS = [
     ["gqa_tools.uptraining.tasks", "gqa_tools.uptraining.claims"],
     ["gqa_tools.uptraining.model", "gqa_tools.uptraining.sentences"],
     ["gqa_tools.uptraining.experiment", "gqa_tools.uptraining.printing"], ["gqa_tools.uptraining"],
-    ["gqa_tools.report.settings", "gqa_tools.report.files"], ["gqa_tools.report.lab"],
+    ["gqa_tools.report.settings", "gqa_tools.report.files"], ["gqa_tools.report.lab", "gqa_tools.report.reads"],
     ["gqa_tools.report.measuring", "gqa_tools.report.record"], ["gqa_tools.report.text", "gqa_tools.report.figures"],
     ["gqa_tools.report.costs", "gqa_tools.report.outputs", "gqa_tools.report.trained"],
     ["gqa_tools.report.reading", "gqa_tools.report.student"], ["gqa_tools.report.sections"],

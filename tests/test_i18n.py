@@ -215,9 +215,10 @@ class Starter(unittest.TestCase):
                         self.assertIsNone(re.search(r"[A-Za-z]{4,} [a-z]{2,} [a-z]{2,}", after), after)
 
     def test_a_records_table_keeps_its_names_and_translates_its_words(self):
-        # Multiplies, DecodeTraffic, ...: each row "name   description"; read from the syntax
-        # tree, a row whose description has a word that is not one of the record's names is
-        # in the language, its names and their order kept.
+        # Multiplies, DecodeTraffic, ...: each row "name   description", in the docstring of the
+        # step that returns the record; read from the syntax tree, a row whose description has a
+        # word that is not one of the record's names is in the language, its names and their
+        # order kept.
         import ast
         from gqa_grader import prose
         row = re.compile(r"^(\w+) {2,}(\S.*)$", re.M)
@@ -225,7 +226,7 @@ class Starter(unittest.TestCase):
             done = ast.parse(prose.translated(self.starters[0], lang))
             changed = 0
             for before, after in zip(ast.walk(ast.parse(self.starters[0])), ast.walk(done)):
-                if not isinstance(before, ast.ClassDef) or not ast.get_docstring(before):
+                if not isinstance(before, (ast.ClassDef, ast.FunctionDef)) or not ast.get_docstring(before):
                     continue
                 english, there = row.findall(ast.get_docstring(before)), row.findall(ast.get_docstring(after))
                 with self.subTest(lang=lang, record=before.name):
@@ -529,7 +530,7 @@ class Uptraining(unittest.TestCase):
         import json
         from gqa_tools.uptraining.printing import render
         with open(os.path.join(ROOT, "report-training.json"), encoding="utf-8") as f:
-            result = json.load(f)["result"]
+            result = json.load(f)["sumprod"]["result"]
         english = english_chunks()
         i18n.use("en")
         self.assertIn("Pre-trained MHA (the frozen baseline)", render(result))       # the check can fail
@@ -654,7 +655,7 @@ class Tools(unittest.TestCase):
             experiment.run(r, progress=lines.append, jobs=jobs)
         self.assertTrue(any("same cache" in line for line in lines) and any("processes" in line for line in lines))
         with open(os.path.join(ROOT, "report-training.json"), encoding="utf-8") as f:
-            result = json.load(f)["result"]
+            result = json.load(f)["sumprod"]["result"]
 
         def replay(recipe, progress, jobs):
             for line in lines:

@@ -232,12 +232,31 @@ class Writing(unittest.TestCase):
         with open(self.path, "rb") as f:
             first = f.read()
         _measure_afresh()                                   # the second trains and measures anew
-        self.assertEqual(run("--out", self.path, *ARGS)[0], 0)
+        self.assertEqual(run("--retrain", "--out", self.path, *ARGS)[0], 0)
         with open(self.path, "rb") as f:
             self.assertEqual(f.read(), first)
         status, out, _ = run("--check", "--out", self.path, *ARGS)
         self.assertEqual(status, 0)
         self.assertIn("is what the code writes now", out)
+
+    def test_a_report_takes_section_8_from_the_record_of_its_pythons_family(self):
+        # The first report trains and records its training beside it, for this Python's family
+        # alone; the next one, written or checked, trains nothing and writes the same bytes.
+        import json
+        from gqa_tools.report import record
+        self.assertEqual(run("--out", self.path, *ARGS)[0], 0)
+        with open(os.path.join(self.dir.name, record.TRAINING_RECORD), encoding="utf-8") as f:
+            self.assertEqual(list(json.load(f)), [record.family()])
+        with open(self.path, "rb") as f:
+            first = f.read()
+        os.remove(self.path)
+        _measure_afresh()                                   # nothing measured before is reused
+        with mock.patch.object(gqa_train, "run", side_effect=AssertionError("trained")) as trained:
+            self.assertEqual(run("--out", self.path, *ARGS)[0], 0)
+            self.assertEqual(run("--check", "--out", self.path, *ARGS)[0], 0)
+        self.assertEqual(trained.call_count, 0)
+        with open(self.path, "rb") as f:
+            self.assertEqual(f.read(), first)
 
     def test_check_detects_a_one_character_change(self):
         run("--out", self.path, *ARGS)

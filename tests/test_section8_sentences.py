@@ -21,7 +21,7 @@ def result_and_verdicts():
     from gqa_tools.uptraining.experiment import TASKS
     from gqa_tools.uptraining.printing import verdicts
     with open(os.path.join(ROOT, "report-training.json"), encoding="utf-8") as f:
-        result = json.load(f)["result"]
+        result = json.load(f)["sumprod"]["result"]
     return result, verdicts(result, TASKS)
 
 

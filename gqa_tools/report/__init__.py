@@ -38,8 +38,9 @@ Its modules, each with one job, in the order they build on each other:
     settings     Config (what a report is computed for), the options' limits and help
     files        writing a report and its figures atomically, or --check
     lab          Lab: the module a report is built from, every call guarded
+    reads        what section 8's training reads: the definitions it reaches, found in the code
     measuring    measure(): the small configuration, run for real
-    record       section 8's training, kept in report-training.json
+    record       section 8's training, kept in report-training.json by Python family
     text         what every section is written with: figure links, labels
     figures      the report's figures as SVG (drawn with gqa_tools.svg)
     costs        sections 1 to 4 and 7: what g is and what it changes, counted

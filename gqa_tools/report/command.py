@@ -42,8 +42,8 @@ def make_parser(handout: Optional[Handout] = None) -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true",
                         help=_("write nothing; exit 1 if the file differs from what the code writes now"))
     parser.add_argument("--retrain", action="store_true",
-                        help=_("with --check: train section 8 again, whatever {record} says (it is used "
-                               "when the code it was trained with is unchanged)").format(record=TRAINING_RECORD))
+                        help=_("train section 8 again, whatever {record} says (it is used when the code it "
+                               "was trained with is unchanged)").format(record=TRAINING_RECORD))
     parser.add_argument("--module", default=None, metavar="PATH",
                         help=_("build the report from this gqa.py (a student's) instead of the project's"))
     parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
@@ -191,14 +191,16 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
 
 
 def project_parts(cfg: Config, args: Any, path: str) -> Tuple[List[sections.Part], Any]:
-    """The project's own report's parts, and its training (to be recorded when written);
-    --check takes the training from the record beside path when its key is the code's."""
+    """The project's own report's parts, and its training when it trained (to be recorded
+    when written; else None): the training comes from the record beside path, of this
+    Python's family, when its key is the code's (--retrain: never)."""
     lab = Lab(gqa, "gqa.py")
-    record = (recorded_training(os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
-                                measuring.report_recipe(cfg)) if args.check and not args.retrain else None)
+    record = (None if args.retrain else
+              recorded_training(os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
+                                measuring.report_recipe(cfg)))
     with progress_line("report") as progress:           # section 8 trains for seconds
         measured = measuring.measure(cfg, lab, progress, jobs=args.jobs, record=record)
-    return sections.build_parts(cfg, measured, lab), measured.training
+    return sections.build_parts(cfg, measured, lab), measured.training if record is None else None
 
 
 def report_lang(argv: Sequence[str]) -> str:

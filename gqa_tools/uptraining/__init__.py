@@ -33,7 +33,6 @@ table names, and a test of a part imports that part's module.
 
 from __future__ import annotations
 
-from gqa_tools.uptraining import experiment, model, recipe, tasks
 from gqa_tools.uptraining.claims import (FAMILY, WITHIN, baseline, cell, half_within, paper_budget,
                                          pretrained_at, recovered, stats, verdicts)
 from gqa_tools.uptraining.experiment import run
@@ -43,11 +42,7 @@ from gqa_tools.uptraining.sentences import (RULE, said, same_cache_finding, scop
                                             summary, verdict_rows, verdict_word, verdicts_header)
 from gqa_tools.uptraining.tasks import describe
 
-# The modules a run's numbers come from: report-training.json, the record of
-# section 8's training, is keyed by their bytes (gqa_tools.report.record.training_key).
-SOURCES = (recipe, tasks, model, experiment)
-
-__all__ = ["CONVERSIONS", "FAMILY", "NEEDS", "QUICK", "RULE", "Recipe", "SOURCES", "TASKS", "WITHIN",
+__all__ = ["CONVERSIONS", "FAMILY", "NEEDS", "QUICK", "RULE", "Recipe", "TASKS", "WITHIN",
            "baseline", "cell", "describe", "half_rows", "half_within", "paper_budget", "pretrained_at",
            "recovered", "render", "run", "said", "same_cache_finding", "scope", "seeds_text", "spread_text", "stats",
            "steps_header", "summary", "uptraining_rows", "verdict_rows", "verdict_word", "verdicts",
