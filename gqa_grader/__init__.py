@@ -62,11 +62,11 @@ was written into (None in the project), for the tools a handout carries.
 
 from .failures import Failure, Refused
 
-__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "grade", "handout_track", "run_in_child", "tool_seal"]
+__all__ = ["DEFAULT_TIMEOUT", "Failure", "Refused", "Status", "grade", "handout_track", "run_in_child", "tool_seal"]
 
 
 def __getattr__(name):
-    """grade, run_in_child and DEFAULT_TIMEOUT, imported when first asked for: a tool
+    """grade, run_in_child, DEFAULT_TIMEOUT and Status, imported when first asked for: a tool
     that needs only the language (gqa_grader.i18n) does not load the whole grader."""
     if name == "grade":
         from .grading import grade
@@ -74,6 +74,9 @@ def __getattr__(name):
     if name in ("run_in_child", "DEFAULT_TIMEOUT"):
         from . import process
         return getattr(process, name)
+    if name == "Status":
+        from .results import Status
+        return Status
     if name == "tool_seal":
         from .seal import tool_seal
         return tool_seal

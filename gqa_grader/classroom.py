@@ -38,7 +38,7 @@ from .grading import GRADER_VERSION, SEALED_SEEDS, guessable
 from .i18n import N_, _, ngettext
 from .pool import Job, Server
 from .records import carried, options_of
-from .results import StepResult, points
+from .results import STEP_STATUSES, Status, StepResult, points
 from .seal import HERE, Seal, read_module
 from .submissions import discover
 from .tracks import ALL_STEPS, default_track
@@ -184,7 +184,7 @@ class Gradebook:
             return _("--regrade {name}: no submission of the class is named so (the gradebook's "
                      "student or submission column); the class has {names}").format(
                          name=escaped(unknown[0]), names=escaped(short(_(", ").join(sorted(names)), 300)))
-        graded = [r for r in self.old.values() if r.get("status") not in (None, "", "not graded")]
+        graded = [r for r in self.old.values() if r.get("status") not in (None, "", Status.NOT_GRADED)]
         if graded and not os.path.isdir(self.feedback):
             return _("{gradebook} holds {count} graded rows, but its feedback folder {folder} is not "
                      "beside it: without it no row can be kept, and the whole class would be graded "
@@ -428,7 +428,7 @@ class Gradebook:
     def _progress(self, job, done, total, start):
         row = self.rows[job.sub.key]
         left = (time.monotonic() - start) / done * (total - done)
-        what = (_("not graded ({why})").format(why=short(row["notes"], 70)) if row["status"] == "not graded"
+        what = (_("not graded ({why})").format(why=short(row["notes"], 70)) if row["status"] == Status.NOT_GRADED
                 else _("{status}, {score}/{most} points").format(status=_(row["status"]), score=row["score"],
                                                                  most=row["max_score"]))
         line = _("[{done}/{total}] {student}: {what}, {seconds} s").format(
@@ -462,12 +462,12 @@ class Gradebook:
             prefix = _("cannot grade {module}: {why}").format(module=doc.get("module"), why="")
             why = why[len(prefix):] if why.startswith(prefix) else why
             mark = "" if sub.absent else "0"
-            row.update({f"{st.number} {st.name}": mark for st in self.steps}, status="not graded",
+            row.update({f"{st.number} {st.name}": mark for st in self.steps}, status=Status.NOT_GRADED,
                        score=mark, notes=clean_text(why, newlines=False), absent=sub.absent)
             return row
         earned = {st: points(steps.get(st.name), self.weights[st.name], self.args.cases,
                              self.args.all_or_nothing) for st in self.steps}
-        failed = [st for st in self.steps if st.name not in steps or steps[st.name].status != "passed"]
+        failed = [st for st in self.steps if st.name not in steps or steps[st.name].status != Status.PASSED]
         notes = [sub.note] if sub.note else []
         if failed:
             first = steps.get(failed[0].name)
@@ -477,8 +477,8 @@ class Gradebook:
         notes += [_("partly sealed")] if doc.get("sealed", "sealed") != "sealed" else []
         notes += [str(n) for n in doc.get("cleanup") or []]
         row["passed"] = {st.name for st in self.steps if st not in failed}
-        untouched = all(st.name in steps and steps[st.name].status == "not started" for st in self.steps)
-        status = "passed" if not failed else "not started" if untouched else "failed"
+        untouched = all(st.name in steps and steps[st.name].status == Status.NOT_STARTED for st in self.steps)
+        status = Status.PASSED if not failed else Status.NOT_STARTED if untouched else Status.FAILED
         row.update({f"{st.number} {st.name}": f"{p:g}" for st, p in earned.items()},
                    score=f"{round(sum(earned.values()), 4):g}", status=status,
                    notes=clean_text(short(_("; ").join(notes), 300), newlines=False))
@@ -507,19 +507,19 @@ class Gradebook:
         """What the class did: counts, the pass rate per step, a histogram of scores; printed,
         and written beside the gradebook (STEM-statistics.txt)."""
         rows = [self.rows[k] for k in sorted(self.rows)]
-        graded = [r for r in rows if r["status"] != "not graded"]
-        count = {s: sum(r["status"] == s for r in rows) for s in ("passed", "failed", "not started")}
+        graded = [r for r in rows if r["status"] != Status.NOT_GRADED]
+        count = {s: sum(r["status"] == s for r in rows) for s in STEP_STATUSES}
         first = _("{written} of {total} submissions in {gradebook} (feedback in {feedback}), seed "
                   "{seed}, grader {grader}: {passed} passed every step, {failed} failed some, "
                   "{not_started} not started, {not_graded} not graded").format(seed="\0",
                       written=len(rows), total=total, gradebook=escaped(os.path.relpath(self.path)),
                       feedback=escaped(os.path.relpath(self.feedback)) + os.sep,
-                      grader=GRADER_VERSION, passed=count["passed"], failed=count["failed"],
-                      not_started=count["not started"], not_graded=len(rows) - len(graded))
+                      grader=GRADER_VERSION, passed=count[Status.PASSED], failed=count[Status.FAILED],
+                      not_started=count[Status.NOT_STARTED], not_graded=len(rows) - len(graded))
         lines = [first.replace("\0", str(self.args.seed))]
         lines += ["  " + _("not graded: {student}: {why}").format(student=escaped(r["student"]),
                                                                    why=escaped(short(r["notes"], 100)))
-                  for r in rows if r["status"] == "not graded"]
+                  for r in rows if r["status"] == Status.NOT_GRADED]
         if graded:
             lines += ledger.pass_rates(graded, self.steps, self.weights)
             lines += ledger.histogram(graded, sum(self.weights.values()))

@@ -23,7 +23,7 @@ from .i18n import default as i18n_default
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
 from .printing import print_report, progress, reproduce, shown_seed, summary
-from .results import scored
+from .results import Status, scored
 from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
 from .answers import HANDOUT
 from .process import DEFAULT_TIMEOUT
@@ -562,7 +562,7 @@ def _main(argv=None):
         return 128 + stopped
     if why is not None:
         return 2
-    return 0 if all(r.status == "passed" for r in results) else 1
+    return 0 if all(r.status == Status.PASSED for r in results) else 1
 
 
 ARGUMENTS_FROM = "--arguments-from"      # grader.py's own restart (grader.py: _hide_command_line)

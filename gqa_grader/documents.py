@@ -19,6 +19,7 @@ from .compare import bounded, clean_data
 from .grading import GRADER_VERSION
 from .i18n import N_, _, sentences
 from .printing import progress, reproduce, shown_seed
+from .results import STEP_STATUSES, Status
 
 
 # ---------------------------------------------------------------------------
@@ -42,11 +43,11 @@ def run_document(args, label, results, why, partly, notes):
         doc = gradescope(results, args)
     else:
         counts = {status: sum(r.status == status for r in results)
-                  for status in ("passed", "failed", "not started")}
+                  for status in STEP_STATUSES}
         doc = {"grader": GRADER_VERSION, "module": label, "seed": shown_seed(args, None), "cases": args.cases,
                "score": round(sum(r.points for r in results), 4),
-               "max_score": sum(r.max_points for r in results), "passed": counts["passed"],
-               "failed": counts["failed"], "not_started": counts["not started"],
+               "max_score": sum(r.max_points for r in results), "passed": counts[Status.PASSED],
+               "failed": counts[Status.FAILED], "not_started": counts[Status.NOT_STARTED],
                "progress": progress(results), "steps": [r.as_json() for r in results]}
     if args.sealed and args.format != "gradescope":
         doc["sealed"] = partly or "sealed"
@@ -90,7 +91,7 @@ STATUS = (N_("failed"), N_("not started"))
 def _failure(r, args):
     """The first failing case, in Markdown, with the command that repeats it."""
     text = fenced(r.message or _(r.summary))
-    if r.case is None or r.status == "not started":
+    if r.case is None or r.status == Status.NOT_STARTED:
         return text
     return (f"{text}\n\n" + _("Repeat it in your lab's folder:") + "\n\n"
             f"{fenced(student_command(args, r.name, r.case), 'sh')}")
@@ -113,7 +114,7 @@ def _hidden_text(r, args):
     passed, total = r.hidden
     said = [_("{passed} of {total} hidden cases passed: {points} of {most} points.").format(
         passed=passed, total=total, points=f"{r.points:g}", most=f"{r.max_points:g}")]
-    first_hidden = r.case is not None and r.case >= r.public[1] and r.status != "not started"
+    first_hidden = r.case is not None and r.case >= r.public[1] and r.status != Status.NOT_STARTED
     if first_hidden:
         said.append(_("The first that failed is case {case}; a hidden case's input and answer are "
                       "withheld. Make the public cases pass first (see the test above).").format(case=r.case))
@@ -126,7 +127,7 @@ def step_tests(r, weight, args):
     share that pass), with the visibility args chose.  Without: one test, its public
     cases graded by the same rule."""
     name, public_ok = _("step {step}: {name}").format(step=r.step, name=r.name), r.public[0] == r.public[1]
-    if r.status == "not started":
+    if r.status == Status.NOT_STARTED:
         public_ok = False
     public_text = (_("All {count} public cases passed.").format(count=r.public[1]) if public_ok
                    else _failure(r, args) if r.case is None or r.case < r.public[1]
@@ -156,8 +157,8 @@ def classroom_result(results, args, error=None):
     which holds no reference, the share of the public cases that pass), so that a step
     half done earns half its points there too."""
     tests = [{"name": _("step {step}: {name}").format(step=r.step, name=r.name),
-              "status": "pass" if r.status == "passed" else "fail",
-              "score": round(r.points, 2), "message": _failing_line(r) if r.status != "passed" else "",
+              "status": "pass" if r.status == Status.PASSED else "fail",
+              "score": round(r.points, 2), "message": _failing_line(r) if r.status != Status.PASSED else "",
               "line_no": 0} for r in results]
     if error:                              # nothing graded: the step's points, none of them earned
         return classroom_error(_("grading"), error, round(sum(

@@ -1,7 +1,7 @@
 """Grading: run each step's cases in a worker.
 
-grade() returns one StepResult per step (results.py: status "passed", "failed" or
-"not started", the cases, the first failure's message, case, inputs and --show
+grade() returns one StepResult per step (results.py: a Status, passed, failed or
+not started, the cases, the first failure's message, case, inputs and --show
 transcript, what the step needs and touches); Trusted grades modules one trusts
 one after another in one worker.  Which cases are public and which hidden, and
 the seed each is drawn from, are said here.  printing.py says the results as a
@@ -19,7 +19,7 @@ from .failures import Failure, NotStarted, OutOfTime, Refused
 from .i18n import N_, _
 from .mistakes import MISTAKES, named, recognised
 from .process import BUDGET_NOTE, DEFAULT_TIMEOUT, Worker
-from .results import step_result
+from .results import Status, step_result
 from .seal import DEFAULT_BUDGET, HERE, Seal
 from .tracks import ALL_STEPS, BY_NAME, covered, default_track
 
@@ -102,10 +102,10 @@ class _Run:
     TRIES = 12          # failing cases asked for a misconception, at most, when none is found
 
     def __init__(self):
-        self.status, self.passed, self.fields = "passed", [0, 0], {}
+        self.status, self.passed, self.fields = Status.PASSED, [0, 0], {}
         self.sure, self.tries = False, 0      # sure: one misconception alone was recognised
 
-    def fail(self, message, k=None, shown=None, status="failed"):
+    def fail(self, message, k=None, shown=None, status=Status.FAILED):
         """The step ends as status, saying message; at case k, whose inputs and calls
         shown (its Case) holds, when the failure is a case's."""
         self.status = status
@@ -114,7 +114,7 @@ class _Run:
 
     def first(self, message, k, shown):
         """The step failed at case k, unless it failed already (the first failure is shown)."""
-        if self.status == "passed":
+        if self.status == Status.PASSED:
             self.fail(message, k, shown)
 
     def failed(self, err, k, shown):
@@ -126,7 +126,7 @@ class _Run:
             self.tries += 1
             keys = recognised(err)
         sure = len(keys) == 1
-        if self.status == "passed" or keys and (not self.fields.get("mistake") or sure and not self.sure):
+        if self.status == Status.PASSED or keys and (not self.fields.get("mistake") or sure and not self.sure):
             self.fail(str(err) + "".join("\n" + named(key) for key in keys[:1]), k, shown)
             self.fields["mistake"] = keys[0] if keys else None
             self.sure = sure
@@ -158,7 +158,7 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
             where = err.where                      # the student's file and line
             started = sum(run.passed) > 0
             run.fail(_("case {case}: {error}").format(case=k, error=f"{err}{where}") if started
-                     else f"{err}{where}", k, shown, "failed" if started else "not started")
+                     else f"{err}{where}", k, shown, Status.FAILED if started else Status.NOT_STARTED)
             return
         except (Failure, Refused, Exception) as err:
             if not isinstance(err, (Failure, Refused)):
@@ -168,7 +168,7 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
             if student.worker.proc is None or fail_fast:   # it hung or died: one such case per step
                 return
         if student.worker.out_of_time():
-            if run.status == "passed" and k != ids[-1]:
+            if run.status == Status.PASSED and k != ids[-1]:
                 run.fail(_(BUDGET_NOTE) + student.worker.budget_text)
             return
 
@@ -210,13 +210,13 @@ def withhold_hidden(results):
     for the teacher, who has the grader and its seed).  The misconception the case was
     recognised as is named: a mistake's name gives away no case."""
     return [r._replace(message=withheld_note(r), inputs=None, show=None)
-            if r.status != "passed" and r.case is not None and r.case >= public_end(BY_NAME[r.name])
+            if r.status != Status.PASSED and r.case is not None and r.case >= public_end(BY_NAME[r.name])
             else r for r in results]
 
 
 def not_graded(st, why, ids=(), end=0):
     """A step the run did not reach: each of its cases ids counts as not passed."""
-    return step_result(st, list(ids), end, "failed", message=why)
+    return step_result(st, list(ids), end, Status.FAILED, message=why)
 
 
 def grade(path, seed, cases=DEFAULT_CASES, only=None, timeout=DEFAULT_TIMEOUT, case=None,

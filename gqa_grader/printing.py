@@ -8,6 +8,7 @@ import sys
 from .grading import DEFAULT_CASES, DEFAULT_MODULE, public_end
 from .i18n import _, ljust, ngettext, width
 from .process import BUDGET_NOTE, DEFAULT_TIMEOUT
+from .results import STEP_STATUSES, Status
 from .seal import HERE
 from .tracks import BY_NAME
 
@@ -77,8 +78,8 @@ def reproduce(args, name=None, case=None):
 
 def progress(results):
     """'5 of 25 steps done; next: step 6, repeat_kv'."""
-    done = [r for r in results if r.status == "passed"]
-    todo = [r for r in results if r.status != "passed"]
+    done = [r for r in results if r.status == Status.PASSED]
+    todo = [r for r in results if r.status != Status.PASSED]
     text = _("{done} of {total} steps done").format(done=len(done), total=len(results))
     if todo:
         needs = _(" and ").join(_("step {step}, {name}").format(step=n["step"], name=n["name"])
@@ -107,14 +108,14 @@ def summary(results, args):
                     "which counts hidden cases") if aon
                   else _("each step's public cases, the share that pass: the teacher's rule, not the "
                          "grade, which counts hidden cases"))
-    counts = {s: sum(r.status == s for r in results) for s in ("passed", "failed", "not started")}
-    line = _("{passed} passed, {failed} failed").format(passed=counts["passed"], failed=counts["failed"])
-    if counts["not started"]:
+    counts = {s: sum(r.status == s for r in results) for s in STEP_STATUSES}
+    line = _("{passed} passed, {failed} failed").format(passed=counts[Status.PASSED], failed=counts[Status.FAILED])
+    if counts[Status.NOT_STARTED]:
         line = _("{passed} passed, {failed} failed, {not_started} not started").format(
-            passed=counts["passed"], failed=counts["failed"], not_started=counts["not started"])
+            passed=counts[Status.PASSED], failed=counts[Status.FAILED], not_started=counts[Status.NOT_STARTED])
     text = _("points: {earned} of {most} ({graded})").format(earned=f"{earned:g}", most=f"{most:g}",
                                                             graded=graded)
-    earning = [r for r in results if r.status == "failed" and r.points]
+    earning = [r for r in results if r.status == Status.FAILED and r.points]
     if earning:                                    # points beside a FAIL: say what they are
         text += "\n" + ngettext(
             "{count} failed step earns points: {steps}; its points count the cases graded for points "
@@ -130,11 +131,11 @@ def print_report(results, args, out=None):
     out = out or sys.stdout
     results = [r.cleaned() for r in results]
     names = max((len(r.name) for r in results), default=0)
-    counts = {r.name: _("not started") if r.status == "not started" else
+    counts = {r.name: _("not started") if r.status == Status.NOT_STARTED else
               _("{passed}/{cases} cases").format(passed=r.cases_passed, cases=r.cases) for r in results}
     columns = max([13] + [width(c) for c in counts.values()])
     for r in results:
-        status = {"passed": "PASS", "failed": "FAIL", "not started": "----"}[r.status]
+        status = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.NOT_STARTED: "----"}[r.status]
         if args.quiet and status != "FAIL":
             continue
         print(_("  step {step}  {status}  {name}  {count} {summary}").format(

@@ -7,11 +7,28 @@ class's feedback), the same keys in the same order as ever, and from_json() read
 that form back (the gradebook reads each run's document).
 """
 
+import enum
 from typing import NamedTuple, Optional
 
 from .compare import bounded, clean_data
 from .i18n import _, ngettext
 from .tracks import BY_NAME
+
+
+class Status(str, enum.Enum):
+    """A step's status, and a class's row's (NOT_GRADED: no step of it was): each is its
+    text, what a document and a gradebook hold, and equal to it."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_STARTED = "not started"
+    NOT_GRADED = "not graded"
+
+    __str__ = str.__str__                # "passed", on every Python (3.12's Enum says "Status.PASSED")
+    __format__ = str.__format__
+
+
+STEP_STATUSES = (Status.PASSED, Status.FAILED, Status.NOT_STARTED)     # a step's, in the order counted
 
 
 class StepResult(NamedTuple):
@@ -21,7 +38,7 @@ class StepResult(NamedTuple):
     name: str               # its name: the lab's function ("kv_head") or a part ("types")
     part: str               # "lesson" or "robustness"
     summary: str            # what it checks (English: translated where it is shown)
-    status: str             # "passed", "failed" or "not started"
+    status: str             # a Status of STEP_STATUSES (its text, read back from a document)
     cases: int              # the cases graded
     cases_passed: int
     public: tuple           # (passed, of) the public cases
@@ -60,7 +77,7 @@ class StepResult(NamedTuple):
         return cls(**{key: doc[key] for key in cls._fields if key in doc})
 
 
-def step_result(st, ids, end, status="failed", passed=(0, 0), **outcome):
+def step_result(st, ids, end, status=Status.FAILED, passed=(0, 0), **outcome):
     """The result of step st, whose cases ids were graded (those from end on hidden):
     passed is (public, hidden) cases passed; outcome, the fields of the first failure
     (message, case, inputs, show), needs, stub and advice.  The message is bounded and
@@ -86,7 +103,7 @@ def step_notes(r):
     st = BY_NAME[r.name]
     notes = [_("needs step {step}, {name}: not started").format(step=n["step"], name=n["name"])
              for n in r.needs]
-    if st.touches and r.status != "passed":
+    if st.touches and r.status != Status.PASSED:
         notes.append(ngettext("step {step}, {name}, means changing step {steps} {why}",
                               "step {step}, {name}, means changing steps {steps} {why}",
                               len(st.touches)).format(step=st.number, name=st.name,
@@ -101,7 +118,7 @@ def points(r, weight=1.0, cases=1, all_or_nothing=False):
     handout holds, give feedback and earn nothing.  Without hidden cases (a handout's
     self-check), the public cases are graded, and that is not the grade.  r: a
     StepResult, or None for a step the run has no result of (no points)."""
-    if r is None or r.status == "not started":
+    if r is None or r.status == Status.NOT_STARTED:
         return 0.0
     passed, total = (r.hidden if cases else r.public) or (0, 0)
     if not total:

@@ -25,6 +25,7 @@ import shutil
 
 from . import answers, checks, handout, i18n, robustness, tracks
 from .grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
+from .results import Status
 from .i18n import N_, _
 from .seal import HERE
 from .toolcopy import copy_tools
@@ -83,7 +84,7 @@ def record(module=DEFAULT_MODULE, only=None):
     finally:
         for space, names in zip(spaces, saved):
             space.update(names)
-    failed = [r.name for r in results if r.status != "passed"]
+    failed = [r.name for r in results if r.status != Status.PASSED]
     if failed:
         raise RuntimeError(f"the handout's answers are recorded from {module}, which fails "
                            f"{', '.join(failed)}")

@@ -224,7 +224,8 @@ def failed_steps(path: str, names: Sequence[str], timeout: Optional[float] = Non
                                timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
     except grader.Refused:
         return []
-    return [_("step {step}, {name}").format(step=r.step, name=r.name) for r in results if r.status == "failed"]
+    return [_("step {step}, {name}").format(step=r.step, name=r.name)
+            for r in results if r.status == grader.Status.FAILED]
 
 
 def sealed(command: str, path: str) -> None:
@@ -255,9 +256,9 @@ def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = No
                                timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
     except grader.Refused as err:
         return [str(err)]
-    return [(_("step {step}, {name}: not started") if r.status == "not started" else
+    return [(_("step {step}, {name}: not started") if r.status == grader.Status.NOT_STARTED else
              _("step {step}, {name}: failed")).format(step=r.step, name=r.name)
-            for r in results if r.status != "passed"]
+            for r in results if r.status != grader.Status.PASSED]
 
 
 # ---------------------------------------------------------------------------

@@ -221,6 +221,23 @@ class Layout(unittest.TestCase):
                 long.append(f"{os.path.relpath(path, ROOT)} ({lines} lines)")
         self.assertEqual(long, [])
 
+    def test_a_status_is_compared_as_a_status_never_as_its_text(self):
+        # results.Status: a step's status (and a class row's) is compared to Status.PASSED,
+        # never to "passed": one misspelt literal would be silently never equal.
+        statuses = {"passed", "failed", "not started", "not graded"}
+        found = []
+        for dotted, path in self.modules.items():
+            for node in ast.walk(tree_of(path)):
+                if not isinstance(node, ast.Compare):
+                    continue
+                sides = [node.left] + list(node.comparators)
+                texts = [n.value for side in sides
+                         for n in (side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side])
+                         if isinstance(n, ast.Constant) and n.value in statuses]
+                if texts:
+                    found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno} {texts}")
+        self.assertEqual(found, [])
+
     def test_each_package_says_which_module_holds_what(self):
         # The package's docstring is its map: every module and sub-package is named in it.
         for dotted in packages_of():
