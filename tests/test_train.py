@@ -777,11 +777,13 @@ class WithAStudentsModule(unittest.TestCase):
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(source)
-            theirs = gqa_uptrain.run_module(path, WithAStudentsModule.ONE)
+            with contextlib.redirect_stderr(io.StringIO()):            # as root: "... runs sealed"
+                theirs = gqa_uptrain.run_module(path, WithAStudentsModule.ONE)
             with open(path, "w", encoding="utf-8") as f:
                 f.write(broken)
             try:
-                with mock.patch.object(experiment, "run", side_effect=AssertionError("trained")):
+                with mock.patch.object(experiment, "run", side_effect=AssertionError("trained")), \
+                        contextlib.redirect_stderr(io.StringIO()):
                     gqa_uptrain.run_module(path, WithAStudentsModule.ONE)
                 refused = None
             except Exception as err:
