@@ -4,6 +4,8 @@ reference, the module running only in a sandboxed worker (`python grader.py`).
 One job a file, each importing only those above it in this list, the standard
 library and gqa_sandbox (never gqa.py, never the tools):
 
+    linebreak  where a line may break, in any script: the Unicode line breaking
+               algorithm's classes and rules (UAX #14)
     i18n       the language a student reads: _() and ngettext() over gettext's
                catalogs (locale/), chosen by --lang or the environment; display width
     atomic     a file written whole or not at all

@@ -14,7 +14,8 @@ ja_JP.UTF-8 is Japanese), else English.  locale/GLOSSARY.md holds the words the
 catalogs use, taken from the lab's handout (Japanese) and its reading (Korean).
 
 A terminal gives a Japanese or Korean character two columns: width() and ljust()
-count them so, for the lines that line up.
+count them so, for the lines that line up; wrapped() fills lines by them, broken
+where the Unicode line breaking algorithm lets them break (gqa_grader.linebreak).
 """
 
 import argparse
@@ -22,8 +23,9 @@ import contextlib
 import gettext
 import functools
 import os
-import re
 import unicodedata
+
+from .linebreak import core, pieces
 
 LANGUAGES = ("en", "ja", "ko")
 NAMES = {"en": "English", "ja": "日本語", "ko": "한국어"}
@@ -152,16 +154,6 @@ def how_to_change():
 # Text that lines up: two columns for a wide character.
 # ---------------------------------------------------------------------------
 
-# Where a line may break: a word is a run of ASCII or of Hangul (Korean breaks between
-# words, at spaces), a run of space, or one character (Japanese breaks between any two);
-# never before a mark that closes, a small kana or a prolonged sound, nor after a mark
-# that opens (kinsoku).  The starter's prose, its stubs' strings and the figures' notes
-# all break by these.
-WRAP_TOKEN = re.compile("[\x21-\x7e\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]+|\\s+|.", re.S)
-NO_LINE_START = set("。、，．・：；！？）」』】〕〉》ーッャュョァィゥェォっゃゅょぁぃぅぇぉ々,.;:!?)")
-NO_LINE_END = set("（「『【〔〈《(")
-
-
 def width(text):
     """The columns text takes in a terminal: 2 for a wide or full-width character
     (Japanese, Korean), 0 for a combining one, 1 for the rest."""
@@ -182,15 +174,15 @@ def ljust(text, columns):
 
 
 def wrapped(text, columns):
-    """text's words in lines of at most columns display columns (a longer word alone on
-    its line), broken as WRAP_TOKEN says: at a space, or between two Japanese characters."""
+    """text's words in lines of at most columns display columns (a longer piece alone on
+    its line, a Japanese stop past the end: linebreak.core), broken where linebreak lets
+    a line end: at a space, between two Japanese characters."""
     lines, line = [], ""
-    for token in WRAP_TOKEN.findall(" ".join(text.split())):
-        if line.strip() and width(line.rstrip() + token.rstrip()) > columns and token[0] not in NO_LINE_START \
-                and line.rstrip()[-1] not in NO_LINE_END:
+    for piece in pieces(" ".join(text.split())):
+        if line and width(line + core(piece)) > columns:
             lines.append(line.rstrip())
             line = ""
-        line += "" if token == " " and not line else token
+        line += piece
     return lines + ([line.rstrip()] if line.strip() else [])
 
 
