@@ -15,10 +15,9 @@ paragraphs(text) gives the message ids a starter's text asks for.
 """
 
 import ast
-import gettext
 import re
 
-from .i18n import LOCALE, width
+from .i18n import translation, width
 from .linebreak import core, line_class, pieces
 
 DOMAIN = "starter"
@@ -447,7 +446,7 @@ _TRANSLATED = {}            # (text, lang): translated's answer
 
 
 def _translated(text, lang):
-    catalog = gettext.translation(DOMAIN, LOCALE, languages=[lang], fallback=True)
+    catalog = translation(lang, DOMAIN)
     out = []
     for piece in _pieces(text):
         kind, lines, indent = piece
