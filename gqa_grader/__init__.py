@@ -4,8 +4,11 @@ reference, the module running only in a sandboxed worker (`python grader.py`).
 One job a file, each importing only those above it in this list, the standard
 library and gqa_sandbox (never gqa.py, never the tools):
 
-    i18n       the language a student reads: _() and ngettext() over gettext's
-               catalogs (locale/), chosen by --lang or the environment; display width
+    linebreak  where a line may break, in any script: the Unicode line breaking
+               algorithm's classes and rules (UAX #14)
+    i18n       the languages a student reads, one line each in its registry:
+               _() and ngettext() over gettext's catalogs (locale/), chosen by
+               --lang or the environment; display width; lines filled
     atomic     a file written whole or not at all
     failures   how a case or a run ends when it does not pass: kinds with data
     copies     submissions that share most of their code (winnowing), flagged, not scored

@@ -12,7 +12,7 @@ import os
 import struct
 import sys
 
-from .i18n import DOMAIN, LANGUAGES, LOCALE
+from .i18n import DOMAIN, LANGUAGES, registered
 
 
 def read_po(text):
@@ -109,9 +109,9 @@ def messages(paths):
 def catalogs(domains=(DOMAIN, "starter")):
     """(lang, domain, the .po's path, the .mo's path) of each catalog: the grader's
     messages (gqa) and a starter's prose (starter, gqa_grader/prose.py), for each
-    language but English."""
-    return [(lang, domain, os.path.join(LOCALE, lang, "LC_MESSAGES", domain + ".po"),
-             os.path.join(LOCALE, lang, "LC_MESSAGES", domain + ".mo"))
+    language of the registry but English, in its folder (locale/<lang>/LC_MESSAGES)."""
+    return [(lang, domain, os.path.join(registered(lang).locale, lang, "LC_MESSAGES", domain + ".po"),
+             os.path.join(registered(lang).locale, lang, "LC_MESSAGES", domain + ".mo"))
             for lang in LANGUAGES[1:] for domain in domains]
 
 

@@ -18,7 +18,7 @@ from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
 from .documents import classroom_result, gradescope, nothing_graded, run_document
 from .failures import Refused
 from .i18n import (LANGUAGES, N_, _, from_environment, help_wrapped, how_to_change, lang_option, lang_values,
-                   meant_lang, ngettext, use)
+                   listed, meant_lang, ngettext, use)
 from .i18n import default as i18n_default
 from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
                       PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
@@ -157,8 +157,8 @@ def _parser():
 def _run_options(add):
     """The options of the language, the teacher's runs and the files the grader writes."""
     add("--lang", choices=LANGUAGES, default=None,
-        help=_("the language of what the grader prints: en, ja (日本語) or ko (한국어); default: "
-               "the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
+        help=_("the language of what the grader prints: {languages}; default: the environment's "
+               "(LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en").format(languages=listed()))
     add("-v", "--verbose", action="store_true", help=_("also print the wall time"))
     add("--starter", metavar="DIR", help=_("write a starter gqa.py for students into DIR and exit"))
     add("--sealed", action="store_true",

@@ -1,4 +1,5 @@
-"""The languages a student reads: English, Japanese and Korean.
+"""The languages a student reads: English, and those of the registry (REGISTRY):
+Japanese and Korean.
 
 Every sentence a student meets is a template with named fields, its English text
 the message id: _("{done} of {total} steps done").format(done=5, total=25).  The
@@ -8,13 +9,21 @@ gettext reads, compiled from it by
 
     python -m gqa_grader.catalogs        (--check: exit 1 if a .mo is not its .po's)
 
+A count's sentence takes the form its catalog's header (Plural-Forms) chooses for
+the number, as gettext reads it: ngettext(singular, plural, n).
+
+A language is its catalogs and one line of REGISTRY: its code, its name in its own
+words, what else a student may type for it.  Nothing else names the languages: --lang's
+choices, --help's list (listed()) and the first line's (how_to_change()) come from it.
+
 English needs no catalog.  The language is --lang's, else the environment's as
 gettext reads it (the first of LANGUAGE, LC_ALL, LC_MESSAGES and LANG that is set:
 ja_JP.UTF-8 is Japanese), else English.  locale/GLOSSARY.md holds the words the
 catalogs use, taken from the lab's handout (Japanese) and its reading (Korean).
 
 A terminal gives a Japanese or Korean character two columns: width() and ljust()
-count them so, for the lines that line up.
+count them so, for the lines that line up; wrapped() fills lines by them, broken
+where the Unicode line breaking algorithm lets them break (gqa_grader.linebreak).
 """
 
 import argparse
@@ -22,14 +31,70 @@ import contextlib
 import gettext
 import functools
 import os
-import re
 import unicodedata
+from typing import NamedTuple
 
-LANGUAGES = ("en", "ja", "ko")
-NAMES = {"en": "English", "ja": "日本語", "ko": "한국어"}
+from .linebreak import core, pieces
+
 LOCALE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "locale")
 DOMAIN = "gqa"
 ENVIRONMENT = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
+
+
+class Language(NamedTuple):
+    """A language a student reads: its code (--lang's value, and its catalogs' folder
+    locale/<code>/), its name in its own words, what else a student may type for it
+    (--lang kr is refused naming ko), and the folder of its catalogs."""
+    code: str
+    name: str
+    typed: tuple = ()
+    locale: str = LOCALE
+
+
+# The languages, one line each; English, the message ids' own, first.  A new language is
+# its catalogs (locale/<code>/LC_MESSAGES/gqa.po and starter.po) and its line here.
+REGISTRY = [
+    Language("en", "English", ("eng", "english")),
+    Language("ja", "日本語", ("jp", "jpn", "japanese")),
+    Language("ko", "한국어", ("kr", "kor", "korean")),
+]
+LANGUAGES = [language.code for language in REGISTRY]       # the codes, in the registry's order
+
+
+def register(language):
+    """Add language (a Language) to the languages a student may choose, or replace the one
+    of its code: --lang, the environment and every list of the languages know it from now on."""
+    forget(language.code)
+    REGISTRY.append(language)
+    LANGUAGES.append(language.code)
+
+
+def forget(code):
+    """Take the language of code out of the registry (a test's language, once it is done)."""
+    REGISTRY[:] = [language for language in REGISTRY if language.code != code]
+    LANGUAGES[:] = [language.code for language in REGISTRY]
+
+
+def registered(code):
+    """The Language of code."""
+    return next(language for language in REGISTRY if language.code == code)
+
+
+def translation(lang, domain=DOMAIN):
+    """lang's catalog of domain, as gettext reads it (its Plural-Forms too); English's and
+    a missing one's: the message ids themselves."""
+    if lang == "en":
+        return gettext.NullTranslations()
+    return gettext.translation(domain, registered(lang).locale, languages=[lang], fallback=True)
+
+
+def listed():
+    """The languages as --help lists them: "en, ja (日本語) or ko (한국어)", each but English
+    with its name, the list worded as the language in use words one."""
+    items = [code if code == "en" else f"{code} ({registered(code).name})" for code in LANGUAGES]
+    text = items[0] if len(items) < 3 else _joined(items[:-1], _("{first}, {next}"))
+    return text if len(items) < 2 else _("{first} or {last}").format(first=text, last=items[-1])
+
 
 _current = {"lang": "en", "catalog": gettext.NullTranslations()}
 
@@ -62,12 +127,12 @@ def default(handout=None, environ=None):
 
 
 def use(lang):
-    """Make lang ("en", "ja" or "ko") the language of every message from now on."""
+    """Make lang (one of LANGUAGES: "en", "ja", "ko") the language of every message from now on."""
     if lang not in LANGUAGES:
         raise ValueError(f"use: lang must be one of {', '.join(LANGUAGES)}; got {lang!r}")
     try:
         catalog = gettext.NullTranslations() if lang == "en" else gettext.translation(
-            DOMAIN, LOCALE, languages=[lang])
+            DOMAIN, registered(lang).locale, languages=[lang])
     except OSError:                        # a copy without its catalogs: English, and it says so
         lang, catalog = "en", gettext.NullTranslations()
     _current.update(lang=lang, catalog=catalog)
@@ -75,11 +140,6 @@ def use(lang):
 
 def language():
     return _current["lang"]
-
-
-# What is typed for one of ours and is not its code: --lang kr is refused, naming ko.
-LANG_MEANT = {"kr": "ko", "kor": "ko", "korean": "ko", "한국어": "ko", "jp": "ja", "jpn": "ja",
-              "japanese": "ja", "日本語": "ja", "eng": "en", "english": "en"}
 
 
 def lang_values(argv):
@@ -97,8 +157,9 @@ def meant_lang(value):
     """The language of ours a --lang value that is none of ours means (kr: ko, jp: ja,
     ko_KR.UTF-8: ko), or None."""
     text = value.strip().lower().replace("-", "_")
-    return LANG_MEANT.get(text) or next((lang for lang in LANGUAGES if text.split("_")[0].split(".")[0] == lang
-                                         and text != lang), None)
+    typed = {said: language.code for language in REGISTRY for said in language.typed + (language.name.lower(),)}
+    return typed.get(text) or next((lang for lang in LANGUAGES if text.split("_")[0].split(".")[0] == lang
+                                    and text != lang), None)
 
 
 def _(message):
@@ -144,23 +205,13 @@ def lang_option():
 
 def how_to_change():
     """The first line's note of the language: its name, and the options for the others."""
-    others = ", ".join(f"--lang {code} ({NAMES[code]})" for code in LANGUAGES if code != language())
-    return _("{language}: {others}").format(language=NAMES[language()], others=others)
+    others = ", ".join(f"--lang {code} ({registered(code).name})" for code in LANGUAGES if code != language())
+    return _("{language}: {others}").format(language=registered(language()).name, others=others)
 
 
 # ---------------------------------------------------------------------------
 # Text that lines up: two columns for a wide character.
 # ---------------------------------------------------------------------------
-
-# Where a line may break: a word is a run of ASCII or of Hangul (Korean breaks between
-# words, at spaces), a run of space, or one character (Japanese breaks between any two);
-# never before a mark that closes, a small kana or a prolonged sound, nor after a mark
-# that opens (kinsoku).  The starter's prose, its stubs' strings and the figures' notes
-# all break by these.
-WRAP_TOKEN = re.compile("[\x21-\x7e\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]+|\\s+|.", re.S)
-NO_LINE_START = set("。、，．・：；！？）」』】〕〉》ーッャュョァィゥェォっゃゅょぁぃぅぇぉ々,.;:!?)")
-NO_LINE_END = set("（「『【〔〈《(")
-
 
 def width(text):
     """The columns text takes in a terminal: 2 for a wide or full-width character
@@ -182,15 +233,15 @@ def ljust(text, columns):
 
 
 def wrapped(text, columns):
-    """text's words in lines of at most columns display columns (a longer word alone on
-    its line), broken as WRAP_TOKEN says: at a space, or between two Japanese characters."""
+    """text's words in lines of at most columns display columns (a longer piece alone on
+    its line, a Japanese stop past the end: linebreak.core), broken where linebreak lets
+    a line end: at a space, between two Japanese characters."""
     lines, line = [], ""
-    for token in WRAP_TOKEN.findall(" ".join(text.split())):
-        if line.strip() and width(line.rstrip() + token.rstrip()) > columns and token[0] not in NO_LINE_START \
-                and line.rstrip()[-1] not in NO_LINE_END:
+    for piece in pieces(" ".join(text.split())):
+        if line and width(line + core(piece)) > columns:
             lines.append(line.rstrip())
             line = ""
-        line += "" if token == " " and not line else token
+        line += piece
     return lines + ([line.rstrip()] if line.strip() else [])
 
 

@@ -15,10 +15,10 @@ paragraphs(text) gives the message ids a starter's text asks for.
 """
 
 import ast
-import gettext
 import re
 
-from .i18n import LOCALE, NO_LINE_END, NO_LINE_START, WRAP_TOKEN, width
+from .i18n import translation, width
+from .linebreak import core, line_class, pieces
 
 DOMAIN = "starter"
 _BULLET = re.compile(r"- ")
@@ -76,22 +76,24 @@ def _message(lines):
 
 def _wrap(text, columns, first, rest):
     """text in lines of at most columns display columns (after first or rest), broken
-    between characters of a wide script or at spaces, never inside a run of ASCII; near
-    a line's end, rather after a punctuation mark or where a run of hiragana ends."""
-    lines, line, used = [], first, width(first)
-    for token in WRAP_TOKEN.findall(text):
-        if token.isspace():
-            token = " "
-        if used + width(token) > columns and line.strip() and line != first and token[0] not in NO_LINE_START \
-                and line.rstrip()[-1:] not in NO_LINE_END:
-            cut = _soft_break(line, len(rest if lines else first), token)
+    where linebreak lets a line end (at spaces, between the characters of a wide
+    script, never inside a word of letters or a piece of code); in text written without
+    spaces (kanji and kana), near a line's end rather after a punctuation mark or where
+    a run of hiragana ends (_soft_break)."""
+    lines, line, used, cuts = [], first, width(first), []
+    unspaced = any(line_class(c) == "ID" for c in text)
+    for piece in pieces(" ".join(text.split())):
+        if used + width(core(piece)) > columns and line.strip() and line != first:
+            start = len(rest if lines else first)
+            cut = (_soft_break(line, [c for c in cuts if c > start + 1], piece, width(line) > columns)
+                   if unspaced else len(line))
             lines.append(line[:cut].rstrip())
-            line = rest + line[cut:].lstrip()
+            line = rest + line[cut:]
+            cuts = [c - cut + len(rest) for c in cuts if c > cut]
             used = width(line)
-            if token == " " and line == rest:
-                continue
-        line += token
-        used += width(token)
+        cuts.append(len(line))
+        line += piece
+        used += width(piece)
     lines.append(line.rstrip())
     return lines
 
@@ -101,16 +103,17 @@ _HIRAGANA = re.compile("[\u3041-\u309f]")
 _KATAKANA = re.compile("[\u30a1-\u30fa]")
 
 
-def _soft_break(line, start, after):
-    """Where to end line when the token after does not fit: at its end, or up to 10
-    characters back after a punctuation mark or a run of hiragana (its particle), else
-    after a run of katakana, so that a word of kana is not split and no line holds only
-    a word's last character."""
+def _soft_break(line, cuts, after, spaced_out):
+    """Where to end line when the piece after does not fit: at its end, or at one of cuts
+    (where a line may end) up to 10 characters back, after a punctuation mark, a space
+    or a run of hiragana (its particle), else after a run of katakana, so that a word of
+    kana is not split and no line holds only a word's last character.  spaced_out: the
+    space at the line's end does not fit either, and the line ends at the word before it."""
+    end = len(line.rstrip()) if spaced_out else len(line)
     for strong in (True, False):
-        for cut in range(len(line), max(start + 1, len(line) - 10), -1):
-            before, then = line[cut - 1], line[cut] if cut < len(line) else after[0]
-            if then in NO_LINE_START:
-                continue
+        for cut in [len(line)] + [c for c in reversed(cuts) if c > len(line) - 10]:
+            before = line[(end if cut == len(line) else cut) - 1]
+            then = line[cut] if cut < len(line) else line[end] if end < len(line) else after[0]
             if (before in _SOFT_AFTER or (_HIRAGANA.match(before) and not _HIRAGANA.match(then)) if strong
                     else _KATAKANA.match(before) and _HIRAGANA.match(then)):
                 return cut
@@ -340,15 +343,16 @@ RAISE_WIDTH = 99                # as gqa_grader.starter.WIDTH (on the same floor
 def _string_lines(head, message, tail):
     """head + message as a string literal + tail, the string cut into pieces one under
     another so that no line is wider than RAISE_WIDTH columns (a Japanese or Korean
-    character two), where i18n's wrapping rules let a line break: gqa_grader.starter's
-    _raise, for a string in any language."""
+    character two), where linebreak lets a line end: gqa_grader.starter's _raise, for
+    a string in any language."""
     room = max(RAISE_WIDTH - width(head) - 2 - len(tail), 20)
     chunks, current = [], ""
-    for token in WRAP_TOKEN.findall(message.replace("\\", "\\\\").replace('"', '\\"')):
-        if current and width(current + token.rstrip()) > room and token[0] not in NO_LINE_START:
+    for piece in pieces(message):
+        piece = piece.replace("\\", "\\\\").replace('"', '\\"')
+        if current and width(current + core(piece)) > room:
             chunks.append(current)
             current = ""
-        current += token
+        current += piece
     chunks.append(current)
     lines = [head + f'"{chunks[0]}"'] + [" " * width(head) + f'"{c}"' for c in chunks[1:]]
     lines[-1] += tail
@@ -442,7 +446,7 @@ _TRANSLATED = {}            # (text, lang): translated's answer
 
 
 def _translated(text, lang):
-    catalog = gettext.translation(DOMAIN, LOCALE, languages=[lang], fallback=True)
+    catalog = translation(lang, DOMAIN)
     out = []
     for piece in _pieces(text):
         kind, lines, indent = piece

@@ -109,10 +109,11 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None, lang="en"):
         if name.endswith(".py") and name != "reference.py":
             shutil.copyfile(os.path.join(here, name), os.path.join(package, name))
     for lang_code in i18n.LANGUAGES[1:]:
-        messages = os.path.join("locale", lang_code, "LC_MESSAGES")
-        os.makedirs(os.path.join(package, messages), exist_ok=True)
+        messages = os.path.join(lang_code, "LC_MESSAGES")
+        os.makedirs(os.path.join(package, "locale", messages), exist_ok=True)
         for name in ("gqa.mo",):                   # what the self-check prints; the starter is made
-            shutil.copyfile(os.path.join(here, messages, name), os.path.join(package, messages, name))
+            shutil.copyfile(os.path.join(i18n.registered(lang_code).locale, messages, name),
+                            os.path.join(package, "locale", messages, name))
     with open(os.path.join(package, "track.json"), "w", encoding="utf-8") as f:
         json.dump({"steps": only, "lang": lang}, f)
         f.write("\n")

@@ -210,8 +210,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help=_("a small run, in about a second"))
     parser.add_argument("--json", action="store_true", help=_("print the raw numbers as JSON"))
     parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
-                        help=_("the language of what the command prints: en, ja (日本語) or ko (한국어); "
-                               "default: the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
+                        help=_("the language of what the command prints: {languages}; default: the "
+                               "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en").format(
+                                   languages=i18n.listed()))
     return parser
 
 

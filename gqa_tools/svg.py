@@ -39,7 +39,8 @@ import xml.etree.ElementTree as ET
 from html import escape
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
-from gqa_grader.i18n import NO_LINE_END, NO_LINE_START, width
+from gqa_grader.i18n import width
+from gqa_grader.linebreak import pieces
 
 # ---------------------------------------------------------------------------
 # Numbers, text and styles.
@@ -92,26 +93,13 @@ def _wide(ch: str) -> bool:
     return width(ch) == 2                       # a kana, a kanji, a hangul, 、 and 。
 
 
-def _hangul(ch: str) -> bool:
-    return "\uac00" <= ch <= "\ud7a3" or "\u1100" <= ch <= "\u11ff" or "\u3130" <= ch <= "\u318f"
-
-
 def _pieces(text: str) -> List[str]:
-    """Where lines_of_text may break text: before a word (with the one space before it), and
-    inside a word of Japanese between two characters where one is a kana or a kanji, never
-    before a mark that closes, after one that opens, or between two digits.  Korean, which
-    puts spaces between its words, breaks only there."""
-    pieces: List[str] = []
-    for word in text.split():
-        pieces.append(" " + word[0] if pieces else word[0])
-        for before, ch in zip(word, word[1:]):
-            japanese = any(_wide(c) and not _hangul(c) for c in (before, ch))
-            if japanese and ch not in NO_LINE_START and before not in NO_LINE_END \
-                    and not (before.isdigit() and ch.isdigit()):
-                pieces.append(ch)
-            else:
-                pieces[-1] += ch
-    return pieces
+    """Where lines_of_text may break text: where gqa_grader.linebreak lets a line end (at
+    a space, between two Japanese characters, never before a mark that closes or after
+    one that opens, never inside a word or a number), each piece after the first with
+    the one space before it."""
+    cut = pieces(" ".join(text.split()))
+    return [(" " if i and cut[i - 1].endswith(" ") else "") + piece.rstrip() for i, piece in enumerate(cut)]
 
 
 def text_width(text: str, size: float) -> float:

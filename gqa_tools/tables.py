@@ -58,8 +58,8 @@ def make_parser() -> argparse.ArgumentParser:
         help=_("compute with this gqa.py (a student's) instead of the project's (in a handout: "
                "instead of the one in its folder)"))
     add("--lang", choices=i18n.LANGUAGES, default=None,
-        help=_("the language of what the command prints: en, ja (日本語) or ko (한국어); default: the "
-               "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
+        help=_("the language of what the command prints: {languages}; default: the "
+               "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en").format(languages=i18n.listed()))
     return parser
 
 

@@ -87,14 +87,19 @@ class ClassroomInTheLanguage(unittest.TestCase):
         from gqa_grader import checks, cli, i18n, workflow
         self.addCleanup(i18n.use, "en")
         said = {}
-        for lang in ("en", "ja", "ko"):
+        for lang in i18n.LANGUAGES:
             args = cli.parse_args(["--classroom", ".", "--lang", lang])
             doc = json.loads(base64.b64decode(workflow._unfinished(checks.STEPS[2], args)))
             said[lang] = (doc["tests"][0]["name"], doc["tests"][0]["message"])
         self.assertEqual(said["en"][0], "step 3: kv_head")
-        self.assertIn("ステップ 3", said["ja"][0])
-        self.assertIn("制限時間", said["ja"][1])
-        self.assertIn("제한 시간", said["ko"][1])
+        self.assertIn("did not finish within its time", said["en"][1])
+        for lang in i18n.LANGUAGES[1:]:                     # each in its catalog's words
+            catalog = i18n.translation(lang)
+            with self.subTest(lang=lang):
+                self.assertEqual(said[lang][0], catalog.gettext("step {step}: {name}").format(step=3, name="kv_head"))
+                self.assertNotEqual(said[lang][0], said["en"][0])
+                self.assertNotEqual(said[lang][1], said["en"][1])
+                self.assertEqual(said[lang][1], catalog.gettext(said["en"][1]))
 
 
 def rows_of(path):

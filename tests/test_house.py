@@ -19,7 +19,7 @@ from tests.helpers import ROOT, heavy, run_grader
 FLOORS = [
     ["gqa"],
     ["gqa_sandbox.enter"], ["gqa_sandbox"],
-    ["gqa_grader.i18n", "gqa_grader.worker"], ["gqa_grader.atomic"],
+    ["gqa_grader.linebreak"], ["gqa_grader.i18n", "gqa_grader.worker"], ["gqa_grader.atomic"],
     ["gqa_grader.failures", "gqa_grader.cleanup", "gqa_grader.copies", "gqa_grader.starter"], ["gqa_grader.users"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
     ["gqa_grader.reference"], ["gqa_grader.answers"], ["gqa_grader.mistakes"], ["gqa_grader.toolcopy"],
     ["gqa_grader.seal"], ["gqa_grader.process"], ["gqa_grader.exchange"], ["gqa_grader.refusals"],

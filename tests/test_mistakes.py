@@ -62,7 +62,7 @@ PLANTED = [
     ("named", "multiplies_table", "rows.append(MultipliesRow(_method_name(h, g),",
      "rows.append(MultipliesRow(_method_name(h, h // g),"),
 ]
-LANGS = ("en", "ja", "ko")
+LANGS = tuple(i18n.LANGUAGES)            # the registry's
 SEED = 424242
 
 
@@ -117,7 +117,7 @@ def name_in(lang, key):
     name = mistakes.MISTAKES[key][0]
     if lang == "en":
         return name
-    return gettext.translation("gqa", i18n.LOCALE, languages=[lang]).gettext(name)
+    return gettext.translation("gqa", i18n.registered(lang).locale, languages=[lang]).gettext(name)
 
 
 @heavy

@@ -19,7 +19,7 @@ import unittest
 from unittest import mock
 from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import checking, checks, cli, compare, failures, grading, handout, process
+from gqa_grader import checking, checks, cli, compare, failures, grading, handout, i18n, process
 from gqa_grader import worker as worker_program
 from gqa_grader.seal import DEFAULT_BUDGET, LIMITS, Seal, read_module, sandbox_package
 from tests.helpers import ROOT, copy_grader, early, heavy, run_grader, start_early
@@ -1042,7 +1042,7 @@ class Autograder(unittest.TestCase):
         self.assertEqual(made["names"], sorted(["grader.py", "run_autograder", "secret", "setup.sh",
                                                 "weights.json"] + made["package"]
                                                + [f"gqa_grader/locale/{lang}/LC_MESSAGES/gqa.mo"
-                                                  for lang in ("ja", "ko")]))   # --lang's catalogs
+                                                  for lang in i18n.LANGUAGES[1:]]))   # --lang's catalogs
         self.assertIn("gqa_grader/seal.py", made["package"])
         self.assertEqual(made["mode"], 0o755)
         self.assertEqual(made["same"], dict.fromkeys(["grader.py"] + made["package"], True))

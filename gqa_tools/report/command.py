@@ -48,9 +48,9 @@ def make_parser(handout: Optional[Handout] = None) -> argparse.ArgumentParser:
                         help=_("build the report from this gqa.py (a student's) instead of the project's"))
     parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
                         help=_("with --module, the language of the student's report and of what the "
-                               "command prints: en, ja (日本語) or ko (한국어); default: the "
-                               "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en. The "
-                               "project's report.md is always English"))
+                               "command prints: {languages}; default: the environment's (LANGUAGE, "
+                               "LC_ALL, LC_MESSAGES, LANG), else en. The project's report.md is always "
+                               "English").format(languages=i18n.listed()))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                         help=_("processes that train section 8's seeds (default: the number of CPUs; "
                                "at most {most}); the report is the same for every N (with "
@@ -68,9 +68,9 @@ def _handout_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument("--module", default=None, metavar="PATH",
                         help=_("build the report from this gqa.py instead of the one in this folder"))
     parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
-                        help=_("the language of the report and of what the command prints: en, ja "
-                               "(日本語) or ko (한국어); default: the environment's (LANGUAGE, "
-                               "LC_ALL, LC_MESSAGES, LANG), else the handout's"))
+                        help=_("the language of the report and of what the command prints: {languages}; "
+                               "default: the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else "
+                               "the handout's").format(languages=i18n.listed()))
     add_int_options(parser, Config(), LIMITS, what=lambda name: _(OPTION_HELP[name]))
     return parser
 

@@ -95,8 +95,9 @@ def make_parser() -> argparse.ArgumentParser:
                         help=_("train with this gqa.py (a student's), once the grader passes the steps "
                                "training needs; it runs in the grader's worker"))
     parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
-                        help=_("the language of what the command prints: en, ja (日本語) or ko (한국어); "
-                               "default: the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en"))
+                        help=_("the language of what the command prints: {languages}; default: the "
+                               "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en").format(
+                                   languages=i18n.listed()))
     return parser
 
 
