@@ -138,6 +138,7 @@ HEAVY = (
     (3.1, ('test_class.Gradebook',)),
     (2.6, ('test_sealed.Namespaces',)),
     (2.4, ('test_i18n.Starter',)),
+    (2.4, ('test_student_report.AStepThatHangs',)),
     (2.3, ('test_trust.GradersFiles',)),
     (2.0, ('test_sealed.ToolsThroughTheWorker',)),
     (1.9, ('test_grader.Referee',)),

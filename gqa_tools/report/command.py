@@ -102,11 +102,12 @@ def report_main(argv: Sequence[str]) -> int:
     expected = None if args.check else write_target(path)     # what path leads to, before any work
     if args.check and not os.path.isfile(path):       # nothing to compare with: said at once
         print(f"gqa report --check: {differs(path, '')}\n"
-              + _("regenerate it with: {command}").format(command=cfg.command(args.module)), file=sys.stderr)
+              + _("regenerate it with: {command}").format(command=cfg.command(args.module, out=args.out)),
+              file=sys.stderr)
         return 1
     try:
         if args.module:
-            parts = child.parts_from_child(cfg, args.module)
+            parts = child.parts_from_child(cfg, args.module, out=args.out)
         else:
             parts, training_done = project_parts(cfg, args, path)
     except gqa.GQAError as err:
@@ -119,7 +120,7 @@ def report_main(argv: Sequence[str]) -> int:
     recorded = None if args.module or not isinstance(training_done, dict) else lambda: write_training(
         os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
         measuring.report_recipe(cfg), training_done)
-    return finish(path, parts, args.check, cfg.command(args.module), expected, recorded)
+    return finish(path, parts, args.check, cfg.command(args.module, out=args.out), expected, recorded)
 
 
 def handout_report(parser: argparse.ArgumentParser, args: Any, found: Handout) -> int:
@@ -140,16 +141,16 @@ def handout_report(parser: argparse.ArgumentParser, args: Any, found: Handout) -
         return 2
     if args.check and not os.path.isfile(path):
         print(f"gqa report --check: {differs(path, '')}\n"
-              + _("regenerate it with: {command}").format(command=cfg.command(shown, handout=True)),
+              + _("regenerate it with: {command}").format(command=cfg.command(shown, handout=True, out=args.out)),
               file=sys.stderr)
         return 1
     expected = None if args.check else write_target(path)
     try:
-        parts = child.parts_from_child(cfg, module, found, shown)
+        parts = child.parts_from_child(cfg, module, found, shown, args.out)
     except gqa.GQAError as err:
         print(f"gqa report: {err}", file=sys.stderr)
         return 2
-    return finish(path, parts, args.check, cfg.command(shown, handout=True), expected)
+    return finish(path, parts, args.check, cfg.command(shown, handout=True, out=args.out), expected)
 
 
 def _same(a: str, b: str) -> bool:
@@ -198,7 +199,7 @@ def project_parts(cfg: Config, args: Any, path: str) -> Tuple[List[sections.Part
                                 measuring.report_recipe(cfg)) if args.check and not args.retrain else None)
     with progress_line("report") as progress:           # section 8 trains for seconds
         measured = measuring.measure(cfg, lab, progress, jobs=args.jobs, record=record)
-    return sections.build_parts(cfg, measured, lab), measured.training
+    return sections.build_parts(cfg, measured, lab, out=args.out), measured.training
 
 
 def report_lang(argv: Sequence[str]) -> str:
