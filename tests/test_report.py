@@ -411,6 +411,19 @@ class Writing(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("--jobs must be between 1 and 64; got 0", err)
 
+    def test_an_option_the_report_would_not_use_is_refused_before_any_work(self):
+        module = os.path.join(ROOT, "gqa.py")
+        for argv, says in ((["--retrain"], "--retrain goes with --check"),
+                           (["--retrain", "--check", "--module", module], "--retrain is for the project's report.md"),
+                           (["--module", module, "--jobs", "2"], "--jobs is for the project's report"),
+                           (["--module", module, "--jobs=1", "--lang", "ja"],
+                            "--jobs はプロジェクトのレポートのためのものです")):
+            with no_work():
+                status, out, err = run("--out", self.path, *argv, *ARGS)
+            self.assertEqual((status, out, len(err.splitlines())), (2, "", 1), argv)
+            self.assertIn(f"gqa report: {says}", err)
+        self.assertFalse(os.path.exists(self.path))
+
 
 class Dispatch(unittest.TestCase):
 

@@ -85,6 +85,10 @@ def report_main(argv: Sequence[str]) -> int:
         print("gqa report: " + _("the project's report.md is English; --lang goes with --module PATH "
                                  "(a student's report)"), file=sys.stderr)
         return 2
+    unused = _unused(args, argv, parser)
+    if unused:
+        print("gqa report: " + unused, file=sys.stderr)
+        return 2
     cfg = int_options(parser, args, Config(), LIMITS)
     if args.out == "":
         parser.error(_("--out must name a file; got an empty path"))
@@ -121,6 +125,20 @@ def report_main(argv: Sequence[str]) -> int:
         os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
         measuring.report_recipe(cfg), training_done)
     return finish(path, parts, args.check, cfg.command(args.module, out=args.out), expected, recorded)
+
+
+def _unused(args: Any, argv: Sequence[str], parser: argparse.ArgumentParser) -> Optional[str]:
+    """Why an option given is not used, or None: --retrain without --check (a report written
+    trains anyway) or with --module, --jobs with --module (the module trains in one process)."""
+    if args.retrain and args.module:
+        return _("--retrain is for the project's report.md, whose section 8 is recorded; a report "
+                 "with --module trains with the module whenever its steps pass")
+    if args.retrain and not args.check:
+        return _("--retrain goes with --check; without it, the report trains section 8 anyway")
+    if args.module and given(argv, "--jobs", parser) is not None:
+        return _("--jobs is for the project's report; with --module, section 8 trains in one process, "
+                 "the grader's worker")
+    return None
 
 
 def handout_report(parser: argparse.ArgumentParser, args: Any, found: Handout) -> int:
