@@ -313,8 +313,9 @@ def planted(source, name, code, method=None):
     return "\n".join(lines)
 
 
-# A call that never returns, even to a module's own `except Exception`.
+# A call that never returns, even to a module's own `except Exception`: busy, or asleep.
 ENDLESS = "while True:\n    try:\n        pass\n    except Exception:\n        pass"
+SLEEPING = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except Exception:\n        pass"
 
 
 class Watching(unittest.TestCase):
@@ -367,7 +368,7 @@ class AStepThatHangs(unittest.TestCase):
     def reports():
         """report --module, each call given 1 s (on the command's configuration), its progress
         shown at once, of gqa.py with output_difference looping (in English) and with KVCache's
-        elements looping (in Korean); section 8 does not train (step 24 not started):
+        elements sleeping for ever (in Korean); section 8 does not train (step 24 not started):
         {kind: [status, stdout, stderr, the report, its path]}."""
         from gqa_tools.report import child as report_child
         folder = tempfile.mkdtemp()
@@ -376,7 +377,7 @@ class AStepThatHangs(unittest.TestCase):
         done = {}
         try:
             for kind, lang, planting in (("output_difference", "en", ("output_difference", ENDLESS)),
-                                         ("elements", "ko", ("KVCache", ENDLESS, "elements"))):
+                                         ("elements", "ko", ("KVCache", SLEEPING, "elements"))):
                 path = os.path.join(folder, kind, "gqa.py")
                 os.mkdir(os.path.dirname(path))
                 with open(path, "w", encoding="utf-8") as f:
