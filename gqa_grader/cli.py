@@ -300,6 +300,7 @@ def _parse_args(argv):
         parser.error(_("--case K needs --only with one step (a name or a number), and K at least 0"))
     args.weight_map = _weights(parser, args.weights) if args.weights else {}
     commands.check_args(parser, args, argv)
+    commands.check_unused(parser, args)
     if HANDOUT:
         _check_handout(parser, args)
     return args

@@ -1,6 +1,7 @@
 """The teacher's commands on the command line: --class, --classroom, --autograder and
 --handout, their options, what each can carry (anything else given with one is a
-usage error, never dropped), and where each goes (dispatch).
+usage error, never dropped), and where each goes (dispatch); what --list and --starter
+use of the other options (check_unused).
 
     python grader.py --class SUBMISSIONS --gradebook grades.csv [--jobs N] [--roster FILE]
     python grader.py --classroom DIR
@@ -31,14 +32,14 @@ CARRY = ("cases", "only", "timeout", "budget", "fail_fast", "seed", "weights", "
 ALLOWED = {"autograder": CARRY + ("autograder", "hidden_visibility", "sealed", "format", "json"),
            "classroom": CARRY + ("classroom", "sealed"),
            "class_dir": CARRY + ("class_dir", "gradebook", "jobs", "roster", "regrade", "sealed",
-                                 "quiet", "verbose"),
+                                 "quiet"),
            "handout": ("handout", "only", "lang")}
 NAMES = {"autograder": "--autograder", "classroom": "--classroom", "class_dir": "--class",
          "handout": "--handout"}
 WHY_NOT = {"module": "it grades each submission's own gqa.py (the handout: the project's)", "case": "it grades every case",
            "show": "it prints no transcript", "out": "it writes each run's results itself",
            "user": "each run draws a user id of its own", "quiet": "its report is whole",
-           "verbose": "its report is whole", "hidden_visibility": "hidden tests are Gradescope's",
+           "verbose": "it prints no wall time", "hidden_visibility": "hidden tests are Gradescope's",
            "format": "it writes files, not a document", "json": "it writes files, not a document"}
 
 
@@ -89,6 +90,32 @@ def check_args(parser, args, argv):
         if bad:
             parser.error(f"--classroom: GitHub Classroom's points are whole numbers (its "
                          f"max-score); --weights gives {bad}")
+
+
+# What --list and --starter use of the other options (beyond --module, said apart): any
+# other given with one is refused, never left unused in silence.
+ALONE = {"list": ("list", "json", "format", "lang"),
+         "starter": ("starter", "module", "only", "lang", "json", "format")}
+
+
+def check_unused(parser, args):
+    """Refuse an option the command given does not use beside --list or --starter; say so
+    of --quiet or --verbose beside a document (--json, --format json or gradescope), which
+    is printed whole."""
+    for command, allowed in ALONE.items():
+        unused = sorted(dest for dest in args.given if dest not in allowed)
+        if getattr(args, command) and unused:
+            option = flag(parser, unused[0])
+            parser.error((_("--list names the steps and exits; {option} is not used with it (only --json and "
+                            "--lang are)") if command == "list" else
+                          _("--starter writes a starter and exits; {option} is not used with it (only --steps, "
+                            "--lang and --json are)")).format(option=option))
+    document = "--json" if args.json else f"--format {args.format}"
+    for dest in ("quiet", "verbose"):
+        if dest in args.given and args.format in ("json", "gradescope"):
+            print("grader: " + _("{option} is for the text report, and is not used: {document} prints one "
+                                 "document, whole").format(option=flag(parser, dest), document=document),
+                  file=sys.stderr)
 
 
 def _check_class(parser, args):

@@ -35,14 +35,14 @@ def copy_tools(directory):
 def tools_for_child(directory):
     """What a tool's child imports in namespaces (Seal.child_paths), written into directory,
     root's and readable by every user (folders 0755, files 0644): the tools (copy_tools),
-    the grader's language (gqa_grader's __init__.py, failures.py, i18n.py and the compiled
+    the grader's language (gqa_grader's __init__.py, failures.py, i18n.py, linebreak.py, the compiled
     catalogs), and as gqa.py the starter made from the grader's gqa.py (the lab's names,
     each step a stub: the tools use its GQAError and records, never a step).  No answer, no
     reference, no solution: nothing a student's module running beside them may not read."""
     copy_tools(directory)
     package = os.path.join(directory, "gqa_grader")
     here = os.path.dirname(os.path.abspath(__file__))
-    for name in ("__init__.py", "failures.py", "i18n.py"):
+    for name in ("__init__.py", "failures.py", "i18n.py", "linebreak.py"):     # i18n and what it imports
         os.makedirs(package, exist_ok=True)
         shutil.copyfile(os.path.join(here, name), os.path.join(package, name))
     for lang_code in i18n.LANGUAGES[1:]:

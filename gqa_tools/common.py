@@ -214,18 +214,37 @@ def step_name(name: str) -> Optional[str]:
 # ---------------------------------------------------------------------------
 
 
+class Graded(NamedTuple):
+    """What the grader says of some steps of a student's gqa.py (graded())."""
+    failing: List[str]      # every step it does not pass, "step N, name: failed" (or not started)
+    failed: List[str]       # every step failing a public case, "step N, name" (not started: not one)
+
+
+def graded(path: str, names: Sequence[str], cases: int, timeout: Optional[float] = None) -> Graded:
+    """The grader's word on the steps among names for the gqa.py at path: graded in its
+    worker (the module never runs in this process) on the public cases and cases random
+    ones of seed 0, each step stopping at its first failing case; a call may take timeout
+    seconds (the grader's default when None).  A module that cannot be graded fails with
+    the grader's reason, and fails no public case."""
+    import gqa_grader as grader
+    try:
+        results = grader.grade(path, 0, cases=cases, only=list(names), fail_fast=True, label=path, for_tool=True,
+                               timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
+    except grader.Refused as err:
+        return Graded([str(err)], [])
+    status = grader.Status
+    return Graded([(_("step {step}, {name}: not started") if r.status == status.NOT_STARTED else
+                    _("step {step}, {name}: failed")).format(step=r.step, name=r.name)
+                   for r in results if r.status != status.PASSED],
+                  [_("step {step}, {name}").format(step=r.step, name=r.name)        # passed < graded:
+                   for r in results if r.status == status.FAILED and r.public[0] < r.public[1]])  # a public case
+
+
 def failed_steps(path: str, names: Sequence[str], timeout: Optional[float] = None) -> List[str]:
     """The steps among names that the grader fails for the gqa.py at path, its public cases
     alone, as "step N, name" (a step not started is not among them: the report says it is
     not implemented where it is needed); [] when the module cannot be graded."""
-    import gqa_grader as grader
-    try:
-        results = grader.grade(path, 0, cases=0, only=list(names), fail_fast=True, label=path, for_tool=True,
-                               timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
-    except grader.Refused:
-        return []
-    return [_("step {step}, {name}").format(step=r.step, name=r.name)
-            for r in results if r.status == grader.Status.FAILED]
+    return graded(path, names, 0, timeout).failed
 
 
 def sealed(command: str, path: str) -> None:
@@ -250,15 +269,7 @@ def failing_steps(path: str, names: Sequence[str], timeout: Optional[float] = No
     failing case of each step; a call may take timeout seconds (the grader's
     default when None).
     """
-    import gqa_grader as grader
-    try:
-        results = grader.grade(path, 0, cases=2, only=list(names), fail_fast=True, label=path, for_tool=True,
-                               timeout=grader.DEFAULT_TIMEOUT if timeout is None else timeout)
-    except grader.Refused as err:
-        return [str(err)]
-    return [(_("step {step}, {name}: not started") if r.status == grader.Status.NOT_STARTED else
-             _("step {step}, {name}: failed")).format(step=r.step, name=r.name)
-            for r in results if r.status != grader.Status.PASSED]
+    return graded(path, names, 2, timeout).failing
 
 
 # ---------------------------------------------------------------------------

@@ -126,6 +126,7 @@ HEAVY = (
     (7.5, ('test_docs.PageSamples',)),
     (6.6, ('test_report.FromAnotherModule',)),
     (6.0, ('test_mistakes.Named',)),
+    (5.8, ('test_student_report.AStepThatHangs',)),
     (5.7, ('test_gradebook.JapaneseClass',)),
     (5.6, ('test_handout.Handout',)),
     (4.7, ('test_editors.Graded',)),

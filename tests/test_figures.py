@@ -26,6 +26,7 @@ from tests.helpers import ROOT, heavy, run_gqa, tiny_recipe
 from tests.untranslated import others, untranslated
 from gqa_tools import svg as gqa_svg
 from gqa_tools import uptraining as gqa_train
+from gqa_tools.common import Graded
 from gqa_tools.report import figures as report_figures
 from gqa_tools.report import lab as report_lab
 from gqa_tools.report import measuring as report_measuring
@@ -751,7 +752,8 @@ class Writing(unittest.TestCase):
         # Which steps pass is the grader's to say, and whether the child then trains with the
         # module is test_report's (FromAnotherModule): here a step is said to fail, so that the
         # child draws section 1's figure from this module without grading or training first.
-        with mock.patch("gqa_tools.report.child.failing_steps", return_value=["step 9, layer: failed"]) as graded:
+        with mock.patch("gqa_tools.report.child.graded",
+                        return_value=Graded(["step 9, layer: failed"], [])) as graded:
             status, _, err = run("--module", student, "--out", out, *ARGS)
         self.assertEqual(status, 0, err)
         self.assertEqual(graded.call_args[0][:2], (student, gqa_train.NEEDS))

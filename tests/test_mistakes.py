@@ -5,6 +5,7 @@ hidden one (whose inputs and answer stay withheld)."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import unittest
@@ -198,6 +199,38 @@ class Statuses(unittest.TestCase):
             self.assertEqual(status, 2)
             self.assertIn("--module", err)
             self.assertFalse(os.path.exists(os.path.join(folder, "s", "gqa.py")))
+
+    def test_an_option_that_list_or_starter_does_not_use_is_refused_in_the_students_language(self):
+        from gqa_grader import cli
+        from tests.helpers import captured
+        with tempfile.TemporaryDirectory() as folder:
+            starter = os.path.join(folder, "s")
+            for argv, refused in ((["--list", "--steps", "core"], "--steps"), (["--list", "--show"], "--show"),
+                                  (["--starter", starter, "--seed", "3"], "--seed"),
+                                  (["--starter", starter, "--cases", "0", "--lang", "ja"], "--cases"),
+                                  (["--starter", starter, "--timeout", "2", "--lang", "ko"], "--timeout"),
+                                  (["--class", folder, "--gradebook", os.path.join(folder, "g.csv"), "--verbose"],
+                                   "--verbose")):
+                status, out, err = captured(cli.main, argv)
+                self.assertEqual((status, out), (2, ""), argv)
+                said = err.strip().splitlines()[-1]
+                self.assertIn(refused, said)
+                self.assertIn({"ja": "一緒には使いません", "ko": "함께 쓰지 않는 옵션입니다"}.get(
+                    argv[-1], "--verbose (it prints no wall time)" if "--class" in argv else "is not used with it"),
+                    said)
+            self.assertEqual(os.listdir(folder), [])                    # no starter written
+            # What --list and --starter do use is still theirs.
+            self.assertEqual(captured(cli.main, ["--list", "--json", "--lang", "ja"])[0], 0)
+            self.assertEqual(captured(cli.main, ["--starter", starter, "--steps", "core", "--lang", "ko"])[0], 0)
+
+    def test_quiet_beside_a_document_is_said_to_be_unused(self):
+        from gqa_grader import cli
+        from tests.helpers import captured
+        status, out, err = captured(cli.main, ["--json", "-q", "--steps", "1", "--cases", "0", "--seed", "1"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["steps"][0]["name"], "valid_g")     # the document, whole
+        self.assertIn("grader: --quiet is for the text report, and is not used: --json prints one document, "
+                      "whole\n", err)
 
     def test_a_part_with_no_case_is_not_graded_as_a_pass(self):
         results = grading.grade(os.path.join(ROOT, "gqa.py"), 1, cases=0, only=["valid_g", "extremes", "types"])

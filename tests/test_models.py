@@ -231,6 +231,14 @@ class CommandLine(unittest.TestCase):
                               ([llama, "--dtype", "fp4"], "dtype 'fp4' is not one of"),
                               ([llama, "--context", "0"], "--context must be between 1 and 10**12; got 0"),
                               ([llama, "--bandwidth", "2TB/s"], "give both --bandwidth and --flops"),
+                              # An option that would be left unused is refused, never dropped.
+                              ([llama, "--hardware", "h100-sxm", "--flops", "1T"],
+                               "--hardware h100-sxm names the bandwidth and the compute rate; give it, or "
+                               "--bandwidth and --flops, not both"),
+                              ([llama, "--source", "100"], "--source is the encoder's length of an "
+                               "encoder-decoder model; meta-llama/Llama-2-70b-hf caches no source tokens"),
+                              ([llama, "--image-tokens", "64", "--lang", "ja"], "--image-tokens は、画像への"
+                               "クロスアテンションを持つモデルの画像トークン数です。meta-llama/Llama-2-70b-hf は"),
                               ([llama, "--tp", "3"], "--tp 3 does not divide the model's 64 query heads; "
                                                      "valid --tp: 1, 2, 4, 8, 16, 32, 64"),
                               ([os.path.join(EXAMPLES, "nope.json")], "cannot read it")):

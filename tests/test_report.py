@@ -82,7 +82,7 @@ def no_work():
     """Around a command that must refuse before it measures or grades anything."""
     went = AssertionError("the command went to work before it refused")
     with mock.patch("gqa_tools.report.measuring.measure", side_effect=went), \
-            mock.patch.multiple("gqa_tools.report.child", failing_steps=mock.Mock(side_effect=went),
+            mock.patch.multiple("gqa_tools.report.child", graded=mock.Mock(side_effect=went),
                                 parts_from_child=mock.Mock(side_effect=went)):
         yield
 
@@ -268,14 +268,19 @@ class Writing(unittest.TestCase):
         status, _, err = run("--check", "--out", self.path, *ARGS)
         self.assertEqual(status, 1)
         self.assertIn("differs from what the code writes now, first at line 11", err)
-        self.assertIn("regenerate it with: python -m gqa report", err)
+        # The command it gives writes this file (--out too), and then the check passes.
+        command = shlex.split(err.split("regenerate it with: ")[1].splitlines()[0])
+        self.assertEqual(command[:4], ["python", "-m", "gqa", "report"])
+        self.assertEqual(command[command.index("--out") + 1:][:1], [self.path])
+        self.assertEqual(run(*command[4:])[0], 0)
+        self.assertEqual(run("--check", *command[4:])[0], 0)
 
     def test_check_of_a_missing_file_says_so_before_any_work(self):
         with no_work():
             status, _, err = run("--check", "--out", self.path, *ARGS)
         self.assertEqual(status, 1)
         self.assertIn(f"cannot read {self.path}", err)
-        self.assertIn("regenerate it with: python -m gqa report", err)
+        self.assertIn(f"regenerate it with: python -m gqa report --out {self.path} --heads ", err)
 
     def test_missing_directory_fails_clearly_before_any_work(self):
         path = os.path.join(self.dir.name, "no", "such", "report.md")
@@ -425,6 +430,19 @@ class Writing(unittest.TestCase):
         self.assertEqual(status, 2)
         self.assertIn("--jobs must be between 1 and 64; got 0", err)
 
+    def test_an_option_the_report_would_not_use_is_refused_before_any_work(self):
+        module = os.path.join(ROOT, "gqa.py")
+        for argv, says in ((["--retrain"], "--retrain goes with --check"),
+                           (["--retrain", "--check", "--module", module], "--retrain is for the project's report.md"),
+                           (["--module", module, "--jobs", "2"], "--jobs is for the project's report"),
+                           (["--module", module, "--jobs=1", "--lang", "ja"],
+                            "--jobs はプロジェクトのレポートのためのものです")):
+            with no_work():
+                status, out, err = run("--out", self.path, *argv, *ARGS)
+            self.assertEqual((status, out, len(err.splitlines())), (2, "", 1), argv)
+            self.assertIn(f"gqa report: {says}", err)
+        self.assertFalse(os.path.exists(self.path))
+
 
 class Dispatch(unittest.TestCase):
 
@@ -557,9 +575,14 @@ class FromAnotherModule(unittest.TestCase):
                                 "    return _grouped_attention_backward(q, k, v, [[[2 * x for x in r] for r in m] "
                                 "for m in d_out], probs)", 1)
         self.assertNotEqual(broken, source)              # grouped_attention_backward's gradients, doubled
-        section = self.report(self.module(broken)).split("## 8.")[1].split("## 9.")[0]
+        path = self.module(broken)
+        text = self.report(path)
+        section = text.split("## 8.")[1].split("## 9.")[0]
         self.assertIn("not yet: step 24, grouped_attention_backward: failed", section)
         self.assertNotIn("| task ", section)
+        # The grading of the steps training needs is the header's word on them too (it fails
+        # a public case), as the grading of every other step is.
+        self.assertIn(f"*The grader does not pass step 24, grouped_attention_backward of {path} yet", text)
 
     def test_a_starter_with_two_steps_done_shows_them_and_says_what_is_missing(self):
         import ast

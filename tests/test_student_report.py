@@ -22,6 +22,7 @@ import gqa
 from gqa_grader import i18n, reference
 from gqa_tools import cli as gqa_cli
 from gqa_tools import common
+from gqa_tools.common import Graded
 from gqa_tools.report import lab as report_lab
 from gqa_tools.report import sections as report_sections
 from gqa_tools.report import settings as report_settings
@@ -157,8 +158,9 @@ class CoreTrack(unittest.TestCase):
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(stubbed(source, names))
                 out, err, report = io.StringIO(), io.StringIO(), os.path.join(os.path.dirname(path), "r.md")
-                with mock.patch("gqa_tools.report.child.failing_steps", side_effect=lambda *args, **kwargs: [
-                            i18n._("step {step}, {name}: not started").format(step=9, name="grouped_attention")]), \
+                with mock.patch("gqa_tools.report.child.graded", side_effect=lambda *args, **kwargs: Graded(
+                            [i18n._("step {step}, {name}: not started").format(step=9, name="grouped_attention")],
+                            [])), \
                         contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                     status = gqa_cli.main(["report", "--module", path, "--out", report, "--lang", lang, *ARGS])
                 with open(report, encoding="utf-8") as f:
@@ -177,7 +179,8 @@ class CoreTrack(unittest.TestCase):
         from tests.untranslated import untranslated
         english, text = self.report(), self.report("core ja")
         _status, out, _err, _text, path = early(self.reports)["core ja"]
-        self.assertIn(f"--module {path} --lang ja ", text.splitlines()[2])       # the command that writes it again
+        report = os.path.join(os.path.dirname(path), "r.md")                     # its --out
+        self.assertIn(f"--module {path} --out {report} --lang ja ", text.splitlines()[2])   # what writes it again
         i18n.use("ja")
         try:
             titles = [i18n._(title) for title, _section in report_sections.STUDENT_SECTIONS]
@@ -292,6 +295,129 @@ class CoreTrack(unittest.TestCase):
         block = section(core, 4).split("Every g of Llama-2-7B's attention")[0]
         self.assertTrue(section(other, 4).startswith(block))
         self.assertIn("*Figure not drawn: needs step 18, cache_table: not implemented yet.*", section(other, 4))
+
+
+def planted(source, name, code, method=None):
+    """gqa.py's source with code put first in the body of function name (of class name's
+    method, when method is given), after its docstring."""
+    tree = ast.parse(source)
+    node = next(n for n in tree.body if getattr(n, "name", None) == name)
+    if method:
+        node = next(n for n in node.body if getattr(n, "name", None) == method)
+    has_doc = isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    first = node.body[1] if has_doc else node.body[0]
+    lines = source.split("\n")
+    lines[first.lineno - 1:first.lineno - 1] = [" " * first.col_offset + line for line in code.split("\n")]
+    return "\n".join(lines)
+
+
+# A call that never returns, even to a module's own `except Exception`: busy, or asleep.
+ENDLESS = "while True:\n    try:\n        pass\n    except Exception:\n        pass"
+SLEEPING = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except Exception:\n        pass"
+
+
+class Watching(unittest.TestCase):
+    """lab.Watch: a call into the module that does not return in its time is stopped, named
+    by its step, and the step answers no more."""
+
+    def setUp(self):
+        import importlib.util
+        self.dir = tempfile.TemporaryDirectory()
+        path = os.path.join(self.dir.name, "hangs.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("calls = 0\n\n"
+                    "def _flatten(a):\n" + "".join("    " + line + "\n" for line in ENDLESS.split("\n")) +
+                    "\ndef output_difference(a, b):\n    global calls\n    calls += 1\n    return _flatten(a)\n\n"
+                    "class KVCache:\n    @property\n    def elements(self):\n        while True:\n            pass\n")
+        spec = importlib.util.spec_from_file_location("hangs", path)
+        self.module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.module)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_a_step_that_hangs_is_stopped_named_and_not_called_again(self):
+        lab = report_lab.Lab(self.module, "hangs.py")
+        why = "a call did not return within 0.2 s: step 14, output_difference"   # its helper looped
+        with report_lab.Watch(self.module, 0.2) as watch:
+            for _ in range(2):
+                with self.assertRaises(report_lab.Unavailable) as raised:
+                    lab.output_difference([[1.0]], [[1.0]])
+                self.assertEqual(str(raised.exception), why)
+        self.assertEqual((watch.hung, self.module.calls), ([why], 1))          # the second call never ran it
+
+    def test_a_method_that_hangs_is_named_by_its_class_even_outside_a_guarded_call(self):
+        cache = self.module.KVCache()
+        with report_lab.Watch(self.module, 0.2), self.assertRaises(report_lab.Hung) as raised:
+            cache.elements                                   # read by the report's own code, not through Lab
+        self.assertEqual(raised.exception.why, "a call did not return within 0.2 s: step 21, KVCache")
+        hung = raised.exception
+        self.assertEqual(report_lab.attempt(lambda: (_ for _ in ()).throw(hung)), report_lab.Missing(hung.why))
+
+
+@heavy
+class AStepThatHangs(unittest.TestCase):
+    """A report of a module one of whose steps hangs: the sections that need the step name it,
+    the others and the write-up are written, and its progress is shown meanwhile."""
+
+    EARLY = ("reports",)
+
+    @staticmethod
+    def reports():
+        """report --module, each call given 1 s (on the command's configuration), its progress
+        shown at once, of gqa.py with output_difference looping (in English) and with KVCache's
+        elements sleeping for ever (in Korean); section 8 does not train (step 24 not started):
+        {kind: [status, stdout, stderr, the report, its path]}."""
+        from gqa_tools.report import child as report_child
+        folder = tempfile.mkdtemp()
+        with open(gqa.__file__, encoding="utf-8") as f:
+            source = stubbed(f.read(), ["grouped_attention_backward"])
+        done = {}
+        try:
+            for kind, lang, planting in (("output_difference", "en", ("output_difference", ENDLESS)),
+                                         ("elements", "ko", ("KVCache", SLEEPING, "elements"))):
+                path = os.path.join(folder, kind, "gqa.py")
+                os.mkdir(os.path.dirname(path))
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(planted(source, *planting))
+                out, err, report = io.StringIO(), io.StringIO(), os.path.join(os.path.dirname(path), "r.md")
+                with mock.patch.object(report_child, "CALL_TIMEOUT", 1.0), \
+                        mock.patch.object(report_child, "CHILD_TIMEOUT", 30.0), \
+                        mock.patch.object(report_child, "PROGRESS_AFTER", 0.0), \
+                        contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    status = gqa_cli.main(["report", "--module", path, "--out", report, "--lang", lang, *ARGS])
+                with open(report, encoding="utf-8") as f:
+                    done[kind] = [status, out.getvalue(), err.getvalue(), f.read(), path]
+        finally:
+            shutil.rmtree(folder)
+        return done
+
+    def test_only_the_sections_that_need_the_step_name_it_and_the_rest_are_written(self):
+        status, _out, err, text, path = early(self.reports)["output_difference"]
+        self.assertEqual(status, 0, err)
+        why = "a call did not return within 1 s: step 14, output_difference"
+        for n in (5, 6):
+            self.assertIn(f"*Not computed from {path}: {why}.*", section(text, n), n)
+        for n in (1, 2, 3, 4, 7):
+            self.assertNotIn("Not computed", section(text, n), n)
+            self.assertNotIn("did not return", section(text, n), n)
+        self.assertIn("| MQA ", section(text, 2))                            # its tables are there
+        self.assertIn("not yet: step 24, grouped_attention_backward: not started", section(text, 8))
+        self.assertEqual(section(text, 9).count("*(your answer)*"), 2)
+        self.assertIn(f"gqa report: {why}; the sections that need it say so\n", err)
+        self.assertRegex(err, rf"gqa report: \d+ s: [^\n]+ \(the report of {re.escape(path)}, built in the grader's "
+                              r"worker\)\n")
+
+    def test_a_method_that_hangs_names_its_class_in_the_students_language(self):
+        status, _out, err, text, path = early(self.reports)["elements"]
+        self.assertEqual(status, 0, err)
+        why = "1초 안에 반환되지 않은 호출이 있었습니다: 단계 21, KVCache"
+        self.assertIn(why, section(text, 2))
+        self.assertIn(f"gqa report: {why}. 그 단계가 필요한 절에는 그렇다고 적습니다\n", err)
+        self.assertIn("초 경과: ", err)
+        for n in (1, 3, 5, 6):
+            self.assertNotIn(why, section(text, n), n)
+        self.assertEqual(section(text, 9).count("*(여기에 답을 쓰세요)*"), 2)
 
 
 if __name__ == "__main__":

@@ -645,6 +645,17 @@ class Command(unittest.TestCase):
             self.assertEqual(cm.exception.code, 2)
             self.assertIn(message, err.getvalue())
 
+    def test_jobs_with_a_students_module_is_refused_in_its_language(self):
+        # A student's module trains in one process, the grader's worker: --jobs would be unused.
+        for lang, says in (("en", "--jobs goes without --module"), ("ko", "--jobs는 --module 없이 씁니다")):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), \
+                    mock.patch("gqa_tools.uptraining.command.run_module", side_effect=AssertionError("ran")):
+                status = gqa_cli.main(["uptrain", "--module", "gqa.py", "--jobs", "2", "--lang", lang])
+            self.assertEqual(status, 2)
+            self.assertTrue(err.getvalue().startswith(f"gqa uptrain: {says}"), err.getvalue())
+            self.assertEqual(len(err.getvalue().splitlines()), 1)
+
 
 class Committed(unittest.TestCase):
     """What report.md's section 8 says (report --check keeps it the code's output)."""

@@ -7,8 +7,10 @@ the command runs: none is typed in.  By default that is the project's gqa.py
 (beside gqa_tools/), written to the checkout's report.md (./report.md once
 installed); --module PATH builds the report from another one, a student's,
 in a child process with the grader's limits and deadlines (this process
-never imports it), and a section whose functions are missing or fail, or
-that never came back, says so instead.  That is the student's report
+never imports it), and a section whose functions are missing, fail or
+hang (a call is given seconds; one that does not return is stopped, and
+named by its step where it is needed), or that never came back, says so
+instead.  That is the student's report
 (STUDENT_SECTIONS): section 5 first runs the module's `attention` on random
 q, k, v, and section 9 holds the handout's questions for the student to
 answer; a section, or a part of one (the counted caches, the tally), that

@@ -85,6 +85,10 @@ def report_main(argv: Sequence[str]) -> int:
         print("gqa report: " + _("the project's report.md is English; --lang goes with --module PATH "
                                  "(a student's report)"), file=sys.stderr)
         return 2
+    unused = _unused(args, argv, parser)
+    if unused:
+        print("gqa report: " + unused, file=sys.stderr)
+        return 2
     cfg = int_options(parser, args, Config(), LIMITS)
     if args.out == "":
         parser.error(_("--out must name a file; got an empty path"))
@@ -102,11 +106,12 @@ def report_main(argv: Sequence[str]) -> int:
     expected = None if args.check else write_target(path)     # what path leads to, before any work
     if args.check and not os.path.isfile(path):       # nothing to compare with: said at once
         print(f"gqa report --check: {differs(path, '')}\n"
-              + _("regenerate it with: {command}").format(command=cfg.command(args.module)), file=sys.stderr)
+              + _("regenerate it with: {command}").format(command=cfg.command(args.module, out=args.out)),
+              file=sys.stderr)
         return 1
     try:
         if args.module:
-            parts = child.parts_from_child(cfg, args.module)
+            parts = child.parts_from_child(cfg, args.module, out=args.out)
         else:
             parts, training_done = project_parts(cfg, args, path)
     except gqa.GQAError as err:
@@ -119,7 +124,21 @@ def report_main(argv: Sequence[str]) -> int:
     recorded = None if args.module or not isinstance(training_done, dict) else lambda: write_training(
         os.path.join(os.path.dirname(os.path.abspath(path)), TRAINING_RECORD),
         measuring.report_recipe(cfg), training_done)
-    return finish(path, parts, args.check, cfg.command(args.module), expected, recorded)
+    return finish(path, parts, args.check, cfg.command(args.module, out=args.out), expected, recorded)
+
+
+def _unused(args: Any, argv: Sequence[str], parser: argparse.ArgumentParser) -> Optional[str]:
+    """Why an option given is not used, or None: --retrain without --check (a report written
+    trains anyway) or with --module, --jobs with --module (the module trains in one process)."""
+    if args.retrain and args.module:
+        return _("--retrain is for the project's report.md, whose section 8 is recorded; a report "
+                 "with --module trains with the module whenever its steps pass")
+    if args.retrain and not args.check:
+        return _("--retrain goes with --check; without it, the report trains section 8 anyway")
+    if args.module and given(argv, "--jobs", parser) is not None:
+        return _("--jobs is for the project's report; with --module, section 8 trains in one process, "
+                 "the grader's worker")
+    return None
 
 
 def handout_report(parser: argparse.ArgumentParser, args: Any, found: Handout) -> int:
@@ -140,16 +159,16 @@ def handout_report(parser: argparse.ArgumentParser, args: Any, found: Handout) -
         return 2
     if args.check and not os.path.isfile(path):
         print(f"gqa report --check: {differs(path, '')}\n"
-              + _("regenerate it with: {command}").format(command=cfg.command(shown, handout=True)),
+              + _("regenerate it with: {command}").format(command=cfg.command(shown, handout=True, out=args.out)),
               file=sys.stderr)
         return 1
     expected = None if args.check else write_target(path)
     try:
-        parts = child.parts_from_child(cfg, module, found, shown)
+        parts = child.parts_from_child(cfg, module, found, shown, args.out)
     except gqa.GQAError as err:
         print(f"gqa report: {err}", file=sys.stderr)
         return 2
-    return finish(path, parts, args.check, cfg.command(shown, handout=True), expected)
+    return finish(path, parts, args.check, cfg.command(shown, handout=True, out=args.out), expected)
 
 
 def _same(a: str, b: str) -> bool:
@@ -200,7 +219,7 @@ def project_parts(cfg: Config, args: Any, path: str) -> Tuple[List[sections.Part
                                 measuring.report_recipe(cfg)))
     with progress_line("report") as progress:           # section 8 trains for seconds
         measured = measuring.measure(cfg, lab, progress, jobs=args.jobs, record=record)
-    return sections.build_parts(cfg, measured, lab), measured.training if record is None else None
+    return sections.build_parts(cfg, measured, lab, out=args.out), measured.training if record is None else None
 
 
 def report_lang(argv: Sequence[str]) -> str:

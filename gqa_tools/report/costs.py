@@ -16,7 +16,7 @@ from gqa_grader.i18n import _
 from gqa_tools.common import (BLOCK_PARTS, bar_chart, block_bars, block_markdown, block_rows, fmt, human_bytes,
                               markdown_table, multiplies_markdown)
 from gqa_tools.report import figures as draw
-from gqa_tools.report.lab import Lab, Unavailable, need, reason
+from gqa_tools.report.lab import Hung, Lab, Unavailable, need, reason
 from gqa_tools.report.measuring import Measured
 from gqa_tools.report.settings import Config
 from gqa_tools.report.text import Figures, Labels, code_block, figure_link, labels, yes_no
@@ -225,7 +225,7 @@ def section_block(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]:
     mha = block[llama.heads]
     try:
         drawn, figures = what_g_changes(cfg, lab)
-    except Exception as err:                # a student's module can fail in any way
+    except (Exception, Hung) as err:                # a student's module can fail in any way
         drawn, figures = _("*Figure not drawn: {why}.*").format(why=reason(err)) + "\n", ()
     return "\n".join([
         _("A transformer block is the attention layer and an MLP. Counted with `block_multiplies` "

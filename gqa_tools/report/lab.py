@@ -5,12 +5,19 @@ process): a function that is missing, not implemented or failing raises
 Unavailable, saying why in a sentence the report prints in the section's
 place.  A costly measurement is attempt()-ed once: its value or Missing(why),
 and need() turns a Missing back into Unavailable where a section reads it.
+Within Watch (the child process's), a call into the module that does not
+return in its time is stopped (Hung), named by the step that was running,
+and that step answers no more: the sections that need it say so, the
+others are written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
+import time
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from gqa_grader.i18n import _
@@ -21,10 +28,21 @@ class Unavailable(Exception):
     """A number the report cannot get from the module it is built from."""
 
 
+class Hung(BaseException):
+    """A call into the module that did not return in its time (Watch), and why, naming the
+    step: a BaseException, so that the module's own `except Exception` lets it through."""
+
+    @property
+    def why(self) -> str:
+        return str(self.args[0])
+
+
 def reason(err: BaseException) -> str:
     """Why a section could not be computed, in one line."""
     if isinstance(err, Unavailable):
         return str(err)
+    if isinstance(err, Hung):
+        return err.why
     if isinstance(err, NotImplementedError):
         step = _raising_step(err)
         return not_implemented(step) if step else _("a function it needs is not implemented yet")
@@ -102,6 +120,8 @@ class Lab:
                 raise Unavailable(not_implemented(_raising_step(err, name) or name)) from None
             except Unavailable:
                 raise
+            except Hung as err:
+                raise Unavailable(err.why) from None
             except Exception as err:
                 raise Unavailable(_("`{name}` raised {type}: {error}").format(
                     name=name, type=type(err).__name__, error=err)) from None
@@ -117,7 +137,7 @@ def attempt(measurement: Callable[[], Any]) -> Any:
     """The measurement's value, or Missing(why)."""
     try:
         return measurement()
-    except Exception as err:            # a student's module can fail in any way
+    except (Exception, Hung) as err:    # a student's module can fail in any way
         return Missing(reason(err))
 
 
@@ -126,3 +146,77 @@ def need(value: Any) -> Any:
     if isinstance(value, Missing):
         raise Unavailable(value.why)
     return value
+
+
+class Watch:
+    """Within the block, a call into module (any frame of its file on the stack, entered
+    from outside it) that has not returned after seconds is stopped: Hung is raised in it,
+    the step running named ("a call did not return within 5 s: step 14, output_difference"),
+    and that step (a function or class of the module) answers every later call with the
+    same Hung at once, so that one hang costs its time once.  A tick (SIGALRM) looks at the
+    stack a few times a second; in the main thread of a POSIX process only, else nothing
+    is watched.  hung: each hang's sentence, in order."""
+
+    def __init__(self, module: Any, seconds: float) -> None:
+        self.module, self.seconds = module, seconds
+        self.file = getattr(module, "__file__", None)
+        self.hung: List[str] = []
+        self._entry: Any = None
+        self._since = 0.0
+        self._before: Any = None
+
+    def __enter__(self) -> "Watch":
+        if self.file and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+            tick = min(0.25, self.seconds / 10)
+            self._before = signal.signal(signal.SIGALRM, self._tick)
+            signal.setitimer(signal.ITIMER_REAL, tick, tick)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._before is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._before)
+            self._before = None
+        self._entry = None
+
+    def _tick(self, signum: int, frame: Any) -> None:
+        ours = []                                   # the module's frames, innermost first
+        while frame is not None:
+            if frame.f_code.co_filename == self.file:
+                ours.append(frame)
+            frame = frame.f_back
+        entry, now = (ours[-1] if ours else None), time.monotonic()
+        if entry is not self._entry:                # another call, or none: its time starts
+            self._entry, self._since = entry, now
+            return
+        if entry is None or now - self._since < self.seconds:
+            return
+        name = _running_step(ours)
+        why = _("a call did not return within {seconds} s: {step}").format(
+            seconds=f"{self.seconds:g}", step=step_name(name) or f"`{name}`")
+        if why not in self.hung:
+            self.hung.append(why)
+            if callable(getattr(self.module, name, None)):
+                setattr(self.module, name, _hung(why))
+        raise Hung(why)
+
+
+def _running_step(frames: Sequence[Any]) -> str:
+    """The step that was running in frames (innermost first): the innermost function named
+    as a step, or whose `self` is an instance of one (KVCache's methods), else the
+    outermost function of the module."""
+    for frame in frames:
+        name = frame.f_code.co_name
+        if step_name(name):
+            return name
+        owner = type(frame.f_locals.get("self")).__name__
+        if step_name(owner):
+            return owner
+    return frames[-1].f_code.co_name
+
+
+def _hung(why: str) -> Callable[..., Any]:
+    """What stands for a step once it has hung: every call raises Hung(why) at once."""
+    def hung(*args: Any, **kwargs: Any) -> Any:
+        raise Hung(why)
+    return hung

@@ -9,7 +9,7 @@ Each measurement is a value or Missing(why).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Generator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
 from gqa_grader.i18n import _
@@ -143,20 +143,49 @@ def measure(cfg: Config, lab: Optional[Lab] = None,
     steps training needs pass (parts_from_child).  jobs: the processes that train
     section 8's seeds (the project's gqa.py only; the report is the same for every jobs).
     record: section 8's training as recorded (recorded_training), used instead of training."""
+    stages = measuring(cfg, lab, progress, untrained, recipe, jobs, record)
+    while True:
+        try:
+            next(stages)
+        except StopIteration as done:
+            return done.value
+
+
+def measuring(cfg: Config, lab: Optional[Lab] = None,
+              progress: Optional[Callable[[str], None]] = None,
+              untrained: Optional[str] = None, recipe: Optional[Any] = None, jobs: int = 1,
+              record: Optional[dict] = None) -> Generator[str, None, Measured]:
+    """measure(), its stages said as it goes: yields what it measures next (in the language
+    in use), and returns the Measured."""
     lab = lab or Lab(gqa, "gqa.py")
     if untrained is None:
         untrained = "" if lab.module is gqa else _("not run for this module")
+    gs = lambda: lab.valid_g(cfg.heads)      # noqa: E731
+    yield _("comparing the output at every g with MHA's")
     outputs = attempt(lambda: measure_outputs(lab, cfg))
     part = (lambda i: Missing(outputs.why)) if isinstance(outputs, Missing) else outputs.__getitem__
-    return Measured(
-        cache_counted=attempt(lambda: {g: counted_cache(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
-        tallied=attempt(lambda: {g: tallied_multiplies(lab, cfg, g) for g in lab.valid_g(cfg.heads)}),
-        difference=part(0), conversion=part(1), exact_mha=part(2),
-        head_cosine=attempt(lambda: head_cosines(lab, cfg)),
-        training=(record if record is not None else
-                  attempt(lambda: training.run(report_recipe(cfg, recipe), lab=lab if lab.module is not gqa else gqa,
-                                               progress=progress, jobs=jobs)))
-        if not untrained else Missing(untrained))
+    yield _("counting the floats the KV caches hold")
+    cache_counted = attempt(lambda: {g: counted_cache(lab, cfg, g) for g in gs()})
+    yield _("tallying one layer's multiplications")
+    tallied = attempt(lambda: {g: tallied_multiplies(lab, cfg, g) for g in gs()})
+    yield _("comparing the heads' keys")
+    head_cosine = attempt(lambda: head_cosines(lab, cfg))
+    if untrained:
+        trained = Missing(untrained)
+    elif record is not None:
+        trained = record
+    else:
+        yield _("training section 8: a minute or more")
+        trained = train(cfg, lab, recipe, progress, jobs)
+    return Measured(cache_counted=cache_counted, tallied=tallied, difference=part(0), conversion=part(1),
+                    exact_mha=part(2), head_cosine=head_cosine, training=trained)
+
+
+def train(cfg: Config, lab: Lab, recipe: Optional[Any] = None,
+          progress: Optional[Callable[[str], None]] = None, jobs: int = 1) -> Any:
+    """Section 8's training with lab's steps (report_recipe's), or Missing(why)."""
+    return attempt(lambda: training.run(report_recipe(cfg, recipe), lab=lab if lab.module is not gqa else gqa,
+                                        progress=progress, jobs=jobs))
 
 
 def report_recipe(cfg: Config, recipe: Optional[Any] = None) -> Any:

@@ -11,14 +11,14 @@ comes back, from this process or a child's.
 from __future__ import annotations
 
 import re
-from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
 from gqa_grader.i18n import N_, _
 from gqa_tools.common import Handout
 from gqa_tools.report.costs import (section_block, section_cache, section_decoding, section_multiplies,
                                     section_what_g_is)
-from gqa_tools.report.lab import Lab, reason
+from gqa_tools.report.lab import Hung, Lab, reason
 from gqa_tools.report.measuring import Measured
 from gqa_tools.report.outputs import section_conversion, section_output
 from gqa_tools.report.reading import section_reading
@@ -29,15 +29,16 @@ from gqa_tools.report.trained import section_training
 from gqa_tools.svg import not_a_figure
 
 
-def section_header(cfg: Config, lab: Lab, module: Optional[str], handout: Optional[Handout] = None) -> str:
+def section_header(cfg: Config, lab: Lab, module: Optional[str], handout: Optional[Handout] = None,
+                   out: Optional[str] = None) -> str:
     """The report's header: a handout's (handout_header), a student's (student_header), or
-    the project's, always in English."""
+    the project's, always in English; its command names out, the --out given."""
     if handout:
-        return handout_header(cfg, lab, module, handout)
+        return handout_header(cfg, lab, module, handout, out)
     if module:
-        return student_header(cfg, lab, module)
+        return student_header(cfg, lab, module, out)
     return (f"# gqa lab report\n\n"
-            f"Written by `{cfg.command()}`. Every number below was computed, counted or "
+            f"Written by `{cfg.command(out=out)}`. Every number below was computed, counted or "
             f"measured by `{lab.label}` when that command ran; `python -m gqa report --check` tells "
             f"whether this file is still what the code writes. The real-size configuration "
             f"(counted by the closed forms) has h = {cfg.heads} query heads, head dim "
@@ -58,6 +59,9 @@ SECTIONS = ((N_("1. What g is"), section_what_g_is),
             (N_("7. Decoding reads the whole cache for every token"), section_decoding),
             (N_("8. Converting is not training: does quality come back?"), section_training),
             ("9. How to read this", section_reading))
+
+# Section 8, the one that trains (a student's module trains in a child process of its own).
+TRAINING_SECTION = SECTIONS[7]
 
 # A student's report (--module): section 5 first runs `attention` on random q, k, v (the
 # handout's lab has no `layer` yet), and section 9 is the student's own write-up.
@@ -84,24 +88,35 @@ class Part(NamedTuple):
 
 
 def build_parts(cfg: Config, m: Measured, lab: Optional[Lab] = None,
-                module: Optional[str] = None, handout: Optional[Handout] = None) -> List[Part]:
+                module: Optional[str] = None, handout: Optional[Handout] = None,
+                out: Optional[str] = None) -> List[Part]:
     """Return report.md's header and sections as Parts, in order: SECTIONS, with a module
     (a student's, named so in the header) STUDENT_SECTIONS, in a handout HANDOUT_SECTIONS
-    (module: the one --module gave, or None for the handout's own gqa.py).
+    (module: the one --module gave, or None for the handout's own gqa.py); the header's
+    command names out, the --out given.
 
     A section that cannot be computed from lab says why, in its place.
     """
     lab = lab or Lab(gqa, "gqa.py")
-    parts = [Part("", section_header(cfg, lab, module, handout))]
+    parts = [Part("", section_header(cfg, lab, module, handout, out))]
     for title, section in HANDOUT_SECTIONS if handout else STUDENT_SECTIONS if module else SECTIONS:
-        try:
-            written: Union[str, Tuple[str, Figures]] = section(cfg, lab, m)
-            body, figures = (written, ()) if isinstance(written, str) else written
-        except Exception as err:            # a student's module can fail in any way
-            body, figures = _("*Not computed from {module}: {why}.*").format(
-                module=lab.label, why=reason(err)) + "\n", ()
-        parts.append(Part(_(title), body, tuple(figures)))
+        parts.append(build_part(cfg, m, lab, title, section))
     return parts
+
+
+def build_part(cfg: Config, m: Measured, lab: Lab, title: str, section: Callable[..., Any]) -> Part:
+    """One section as a Part: written by section, or, when it cannot be computed, its note."""
+    try:
+        written: Union[str, Tuple[str, Figures]] = section(cfg, lab, m)
+        body, figures = (written, ()) if isinstance(written, str) else written
+    except (Exception, Hung) as err:        # a student's module can fail in any way
+        return Part(_(title), not_computed(lab.label, reason(err)))
+    return Part(_(title), body, tuple(figures))
+
+
+def not_computed(module: str, why: str) -> str:
+    """A section's note in its place: why it was not computed from module."""
+    return _("*Not computed from {module}: {why}.*").format(module=module, why=why) + "\n"
 
 
 def assemble(parts: Sequence[Part], folder: str = "report-figures") -> str:

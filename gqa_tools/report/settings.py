@@ -6,6 +6,7 @@ its defaults are the committed report.md's.
 
 from __future__ import annotations
 
+import shlex
 from typing import NamedTuple, Optional
 
 from gqa_grader import i18n
@@ -30,10 +31,12 @@ class Config(NamedTuple):
     def d_model(self) -> int:
         return self.heads * self.head_dim
 
-    def command(self, module: Optional[str] = None, handout: bool = False) -> str:
+    def command(self, module: Optional[str] = None, handout: bool = False, out: Optional[str] = None) -> str:
         """The command that writes the report: with a module, or in a handout (whose report
-        is its own gqa.py's without one), in the language in use."""
-        parts = ["python -m gqa report"] + ([f"--module {module}"] if module else [])
+        is its own gqa.py's without one), in the language in use; to out when given (the
+        --out given: the command writes the same file)."""
+        parts = (["python -m gqa report"] + ([f"--module {shlex.quote(module)}"] if module else [])
+                 + ([f"--out {shlex.quote(out)}"] if out else []))
         if (module or handout) and i18n.language() != "en":
             parts.append(f"--lang {i18n.language()}")
         for name, value in self._asdict().items():

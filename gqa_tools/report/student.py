@@ -14,15 +14,16 @@ from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
 from gqa_tools.common import Handout, bar_chart, fmt, markdown_table, step_name
 from gqa_tools.seeds import rng_for, seed_for
-from gqa_tools.report.lab import Lab, Unavailable, reason
+from gqa_tools.report.lab import Hung, Lab, Unavailable, reason
 from gqa_tools.report.measuring import Measured
 from gqa_tools.report.outputs import difference_headers, section_output
 from gqa_tools.report.settings import Config
 from gqa_tools.report.text import code_block, labels, yes_no
 
 
-def student_header(cfg: Config, lab: Lab, module: str) -> str:
-    """The header of a student's report (--module), in the language in use."""
+def student_header(cfg: Config, lab: Lab, module: str, out: Optional[str] = None) -> str:
+    """The header of a student's report (--module), in the language in use; its command
+    names out, the --out given."""
     return "# " + _("gqa lab report") + "\n\n" + _(
         "Written by `{command}`. Every number below was computed, counted or measured by "
         "`{module}` (given with `--module`, not the `gqa.py` of this project), in the grader's "
@@ -35,15 +36,16 @@ def student_header(cfg: Config, lab: Lab, module: str) -> str:
         "{heads} query heads, head dim {run_head_dim}, d_model {run_d_model}, {run_context} "
         "positions and {run_layers} layers, with random, untrained weights from seeds {first} to "
         "{last}.").format(
-            command=cfg.command(module), module=lab.label, heads=cfg.heads, head_dim=cfg.head_dim,
+            command=cfg.command(module, out=out), module=lab.label, heads=cfg.heads, head_dim=cfg.head_dim,
             layers=cfg.layers, context=f"{cfg.context:,}", d_model=f"{cfg.d_model:,}",
             run_head_dim=cfg.run_head_dim, run_d_model=cfg.run_d_model, run_context=cfg.run_context,
             run_layers=cfg.run_layers, first=cfg.seed, last=cfg.seed + cfg.seeds - 1) + "\n"
 
 
-def handout_header(cfg: Config, lab: Lab, module: Optional[str], handout: Handout) -> str:
+def handout_header(cfg: Config, lab: Lab, module: Optional[str], handout: Handout,
+                   out: Optional[str] = None) -> str:
     """The header of a handout's report: its module the handout's gqa.py (or --module's),
-    section 8 left out, and why."""
+    section 8 left out, and why; its command names out, the --out given."""
     outside = [step_name(name) for name in training.NEEDS if name not in handout.steps]
     left_out = (_("Section 8 of the lab's report, whether quality comes back with training, is left "
                   "out: this handout's lab does not train, and training needs {steps}, outside the "
@@ -62,7 +64,7 @@ def handout_header(cfg: Config, lab: Lab, module: Optional[str], handout: Handou
         "actually runs has the same {heads} query heads, head dim {run_head_dim}, d_model "
         "{run_d_model}, {run_context} positions and {run_layers} layers, with random, untrained "
         "weights from seeds {first} to {last}.").format(
-            command=cfg.command(module, handout=True), module=lab.label, left_out=left_out,
+            command=cfg.command(module, handout=True, out=out), module=lab.label, left_out=left_out,
             heads=cfg.heads, head_dim=cfg.head_dim, layers=cfg.layers, context=f"{cfg.context:,}",
             d_model=f"{cfg.d_model:,}", run_head_dim=cfg.run_head_dim, run_d_model=cfg.run_d_model,
             run_context=cfg.run_context, run_layers=cfg.run_layers, first=cfg.seed,
@@ -117,7 +119,7 @@ def section_output_of_module(cfg: Config, lab: Lab, m: Measured) -> str:
     first = attention_difference(cfg, lab)
     try:
         then = section_output(cfg, lab, m)
-    except Exception as err:                # a student's module can fail in any way
+    except (Exception, Hung) as err:                # a student's module can fail in any way
         then = _("*Not computed for a whole layer (`layer(x, weights, g)` on random weights, over "
                  "{seeds} seeds): {why}.*").format(seeds=cfg.seeds, why=reason(err)) + "\n"
     return first + "\n" + then

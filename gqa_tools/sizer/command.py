@@ -305,15 +305,26 @@ def sized(args: argparse.Namespace) -> Dict[str, Any]:
     memory = parse_size(args.memory, "--memory") if args.memory is not None else None
     bandwidth = parse_bandwidth(args.bandwidth) if args.bandwidth is not None else None
     flops = parse_flops(args.flops) if args.flops is not None else None
+    if args.hardware and (bandwidth is not None or flops is not None):
+        raise GQAError(_("--hardware {name} names the bandwidth and the compute rate; give it, or --bandwidth "
+                         "and --flops, not both").format(name=args.hardware))
     if args.hardware:
         bandwidth, flops = HARDWARE[args.hardware][:2]
     if (bandwidth is None) != (flops is None):
         raise GQAError(_("give both --bandwidth and --flops (or --hardware) for the decode estimate"))
-    return summarize(shape, context=context, batch=args.batch, dtype=dtype, memory=memory, weights=weights,
-                     weight_dtype=args.weight_dtype, devices=args.tp, bandwidth=bandwidth, flops=flops,
-                     hardware=args.hardware, source=args.source, context_from=context_from,
-                     source_from=source_from, image_tokens=args.image_tokens, image_from=image_from,
-                     dtype_from=dtype_from, weights_from=weights_from)
+    summary = summarize(shape, context=context, batch=args.batch, dtype=dtype, memory=memory, weights=weights,
+                        weight_dtype=args.weight_dtype, devices=args.tp, bandwidth=bandwidth, flops=flops,
+                        hardware=args.hardware, source=args.source, context_from=context_from,
+                        source_from=source_from, image_tokens=args.image_tokens, image_from=image_from,
+                        dtype_from=dtype_from, weights_from=weights_from)
+    rules = {group["rule"] for group in summary["model"]["groups"]}
+    if args.source is not None and "cross" not in rules:
+        raise GQAError(_("--source is the encoder's length of an encoder-decoder model; {model} caches no "
+                         "source tokens, so it is not used").format(model=shape.name))
+    if args.image_tokens is not None and "image" not in rules:
+        raise GQAError(_("--image-tokens is the images' length of a model with vision cross-attention; {model} "
+                         "caches no image tokens, so it is not used").format(model=shape.name))
+    return summary
 
 
 def config_main(argv: Sequence[str]) -> int:

@@ -34,7 +34,8 @@ from typing import Any, Sequence
 
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import MAX_JOBS, PROJECT, chosen_lang, failing_steps, module_missing, progress_line, sealed, speaking
+from gqa_tools.common import (MAX_JOBS, PROJECT, chosen_lang, failing_steps, given, module_missing, progress_line,
+                              sealed, speaking)
 from gqa_tools.uptraining.experiment import run
 from gqa_tools.uptraining.printing import render
 from gqa_tools.uptraining.recipe import NEEDS, QUICK, Recipe
@@ -110,6 +111,10 @@ def uptrain_main(argv: Sequence[str]) -> int:
         parser.error(_("--seeds must be between 1 and {most}; got {seeds}").format(most=MAX_SEEDS, seeds=args.seeds))
     if not 1 <= args.jobs <= MAX_JOBS:
         parser.error(_("--jobs must be between 1 and {most}; got {jobs}").format(most=MAX_JOBS, jobs=args.jobs))
+    if args.module and given(argv, "--jobs", parser) is not None:
+        print("gqa uptrain: " + _("--jobs goes without --module: a student's module trains in one process, "
+                                  "the grader's worker"), file=sys.stderr)
+        return 2
     recipe = (QUICK if args.quick else Recipe())._replace(seed=args.seed, seeds=args.seeds)
     if args.module:
         try:
