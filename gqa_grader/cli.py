@@ -407,9 +407,8 @@ def _write_handout(args, documents):
              _("wrote {path}; grade it with: {command}")),
             ("handout", args.handout, lambda d: selfcheck.write_handout(d, only=args.only, lang=args.lang),
              _("wrote {path}; give students this folder; they run `python grader.py` in it")),
-            ("autograder", args.autograder,
-             lambda d: handout.write_autograder(d, args, records.carried(args, args.given, "weights.json"),
-                                        secret="seed" not in args.given),
+            ("autograder", args.autograder, lambda d: handout.write_autograder(
+                d, args, records.carried(args, args.given, "weights.json"), secret="seed" not in args.given),
              _("wrote {path}; upload it as the assignment's autograder on Gradescope"))):
         if not option:
             continue

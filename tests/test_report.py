@@ -432,8 +432,7 @@ class Writing(unittest.TestCase):
 
     def test_an_option_the_report_would_not_use_is_refused_before_any_work(self):
         module = os.path.join(ROOT, "gqa.py")
-        for argv, says in ((["--retrain"], "--retrain goes with --check"),
-                           (["--retrain", "--check", "--module", module], "--retrain is for the project's report.md"),
+        for argv, says in ((["--retrain", "--check", "--module", module], "--retrain is for the project's report.md"),
                            (["--module", module, "--jobs", "2"], "--jobs is for the project's report"),
                            (["--module", module, "--jobs=1", "--lang", "ja"],
                             "--jobs はプロジェクトのレポートのためのものです")):

@@ -128,13 +128,11 @@ def report_main(argv: Sequence[str]) -> int:
 
 
 def _unused(args: Any, argv: Sequence[str], parser: argparse.ArgumentParser) -> Optional[str]:
-    """Why an option given is not used, or None: --retrain without --check (a report written
-    trains anyway) or with --module, --jobs with --module (the module trains in one process)."""
+    """Why an option given is not used, or None: --retrain with --module (a student's report
+    has no record: it trains), --jobs with --module (the module trains in one process)."""
     if args.retrain and args.module:
         return _("--retrain is for the project's report.md, whose section 8 is recorded; a report "
                  "with --module trains with the module whenever its steps pass")
-    if args.retrain and not args.check:
-        return _("--retrain goes with --check; without it, the report trains section 8 anyway")
     if args.module and given(argv, "--jobs", parser) is not None:
         return _("--jobs is for the project's report; with --module, section 8 trains in one process, "
                  "the grader's worker")
