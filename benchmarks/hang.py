@@ -33,7 +33,8 @@ sys.path.insert(0, ROOT)
 from gqa_tools import cli  # noqa: E402
 from gqa_tools.report import child  # noqa: E402
 
-ENDLESS = ["while True:", "    try:", "        pass", "    except Exception:", "        pass"]
+ENDLESS = ["while True:", "    try:", "        len(())" if sys.version_info[:2] == (3, 10) else "        pass",
+           "    except Exception:", "        pass"]        # 3.10: see lab.Watch
 
 
 def first_line(source: str, name: str) -> tuple:

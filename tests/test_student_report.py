@@ -13,6 +13,7 @@ import os
 import random
 import re
 import shutil
+import sys
 import tempfile
 import types
 import unittest
@@ -312,7 +313,10 @@ def planted(source, name, code, method=None):
 
 
 # A call that never returns, even to a module's own `except Exception`: busy, or asleep.
-ENDLESS = "while True:\n    try:\n        pass\n    except Exception:\n        pass"
+# Python 3.10 looks for a signal at no instruction of a loop whose body is only `try: pass`
+# (its interpreter's gap, closed in 3.11; lab.Watch says so): there the busy loop calls.
+ENDLESS = "while True:\n    try:\n        {}\n    except Exception:\n        pass".format(
+    "len(())" if sys.version_info[:2] == (3, 10) else "pass")
 SLEEPING = "import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except Exception:\n        pass"
 
 

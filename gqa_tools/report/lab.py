@@ -155,7 +155,10 @@ class Watch:
     and that step (a function or class of the module) answers every later call with the
     same Hung at once, so that one hang costs its time once.  A tick (SIGALRM) looks at the
     stack a few times a second; in the main thread of a POSIX process only, else nothing
-    is watched.  hung: each hang's sentence, in order."""
+    is watched.  Python 3.10 runs no signal handler inside a loop whose body does nothing
+    but `try: pass` (a gap of its interpreter, closed in 3.11): such a loop is ended by
+    the child's deadline instead, which costs the sections not yet sent.  hung: each
+    hang's sentence, in order."""
 
     def __init__(self, module: Any, seconds: float) -> None:
         self.module, self.seconds = module, seconds
