@@ -137,11 +137,14 @@ PER_TOKEN = {
     # mlx-community/OpenELM-1_1B-Instruct-4bit, field for field as a public test transcribes it
     # (its "quantization" is MLX's, of the weights): num_kv_heads 4 x 3, 5 x 7, 6 x 8, 7 x 6, 8 x 4.
     "openelm-1.1b-instruct.json": (3 * 4 + 7 * 5 + 8 * 6 + 6 * 7 + 4 * 8) * 2 * 64 * 2,
+    # Hugging Face allenai/led-base-16384-cochrane, config.json @e01fabb (the published file, whole):
+    # the decoder's 6 layers of 12 heads of 768/12 = 64, full self-attention (BART's)
+    "led-base-16384-cochrane.json": 6 * 2 * 12 * (768 // 12) * 2,
 }
 
 # The seen set: the configs the sizer's rules were written against, 42 of them.
 SEEN = sorted(set(PER_TOKEN) - {"hunyuan-large.json", "rwkv5-world-3b.json", "snowflake-arctic-embed-m.json",
-                                 "openelm-1.1b-instruct.json"})
+                                 "openelm-1.1b-instruct.json", "led-base-16384-cochrane.json"})
 
 # The unseen set: 42 published configs of the families the sizer knows, or that the issue of the
 # mechanisms names, none of them read while the rules were written (the sizes of the first run,
@@ -390,6 +393,28 @@ class Mechanisms(unittest.TestCase):
         self.assertEqual((model["bytes_per_token"], model["bytes_per_source_token"]),
                          (24 * t5_layer, 24 * t5_layer))
         self.assertEqual(model["bytes_per_request"], 24 * t5_layer * (100 + 500))
+
+    def test_leds_encoder_window_does_not_block_its_decoders_size(self):
+        # allenai/led-base-16384-cochrane config.json @e01fabb, as published. By hand, from transformers'
+        # modeling_led.py: the decoder (LEDDecoderAttention, BART's) holds 6 layers x 2 x 12 heads x 768/12
+        # x 2 bytes = 18,432 a generated token, and as many a source token for its cross-attention; its
+        # context is max_decoder_position_embeddings (1,024), its source max_encoder_position_embeddings
+        # (16,384). attention_window, one window per layer, is read by LEDEncoderSelfAttention alone.
+        path = os.path.join(EXAMPLES, "led-base-16384-cochrane.json")
+        led = example("led-base-16384-cochrane.json")
+        self.assertEqual(per_position(led, dtype="bf16"), {"token": 18432, "source": 18432, "image": 0})
+        self.assertEqual((led.max_context, led.source_tokens), (1024, 16384))
+        self.assertEqual([g.rule for g in led.groups], ["full", "cross"])
+        self.assertFalse([n for n in led.notes if n.startswith(("WARNING", "NOTE"))], led.notes)
+        self.assertEqual(cache_bytes(led, context=1024, dtype="bf16"), 18432 * 1024 + 18432 * 16384)
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+        for window in ([512] * 6, [16, 32, 64, 128, 256, 512]):        # the encoder's: the cache is the same
+            self.assertEqual(per_position(shape(**dict(config, attention_window=window)), dtype="bf16"),
+                             {"token": 18432, "source": 18432, "image": 0})
+        # the same field in an encoder-decoder whose code no row knows: nothing says whose it is, refused
+        with self.assertRaisesRegex(GQAError, "attention_window .*could change the cache"):
+            shape(**dict(config, model_type="brand_new_seq2seq"))
 
     def test_a_class_default_that_sets_the_layout_is_read_and_quoted(self):
         # meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config, trimmed): an

@@ -270,12 +270,6 @@ SPELLED_REFUSED = {
     # 2,048; no rule reads which layers are Mamba's, so never a number (and not with --ignore either).
     "plamo-2-1b.json": (8 * 2 * 1 * 128 * 2, 0, "attention_window_size 2048 .*could change the cache", (),
                         "Hugging Face pfnet/plamo-2-1b, config.json (the mlx-community mirror, same 1.38 kB)"),
-    # LED: attention_window is read by LEDEncoderSelfAttention only (transformers' modeling_led.py),
-    # but its value, one window per layer, could be a decoder's: refused; set aside, the decoder is
-    # sized right, its context and source read from max_decoder/encoder_position_embeddings.
-    "led-base-16384-cochrane.json": (6 * 2 * 12 * 64 * 2, 6 * 2 * 12 * 64 * 2, "attention_window .*a list of "
-                                     "one entry per layer", ("attention_window",), "Hugging Face allenai/"
-                                     "led-base-16384-cochrane, config.json @e01fabb"),
 }
 
 
@@ -496,8 +490,6 @@ class Spellings(unittest.TestCase):
 # mechanism no rule reads: (the quantity, the config).
 REFUSED_SPELLINGS = {
     "hidden_size_per_head": ("head dim", "plamo-2-1b.json"),
-    "max_decoder_position_embeddings": ("longest context", "led-base-16384-cochrane.json"),
-    "max_encoder_position_embeddings": ("source tokens", "led-base-16384-cochrane.json"),
 }
 
 

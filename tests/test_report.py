@@ -199,7 +199,8 @@ class Contents(unittest.TestCase):
             for g in sorted({x["g"] for x in t["uptrain"]}):
                 self.assertIn(f"| {task:<7} | {g} | MHA trained on (the control)", section)
         self.assertIn("Same cache, three ways", section)
-        self.assertIn("decided together by Holm's step-down correction", section)   # the rule, stated
+        self.assertIn("are decided as one family by Holm's step-down correction", section)   # the rule, stated
+        self.assertIn("At 2 seeds no claim can be resolved, whatever its differences", section)  # what 2 resolve
         self.assertIn("What these verdicts are about: a one-layer model", section)   # and the scope
         self.assertIn("Section 8 measures it", self.text.split("## 9.")[1])
 

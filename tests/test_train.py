@@ -11,6 +11,7 @@ import contextlib
 import copy
 import doctest
 import io
+import itertools
 import json
 import math
 import os
@@ -457,6 +458,31 @@ def t_density(t, df):
         * (1 + t * t / df) ** (-(df + 1) / 2)
 
 
+class by_patterns:
+    """Exact values' sign patterns, all 2^K of them, listed one by one: the sign-flip test and its
+    interval as their definitions say, for a few seeds."""
+
+    def __init__(self, values):
+        self.values = list(values)
+        self.patterns = [(sum(s * v for s, v in zip(signs, self.values)), sum(signs))
+                         for signs in itertools.product((1, -1), repeat=len(self.values))]
+
+    def p(self, bar):
+        """The share of patterns whose sum of signed (value - bar) is at least as far from 0 as the measured."""
+        measured = abs(sum(self.values) - len(self.values) * bar)
+        return Fraction(sum(abs(a - b * bar) >= measured for a, b in self.patterns), len(self.patterns))
+
+    def interval(self, alpha):
+        """The bars with p >= alpha, as (lowest, highest); None where bars beyond every mean pass.
+        p changes only where a subset's mean crosses the bar, so the subset means and the points
+        between and beyond them are every case."""
+        means = sorted({Fraction(sum(c), len(c)) for r in range(1, len(self.values) + 1)
+                        for c in itertools.combinations(self.values, r)})
+        points = [means[0] - 1] + means + [(x + y) / 2 for x, y in zip(means, means[1:])] + [means[-1] + 1]
+        kept = sorted(x for x in points if self.p(x) >= Fraction(alpha))
+        return (None if kept[0] < means[0] else kept[0], None if kept[-1] > means[-1] else kept[-1])
+
+
 class Statistics(unittest.TestCase):
 
     def test_t_quantiles_against_closed_forms(self):
@@ -549,22 +575,19 @@ class Statistics(unittest.TestCase):
                 self.assertFalse(rejected and p >= 0.05)
                 self.assertEqual(rejected, p < level)
 
-    def test_every_verdict_is_holms_and_follows_from_its_interval(self):
-        pre, mean = [100] * 5, [100, 99, 100, 99, 100]
-        first, random_ = [60, 70, 65, 62, 68], [20, 25, 22, 21, 30]
+    def test_every_verdict_is_holms_on_the_exact_test_and_follows_from_its_interval(self):
+        # 8 seeds: 256 sign patterns, each counted here (by_patterns), against the claims as written out
+        pre, mean = [100] * 8, [100, 99, 100, 99, 100, 99, 100, 99]
+        first, random_ = [60, 70, 65, 62, 68, 61, 66, 64], [20, 25, 22, 21, 30, 24, 23, 26]
         result = self.fake(pre, mean, first, random_, same=())
-        # By hand: each claim's per-seed differences (of 100 answers), its bar and side.
-        claims_ = [("drops", [p - 10 for p in pre], 0.0, True),
-                   ("recovers", [p - m for p, m in zip(pre, mean)], 0.02, False),
-                   ("mean beats first", [m - f for m, f in zip(mean, first)], 0.0, True),
-                   ("first beats random", [f - r for f, r in zip(first, random_)], 0.0, True),
-                   ("control", [0] * 5, 0.0, True)]
-        ps = []
-        for _, diffs, bar, _ in claims_:
-            x = [d / 100 for d in diffs]
-            sd = statistics.stdev(x)
-            t = (statistics.mean(x) - bar) / (sd / math.sqrt(5)) if sd else (0.0 if statistics.mean(x) == bar else 99.0)
-            ps.append(1 - 2 * simpson(abs(t), 4))
+        claims_ = [("drops", [p - 10 for p in pre], 0, True),
+                   ("recovers", [p - m for p, m in zip(pre, mean)], Fraction(1, 50), False),
+                   ("mean beats first", [m - f for m, f in zip(mean, first)], 0, True),
+                   ("first beats random", [f - r for f, r in zip(first, random_)], 0, True),
+                   ("control", [0] * 8, 0, True)]
+        exact = [by_patterns([Fraction(d, 100) for d in diffs]) for _, diffs, _, _ in claims_]
+        ps = [e.p(bar) for e, (_, _, bar, _) in zip(exact, claims_)]
+        self.assertEqual(ps, [Fraction(2, 256)] * 4 + [1])
         order = sorted(range(5), key=lambda i: ps[i])
         levels, stopped = {}, None               # Holm, written out
         for rank, i in enumerate(order):
@@ -574,24 +597,100 @@ class Statistics(unittest.TestCase):
             levels[i] = alpha
         decided = gqa_train.verdicts(result, ["recall"])
         self.assertEqual([d.claim.kind for d in decided], [c[0] for c in claims_])
-        for i, (d, (kind, diffs, bar, above)) in enumerate(zip(decided, claims_)):
-            x = [v / 100 for v in diffs]
-            half = t_by_hand(1 - levels[i] / 2, 4) * statistics.stdev(x) / math.sqrt(5)
-            low, high = statistics.mean(x) - half, statistics.mean(x) + half
+        for i, (d, e, (kind, diffs, bar, above)) in enumerate(zip(decided, exact, claims_)):
+            self.assertEqual(d.p, ps[i], kind)
             self.assertAlmostEqual(d.level, 1 - levels[i], places=12, msg=kind)
-            self.assertAlmostEqual(d.stats.low, low, places=9, msg=kind)
-            self.assertAlmostEqual(d.stats.high, high, places=9, msg=kind)
+            low, high = e.interval(levels[i])
+            self.assertEqual((d.low, d.high), (low, high), kind)
+            low, high = -1 if low is None else low, 1 if high is None else high
             side = "holds" if (low > bar if above else high < bar) else \
                 "does not hold" if (high < bar if above else low > bar) else "not resolved"
             self.assertEqual(d.verdict, side, kind)
         self.assertEqual([d.verdict for d in decided], ["holds"] * 4 + ["not resolved"])
 
+    def test_the_exact_p_value_counts_every_sign_pattern(self):
+        rng = random.Random("sign flips")
+        for _ in range(120):
+            k, n = rng.randrange(1, 10), rng.choice((7, 10, 64, 640))
+            values = [Fraction(rng.randrange(-n, n + 1) if rng.random() < 0.8 else rng.choice((0, 1, -1)), n)
+                      for _ in range(k)]
+            bar = rng.choice((Fraction(0), Fraction(1, 50), Fraction(rng.randrange(-n, n), n)))
+            self.assertEqual(gqa_statistics.sign_flip_p(values, bar), by_patterns(values).p(bar), (values, bar))
+        # 20 seeds all above the bar: only the measured pattern and its mirror are as far out
+        self.assertEqual(gqa_statistics.sign_flip_p([Fraction(i + 1, 100) for i in range(20)], Fraction(0)),
+                         Fraction(2, 2 ** 20))
+
+    def test_the_exact_interval_is_the_bars_the_test_does_not_reject(self):
+        rng = random.Random("sign flip intervals")
+        for _ in range(40):
+            k, n = rng.randrange(1, 8), rng.choice((7, 10, 64))
+            values = [Fraction(rng.randrange(-n, n + 1), n) for _ in range(k)]
+            level = rng.choice((0.5, 0.7, 0.9, 0.95, 0.99))
+            self.assertEqual(gqa_statistics.sign_flip_interval(values, level),
+                             by_patterns(values).interval(1 - level), (values, level))
+
+    def test_the_exact_interval_counted_by_binomials_past_64_seeds(self):
+        # Three values with multiplicities: every subset mean and how many subsets have it, counted by
+        # binomial coefficients; each end is where the count of means beyond it reaches the level's.
+        # 64 and 70 seeds take two 64-bit words a count.
+        for k, (a, b, c), (na, nb) in ((64, (-3, 1, 4), (20, 30)), (70, (-5, 0, 2), (9, 41)),
+                                       (20, (-1, 2, 7), (5, 6))):
+            counts = {Fraction(a, 10): na, Fraction(b, 10): nb, Fraction(c, 10): k - na - nb}
+            values = [v for v, m in counts.items() for _ in range(m)]
+            random.Random(k).shuffle(values)
+            means = {}
+            for picks in itertools.product(*[range(m + 1) for m in counts.values()]):
+                if sum(picks):
+                    mean = sum(v * p for v, p in zip(counts, picks)) / sum(picks)
+                    means[mean] = means.get(mean, 0) + math.prod(math.comb(m, p)
+                                                                 for m, p in zip(counts.values(), picks))
+            need = math.ceil(Fraction(1 - 0.999) * 2 ** (k - 1)) - 1       # means beyond an end, at most
+            ends = []
+            for order in (sorted(means), sorted(means, reverse=True)):
+                seen = 0
+                for x in order:
+                    seen += means[x]
+                    if seen >= need:
+                        ends.append(x)
+                        break
+            self.assertEqual(gqa_statistics.sign_flip_interval(values, 0.999), tuple(ends), k)
+
+    def test_below_six_seeds_no_verdict_can_resolve(self):
+        # 5 seeds, every difference far above its bar: p is at least 2 / 2^5 = 0.0625, above 5 %.
+        result = self.fake([100] * 5, [50] * 5, [30] * 5, [10] * 5, same=())
+        decided = gqa_train.verdicts(result, ["recall"])
+        self.assertEqual({d.verdict for d in decided}, {"not resolved"})
+        self.assertEqual({d.p for d in decided[:4]}, {Fraction(2, 32)})
+        self.assertEqual({(d.low, d.high, d.resolves) for d in decided}, {(None, None, None)})
+        self.assertEqual({row[-1] for row in gqa_sentences.verdict_rows(result, decided)}, {"—"})
+
+    def test_the_smallest_resolvable_gap_is_where_a_shifted_run_resolves(self):
+        # Each claim's differences moved as one so that their mean lies just beyond, or just short
+        # of, the smallest resolvable gap from the bar: every pattern counted, at the claim's level.
+        pre, mean = [100] * 8, [97, 99, 100, 95, 100, 98, 100, 99]
+        first, random_ = [60, 70, 65, 62, 68, 61, 66, 64], [20, 25, 62, 21, 70, 24, 23, 26]
+        decided = gqa_train.verdicts(self.fake(pre, mean, first, random_, same=()), ["recall"])
+        checked = 0
+        for d in decided:
+            if d.resolves is None:
+                continue
+            side = 1 if d.mean >= d.claim.bar else -1
+            for step, rejected in ((Fraction(1, 1000), True), (-Fraction(1, 1000), False)):
+                if d.resolves + step <= 0:          # no distance short of 0: every seed alike resolves at once
+                    continue
+                move = d.claim.bar + side * (d.resolves + step) - d.mean
+                p = by_patterns([v + move for v in d.claim.values]).p(d.claim.bar)
+                self.assertEqual(p < 1 - d.level, rejected, (d.claim.kind, step))
+            checked += 1
+        self.assertGreaterEqual(checked, 4)
+
     def test_recovers_is_non_inferiority_of_the_paired_gap(self):
         # The gap control - mean per seed: well inside the margin recovers though no seed is
         # exactly at the control; a gap above the margin in every seed does not hold.
-        for mean, want in (([100, 99, 100, 99, 100], "holds"), ([90, 92, 91, 93, 90], "does not hold"),
-                           ([100, 90, 100, 96, 99], "not resolved")):
-            result = self.fake([100] * 5, mean, [50] * 5, [20] * 5)
+        for mean, want in (([100, 99, 100, 99, 100, 100, 99, 100], "holds"),
+                           ([90, 92, 91, 93, 90, 91, 92, 90], "does not hold"),
+                           ([100, 90, 100, 96, 99, 100, 93, 100], "not resolved")):
+            result = self.fake([100] * 8, mean, [50] * 8, [20] * 8, same=())
             got = [d for d in gqa_train.verdicts(result, ["recall"]) if d.claim.kind == "recovers"]
             self.assertEqual([d.verdict for d in got], [want], mean)
 
@@ -686,14 +785,15 @@ class Committed(unittest.TestCase):
 
     def test_every_verdict_follows_from_its_printed_interval_at_a_holm_level(self):
         rows = re.findall(r"\| (offsets|recall) +\| (.*?) +\| +([+-]\d\.\d{3}) \| \[([+-]\d\.\d{3,6}), "
-                          r"([+-]\d\.\d{3,6})\] at ([\d.]+) % +\| +(\S+) \| (holds|does not hold|not resolved) +\|",
-                          self.section)
+                          r"([+-]\d\.\d{3,6})\] at ([\d.]+) % +\| +(\S+) \| (holds|does not hold|not resolved) +\| "
+                          r"+(\d\.\d{3}|—) \|", self.section)
         m = len(rows)
         # per task: 2 drops, 4 recovers, 8 orderings, 2 of the control, 3 restarts, 4 from scratch
         self.assertEqual(m, 2 * (2 + 4 + 8 + 2 + 3 + 4))
-        self.assertIn(f"the {m} verdicts are decided together by Holm's step-down correction", self.section)
+        self.assertIn(f"All {m} verdicts, the diagnostics (the control's own change, Adam carried over) with the "
+                      f"main claims, are decided as one family by Holm's step-down correction", self.section)
         holm_levels = {f"{100 * (1 - 0.05 / k):.3f}" for k in range(1, m + 1)}
-        for task, claim, mean, low, high, level, p, word in rows:
+        for task, claim, mean, low, high, level, p, word, gap in rows:
             below = re.search(r"< (0\.\d+)\)$", claim)
             bar = float(below.group(1)) if below else 0.0
             self.assertTrue(below or claim.endswith("> 0)"), claim)
@@ -702,6 +802,8 @@ class Committed(unittest.TestCase):
             self.assertIn(level, holm_levels, claim)
             on, off = (float(high) < bar, float(low) > bar) if below else (float(low) > bar, float(high) < bar)
             self.assertEqual(word, "holds" if on else "does not hold" if off else "not resolved", (task, claim))
+            near = float(low) if float(mean) >= bar else float(high)     # the end on the bar's side of the mean
+            self.assertAlmostEqual(float(gap), abs(float(mean) - near), delta=0.0011, msg=(task, claim))
         # Holm's steps: the r resolved claims were tested at 0.05 / m, 0.05 / (m - 1), ...,
         # 0.05 / (m - r + 1), and every other at the level of the step that failed, the next.
         resolved = sorted(row[5] for row in rows if row[7] != "not resolved")

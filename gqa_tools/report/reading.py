@@ -89,4 +89,4 @@ def _training_sentence(m: Measured) -> str:
     return (f" Section 8 measures it on a small trained model (h = {r['heads']}, d_model {r['d_model']}) "
             f"over {K} seeds, against an MHA model trained on the same batches for as many steps: whether "
             f"the mean conversion *recovers*, its accuracy no more than 0.02 below that model's (by the "
-            f"paired gap's interval, Holm-corrected; in brackets, the mean gap): " + "; ".join(said) + ".")
+            f"paired gap's exact sign-flip interval, Holm-corrected; in brackets, the mean gap): " + "; ".join(said) + ".")

@@ -5,7 +5,8 @@ steps: the pre-trained MHA model, the control and the three conversions at
 each g after each budget beside the controls of the uptraining (the
 smaller-cache model trained from scratch, Adam carried over), the MQA
 paper's comparison at one cache size, what was found in plain sentences, the
-verdicts' table (Holm-corrected) with its scope, and the figures.
+verdicts' table (the exact sign-flip test, Holm-corrected) with its rule, its
+margin and its scope, and the figures.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def section_training(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, tuple]:
         _("The verdicts:") + "\n",
         markdown_table(training.verdicts_header(), training.verdict_rows(result, decided)),
         "",
-        sentences([_(training.RULE).format(claims=len(decided)), training.scope(result)]) + "\n",
+        sentences([training.rule(result, decided), training.margin(result, decided), training.scope(result)])
+        + "\n",
         _same_cache_part(result, notes),
         ""])
     return body, tuple(figures)
@@ -86,7 +88,7 @@ def _training_intro(result: dict) -> str:
     """Section 8's first paragraph: what is trained, what is compared, how it is written and decided."""
     r, seeds = result["recipe"], result["seeds"]
     n = r["held_out"]
-    return _(
+    intro = _(
         "Sections 1 to 7 run on random, untrained weights. Here a model is trained and its "
         "quality measured (`gqa_tools/uptraining/`): an MHA model (h = {heads}, head dim {head_dim}, "
         "d_model {d_model}, an MLP of width {d_ff}) is pre-trained for {pretrain} steps of {batch} "
@@ -101,7 +103,8 @@ def _training_intro(result: dict) -> str:
             heads=r["heads"], head_dim=r["head_dim"], d_model=r["d_model"], d_ff=r["d_ff"],
             pretrain=r["pretrain"], batch=r["batch"], more=max(r["budgets"]),
             seeds=training.seeds_text(seeds), n=n, half=f"{1.96 * (0.25 / n) ** 0.5:.3f}",
-            high=f"{1.96 * (0.95 * 0.05 / n) ** 0.5:.3f}") + "\n"
+            high=f"{1.96 * (0.95 * 0.05 / n) ** 0.5:.3f}")
+    return sentences([intro, _(training.DESCRIBED)]) + "\n"
 
 
 def _pretrained_rows(result: dict) -> List[tuple]:

@@ -161,6 +161,12 @@ FAMILIES: Dict[str, Family] = {
                  defaults={"d_kv": 64, "num_heads": 8, "num_layers": 6, "d_model": 512},
                  harmless=("relative_attention_num_buckets", "relative_attention_max_distance",
                            "feed_forward_proj", "d_ff", "output_past", "dense_act_fn", "is_gated_act")),
+    # LED (Longformer-Encoder-Decoder): LEDEncoderSelfAttention reads attention_window, one window per
+    # encoder layer; the decoder's LEDDecoderAttention is BART's, full over the generated tokens and
+    # cross-attending to every source token (transformers' modeling_led.py).
+    "led": Family("LED", "encoder-decoder: the decoder's self-attention (full) and cross-attention; "
+                  "attention_window is the encoder's", "led-base-16384-cochrane.json", reader="encoder_decoder",
+                  harmless=("attention_window",)),
     "whisper": Family("Whisper", "encoder-decoder: decoder_layers self-attention and cross-attention "
                       "to max_source_positions audio frames", "whisper-large-v3.json",
                       reader="encoder_decoder",

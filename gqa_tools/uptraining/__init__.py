@@ -5,7 +5,7 @@ it, and report.md's section 8 runs the quick recipe (QUICK).  A small model
 around the lab's grouped attention and its backward is pre-trained as MHA on
 two tasks, converted to every g < h by three methods, and trained on beside
 a control, over several seeds; every accuracy is measured on held-out
-sequences and every claim decided by an interval.  Its modules, each built
+sequences and every claim decided by an exact interval.  Its modules, each built
 on the ones above it:
 
     module        its job
@@ -21,8 +21,8 @@ on the ones above it:
     printing      render(): the tables and the whole text the command prints
     command       `python -m gqa uptrain`, and --module's run in the grader's worker
 
-The intervals and verdicts (Student's t, Wilson) are gqa_tools.statistics',
-which the report shares.  Every random draw comes from
+The intervals and tests (Student's t, Wilson, the exact sign-flip test) are
+gqa_tools.statistics', which the report shares.  Every random draw comes from
 random.Random(f"{stream}:{seed}") (gqa_tools.common.rng_for), and `lab` (gqa
 by default) is the module whose steps train, so a student's can stand in.
 
@@ -38,12 +38,13 @@ from gqa_tools.uptraining.claims import (FAMILY, WITHIN, baseline, cell, half_wi
 from gqa_tools.uptraining.experiment import run
 from gqa_tools.uptraining.printing import half_rows, render, steps_header, uptraining_rows
 from gqa_tools.uptraining.recipe import CONVERSIONS, NEEDS, QUICK, TASKS, Recipe
-from gqa_tools.uptraining.sentences import (RULE, said, same_cache_finding, scope, seeds_text, spread_text,
-                                            summary, verdict_rows, verdict_word, verdicts_header)
+from gqa_tools.uptraining.sentences import (DESCRIBED, MARGIN, RESOLVES, RULE, UNRESOLVABLE, margin, rule, said,
+                                            same_cache_finding, scope, seeds_text, spread_text, summary, verdict_rows,
+                                            verdict_word, verdicts_header)
 from gqa_tools.uptraining.tasks import describe
 
-__all__ = ["CONVERSIONS", "FAMILY", "NEEDS", "QUICK", "RULE", "Recipe", "TASKS", "WITHIN",
-           "baseline", "cell", "describe", "half_rows", "half_within", "paper_budget", "pretrained_at",
-           "recovered", "render", "run", "said", "same_cache_finding", "scope", "seeds_text", "spread_text", "stats",
-           "steps_header", "summary", "uptraining_rows", "verdict_rows", "verdict_word", "verdicts",
-           "verdicts_header"]
+__all__ = ["CONVERSIONS", "DESCRIBED", "FAMILY", "MARGIN", "NEEDS", "QUICK", "RESOLVES", "RULE", "Recipe",
+           "TASKS", "UNRESOLVABLE", "WITHIN", "baseline", "cell", "describe", "half_rows", "half_within", "margin",
+           "paper_budget", "pretrained_at", "recovered", "render", "rule", "run", "said", "same_cache_finding", "scope",
+           "seeds_text", "spread_text", "stats", "steps_header", "summary", "uptraining_rows", "verdict_rows",
+           "verdict_word", "verdicts", "verdicts_header"]

@@ -11,10 +11,19 @@ Every accuracy is correct / answers, so a mean and a standard deviation are
 computed from the counts as fractions and rounded once.
 
 The section's verdicts (verdicts) are paired differences over the seeds,
-each a Claim against its bar, decided together by Holm's step-down at a
-family-wise error rate of 5 % (gqa_tools.statistics.holm): each Decided
-holds the interval at the level its step used, so its verdict is where that
-interval lies against the bar.
+each a Claim against its bar, tested by the exact two-sided sign-flip test
+of its mean (gqa_tools.statistics.sign_flip_p) and decided together by
+Holm's step-down at a family-wise error rate of 5 % (gqa_tools.statistics.holm):
+each Decided holds the test's exact interval at the level its step used, so
+its verdict is where that interval lies against the bar, and the smallest
+distance from the bar at which, with the spread measured, the claim could
+be resolved at that level.
+
+Every claim of a run is in the one family, the diagnostics (the control's
+own change, Adam carried over) with the main claims: the findings and
+docs/uptraining.md are read from them too, and a wrong diagnostic misleads
+as much as a wrong main claim.  Holm's bound holds whatever the claims
+share (they share seeds and models).
 """
 
 from __future__ import annotations
@@ -22,12 +31,17 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
-from gqa_tools.statistics import Stats, holm, interval, p_value, verdict
+from gqa_tools.statistics import Stats, holm, interval, sign_flip_interval, sign_flip_p, verdict
 from gqa_tools.uptraining.recipe import CONVERSIONS
 
 
 # The margin of *recovers* (the paired gap control - mean lies wholly below
 # it), and the family-wise error rate every run's verdicts are decided at.
+# Non-inferiority needs a margin: without one, "recovers" could only mean
+# "no worse by any amount", which no number of seeds can show.  0.02 of
+# accuracy (two answers in a hundred) is the lab's declared tolerance, fixed
+# here before any run so that no run chooses it after seeing its gaps; the
+# GQA paper claims quality "close to" MHA and names no margin to borrow.
 WITHIN = Fraction(1, 50)     # "recovers": no more than 0.02 below the control
 FAMILY = 0.05                # the chance of any wrong verdict among a run's, at most (Holm)
 
@@ -120,12 +134,28 @@ class Claim(NamedTuple):
 
 
 class Decided(NamedTuple):
-    """A claim decided: its interval at the level of its Holm step, its p-value and its verdict."""
+    """A claim decided: the mean and sd of its differences with the exact sign-flip interval at
+    the level of its Holm step, its exact p-value and its verdict."""
     claim: Claim
-    stats: Stats
+    stats: Stats        # mean, sd, and the test's interval (clipped to [-1, 1], where a difference lies)
     level: float        # the interval's confidence, 1 - the step's alpha
-    p: float
+    p: Fraction         # the exact two-sided p-value against the bar
     verdict: str        # 'holds', 'does not hold' or 'not resolved'
+    low: Optional[Fraction]     # the interval's ends, exact (None: no bar on that side is rejected
+    high: Optional[Fraction]    # at these seeds)
+
+    @property
+    def mean(self) -> Fraction:
+        """The mean difference, exact."""
+        return sum(self.claim.values, Fraction(0)) / len(self.claim.values)
+
+    @property
+    def resolves(self) -> Optional[Fraction]:
+        """The smallest distance between the mean and the bar that the interval could clear, with
+        these differences' spread: from the mean to the interval's end on the bar's side (None:
+        that end is unbounded, so no distance would do at these seeds)."""
+        near = self.low if self.mean >= self.claim.bar else self.high
+        return None if near is None else abs(self.mean - near)
 
 
 def task_claims(result: Dict[str, Any], task: str) -> List[Claim]:
@@ -157,15 +187,18 @@ def task_claims(result: Dict[str, Any], task: str) -> List[Claim]:
 
 
 def verdicts(result: Dict[str, Any], tasks: Sequence[str]) -> List[Decided]:
-    """Every claim of the tasks, decided together by Holm's step-down at FAMILY."""
+    """Every claim of the tasks, each tested by the exact sign-flip test, decided together by
+    Holm's step-down at FAMILY."""
     found = [c for task in tasks for c in task_claims(result, task)]
-    plain = [interval(c.values) for c in found]
-    steps = holm([p_value(s, float(c.bar)) for s, c in zip(plain, found)], FAMILY)
+    ps = [sign_flip_p(c.values, c.bar) for c in found]
     out = []
-    for c, s, (_, alpha) in zip(found, plain, steps):
-        at = interval(c.values, level=1.0 - alpha)
-        word = verdict(at.low, at.high, float(c.bar))
+    for c, p, (_, alpha) in zip(found, ps, holm(ps, FAMILY)):
+        low, high = sign_flip_interval(c.values, 1.0 - alpha)
+        ends = (Fraction(-1) if low is None else low, Fraction(1) if high is None else high)
+        word = verdict(ends[0], ends[1], c.bar)
         if not c.above and word != "not resolved":      # a claim that the mean lies below its bar
             word = "holds" if word == "does not hold" else "does not hold"
-        out.append(Decided(c, at, 1.0 - alpha, p_value(s, float(c.bar)), word))
+        plain = interval(c.values)
+        out.append(Decided(c, Stats(plain.mean, plain.sd, float(ends[0]), float(ends[1]), plain.seeds),
+                           1.0 - alpha, p, word, low, high))
     return out

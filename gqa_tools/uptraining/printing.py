@@ -16,8 +16,9 @@ from gqa_grader.i18n import N_, _, sentences
 from gqa_tools.common import text_table
 from gqa_tools.uptraining.claims import (baseline, carried_cell, cell, half_within, ordering_held, pretrained_at,
                                          recovered, scratch_cell, stats, verdicts)
-from gqa_tools.uptraining.sentences import (RULE, pct, said, same_cache_finding, scope, seeds_text, share_text,
-                                            spread_text, summary, verdict_rows, verdicts_header)
+from gqa_tools.uptraining.sentences import (DESCRIBED, margin, pct, rule, said, same_cache_finding, scope,
+                                            seeds_text, share_text, spread_text, summary, verdict_rows,
+                                            verdicts_header)
 from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS, Recipe
 from gqa_tools.uptraining.tasks import describe
 
@@ -95,13 +96,13 @@ def render(result: Dict[str, Any]) -> str:
     K = len(seeds)
     decided = verdicts(result, TASKS)
     recipe = Recipe(**{**r, "budgets": tuple(r["budgets"])})
-    lines = [_("Uptraining lab: h = {heads}, head dim {head_dim}, d_model {d_model}, MLP width {d_ff}; Adam at "
-               "{lr}, batches of {batch}; pre-training {pretrain} steps; {seeds}; each accuracy on {held_out} "
-               "held-out sequences per seed, as mean ± sd [95 % interval of the mean] over the seeds, each "
-               "count of seeds as k/K [95 % Wilson interval].").format(
-                 heads=r["heads"], head_dim=r["head_dim"], d_model=r["d_model"], d_ff=r["d_ff"], lr=r["lr"],
-                 batch=r["batch"], pretrain=r["pretrain"], seeds=seeds_text(seeds), held_out=r["held_out"]),
-             "", _("What was found:")]
+    first = _("Uptraining lab: h = {heads}, head dim {head_dim}, d_model {d_model}, MLP width {d_ff}; Adam at "
+              "{lr}, batches of {batch}; pre-training {pretrain} steps; {seeds}; each accuracy on {held_out} "
+              "held-out sequences per seed, as mean ± sd [95 % interval of the mean] over the seeds, each "
+              "count of seeds as k/K [95 % Wilson interval].").format(
+        heads=r["heads"], head_dim=r["head_dim"], d_model=r["d_model"], d_ff=r["d_ff"], lr=r["lr"],
+        batch=r["batch"], pretrain=r["pretrain"], seeds=seeds_text(seeds), held_out=r["held_out"])
+    lines = [sentences([first, _(DESCRIBED)]), "", _("What was found:")]
     lines += [f"- {sentence}" for sentence in summary(result, decided)] + [""]
     for task in TASKS:
         t = result["tasks"][task]
@@ -118,6 +119,6 @@ def render(result: Dict[str, Any]) -> str:
     lines += [text_table([_("task"), "g", _("half the seeds within 0.02 of the control")], half_rows(result),
                          left=3),
               "", _("The verdicts:"), text_table(verdicts_header(), verdict_rows(result, decided), left=2), "",
-              sentences([_(RULE).format(claims=len(decided)), scope(result)]), ""]
+              sentences([rule(result, decided), margin(result, decided), scope(result)]), ""]
     lines.append(_("What was measured is printed as it came, whether or not it is what the papers found."))
     return "\n".join(lines)

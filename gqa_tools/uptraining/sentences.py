@@ -4,8 +4,9 @@ Each sentence is one template with named fields (gqa_grader.i18n), filled
 with what gqa_tools.uptraining.claims read from a result and what
 gqa_tools.statistics decides of it: a number as mean ± sd [95 % interval of
 the mean], a count of seeds as k/K [95 % Wilson interval], a claim as
-holding, not holding or not resolved (RULE says how, in a sentence the
-lab's text and section 8 both print).  What it says is what was measured,
+holding, not holding or not resolved (RULE says how, and MARGIN why
+*recovers* has its margin and what the seeds can resolve of it, in
+sentences the lab's text and section 8 both print).  What it says is what was measured,
 whether or not it is what the papers found.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Sequence, Tuple
 
-from gqa_grader.i18n import N_, _, ngettext
+from gqa_grader.i18n import N_, _, ngettext, sentences
 from gqa_tools.statistics import Stats, wilson
 from gqa_tools.uptraining.claims import pretrained_at, same_cache_wins, stats
 
@@ -59,17 +60,42 @@ def pct(steps: int, r: dict) -> str:
 # The sentences: each claim with its interval and what the rule decides.
 # ---------------------------------------------------------------------------
 
-RULE = N_("Each verdict is a paired difference over the seeds against its bar, tested by two one-sided "
-          "t-tests (the smaller p-value doubled); the {claims} verdicts are decided together by Holm's "
-          "step-down correction, so that the chance of any wrong verdict among them is at most 5 %. Each "
-          "interval is printed at the level its Holm step used: a claim holds when its interval lies "
-          "wholly on the claimed side of the bar, does not hold when it lies wholly on the other side, and "
-          "is not resolved at these seeds otherwise.")
+RULE = N_("Each verdict is a paired difference over the seeds against its bar, decided by the exact two-sided "
+          "paired test of its mean, the sign-flip test: if the claim's null hypothesis holds, each seed's "
+          "difference is as likely to lie above the bar by any amount as below it by the same, so each of the "
+          "{patterns} patterns of signs is as likely as the one measured, and p is the share of them whose mean "
+          "lies at least as far from the bar as the measured mean; it assumes no normal model of the "
+          "differences. All {claims} verdicts, the diagnostics (the control's own change, Adam carried over) "
+          "with the main claims, are decided as one family by Holm's step-down correction, so that the chance "
+          "of any wrong verdict among them is at most 5 %, whatever they share (seeds, models); the diagnostics "
+          "are in it because the findings are read from them too. Each interval holds the bars that the test "
+          "does not reject at the level its Holm step used: a claim holds when its interval lies wholly on the "
+          "claimed side of the bar, does not hold when it lies wholly on the other side, and is not resolved at "
+          "these seeds otherwise. The last column is the smallest distance between a claim's mean difference "
+          "and its bar that its interval could clear, with the spread measured: nearer than that, a claim is "
+          "not resolved at these seeds, whatever is true.")
+
+MARGIN = N_("The margin of *recovers*, 0.02 (two answers in a hundred), is the lab's declared tolerance, fixed "
+            "in the code before any run so that no run chooses it after seeing its gaps: non-inferiority needs "
+            "one (without it, *recovers* could only mean no worse by any amount, which no number of seeds "
+            "shows), and the GQA paper, which finds quality close to MHA's, names none.")
+
+# What the seeds can resolve of *recovers*: where its interval has an end above the mean, and where
+# none has (with K seeds no p-value is below 2 / 2^K).
+RESOLVES = N_("With the spread measured, *recovers* after {steps} steps could hold only where control − mean lay "
+              "below {items} (0.02 less the reach of its interval above its mean): where that is 0 or less, only "
+              "a conversion that matches the control or beats it could be shown to recover at {seeds} seeds.")
+UNRESOLVABLE = N_("At {seeds} seeds no claim can be resolved, whatever its differences: the exact test's smallest "
+                  "p-value, 2 of the {patterns} patterns, is not below the level of any Holm step.")
+
+# Said of the tables and bars: they describe; the verdicts decide.
+DESCRIBED = N_("The tables and bars describe what was measured; a claim is decided only in the verdicts' table.")
 
 SCOPE = N_("What these verdicts are about: a one-layer model (h = {heads}, head dim {head_dim}, d_model "
            "{d_model}) pre-trained for {pretrain} steps on two small synthetic tasks; the budgets, {shares} "
            "of the pre-training, are {budgets} steps of uptraining. The pre-trained recall model reaches "
-           "{recall} held-out accuracy, {at} of {seeds} seeds at 0.95 or more.")
+           "{recall} held-out accuracy, {at} of {seeds} seeds at 0.95 or more (a description: no verdict "
+           "decides it).")
 
 # Each kind of claim: what is measured (a - b per seed), its bar and its side, in one template.
 CLAIMS = {
@@ -151,17 +177,47 @@ def end_text(x: float, bar: float) -> str:
     return text
 
 
+def resolves_text(d: Any) -> str:
+    """The smallest distance from the bar the claim could be resolved at ('0.087'), or '—': none at these seeds."""
+    return "—" if d.resolves is None else f"{float(d.resolves):.3f}"
+
+
 def verdict_rows(result: Dict[str, Any], decided: Sequence[Any]) -> List[List[str]]:
-    """The verdicts' table: task, claim, mean difference, its interval at its level, the verdict."""
+    """The verdicts' table: task, claim, mean difference, its interval at its level, the exact
+    p-value, the verdict, and the smallest distance from the bar that the claim could be
+    resolved at."""
     return [[d.claim.task, claim_text(d, result), f"{d.stats.mean:+.3f}",
              _("[{low}, {high}] at {level}").format(low=end_text(d.stats.low, float(d.claim.bar)),
                                                     high=end_text(d.stats.high, float(d.claim.bar)),
                                                     level=f"{100 * d.level:.3f} %"),
-             f"{d.p:.2g}", verdict_word(d.verdict)] for d in decided]
+             f"{float(d.p):.2g}", verdict_word(d.verdict), resolves_text(d)] for d in decided]
 
 
 def verdicts_header() -> List[str]:
-    return [_("task"), _("claim"), _("difference"), _("interval (its level)"), "p", _("verdict")]
+    return [_("task"), _("claim"), _("difference"), _("interval (its level)"), "p", _("verdict"),
+            _("smallest resolvable gap")]
+
+
+def rule(result: Dict[str, Any], decided: Sequence[Any]) -> str:
+    """RULE with its numbers: the sign patterns of these seeds and the count of verdicts."""
+    return _(RULE).format(patterns=f"2^{len(result['seeds'])}", claims=len(decided))
+
+
+def margin(result: Dict[str, Any], decided: Sequence[Any]) -> str:
+    """MARGIN, then what these seeds can resolve of *recovers* after the last budget: for each task
+    and g, the largest control − mean at which it could hold with the spread measured (0.02 less
+    the interval's reach above the mean); or, where no interval of *recovers* has an end above
+    its mean (too few seeds), that no claim can be resolved."""
+    last, seeds = result["recipe"]["budgets"][-1], len(result["seeds"])
+    gs = sorted({d.claim.g for d in decided if d.claim.kind == "recovers"})
+    at_last = [d for d in decided if d.claim.kind == "recovers" and d.claim.steps == last]
+    if all(d.high is None for d in at_last):
+        return sentences([_(MARGIN), _(UNRESOLVABLE).format(seeds=seeds, patterns=f"2^{seeds}")])
+    below = {(d.claim.task, d.claim.g): "—" if d.high is None else
+             end_text(float(d.claim.bar - (d.high - d.mean)), 0.0) for d in at_last}
+    items = _("; ").join(_("{offsets} on offsets and {recall} on recall at g = {g}").format(
+        g=g, offsets=below[("offsets", g)], recall=below[("recall", g)]) for g in gs)
+    return sentences([_(MARGIN), _(RESOLVES).format(steps=last, items=items, seeds=seeds)])
 
 
 def scope(result: Dict[str, Any]) -> str:
@@ -217,14 +273,15 @@ def summary(result: Dict[str, Any], decided: Sequence[Any]) -> List[str]:
     first, last, h = r["budgets"][0], r["budgets"][-1], r["heads"]
     gs = sorted({d.claim.g for d in decided if d.claim.kind == "drops"})
     out = [_("Before any training, pre-trained minus converted by the mean is {items}.").format(
-        items=_per_g(decided, "drops", gs, 0))]
+        items=_per_g(decided, "drops", gs, 0, verdicts=True))]
     at_last, at_first = _tally(decided, ["recovers"], last), _tally(decided, ["recovers"], first)
     out.append(_("After {steps} steps ({share} of the pre-training), control minus mean is {items}; of the "
                  "{claims} recovery verdicts after {steps} steps, *recovers* (within 0.02 of the control) holds "
                  "in {held}, does not hold in {failed} and is not resolved at these seeds in {open}; of the "
                  "{claims_first} after {first} steps, it holds in {held_first}, does not hold in {failed_first} "
                  "and is not resolved in {open_first}.").format(
-                     steps=last, share=pct(last, r), first=first, items=_per_g(decided, "recovers", gs, last),
+                     steps=last, share=pct(last, r), first=first,
+                     items=_per_g(decided, "recovers", gs, last, verdicts=True),
                      **at_last, **{k + "_first": v for k, v in at_first.items()}))
     mf, fr = _tally(decided, ["mean beats first"]), _tally(decided, ["first beats random"])
     out.append(_("As averages, as the GQA paper compares them, mean beats first holds in {mf} of {n_mf} verdicts, "
@@ -240,7 +297,7 @@ def summary(result: Dict[str, Any], decided: Sequence[Any]) -> List[str]:
                      "steps in all ({total}), mean minus scratch is {items}; of {claims} verdicts, converting "
                      "and uptraining beats training from scratch in {held}, does not in {failed} and is not "
                      "resolved at these seeds in {open}.").format(
-                         total=r["pretrain"] + last, items=_per_g(decided, "scratch", gs, last),
+                         total=r["pretrain"] + last, items=_per_g(decided, "scratch", gs, last, verdicts=True),
                          held=k, claims=n, failed=_count(decided, ["scratch"], "does not hold")[0],
                          open=_count(decided, ["scratch"], "not resolved")[0]))
     if any(d.claim.kind == "restart" for d in decided):
