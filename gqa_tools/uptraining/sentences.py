@@ -31,13 +31,6 @@ def spread_text(s: Stats) -> str:
     return f"{s.mean:.3f} ± {s.sd:.3f} [{s.low:.3f}, {s.high:.3f}]"
 
 
-def signed_text(s: Stats) -> str:
-    """A difference: '+0.012 ± 0.020 [+0.003, +0.021]'."""
-    if s.seeds == 1:
-        return _("{mean} (1 seed)").format(mean=f"{s.mean:+.3f}")
-    return f"{s.mean:+.3f} ± {s.sd:.3f} [{s.low:+.3f}, {s.high:+.3f}]"
-
-
 def share_text(k: int, n: int) -> str:
     """'13/20 [0.433, 0.819]': k of n seeds, with its 95 % Wilson interval."""
     low, high = wilson(k, n)
