@@ -147,6 +147,8 @@ HEAVY = (
     (1.5, ('test_train.WithAStudentsModule',)),
     (1.5, ('test_trust.OneFileInReach',)),
     (1.5, ('test_house.Layout',)),
+    (2.5, ('test_reads.Key',)),
+    (1.6, ('test_new_language.APseudoLanguage',)),
     (1.3, ('test_student_report.CoreTrack',)),
     (1.3, ('test_tracks.LookingUp', 'test_tracks.Wording')),
     (1.3, ('test_i18n.GradedRun',)),

@@ -17,7 +17,7 @@ import tempfile
 import unittest
 
 from gqa_grader import catalogs, cli, i18n
-from tests.helpers import ROOT, captured
+from tests.helpers import ROOT, captured, heavy
 from tests.untranslated import others, untranslated, used_ids
 
 CODE, NAME, OPEN, CLOSE = "xx", "⟦pseudo⟧", "⟦", "⟧"
@@ -77,6 +77,7 @@ def outside(text):
         text = shorter
 
 
+@heavy
 class APseudoLanguage(unittest.TestCase):
 
     @classmethod

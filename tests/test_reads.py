@@ -15,6 +15,7 @@ import unittest
 import gqa
 from gqa_tools import uptraining as gqa_train
 from gqa_tools.report import reads, record
+from tests.helpers import heavy
 
 # A small recipe that runs every part of the experiment (the equal-cache models, each g from
 # scratch, Adam carried over), in this process.
@@ -77,6 +78,7 @@ class WhatTrainingReads(unittest.TestCase):
                                                           "gqa_tools.uptraining.sentences"})
 
 
+@heavy
 class Key(unittest.TestCase):
 
     def setUp(self):

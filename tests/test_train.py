@@ -610,7 +610,7 @@ class Statistics(unittest.TestCase):
 
     def test_the_exact_p_value_counts_every_sign_pattern(self):
         rng = random.Random("sign flips")
-        for _ in range(120):
+        for _ in range(50):
             k, n = rng.randrange(1, 10), rng.choice((7, 10, 64, 640))
             values = [Fraction(rng.randrange(-n, n + 1) if rng.random() < 0.8 else rng.choice((0, 1, -1)), n)
                       for _ in range(k)]
@@ -622,7 +622,7 @@ class Statistics(unittest.TestCase):
 
     def test_the_exact_interval_is_the_bars_the_test_does_not_reject(self):
         rng = random.Random("sign flip intervals")
-        for _ in range(40):
+        for _ in range(20):
             k, n = rng.randrange(1, 8), rng.choice((7, 10, 64))
             values = [Fraction(rng.randrange(-n, n + 1), n) for _ in range(k)]
             level = rng.choice((0.5, 0.7, 0.9, 0.95, 0.99))
