@@ -25,8 +25,10 @@ from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import (add_int_options, chosen_lang, human_bytes, int_options, progress_line, project,
-                              speaking, text_table)
+from gqa_tools.counts import project
+from gqa_tools.formats import human_bytes, text_table
+from gqa_tools.language import chosen_lang, speaking
+from gqa_tools.options import add_int_options, int_options, progress_line
 from gqa_tools.seeds import rng_for, seed_for
 
 

@@ -24,8 +24,9 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools.sizer import ModelShape
-from gqa_tools.common import (LAB, PROJECT, block_bars, block_markdown, block_rows, cache_markdown, chosen_lang,
-                              handout, module_missing, multiplies_markdown, sealed, speaking)
+from gqa_tools.counts import block_bars, block_markdown, block_rows, cache_markdown, multiplies_markdown
+from gqa_tools.language import chosen_lang, speaking
+from gqa_tools.referee import LAB, PROJECT, handout, module_missing, sealed
 
 DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
 

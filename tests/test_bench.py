@@ -9,7 +9,7 @@ import unittest
 
 import gqa
 from gqa_tools import bench as gqa_bench
-from gqa_tools import common
+from gqa_tools import options
 from tests.helpers import run_gqa
 
 
@@ -62,7 +62,7 @@ class Bench(unittest.TestCase):
 
         err = Terminal()
         with contextlib.redirect_stderr(err):
-            with common.progress_line("bench") as show:
+            with options.progress_line("bench") as show:
                 show("run 1 of 2")
                 show("run 2 of 2")
         text = err.getvalue()

@@ -26,7 +26,7 @@ from tests.helpers import ROOT, heavy, run_gqa, tiny_recipe
 from tests.untranslated import others, untranslated
 from gqa_tools import svg as gqa_svg
 from gqa_tools import uptraining as gqa_train
-from gqa_tools.common import Graded
+from gqa_tools.referee import Graded
 from gqa_tools.report import figures as report_figures
 from gqa_tools.report import lab as report_lab
 from gqa_tools.report import measuring as report_measuring

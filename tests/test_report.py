@@ -166,7 +166,7 @@ class Contents(unittest.TestCase):
         for g in (1, 3):
             diffs = []
             for seed in (3, 4):
-                w = gqa.init_weights(6, 6, 2, seed=f"weights:{seed}")     # gqa_tools.common's seeds
+                w = gqa.init_weights(6, 6, 2, seed=f"weights:{seed}")     # the seeds of gqa_tools.seeds
                 rng = random.Random(f"input:{seed}")
                 x = [[rng.uniform(-1.0, 1.0) for _ in range(6)] for _ in range(5)]
                 diffs.append(gqa.output_difference(gqa.layer(x, w, g), gqa.layer(x, w, 6)))

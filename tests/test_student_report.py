@@ -22,8 +22,8 @@ from unittest import mock
 import gqa
 from gqa_grader import i18n, reference
 from gqa_tools import cli as gqa_cli
-from gqa_tools import common
-from gqa_tools.common import Graded
+from gqa_tools import referee
+from gqa_tools.referee import Graded
 from gqa_tools.report import lab as report_lab
 from gqa_tools.report import sections as report_sections
 from gqa_tools.report import settings as report_settings
@@ -101,9 +101,9 @@ class Steps(unittest.TestCase):
     def test_the_tools_number_the_steps_as_gqa_py_does(self):
         documented = documented_steps()
         self.assertEqual(sorted(documented), list(range(1, 26)))
-        self.assertEqual(common.STEPS, tuple(documented[n] for n in range(1, 26)))
-        self.assertEqual(common.step_name("KVCache"), "step 21, KVCache")
-        self.assertIsNone(common.step_name("_fold"))
+        self.assertEqual(referee.STEPS, tuple(documented[n] for n in range(1, 26)))
+        self.assertEqual(referee.step_name("KVCache"), "step 21, KVCache")
+        self.assertIsNone(referee.step_name("_fold"))
 
     def test_a_step_not_implemented_is_named_with_its_number(self):
         def fold_kv_mean(kv, g):

@@ -24,8 +24,7 @@ import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import (PROJECT, STEPS, Graded, Handout, failed_steps, graded, module_missing, sealed,
-                               step_name)
+from gqa_tools.referee import PROJECT, STEPS, Graded, Handout, failed_steps, graded, module_missing, sealed, step_name
 from gqa_tools.report import measuring
 from gqa_tools.report.lab import Lab, Watch, handout_track
 from gqa_tools.report.sections import (HANDOUT_SECTIONS, STUDENT_SECTIONS, TRAINING_SECTION, Part, build_part,
@@ -50,7 +49,7 @@ def child_parts(module: Any, cfg_values: List[int], label: str, lang: Optional[s
     each as plain data [title, body, [[file name, SVG], ...]], written in the parent's
     language lang, section 8 aside (it is the parent's to decide); with recipe_values (a
     training.Recipe's), section 8 alone, trained with that recipe.  handout_values: a
-    handout's (common.Handout's fields), whose report it is; shown, the --module its
+    handout's (referee.Handout's fields), whose report it is; shown, the --module its
     command names (None: the handout's own gqa.py); out, the --out it names.  Before the
     parts, ["progress", what it measures next]; a call that does not return within
     seconds is stopped (lab.Watch), and said, ["hung", why]."""

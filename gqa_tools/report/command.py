@@ -16,8 +16,9 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import gqa
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import (LAB, MAX_JOBS, Handout, add_int_options, chosen_lang, given, handout, int_options,
-                              module_missing, progress_line, speaking)
+from gqa_tools.language import chosen_lang, speaking
+from gqa_tools.options import MAX_JOBS, add_int_options, given, int_options, progress_line
+from gqa_tools.referee import LAB, Handout, handout, module_missing
 from gqa_tools.report import child, measuring, sections
 from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, write_report,
                                     write_target, why_not_write, wrote)

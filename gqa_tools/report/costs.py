@@ -13,8 +13,8 @@ from typing import Any, List, NamedTuple, Tuple
 
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import (BLOCK_PARTS, bar_chart, block_bars, block_markdown, block_rows, fmt, human_bytes,
-                              markdown_table, multiplies_markdown)
+from gqa_tools.counts import BLOCK_PARTS, block_bars, block_markdown, block_rows, multiplies_markdown
+from gqa_tools.formats import bar_chart, fmt, human_bytes, markdown_table
 from gqa_tools.report import figures as draw
 from gqa_tools.report.lab import Hung, Lab, Unavailable, need, reason
 from gqa_tools.report.measuring import Measured

@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import gqa
 from gqa_grader.i18n import _, ngettext
-from gqa_tools.common import PROJECT
+from gqa_tools.referee import PROJECT
 
 
 # ---------------------------------------------------------------------------

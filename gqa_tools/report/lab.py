@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from gqa_grader.i18n import _
-from gqa_tools.common import step_name
+from gqa_tools.referee import step_name
 
 
 class Unavailable(Exception):

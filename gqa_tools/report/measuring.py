@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Generator, List, NamedTuple, Optional, S
 import gqa
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import project
+from gqa_tools.counts import project
 from gqa_tools.seeds import rng_for, seed_for
 from gqa_tools.report.lab import Lab, Missing, Unavailable, attempt
 from gqa_tools.report.settings import Config

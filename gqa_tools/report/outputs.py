@@ -10,7 +10,7 @@ from typing import List, Sequence
 
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import bar_chart, fmt, markdown_table
+from gqa_tools.formats import bar_chart, fmt, markdown_table
 from gqa_tools.report.lab import Lab, Missing, need
 from gqa_tools.report.measuring import Measured
 from gqa_tools.report.settings import Config

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence
 
 from gqa_tools import uptraining as training
-from gqa_tools.common import fmt, human_bytes
+from gqa_tools.formats import fmt, human_bytes
 from gqa_tools.report.costs import BLOCK_MODELS, run_formula, traffic
 from gqa_tools.report.lab import Lab, Missing, need
 from gqa_tools.report.measuring import Measured

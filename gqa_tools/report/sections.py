@@ -15,7 +15,7 @@ from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, U
 
 import gqa
 from gqa_grader.i18n import N_, _
-from gqa_tools.common import Handout
+from gqa_tools.referee import Handout
 from gqa_tools.report.costs import (section_block, section_cache, section_decoding, section_multiplies,
                                     section_what_g_is)
 from gqa_tools.report.lab import Hung, Lab, reason

@@ -12,7 +12,8 @@ from typing import Optional, Tuple
 
 from gqa_grader.i18n import _
 from gqa_tools import uptraining as training
-from gqa_tools.common import Handout, bar_chart, fmt, markdown_table, step_name
+from gqa_tools.formats import bar_chart, fmt, markdown_table
+from gqa_tools.referee import Handout, step_name
 from gqa_tools.seeds import rng_for, seed_for
 from gqa_tools.report.lab import Hung, Lab, Unavailable, reason
 from gqa_tools.report.measuring import Measured

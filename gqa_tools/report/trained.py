@@ -16,7 +16,7 @@ from typing import List, Sequence, Tuple
 from gqa_grader import i18n
 from gqa_grader.i18n import _, sentences
 from gqa_tools import uptraining as training
-from gqa_tools.common import bar, markdown_table
+from gqa_tools.formats import bar, markdown_table
 from gqa_tools.report import figures as draw
 from gqa_tools.report.lab import Lab, need
 from gqa_tools.report.measuring import Measured

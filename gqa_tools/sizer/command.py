@@ -26,7 +26,8 @@ import gqa
 from gqa import GQAError
 from gqa_grader import i18n
 from gqa_grader.i18n import N_, _, ngettext
-from gqa_tools.common import chosen_lang, human_bytes, speaking, text_table
+from gqa_tools.formats import human_bytes, text_table
+from gqa_tools.language import chosen_lang, speaking
 from gqa_tools.sizer.files import INDEX, checkpoint_bytes, config_path
 from gqa_tools.sizer.shape import ModelShape
 from gqa_tools.sizer.summary import HARDWARE, summarize

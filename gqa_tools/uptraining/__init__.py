@@ -23,7 +23,7 @@ on the ones above it:
 
 The intervals and tests (Student's t, Wilson, the exact sign-flip test) are
 gqa_tools.statistics', which the report shares.  Every random draw comes from
-random.Random(f"{stream}:{seed}") (gqa_tools.common.rng_for), and `lab` (gqa
+random.Random(f"{stream}:{seed}") (gqa_tools.seeds.rng_for), and `lab` (gqa
 by default) is the module whose steps train, so a student's can stand in.
 
 The names imported below are the lab's as a user of it (the report's

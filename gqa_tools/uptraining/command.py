@@ -34,8 +34,9 @@ from typing import Any, Sequence
 
 from gqa_grader import i18n
 from gqa_grader.i18n import _
-from gqa_tools.common import (MAX_JOBS, PROJECT, chosen_lang, failing_steps, given, module_missing, progress_line,
-                              sealed, speaking)
+from gqa_tools.language import chosen_lang, speaking
+from gqa_tools.options import MAX_JOBS, given, progress_line
+from gqa_tools.referee import PROJECT, failing_steps, module_missing, sealed
 from gqa_tools.uptraining.experiment import run
 from gqa_tools.uptraining.printing import render
 from gqa_tools.uptraining.recipe import NEEDS, QUICK, Recipe

@@ -11,7 +11,7 @@ Two tasks (both in every run):
 
 An example is (inputs, answers): inputs[i] is the tuple of symbols summed at
 position i, answers the (position, output head, target) triples.  Every draw
-comes from random.Random(f"{stream}:{seed}") (gqa_tools.common.rng_for); a
+comes from random.Random(f"{stream}:{seed}") (gqa_tools.seeds.rng_for); a
 task's held-out sequences are never in a batch of training.
 """
 
