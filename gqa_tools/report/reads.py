@@ -113,20 +113,19 @@ class Reader:
 
     def __init__(self, texts: Optional[Mapping[str, str]] = None):
         self.texts = dict(texts or {})
-        self.modules: Dict[str, _Module] = {}
+        self.modules: Dict[str, Optional[_Module]] = {}
         self.seen: Set[Tuple[str, int]] = set()
         self.found: List[Tuple[str, ast.stmt]] = []
         self.imported: Set[str] = set()         # "module: from X import Y as Z", each reached once
 
     def module(self, dotted: str) -> Optional[_Module]:
+        """The project's module of that name, parsed once; None (also kept) for any other name."""
         if dotted not in self.modules:
             path = None if dotted in self.texts else _path(dotted)
-            if dotted not in self.texts and path is None:
-                return None
             if path is not None:
                 with open(path, encoding="utf-8") as f:
                     self.texts[dotted] = f.read()
-            self.modules[dotted] = _Module(dotted, self.texts[dotted])
+            self.modules[dotted] = _Module(dotted, self.texts[dotted]) if dotted in self.texts else None
         return self.modules[dotted]
 
     def reach(self, dotted: str, name: str) -> None:
