@@ -35,13 +35,14 @@ reads; the attention body (h x n x m x d multiplications for the scores, the
 same for the weighted sum) has no g in it.
 
 Shapes: nested lists of floats, a matrix a list of rows, head axis first.
-The results with named fields are NamedTuples (from gqa import Weights).
     h        query heads              q        [h][n][d]
     g        key/value heads (groups) k, v     [g][m][d], [g][m][d_v]
     h // g   query heads per group    x, y     [n][d_model]
     n        queries (positions)      w_q      [h][d_model][d]
     m        keys (cache length)      w_k, w_v [h or g][d_model][d]
     d        head dim                 w_o      [h][d][d_model]
+
+The results with named fields are NamedTuples (from gqa import Weights).
 
 Rules every step keeps: lesson steps grade values, MHA to the last bit, new
 lists and GQAError for a g not dividing h; steps 26 to 28 grade the rest.
@@ -331,11 +332,10 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
     is infinite (or beyond the float range) takes all the weight.  A NaN
     score (inf x 0 is one) makes its query's row NaN.  With causal=True
     the queries are the last n of the m positions: query i sees key j when
-    j <= i + (m - n).  A single query (a decode step) sees every key.
-
-    Refuses (GQAError, naming the numbers at fault) no keys, q and k of
-    different head dims, k and v of different lengths, ragged rows, and
-    causal=True with more queries than keys (n > m).
+    j <= i + (m - n).  A single query (a decode step) sees every key.  Refuses
+    (GQAError, naming the numbers at fault) no keys, q and k of different head
+    dims, k and v of different lengths, ragged rows, and causal=True with more
+    queries than keys (n > m).
 
     >>> single_head_attention([[1.0, 0.0]], [[1.0, 0.0], [1.0, 0.0]], [[2.0], [4.0]])
     [[3.0]]
@@ -363,8 +363,6 @@ def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: 
     >>> q = [[[1.0]], [[2.0]]]
     >>> k = [[[0.0], [1.0]], [[1.0], [0.0]]]
     >>> v = [[[1.0], [3.0]], [[5.0], [7.0]]]
-    >>> attention(q, k, v, g=2) == [single_head_attention(q[i], k[i], v[i]) for i in range(2)]
-    True
     >>> attention(q, k, v, g=1)                  # both heads read K = [[.5], [.5]]
     [[[4.0]], [[4.0]]]
     """
@@ -451,15 +449,13 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
     w_k, w_v and w_o, each in the order of its nested lists (head, row,
     column): (2 * random() - 1) * a, uniform on [-a, a), a = sqrt(3 / fan_in),
     of variance 1 / fan_in, fan_in = d_model for w_q, w_k and w_v and h * d
-    for w_o.  Only random() is drawn: the same weights on every Python.
-
-    Refuses (GQAError, naming the numbers at fault) h, d_model or d below
-    1, and more than MAX_ALLOCATION weights in all.
+    for w_o.  Only random() is drawn: the same weights on every Python.  Refuses
+    (GQAError, naming the numbers at fault) h, d_model or d below 1, and more
+    than MAX_ALLOCATION weights in all.
 
     >>> w = init_weights(h=2, d_model=3, d=4, seed=0)
     >>> [len(w.w_q), len(w.w_q[0]), len(w.w_q[0][0])], [len(w.w_o), len(w.w_o[0]), len(w.w_o[0][0])]
     ([2, 3, 4], [2, 4, 3])
-
     """
     for name, value in (("h", h), ("d_model", d_model), ("d", d)):
         _check_int("init_weights", name, value, low=1)
@@ -583,12 +579,10 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
     x [n][d_model] -> [n][d_model].  The MHA weights' w_k and w_v are folded to
     g heads by mean (fold_weights), x is projected to q [h][n][d] and k, v
     [g][n][d], grouped_attention runs, and the output is the sum over heads of
-    head_out[i] @ w_o[i]: MHA, GQA and MQA on one set of weights (or on
-    prepare_weights(weights, g)).
-
-    Refuses (GQAError, naming the numbers at fault) x whose rows are not
-    d_model wide, what fold_weights refuses, and PreparedWeights made
-    for another g.
+    head_out[i] @ w_o[i].  So MHA, GQA and MQA run on one set of weights.
+    weights may also be prepare_weights(weights, g).  Refuses (GQAError, naming
+    the numbers at fault) x whose rows are not d_model wide, what fold_weights
+    refuses, and PreparedWeights made for another g.
 
     >>> w = init_weights(h=2, d_model=2, d=1, seed=0)
     >>> [len(row) for row in layer([[1.0, 0.0], [0.0, 1.0]], w, g=1)]
@@ -648,7 +642,6 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
     for finite inputs that it can represent.  Refuses (GQAError, naming the
     numbers at fault) a and b of different shapes (naming the index), nesting
     deeper than 3 levels, and an int beyond the float range.
-
 
     >>> output_difference([[0.0, 4.0]], [[3.0, 4.0]])
     Difference(max_abs=3.0, rel_l2=0.6, cosine=0.8)
@@ -734,11 +727,11 @@ def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
     o_proj         n x h x d x d_model
     total          the sum of the six terms
 
-    Only the K and V projections have g in them.  The body is h x d per pair of
-    positions whatever g is: n x n pairs, or n (n + 1) / 2 when causal (a
-    prefill: query i sees keys 0..i), as layer(causal=True) multiplies them.
-    n may be 0.  Refuses (GQAError, naming the numbers at fault) a g that does
-    not divide h, and d or d_model below 1.
+    Only the K and V projections have g in them.  The attention body, scores and
+    weighted sum, is h x d per pair of positions whatever g is: n x n pairs, or
+    n (n + 1) / 2 when causal (a decoder's prefill: query i sees keys 0..i), as
+    layer(causal=True) multiplies them.  n may be 0.  Refuses (GQAError, naming
+    the numbers at fault) a g that does not divide h, and d or d_model below 1.
 
     >>> m = attention_multiplies(n=4, h=8, g=2, d=16, d_model=128)
     >>> m.k_proj, m.scores, m.weighted_sum
@@ -795,8 +788,8 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
     total      the sum of the four parts
 
     attention_multiplies' layer plus an MLP of mlp_matrices d_model x d_ff
-    matrices (3 for Llama's and Mistral's gated SwiGLU, 2 for GPT-2's). Norms,
-    activations and the softmax are not counted.  n may be 0.  Refuses
+    matrices (3 for Llama's and Mistral's gated SwiGLU, 2 for GPT-2's).
+    Norms, activations and the softmax are not counted.  n may be 0.  Refuses
     (GQAError, naming the numbers at fault) a g that does not divide h, and d,
     d_model, d_ff or mlp_matrices below 1.
 
@@ -879,6 +872,7 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
     counts       attention_multiplies(n, h, g, d, d_model), a Multiplies
     ratio        each term / the same term at g = h (floats), a Multiplies
 
+    The counts are attention_multiplies(n, h, g, d, d_model, causal=causal).
     n may be 0 (every ratio is then 1.0).  Refuses (GQAError, naming the
     numbers at fault) h, d or d_model below 1.
 
@@ -1173,10 +1167,8 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     dk [g][m][d], dv [g][m][d_v]: the shapes of q, k and v.  The lesson is
     one line: the gradient of a shared key/value head is the sum of the
     gradients that its h // g query heads send it.  At g = h each head's
-    gradients are its own, as in MHA.
-
-    Refuses (GQAError, naming the numbers at fault) what grouped_attention
-    refuses, and a d_out not shaped [h][n][d_v].
+    gradients are its own, as in MHA.  Refuses (GQAError, naming the numbers at
+    fault) what grouped_attention refuses, and a d_out not shaped [h][n][d_v].
 
     >>> q = [[[1.0]], [[2.0]]]                        # h=2 query heads, one key/value head
     >>> k, v = [[[0.0], [1.0]]], [[[1.0], [3.0]]]
@@ -1247,10 +1239,10 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
 
     x [n][d_model], d_y [n][d_model] -> dx [n][d_model] and grads, a Weights
     record with the shapes of weights.  When weights holds h K/V heads and
-    g < h, the gradient flows back through the mean fold: each of a group's h // g
-    heads gets its folded head's gradient divided by h // g.  Refuses (GQAError,
-    naming the numbers at fault) what layer refuses, and a d_y not shaped like
-    x.
+    g < h, the gradient flows back through the mean fold: each of a group's
+    h // g heads gets its folded head's gradient divided by h // g.  Refuses
+    (GQAError, naming the numbers at fault) what layer refuses, and a d_y not
+    shaped like x.
 
     >>> w = init_weights(h=2, d_model=3, d=2, seed=0)
     >>> dx, grads = layer_backward([[1.0, 0.0, -1.0]], w, 1, [[1.0, 1.0, 1.0]])
