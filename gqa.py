@@ -42,27 +42,17 @@ Shapes: nested lists of floats, a matrix a list of rows, head axis first.
     m        keys (cache length)      w_k, w_v [h or g][d_model][d]
     d        head dim                 w_o      [h][d][d_model]
 
-The results with named fields are NamedTuples, their fields listed where a
-step returns one; import one by name (from gqa import Weights).
+The results with named fields are NamedTuples (from gqa import Weights).
 
 Rules every step keeps: lesson steps grade values, MHA to the last bit, new
 lists and GQAError for a g not dividing h; steps 26 to 28 grade the rest.
-- Input that breaks a rule raises GQAError, whose message names the
-  function, the rule and the numbers that break it: method_name(8, 3)
-  names g=3 and h=8; valid_g(0) and valid_g(-4) raise (h must be positive).
-  A size that is not an int (or is a bool), data that is not nested lists
-  (tuples and array('d') rows too) of ints and floats, or a causal flag
-  that is not a bool raises TypeError, whose message names the function
-  too: valid_g(True) and valid_g(8.0) raise it.  Ragged rows raise GQAError.
-- Arguments are never changed, and results are new lists, not the
-  input's (repeat_kv alone may share the input's heads, as torch's expand()).
-- Counts take 0 where a count can be 0: kv_cache_elements(1, 1, 0, 1) is 0.
-- Finite input never overflows: the softmax subtracts its row's maximum,
-  the mean fold of two 1e308 is 1e308, and output_difference scales before
-  it squares (1e200 and 1e-200 give exact answers, not nan or 0.0).  NaN is
-  not an error: it propagates.  An infinite score takes all the weight.
-- MHA is MHA to the last bit: attention(q, k, v, g=h) is == per-head
-  single_head_attention, and fold_kv_mean(kv, h) == kv.
+- GQAError's message names the function, the rule and the numbers given.  A
+  size that is not an int (or is a bool), data that is not nested lists (or
+  tuples, or array('d') rows) of ints and floats, or a causal flag that is
+  not a bool raises TypeError, naming the function: valid_g(8.0) does.
+- Arguments are never changed; results are new lists (repeat_kv may share).
+- Finite input never overflows (the mean fold of two 1e308 is 1e308), and
+  NaN is not an error: it propagates.
 """
 
 from __future__ import annotations
@@ -100,15 +90,12 @@ class GQAError(ValueError):
 def valid_g(h: int) -> list[int]:
     """Return every valid number of key/value heads for h query heads.
 
-    These are the divisors of h, in increasing order.
-
-    Refuses (GQAError, naming the numbers at fault) h < 1: valid_g(0)
-    raises.  h must be an int (TypeError otherwise).
+    These are the divisors of h, in increasing order.  Refuses (GQAError, naming
+    the numbers at fault) h < 1: valid_g(0) raises.  h must be an int
+    (TypeError otherwise).
 
     >>> valid_g(8)
     [1, 2, 4, 8]
-    >>> valid_g(7)
-    [1, 7]
     """
     _check_int("valid_g", "h", h, low=1)
     small = [g for g in range(1, math.isqrt(h) + 1) if h % g == 0]    # the divisors <= sqrt(h)
@@ -144,10 +131,8 @@ def _method_name(h: int, g: int) -> str:
 def kv_head(query_head: int, h: int, g: int) -> int:
     """Return the key/value head that query head `query_head` reads.
 
-    Query head i belongs to group i // (h // g).
-
-    Refuses (GQAError, naming the numbers at fault) a g not in
-    valid_g(h), and a query_head outside 0..h-1.
+    Query head i belongs to group i // (h // g).  Refuses (GQAError, naming the
+    numbers at fault) a g not in valid_g(h), and a query_head outside 0..h-1.
 
     >>> [kv_head(i, h=8, g=2) for i in range(8)]
     [0, 0, 0, 0, 1, 1, 1, 1]
@@ -175,8 +160,6 @@ def group_heads(h: int, g: int) -> list[list[int]]:
 
     >>> group_heads(8, 2)
     [[0, 1, 2, 3], [4, 5, 6, 7]]
-    >>> group_heads(4, 4)
-    [[0], [1], [2], [3]]
     """
     group = _group_size("group_heads", h, g)
     _check_heads_made("group_heads", h)
@@ -201,16 +184,11 @@ Heads = List[Matrix]            # [heads][rows][cols]
 def fold_kv_mean(kv: Sequence[Matrix], g: int) -> Heads:
     """Return g heads, each the element-wise mean of its group of heads.
 
-    kv is [h][rows][cols]: projected keys or values, or per-head weights.
-    The result is [g][rows][cols], new lists.  With g = h it holds values
-    equal to the input's.
+    kv [h][rows][cols] (projected keys or values, or per-head weights) ->
+    [g][rows][cols].  With g = h it holds values equal to the input's.  Refuses
+    (GQAError, naming the numbers at fault) kv with no heads, ragged rows or
+    heads of different shapes, and a g that does not divide h.
 
-    Refuses (GQAError, naming the numbers at fault) kv with no heads,
-    ragged rows or heads of different shapes, and a g that does not
-    divide h.  kv is left unchanged.
-
-    >>> fold_kv_mean([[[1.0, 2.0]], [[3.0, 6.0]]], g=1)
-    [[[2.0, 4.0]]]
     >>> fold_kv_mean([[[1.0]], [[3.0]], [[5.0]], [[9.0]]], g=2)
     [[[2.0]], [[7.0]]]
     """
@@ -243,15 +221,12 @@ def _mean(vals: tuple, n: int) -> float:
 def repeat_kv(kv: Sequence[Matrix], h: int) -> Heads:
     """Return h heads: head j is head kv_head(j, h, g) of the g input heads.
 
-    The equivalent of torch.repeat_interleave(kv, h // g, dim=0) (and of
-    HF transformers' repeat_kv).  Sharing is allowed, not promised: this one
-    copies nothing (a group's h // g output heads are the input's head, one
-    list object, as torch's expand() shares memory), so treat the result
-    as read-only.
-
-    Refuses (GQAError, naming the numbers at fault) kv with no heads or
-    heads of different shapes, a g that does not divide h, and more than
-    MAX_ALLOCATION heads.
+    The equivalent of torch.repeat_interleave(kv, h // g, dim=0) and of HF
+    transformers' repeat_kv.  Sharing is allowed, not promised: this one copies
+    nothing (a group's heads are one list object, as torch's expand() shares
+    memory), so treat the result as read-only.  Refuses (GQAError, naming the
+    numbers at fault) kv with no heads or heads of different shapes, a g that
+    does not divide h, and more than MAX_ALLOCATION heads.
 
     >>> repeat_kv([[[1.0]], [[2.0]]], h=4)
     [[[1.0]], [[1.0]], [[2.0]], [[2.0]]]
@@ -357,11 +332,10 @@ def single_head_attention(q: Sequence, k: Sequence, v: Sequence, *,
     is infinite (or beyond the float range) takes all the weight.  A NaN
     score (inf x 0 is one) makes its query's row NaN.  With causal=True
     the queries are the last n of the m positions: query i sees key j when
-    j <= i + (m - n).  A single query (a decode step) sees every key.
-
-    Refuses (GQAError, naming the numbers at fault) no keys, q and k of
-    different head dims, k and v of different lengths, ragged rows, and
-    causal=True with more queries than keys (n > m).
+    j <= i + (m - n).  A single query (a decode step) sees every key.  Refuses
+    (GQAError, naming the numbers at fault) no keys, q and k of different head
+    dims, k and v of different lengths, ragged rows, and causal=True with more
+    queries than keys (n > m).
 
     >>> single_head_attention([[1.0, 0.0]], [[1.0, 0.0], [1.0, 0.0]], [[2.0], [4.0]])
     [[3.0]]
@@ -379,19 +353,16 @@ def attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matrix], g: 
               causal: bool = False) -> Heads:
     """Return attention with g key/value heads, from h-head (MHA) k and v.
 
-    q [h][n][d], k [h][m][d], v [h][m][d_v] -> [h][n][d_v].  Folds k and v
-    to g heads by their group mean (fold_kv_mean), repeats them back out to
-    h heads (repeat_kv) and runs single_head_attention per head.  With g = h
-    this is MHA to the last bit; with g < h the output changes.
-
-    Refuses (GQAError, naming the numbers at fault) k and v without h
-    heads, heads of different shapes, and a g that does not divide h.
+    q [h][n][d], k [h][m][d], v [h][m][d_v] -> [h][n][d_v].  Folds k and v to g
+    heads by their group mean (fold_kv_mean), repeats them back out to h heads
+    (repeat_kv) and runs single_head_attention per head.  With g = h this is
+    MHA to the last bit; with g < h the output changes.  Refuses (GQAError,
+    naming the numbers at fault) k and v without h heads, heads of different
+    shapes, and a g that does not divide h.
 
     >>> q = [[[1.0]], [[2.0]]]
     >>> k = [[[0.0], [1.0]], [[1.0], [0.0]]]
     >>> v = [[[1.0], [3.0]], [[5.0], [7.0]]]
-    >>> attention(q, k, v, g=2) == [single_head_attention(q[i], k[i], v[i]) for i in range(2)]
-    True
     >>> attention(q, k, v, g=1)                  # both heads read K = [[.5], [.5]]
     [[[4.0]], [[4.0]]]
     """
@@ -412,13 +383,11 @@ def grouped_attention(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequence[Matr
                       causal: bool = False) -> Heads:
     """Return attention where h query heads share g key/value heads.
 
-    q [h][n][d], k [g][m][d], v [g][m][d_v] -> [h][n][d_v], g dividing h.
-    Query head i reads key/value head kv_head(i, h, g) by index: K and V are
-    never repeated.  Equal bit for bit to repeat_kv followed by
-    single_head_attention.
-
-    Refuses (GQAError, naming the numbers at fault) k and v of different
-    head counts or shapes, and a g that does not divide h.
+    q [h][n][d], k [g][m][d], v [g][m][d_v] -> [h][n][d_v], g dividing h. Query
+    head i reads key/value head kv_head(i, h, g) by index: K and V are never
+    repeated.  Equal bit for bit to repeat_kv followed by
+    single_head_attention.  Refuses (GQAError, naming the numbers at fault) k
+    and v of different head counts or shapes, and a g that does not divide h.
 
     >>> q = [[[1.0]], [[2.0]]]
     >>> grouped_attention(q, k=[[[0.0], [0.0]]], v=[[[1.0], [3.0]]])
@@ -476,21 +445,17 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
     w_v   [h or g][d_model][d]
     w_o   [h][d][d_model]
 
-    One random.Random(seed) draws every value of w_q, then of w_k, then of
-    w_v, then of w_o, each in the order of its nested lists (head, row,
-    column).  Each value is (2 * random() - 1) * sqrt(3 / fan_in): uniform on
-    [-a, a), a = sqrt(3 / fan_in), of variance 1 / fan_in, with fan_in =
-    d_model for w_q, w_k and w_v and h * d for w_o.  Only random() is drawn,
-    so the weights are the same on every Python.  The seed is an int or a str.
-
-    Refuses (GQAError, naming the numbers at fault) h, d_model or d below
-    1, and more than MAX_ALLOCATION weights in all.
+    One random.Random(seed) (an int or a str) draws every value of w_q, then
+    w_k, w_v and w_o, each in the order of its nested lists (head, row,
+    column): (2 * random() - 1) * a, uniform on [-a, a), a = sqrt(3 / fan_in),
+    of variance 1 / fan_in, fan_in = d_model for w_q, w_k and w_v and h * d
+    for w_o.  Only random() is drawn: the same weights on every Python.  Refuses
+    (GQAError, naming the numbers at fault) h, d_model or d below 1, and more
+    than MAX_ALLOCATION weights in all.
 
     >>> w = init_weights(h=2, d_model=3, d=4, seed=0)
     >>> [len(w.w_q), len(w.w_q[0]), len(w.w_q[0][0])], [len(w.w_o), len(w.w_o[0]), len(w.w_o[0][0])]
     ([2, 3, 4], [2, 4, 3])
-    >>> init_weights(2, 3, 4, seed=0) == w
-    True
     """
     for name, value in (("h", h), ("d_model", d_model), ("d", d)):
         _check_int("init_weights", name, value, low=1)
@@ -518,13 +483,10 @@ def init_weights(h: int, d_model: int, d: int, *, seed: Union[int, str]) -> Weig
 def fold_weights(weights: Weights, g: int) -> Weights:
     """Return weights whose w_k and w_v have g heads, folded by mean.
 
-    A w_k or w_v that already has g heads (a converted checkpoint, folded
-    once) is kept as it is.  The result is new lists throughout, whatever
-    rows (lists, tuples, array('d')) the input has.
-
-    Refuses (GQAError, naming the numbers at fault) a g not in
-    valid_g(h), w_k or w_v with neither h nor g heads, and any tensor
-    whose shape does not match w_q's.  weights is left unchanged.
+    A w_k or w_v that already has g heads (a converted checkpoint, folded once)
+    is kept as it is.  Refuses (GQAError, naming the numbers at fault) a g not
+    in valid_g(h), w_k or w_v with neither h nor g heads, and any tensor whose
+    shape does not match w_q's.
 
     >>> w = fold_weights(init_weights(h=4, d_model=3, d=2, seed=0), g=2)
     >>> len(w.w_q), len(w.w_k), len(w.w_v), len(w.w_o)
@@ -575,17 +537,13 @@ def prepare_weights(weights: Weights, g: int) -> PreparedWeights:
     v_cols    [g][d][d_model]: each folded head's w_v by columns
     o_cols    [d_model][h*d]: w_o, its heads stacked, by columns
 
-    layer() and decode_step() prepare the Weights they are given at every
-    call; give them a PreparedWeights instead to check, fold and transpose
-    once per sequence.  The results are equal to the last bit.
-
-    Refuses (GQAError, naming the numbers at fault) what fold_weights
-    refuses.  weights is left unchanged.
+    layer() and decode_step() prepare the Weights they are given at every call;
+    give them a PreparedWeights instead to check, fold and transpose once per
+    sequence.  The results are equal to the last bit.  Refuses (GQAError, naming
+    the numbers at fault) what fold_weights refuses.
 
     >>> w = init_weights(h=4, d_model=3, d=2, seed=0)
     >>> p = prepare_weights(w, g=2)
-    >>> p.h, p.g, p.d_model, p.d
-    (4, 2, 3, 2)
     >>> x = [[1.0, 0.0, -1.0]]
     >>> layer(x, p, g=2) == layer(x, w, g=2)
     True
@@ -618,15 +576,13 @@ def layer(x: Sequence, weights: Union[Weights, PreparedWeights], g: int, *,
           causal: bool = False) -> Matrix:
     """Return one attention layer's output, run with g key/value heads.
 
-    x [n][d_model] -> [n][d_model].  The MHA weights' w_k and w_v are folded
-    to g heads by mean (fold_weights), x is projected to q [h][n][d] and
-    k, v [g][n][d], grouped_attention runs, and the output is the sum over
-    heads of head_out[i] @ w_o[i].  So MHA, GQA and MQA run on one set of
-    weights.  weights may also be prepare_weights(weights, g).
-
-    Refuses (GQAError, naming the numbers at fault) x whose rows are not
-    d_model wide, what fold_weights refuses, and PreparedWeights made
-    for another g.
+    x [n][d_model] -> [n][d_model].  The MHA weights' w_k and w_v are folded to
+    g heads by mean (fold_weights), x is projected to q [h][n][d] and k, v
+    [g][n][d], grouped_attention runs, and the output is the sum over heads of
+    head_out[i] @ w_o[i].  So MHA, GQA and MQA run on one set of weights.
+    weights may also be prepare_weights(weights, g).  Refuses (GQAError, naming
+    the numbers at fault) x whose rows are not d_model wide, what fold_weights
+    refuses, and PreparedWeights made for another g.
 
     >>> w = init_weights(h=2, d_model=2, d=1, seed=0)
     >>> [len(row) for row in layer([[1.0, 0.0], [0.0, 1.0]], w, g=1)]
@@ -680,17 +636,13 @@ def output_difference(a: Sequence, b: Sequence) -> Difference:
     rel_l2    ||a - b|| / ||b||
     cosine    a . b / (||a|| ||b||)
 
-    a and b are nested lists of one shape (a matrix, or a multi-head
-    tensor).  rel_l2 is inf when b is all zeros and a is not; cosine is nan
-    when either is all zeros.  A NaN anywhere makes every field NaN, and no
-    field overflows for finite inputs that it can represent.
+    a and b are nested lists of one shape (a matrix, or a multi-head tensor).
+    rel_l2 is inf when b is all zeros and a is not; cosine is nan when either
+    is all zeros.  A NaN anywhere makes every field NaN, and no field overflows
+    for finite inputs that it can represent.  Refuses (GQAError, naming the
+    numbers at fault) a and b of different shapes (naming the index), nesting
+    deeper than 3 levels, and an int beyond the float range.
 
-    Refuses (GQAError, naming the numbers at fault) a and b of different
-    shapes (naming the index), nesting deeper than 3 levels, and an int
-    beyond the float range.
-
-    >>> output_difference([[3.0, 4.0]], [[3.0, 4.0]])
-    Difference(max_abs=0.0, rel_l2=0.0, cosine=1.0)
     >>> output_difference([[0.0, 4.0]], [[3.0, 4.0]])
     Difference(max_abs=3.0, rel_l2=0.6, cosine=0.8)
     """
@@ -726,12 +678,10 @@ def kv_cache_elements(layers: int, kv_heads: int, length: int, head_dim: int, *,
                       batch: int = 1) -> int:
     """Return how many numbers a KV cache holds.
 
-    2 (K and V) x layers x kv_heads x length x head_dim x batch.  Query
-    heads are not a parameter: queries are never cached.
-
-    layers, length and batch may be 0 (the cache is empty).  Refuses
-    (GQAError, naming the numbers at fault) kv_heads or head_dim below 1
-    and a negative count.
+    2 (K and V) x layers x kv_heads x length x head_dim x batch.  Query heads
+    are not a parameter: queries are never cached.  layers, length and batch may
+    be 0 (the cache is empty).  Refuses (GQAError, naming the numbers at fault)
+    kv_heads or head_dim below 1 and a negative count.
 
     >>> kv_cache_elements(layers=1, kv_heads=2, length=3, head_dim=4)
     48
@@ -777,14 +727,11 @@ def attention_multiplies(n: int, h: int, g: int, d: int, d_model: int, *,
     o_proj         n x h x d x d_model
     total          the sum of the six terms
 
-    Only the K and V projections have g in them.  The attention body,
-    scores and weighted sum, is h x d per pair of positions whatever g is:
-    n x n pairs for full attention, n (n + 1) / 2 for causal attention (a
-    decoder's prefill: query i sees keys 0..i), as layer(causal=True)
-    multiplies them.
-
-    n may be 0.  Refuses (GQAError, naming the numbers at fault) a g that
-    does not divide h, and d or d_model below 1.
+    Only the K and V projections have g in them.  The attention body, scores and
+    weighted sum, is h x d per pair of positions whatever g is: n x n pairs, or
+    n (n + 1) / 2 when causal (a decoder's prefill: query i sees keys 0..i), as
+    layer(causal=True) multiplies them.  n may be 0.  Refuses (GQAError, naming
+    the numbers at fault) a g that does not divide h, and d or d_model below 1.
 
     >>> m = attention_multiplies(n=4, h=8, g=2, d=16, d_model=128)
     >>> m.k_proj, m.scores, m.weighted_sum
@@ -840,13 +787,11 @@ def block_multiplies(n: int, h: int, g: int, d: int, d_model: int, d_ff: int, *,
     mlp        mlp_matrices x n x d_model x d_ff
     total      the sum of the four parts
 
-    The attention layer of attention_multiplies plus an MLP of
-    mlp_matrices matrices of d_model x d_ff (3 for the gated SwiGLU MLP of
-    Llama and Mistral, 2 for GPT-2's).  Norms, activations and the softmax
-    are not multiplications of this table.
-
-    n may be 0.  Refuses (GQAError, naming the numbers at fault) a g that
-    does not divide h, and d, d_model, d_ff or mlp_matrices below 1.
+    attention_multiplies' layer plus an MLP of mlp_matrices d_model x d_ff
+    matrices (3 for Llama's and Mistral's gated SwiGLU, 2 for GPT-2's).
+    Norms, activations and the softmax are not counted.  n may be 0.  Refuses
+    (GQAError, naming the numbers at fault) a g that does not divide h, and d,
+    d_model, d_ff or mlp_matrices below 1.
 
     >>> b = block_multiplies(n=1, h=32, g=32, d=128, d_model=4096, d_ff=11008)
     >>> b.k_v_proj == 2 * 4096 * 4096, b.mlp == 3 * 4096 * 11008
@@ -928,9 +873,8 @@ def multiplies_table(n: int, h: int, d: int, d_model: int, *,
     ratio        each term / the same term at g = h (floats), a Multiplies
 
     The counts are attention_multiplies(n, h, g, d, d_model, causal=causal).
-
-    n may be 0 (every ratio is then 1.0).  Refuses (GQAError, naming
-    the numbers at fault) h, d or d_model below 1.
+    n may be 0 (every ratio is then 1.0).  Refuses (GQAError, naming the
+    numbers at fault) h, d or d_model below 1.
 
     >>> for row in multiplies_table(n=4, h=4, d=2, d_model=8):
     ...     print(row.method, row.ratio.k_proj, row.ratio.scores)
@@ -982,9 +926,8 @@ class Tally:
 def count_multiplies() -> Iterator[Tally]:
     """Tally the multiplications (and reads) of the code run inside the block.
 
-    Nested blocks each get their own tally, which is added to the enclosing
-    one when the inner block ends.  Not thread-safe: count one thread at a
-    time.
+    Nested blocks each keep their own tally, added to the enclosing one when
+    the inner block ends.  Not thread-safe: count one thread at a time.
 
     >>> w = init_weights(h=4, d_model=8, d=2, seed=0)
     >>> x = [[1.0] * 8] * 3
@@ -1016,17 +959,12 @@ class KVCache:
     """One layer's KV cache for g key/value heads of width d.
 
     cache.k[j] and cache.v[j] hold head j's keys and values, each one flat
-    array('d') of m x d floats, row after row: the memory is real, 8 bytes
-    per element.  capacity=N allocates N positions at once; appending past
-    it still works.  len(cache) is the positions appended (whatever the
-    capacity), cache.elements the floats held (2 x g x len x d),
-    cache.nbytes their bytes; cache.g, cache.d and cache.capacity are read
-    only.
-
-    Refuses (GQAError, naming the numbers at fault) g or d below 1, g above
-    MAX_KV_HEADS, and more than MAX_ALLOCATION floats; an append of rows
-    with the wrong number of heads (naming g) or values (naming d), which
-    stores nothing.
+    array('d') of m x d floats, row after row: the memory is real, 8 bytes per
+    element.  capacity=N allocates N positions at once; appending past it still
+    works.  len(cache) is the positions appended.  Refuses (GQAError, naming the
+    numbers at fault) g or d below 1, g above MAX_KV_HEADS, and more than
+    MAX_ALLOCATION floats; an append of rows with the wrong number of heads
+    (naming g) or values (naming d), which stores nothing.
 
     >>> cache = KVCache(g=2, d=3)
     >>> cache.append([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[0.0] * 3, [1.0] * 3])
@@ -1080,10 +1018,7 @@ class KVCache:
         return self.elements * self.k[0].itemsize
 
     def append(self, k_rows: Sequence, v_rows: Sequence) -> None:
-        """Append one position: k_rows and v_rows are [g][d].
-
-        Nothing is stored unless both are valid.
-        """
+        """Append one position, k_rows and v_rows [g][d]: both valid, or nothing stored."""
         new = []
         for name, rows in (("k_rows", k_rows), ("v_rows", v_rows)):
             _check_list("KVCache.append", name, rows, "a list of g rows")
@@ -1119,18 +1054,14 @@ def decode_step(x_t: Sequence[float], weights: Union[Weights, PreparedWeights], 
                 cache: KVCache) -> list:
     """Decode one position: append its K and V to cache, return y_t.
 
-    x_t [d_model] -> y_t [d_model].  Projects x_t, appends its K and V
-    (g heads) to the cache, and attends from all h query heads over the
-    whole cache, query head i reading cache head kv_head(i, h, g), with no
-    copy of the cache.  Decoding x row by row equals
-    layer(x, weights, g, causal=True).  Weights are checked and prepared at
-    every step; prepare_weights(weights, g) once is faster.
-
-    Refuses (GQAError, naming the numbers at fault) a cache made for
-    another g or d, an x_t that is not d_model long, and what layer
-    refuses of weights.  Everything is checked before the cache changes,
-    so a refused step leaves it as it was; a step interrupted (Ctrl-C)
-    may leave the position appended, or half appended.
+    x_t [d_model] -> y_t [d_model].  Appends x_t's K and V (g heads) to the
+    cache, then query head i attends over cache head kv_head(i, h, g), not a
+    copy.  Decoding x row by row equals layer(x, weights, g, causal=True).
+    prepare_weights(weights, g) once is faster than preparing every step.
+    Refuses (GQAError, naming the numbers at fault) a cache made for another g
+    or d, an x_t not d_model long, and what layer refuses of weights, all
+    before the cache changes; a step interrupted (Ctrl-C) may leave a position
+    appended, or half appended.
 
     >>> w = prepare_weights(init_weights(h=2, d_model=4, d=2, seed=0), g=1)
     >>> cache = KVCache(g=1, d=2, capacity=2)
@@ -1195,14 +1126,11 @@ def decode_traffic(n: int, h: int, g: int, d: int, d_model: int, *,
     multiplies     multiplications
     ratio          (cache_reads + weight_reads) / multiplies
 
-    Starting from an empty cache, step t (1..n) appends one position and
-    reads the whole cache, t positions: 2 x g x t x d elements per sequence,
-    each key/value head read once for its whole group.  Every step also
-    reads all four projections' weights once, shared by the batch.
-
-    n may be 0: every count is then 0, and ratio 0.0.  Refuses (GQAError,
-    naming the numbers at fault) a g that does not divide h, and d, d_model
-    or batch below 1.
+    From an empty cache, step t (1..n) appends one position and reads all t:
+    2 x g x t x d elements per sequence, each key/value head once for its
+    whole group.  n may be 0: every count is then 0, and ratio 0.0.  Refuses
+    (GQAError, naming the numbers at fault) a g that does not divide h, and d,
+    d_model or batch below 1.
 
     >>> t = decode_traffic(n=2, h=4, g=1, d=2, d_model=8)
     >>> t.cache_reads, t.weight_reads, t.multiplies
@@ -1239,10 +1167,8 @@ def grouped_attention_backward(q: Sequence[Matrix], k: Sequence[Matrix], v: Sequ
     dk [g][m][d], dv [g][m][d_v]: the shapes of q, k and v.  The lesson is
     one line: the gradient of a shared key/value head is the sum of the
     gradients that its h // g query heads send it.  At g = h each head's
-    gradients are its own, as in MHA.
-
-    Refuses (GQAError, naming the numbers at fault) what grouped_attention
-    refuses, and a d_out not shaped [h][n][d_v].
+    gradients are its own, as in MHA.  Refuses (GQAError, naming the numbers at
+    fault) what grouped_attention refuses, and a d_out not shaped [h][n][d_v].
 
     >>> q = [[[1.0]], [[2.0]]]                        # h=2 query heads, one key/value head
     >>> k, v = [[[0.0], [1.0]]], [[[1.0], [3.0]]]
@@ -1314,10 +1240,9 @@ def layer_backward(x: Sequence, weights: Weights, g: int, d_y: Sequence, *,
     x [n][d_model], d_y [n][d_model] -> dx [n][d_model] and grads, a Weights
     record with the shapes of weights.  When weights holds h K/V heads and
     g < h, the gradient flows back through the mean fold: each of a group's
-    h // g heads gets its folded head's gradient divided by h // g.
-
-    Refuses (GQAError, naming the numbers at fault) what layer refuses,
-    and a d_y not shaped like x.
+    h // g heads gets its folded head's gradient divided by h // g.  Refuses
+    (GQAError, naming the numbers at fault) what layer refuses, and a d_y not
+    shaped like x.
 
     >>> w = init_weights(h=2, d_model=3, d=2, seed=0)
     >>> dx, grads = layer_backward([[1.0, 0.0, -1.0]], w, 1, [[1.0, 1.0, 1.0]])
