@@ -1,8 +1,9 @@
 """A lab a teacher gives a class: grades that reproduce (the same document twice, the
 seed and options a Gradescope zip carries, a failing case's command that repeats
 it), a gradebook of a folder of submissions (--class: its layouts, its bad
-submissions, resumed, stopped), GitHub Classroom's workflow (--classroom: parsed
-back, its commands run) and Gradescope's details (hidden cases, what to rename).
+submissions, resumed, stopped) and Gradescope's details (hidden cases, what to
+rename).  GitHub Classroom's workflow, students' names and copies: test_classroom.py;
+the helpers shared with it: tests/class_support.py.
 
 The sealed runs as root use a private copy of the grader, as a teacher's must be
 (a sealed run refuses a grader its workers could read); as another user they run
@@ -11,9 +12,7 @@ partly sealed, and the tests that need the seal itself say so and are skipped.""
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
-import csv
 import hashlib
 import io
 import json
@@ -25,83 +24,21 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 import zipfile
 from unittest import mock
 
-from gqa_grader import checking, checks, cli, classroom, documents, records, submissions, grading, workflow
+from gqa_grader import checking, checks, cli, classroom, documents, submissions, grading
 from gqa_grader.results import StepResult, scored
 from gqa_grader.seal import sandbox_package
-from tests.helpers import ROOT, copy_grader, early, heavy, run_grader, start_early
-
-GQA = os.path.join(ROOT, "gqa.py")
-with open(GQA, encoding="utf-8") as _f:
-    SOURCE = _f.read()
-WRONG = SOURCE.replace("return query_head // group", "return query_head % g")   # step 3 fails
-_DOC = SOURCE.index('"""', SOURCE.index('"""', SOURCE.index("def valid_g(")) + 3) + 3
-BIG_WRONG = (SOURCE[:_DOC] + "\n    if type(h) is int and h > 16:\n        return [1]"   # step 1's random
-             + SOURCE[_DOC:])                                                          # cases fail
-AS_ROOT = os.name == "posix" and os.geteuid() == 0
+from tests.helpers import ROOT, early, heavy, start_early
+from tests.class_support import (AS_ROOT, BIG_WRONG, SOURCE, WRONG, Private, rows_of, sha256, usage_error,
+                                 write)
 
 
 def load_tests(loader, tests, pattern):
     """The gradebooks' runs start now, as the tests are loaded (tests/helpers.py, early)."""
     return start_early(tests)
-
-
-def sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def write(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(text.encode("utf-8") if isinstance(text, str) else text)
-    return path
-
-
-class Private:
-    """A folder only root can enter, holding a copy of grader.py and gqa_grader/ (and the
-    solution, as a teacher's has), and a work folder beside it for what a test writes."""
-
-    def __init__(self, test=None):
-        """Removed after test; with no test (an early job's), by remove()."""
-        self.top = tempfile.mkdtemp()
-        if test is not None:
-            test.addCleanup(self.remove)
-        self.dir = os.path.join(self.top, "grader")
-        os.makedirs(self.dir, mode=0o700)
-        copy_grader(self.dir)
-        self.work = os.path.join(self.top, "work")
-        os.makedirs(self.work)
-
-    def remove(self):
-        shutil.rmtree(self.top, True)
-
-    def run(self, *argv, **kw):
-        return run_grader(*argv, grader=os.path.join(self.dir, "grader.py"), cwd=self.work, **kw)
-
-    def main(self, *argv):
-        """cli.main in this process, as if grader.py stood in the private folder (the
-        module still runs in a worker): (status, stdout, stderr)."""
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                mock.patch("gqa_grader.seal.HERE", self.dir):
-            status = cli.main(list(argv))
-        return status, out.getvalue(), err.getvalue()
-
-
-def usage_error(*argv):
-    """parse_args(argv)'s usage error, as printed (None when there is none)."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        try:
-            cli.parse_args(list(argv))
-        except SystemExit as stop:
-            return err.getvalue().strip().splitlines()[-1] if stop.code == 2 else None
-    return None
 
 
 @heavy
@@ -432,11 +369,6 @@ def alive_in(folder):
     return alive
 
 
-def rows_of(path):
-    with open(path, newline="", encoding="utf-8") as f:
-        return {row["submission"]: row for row in csv.DictReader(f)}
-
-
 @heavy
 class Gradebook(unittest.TestCase):
     EARLY = ("mixed", "stopped")
@@ -649,256 +581,6 @@ class Gradebook(unittest.TestCase):
 # ---------------------------------------------------------------------------
 # 4. GitHub Classroom: the workflow, parsed back.
 # ---------------------------------------------------------------------------
-
-def parse_yaml(text):
-    """The YAML the workflow is written in, and nothing more: block mappings and
-    sequences by indentation, keys plain or double-quoted, scalars double-quoted (JSON's
-    escapes) or whole numbers.  Anything else (a plain string, a flow collection, a tab,
-    a duplicate key) raises ValueError."""
-    lines = [(len(line) - len(line.lstrip(" ")), line.strip()) for line in text.splitlines()
-             if line.strip() and not line.lstrip().startswith("#")]
-    if any("\t" in line for _, line in lines):
-        raise ValueError("a tab")
-
-    def scalar(token):
-        if re.fullmatch(r"-?[0-9]+", token):
-            return int(token)
-        if token in ("true", "false"):
-            return token == "true"
-        if token.startswith('"'):
-            value, end = json.JSONDecoder().raw_decode(token)
-            if end == len(token) and isinstance(value, str):
-                return value
-        raise ValueError(f"not a scalar of the subset: {token!r}")
-
-    def pair(token):
-        if token.startswith('"'):
-            key, end = json.JSONDecoder().raw_decode(token)
-        else:
-            match = re.match(r"[A-Za-z_][A-Za-z0-9_-]*", token)
-            if not match:
-                raise ValueError(f"not a key: {token!r}")
-            key, end = match.group(), match.end()
-        rest = token[end:]
-        if rest == ":":
-            return key, None
-        if not rest.startswith(": "):
-            raise ValueError(f"not a key and value: {token!r}")
-        return key, rest[2:]
-
-    def block(i, indent):
-        if lines[i][1].startswith("- "):
-            items = []
-            while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("- "):
-                rest = lines[i][1][2:]
-                if re.match(r'("[^"]*"|[A-Za-z_][\w-]*):( |$)', rest):
-                    lines[i] = (indent + 2, rest)            # a mapping, one line in
-                    value, i = block(i, indent + 2)
-                else:
-                    value, i = scalar(rest), i + 1
-                items.append(value)
-            return items, i
-        mapping = {}
-        while i < len(lines) and lines[i][0] == indent:
-            key, rest = pair(lines[i][1])
-            if key in mapping:
-                raise ValueError(f"a duplicate key {key}")
-            if rest is None:
-                if i + 1 >= len(lines) or lines[i + 1][0] <= indent:
-                    raise ValueError(f"nothing under {key}")
-                mapping[key], i = block(i + 1, lines[i + 1][0])
-            else:
-                mapping[key], i = scalar(rest), i + 1
-        if i < len(lines) and lines[i][0] > indent:
-            raise ValueError(f"a line out of place: {lines[i][1]!r}")
-        return mapping, i
-
-    value, end = block(0, 0)
-    if end != len(lines):
-        raise ValueError(f"a line out of place: {lines[end][1]!r}")
-    return value
-
-
-@heavy
-class Classroom(unittest.TestCase):
-
-    def test_the_parser_refuses_what_the_readme_once_shipped(self):
-        with self.assertRaises(ValueError):
-            parse_yaml("steps:\n  - name: Grade gqa.py (sealed: the grader as root)\n")
-        self.assertEqual(parse_yaml('a:\n  - "x"\n  - b: 2\n    "on": "y"\n'), {"a": ["x", {"b": 2, "on": "y"}]})
-
-    def test_one_graded_step_per_lab_step_with_its_points_then_the_reporter(self):
-        private = Private(self)
-        weights = write(os.path.join(private.work, "w.json"), json.dumps({"kv_head": 3, "layer": 0}))
-        status, out, _ = private.main("--classroom", private.work, "--weights", weights, "--seed", "4")
-        self.assertEqual(status, 0)
-        with open(os.path.join(private.work, ".github", "workflows", "classroom.yml"), encoding="utf-8") as f:
-            flow = parse_yaml(f.read())
-        self.assertEqual(flow["on"], ["push", "repository_dispatch"])
-        steps = flow["jobs"]["run-autograding-tests"]["steps"]
-        self.assertEqual(steps[0]["uses"], "actions/checkout@v4")
-        prepare, graded, reporter = steps[1], steps[2:-1], steps[-1]
-        self.assertEqual(prepare["id"], "prepare")
-        self.assertEqual(len(graded), len(checks.STEPS))
-        for s, st in zip(graded, checks.STEPS):
-            words = shlex.split(s["run"])
-            self.assertEqual(words[:6], ["$GQA_AS", "python3", "$GQA_GRADER", "--sealed", "--module", "gqa.py"])
-            self.assertEqual(s["if"], "env.GQA_IMPORTED == 'yes'")
-            self.assertEqual(words[words.index("--only") + 1], str(st.number))
-            self.assertEqual(words[words.index("--format") + 1], "classroom")
-            self.assertEqual(words[words.index("--weights") + 1], "weights.json")
-            self.assertEqual(words[-2:], [">>", "$GITHUB_OUTPUT"])
-            self.assertTrue(re.fullmatch(r"[a-z0-9]+", s["id"]), s["id"])
-            self.assertIsInstance(s["timeout-minutes"], int)
-        with open(os.path.join(private.work, "weights.json"), encoding="utf-8") as f:
-            self.assertEqual(json.load(f), {"kv_head": 3, "layer": 0})
-        ids = [s["id"] for s in graded]
-        self.assertEqual(len(set(ids)), len(ids))
-        self.assertEqual(reporter["uses"], "classroom-resources/autograding-grading-reporter@v1")
-        self.assertEqual(reporter["with"]["runners"].split(","), ids)
-        self.assertEqual(reporter["if"], "always()")               # whatever a step met
-        for i, st in zip(ids, checks.STEPS):
-            value = reporter["env"][f"{i.upper()}_RESULTS"]
-            fallback = re.fullmatch(r"\$\{\{ steps\.%s\.outputs\.result \|\| '([A-Za-z0-9+/=]+)' \}\}" % i, value)
-            self.assertIsNotNone(fallback, value)                    # a step that wrote nothing: 0 of its points
-            unfinished = json.loads(base64.b64decode(fallback.group(1)))
-            self.assertEqual((unfinished["max_score"], unfinished["tests"][0]["score"]),
-                             (3 if st.name == "kv_head" else 0 if st.name == "layer" else 1, 0))
-        self.assertTrue(all(s["continue-on-error"] is True for s in graded))
-        # A step's command grades that step, run in the repository (gqa.py and weights.json
-        # beside grader.py): its result, as the reporter reads it, holds the step's points by
-        # the rule of every run (the share of its public cases that pass), its report the log.
-        repo = private.dir
-        shutil.copy(os.path.join(private.work, "weights.json"), repo)
-        for source, step, weight in ((WRONG, 3, 3), (WRONG, 1, 1)):
-            write(os.path.join(repo, "gqa.py"), source)
-            words = shlex.split(graded[step - 1]["run"])[:-2]
-            words = [sys.executable, os.path.join(repo, "grader.py")] + words[3:]
-            done = subprocess.run(words, cwd=repo, capture_output=True, text=True, timeout=60)
-            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
-            key, _, value = done.stdout.strip().partition("=")
-            result = json.loads(base64.b64decode(value))
-            sealed = json.loads(subprocess.run(words[:words.index("--format")] + [
-                "--json"] + words[words.index("--format") + 2:], cwd=repo, capture_output=True,
-                text=True, timeout=60).stdout)["steps"][0]
-            with self.subTest(step=step):
-                self.assertEqual(key, "result")
-                self.assertEqual((result["version"], result["max_score"]), (1, weight))
-                self.assertEqual([t["score"] for t in result["tests"]], [round(sealed["points"], 2)])
-                self.assertIn(f"step {step:>2}", done.stderr)
-                if step == 3:                                # public cases at g = 1 or h pass
-                    self.assertEqual(result["status"], "fail")
-                    self.assertTrue(0 < result["tests"][0]["score"] < weight, result)
-                else:
-                    self.assertEqual((result["status"], result["tests"][0]["score"]), ("pass", 1))
-
-    def test_points_classroom_cannot_hold_are_refused(self):
-        folder = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, folder)
-        weights = write(os.path.join(folder, "w.json"), json.dumps({"kv_head": 2.5}))
-        self.assertIn("whole numbers", usage_error("--classroom", folder, "--weights", weights))
-
-
-class Cells(unittest.TestCase):
-    """What a student names (files, folders, roster fields) reaches the gradebook and the
-    terminal as text: escaped, never a formula, never a second row."""
-
-    HOSTILE = ["=HYPERLINK(\"http://x\")", "\tcmd", "\r=1+1", "a\rb\nc", "\x1b[31mred\x1b[0m", "+1", "-2",
-               "@SUM(A1)", "ok name", "caf\udce9", "\x85next"]
-
-    def test_a_hostile_name_is_text_in_a_cell_and_reads_back_as_written(self):
-        rows = [{"student": name, "score": "1"} for name in self.HOSTILE]
-        text = io.StringIO()
-        writer = csv.DictWriter(text, ["student", "score"], lineterminator="\n", quoting=csv.QUOTE_ALL)
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: classroom.cell(v) for k, v in row.items()})
-        written = text.getvalue()
-        self.assertEqual(len(written.splitlines()), len(rows) + 1)          # one line a row
-        self.assertFalse(any(ch in written for ch in "\x1b\r\x85"), repr(written))
-        back = list(csv.DictReader(io.StringIO(written)))
-        self.assertEqual([r["student"] for r in back], [classroom.cell(n) for n in self.HOSTILE])
-        for r in back:
-            self.assertNotIn(r["student"][:1], "=+-@\t\r", r)               # no formula starts a cell
-        self.assertEqual(classroom.cell("ok name"), "ok name")
-        self.assertEqual(classroom.cell("\x1b[31mred"), "\\x1b[31mred")
-        written.encode("utf-8")                                              # no lone surrogate left
-
-
-@heavy
-class HostileNames(unittest.TestCase):
-    """One student's entry never stops the class: a folder whose name is not UTF-8, an
-    upload named so, an escape sequence in a name, 1,100 nested folders."""
-
-    def test_the_class_is_graded_whole_and_its_gradebook_reads_back(self):
-        private = Private(self)
-        subs = os.path.join(private.work, "subs").encode()
-        for name in (b"bad\xff\xfename/lab/gqa.py", b"up\xe9.py", b"esc\x1b[31mred/gqa.py",
-                     "\u202eyp.dab.py".encode()):                     # shown reversed, as it is
-            os.makedirs(os.path.dirname(os.path.join(subs, name)), exist_ok=True)
-            with open(os.path.join(subs, name), "wb") as f:
-                f.write(SOURCE.encode())
-        from gqa_grader import cleanup
-        self.addCleanup(lambda: cleanup.remove_tree(os.path.join(subs, b"deep").decode(), time.monotonic() + 30))
-        os.mkfifo(os.path.join(subs, b"pipe.py"))          # opened as it is, it would wait forever
-        here = os.open(subs, os.O_RDONLY)
-        os.mkdir("deep", dir_fd=here)
-        for _ in range(1100):                   # deeper than Python's recursion limit
-            below = os.open("deep" if _ == 0 else "d", os.O_RDONLY, dir_fd=here)
-            os.close(here)
-            here = below
-            os.mkdir("d", dir_fd=here)
-        os.close(here)
-        book = os.path.join(private.work, "g.csv")
-        run = private.run("--class", subs.decode(), "--gradebook", book, "--only", "1", "--cases", "0", "--quiet")
-        self.assertEqual(run.returncode, 0, run.stderr)
-        self.assertNotIn("\x1b", run.stdout + run.stderr)                 # escaped in the terminal
-        self.assertNotIn("\u202e", run.stdout + run.stderr)
-        rows = rows_of(book)
-        self.assertEqual(sorted(rows), sorted(classroom.cell(n) for n in (
-            "bad\udcff\udcfename", "deep", "esc\x1b[31mred", "pipe.py", "up\udce9.py", "\u202eyp.dab.py")))
-        self.assertIn("\\u202eyp.dab.py", rows)                             # its escape, in the cell
-        self.assertEqual({k: r["status"] for k, r in rows.items() if k not in ("deep", "pipe.py")},
-                         {k: "passed" for k in rows if k not in ("deep", "pipe.py")})
-        self.assertIn("not a regular file", rows["pipe.py"]["notes"])
-        self.assertIn("folders more than 24 deep", rows["deep"]["notes"])
-        again = private.run("--class", subs.decode(), "--gradebook", book, "--only", "1", "--cases", "0")
-        self.assertIn("4 submissions graded before with the same bytes", again.stderr)   # read back
-
-
-class Copies(unittest.TestCase):
-    """Copies are flagged for a person, never scored: a solution renamed and stripped of
-    its comments pairs with the solution; the starter, and a starter with one function
-    of its own, pair with nothing (tests/test_copies.py has the rest)."""
-
-    def test_a_renamed_copy_pairs_with_what_it_copies_and_honest_work_with_nothing(self):
-        from gqa_grader import copies, handout
-        base = handout.make_starter(SOURCE)
-        renamed = re.sub(r"\bgroup\b", "members_per_kv_head", re.sub(r"#[^\n]*", "", SOURCE))
-        reindented = renamed.replace("    ", "\t")
-        own = base.replace('raise NotImplementedError("step 1: valid_g',
-                           'return [d for d in range(1, h + 1) if h % d == 0]\n    raise NotImplementedError("step 1: valid_g')
-        half = SOURCE[:SOURCE.index("# Step 10.")] + base[base.index("# Step 10."):]   # steps 1-9 copied
-        groups, pairs, solutions = copies.compare({"ann": SOURCE, "ben": renamed, "cal": base, "dee": own,
-                                                   "eve": reindented, "fay": half}, base, SOURCE)
-        self.assertEqual(groups, [["ann", "ben", "eve"]])           # the same code, names and layout aside
-        self.assertEqual([(a, b) for _, a, b, _, _ in pairs], [("ann", "fay")])
-        self.assertEqual([(key, share >= copies.SOLUTION) for share, key, _ in solutions],
-                         [("ann", True), ("ben", True), ("eve", True), ("fay", False)])   # fay: steps 1-9
-        text = copies.report(groups, pairs, classroom.escaped, solutions)
-        self.assertIn("same code (3): ann = ben = eve", text)
-        self.assertRegex(text, r"\n\d+%  ann  [\d, .-]+  fay  ")
-        self.assertRegex(text, r"\nben is the shipped solution over again: it holds \d+% of the solution's code")
-        self.assertRegex(text, r"\nfay shares \d+% of the shipped solution's code \(its lines [\d, .-]+\)\n")
-        self.assertEqual(copies.tokens("def f(:\n"), [])          # what does not tokenize: nothing shared
-        self.assertEqual(copies.fingerprints(""), {})
-
-
-class Emitter(unittest.TestCase):
-
-    def test_strings_are_quoted_whatever_they_hold(self):
-        data = {"on": ["a: b", "#c", "x'y\"z", "é\n"], "n": 3, "key with space": {"k": "v"}}
-        self.assertEqual(parse_yaml("\n".join(workflow.yaml_lines(data))), data)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import tempfile
 import unittest
 
 from tests.helpers import ROOT, early, heavy, run_grader, start_early
-from tests.test_class import parse_yaml
+from tests.test_classroom import parse_yaml
 
 AS_ROOT = os.name == "posix" and os.geteuid() == 0
 NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")

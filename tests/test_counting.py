@@ -1,4 +1,6 @@
-"""Counters and decoding: closed forms checked against counts taken while running."""
+"""Counters and decoding: closed forms checked against counts taken while running; and the
+grader's check of count_multiplies, which a tally without the work it counts fails
+(RealWork, a graded run)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from array import array
 import gqa
 from gqa_grader import reference as ref
 from gqa_grader.reference import rand_tensor
-from tests.helpers import CloseMixin, new_rng, random_case
+from tests.helpers import CloseMixin, early, heavy, new_rng, random_case, start_early
+from tests.sealed_support import SOURCE, grade_source, in_each
 
 
 class ClosedForms(unittest.TestCase):
@@ -288,6 +291,41 @@ class Decoding(CloseMixin, unittest.TestCase):
         gqa.decode_step([1.0, 0.0], w, 1, cache)
         cache.append([[0.0, 0.0]], [[0.0, 0.0]])      # no view of the cache is left behind
         self.assertEqual(len(cache), 2)
+
+
+@heavy
+class RealWork(unittest.TestCase):
+    """A tally is worth something only with the work it counts."""
+
+    EARLY = ("graded",)
+
+    @staticmethod
+    def graded():
+        """count_multiplies graded for a module whose layer and decode_step count the real work
+        (the lab's own runs) and return zeros, and for the lab."""
+        source = SOURCE + (
+            "\n_real_layer, _real_decode_step = layer, decode_step\n"
+            "def layer(x, *a, **k):\n"
+            "    y = _real_layer(x, *a, **k)\n"
+            "    return [[0.0] * len(r) for r in y]\n"
+            "def decode_step(x_t, *a, **k):\n"
+            "    return [0.0] * len(_real_decode_step(x_t, *a, **k))\n")
+        return in_each([lambda src=src: grade_source(src, only=["count_multiplies"], cases=0, fail_fast=True)
+                        for src in (source, SOURCE)])
+
+    def test_a_tally_with_fake_values_fails_its_step(self):
+        # The counts are the real ones (the lab's own layer runs), the values zeros.
+        fake, lab = early(self.graded)
+        self.assertEqual(fake["count_multiplies"]["status"], "failed")
+        self.assertIn("the value layer() returned inside count_multiplies()",
+                      fake["count_multiplies"]["message"])
+        # The check does not fail the lab itself: its step passes.
+        self.assertEqual(lab["count_multiplies"]["status"], "passed")
+
+
+def load_tests(loader, tests, pattern):
+    """The heavy classes' jobs start now, as the tests are loaded (tests/helpers.py, early)."""
+    return start_early(tests)
 
 
 if __name__ == "__main__":

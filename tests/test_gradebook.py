@@ -15,7 +15,7 @@ import unittest
 
 from gqa_grader import ledger
 from tests.helpers import heavy
-from tests.test_class import SOURCE, WRONG, Private, write
+from tests.class_support import SOURCE, WRONG, Private, write
 
 
 def spreadsheet_saved(path, seed):

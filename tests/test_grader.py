@@ -1,12 +1,10 @@
-"""The grader, proven by mutants and by modules that misbehave: each classic
-mistake must fail the step that ought to catch it, nothing a module does may
-change the verdict, and the real module must pass."""
+"""The grader, proven by mutants: each classic mistake must fail the step that ought
+to catch it, and the real module must pass (Mutants); and its command line, whose
+--show a student pastes to repeat a failure (CommandLine).  Modules that misbehave:
+test_grading.py's Referee; the shared helpers: tests/grader_support.py."""
 
 from __future__ import annotations
 
-import ast
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -14,15 +12,11 @@ import subprocess
 import sys
 import tempfile
 import unittest
-from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import checks, cli, exchange, failures, grading, handout, printing, process, reference, tracks
-from gqa_grader.results import StepResult
-from tests.helpers import ROOT, captured, early, heavy, run_grader, start_early
+from gqa_grader import checks, exchange, failures, grading, tracks
+from tests.helpers import early, heavy, start_early
+from tests.grader_support import SOURCE, mutate, in_kv_head, Module, grade_all, grade_trusted, Run, run_main
 
-GQA = os.path.join(ROOT, "gqa.py")
-with open(GQA, encoding="utf-8") as _f:
-    SOURCE = _f.read()
 
 WRONG_AXIS_ATTEND = '''def _single_head_attention(q, keys, v_cols, causal):
     scale = 1.0 / math.sqrt(len(q[0]))
@@ -36,25 +30,24 @@ WRONG_AXIS_ATTEND = '''def _single_head_attention(q, keys, v_cols, causal):
 '''
 
 
-def replace_function(source, name, new):
-    """Return source with the top-level function `name` replaced by new."""
-    node = next(n for n in ast.parse(source).body
-                if isinstance(n, ast.FunctionDef) and n.name == name)
-    lines = source.splitlines(keepends=True)
-    return "".join(lines[:node.lineno - 1]) + new + "".join(lines[node.end_lineno:])
-
-
 # The steps whose functions take an int size, data (tensors, or Weights holding them),
 # a causal flag: each must refuse a wrong type with TypeError.
 TYPED_SIZES = ("valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "repeat_kv",
                "attention", "init_weights", "fold_weights", "prepare_weights", "layer",
                "kv_cache_elements", "attention_multiplies", "block_multiplies", "cache_table",
                "multiplies_table", "KVCache", "decode_step", "decode_traffic", "layer_backward")
+
+
 TYPED_DATA = ("fold_kv_mean", "repeat_kv", "single_head_attention", "grouped_attention", "fold_weights",
               "prepare_weights", "layer", "KVCache", "grouped_attention_backward", "layer_backward")
+
+
 CAUSAL_ONE = ("single_head_attention", "grouped_attention", "attention_multiplies", "multiplies_table",
               "grouped_attention_backward")                 # given causal=1
+
+
 CAUSAL_NONE = ("attention", "layer", "block_multiplies", "layer_backward")     # given causal=None
+
 
 class Robust:
     """A mutant that breaks a rule of robustness: the part that must fail, for each of
@@ -329,6 +322,7 @@ def regroup(step, graded):
         return results
     return graded[0]
 
+
 # Mutants whose --show output, pasted into python beside them, must repeat their failure.
 SHOWN = ["strided grouping (i % g)", "repeat_kv accepting an h that g does not divide",
          "prepare_weights folding the caller's Weights in place",
@@ -337,91 +331,10 @@ SHOWN = ["strided grouping (i % g)", "repeat_kv accepting an h that g does not d
          "a fold that changes its input in place", "a fold that returns its input itself at g = h",
          "a decode_step that appends to the cache before refusing",
          "valid_g accepting True and 8.0 (h = int(h))", "valid_g returning [] for a negative h"]
+
+
 # Of those, the ones whose paste beside the real gqa.py must raise its TypeError.
 SHOWN_TYPES = ["valid_g accepting True and 8.0 (h = int(h))"]
-
-# Modules that misbehave in kv_head: (name, the body's new line, the call's timeout, what
-# the failure says).  Each hangs at kv_head's first call; only the first has a step after
-# it (group_heads, whose calls need the timeout's room), so the others' loops burn 0.1 s.
-MISBEHAVING = [
-    ("an endless loop", "    while True:\n        pass\n", 0.3, "did not return within 0.3 s"),
-    ("a loop that swallows every exception",
-     "    while True:\n        try:\n            pass\n        except BaseException:\n            pass\n",
-     0.1, "did not return within 0.1 s"),
-    ("a long call in C", "    sum(range(10 ** 13))\n", 0.1, "did not return within 0.1 s"),
-    ("sys.exit(0) in a function", "    import sys\n    sys.exit(0)\n", 0.3, "raised SystemExit: called sys.exit(0)"),
-    ("os._exit(0) in a function", "    import os\n    os._exit(0)\n", 0.3,
-     "the module ended its process (status 0)"),
-]
-
-
-def mutate(old, new, source=SOURCE):
-    if old == "_single_head_attention":
-        return replace_function(source, "_single_head_attention", new)
-    if source.count(old) != 1:
-        raise AssertionError(f"the mutant's text must stand once in gqa.py: {old!r}")
-    return source.replace(old, new)
-
-
-def in_kv_head(body):
-    """gqa.py with body run at the start of kv_head's last line."""
-    return mutate("    return query_head // group\n", body + "    return query_head // group\n")
-
-
-class Module:
-    """A gqa.py variant in a folder of its own."""
-
-    def __init__(self, source, beside_grader=False):
-        self.dir = tempfile.mkdtemp()
-        self.path = os.path.join(self.dir, "gqa.py")
-        with open(self.path, "w", encoding="utf-8") as f:
-            f.write(source)
-        if beside_grader:
-            shutil.copy(os.path.join(ROOT, "grader.py"), self.dir)
-
-    def __enter__(self):
-        return self.path
-
-    def __exit__(self, *exc):
-        shutil.rmtree(self.dir)
-
-
-def grade_source(source, seed=12345, cases=2, only=None, timeout=5.0, fail_fast=True):
-    """The results of grading source in a worker of its own, as a student's module is
-    graded, each step stopped at its first failing case."""
-    with Module(source) as path:
-        return {r.name: r.as_json() for r in grading.grade(path, seed, cases, only, timeout, fail_fast=fail_fast)}
-
-
-def grade_all(jobs, at_once=2):
-    """grade_source(source, **options) for each (source, options), at_once at a time (each in
-    its own worker process)."""
-    with ThreadPoolExecutor(at_once) as pool:
-        return list(pool.map(lambda job: grade_source(job[0], **job[1]), jobs))
-
-
-def grade_trusted(jobs):
-    """grade_source(source, **options) for each (source, options) written here (mutants and
-    other variants of gqa.py, modules these tests trust): in grading.Trusted workers (two for
-    ten or more, each grading its half in turn), rather than a worker process per module."""
-    def part(k, n):
-        graded = []
-        with grading.Trusted() as trusted:
-            for source, options in jobs[k::n]:
-                options = dict({"seed": 12345, "cases": 2, "fail_fast": True}, **options)
-                with Module(source) as path:
-                    graded.append({r.name: r.as_json() for r in trusted.grade(path, **options)})
-        return graded
-    if len(jobs) < 10:                                   # not worth a second worker
-        return part(0, 1)
-    with ThreadPoolExecutor(2) as pool:
-        evens, odds = pool.map(part, (0, 1), (2, 2))
-    return [(evens if i % 2 == 0 else odds)[i // 2] for i in range(len(jobs))]
-
-
-def load_tests(loader, tests, pattern):
-    """The heavy classes' jobs start now, as the tests are loaded (tests/helpers.py, early)."""
-    return start_early(tests)
 
 
 # Pastes each text into a fresh interactive console beside its module, as a student
@@ -463,17 +376,6 @@ def paste(jobs):
     finally:
         for folder in folders:
             shutil.rmtree(folder)
-
-
-class Run:
-    def __init__(self, returncode, stdout, stderr):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def run_main(*args):
-    """cli.main(ARGS) in this process (the module graded still runs in a worker), as
-    [status, stdout, stderr]: plain data, for a job (read it with Run(*data))."""
-    return list(captured(cli.main, args))
 
 
 def main_run(*args):
@@ -662,115 +564,6 @@ class Mutants(unittest.TestCase):
 
 
 @heavy
-class Referee(unittest.TestCase):
-    """Nothing a module does changes the verdict; a bad module costs at most a timeout."""
-
-    EARLY = ("misbehaving", "reader_thread", "runs")
-
-    @staticmethod
-    def misbehaving():
-        """Each misbehaving module graded, all at once (most of it is waiting out a timeout)."""
-        return grade_all([(in_kv_head(body), {"only": ["kv_head", "group_heads"] if i == 0 else ["kv_head"],
-                                              "timeout": timeout, "cases": 0})
-                          for i, (_, body, timeout, _) in enumerate(MISBEHAVING)], at_once=len(MISBEHAVING))
-
-    def test_misbehaving_modules_fail_with_their_reason_and_the_next_step_still_runs(self):
-        # The next step runs in a fresh worker: shown once, after the endless loop.
-        graded = early(self.misbehaving)
-        for (name, body, _, says), results in zip(MISBEHAVING, graded):
-            with self.subTest(module=name):
-                self.assertEqual(results["kv_head"]["status"], "failed")
-                self.assertIn(says, results["kv_head"]["message"])
-        self.assertEqual(graded[0]["group_heads"]["status"], "passed")
-
-    @staticmethod
-    def reader_thread():
-        """A hanging module graded the Windows way: with a reader thread, no select()."""
-        from unittest import mock
-        with mock.patch.object(process.os, "name", "nt"):
-            return grade_source(in_kv_head("    import time\n    time.sleep(600)\n"),
-                                only=["kv_head", "group_heads"], timeout=0.3)
-
-    def test_the_reader_thread_used_where_select_cannot_read_pipes(self):
-        # Windows has no select() on pipes: the grader reads the worker with a thread
-        # there.  The same path, run here, still times out and still grades.
-        graded = early(self.reader_thread)
-        self.assertIn("did not return within 0.3 s", graded["kv_head"]["message"])
-        self.assertEqual(graded["group_heads"]["status"], "passed")
-
-    # Modules that patch what they can, print, or cannot be imported.
-    CHEAT = mutate("return query_head // group", "return query_head % g") + (
-        "\nimport math, random, sys\nmath.isclose = lambda *a, **k: True\n"
-        "random.Random.uniform = lambda *a: 0.0\n"
-        "for m in list(sys.modules.values()):\n"
-        "    if hasattr(m, 'grade'):\n        m.grade = lambda *a, **k: []\n")
-    NOISY = in_kv_head("    import sys\n    print('{' * 1000)\n    sys.stdout.write('not json')\n"
-                       "    sys.stdin.read()\n    import os\n    os.write(2, b'noise')\n")
-    UNGRADABLE = (("def f(:\n", "syntax error, line 1"),
-                  ("raise RuntimeError('boom')\n", "raised RuntimeError: boom"),
-                  ("import grader\n", "imports the grader (grader.py or gqa_grader)"))
-
-    @staticmethod
-    def runs():
-        """The command's runs of those modules (one, noisy, as a process of its own: what
-        reaches the grader's own stdout and stderr)."""
-        runs = {}
-        with Module(Referee.CHEAT) as path:
-            runs["cheat"] = run_main("--module", path, "--seed", "1", "--only", "kv_head,group_heads", "--json")
-        with Module(Referee.NOISY) as path:
-            noisy = run_grader("--module", path, "--seed", "1", "--only", "kv_head", "--json")
-        runs["noisy"] = [noisy.returncode, noisy.stdout, noisy.stderr]
-        for k, (source, _) in enumerate(Referee.UNGRADABLE):
-            with Module(source, beside_grader=True) as path:
-                runs[f"ungradable {k}"] = [run_main("--module", path), run_main("--module", path, "--json")]
-        for path in ("missing.py", os.path.join(ROOT, "README.md")):
-            runs[path] = run_main("--module", path)
-        broken = mutate("    return _repeat_kv(kv, h)\n", "    return kv[99]\n")
-        runs["broken"] = grade_source(broken, only=["repeat_kv"])
-        wrong_type = mutate('    _check_int("valid_g", "h", h, low=1)\n',
-                            '    _check_int("valid_g", "h", h, low=None)\n    if h < 1:\n'
-                            '        raise IndexError(f"valid_g: h must be at least 1; got h={h}")\n')
-        runs["wrong type"] = grade_source(wrong_type, only=["valid_g"])
-        return runs
-
-    def test_patching_the_graders_modules_changes_nothing(self):
-        # A wrong module that patches math.isclose, random and the grader's own
-        # functions (in its own process, where they are not the grader's).
-        run = Run(*early(self.runs)["cheat"])
-        self.assertEqual(run.returncode, 1)
-        data = json.loads(run.stdout)
-        self.assertEqual([s["status"] for s in data["steps"]], ["failed", "passed"])
-
-    def test_printing_and_reading_stdin_do_not_reach_the_grader(self):
-        run = Run(*early(self.runs)["noisy"])
-        self.assertEqual(run.returncode, 0, run.stdout)
-        self.assertEqual(json.loads(run.stdout)["passed"], 1)
-        self.assertEqual(run.stderr, "")
-
-    def test_modules_that_cannot_be_graded(self):
-        runs = early(self.runs)
-        for k, (source, says) in enumerate(self.UNGRADABLE):
-            text, as_json = (Run(*run) for run in runs[f"ungradable {k}"])
-            self.assertEqual((text.returncode, as_json.returncode), (2, 2))
-            self.assertIn(says, text.stderr)
-            self.assertNotIn("Traceback", text.stderr)
-            self.assertIn(says, json.loads(as_json.stdout)["error"])
-        for path in ("missing.py", os.path.join(ROOT, "README.md")):
-            run = Run(*runs[path])
-            self.assertEqual(run.returncode, 2)
-            self.assertNotIn("Traceback", run.stderr)
-
-    def test_an_exception_names_the_students_file_and_line(self):
-        message = early(self.runs)["broken"]["repeat_kv"]["message"]
-        self.assertIn("raised IndexError", message)
-        self.assertRegex(message, r"at gqa.py, line \d+, in repeat_kv: return kv\[99\]")
-        # A refusal of the wrong type, too: where the student's code raised it.
-        message = early(self.runs)["wrong type"]["valid_g"]["message"]
-        self.assertIn("raised IndexError: valid_g: h must be at least 1; got h=0, not GQAError", message)
-        self.assertRegex(message, r"at gqa.py, line \d+, in valid_g: raise IndexError\(")
-
-
-@heavy
 class CommandLine(unittest.TestCase):
     EARLY = ("runs", "pastes")
 
@@ -916,187 +709,10 @@ class CommandLine(unittest.TestCase):
             self.assertNotIn("Traceback", run.stderr)
 
 
-class ShownFolder(unittest.TestCase):
-    """--show's "to paste into python started in FOLDER": a folder the student can cd to."""
-
-    def test_near_folders_are_relative_far_ones_whole(self):
-        top = os.path.realpath(tempfile.mkdtemp())
-        self.addCleanup(shutil.rmtree, top)
-        here = os.path.join(top, "a", "b", "c")
-        os.makedirs(here)
-        before = os.getcwd()
-        os.chdir(here)
-        self.addCleanup(os.chdir, before)
-        far = os.path.join(top, "elsewhere")
-        self.assertEqual(printing._folder_shown(here), "this folder")
-        self.assertEqual(printing._folder_shown(os.path.join(here, "mylab")), "mylab")
-        self.assertEqual(printing._folder_shown(os.path.join(os.path.dirname(here), "lab")),
-                         os.path.join(os.pardir, "lab"))
-        self.assertEqual(printing._folder_shown(far), far)          # not ../../../elsewhere
-
-
-class OneCase(unittest.TestCase):
-    """The points line of a run of one case (--case N)."""
-
-    def test_a_public_case_earns_nothing_where_hidden_cases_grade_and_its_share_where_none_do(self):
-        result = StepResult(step=3, name="kv_head", part="lesson", status="passed", cases=1, cases_passed=1,
-                            summary=tracks.BY_NAME["kv_head"].summary, public=(1, 1), hidden=(0, 0),
-                            message="", points=0.0, max_points=1.0)
-        run = cli.parse_args(["--only", "kv_head", "--case", "3"])
-        self.assertIn("a public case: public cases earn no points", printing.summary([result], run))
-        handout = cli.parse_args(["--only", "kv_head", "--case", "3", "--cases", "0"])   # a handout's run
-        self.assertNotIn("public cases earn no points", printing.summary([result._replace(points=1.0)], handout))
-        self.assertIn("points: 1 of 1 (this one case)", printing.summary([result._replace(points=1.0)], handout))
-
-
-@heavy
-class Starter(unittest.TestCase):
-    EARLY = ("runs",)
-
-    STUBS = ('raise NotImplementedError("step 21: KVCache.__init__: not yet")', "raise NotImplementedError")
-
-    @staticmethod
-    def runs():
-        """The command's runs on starters, whole and half done, and on stubs."""
-        runs = {}
-        with tempfile.TemporaryDirectory() as tmp:
-            runs["written"] = run_main("--starter", tmp)
-            runs["graded"] = run_main("--module", os.path.join(tmp, "gqa.py"), "--seed", "1")
-            runs["again"] = run_main("--starter", tmp)
-        # A bare NotImplementedError from a helper is no starter stub.
-        helper = mutate("    return _kv_head(query_head, h, g)\n",
-                        "    return _helper(query_head, h, g)\n\n\ndef _helper(i, h, g):\n"
-                        "    raise NotImplementedError\n")
-        with Module(helper) as path:
-            runs["helper"] = run_main("--module", path, "--seed", "1", "--only", "3")
-        # The first six steps filled in with gqa.py's own code (and its private helpers).
-        real = ast.parse(SOURCE)
-        starter = ast.parse(handout.make_starter(SOURCE))
-        real_defs = {n.name: n for n in real.body if isinstance(n, ast.FunctionDef)}
-        starter.body = [real_defs[n.name] if isinstance(n, ast.FunctionDef) and n.name in Starter.DONE else n
-                        for n in starter.body]
-        starter.body += [n for n in real.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_")
-                         or isinstance(n, ast.Assign) and all(isinstance(x, ast.Name) and x.id.startswith("_")
-                                                              for x in n.targets)]
-        with Module(ast.unparse(starter)) as path:
-            runs["half"] = run_main("--module", path, "--seed", "1", "--cases", "1")
-        # count_multiplies written, KVCache not: step 20 is not started because of step 21.
-        runs["stubs"] = grade_trusted([
-            (mutate('self._g = _check_int("KVCache", "g", g, low=1, high=MAX_KV_HEADS)', stub),
-             {"only": ["count_multiplies", "KVCache"], "cases": 0, "seed": 1}) for stub in Starter.STUBS])
-        return runs
-
-    def test_a_fresh_starter_is_not_started_one_line_per_step(self):
-        runs = early(self.runs)
-        written, graded, again = (Run(*runs[k]) for k in ("written", "graded", "again"))
-        self.assertEqual(written.returncode, 0, written.stderr)
-        self.assertEqual(graded.returncode, 1)
-        lines = graded.stdout.splitlines()
-        self.assertEqual(len(lines), 1 + len(checks.STEPS) + 2 + 3)    # two notes, no failure blocks
-        self.assertRegex(graded.stdout, r"step 22  ----  decode_step +not started .*\n +needs step 21, "
-                         r"KVCache: not started\n")
-        self.assertRegex(graded.stdout, r"step  4  ----  group_heads +not started")
-        self.assertRegex(graded.stdout, r"step 20  ----  count_multiplies +not started .*\n +step 20, "
-                         r"count_multiplies, means changing steps 7, 9, 13 and 22 to count")
-        self.assertEqual(lines[-3], f"0 of {len(checks.STEPS)} steps done; next: step 1, valid_g")
-        self.assertEqual(lines[-1], f"0 passed, 0 failed, {len(checks.STEPS)} not started")
-        self.assertEqual(again.returncode, 2)                       # never overwrites
-        self.assertIn("exists already", again.stderr)
-
-    def test_starter_keeps_signatures_and_docstrings_and_numbers_the_steps(self):
-        starter = ast.parse(handout.make_starter(SOURCE))
-        real = ast.parse(SOURCE)
-
-        def public(tree):
-            return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)
-                    and not n.name.startswith("_") and n.name != "main"}
-        self.assertEqual(set(public(starter)), set(public(real)))
-        for name, fn in public(starter).items():
-            self.assertEqual(ast.dump(fn.args), ast.dump(public(real)[name].args), name)
-            self.assertEqual(ast.get_docstring(fn), ast.get_docstring(public(real)[name]), name)
-            self.assertIn(f"step {checks.STEP_OF[name]}: {name}", ast.unparse(fn.body[-1]))
-
-    def test_the_reference_reads_beside_the_lab(self):
-        # One reference function per step, named after the lab's and in the lab's order.
-        import inspect
-        refs = sorted((inspect.getsourcelines(obj)[1], name) for name, obj in vars(reference).items()
-                      if name.startswith("ref_") or name == "RefKVCache")
-        self.assertEqual([name for _, name in refs],
-                         ["RefKVCache" if st.name == "KVCache" else f"ref_{st.name}" for st in checks.STEPS])
-
-    def test_one_step_numbering_in_gqa_py_and_the_grader(self):
-        # The module docstring's tables and the section banners number the steps as the grader does.
-        import re
-        table = re.findall(r"^ +(\d+)  (\w+)", SOURCE.split('"""')[1], re.M)
-        self.assertEqual([(int(num), name) for num, name in table],
-                         [(st.number, st.name) for st in checks.STEPS])
-        order = [n.name for n in ast.parse(SOURCE).body
-                 if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in checks.STEP_OF]
-        self.assertEqual([checks.STEP_OF[name] for name in order],
-                         sorted(checks.STEP_OF[name] for name in order))
-        for st in checks.STEPS:
-            self.assertRegex(SOURCE, rf"# .*\b{st.name} \({st.number}\)|# Step {st.number}\. .*{st.name}"
-                             rf"|# Step {st.number}, .*{st.name}")
-
-    def test_a_step_that_needs_a_later_one_says_so(self):
-        # count_multiplies written, KVCache not: step 20 is not started because of step 21.
-        graded = early(self.runs)["stubs"]
-        for stub, results in zip(self.STUBS, graded):
-            out = io.StringIO()
-            steps = [StepResult.from_json(r) for r in results.values()]
-            printing.print_report(steps, cli.parse_args(["--cases", "0"]), out)
-            text = out.getvalue() + printing.progress(steps)
-            with self.subTest(stub=stub):
-                self.assertRegex(text, r"step 20  ----  count_multiplies +not started .*\n"
-                                 r" +needs step 21, KVCache: not started\n +step 20, count_multiplies, "
-                                 r"means changing steps 7, 9, 13 and 22")
-                self.assertIn("next: step 20, count_multiplies (it needs step 21, KVCache, first)", text)
-                step = results["count_multiplies"]
-                self.assertEqual((step["needs"], step["touches"]), ([{"step": 21, "name": "KVCache"}], [7, 9, 13, 22]))
-                self.assertIn("needs step 21, KVCache: not started", step["notes"])
-
-    def test_not_implemented_midway_says_what_and_where(self):
-        # A bare NotImplementedError from a helper is no starter stub: the step shows it
-        # with the student's file and line.
-        run = Run(*early(self.runs)["helper"])
-        self.assertRegex(run.stdout, r"step  3  ----  kv_head .*\n\s+not implemented yet: kv_head\(0, 1, 1\) "
-                                     r"raised NotImplementedError\n\s+at gqa.py, line \d+, in kv_head: .*\n"
-                                     r"\s+at gqa.py, line \d+, in _helper: raise NotImplementedError\n")
-
-    DONE = ("valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "repeat_kv")
-
-    def test_half_finished_starter_reports_progress(self):
-        # The first six steps filled in with gqa.py's own code (and its private helpers).
-        run = Run(*early(self.runs)["half"])
-        self.assertEqual([line.split()[3] for line in run.stdout.splitlines() if " PASS " in line],
-                         sorted(self.DONE, key=checks.check_names().index))
-        self.assertIn(f"6 of {len(checks.STEPS)} steps done; next: step 7, single_head_attention", run.stdout)
-        self.assertRegex(run.stdout, r"step  7  ----  single_head_attention +not started")
+def load_tests(loader, tests, pattern):
+    """The heavy classes' jobs start now, as the tests are loaded (tests/helpers.py, early)."""
+    return start_early(tests)
 
 
 if __name__ == "__main__":
     unittest.main()
-
-
-class ArgumentsInAMessage(unittest.TestCase):
-    """A failing call names its tensors by shape, and a ragged one as ragged, not by
-    the shape of its first rows."""
-
-    def test_shapes_and_ragged_rows(self):
-        from gqa_grader.exchange import _brief
-        self.assertEqual(_brief([[[0.0] * 4] * 3] * 2), "<2x3x4 list>")
-        self.assertEqual(_brief(([1.0, 2.0], (3.0, 4.0))), "<2x2 list>")
-        self.assertEqual(_brief([[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [3.0]]]), "<ragged list of 2>")
-        self.assertEqual(_brief([[1.0], [1.0, 2.0], [1.0]]), "<ragged list of 3>")
-        self.assertEqual(_brief(8), "8")
-
-
-class OnlyOnce(unittest.TestCase):
-    """--only names a step once however it is given, so the command that repeats a run
-    names it once too."""
-
-    def test_a_step_by_number_and_by_name_is_one_step(self):
-        from gqa_grader import cli
-        args = cli.parse_args(["--only", "3,kv_head,1", "--seed", "1"])
-        self.assertEqual(args.only, ["valid_g", "kv_head"])              # in the lab's order
-        self.assertIn("--only 3,kv_head,1", printing.reproduce(args))      # as it was given

@@ -1,6 +1,7 @@
 """What a grade is made of, held still: one tolerance that every check reads and the
 first line prints, and GRADER_VERSION raised whenever what a case checks or how points
-count changes (the rule in CONTRIBUTING.md, "When GRADER_VERSION changes").
+count changes (the rule in CONTRIBUTING.md, "When GRADER_VERSION changes"); and what no
+module can change: a module that misbehaves costs at most a timeout (Referee).
 
 The checks' fingerprint is the sha256 of their code's syntax trees, written out by a
 walk of our own (ast.dump's text differs between Pythons), without docstrings and with
@@ -19,7 +20,9 @@ import os
 import sys
 import unittest
 
-from tests.helpers import ROOT, captured
+from gqa_grader import process
+from tests.helpers import ROOT, captured, early, heavy, run_grader, start_early
+from tests.grader_support import Module, Run, grade_all, grade_source, in_kv_head, mutate, run_main
 
 # Where what a case checks, and how points count, is written: the inputs drawn, the
 # expected answers, the comparison, every check and refusal part, the tracks' steps, the
@@ -136,6 +139,136 @@ class OneTolerance(unittest.TestCase):
         status, out, err = captured(cli.main, ["--steps", "1", "--cases", "0", "--lang", "en"])
         self.assertEqual(status, 0, err)
         self.assertIn(f"floats to rel {compare.REL_TOL:g}, abs {compare.ABS_TOL:g};", out.splitlines()[0])
+
+
+# Modules that misbehave in kv_head: (name, the body's new line, the call's timeout, what
+# the failure says).  Each hangs at kv_head's first call; only the first has a step after
+# it (group_heads, whose calls need the timeout's room), so the others' loops burn 0.1 s.
+MISBEHAVING = [
+    ("an endless loop", "    while True:\n        pass\n", 0.3, "did not return within 0.3 s"),
+    ("a loop that swallows every exception",
+     "    while True:\n        try:\n            pass\n        except BaseException:\n            pass\n",
+     0.1, "did not return within 0.1 s"),
+    ("a long call in C", "    sum(range(10 ** 13))\n", 0.1, "did not return within 0.1 s"),
+    ("sys.exit(0) in a function", "    import sys\n    sys.exit(0)\n", 0.3, "raised SystemExit: called sys.exit(0)"),
+    ("os._exit(0) in a function", "    import os\n    os._exit(0)\n", 0.3,
+     "the module ended its process (status 0)"),
+]
+
+
+@heavy
+class Referee(unittest.TestCase):
+    """Nothing a module does changes the verdict; a bad module costs at most a timeout."""
+
+    EARLY = ("misbehaving", "reader_thread", "runs")
+
+    @staticmethod
+    def misbehaving():
+        """Each misbehaving module graded, all at once (most of it is waiting out a timeout)."""
+        return grade_all([(in_kv_head(body), {"only": ["kv_head", "group_heads"] if i == 0 else ["kv_head"],
+                                              "timeout": timeout, "cases": 0})
+                          for i, (_, body, timeout, _) in enumerate(MISBEHAVING)], at_once=len(MISBEHAVING))
+
+    def test_misbehaving_modules_fail_with_their_reason_and_the_next_step_still_runs(self):
+        # The next step runs in a fresh worker: shown once, after the endless loop.
+        graded = early(self.misbehaving)
+        for (name, body, _, says), results in zip(MISBEHAVING, graded):
+            with self.subTest(module=name):
+                self.assertEqual(results["kv_head"]["status"], "failed")
+                self.assertIn(says, results["kv_head"]["message"])
+        self.assertEqual(graded[0]["group_heads"]["status"], "passed")
+
+    @staticmethod
+    def reader_thread():
+        """A hanging module graded the Windows way: with a reader thread, no select()."""
+        from unittest import mock
+        with mock.patch.object(process.os, "name", "nt"):
+            return grade_source(in_kv_head("    import time\n    time.sleep(600)\n"),
+                                only=["kv_head", "group_heads"], timeout=0.3)
+
+    def test_the_reader_thread_used_where_select_cannot_read_pipes(self):
+        # Windows has no select() on pipes: the grader reads the worker with a thread
+        # there.  The same path, run here, still times out and still grades.
+        graded = early(self.reader_thread)
+        self.assertIn("did not return within 0.3 s", graded["kv_head"]["message"])
+        self.assertEqual(graded["group_heads"]["status"], "passed")
+
+    # Modules that patch what they can, print, or cannot be imported.
+    CHEAT = mutate("return query_head // group", "return query_head % g") + (
+        "\nimport math, random, sys\nmath.isclose = lambda *a, **k: True\n"
+        "random.Random.uniform = lambda *a: 0.0\n"
+        "for m in list(sys.modules.values()):\n"
+        "    if hasattr(m, 'grade'):\n        m.grade = lambda *a, **k: []\n")
+    NOISY = in_kv_head("    import sys\n    print('{' * 1000)\n    sys.stdout.write('not json')\n"
+                       "    sys.stdin.read()\n    import os\n    os.write(2, b'noise')\n")
+    UNGRADABLE = (("def f(:\n", "syntax error, line 1"),
+                  ("raise RuntimeError('boom')\n", "raised RuntimeError: boom"),
+                  ("import grader\n", "imports the grader (grader.py or gqa_grader)"))
+
+    @staticmethod
+    def runs():
+        """The command's runs of those modules (one, noisy, as a process of its own: what
+        reaches the grader's own stdout and stderr)."""
+        runs = {}
+        with Module(Referee.CHEAT) as path:
+            runs["cheat"] = run_main("--module", path, "--seed", "1", "--only", "kv_head,group_heads", "--json")
+        with Module(Referee.NOISY) as path:
+            noisy = run_grader("--module", path, "--seed", "1", "--only", "kv_head", "--json")
+        runs["noisy"] = [noisy.returncode, noisy.stdout, noisy.stderr]
+        for k, (source, _) in enumerate(Referee.UNGRADABLE):
+            with Module(source, beside_grader=True) as path:
+                runs[f"ungradable {k}"] = [run_main("--module", path), run_main("--module", path, "--json")]
+        for path in ("missing.py", os.path.join(ROOT, "README.md")):
+            runs[path] = run_main("--module", path)
+        broken = mutate("    return _repeat_kv(kv, h)\n", "    return kv[99]\n")
+        runs["broken"] = grade_source(broken, only=["repeat_kv"])
+        wrong_type = mutate('    _check_int("valid_g", "h", h, low=1)\n',
+                            '    _check_int("valid_g", "h", h, low=None)\n    if h < 1:\n'
+                            '        raise IndexError(f"valid_g: h must be at least 1; got h={h}")\n')
+        runs["wrong type"] = grade_source(wrong_type, only=["valid_g"])
+        return runs
+
+    def test_patching_the_graders_modules_changes_nothing(self):
+        # A wrong module that patches math.isclose, random and the grader's own
+        # functions (in its own process, where they are not the grader's).
+        run = Run(*early(self.runs)["cheat"])
+        self.assertEqual(run.returncode, 1)
+        data = json.loads(run.stdout)
+        self.assertEqual([s["status"] for s in data["steps"]], ["failed", "passed"])
+
+    def test_printing_and_reading_stdin_do_not_reach_the_grader(self):
+        run = Run(*early(self.runs)["noisy"])
+        self.assertEqual(run.returncode, 0, run.stdout)
+        self.assertEqual(json.loads(run.stdout)["passed"], 1)
+        self.assertEqual(run.stderr, "")
+
+    def test_modules_that_cannot_be_graded(self):
+        runs = early(self.runs)
+        for k, (source, says) in enumerate(self.UNGRADABLE):
+            text, as_json = (Run(*run) for run in runs[f"ungradable {k}"])
+            self.assertEqual((text.returncode, as_json.returncode), (2, 2))
+            self.assertIn(says, text.stderr)
+            self.assertNotIn("Traceback", text.stderr)
+            self.assertIn(says, json.loads(as_json.stdout)["error"])
+        for path in ("missing.py", os.path.join(ROOT, "README.md")):
+            run = Run(*runs[path])
+            self.assertEqual(run.returncode, 2)
+            self.assertNotIn("Traceback", run.stderr)
+
+    def test_an_exception_names_the_students_file_and_line(self):
+        message = early(self.runs)["broken"]["repeat_kv"]["message"]
+        self.assertIn("raised IndexError", message)
+        self.assertRegex(message, r"at gqa.py, line \d+, in repeat_kv: return kv\[99\]")
+        # A refusal of the wrong type, too: where the student's code raised it.
+        message = early(self.runs)["wrong type"]["valid_g"]["message"]
+        self.assertIn("raised IndexError: valid_g: h must be at least 1; got h=0, not GQAError", message)
+        self.assertRegex(message, r"at gqa.py, line \d+, in valid_g: raise IndexError\(")
+
+
+def load_tests(loader, tests, pattern):
+    """The heavy classes' jobs start now, as the tests are loaded (tests/helpers.py, early)."""
+    return start_early(tests)
+
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--record"]:

@@ -1,18 +1,22 @@
 """The students' handout (python grader.py --handout DIR): the starter and a self-check
 that holds no reference, no reference source and no solution body, and still tells a
-right module from a wrong one on the public cases."""
+right module from a wrong one on the public cases; and the grader's runs on a starter,
+whole, half done and stubbed (Starter)."""
 
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import shutil
 import tempfile
 import unittest
 
-from gqa_grader import grading, selfcheck
+from gqa_grader import checks, cli, grading, handout, printing, reference, selfcheck
+from gqa_grader.results import StepResult
 from tests.helpers import ROOT, early, heavy, run_grader, start_early
+from tests.grader_support import SOURCE, Module, Run, grade_trusted, mutate, run_main
 
 STEPS = ["valid_g", "kv_head", "fold_kv_mean", "single_head_attention", "count_multiplies",
          "KVCache", "decode_step"]
@@ -208,6 +212,131 @@ class PublicCases(unittest.TestCase):
         self.assertEqual(end, step.systematic + grading.PUBLIC_CASES)
         self.assertEqual([grading.case_seed(step, k, 77) for k in (0, end - 1, end, end + 5)],
                          [grading.PUBLIC_SEED] * 2 + [77] * 2)
+
+
+@heavy
+class Starter(unittest.TestCase):
+    EARLY = ("runs",)
+
+    STUBS = ('raise NotImplementedError("step 21: KVCache.__init__: not yet")', "raise NotImplementedError")
+
+    @staticmethod
+    def runs():
+        """The command's runs on starters, whole and half done, and on stubs."""
+        runs = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            runs["written"] = run_main("--starter", tmp)
+            runs["graded"] = run_main("--module", os.path.join(tmp, "gqa.py"), "--seed", "1")
+            runs["again"] = run_main("--starter", tmp)
+        # A bare NotImplementedError from a helper is no starter stub.
+        helper = mutate("    return _kv_head(query_head, h, g)\n",
+                        "    return _helper(query_head, h, g)\n\n\ndef _helper(i, h, g):\n"
+                        "    raise NotImplementedError\n")
+        with Module(helper) as path:
+            runs["helper"] = run_main("--module", path, "--seed", "1", "--only", "3")
+        # The first six steps filled in with gqa.py's own code (and its private helpers).
+        real = ast.parse(SOURCE)
+        starter = ast.parse(handout.make_starter(SOURCE))
+        real_defs = {n.name: n for n in real.body if isinstance(n, ast.FunctionDef)}
+        starter.body = [real_defs[n.name] if isinstance(n, ast.FunctionDef) and n.name in Starter.DONE else n
+                        for n in starter.body]
+        starter.body += [n for n in real.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_")
+                         or isinstance(n, ast.Assign) and all(isinstance(x, ast.Name) and x.id.startswith("_")
+                                                              for x in n.targets)]
+        with Module(ast.unparse(starter)) as path:
+            runs["half"] = run_main("--module", path, "--seed", "1", "--cases", "1")
+        # count_multiplies written, KVCache not: step 20 is not started because of step 21.
+        runs["stubs"] = grade_trusted([
+            (mutate('self._g = _check_int("KVCache", "g", g, low=1, high=MAX_KV_HEADS)', stub),
+             {"only": ["count_multiplies", "KVCache"], "cases": 0, "seed": 1}) for stub in Starter.STUBS])
+        return runs
+
+    def test_a_fresh_starter_is_not_started_one_line_per_step(self):
+        runs = early(self.runs)
+        written, graded, again = (Run(*runs[k]) for k in ("written", "graded", "again"))
+        self.assertEqual(written.returncode, 0, written.stderr)
+        self.assertEqual(graded.returncode, 1)
+        lines = graded.stdout.splitlines()
+        self.assertEqual(len(lines), 1 + len(checks.STEPS) + 2 + 3)    # two notes, no failure blocks
+        self.assertRegex(graded.stdout, r"step 22  ----  decode_step +not started .*\n +needs step 21, "
+                         r"KVCache: not started\n")
+        self.assertRegex(graded.stdout, r"step  4  ----  group_heads +not started")
+        self.assertRegex(graded.stdout, r"step 20  ----  count_multiplies +not started .*\n +step 20, "
+                         r"count_multiplies, means changing steps 7, 9, 13 and 22 to count")
+        self.assertEqual(lines[-3], f"0 of {len(checks.STEPS)} steps done; next: step 1, valid_g")
+        self.assertEqual(lines[-1], f"0 passed, 0 failed, {len(checks.STEPS)} not started")
+        self.assertEqual(again.returncode, 2)                       # never overwrites
+        self.assertIn("exists already", again.stderr)
+
+    def test_starter_keeps_signatures_and_docstrings_and_numbers_the_steps(self):
+        starter = ast.parse(handout.make_starter(SOURCE))
+        real = ast.parse(SOURCE)
+
+        def public(tree):
+            return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)
+                    and not n.name.startswith("_") and n.name != "main"}
+        self.assertEqual(set(public(starter)), set(public(real)))
+        for name, fn in public(starter).items():
+            self.assertEqual(ast.dump(fn.args), ast.dump(public(real)[name].args), name)
+            self.assertEqual(ast.get_docstring(fn), ast.get_docstring(public(real)[name]), name)
+            self.assertIn(f"step {checks.STEP_OF[name]}: {name}", ast.unparse(fn.body[-1]))
+
+    def test_the_reference_reads_beside_the_lab(self):
+        # One reference function per step, named after the lab's and in the lab's order.
+        import inspect
+        refs = sorted((inspect.getsourcelines(obj)[1], name) for name, obj in vars(reference).items()
+                      if name.startswith("ref_") or name == "RefKVCache")
+        self.assertEqual([name for _, name in refs],
+                         ["RefKVCache" if st.name == "KVCache" else f"ref_{st.name}" for st in checks.STEPS])
+
+    def test_one_step_numbering_in_gqa_py_and_the_grader(self):
+        # The module docstring's tables and the section banners number the steps as the grader does.
+        import re
+        table = re.findall(r"^ +(\d+)  (\w+)", SOURCE.split('"""')[1], re.M)
+        self.assertEqual([(int(num), name) for num, name in table],
+                         [(st.number, st.name) for st in checks.STEPS])
+        order = [n.name for n in ast.parse(SOURCE).body
+                 if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in checks.STEP_OF]
+        self.assertEqual([checks.STEP_OF[name] for name in order],
+                         sorted(checks.STEP_OF[name] for name in order))
+        for st in checks.STEPS:
+            self.assertRegex(SOURCE, rf"# .*\b{st.name} \({st.number}\)|# Step {st.number}\. .*{st.name}"
+                             rf"|# Step {st.number}, .*{st.name}")
+
+    def test_a_step_that_needs_a_later_one_says_so(self):
+        # count_multiplies written, KVCache not: step 20 is not started because of step 21.
+        graded = early(self.runs)["stubs"]
+        for stub, results in zip(self.STUBS, graded):
+            out = io.StringIO()
+            steps = [StepResult.from_json(r) for r in results.values()]
+            printing.print_report(steps, cli.parse_args(["--cases", "0"]), out)
+            text = out.getvalue() + printing.progress(steps)
+            with self.subTest(stub=stub):
+                self.assertRegex(text, r"step 20  ----  count_multiplies +not started .*\n"
+                                 r" +needs step 21, KVCache: not started\n +step 20, count_multiplies, "
+                                 r"means changing steps 7, 9, 13 and 22")
+                self.assertIn("next: step 20, count_multiplies (it needs step 21, KVCache, first)", text)
+                step = results["count_multiplies"]
+                self.assertEqual((step["needs"], step["touches"]), ([{"step": 21, "name": "KVCache"}], [7, 9, 13, 22]))
+                self.assertIn("needs step 21, KVCache: not started", step["notes"])
+
+    def test_not_implemented_midway_says_what_and_where(self):
+        # A bare NotImplementedError from a helper is no starter stub: the step shows it
+        # with the student's file and line.
+        run = Run(*early(self.runs)["helper"])
+        self.assertRegex(run.stdout, r"step  3  ----  kv_head .*\n\s+not implemented yet: kv_head\(0, 1, 1\) "
+                                     r"raised NotImplementedError\n\s+at gqa.py, line \d+, in kv_head: .*\n"
+                                     r"\s+at gqa.py, line \d+, in _helper: raise NotImplementedError\n")
+
+    DONE = ("valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "repeat_kv")
+
+    def test_half_finished_starter_reports_progress(self):
+        # The first six steps filled in with gqa.py's own code (and its private helpers).
+        run = Run(*early(self.runs)["half"])
+        self.assertEqual([line.split()[3] for line in run.stdout.splitlines() if " PASS " in line],
+                         sorted(self.DONE, key=checks.check_names().index))
+        self.assertIn(f"6 of {len(checks.STEPS)} steps done; next: step 7, single_head_attention", run.stdout)
+        self.assertRegex(run.stdout, r"step  7  ----  single_head_attention +not started")
 
 
 if __name__ == "__main__":

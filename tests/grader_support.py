@@ -1,0 +1,102 @@
+"""Shared by the tests that grade variants of gqa.py (test_grader, test_grading,
+test_handout): the solution (SOURCE), a mutant of it (mutate, in_kv_head), a variant
+in a folder of its own (Module), graded in a worker (grade_source, grade_all) or in
+trusted workers (grade_trusted), and the grader's main run in this process (run_main)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+from gqa_grader import cli, grading
+from tests.helpers import ROOT, captured
+
+GQA = os.path.join(ROOT, "gqa.py")
+with open(GQA, encoding="utf-8") as _f:
+    SOURCE = _f.read()
+
+
+def replace_function(source, name, new):
+    """Return source with the top-level function `name` replaced by new."""
+    node = next(n for n in ast.parse(source).body
+                if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = source.splitlines(keepends=True)
+    return "".join(lines[:node.lineno - 1]) + new + "".join(lines[node.end_lineno:])
+
+
+def mutate(old, new, source=SOURCE):
+    if old == "_single_head_attention":
+        return replace_function(source, "_single_head_attention", new)
+    if source.count(old) != 1:
+        raise AssertionError(f"the mutant's text must stand once in gqa.py: {old!r}")
+    return source.replace(old, new)
+
+
+def in_kv_head(body):
+    """gqa.py with body run at the start of kv_head's last line."""
+    return mutate("    return query_head // group\n", body + "    return query_head // group\n")
+
+
+class Module:
+    """A gqa.py variant in a folder of its own."""
+
+    def __init__(self, source, beside_grader=False):
+        self.dir = tempfile.mkdtemp()
+        self.path = os.path.join(self.dir, "gqa.py")
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write(source)
+        if beside_grader:
+            shutil.copy(os.path.join(ROOT, "grader.py"), self.dir)
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.dir)
+
+
+def grade_source(source, seed=12345, cases=2, only=None, timeout=5.0, fail_fast=True):
+    """The results of grading source in a worker of its own, as a student's module is
+    graded, each step stopped at its first failing case."""
+    with Module(source) as path:
+        return {r.name: r.as_json() for r in grading.grade(path, seed, cases, only, timeout, fail_fast=fail_fast)}
+
+
+def grade_all(jobs, at_once=2):
+    """grade_source(source, **options) for each (source, options), at_once at a time (each in
+    its own worker process)."""
+    with ThreadPoolExecutor(at_once) as pool:
+        return list(pool.map(lambda job: grade_source(job[0], **job[1]), jobs))
+
+
+def grade_trusted(jobs):
+    """grade_source(source, **options) for each (source, options) written here (mutants and
+    other variants of gqa.py, modules these tests trust): in grading.Trusted workers (two for
+    ten or more, each grading its half in turn), rather than a worker process per module."""
+    def part(k, n):
+        graded = []
+        with grading.Trusted() as trusted:
+            for source, options in jobs[k::n]:
+                options = dict({"seed": 12345, "cases": 2, "fail_fast": True}, **options)
+                with Module(source) as path:
+                    graded.append({r.name: r.as_json() for r in trusted.grade(path, **options)})
+        return graded
+    if len(jobs) < 10:                                   # not worth a second worker
+        return part(0, 1)
+    with ThreadPoolExecutor(2) as pool:
+        evens, odds = pool.map(part, (0, 1), (2, 2))
+    return [(evens if i % 2 == 0 else odds)[i // 2] for i in range(len(jobs))]
+
+
+class Run:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run_main(*args):
+    """cli.main(ARGS) in this process (the module graded still runs in a worker), as
+    [status, stdout, stderr]: plain data, for a job (read it with Run(*data))."""
+    return list(captured(cli.main, args))

@@ -1,0 +1,60 @@
+"""gqa_grader/printing.py: the folder --show names, the points line of one case, and
+the command that repeats a run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import unittest
+
+from gqa_grader import cli, handout, printing, tracks
+from gqa_grader.results import StepResult
+
+
+class ShownFolder(unittest.TestCase):
+    """--show's "to paste into python started in FOLDER": a folder the student can cd to."""
+
+    def test_near_folders_are_relative_far_ones_whole(self):
+        top = os.path.realpath(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, top)
+        here = os.path.join(top, "a", "b", "c")
+        os.makedirs(here)
+        before = os.getcwd()
+        os.chdir(here)
+        self.addCleanup(os.chdir, before)
+        far = os.path.join(top, "elsewhere")
+        self.assertEqual(printing._folder_shown(here), "this folder")
+        self.assertEqual(printing._folder_shown(os.path.join(here, "mylab")), "mylab")
+        self.assertEqual(printing._folder_shown(os.path.join(os.path.dirname(here), "lab")),
+                         os.path.join(os.pardir, "lab"))
+        self.assertEqual(printing._folder_shown(far), far)          # not ../../../elsewhere
+
+
+class OneCase(unittest.TestCase):
+    """The points line of a run of one case (--case N)."""
+
+    def test_a_public_case_earns_nothing_where_hidden_cases_grade_and_its_share_where_none_do(self):
+        result = StepResult(step=3, name="kv_head", part="lesson", status="passed", cases=1, cases_passed=1,
+                            summary=tracks.BY_NAME["kv_head"].summary, public=(1, 1), hidden=(0, 0),
+                            message="", points=0.0, max_points=1.0)
+        run = cli.parse_args(["--only", "kv_head", "--case", "3"])
+        self.assertIn("a public case: public cases earn no points", printing.summary([result], run))
+        handout = cli.parse_args(["--only", "kv_head", "--case", "3", "--cases", "0"])   # a handout's run
+        self.assertNotIn("public cases earn no points", printing.summary([result._replace(points=1.0)], handout))
+        self.assertIn("points: 1 of 1 (this one case)", printing.summary([result._replace(points=1.0)], handout))
+
+
+class OnlyOnce(unittest.TestCase):
+    """--only names a step once however it is given, so the command that repeats a run
+    names it once too."""
+
+    def test_a_step_by_number_and_by_name_is_one_step(self):
+        from gqa_grader import cli
+        args = cli.parse_args(["--only", "3,kv_head,1", "--seed", "1"])
+        self.assertEqual(args.only, ["valid_g", "kv_head"])              # in the lab's order
+        self.assertIn("--only 3,kv_head,1", printing.reproduce(args))      # as it was given
+
+
+if __name__ == "__main__":
+    unittest.main()
