@@ -222,6 +222,19 @@ class Layout(unittest.TestCase):
                 long.append(f"{os.path.relpath(path, ROOT)} ({lines} lines)")
         self.assertEqual(long, [])
 
+    def test_no_test_file_over_800_lines(self):
+        # A module's tests are in tests/test_<module>.py; shared helpers in helpers.py or a
+        # tests/<name>_support.py.
+        folder = os.path.join(ROOT, "tests")
+        long = []
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    lines = len(f.read().splitlines())
+                if lines > 800:
+                    long.append(f"tests/{name} ({lines} lines)")
+        self.assertEqual(long, [])
+
     def test_a_status_is_compared_as_a_status_never_as_its_text(self):
         # results.Status: a step's status (and a class row's) is compared to Status.PASSED,
         # never to "passed": one misspelt literal would be silently never equal.
