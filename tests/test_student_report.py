@@ -154,18 +154,10 @@ class CoreTrack(unittest.TestCase):
             for kind, names, lang in (("core", later, "en"),
                                       ("no cache", later + ["kv_cache_elements", "cache_table"], "en"),
                                       ("core ja", later, "ja")):
-                path = os.path.join(folder, kind.replace(" ", "_"), "gqa.py")
-                os.mkdir(os.path.dirname(path))
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(stubbed(source, names))
-                out, err, report = io.StringIO(), io.StringIO(), os.path.join(os.path.dirname(path), "r.md")
-                with mock.patch("gqa_tools.report.child.graded", side_effect=lambda *args, **kwargs: Graded(
-                            [i18n._("step {step}, {name}: not started").format(step=9, name="grouped_attention")],
-                            [])), \
-                        contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    status = gqa_cli.main(["report", "--module", path, "--out", report, "--lang", lang, *ARGS])
-                with open(report, encoding="utf-8") as f:
-                    done[kind] = [status, out.getvalue(), err.getvalue(), f.read(), path]
+                said = mock.patch("gqa_tools.report.child.graded", side_effect=lambda *args, **kwargs: Graded(
+                    [i18n._("step {step}, {name}: not started").format(step=9, name="grouped_attention")], []))
+                done[kind] = report_of(os.path.join(folder, kind.replace(" ", "_")), stubbed(source, names), lang,
+                                       said)
         finally:
             shutil.rmtree(folder)
         return done
@@ -298,6 +290,24 @@ class CoreTrack(unittest.TestCase):
         self.assertIn("*Figure not drawn: needs step 18, cache_table: not implemented yet.*", section(other, 4))
 
 
+def report_of(folder, source, lang, *patches):
+    """`python -m gqa report --module` (in this process) of source written as folder/gqa.py,
+    with patches on: [status, stdout, stderr, the report, the module's path]."""
+    os.mkdir(folder)
+    path, report = os.path.join(folder, "gqa.py"), os.path.join(folder, "r.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack:
+        for patch in patches:
+            stack.enter_context(patch)
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        status = gqa_cli.main(["report", "--module", path, "--out", report, "--lang", lang, *ARGS])
+    with open(report, encoding="utf-8") as f:
+        return [status, out.getvalue(), err.getvalue(), f.read(), path]
+
+
 def planted(source, name, code, method=None):
     """gqa.py's source with code put first in the body of function name (of class name's
     method, when method is given), after its docstring."""
@@ -380,18 +390,10 @@ class AStepThatHangs(unittest.TestCase):
         try:
             for kind, lang, planting in (("output_difference", "en", ("output_difference", ENDLESS)),
                                          ("elements", "ko", ("KVCache", SLEEPING, "elements"))):
-                path = os.path.join(folder, kind, "gqa.py")
-                os.mkdir(os.path.dirname(path))
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(planted(source, *planting))
-                out, err, report = io.StringIO(), io.StringIO(), os.path.join(os.path.dirname(path), "r.md")
-                with mock.patch.object(report_child, "CALL_TIMEOUT", 1.0), \
-                        mock.patch.object(report_child, "CHILD_TIMEOUT", 30.0), \
-                        mock.patch.object(report_child, "PROGRESS_AFTER", 0.0), \
-                        contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    status = gqa_cli.main(["report", "--module", path, "--out", report, "--lang", lang, *ARGS])
-                with open(report, encoding="utf-8") as f:
-                    done[kind] = [status, out.getvalue(), err.getvalue(), f.read(), path]
+                done[kind] = report_of(os.path.join(folder, kind), planted(source, *planting), lang,
+                                       mock.patch.object(report_child, "CALL_TIMEOUT", 1.0),
+                                       mock.patch.object(report_child, "CHILD_TIMEOUT", 30.0),
+                                       mock.patch.object(report_child, "PROGRESS_AFTER", 0.0))
         finally:
             shutil.rmtree(folder)
         return done
