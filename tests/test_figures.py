@@ -539,6 +539,7 @@ class TrainingFigures(SvgChecks):
                                            note="", seeds=1)
 
 
+@heavy
 class InTheStudentsLanguage(SvgChecks):
     """A student's report in Japanese or Korean: its figures' words too, every one inside
     the figure, and the same numbers drawn as in English."""

@@ -511,6 +511,7 @@ class Helping(unittest.TestCase):
         i18n.use("en")
 
 
+@heavy
 class Uptraining(unittest.TestCase):
     """What `python -m gqa uptrain` prints, in Japanese and Korean: the committed record's
     result rendered (its numbers are report.md's section 8)."""
@@ -564,6 +565,7 @@ class Uptraining(unittest.TestCase):
                     self.assertEqual(untranslated(sentences.said(text), lang), [])
 
 
+@heavy
 class Tools(unittest.TestCase):
     """python -m gqa config, bench and uptrain's progress in Japanese and Korean: --lang, or
     the environment's language; English stays the default."""
