@@ -287,9 +287,12 @@ class Stalls(unittest.TestCase):
                           "building the report did not return within 0.5 s", body)
 
     def test_tables_of_a_module_that_hangs_is_a_clear_error(self):
+        # The call's deadline (0.5 s) or the run's (1 s, counted from the worker's start, which a
+        # loaded machine may spend on starting): either ends it, and the error says which.
         err = self.done["tables"]
         self.assertIsNotNone(err)
-        self.assertIn("computing the tables did not return within 0.5 s", err["message"])
+        self.assertRegex(err["message"], r"computing the tables did not (return within 0\.5 s|finish "
+                                         r"within its time budget)")
 
 
 def gqa_main(*argv):
