@@ -18,6 +18,7 @@ speaks, are process.py's.
 import os
 import re
 import sys
+import threading
 import time
 
 from .cleanup import FolderSearch, clean, remove_keys, remove_tree
@@ -124,17 +125,24 @@ def runnable(source):
 
 def sandbox_package():
     """gqa_sandbox, from beside this package by its path (as grader.py loads gqa_grader:
-    the grader's folder is not on sys.path); None where it is not there."""
+    the grader's folder is not on sys.path); None where it is not there.  Loaded under a
+    lock and put in sys.modules only whole: a tool asks from two threads at once, and the
+    second saw a module still being run ("has no attribute 'available'")."""
     import importlib.util
-    if "gqa_sandbox" not in sys.modules:
-        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gqa_sandbox")
-        if not os.path.isfile(os.path.join(folder, "__init__.py")):
-            return None
-        spec = importlib.util.spec_from_file_location(
-            "gqa_sandbox", os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
-        sys.modules["gqa_sandbox"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules["gqa_sandbox"])
+    with _LOADING:
+        if "gqa_sandbox" not in sys.modules:
+            folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gqa_sandbox")
+            if not os.path.isfile(os.path.join(folder, "__init__.py")):
+                return None
+            spec = importlib.util.spec_from_file_location(
+                "gqa_sandbox", os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules["gqa_sandbox"] = module
     return sys.modules["gqa_sandbox"]
+
+
+_LOADING = threading.Lock()
 
 
 _TRUSTED = []                        # HERE once its files were found to be root's alone

@@ -499,3 +499,31 @@ def load_tests(loader, tests, pattern):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LoadingTheSandbox(unittest.TestCase):
+    """seal.sandbox_package() loads gqa_sandbox by its path: asked from many threads at once
+    (a tool's report grades in two), every one gets the whole module, never one still
+    being run."""
+
+    def test_threads_asking_at_once_each_get_the_whole_module(self):
+        import sys
+        import threading
+        before = sys.modules.pop("gqa_sandbox", None)
+        start, got = threading.Barrier(8), []
+
+        def ask():
+            start.wait()
+            got.append(hasattr(sandbox_package(), "available"))
+        try:
+            for _ in range(5):                      # five races, each from nothing loaded
+                sys.modules.pop("gqa_sandbox", None)
+                threads = [threading.Thread(target=ask) for _ in range(8)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+        finally:
+            if before is not None:
+                sys.modules["gqa_sandbox"] = before
+        self.assertEqual(got, [True] * 40)
