@@ -97,6 +97,16 @@ class CloseMixin:
             self.fail(f"{msg}: {diff}" if msg else diff)
 
 
+def multiplies_by_hand(g, n=64, h=6, d=8):
+    """One causal layer's multiplications at g, worked by hand for a report's configuration
+    (n positions, h heads of dimension d, d_model = h * d): {term: count}, total included."""
+    pairs, d_model = n * (n + 1) // 2, h * d                # causal: query i sees keys 0..i
+    counts = {"q_proj": n * d_model * h * d, "k_proj": n * d_model * g * d, "v_proj": n * d_model * g * d,
+              "scores": h * pairs * d, "weighted_sum": h * pairs * d, "o_proj": n * h * d * d_model}
+    counts["total"] = sum(counts.values())
+    return counts
+
+
 def tiny_recipe():
     """A training recipe that takes a fraction of a second: what a report built from a
     correct module trains in its child process, in tests that are not about training."""
