@@ -116,10 +116,11 @@ def _parser():
                "beside grader.py)"))
     add("--seed", type=int, default=None,
         help=_("the seed of the random cases (default: a fresh one, printed)"))
-    add("--cases", type=int, default=DEFAULT_CASES, metavar="K",
+    cases = 0 if HANDOUT else DEFAULT_CASES         # a handout's self-check: its public cases alone
+    add("--cases", type=int, default=cases, metavar="K",
         help=_("random cases per step, after the systematic ones: 0 to {most} "
                "(default {default}; every step has systematic cases too)").format(
-                   most=f"{MAX_CASES:,}", default=DEFAULT_CASES))
+                   most=f"{MAX_CASES:,}", default=cases))
     add("--steps", "--only", dest="only", default=None, metavar="STEPS",
         help=_("grade these steps: numbers (3), ranges (1-8), names (kv_head) and tracks "
                "(core: the handout's lab; all: the 25 steps; robustness: the rules beyond the "
@@ -275,8 +276,6 @@ def parse_args(argv):
 
 def _parse_args(argv):
     parser = _parser()
-    if HANDOUT:
-        parser.set_defaults(cases=0)
     if meant(argv):
         parser.error(_("--lang {given}: no such language; did you mean --lang {meant}?").format(
             given=list(lang_values(argv))[-1], meant=meant(argv)))
