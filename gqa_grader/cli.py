@@ -253,11 +253,11 @@ def _check_handout(parser, args):
                               "--steps: {steps} are not in this handout's track ({count} steps: see "
                               "--list); its checks hold no answers for them", len(outside)).format(
                                   steps=_(", ").join(outside), count=len(track)))
-    if args.cases or args.seed is not None:        # neither would be used: refused, not dropped
+    if args.cases:
         parser.error(_("this is a handout's self-check: it grades the public cases (the systematic "
-                       "ones and {random} random ones per step, from seed {seed}), the same in every "
-                       "run, so --cases must be 0 and --seed is not taken; your teacher's run grades "
-                       "hidden ones").format(random=PUBLIC_CASES, seed=PUBLIC_SEED))
+                       "ones and {random} random ones per step, from seed {seed}), so --cases must "
+                       "be 0; your teacher's run grades hidden ones").format(
+                           random=PUBLIC_CASES, seed=PUBLIC_SEED))
     for option in ("autograder", "handout", "class_dir", "classroom"):
         if getattr(args, option, None):
             parser.error(_("{option} needs the reference, which a handout does not hold").format(

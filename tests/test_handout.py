@@ -79,7 +79,7 @@ def refused_in(handout, *args):
 WRONG = (("kv_head", "return query_head // group", "return query_head % g"),
          ("fold_kv_mean", "def _mean(vals: tuple, n: int) -> float:\n",
           "def _mean(vals: tuple, n: int) -> float:\n    n = n + 1\n"))
-REFUSED = (["--cases", "3"], ["--seed", "3"], ["--autograder", "{dir}"], ["--handout", "{dir}"])
+REFUSED = (["--cases", "3"], ["--autograder", "{dir}"], ["--handout", "{dir}"])
 
 
 @heavy
@@ -201,7 +201,6 @@ class Handout(unittest.TestCase):
             with self.subTest(args=args):
                 self.assertEqual(status, 2)
                 self.assertIn("error:", stderr)
-                self.assertIn(args[0], stderr)                  # the option not taken is named
 
 
 class PublicCases(unittest.TestCase):
