@@ -15,9 +15,9 @@
     python grader.py --classroom DIR          DIR/.github/workflows/classroom.yml
 
 The module under test runs only in a child process, the worker
-(gqa_grader/worker.py), which imports it and answers calls; this process
+(gqa_grader/running/worker.py), which imports it and answers calls; this process
 draws the cases, computes the expected values with the reference
-(gqa_grader/reference.py), and decides.  Nothing the module does reaches the
+(gqa_grader/expected/reference.py), and decides.  Nothing the module does reaches the
 verdict.  The referee's files, one job each, are listed in
 gqa_grader/__init__.py; what each run guarantees is in docs/sandbox.md.
 

@@ -1,4 +1,4 @@
-"""How long --class's copy report takes: gqa_grader.copies.compare on a class of
+"""How long --class's copy report takes: gqa_grader.teacher.copies.compare on a class of
 distinct submissions, the starter as the base, the solution as the shipped one.
 
     python benchmarks/copies.py [--count 200] [--repeats 3] [--seed 1]
@@ -27,7 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gqa_grader import copies  # noqa: E402
+from gqa_grader.teacher import copies  # noqa: E402
 
 
 def make_class(solution: str, count: int, seed: int) -> dict:
@@ -61,7 +61,8 @@ def main() -> None:
     args = parser.parse_args()
     with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
         solution = f.read()
-    from gqa_grader import checks, handout
+    from gqa_grader.steps import checks
+    from gqa_grader.teacher import handout
     bases = handout.starters(solution, handout.given_steps([st.name for st in checks.STEPS]))
     sources = make_class(solution, args.count, args.seed)
     seconds, cpu, found = [], [], None

@@ -1,5 +1,5 @@
 """What recognising the lab's classic mistakes costs a grade: a full grade of a module with one
-failing step per part, with the recognition (gqa_grader.mistakes.recognised) and without it.
+failing step per part, with the recognition (gqa_grader.expected.mistakes.recognised) and without it.
 
     python benchmarks/mistakes.py [--repeats 5] [--cases 5] [--seed 1] [--modules named,unnamed]
 
@@ -36,7 +36,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from gqa_grader import grading  # noqa: E402
+from gqa_grader.verdict import grading  # noqa: E402
 
 # One failing step per part: (text in gqa.py, its replacement), each standing once there.
 NAMED = [

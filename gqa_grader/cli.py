@@ -12,22 +12,23 @@ import sys
 import threading
 import time
 
-from . import commands, records, submissions
-from .atomic import write_atomically
-from .compare import ABS_TOL, REL_TOL, bounded, clean_data, clean_text
-from .documents import classroom_result, gradescope, nothing_graded, run_document
-from .failures import Refused
-from .i18n import (LANGUAGES, N_, _, from_environment, help_wrapped, how_to_change, lang_option, lang_values,
-                   listed, meant_lang, ngettext, use)
-from .i18n import default as i18n_default
-from .grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
-                      PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
-from .printing import print_report, progress, reproduce, shown_seed, summary
-from .results import Status, scored
-from .tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
-from .answers import HANDOUT
-from .process import DEFAULT_TIMEOUT
-from .seal import DEFAULT_BUDGET, Seal
+from .expected.answers import HANDOUT
+from .expected.compare import ABS_TOL, REL_TOL
+from .language.i18n import (LANGUAGES, N_, _, from_environment, help_wrapped, how_to_change, lang_option,
+                            lang_values, listed, meant_lang, ngettext, use, default as i18n_default)
+from .running.atomic import write_atomically
+from .running.failures import Refused
+from .running.process import DEFAULT_TIMEOUT
+from .running.seal import DEFAULT_BUDGET, Seal
+from .running.values import bounded, clean_data, clean_text
+from .steps.tracks import ALL_STEPS, TRACKS, default_track, handout_lang, select
+from .teacher import commands, submissions
+from .verdict import records
+from .verdict.documents import classroom_result, gradescope, nothing_graded, run_document
+from .verdict.grading import (DEFAULT_CASES, DEFAULT_MODULE, GRADER_VERSION, MAX_CASES, PUBLIC_CASES,
+                              PUBLIC_SEED, SEALED_SEEDS, SELF_CHECK_SEEDS, grade, withhold_hidden)
+from .verdict.printing import print_report, progress, reproduce, shown_seed, summary
+from .verdict.results import Status, scored
 
 
 # ---------------------------------------------------------------------------
@@ -400,7 +401,7 @@ def _write_handout(args, documents):
     """--starter, --handout or --autograder DIR: write it and say where; None when none is asked."""
     if not (args.starter or args.handout or args.autograder):
         return None                           # their modules are imported only when one is asked for
-    from . import handout, selfcheck
+    from .teacher import handout, selfcheck
     for what, option, write, then in (
             ("starter", args.starter, lambda d: handout.write_starter(d, track=args.only, lang=args.lang),
              _("wrote {path}; grade it with: {command}")),

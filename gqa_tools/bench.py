@@ -23,8 +23,8 @@ import tracemalloc
 from typing import Any, Callable, Dict, List, NamedTuple, Sequence
 
 import gqa
-from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _
 from gqa_tools.counts import project
 from gqa_tools.formats import human_bytes, text_table
 from gqa_tools.language import chosen_lang, speaking

@@ -26,8 +26,8 @@ import shlex
 import sys
 from typing import Optional, Sequence
 
-from gqa_grader import i18n
-from gqa_grader.i18n import N_
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import N_
 
 COMMANDS = {
     "tables": ("gqa_tools.tables", N_("print the cache and multiplication tables for every g")),
@@ -37,7 +37,7 @@ COMMANDS = {
     "uptrain": ("gqa_tools.uptraining.command", N_("convert a trained MHA model to GQA/MQA, train on, measure quality")),
 }
 TAKE_MODULE = ("tables", "report", "uptrain")   # the commands that run another gqa.py with --module PATH
-HANDOUT_COMMANDS = ("tables", "report")         # the commands a handout carries (gqa_grader.selfcheck)
+HANDOUT_COMMANDS = ("tables", "report")         # the commands a handout carries (gqa_grader.teacher.selfcheck)
 
 # The tools' own gqa.py: beside gqa_tools/, in a checkout and once installed.
 OWN_LAB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gqa.py")

@@ -13,8 +13,8 @@ from operator import mul
 from typing import List, NamedTuple, Optional, Sequence
 
 import gqa
-from gqa_grader import i18n
-from gqa_grader.i18n import N_, _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import N_, _
 from gqa_tools.formats import fmt, markdown_table, padded
 
 

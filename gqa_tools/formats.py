@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gqa_grader import i18n
+from gqa_grader.language import i18n
 
 
 def fmt(x: float) -> str:

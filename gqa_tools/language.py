@@ -10,8 +10,8 @@ import argparse
 import contextlib
 from typing import Iterator, Sequence
 
-from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _
 from gqa_tools.options import given
 from gqa_tools.referee import handout
 

@@ -13,7 +13,7 @@ import contextlib
 import sys
 from typing import Callable, Iterator, NamedTuple, Optional, Sequence
 
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 
 MAX_JOBS = 64               # the most processes a command is given (--jobs)
 

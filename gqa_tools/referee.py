@@ -16,7 +16,7 @@ import sys
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 
 # The checkout: the folder that holds gqa.py and gqa_tools/ (a --module run's worker
 # imports the tools from it).

@@ -39,8 +39,8 @@ import xml.etree.ElementTree as ET
 from html import escape
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
-from gqa_grader.i18n import width
-from gqa_grader.linebreak import pieces
+from gqa_grader.language.i18n import width
+from gqa_grader.language.linebreak import pieces
 
 # ---------------------------------------------------------------------------
 # Numbers, text and styles.
@@ -94,7 +94,7 @@ def _wide(ch: str) -> bool:
 
 
 def _pieces(text: str) -> List[str]:
-    """Where lines_of_text may break text: where gqa_grader.linebreak lets a line end (at
+    """Where lines_of_text may break text: where gqa_grader.language.linebreak lets a line end (at
     a space, between two Japanese characters, never before a mark that closes or after
     one that opens, never inside a word or a number), each piece after the first with
     the one space before it."""

@@ -21,8 +21,8 @@ import sys
 from typing import Iterator, Optional, Sequence
 
 import gqa
-from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _
 from gqa_tools.sizer import ModelShape
 from gqa_tools.counts import block_bars, block_markdown, block_rows, cache_markdown, multiplies_markdown
 from gqa_tools.language import chosen_lang, speaking

@@ -66,7 +66,7 @@ class Private:
         module still runs in a worker): (status, stdout, stderr)."""
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                mock.patch("gqa_grader.seal.HERE", self.dir):
+                mock.patch("gqa_grader.running.seal.HERE", self.dir):
             status = cli.main(list(argv))
         return status, out.getvalue(), err.getvalue()
 

@@ -11,7 +11,8 @@ import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import cli, grading
+from gqa_grader import cli
+from gqa_grader.verdict import grading
 from tests.helpers import ROOT, captured
 
 GQA = os.path.join(ROOT, "gqa.py")

@@ -1,5 +1,5 @@
 """Helpers for the tests.  The brute-force reference itself lives in the grader
-(gqa_grader/reference.py, written independently of gqa.py), so the tests and the
+(gqa_grader/expected/reference.py, written independently of gqa.py), so the tests and the
 grader share one.  Here too: the project's root (ROOT), running a command of
 `python -m gqa` in this process (run_gqa), starting a grader as its own process
 (run_grader) and copying one into a private folder (copy_grader); then CI's share
@@ -18,7 +18,7 @@ import subprocess
 import sys
 import unittest
 
-from gqa_grader import compare, reference
+from gqa_grader.expected import compare, reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project: gqa.py, grader.py
 

@@ -17,8 +17,11 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import cli, failures, grading, handout
-from gqa_grader.seal import sandbox_package
+from gqa_grader import cli
+from gqa_grader.running import failures
+from gqa_grader.verdict import grading
+from gqa_grader.teacher import handout
+from gqa_grader.running.seal import sandbox_package
 from tests.helpers import ROOT, copy_grader, run_grader
 
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -65,7 +68,7 @@ def main_in(here, *argv):
     from unittest import mock
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            mock.patch("gqa_grader.seal.HERE", here):
+            mock.patch("gqa_grader.running.seal.HERE", here):
         code = cli.main(list(argv))
     return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 

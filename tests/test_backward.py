@@ -7,8 +7,8 @@ import copy
 import unittest
 
 import gqa
-from gqa_grader import reference as ref
-from gqa_grader.reference import rand_tensor
+from gqa_grader.expected import reference as ref
+from gqa_grader.expected.reference import rand_tensor
 from tests.helpers import new_rng
 
 EPS = 1e-6

@@ -28,9 +28,12 @@ import unittest
 import zipfile
 from unittest import mock
 
-from gqa_grader import checking, checks, cli, classroom, documents, submissions, grading
-from gqa_grader.results import StepResult, scored
-from gqa_grader.seal import sandbox_package
+from gqa_grader.steps import checking, checks
+from gqa_grader import cli
+from gqa_grader.teacher import classroom, submissions
+from gqa_grader.verdict import documents, grading
+from gqa_grader.verdict.results import StepResult, scored
+from gqa_grader.running.seal import sandbox_package
 from tests.helpers import ROOT, early, heavy, start_early
 from tests.class_support import (AS_ROOT, BIG_WRONG, SOURCE, WRONG, Private, rows_of, sha256, usage_error,
                                  write)

@@ -1,4 +1,4 @@
-"""A class on GitHub Classroom and what its students hand in (gqa_grader/classroom.py,
+"""A class on GitHub Classroom and what its students hand in (gqa_grader/teacher/classroom.py,
 workflow.py): the workflow --classroom writes, parsed back and its commands run
 (Classroom, Emitter); names, files and roster fields that reach the gradebook and the
 terminal as text (Cells); one student's hostile entry that never stops the class
@@ -20,7 +20,8 @@ import tempfile
 import time
 import unittest
 
-from gqa_grader import checks, classroom, workflow
+from gqa_grader.steps import checks
+from gqa_grader.teacher import classroom, workflow
 from tests.helpers import heavy, start_early
 from tests.class_support import SOURCE, WRONG, write, Private, usage_error, rows_of
 
@@ -213,7 +214,7 @@ class HostileNames(unittest.TestCase):
             os.makedirs(os.path.dirname(os.path.join(subs, name)), exist_ok=True)
             with open(os.path.join(subs, name), "wb") as f:
                 f.write(SOURCE.encode())
-        from gqa_grader import cleanup
+        from gqa_grader.running import cleanup
         self.addCleanup(lambda: cleanup.remove_tree(os.path.join(subs, b"deep").decode(), time.monotonic() + 30))
         os.mkfifo(os.path.join(subs, b"pipe.py"))          # opened as it is, it would wait forever
         here = os.open(subs, os.O_RDONLY)
@@ -254,7 +255,7 @@ class Copies(unittest.TestCase):
     of its own, pair with nothing (tests/test_copies.py has the rest)."""
 
     def test_a_renamed_copy_pairs_with_what_it_copies_and_honest_work_with_nothing(self):
-        from gqa_grader import copies, handout
+        from gqa_grader.teacher import copies, handout
         base = handout.make_starter(SOURCE)
         renamed = re.sub(r"\bgroup\b", "members_per_kv_head", re.sub(r"#[^\n]*", "", SOURCE))
         reindented = renamed.replace("    ", "\t")

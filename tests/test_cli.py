@@ -14,7 +14,9 @@ import sys
 import tempfile
 import unittest
 
-from gqa_grader import checking, checks, grading, i18n
+from gqa_grader.steps import checking, checks
+from gqa_grader.verdict import grading
+from gqa_grader.language import i18n
 from tests.helpers import ROOT, early, heavy, start_early
 from tests.sealed_support import (SOURCE, STARTER, ROOT_POSIX, NOT_ROOT, Copy, main_in,
                                   one_document, completed, as_run)
@@ -94,8 +96,9 @@ class Autograder(unittest.TestCase):
                 json.dump({"kv_head": 2}, f)
             made = {"made": completed(main_in(copy.dir, "--autograder", folder, "--cases", "1",
                                                "--weights", weights))}
-            package = [f"{p}/{n}" for p in ("gqa_grader", "gqa_sandbox")
-                       for n in sorted(os.listdir(os.path.join(ROOT, p))) if n.endswith(".py")]
+            package = [os.path.relpath(os.path.join(top, n), ROOT).replace(os.sep, "/")
+                       for p in ("gqa_grader", "gqa_sandbox") for top, _, names in os.walk(os.path.join(ROOT, p))
+                       for n in names if n.endswith(".py")]
             with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
                 made["names"], made["package"] = sorted(z.namelist()), package
                 made["mode"] = z.getinfo("run_autograder").external_attr >> 16 & 0o777
@@ -130,7 +133,7 @@ class Autograder(unittest.TestCase):
                                                 "weights.json"] + made["package"]
                                                + [f"gqa_grader/locale/{lang}/LC_MESSAGES/gqa.mo"
                                                   for lang in i18n.LANGUAGES[1:]]))   # --lang's catalogs
-        self.assertIn("gqa_grader/seal.py", made["package"])
+        self.assertIn("gqa_grader/running/seal.py", made["package"])
         self.assertEqual(made["mode"], 0o755)
         self.assertEqual(made["same"], dict.fromkeys(["grader.py"] + made["package"], True))
         run, setup = made["run"], made["setup"]

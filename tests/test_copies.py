@@ -1,4 +1,4 @@
-"""The copy report (gqa_grader.copies): what a copier changes cheaply does not hide a copy,
+"""The copy report (gqa_grader.teacher.copies): what a copier changes cheaply does not hide a copy,
 and what every student writes alike is not one.  Every submission here is made from
 gqa.py's own text, transformed with ast as a copier would."""
 
@@ -9,9 +9,9 @@ import builtins
 import keyword
 import unittest
 
-from gqa_grader import copies, handout
-from gqa_grader.i18n import LANGUAGES
-from gqa_grader.tracks import LESSON, TRACKS
+from gqa_grader.teacher import copies, handout
+from gqa_grader.language.i18n import LANGUAGES
+from gqa_grader.steps.tracks import LESSON, TRACKS
 from tests.helpers import ROOT
 
 with open(f"{ROOT}/gqa.py", encoding="utf-8") as _f:

@@ -9,8 +9,8 @@ import unittest
 from array import array
 
 import gqa
-from gqa_grader import reference as ref
-from gqa_grader.reference import rand_tensor
+from gqa_grader.expected import reference as ref
+from gqa_grader.expected.reference import rand_tensor
 from tests.helpers import CloseMixin, early, heavy, new_rng, random_case, start_early
 from tests.sealed_support import SOURCE, grade_source, in_each
 

@@ -477,7 +477,7 @@ class TeachersNumbers(unittest.TestCase):
         self.text = read("docs/teachers.md")
 
     def test_every_version_named_is_the_graders(self):
-        from gqa_grader.grading import GRADER_VERSION
+        from gqa_grader.verdict.grading import GRADER_VERSION
         named = re.findall(r'(?:\bgrader |"grader": ")(\d+\.\d+)', self.text)
         self.assertGreater(len(named), 3)
         self.assertEqual(sorted(set(named)), [GRADER_VERSION])
@@ -485,7 +485,7 @@ class TeachersNumbers(unittest.TestCase):
     def test_a_teachers_run_shows_a_seed_no_module_could_find(self):
         """A sealed, class or autograder run's seed is drawn from 10^18, and one of fewer
         than 13 digits is one the grader warns of: the page shows none."""
-        from gqa_grader.grading import GUESSABLE
+        from gqa_grader.verdict.grading import GUESSABLE
         seeds = [int(s) for s in re.findall(r"(?:grading the class with seed|seed) (\d+) \(", self.text)]
         for line in self.text.splitlines():
             if line.startswith("$ python grader.py") and re.search(r"--(sealed|class|autograder)\b", line):
@@ -512,7 +512,7 @@ class TeachersNumbers(unittest.TestCase):
         self.assertNotEqual(doc["score"], doc["passed"] / len(doc["steps"]))   # not the share passed
 
     def test_the_copy_rule_is_the_codes(self):
-        from gqa_grader import copies
+        from gqa_grader.teacher import copies
         rule = " ".join(self.text[self.text.index("`grades-copies.txt`, beside"):].split("\n\n")[0].split())
         said = {"tokens": r"fingerprints of (\d+) tokens at a time", "small": r"at least\s+(\d+) tokens",
                 "block": r"at least (\d+) fingerprints in\s+common", "shared": r"shares at least (\d+)% of its own",

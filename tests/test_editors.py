@@ -17,8 +17,11 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
-from gqa_grader import compare, grading, records, submissions
-from gqa_grader.seal import Seal, runnable
+from gqa_grader.expected import compare
+from gqa_grader.running import values
+from gqa_grader.verdict import grading, records
+from gqa_grader.teacher import submissions
+from gqa_grader.running.seal import Seal, runnable
 from tests.helpers import ROOT, early, heavy, start_early
 
 with open(os.path.join(ROOT, "gqa.py"), "rb") as _f:
@@ -142,10 +145,10 @@ class Variants(unittest.TestCase):
         self.assertEqual(compare.first_difference([], [1.0]), "at the top: expected 1 item, got 0")
         self.assertEqual(compare.first_difference([1.0], [1.0, 2.0]),
                          "at the top: expected 2 items, got 1")
-        self.assertTrue(compare.bounded("x" * 5).endswith("x"))
-        self.assertTrue(compare.bounded("x" * 4001, 4000).endswith("[... 1 more character cut]"))
-        self.assertTrue(compare.bounded("x" * 5200, 4000).endswith("[... 1,200 more characters cut]"))
-        self.assertEqual(repr(compare.decode({"$array": "d", "values": [1.0]})), "<array('d') of 1 value>")
+        self.assertTrue(values.bounded("x" * 5).endswith("x"))
+        self.assertTrue(values.bounded("x" * 4001, 4000).endswith("[... 1 more character cut]"))
+        self.assertTrue(values.bounded("x" * 5200, 4000).endswith("[... 1,200 more characters cut]"))
+        self.assertEqual(repr(values.decode({"$array": "d", "values": [1.0]})), "<array('d') of 1 value>")
 
     def test_a_utf16_submission_is_graded_and_a_binary_one_is_named_so(self):
         with Folder() as folder:
@@ -197,7 +200,7 @@ class Graded(unittest.TestCase):
     def no_folder(folder):
         """Not root, not sealed: no private folder but the one made for the copy, the worker
         started where the grader was; the sha256 recorded is of the student's bytes."""
-        with mock.patch("gqa_grader.seal.DROP_ROOT", False):
+        with mock.patch("gqa_grader.running.seal.DROP_ROOT", False):
             data = latin(SOURCE)
             path = folder.write("no-folder", data)
             seal = Seal()
@@ -233,7 +236,7 @@ class Graded(unittest.TestCase):
             finally:
                 seal.close()
         try:
-            with Folder() as folder, mock.patch("gqa_grader.seal.HERE", private), \
+            with Folder() as folder, mock.patch("gqa_grader.running.seal.HERE", private), \
                     ThreadPoolExecutor(2) as pool:
                 return dict(pool.map(run, [("bom", None), ("every_one", FEW)]))
         finally:

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from unittest import mock
 
 import gqa
-from gqa_grader import i18n
+from gqa_grader.language import i18n
 from tests.helpers import ROOT, heavy, run_gqa, tiny_recipe
 from tests.untranslated import others, untranslated
 from gqa_tools import svg as gqa_svg

@@ -13,7 +13,7 @@ import os
 import shutil
 import unittest
 
-from gqa_grader import ledger
+from gqa_grader.teacher import ledger
 from tests.helpers import heavy
 from tests.class_support import SOURCE, WRONG, Private, write
 
@@ -84,7 +84,10 @@ class ClassroomInTheLanguage(unittest.TestCase):
 
     def test_an_unfinished_steps_result_is_in_the_language_of_the_workflow(self):
         import base64
-        from gqa_grader import checks, cli, i18n, workflow
+        from gqa_grader.steps import checks
+        from gqa_grader import cli
+        from gqa_grader.language import i18n
+        from gqa_grader.teacher import workflow
         self.addCleanup(i18n.use, "en")
         said = {}
         for lang in i18n.LANGUAGES:

@@ -13,7 +13,9 @@ import sys
 import tempfile
 import unittest
 
-from gqa_grader import checks, exchange, failures, grading, tracks
+from gqa_grader.steps import checks, tracks
+from gqa_grader.running import exchange, failures
+from gqa_grader.verdict import grading
 from tests.helpers import early, heavy, start_early
 from tests.grader_support import SOURCE, mutate, in_kv_head, Module, grade_all, grade_trusted, Run, run_main
 

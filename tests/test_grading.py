@@ -20,16 +20,16 @@ import os
 import sys
 import unittest
 
-from gqa_grader import process
+from gqa_grader.running import process
 from tests.helpers import ROOT, captured, early, heavy, run_grader, start_early
 from tests.grader_support import Module, Run, grade_all, grade_source, in_kv_head, mutate, run_main
 
 # Where what a case checks, and how points count, is written: the inputs drawn, the
 # expected answers, the comparison, every check and refusal part, the tracks' steps, the
 # points, the grading loop.  Not: how a result is printed or named (printing, mistakes).
-CHECKED = ("inputs", "reference", "answers", "compare", "refusals", "checking", "checks", "checks_heads",
-           "checks_layer", "checks_counting", "checks_decoding", "checks_backward", "robustness", "tracks",
-           "results", "grading")
+CHECKED = ("expected/inputs", "expected/reference", "expected/answers", "expected/compare", "steps/refusals",
+           "steps/checking", "steps/checks", "steps/heads", "steps/layer", "steps/counting", "steps/decoding",
+           "steps/backward", "steps/robustness", "steps/tracks", "verdict/results", "verdict/grading")
 RECORD = os.path.join(ROOT, "tests", "data", "grader_version.json")
 MESSAGES = {"_", "N_", "ngettext"}
 
@@ -73,7 +73,7 @@ def fingerprint():
     """The sha256 of the checks' code (CHECKED), docstrings and messages' texts aside."""
     digest = hashlib.sha256()
     for name in CHECKED:
-        with open(os.path.join(ROOT, "gqa_grader", name + ".py"), encoding="utf-8") as f:
+        with open(os.path.join(ROOT, "gqa_grader", *name.split("/")) + ".py", encoding="utf-8") as f:
             tree = _without_docstrings(ast.parse(f.read()))
         out = []
         _canonical(tree, out)
@@ -91,7 +91,7 @@ class GraderVersion(unittest.TestCase):
     change whenever a check does."""
 
     def test_a_change_in_a_check_is_a_decision_about_the_version(self):
-        from gqa_grader.grading import GRADER_VERSION
+        from gqa_grader.verdict.grading import GRADER_VERSION
         record, now = recorded(), fingerprint()
         self.assertEqual(now, record["fingerprint"],
                          f"the checks' code (gqa_grader: {', '.join(CHECKED)}) changed since grader "
@@ -135,7 +135,8 @@ class OneTolerance(unittest.TestCase):
         self.assertEqual(found, [])
 
     def test_the_first_line_prints_the_tolerance_every_check_uses(self):
-        from gqa_grader import cli, compare
+        from gqa_grader import cli
+        from gqa_grader.expected import compare
         status, out, err = captured(cli.main, ["--steps", "1", "--cases", "0", "--lang", "en"])
         self.assertEqual(status, 0, err)
         self.assertIn(f"floats to rel {compare.REL_TOL:g}, abs {compare.ABS_TOL:g};", out.splitlines()[0])
@@ -273,7 +274,7 @@ def load_tests(loader, tests, pattern):
 if __name__ == "__main__":
     if sys.argv[1:] == ["--record"]:
         sys.path.insert(0, ROOT)
-        from gqa_grader.grading import GRADER_VERSION
+        from gqa_grader.verdict.grading import GRADER_VERSION
         with open(RECORD, "w", encoding="utf-8") as f:
             json.dump({"version": GRADER_VERSION, "fingerprint": fingerprint()}, f, indent=1)
             f.write("\n")

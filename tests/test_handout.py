@@ -13,8 +13,12 @@ import shutil
 import tempfile
 import unittest
 
-from gqa_grader import checks, cli, grading, handout, printing, reference, selfcheck
-from gqa_grader.results import StepResult
+from gqa_grader.steps import checks
+from gqa_grader import cli
+from gqa_grader.verdict import grading, printing
+from gqa_grader.teacher import handout, selfcheck
+from gqa_grader.expected import reference
+from gqa_grader.verdict.results import StepResult
 from tests.helpers import ROOT, early, heavy, run_grader, start_early
 from tests.grader_support import SOURCE, Module, Run, grade_trusted, mutate, run_main
 
@@ -140,7 +144,7 @@ class Handout(unittest.TestCase):
                          ["README.md", "gqa.py", "grader.py"])
         self.assertEqual(sorted(n for n in self.texts if n.startswith("gqa_sandbox")),   # a sealed run's
                          [os.path.join("gqa_sandbox", n) for n in ("__init__.py", "enter.py")])  # namespaces
-        self.assertNotIn(os.path.join("gqa_grader", "reference.py"), self.texts)
+        self.assertNotIn(os.path.join("gqa_grader", "expected", "reference.py"), self.texts)
         self.assertIn(os.path.join("gqa_grader", "answers.json"), self.texts)
         # The tools of `python -m gqa tables` and `report`: the project's modules, less the
         # commands a handout does not offer (bench, config, uptrain), and nothing else.
@@ -153,10 +157,10 @@ class Handout(unittest.TestCase):
                          [t for t in tools if t not in left_out])
 
     def test_it_holds_no_reference_function_and_no_reference_source(self):
-        reference = source_lines(os.path.join(ROOT, "gqa_grader", "reference.py"))
-        for name in ("checking", "checks_heads", "checks_layer", "checks_counting", "checks_decoding",
-                     "checks_backward"):                                       # inputs drawn alike
-            reference -= source_lines(os.path.join(ROOT, "gqa_grader", f"{name}.py"))
+        reference = source_lines(os.path.join(ROOT, "gqa_grader", "expected", "reference.py"))
+        for name in ("checking", "heads", "layer", "counting", "decoding",
+                     "backward"):                                       # inputs drawn alike
+            reference -= source_lines(os.path.join(ROOT, "gqa_grader", "steps", f"{name}.py"))
         reference -= source_lines(os.path.join(ROOT, "gqa.py"),                     # the steps given
                                   lambda fn, owner: (owner or fn).name not in STEPS)
         self.assertGreater(len(reference), 100)

@@ -15,7 +15,8 @@ import sys
 import tempfile
 import unittest
 
-from gqa_grader import i18n, reference
+from gqa_grader.language import i18n
+from gqa_grader.expected import reference
 from tests.helpers import ROOT, early, heavy, multiplies_by_hand, run_grader, start_early
 from tests.test_handout import source_lines
 from tests.test_student_report import documented_steps, section, table
@@ -355,10 +356,10 @@ class HandoutReport(unittest.TestCase):
             solution = source_lines(os.path.join(ROOT, "gqa.py"), lambda fn, owner: (owner or fn).name in needed)
             solution -= source_lines(os.path.join(ROOT, "gqa.py"),         # what the steps given share with them
                                      lambda fn, owner: (owner or fn).name in kept - core)
-            answers = source_lines(os.path.join(ROOT, "gqa_grader", "reference.py"))
-            for name in ("checking", "checks_heads", "checks_layer", "checks_counting", "checks_decoding",
-                         "checks_backward"):                                       # inputs drawn alike
-                answers -= source_lines(os.path.join(ROOT, "gqa_grader", f"{name}.py"))
+            answers = source_lines(os.path.join(ROOT, "gqa_grader", "expected", "reference.py"))
+            for name in ("checking", "heads", "layer", "counting", "decoding",
+                         "backward"):                                       # inputs drawn alike
+                answers -= source_lines(os.path.join(ROOT, "gqa_grader", "steps", f"{name}.py"))
             with self.subTest(lang=lang):
                 self.assertGreater(len(solution), 40)
                 self.assertGreater(len(answers), 100)

@@ -16,8 +16,10 @@ import time
 import unittest
 from unittest import mock
 
-from gqa_grader import cleanup, compare, handout, process
-from gqa_grader.seal import Seal
+from gqa_grader.running import cleanup, process
+from gqa_grader.running import values
+from gqa_grader.teacher import handout
+from gqa_grader.running.seal import Seal
 
 from tests.helpers import ROOT, copy_grader, heavy, run_grader
 
@@ -125,7 +127,7 @@ class SealedRunHolds(unittest.TestCase):
         with open(classmate, "w", encoding="utf-8") as f:
             f.write("SECRET = 'a classmate'\n")
         from unittest import mock
-        with mock.patch("gqa_grader.seal.HERE", cls.dir):   # a concurrent run's private folder
+        with mock.patch("gqa_grader.running.seal.HERE", cls.dir):   # a concurrent run's private folder
             cls.other = Seal(sealed=True)
         cls.other.place(classmate)
         with open(cls.module, "w", encoding="utf-8") as f:
@@ -177,7 +179,7 @@ class SealedRunHolds(unittest.TestCase):
     def test_the_document_is_bounded(self):
         self.assertLessEqual(self.size, 1 << 20)
         for step in self.doc["steps"]:
-            self.assertLessEqual(len(step["message"]), compare.MESSAGE_CAP + 200)
+            self.assertLessEqual(len(step["message"]), values.MESSAGE_CAP + 200)
             self.assertIn("more characters cut]", step["message"])
 
 
@@ -216,7 +218,7 @@ class EveryRunCleansUp(unittest.TestCase):
         self.assertFalse(os.path.exists(said["folder"]))
 
     def test_a_tools_child(self):
-        from gqa_grader import failures
+        from gqa_grader.running import failures
         with self.assertRaises(failures.Refused) as raised:
             list(process.run_in_child(self.module, "gqa_tools.tables:child_texts", [{}, None, False], paths=[ROOT]))
         said = self.said(str(raised.exception))
@@ -251,7 +253,7 @@ class NoWorkerOutlivesItsCaller(unittest.TestCase):
                 f.write(f"import os\nwith open({pid_file!r}, 'w') as f:\n    f.write(str(os.getpid()))\n"
                         "while True:\n    pass\n")
             os.chmod(module, 0o644)
-            grader = subprocess.Popen([sys.executable, "-c", "import sys; from gqa_grader import grading; "
+            grader = subprocess.Popen([sys.executable, "-c", "import sys; from gqa_grader.verdict import grading; "
                                        "grading.grade(sys.argv[1], 1, cases=0, only=['valid_g'], timeout=120)",
                                        module], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             pid = None
@@ -341,7 +343,7 @@ class TheSearch(unittest.TestCase):
 
     def test_the_same_folders_with_and_without_link_counts(self):
         from unittest import mock
-        from gqa_grader import cleanup
+        from gqa_grader.running import cleanup
         relative = lambda paths: sorted(os.path.relpath(p, self.top) for p in paths)
         self.assertEqual(relative(self.expected()), ["a/b", "a/b/c/d", "many/one/two/ww", "open", "open/leaf"])
         found, note = cleanup.writable_folders(-1, 1e18, top=self.top)
@@ -354,7 +356,7 @@ class TheSearch(unittest.TestCase):
         import threading
         import time
         from unittest import mock
-        from gqa_grader import cleanup
+        from gqa_grader.running import cleanup
         calls, go, name = [], threading.Event(), f"gqa-test-search-{os.getpid()}-{{uid}}"
         saved = os.path.join(tempfile.gettempdir(), name.format(uid=os.geteuid()))
         self.addCleanup(shutil.rmtree, saved, True)
@@ -396,7 +398,7 @@ class TheSearch(unittest.TestCase):
             json.dump({"time": when, "since boot": time.monotonic(), "folders": [self.top]}, f)
 
     def test_link_counts_are_trusted_only_where_the_file_system_keeps_them(self):
-        from gqa_grader import cleanup
+        from gqa_grader.running import cleanup
         info = os.path.join(self.top, "mountinfo")
         with open(info, "w", encoding="utf-8") as f:
             f.write("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
@@ -542,17 +544,17 @@ class CleanText(unittest.TestCase):
         for ch in ("\u00ad", "\u061c", "\u180e", "\ufff9", "\ufffb", "\U000e0001", "\U000e007f",
                    "\u115f", "\u3164", "\u2800", "\ue000", "\U0010fffd", "\ufe0f", "\u200b", "\u2028"):
             with self.subTest(code_point=f"U+{ord(ch):04X}"):
-                cleaned = compare.clean_text(f"a{ch}b")
+                cleaned = values.clean_text(f"a{ch}b")
                 self.assertEqual(cleaned, "a" + (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else
                                                  f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else
                                                  f"\\U{ord(ch):08x}") + "b")
         unassigned = next(chr(c) for c in range(0x378, 0x10000) if unicodedata.category(chr(c)) == "Cn")
-        self.assertEqual(compare.clean_text(unassigned), f"\\u{ord(unassigned):04x}")
-        self.assertEqual(compare.clean_text("é Ѐ 中 \n"), "é Ѐ 中 \n")      # text stays text
+        self.assertEqual(values.clean_text(unassigned), f"\\u{ord(unassigned):04x}")
+        self.assertEqual(values.clean_text("é Ѐ 中 \n"), "é Ѐ 中 \n")      # text stays text
 
     def test_a_long_message_is_cut_saying_how_much(self):
-        cut = compare.bounded("x" * (compare.MESSAGE_CAP + 123))
-        self.assertEqual(cut, "x" * compare.MESSAGE_CAP + " [... 123 more characters cut]")
+        cut = values.bounded("x" * (values.MESSAGE_CAP + 123))
+        self.assertEqual(cut, "x" * values.MESSAGE_CAP + " [... 123 more characters cut]")
 
 
 if __name__ == "__main__":

@@ -14,25 +14,27 @@ import unittest
 from tests.helpers import ROOT, heavy, run_grader
 
 
+# The referee's rooms, lowest first, as gqa_grader/__init__.py lists them: a room imports
+# only the rooms below it.  Inside a room, each module is a floor of its own, in the
+# order the room's __init__.py lists them (its map, and the order they import each other).
+ROOMS = ["language", "running", "expected", "steps", "verdict", "teacher"]
+ROOM_LIMIT = 12                 # modules a room holds at most
+
+
+def room_modules(room):
+    """The modules of a room of the referee, as its __init__.py's docstring lists them."""
+    with open(os.path.join(ROOT, "gqa_grader", room, "__init__.py"), encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ""
+    return re.findall(r"^    (\w+) ", doc, re.M)
+
+
 # The floors, lowest first: a module may import the standard library and the modules
 # on floors below its own, and nothing else of the project.
 FLOORS = [
     ["gqa"],
     ["gqa_sandbox.enter"], ["gqa_sandbox"],
-    ["gqa_grader.linebreak"], ["gqa_grader.i18n", "gqa_grader.worker"], ["gqa_grader.atomic"],
-    ["gqa_grader.failures", "gqa_grader.cleanup", "gqa_grader.copies", "gqa_grader.starter"], ["gqa_grader.users"], ["gqa_grader.compare"], ["gqa_grader.inputs"],
-    ["gqa_grader.reference"], ["gqa_grader.answers"], ["gqa_grader.mistakes"], ["gqa_grader.toolcopy"],
-    ["gqa_grader.seal"], ["gqa_grader.process"], ["gqa_grader.exchange"], ["gqa_grader.refusals"],
-    ["gqa_grader.checking"], ["gqa_grader.checks_heads"], ["gqa_grader.checks_layer"],
-    ["gqa_grader.checks_counting", "gqa_grader.checks_decoding", "gqa_grader.checks_backward"],
-    ["gqa_grader.checks"], ["gqa_grader.robustness"],
-    ["gqa_grader.tracks"], ["gqa_grader.results"],
-    ["gqa_grader.grading"], ["gqa_grader.printing"], ["gqa_grader.documents"],
-    ["gqa_grader.prose", "gqa_grader.catalogs"],
-    ["gqa_grader.handout"],
-    ["gqa_grader.selfcheck", "gqa_grader.records", "gqa_grader.submissions", "gqa_grader.pool"],
-    ["gqa_grader.ledger"],
-    ["gqa_grader.classroom"], ["gqa_grader.workflow"], ["gqa_grader.commands"],
+    [f"gqa_grader.{room}" for room in ROOMS],           # a room's face: a docstring, no import
+    *[[f"gqa_grader.{room}.{name}"] for room in ROOMS for name in room_modules(room)],
     ["gqa_grader.cli"],
     ["gqa_grader"], ["gqa_grader.__main__", "grader"],
     ["gqa_tools.svg", "gqa_tools.statistics", "gqa_tools.seeds"],
@@ -163,6 +165,27 @@ class Layout(unittest.TestCase):
                     continue                 # "from gqa_grader import x": x is checked as a module
                 self.assertLess(self.floor[name], self.floor[dotted],
                                 f"{path}:{line}: {dotted} imports {name}, on a floor not below its own")
+
+    def test_the_referee_is_in_rooms_that_import_one_way(self):
+        # gqa_grader/__init__.py lists the rooms in ROOMS' order; every module of the
+        # referee but its door (cli, __main__) is in one; none holds over ROOM_LIMIT; and
+        # no module imports one of a room above its own (the floors say it line by line).
+        doc = ast.get_docstring(tree_of(self.modules["gqa_grader"]))
+        self.assertEqual(re.findall(r"^    (\w+) ", doc, re.M), ROOMS + ["cli"])
+        door = {"gqa_grader", "gqa_grader.cli", "gqa_grader.__main__"}
+        homeless = [name for name in self.modules if name.startswith("gqa_grader") and name not in door
+                    and name.split(".")[1] not in ROOMS]
+        self.assertEqual(homeless, [])
+        for room in ROOMS:
+            with self.subTest(room=room):
+                self.assertLessEqual(len(room_modules(room)), ROOM_LIMIT)
+        for dotted, path in self.modules.items():
+            if dotted.startswith("gqa_grader.") and dotted not in door:
+                own = ROOMS.index(dotted.split(".")[1])
+                for name, _function, line in imports_of(dotted, path):
+                    if name.startswith("gqa_grader.") and name.split(".")[1] in ROOMS:
+                        self.assertLessEqual(ROOMS.index(name.split(".")[1]), own,
+                                             f"{path}:{line}: {dotted} imports {name}, of a room above its own")
 
     def test_a_module_loaded_by_its_name_counts_as_an_import(self):
         source = ("import importlib\n"

@@ -13,7 +13,9 @@ import string
 import unittest
 from unittest import mock
 
-from gqa_grader import catalogs, cli, i18n, prose, tracks
+from gqa_grader.language import catalogs, i18n, prose
+from gqa_grader import cli
+from gqa_grader.steps import tracks
 from tests.helpers import ROOT, heavy, run_gqa, run_grader
 from tests.untranslated import others, untranslated, used_ids
 
@@ -110,7 +112,7 @@ class Catalogs(unittest.TestCase):
 def starters():
     """The starters a student can be given: every step, the core track's, and a core
     handout's (its own first and last lines)."""
-    from gqa_grader import handout
+    from gqa_grader.teacher import handout
     with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
         source = f.read()
     return source, [handout.make_starter(source, handout.given_steps(track), in_handout)
@@ -160,7 +162,6 @@ class Starter(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        from gqa_grader import prose
         cls.source, cls.starters = starters()
         cls.ids = []
         for text in cls.starters:
@@ -176,7 +177,6 @@ class Starter(unittest.TestCase):
                 self.assertEqual([p for p in held if p not in self.ids], [])
 
     def test_only_the_prose_changes_and_the_names_stay(self):
-        from gqa_grader import prose
         names = re.compile(r"[A-Za-z_]\w*\([^)]*\)|--[a-z-]+|\b[A-Za-z]+_\w+")
         def joined(text):                                               # a call wrapped across lines
             return re.sub(r"\s*\n\s*(# )?", " ", text)
@@ -196,7 +196,6 @@ class Starter(unittest.TestCase):
         # What a student's REPL shows when they call a step not yet written: read from
         # the syntax trees, the English message's step and name kept, its words not.
         import ast
-        from gqa_grader import prose
         for text in self.starters:
             english = [r.exc.args[0].value for r in stub_raises(ast.parse(text))]
             self.assertGreater(len(english), 10)
@@ -218,7 +217,6 @@ class Starter(unittest.TestCase):
         # word that is not one of the record's names is in the language, its names and their
         # order kept.
         import ast
-        from gqa_grader import prose
         row = re.compile(r"^(\w+) {2,}(\S.*)$", re.M)
         for lang in i18n.LANGUAGES[1:]:
             done = ast.parse(prose.translated(self.starters[0], lang))
@@ -267,7 +265,6 @@ class Starter(unittest.TestCase):
         # translated; the letters, the names and the shapes as they were, lined up, but for
         # a shape's word ("[h or g]"), said as the Weights docstring says it.
         import ast
-        from gqa_grader import prose
         def table(text):
             doc = ast.get_docstring(ast.parse(text), clean=False).split("\n\n")
             return next(part for part in doc if re.match(r"\S.*\n    h  +\S", part)).split("\n")
@@ -296,7 +293,6 @@ class Starter(unittest.TestCase):
     def test_an_inline_comments_words_are_in_the_language_and_its_code_kept(self):
         # "MAX_ALLOCATION = 10 ** 8    # floats one call may allocate (800 MB)": the code and
         # the gap as they were, the words after "# " in the language.
-        from gqa_grader import prose
         inline = re.compile(r"^(.*\S {2,}# )(.*\b[a-z]{3,} [a-z]{2,}\b.*)$")
         for text in self.starters:
             english = [m.groups() for m in map(inline.match, text.split("\n")) if m and "#" not in m.group(1)[:-2]]
@@ -314,7 +310,6 @@ class Starter(unittest.TestCase):
         import subprocess
         import sys
         import tempfile
-        from gqa_grader import prose
         with tempfile.TemporaryDirectory() as folder:
             for lang in others():
                 word = i18n.translation(lang, prose.DOMAIN).gettext(prose.MAIN_SAYS).split("{")[0].strip()
@@ -334,7 +329,6 @@ class Starter(unittest.TestCase):
         # gqa.py itself, its prose in each language: the examples are the lab's, whole.
         import doctest
         import types
-        from gqa_grader import prose
         for lang in i18n.LANGUAGES[1:]:
             module = types.ModuleType(f"gqa_{lang}")
             exec(compile(prose.translated(self.source, lang), f"gqa_{lang}.py", "exec"), module.__dict__)
@@ -404,8 +398,8 @@ class LiningUp(unittest.TestCase):
         self.assertEqual(i18n.ljust("abcdef", 3), "abcdef")   # never cut
 
     def test_the_step_lines_line_up_in_every_language(self):
-        from gqa_grader import printing
-        from gqa_grader.results import StepResult
+        from gqa_grader.verdict import printing
+        from gqa_grader.verdict.results import StepResult
         results = [StepResult(step=n, name=name, part="lesson", status=status, cases=c, cases_passed=p,
                               summary=summary, public=(p, c), hidden=(0, 0), stub=True)
                    for n, name, status, c, p, summary in (
@@ -432,8 +426,8 @@ class Speaking(unittest.TestCase):
     """A run in Japanese or Korean prints none of the English texts it translates."""
 
     def test_the_grader_s_own_lines_carry_no_english_sentence(self):
-        from gqa_grader import printing
-        from gqa_grader.results import StepResult, step_notes
+        from gqa_grader.verdict import printing
+        from gqa_grader.verdict.results import StepResult, step_notes
         results = [StepResult(step=20, name="count_multiplies", part="lesson", status="failed", cases=10,
                               cases_passed=4, summary=tracks.BY_NAME["count_multiplies"].summary,
                               public=(4, 10), hidden=(0, 0), message="", case=3, show=None,
@@ -468,9 +462,9 @@ class Documents(unittest.TestCase):
 
     def test_a_gradescope_and_a_classroom_result_carry_no_english_sentence(self):
         import argparse
-        from gqa_grader import documents
-        from gqa_grader.results import scored
-        from gqa_grader.results import StepResult
+        from gqa_grader.verdict import documents
+        from gqa_grader.verdict.results import scored
+        from gqa_grader.verdict.results import StepResult
 
         def step_result(step, name, status, case=None, public=None, hidden=None):
             return StepResult(step, name, "lesson", tracks.BY_NAME[name].summary, status, 23,

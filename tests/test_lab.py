@@ -10,8 +10,8 @@ import re
 import unittest
 
 import gqa
-from gqa_grader import reference as ref
-from gqa_grader.reference import rand_tensor
+from gqa_grader.expected import reference as ref
+from gqa_grader.expected.reference import rand_tensor
 from tests.helpers import ROOT, CloseMixin, flat, new_rng, random_case, random_layer_case
 
 

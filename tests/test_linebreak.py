@@ -1,4 +1,4 @@
-"""Where a line may break (gqa_grader.linebreak, UAX #14) and the lines filled with it:
+"""Where a line may break (gqa_grader.language.linebreak, UAX #14) and the lines filled with it:
 --help's (i18n.wrapped), a starter's prose and strings (prose), a figure's notes (svg).
 German breaks at its spaces and never inside a word, Japanese between its characters
 but never before a small kana or a closing mark nor after an opening one, Korean at its
@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import unittest
 
-from gqa_grader import i18n, linebreak, prose
+from gqa_grader.language import i18n, linebreak, prose
 from gqa_tools import svg
 
 GERMAN = ("Größenänderung der Schlüssel: die Köpfe für Abfragen teilen sich Schlüssel- und "

@@ -10,8 +10,10 @@ import os
 import tempfile
 import unittest
 
-from gqa_grader import grading, i18n, mistakes
-from gqa_grader.tracks import BY_NAME
+from gqa_grader.verdict import grading
+from gqa_grader.language import i18n
+from gqa_grader.expected import mistakes
+from gqa_grader.steps.tracks import BY_NAME
 from tests.helpers import ROOT, heavy
 
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -181,7 +183,7 @@ class Statuses(unittest.TestCase):
                 i18n.use("en")
 
     def test_a_rerun_repeats_the_option_typed_and_the_environments_language(self):
-        from gqa_grader.printing import reproduce
+        from gqa_grader.verdict.printing import reproduce
         for typed in ("--only", "--steps", "--onl"):
             args = self.parsed([typed, "kv_head,5", "--seed", "3"])
             full = "--only" if typed.startswith("--o") else "--steps"
@@ -238,7 +240,7 @@ class Statuses(unittest.TestCase):
         self.assertEqual([(r.name, r.cases) for r in results], [("valid_g", public), ("types", 1)])
 
     def result(self, **fields):
-        from gqa_grader.results import StepResult
+        from gqa_grader.verdict.results import StepResult
         st = BY_NAME[fields.get("name", "kv_head")]
         base = dict(step=st.number, name=st.name, part="lesson", summary=st.summary, status="failed",
                     cases=65, cases_passed=40, public=(35, 60), hidden=(5, 5), message="case 6: wrong",
@@ -253,7 +255,7 @@ class Statuses(unittest.TestCase):
 
     def test_points_beside_a_fail_say_what_they_are(self):
         import argparse
-        from gqa_grader import documents, printing
+        from gqa_grader.verdict import documents, printing
         r = self.result(message="case 6: wrong\nexpected: 1")
         args = argparse.Namespace(case=None, cases=5, all_or_nothing=False)
         text = printing.summary([r], args)

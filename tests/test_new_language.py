@@ -1,4 +1,4 @@
-"""A language is its catalogs and one line of the registry (gqa_grader.i18n.REGISTRY).
+"""A language is its catalogs and one line of the registry (gqa_grader.language.i18n.REGISTRY).
 
 Shown with a pseudo-language made here: every message its English wrapped in marks,
 ⟦like this⟧, a line at a time; two plural forms, as its catalogs' header says; its
@@ -16,7 +16,8 @@ import shutil
 import tempfile
 import unittest
 
-from gqa_grader import catalogs, cli, i18n
+from gqa_grader.language import catalogs, i18n
+from gqa_grader import cli
 from tests.helpers import ROOT, captured, heavy
 from tests.untranslated import others, untranslated, used_ids
 
@@ -38,7 +39,7 @@ def po_string(text):
 def write_catalogs(folder):
     """The pseudo-language's catalogs, folder/xx/LC_MESSAGES/gqa.po and starter.po: the
     message ids of each domain (as another language's catalog holds them), each marked;
-    compiled by the project's own `python -m gqa_grader.catalogs` once registered."""
+    compiled by the project's own `python -m gqa_grader.language.catalogs` once registered."""
     for domain in (i18n.DOMAIN, "starter"):
         _lang, _domain, po, _mo = next(c for c in catalogs.catalogs() if c[:2] == (others()[0], domain))
         with open(po, encoding="utf-8") as f:
@@ -85,7 +86,7 @@ class APseudoLanguage(unittest.TestCase):
         cls.folder = tempfile.mkdtemp(prefix="gqa-language-")
         write_catalogs(cls.folder)
         i18n.register(i18n.Language(CODE, NAME, ("pseudo",), cls.folder))      # the registry's line
-        cls.compiled = captured(catalogs.main, [])                             # python -m gqa_grader.catalogs
+        cls.compiled = captured(catalogs.main, [])                             # python -m gqa_grader.language.catalogs
 
     @classmethod
     def tearDownClass(cls):

@@ -1,4 +1,4 @@
-"""gqa_grader/printing.py: the folder --show names, the points line of one case, and
+"""gqa_grader/verdict/printing.py: the folder --show names, the points line of one case, and
 the command that repeats a run."""
 
 from __future__ import annotations
@@ -8,8 +8,11 @@ import shutil
 import tempfile
 import unittest
 
-from gqa_grader import cli, handout, printing, tracks
-from gqa_grader.results import StepResult
+from gqa_grader import cli
+from gqa_grader.teacher import handout
+from gqa_grader.verdict import printing
+from gqa_grader.steps import tracks
+from gqa_grader.verdict.results import StepResult
 
 
 class ShownFolder(unittest.TestCase):

@@ -1,4 +1,4 @@
-"""The grader's side of a worker (gqa_grader/process.py): whatever the worker sends, or
+"""The grader's side of a worker (gqa_grader/running/process.py): whatever the worker sends, or
 does not send, the grader decides and says why (NeverCrashNeverStall); whatever stalls
 costs its deadline and no more (Stalls); the tools' --module runs in the same worker
 (ToolsThroughTheWorker)."""
@@ -13,7 +13,10 @@ import unittest
 from unittest import mock
 from concurrent.futures import ThreadPoolExecutor
 
-from gqa_grader import checks, cli, grading, process
+from gqa_grader.steps import checks
+from gqa_grader import cli
+from gqa_grader.verdict import grading
+from gqa_grader.running import process
 from tests.helpers import early, heavy, start_early
 from tests.sealed_support import (SOURCE, STARTER, ROOT_POSIX, Copy, main_in, one_document, in_each,
                                   completed, as_run, raised, grade_source)
@@ -83,7 +86,7 @@ class NeverCrashNeverStall(unittest.TestCase):
                            "_child = _os.fork()\n"
                            "if _child == 0:\n    _time.sleep(60)\n    _os._exit(0)\n"
                            "def valid_g(h):\n    raise RuntimeError(f'CHILD{_child}')\n")
-        with mock.patch("gqa_grader.seal.DROP_ROOT", False):     # a worker that may fork
+        with mock.patch("gqa_grader.running.seal.DROP_ROOT", False):     # a worker that may fork
             message = grade_source(source, only=["valid_g"], cases=0)["valid_g"]["message"]
         pid = int(message.split("CHILD", 1)[1].split()[0])
         import time

@@ -18,7 +18,8 @@ import unittest
 from unittest import mock
 
 import gqa
-from gqa_grader import handout, i18n
+from gqa_grader.teacher import handout
+from gqa_grader.language import i18n
 from gqa_tools import cli as gqa_cli
 from gqa_tools import uptraining as gqa_train
 from gqa_tools.report import command as report_command

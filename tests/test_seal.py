@@ -1,4 +1,4 @@
-"""The sealed run (gqa_grader/seal.py, gqa_sandbox) against hostile modules: the module
+"""The sealed run (gqa_grader/running/seal.py, gqa_sandbox) against hostile modules: the module
 in a root of its own, made by each tool found here (Namespaces); every way out tried at
 once, open in the self-check and shut in the sealed run (SealedAsRoot); the one file
 that is graded, read once (WhatIsGraded)."""
@@ -13,8 +13,8 @@ import tempfile
 import unittest
 from unittest import mock
 
-from gqa_grader import failures, process
-from gqa_grader.seal import DEFAULT_BUDGET, LIMITS, Seal, read_module, sandbox_package
+from gqa_grader.running import failures, process
+from gqa_grader.running.seal import DEFAULT_BUDGET, LIMITS, Seal, read_module, sandbox_package
 from tests.helpers import ROOT, early, heavy, start_early
 from tests.sealed_support import (STARTER, ROOT_POSIX, NOT_ROOT, Copy, main_in, one_document,
                                   in_each, completed, as_run, raised, grade_source,
@@ -56,7 +56,7 @@ def _load_grader():                  # the referee, under another name: no name 
         "not_the_grader", _os.path.join(package, "__init__.py"), submodule_search_locations=[package])
     sys.modules["not_the_grader"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sys.modules["not_the_grader"])
-    importlib.import_module("not_the_grader.reference").ref_valid_g(8)
+    importlib.import_module("not_the_grader.expected.reference").ref_valid_g(8)
 
 
 def _plant():
@@ -353,7 +353,7 @@ class SealedAsRoot(unittest.TestCase):
         """The escapes tried in a sealed run, the self-check, and a grader whose worker keeps
         root (what the drop stops is real); and a grader whose worker lies about its drop."""
         copy = Copy(ESCAPES)
-        kept = Copy(ESCAPES, ("seal.py", "DROP_ROOT = True", "DROP_ROOT = False"))
+        kept = Copy(ESCAPES, (os.path.join("running", "seal.py"), "DROP_ROOT = True", "DROP_ROOT = False"))
         try:
             sealed, selfcheck, kept_root = in_each([
                 lambda: copy.run("--sealed", "--json", "--only", "valid_g", "--cases", "0",
@@ -380,10 +380,10 @@ class SealedAsRoot(unittest.TestCase):
         kept_root = source.replace("os.setuid(uid)", "os.setuid(0)").replace(   # nor checks its own drop
             "        w_no_capabilities()\n", "")
         assert kept_root.count("os.setuid(0)") == 1 and "    w_no_capabilities()\n" not in kept_root
-        worker = os.path.join(copy.dir, "gqa_grader", "worker.py")
+        worker = os.path.join(copy.dir, "gqa_grader", "running", "worker.py")
         with open(worker, "w", encoding="utf-8") as f:
             f.write(kept_root)
-        with mock.patch("gqa_grader.seal.HERE", copy.dir), \
+        with mock.patch("gqa_grader.running.seal.HERE", copy.dir), \
                 mock.patch.object(process, "WORKER", worker):
             seal = Seal(sealed=True)
             try:

@@ -11,7 +11,7 @@ import os
 import re
 import unittest
 
-from gqa_grader import i18n
+from gqa_grader.language import i18n
 from tests.helpers import ROOT
 
 WORDS = ("holds", "does not hold", "not resolved")

@@ -1,4 +1,4 @@
-"""gqa_grader.starter: the starter keeps gqa.py's lesson and holds none of its solutions."""
+"""gqa_grader.language.starter: the starter keeps gqa.py's lesson and holds none of its solutions."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import sys
 import tempfile
 import unittest
 
-from gqa_grader import starter
-from gqa_grader.starter import make_starter
+from gqa_grader.language import starter
+from gqa_grader.language.starter import make_starter
 from tests.helpers import ROOT, heavy, run_grader
 
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -141,7 +141,7 @@ class FromGqa(unittest.TestCase):
     def test_in_japanese_every_step_raises_in_japanese_and_is_found_not_started(self):
         # The language is the prose's only: the grader reads the exception's type, never
         # its words, so a student's language changes no verdict.
-        from gqa_grader import handout
+        from gqa_grader.teacher import handout
         folder = tempfile.mkdtemp(prefix="gqa-starter-ja-")
         self.addCleanup(shutil.rmtree, folder)
         path = handout.write_starter(folder, os.path.join(ROOT, "gqa.py"), lang="ja")
@@ -341,7 +341,7 @@ class Rules(unittest.TestCase):
 class TheModule(unittest.TestCase):
 
     def test_standard_library_only_and_no_future_import(self):
-        path = os.path.join(ROOT, "gqa_grader", "starter.py")
+        path = os.path.join(ROOT, "gqa_grader", "language", "starter.py")
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read())
         imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}

@@ -20,7 +20,8 @@ import unittest
 from unittest import mock
 
 import gqa
-from gqa_grader import i18n, reference
+from gqa_grader.language import i18n
+from gqa_grader.expected import reference
 from gqa_tools import cli as gqa_cli
 from gqa_tools import referee
 from gqa_tools.referee import Graded

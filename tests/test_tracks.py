@@ -9,9 +9,11 @@ import os
 import tempfile
 import unittest
 
-from gqa_grader import grading, handout, tracks
-from gqa_grader.checks import STEP_OF
-from gqa_grader.results import scored
+from gqa_grader.verdict import grading
+from gqa_grader.teacher import handout
+from gqa_grader.steps import tracks
+from gqa_grader.steps.checks import STEP_OF
+from gqa_grader.verdict.results import scored
 from tests.helpers import ROOT, heavy
 
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:

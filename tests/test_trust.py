@@ -17,7 +17,7 @@ import sys
 import tempfile
 import unittest
 
-from gqa_grader import failures
+from gqa_grader.running import failures
 from tests.helpers import copy_grader, heavy, run_grader
 
 ROOT_LINUX = sys.platform.startswith("linux") and os.geteuid() == 0
@@ -104,7 +104,7 @@ class GradersFiles(unittest.TestCase):
 
     def test_a_worker_another_user_owns_is_named_and_never_run(self):
         here = Grader(self)
-        worker = os.path.join(here.dir, "gqa_grader", "worker.py")
+        worker = os.path.join(here.dir, "gqa_grader", "running", "worker.py")
         with open(worker, "a", encoding="utf-8") as f:      # what a module as that user would add
             f.write(f"\nopen({os.path.join(here.work, 'ran-as-root')!r}, 'w').close()\n")
         os.chown(worker, 65534, 65534)
@@ -131,7 +131,7 @@ class GradersFiles(unittest.TestCase):
 
 def tools_here():
     """The tools of gqa_sandbox that make namespaces here, as root."""
-    from gqa_grader.seal import sandbox_package
+    from gqa_grader.running.seal import sandbox_package
     package = sandbox_package()
     if package is None or not ROOT_LINUX:
         return []
@@ -190,7 +190,7 @@ class StandardLibraryAlone(unittest.TestCase):
     @unittest.skipUnless(os.name == "posix", "a sealed run needs POSIX")
     def test_a_sealed_run_refuses_when_the_solution_is_installed_in_sight(self):
         from unittest import mock
-        from gqa_grader.seal import Seal, sandbox_package
+        from gqa_grader.running.seal import Seal, sandbox_package
         package = sandbox_package()
         installed = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, installed, True)
@@ -251,9 +251,9 @@ class OneFileInReach(unittest.TestCase):
 REACHES = """
 import hashlib, os, socket, sys
 _found = []
-_places = [os.path.join(__PROJECT__, "gqa.py"), os.path.join(__PROJECT__, "gqa_grader", "reference.py")]
+_places = [os.path.join(__PROJECT__, "gqa.py"), os.path.join(__PROJECT__, "gqa_grader", "expected", "reference.py")]
 _places += [os.path.join(p, n) for p in sys.path + ["/proc/self/fd/" + f for f in os.listdir("/proc/self/fd")]
-            for n in ("gqa.py", os.path.join("gqa_grader", "reference.py"))]
+            for n in ("gqa.py", os.path.join("gqa_grader", "expected", "reference.py"))]
 for _place in _places:
     try:
         with open(_place, "rb") as _f:
@@ -350,7 +350,7 @@ class ToolsSealed(unittest.TestCase):
         self.assertEqual(run.returncode, 2, run.stderr)
         reached = run.stderr.split("REACHED", 1)[1].splitlines()[0]
         secrets = []
-        for name in ("gqa.py", os.path.join("gqa_grader", "reference.py")):
+        for name in ("gqa.py", os.path.join("gqa_grader", "expected", "reference.py")):
             with open(os.path.join(here.dir, name), "rb") as f:
                 secrets.append(hashlib.sha256(f.read()).hexdigest())
         for secret in secrets:

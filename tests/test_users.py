@@ -1,4 +1,4 @@
-"""The worker's users (gqa_grader/users.py, cleanup.py): as root, every worker runs as a
+"""The worker's users (gqa_grader/running/users.py, cleanup.py): as root, every worker runs as a
 uid drawn for its run, and every process of that uid is killed at the end (NeverAsRoot)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import tempfile
 import unittest
 from unittest import mock
 
-from gqa_grader import failures, process
-from gqa_grader.seal import Seal
+from gqa_grader.running import failures, process
+from gqa_grader.running.seal import Seal
 from tests.helpers import ROOT, early, heavy, start_early
 from tests.sealed_support import STARTER, ROOT_POSIX, NOT_ROOT, Copy, grade_source, outside_namespaces
 
@@ -203,7 +203,7 @@ class NeverAsRoot(unittest.TestCase):
             os.chmod(top, 0o777)                           # world-writable, not sticky
             inner = os.path.join(top, "a", "b")
             os.makedirs(inner, mode=0o755)
-            with mock.patch("gqa_grader.seal.HERE", private), outside_namespaces():
+            with mock.patch("gqa_grader.running.seal.HERE", private), outside_namespaces():
                 with self.assertRaisesRegex(failures.Refused, f"could write into {top}, above"):
                     Seal(sealed=True, out=os.path.join(inner, "results.json"))
                 os.chmod(top, 0o1777)                      # sticky and root's, as /tmp is
@@ -223,12 +223,12 @@ class NeverAsRoot(unittest.TestCase):
             grader = os.path.join(top, "share", "grader")
             os.makedirs(grader, mode=0o700)
             os.chmod(os.path.dirname(grader), 0o755)
-            with mock.patch("gqa_grader.seal.HERE", grader), outside_namespaces():
+            with mock.patch("gqa_grader.running.seal.HERE", grader), outside_namespaces():
                 with self.assertRaisesRegex(failures.Refused, f"^{top} could be written by a user other "
                                                               f"than root"):   # any user, the worker's too
                     Seal(sealed=True)
             os.chmod(top, 0o1777)                          # sticky and root's, as /tmp is
-            with mock.patch("gqa_grader.seal.HERE", grader), outside_namespaces():
+            with mock.patch("gqa_grader.running.seal.HERE", grader), outside_namespaces():
                 seal = Seal(sealed=True)
             try:
                 os.chmod(top, 0o777)

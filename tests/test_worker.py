@@ -1,4 +1,4 @@
-"""The worker (gqa_grader/worker.py) and what it sends: a file of its own, run as a
+"""The worker (gqa_grader/running/worker.py) and what it sends: a file of its own, run as a
 script (WorkerCode); what it sends bounded before the grader builds anything from it
 (TheGradersMemory, Blocked), and every string from it escaped when printed or written
 (WhatTheWorkerSays)."""
@@ -12,8 +12,10 @@ import tempfile
 import unittest
 from unittest import mock
 
-from gqa_grader import cli, compare, failures, process
-from gqa_grader import worker as worker_program
+from gqa_grader import cli
+from gqa_grader.running import values
+from gqa_grader.running import failures, process
+from gqa_grader.running import worker as worker_program
 from tests.helpers import ROOT, early, heavy, run_grader, start_early
 from tests.sealed_support import (STARTER, Copy, main_in, one_document, in_each, completed, as_run,
                                   raised, grade_source)
@@ -128,7 +130,7 @@ class WorkerCode(unittest.TestCase):
             deep = [deep]
         encoded = json.dumps(worker_program.w_enc(deep))
         self.assertIn('"$other": "nesting"', encoded)
-        self.assertEqual(compare.decode(worker_program.w_enc((1, [2.0]))), (1, [2.0]))
+        self.assertEqual(values.decode(worker_program.w_enc((1, [2.0]))), (1, [2.0]))
 
 
 def forging(lines_expr):

@@ -5,7 +5,7 @@ found in the run's output, that the language's own catalogs do not write themsel
 in Latin letters, and none of its words is a message id's.
 
 The languages a test loops over come from the registry too (others()): a language
-added to gqa_grader.i18n.REGISTRY is checked by every such test."""
+added to gqa_grader.language.i18n.REGISTRY is checked by every such test."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import glob
 import os
 import re
 
-from gqa_grader import catalogs, i18n, tracks
+from gqa_grader.language import catalogs, i18n
+from gqa_grader.steps import tracks
 from tests.helpers import ROOT
 
 
@@ -29,7 +30,7 @@ def used_ids():
     """(msgid, plural) of every message the grader and the tools ask for: their code's _()
     and ngettext() texts (gqa_grader's, then gqa_tools': a student's report and tables),
     and the step summaries and reasons the grader translates as it prints."""
-    ids = catalogs.messages(sorted(glob.glob(os.path.join(ROOT, "gqa_grader", "*.py")))
+    ids = catalogs.messages(sorted(glob.glob(os.path.join(ROOT, "gqa_grader", "**", "*.py"), recursive=True))
                             + sorted(glob.glob(os.path.join(ROOT, "gqa_tools", "**", "*.py"), recursive=True)))
     for st in tracks.ALL_STEPS:
         for text in (st.summary, st.why):

@@ -21,14 +21,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import gqa
-from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _
 from gqa_tools import uptraining as training
 from gqa_tools.referee import PROJECT, STEPS, Graded, Handout, failed_steps, graded, module_missing, sealed, step_name
 from gqa_tools.report import measuring
 from gqa_tools.report.lab import Lab, Watch, handout_track
 from gqa_tools.report.sections import (HANDOUT_SECTIONS, STUDENT_SECTIONS, TRAINING_SECTION, Part, build_part,
-                                      build_parts, not_computed, section_header)
+                                       build_parts, not_computed, section_header)
 from gqa_tools.report.settings import Config
 
 

@@ -14,8 +14,8 @@ import sys
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import gqa
-from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _
 from gqa_tools.language import chosen_lang, speaking
 from gqa_tools.options import MAX_JOBS, add_int_options, given, int_options, progress_line
 from gqa_tools.referee import LAB, Handout, handout, module_missing

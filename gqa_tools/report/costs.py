@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, List, NamedTuple, Tuple
 
-from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _
 from gqa_tools.counts import BLOCK_PARTS, block_bars, block_markdown, block_rows, multiplies_markdown
 from gqa_tools.formats import bar_chart, fmt, human_bytes, markdown_table
 from gqa_tools.report import figures as draw

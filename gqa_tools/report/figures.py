@@ -9,7 +9,7 @@
 Drawn with gqa_tools.svg's pieces, and like them the same to the byte on
 every run; they know nothing of attention but the numbers they are given.
 The sections call them with the numbers of the table they put beside each.
-Their words are the catalog's templates (gqa_grader.i18n), in the language
+Their words are the catalog's templates (gqa_grader.language.i18n), in the language
 of the report: a student's in theirs, the project's in English.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence, Tuple
 
-from gqa_grader.i18n import _, ngettext, sentences
+from gqa_grader.language.i18n import _, ngettext, sentences
 from gqa_tools.svg import (BACKGROUND, MUTED, PALETTE, Axes, Figure, Style, Ticks, categories, nice_ticks, style,
                            text_width)
 

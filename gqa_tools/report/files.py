@@ -14,7 +14,7 @@ import tempfile
 from typing import List, Optional, Sequence, Tuple
 
 import gqa
-from gqa_grader.i18n import _, ngettext
+from gqa_grader.language.i18n import _, ngettext
 from gqa_tools.referee import PROJECT
 
 

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools.referee import step_name
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Generator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools import uptraining as training
 from gqa_tools.counts import project
 from gqa_tools.seeds import rng_for, seed_for

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools import uptraining as training
 from gqa_tools.formats import bar_chart, fmt, markdown_table
 from gqa_tools.report.lab import Lab, Missing, need

@@ -14,7 +14,7 @@ import re
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
-from gqa_grader.i18n import N_, _
+from gqa_grader.language.i18n import N_, _
 from gqa_tools.referee import Handout
 from gqa_tools.report.costs import (section_block, section_cache, section_decoding, section_multiplies,
                                     section_what_g_is)

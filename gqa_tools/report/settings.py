@@ -9,8 +9,8 @@ from __future__ import annotations
 import shlex
 from typing import NamedTuple, Optional
 
-from gqa_grader import i18n
-from gqa_grader.i18n import N_
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import N_
 
 
 class Config(NamedTuple):

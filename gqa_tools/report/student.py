@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Tuple
 
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools import uptraining as training
 from gqa_tools.formats import bar_chart, fmt, markdown_table
 from gqa_tools.referee import Handout, step_name

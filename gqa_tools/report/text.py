@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Tuple
 
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools.formats import fmt
 from gqa_tools.report.lab import Lab
 from gqa_tools.report.measuring import Spread

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from gqa_grader import i18n
-from gqa_grader.i18n import _, sentences
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _, sentences
 from gqa_tools import uptraining as training
 from gqa_tools.formats import bar, markdown_table
 from gqa_tools.report import figures as draw

@@ -21,7 +21,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gqa import GQAError
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools.sizer.families import FAMILIES, WRAPPERS, Family
 from gqa_tools.sizer.fields import OVERRULED, Keys, cannot, show
 from gqa_tools.sizer.kinds import KNOWN_WITHOUT_ROW

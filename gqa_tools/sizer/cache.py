@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Dict, NamedTuple, Optional, Sequence
 
 from gqa import GQAError
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools.sizer.rules import LayerGroup
 from gqa_tools.sizer.shape import ModelShape
 from gqa_tools.sizer.units import dtype_bytes

@@ -24,8 +24,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gqa
 from gqa import GQAError
-from gqa_grader import i18n
-from gqa_grader.i18n import N_, _, ngettext
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import N_, _, ngettext
 from gqa_tools.formats import human_bytes, text_table
 from gqa_tools.language import chosen_lang, speaking
 from gqa_tools.sizer.files import INDEX, checkpoint_bytes, config_path

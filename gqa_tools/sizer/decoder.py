@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from gqa import GQAError
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools.sizer.families import FAMILIES, Family
 from gqa_tools.sizer.fields import (HIDDEN, LAYERS, QUERY_HEADS, Keys, attention_sizes, cannot,
                                     check_divides, head_dim_of, show)

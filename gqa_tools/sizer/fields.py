@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gqa
 from gqa import GQAError
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 
 # The spellings real configs use, in the order they are tried.
 QUERY_HEADS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "decoder_attention_heads",

@@ -12,7 +12,7 @@ import os
 from typing import Any, Dict, Tuple
 
 from gqa import GQAError
-from gqa_grader.i18n import N_, _
+from gqa_grader.language.i18n import N_, _
 from gqa_tools.sizer.fields import show
 from gqa_tools.sizer.units import MAX_BYTES
 

@@ -14,7 +14,7 @@ import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from gqa import GQAError
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools.sizer.families import Family
 from gqa_tools.sizer.fields import (DECODER_HEAD_DIM, DECODER_HEADS, DECODER_KV_HEADS, DECODER_LAYERS, HIDDEN,
                                     LAYERS, QUERY_HEADS, SOURCE, Keys, agree, check_divides, kv_heads_of)

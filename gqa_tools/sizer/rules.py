@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional, Tuple
 
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 
 # ---------------------------------------------------------------------------
 # What a layer caches: each group of layers follows one rule.

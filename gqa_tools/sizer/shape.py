@@ -13,8 +13,8 @@ import os
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import gqa
-from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _
 from gqa_tools.sizer.accounting import account_config
 from gqa_tools.sizer.decoder import read_decoder
 from gqa_tools.sizer.families import ALIASES, FAMILIES, MLP_MATRICES, WRAPPERS

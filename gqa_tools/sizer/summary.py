@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import gqa
 from gqa import GQAError
-from gqa_grader.i18n import N_, _
+from gqa_grader.language.i18n import N_, _
 from gqa_tools.sizer.cache import (cache_bytes, decode_roofline, device_cache_bytes, max_requests,
                                    per_position, tensor_parallel)
 from gqa_tools.sizer.rules import RULES

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from gqa import GQAError
-from gqa_grader.i18n import N_, _
+from gqa_grader.language.i18n import N_, _
 
 # Bytes per stored value, by the names configs and serving engines use.
 DTYPE_BYTES = {"fp32": 4, "float32": 4, "fp16": 2, "float16": 2, "bf16": 2, "bfloat16": 2,

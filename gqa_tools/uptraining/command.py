@@ -32,8 +32,8 @@ import os
 import sys
 from typing import Any, Sequence
 
-from gqa_grader import i18n
-from gqa_grader.i18n import _
+from gqa_grader.language import i18n
+from gqa_grader.language.i18n import _
 from gqa_tools.language import chosen_lang, speaking
 from gqa_tools.options import MAX_JOBS, given, progress_line
 from gqa_tools.referee import PROJECT, failing_steps, module_missing, sealed

@@ -72,7 +72,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
-from gqa_grader.i18n import N_
+from gqa_grader.language.i18n import N_
 from gqa_tools.seeds import seed_for
 from gqa_tools.uptraining.model import Adam, Model, carried, copy_model, evaluate, init_model, parameters, train
 from gqa_tools.uptraining.recipe import CONVERSIONS, TASKS, Recipe

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from gqa_grader.i18n import N_, _, sentences
+from gqa_grader.language.i18n import N_, _, sentences
 from gqa_tools.formats import text_table
 from gqa_tools.uptraining.claims import (baseline, carried_cell, cell, half_within, ordering_held, pretrained_at,
                                          recovered, scratch_cell, stats, verdicts)

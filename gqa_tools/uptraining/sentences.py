@@ -1,6 +1,6 @@
 """gqa_tools.uptraining.sentences: the findings, each claim with its interval and verdict.
 
-Each sentence is one template with named fields (gqa_grader.i18n), filled
+Each sentence is one template with named fields (gqa_grader.language.i18n), filled
 with what gqa_tools.uptraining.claims read from a result and what
 gqa_tools.statistics decides of it: a number as mean ± sd [95 % interval of
 the mean], a count of seeds as k/K [95 % Wilson interval], a claim as
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Sequence, Tuple
 
-from gqa_grader.i18n import N_, _, ngettext, sentences
+from gqa_grader.language.i18n import N_, _, ngettext, sentences
 from gqa_tools.statistics import Stats, wilson
 from gqa_tools.uptraining.claims import pretrained_at, same_cache_wins, stats
 

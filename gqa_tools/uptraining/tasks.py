@@ -21,7 +21,7 @@ import math
 from typing import NamedTuple
 
 import gqa
-from gqa_grader.i18n import _
+from gqa_grader.language.i18n import _
 from gqa_tools.seeds import rng_for
 from gqa_tools.uptraining.recipe import TASKS, Recipe
 

@@ -1,0 +1,173 @@
+"""What every check uses: a Step, how a check is registered, a case's random
+stream, the (h, g) it draws, and reading what the module returned.
+
+A check is called once per case as check(module, case, rng): module is the
+module under test as this case sees it (exchange.Case: each call goes to the
+worker and is written down as Python, so a failure shows it), case the case's
+number, rng its random stream (a Draw); it raises Failure on a wrong answer.
+Each step has systematic cases (the same on every run: every (h, g) with h <=
+16, causal on and off, the edge cases, the refusals its docstring states), then
+random ones drawn from random.Random(f"{step}:{seed}:{case}").  The expected
+values come from the reference, computed from the grader's own copy of the
+inputs.  The checks are in heads.py, layer.py, counting.py, decoding.py and
+backward.py, a module per part of the lab; checks.py puts them in order.
+"""
+
+import random
+import re
+
+from ..expected.answers import ref_valid_g
+from ..expected.inputs import rand_tensor
+from ..language.i18n import ngettext
+from ..running.failures import Failure
+from ..running.values import Record, _short, kind
+
+
+# ---------------------------------------------------------------------------
+# A Step per graded part, and the decorator that registers a lesson step's check.
+# ---------------------------------------------------------------------------
+
+class Step:
+    """One graded part.  part: "lesson" (a step of the lab: one public function of gqa.py)
+    or "robustness" (the module's other rules, a kind at a time: its cases are its
+    subjects, the lesson steps' functions, each once with the public seed and once with
+    the run's)."""
+
+    def __init__(self, number, name, summary, systematic, fn, needs=(), touches=(), why="",
+                 part="lesson", subjects=()):
+        self.number, self.name, self.summary = number, name, summary
+        self.systematic, self.fn = systematic, fn
+        self.needs, self.touches, self.why = tuple(needs), tuple(touches), why
+        self.part, self.subjects = part, tuple(subjects)
+
+
+PUBLIC_CASES = 5        # public random cases per lesson step, after the systematic ones
+
+
+class Draw(random.Random):
+    """A case's random stream; hidden: whether the case is a hidden one (drawn from the
+    run's seed), whose integer inputs come from a space the public cases do not cover."""
+
+    def __new__(cls, key, hidden=False):          # Random's own takes one argument (3.10)
+        return super().__new__(cls, key)
+
+    def __init__(self, key, hidden=False):
+        super().__init__(key)
+        self.hidden = hidden
+
+
+def step_into(steps):
+    """The decorator that registers a lesson step's check in steps, its part's list:
+    `step = step_into(STEPS)`, then `@step(number, name, summary, systematic, ...)`."""
+
+    def step(number, name, summary, systematic, needs=(), touches=(), why="", agrees=None):
+        """Register a lesson step's check.  needs: the later steps whose functions it calls
+        too; touches: the earlier steps a student goes back to for it, and why.  One more
+        systematic case may follow the check's own: agrees(module, rng), the module's own
+        functions agreeing with each other (no reference in it, so a handout checks it as
+        the teacher's run does).  The check sees its random cases numbered from systematic
+        on, whatever came between."""
+        extra = [agrees] if agrees else []
+
+        def register(fn):
+            def check(module, case, rng):
+                if systematic <= case < systematic + len(extra):
+                    return extra[case - systematic](module, rng)
+                return fn(module, case - len(extra) if case > systematic else case, rng)
+            steps.append(Step(number, name, summary, systematic + len(extra), check, needs, touches, why))
+            return fn
+        return register
+    return step
+
+
+ALL_HG = [(h, g) for h in range(1, 17) for g in ref_valid_g(h)]     # every (h, g) with h <= 16
+
+
+def draw_hg(case, rng, wide=False):
+    """The systematic (h, g) pairs first, in order, then random ones; a hidden case
+    draws a grouping proper (draw_grouping)."""
+    if rng.hidden:
+        return draw_grouping(rng, wide)
+    if case < len(ALL_HG):
+        return ALL_HG[case]
+    h = rng.randint(1, 16)
+    return h, rng.choice(ref_valid_g(h))
+
+
+def proper_g(h):
+    """The g of a grouping proper of h, 1 < g < h (none for h prime): counted here,
+    not asked of the reference, whose answers a handout holds for public cases only."""
+    return [g for g in range(2, h) if h % g == 0]
+
+
+# The h that have a grouping proper: public cases' sizes, and hidden ones' of a
+# step whose answer is an integer (wide), which no public case has.
+GROUPABLE = [h for h in range(4, 17) if proper_g(h)]
+GROUPABLE_WIDE = [h for h in range(17, 33) if proper_g(h)]
+
+
+def draw_grouping(rng, wide=False):
+    """A hidden case's (h, g): always 1 < g < h, where GQA's answer differs from MHA's,
+    MQA's, a strided grouping's (i % g) and a tiled repeat's, so that points go to the
+    grouping alone (MHA and MQA have their systematic public cases).  wide: h from 17
+    to 32, so that an integer answer cannot be looked up in the public cases."""
+    h = rng.choice(GROUPABLE_WIDE if wide else GROUPABLE)
+    return h, rng.choice(proper_g(h))
+
+
+def bad_g(h, rng):
+    """A g that breaks the rule for h: a non-divisor when h has one, else out of range."""
+    return rng.choice([g for g in range(2, h) if h % g] or [0, h + 1, -1])
+
+
+def fields_of(got, what, record, names, call=None):
+    """The fields of a record the module returned, in order; a Failure if it is not one.
+    what: the call ("fold_weights(w, 2)": it must return one) or a part ("each row's ratio",
+    translated); call: whether what is a call, by default whether it ends in ")" (give it
+    for a translated what)."""
+    if not isinstance(got, Record):
+        if what.endswith(")") if call is None else call:
+            text = ngettext("{call} must return a {record} record (with the field {fields}); "
+                            "got {kind}: {value}",
+                            "{call} must return a {record} record (with the fields {fields}); "
+                            "got {kind}: {value}", len(names))
+        else:
+            text = ngettext("{call} must be a {record} record (with the field {fields}); "
+                            "got {kind}: {value}",
+                            "{call} must be a {record} record (with the fields {fields}); "
+                            "got {kind}: {value}", len(names))
+        raise not_a_record(text, what, record, names, got)
+    return [getattr(got, name) for name in names]
+
+
+def not_a_record(text, what, record, names, got):
+    """The Failure of a value that is not the record asked for: text, a translated
+    sentence with the fields {call}, {record}, {fields}, {kind} and {value}."""
+    return Failure(text.format(call=what, record=record, fields=", ".join(names), kind=kind(got),
+                               value=_short(got)))
+
+
+def not_tuples(t, where=""):
+    """Where in t a sequence is not a tuple ("[0][1]", "" for t itself), or None."""
+    if not isinstance(t, tuple):
+        return where
+    for i, x in enumerate(t):
+        if not isinstance(x, (int, float)):
+            found = not_tuples(x, f"{where}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+def eval_at(t, where):
+    """t[i][j]... for where = "[i][j]..."."""
+    for i in re.findall(r"\[(\d+)\]", where):
+        t = t[int(i)]
+    return t
+
+
+def ragged(rng, rows, cols):
+    """A matrix whose last row is one value short (or long): ragged rows, to be refused."""
+    m = rand_tensor(rng, rows, cols)
+    m[-1] = m[-1][:-1] if cols > 1 else m[-1] + [0.5]
+    return m

@@ -1,0 +1,223 @@
+"""What a class's gradebook keeps, read back as a spreadsheet may have saved it, and the
+files written beside it.
+
+A teacher opens grades.csv in Excel, LibreOffice or Google Sheets and saves it: the
+file may come back with a byte-order mark, CRLF line ends, cells quoted or not, a
+semicolon for a comma, in the spreadsheet's own encoding, and with the 18-digit seed
+written as 4.77997E+17.  So the gradebook is what the run writes, never what it
+trusts: the class's record, STEM-class.json beside it (no spreadsheet opens it), keeps
+the seed and, for each submission graded, the seed it was graded with and its seconds.
+A run goes on from the record; from the gradebook alone (a gradebook of grader 4.1)
+only when its seed is exact, and otherwise it stops and says why (seed_problem()).
+
+Beside the gradebook, each rewritten whole as a row is added:
+
+- STEM-class.json, the record;
+- STEM-canvas.csv, Canvas's grade import: the columns Student, ID, SIS User ID,
+  SIS Login ID and Section, then one column of points, named after the lab (the
+  columns Canvas's gradebook export has and its import reads: Instructure's guide
+  "How do I import grades in the Gradebook?");
+- STEM-moodle.csv, Moodle's CSV grade import (Grades > Import > CSV file): a header
+  row, a column that identifies the student (mapped on import to the username or ID
+  number), and a column of points (mapped to the grade item);
+- STEM-statistics.txt, the class's statistics: what the run prints at its end.
+
+In both exports a student with no submission has a blank, not a 0: an LMS reads a
+blank as "no grade" and a 0 as a grade.
+"""
+
+import csv
+import io
+import json
+import os
+import re
+
+from ..language.i18n import _
+from ..running.atomic import write_atomically
+from .submissions import decoded
+
+RECORD_FORMAT = 1
+ASSIGNMENT = "gqa lab"          # the exports' column of points: the assignment's name
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+BESIDE = ("class.json", "canvas.csv", "moodle.csv", "statistics.txt", "copies.txt")
+
+
+def beside(path, suffix):
+    """The file named STEM-suffix beside the gradebook at path."""
+    return os.path.splitext(path)[0] + "-" + suffix
+
+
+# ---------------------------------------------------------------------------
+# The gradebook, read as a spreadsheet saved it.
+# ---------------------------------------------------------------------------
+
+def read_gradebook(path):
+    """{submission: row} of a gradebook written before ({} when there is none, or when it
+    is no CSV): comma, semicolon or tab between cells, quoted or not, any line ends.  A
+    cell that a spreadsheet kept with the ' the gradebook wrote before a formula's first
+    character, or dropped it, reads the same: the key is the cell without it."""
+    try:
+        with open(path, "rb") as f:
+            text = decoded(f.read(64 << 20))
+    except OSError:
+        return {}
+    first = text.split("\n", 1)[0]
+    delimiter = max(",;\t", key=first.count)
+    try:
+        rows = list(csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter))
+    except csv.Error:
+        return {}
+    book = {}
+    for row in rows:
+        row = {(k or "").strip(): (v or "").strip() for k, v in row.items() if isinstance(v, str)}
+        if row.get("submission"):
+            book[unquoted(row["submission"])] = row
+    return book
+
+
+def unquoted(text):
+    """A cell's text without the ' that keeps a spreadsheet from reading it as a formula."""
+    return text[1:] if text[:2] in ("'=", "'+", "'-", "'@") else text
+
+
+SEED = re.compile(r"\d{1,19}")
+
+
+def exact_seed(text):
+    """The seed a gradebook's cell holds when it holds it exactly, else None: digits only
+    (4.77997E+17, 4.78E17 and 477997000000000000.0 are a spreadsheet's rounding), and
+    not an 18-digit number ending in the zeros that a spreadsheet's 15 significant
+    digits leave (477997123456789000)."""
+    text = (text or "").strip()
+    if not SEED.fullmatch(text):
+        return None
+    if len(text) > 15 and set(text[15:]) == {"0"}:
+        return None
+    return int(text)
+
+
+def rounded_from(text, seed):
+    """Whether a cell a spreadsheet wrote (4.77997E+17, 477997123456789000) is seed rounded
+    to the cell's significant digits: with no record, a row graded with --seed's seed is
+    known by it (two seeds of 18 digits share 6 leading digits once in a million)."""
+    text = (text or "").strip().replace(",", ".")
+    mantissa = re.split(r"[eE]", text)[0].lstrip("+-").replace(".", "").lstrip("0").rstrip("0")
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    digits = max(1, len(mantissa))
+    return value == float(f"{seed:.{digits - 1}e}")
+
+
+def seed_problem(rows, record_path):
+    """(the seed of a gradebook written before, or None; why it cannot be used, or None),
+    for a gradebook with no record beside it."""
+    cells = sorted({row.get("seed", "") for row in rows.values() if row.get("seed")})
+    if not cells:
+        return None, None
+    seeds = {exact_seed(c) for c in cells}
+    if len(cells) == 1 and None not in seeds:
+        return seeds.pop(), None
+    shown = _(", ").join(cells[:3])
+    return None, _("the gradebook's seed column reads {cells}, which is not one seed written "
+                   "exactly (a spreadsheet writes an 18-digit number rounded, as 4.77997E+17), and "
+                   "{record}, which keeps it, is not beside it; give the class's seed with --seed "
+                   "(the first line of each run's summary printed it), or move the gradebook away to "
+                   "grade the class anew with a new seed").format(
+                       cells=shown, record=os.path.basename(record_path))
+
+
+# ---------------------------------------------------------------------------
+# The class's record: the seed, and what each submission was graded with.
+# ---------------------------------------------------------------------------
+
+def read_record(path):
+    """The record at path as written ({"seed": int, "graded": {key: {...}}}), or None
+    when there is none or it is not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or type(doc.get("seed")) is not int:
+        return None
+    graded = doc.get("graded")
+    doc["graded"] = {k: v for k, v in graded.items() if isinstance(v, dict)} if isinstance(graded, dict) else {}
+    return doc
+
+
+def write_record(path, seed, grader, graded):
+    """The record, whole: json escapes a name's bytes that are not UTF-8 (\\udcff)."""
+    doc = {"format": RECORD_FORMAT, "seed": seed, "grader": grader,
+           "graded": {k: graded[k] for k in sorted(graded)}}
+    write_atomically(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8"), 0o600)
+
+
+# ---------------------------------------------------------------------------
+# The exports, for an LMS.
+# ---------------------------------------------------------------------------
+
+def _csv(header, rows, cell):
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([cell(v) for v in row])
+    return text.getvalue().encode("utf-8")
+
+
+def exported(rows):
+    """(student, name, points or "") of each row: blank for a student with no submission."""
+    return [(r["student"], r["name"], "" if r.get("absent") else r["score"]) for r in rows]
+
+
+def write_exports(path, rows, cell):
+    """STEM-canvas.csv and STEM-moodle.csv beside the gradebook at path, in the gradebook's
+    order.  cell() makes each value safe to open in a spreadsheet (classroom.cell)."""
+    marks = exported(rows)
+    canvas = [(name or student, "", student, "", "", points) for student, name, points in marks]
+    write_atomically(beside(path, "canvas.csv"), _csv(CANVAS_COLUMNS + (ASSIGNMENT,), canvas, cell))
+    write_atomically(beside(path, "moodle.csv"), _csv(("student", "name", ASSIGNMENT), marks, cell))
+
+
+# ---------------------------------------------------------------------------
+# The class's statistics: printed at the end, and written beside the gradebook.
+# ---------------------------------------------------------------------------
+
+def _bar(share, width=30):
+    return "#" * round(width * share)
+
+
+def pass_rates(graded, steps, weights):
+    """A line per step: how many of the graded passed it whole, and the share of its points
+    the class earned, partial credit counted (a step's points are the share of its hidden
+    cases passed), with a bar of that share."""
+    names = max(len(st.name) for st in steps)
+    lines = [_("pass rate per step, of the {count} graded (passed whole; then the points earned, "
+               "partial credit counted):").format(count=len(graded))]
+    for st in steps:
+        column = f"{st.number} {st.name}"
+        passed = sum(st.name in r["passed"] for r in graded)
+        most = weights[st.name] * len(graded)
+        share = sum(float(r.get(column) or 0) for r in graded) / most if most else 1.0
+        lines.append(_("  step {step} {name} {passed}/{graded} {rate} {points} {bar}").format(
+            step=f"{st.number:>2}", name=f"{st.name:<{names}}", passed=f"{passed:>4}",
+            graded=f"{len(graded):<4}", rate=f"{passed / len(graded):>4.0%}", points=f"{share:>4.0%}",
+            bar=_bar(share)))
+    return lines
+
+
+def histogram(graded, most):
+    """Scores as a share of the most points, in tenths (100% a bar of its own)."""
+    bins = [0] * 11
+    for r in graded:
+        share = float(r["score"]) / most if most else 1.0
+        bins[10 if share >= 1 else min(9, int(share * 10))] += 1
+    top = max(bins) or 1
+    lines = [_("scores, out of {most} points:").format(most=f"{most:g}")]
+    for i in range(10, -1, -1):
+        label = "100%" if i == 10 else f"{10 * i}-{10 * i + 9}%"
+        bar = "#" * -(-30 * bins[i] // top) if bins[i] else ""
+        lines.append(f"  {label:>7} {bar:<30} {bins[i]}")
+    return lines
