@@ -212,7 +212,10 @@ def _shard_of(name, n):
 def heavy(cls):
     """Class decorator: under GQA_TEST_SHARD="k/n" the class runs only in its own shard."""
     shard = os.environ.get("GQA_TEST_SHARD")
-    name = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+    module = cls.__module__
+    if module == "__main__":                         # python -m tests.test_x: its own name
+        module = getattr(sys.modules["__main__"].__spec__, "name", module)
+    name = f"{module.rsplit('.', 1)[-1]}.{cls.__name__}"
     if not shard:
         _shard_of(name, 1)                           # every heavy class is in the plan
         return cls
