@@ -14,8 +14,8 @@ import time
 
 from .expected.answers import HANDOUT
 from .expected.compare import ABS_TOL, REL_TOL
-from .language.i18n import (LANGUAGES, N_, _, from_environment, help_wrapped, how_to_change, lang_option,
-                            lang_values, listed, meant_lang, ngettext, use, default as i18n_default)
+from .language.i18n import (LANGUAGES, N_, _, default as i18n_default, help_wrapped, how_to_change,
+                            lang_option, lang_values, listed, meant_lang, ngettext, use)
 from .running.atomic import write_atomically
 from .running.failures import Refused
 from .running.process import DEFAULT_TIMEOUT

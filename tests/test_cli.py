@@ -14,7 +14,7 @@ import sys
 import tempfile
 import unittest
 
-from gqa_grader.steps import checking, checks
+from gqa_grader.steps import checking, checks, tracks
 from gqa_grader.verdict import grading
 from gqa_grader.language import i18n
 from tests.helpers import ROOT, early, heavy, start_early
@@ -179,7 +179,7 @@ class OneDocument(unittest.TestCase):
         finally:
             shutil.rmtree(folder)
         self.assertEqual([run.returncode for run in runs], [0, 0, 0, 2])
-        self.assertEqual([s["name"] for s in docs[0]["steps"]], checks.check_names() + ["types", "refusals", "extremes"])
+        self.assertEqual([s["name"] for s in docs[0]["steps"]], tracks.LESSON + tracks.ROBUSTNESS)
         self.assertEqual(docs[1]["starter"], os.path.join(folder, "gqa.py"))
         self.assertEqual(docs[2]["autograder"], os.path.join(folder, "autograder.zip"))
         self.assertIn("cannot write the starter", docs[3]["error"])

@@ -432,7 +432,7 @@ class Mutants(unittest.TestCase):
                 continue
             for step in steps_of(step):
                 with self.subTest(mutant=name, step=step):
-                    self.assertIn(step, checks.check_names())
+                    self.assertIn(step, tracks.LESSON)
                     self.assertIn(step, list(results))
                     self.assertEqual(results[step]["status"], "failed", f"{name}: step {step} passed")
                     self.assertTrue(results[step]["message"])
@@ -697,7 +697,7 @@ class CommandLine(unittest.TestCase):
     def test_list_quiet_and_usage_errors(self):
         listed = main_run("--list")
         self.assertEqual([line.split()[2] for line in listed.stdout.splitlines()],
-                         checks.check_names() + ["types", "refusals", "extremes"])
+                         tracks.LESSON + tracks.ROBUSTNESS)
         quiet = Run(*early(self.runs)["quiet"])
         self.assertEqual(quiet.stdout.strip().splitlines()[-1], "2 passed, 0 failed")
         by_number = Run(*early(self.runs)["by number"])

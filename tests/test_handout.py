@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import unittest
 
-from gqa_grader.steps import checks
+from gqa_grader.steps import checks, tracks
 from gqa_grader import cli
 from gqa_grader.verdict import grading, printing
 from gqa_grader.teacher import handout, selfcheck
@@ -338,7 +338,7 @@ class Starter(unittest.TestCase):
         # The first six steps filled in with gqa.py's own code (and its private helpers).
         run = Run(*early(self.runs)["half"])
         self.assertEqual([line.split()[3] for line in run.stdout.splitlines() if " PASS " in line],
-                         sorted(self.DONE, key=checks.check_names().index))
+                         sorted(self.DONE, key=tracks.LESSON.index))
         self.assertIn(f"6 of {len(checks.STEPS)} steps done; next: step 7, single_head_attention", run.stdout)
         self.assertRegex(run.stdout, r"step  7  ----  single_head_attention +not started")
 

@@ -3,8 +3,8 @@
 In the grader this module hands on the reference's functions (reference.py).  A
 student's handout (python grader.py --handout DIR) holds no reference: there, each
 ref_ function and RefKVCache give back what the reference answered, for the same
-inputs, when the handout was made (answers.json beside this file, written by
-record()).  The handout grades the public cases only: their inputs come from the
+inputs, when the handout was made (gqa_grader/answers.json, written by
+selfcheck.record()).  The handout grades the public cases only: their inputs come from the
 fixed public seed, so they are the very inputs recorded.  A call with other inputs
 has no recorded answer, and the case fails saying so.
 
@@ -24,38 +24,6 @@ from ..language.i18n import _
 from ..running.failures import Failure
 from .inputs import Counter
 
-NAMES = ("ref_valid_g", "ref_method_name", "ref_kv_head", "ref_group_heads", "ref_fold_kv_mean",
-         "ref_repeat_kv", "ref_single_head_attention", "ref_attention", "ref_grouped_attention",
-         "ref_init_weights", "ref_fold_weights", "ref_prepare_weights", "ref_layer",
-         "ref_output_difference", "ref_kv_cache_elements", "ref_attention_multiplies",
-         "ref_block_multiplies", "ref_cache_table", "ref_multiplies_table", "ref_count_multiplies",
-         "ref_decode_step", "ref_decode_traffic", "ref_grouped_attention_backward",
-         "ref_layer_backward")
-# The misconceptions that shadow a reference function (reference.py's mis_ functions,
-# with its signature): mistakes.py's key of each, and the function giving its answer.
-SHADOWS = {
-    "ref_kv_head": (("strided", "mis_kv_head_strided"),),
-    "ref_group_heads": (("strided", "mis_group_heads_strided"),),
-    "ref_fold_kv_mean": (("sum", "mis_fold_sum"), ("first", "mis_fold_first"), ("strided", "mis_fold_strided")),
-    "ref_repeat_kv": (("tiled", "mis_repeat_tiled"),),
-    "ref_single_head_attention": (("unscaled", "mis_single_unscaled"), ("scale_d", "mis_single_scale_d"),
-                                  ("scale_dv", "mis_single_scale_dv"), ("no_offset", "mis_single_no_offset")),
-    "ref_attention": (("sum", "mis_attention_sum"), ("first", "mis_attention_first"),
-                      ("k_only", "mis_attention_k_only"), ("strided", "mis_attention_strided"),
-                      ("unscaled", "mis_attention_unscaled")),
-    "ref_grouped_attention": (("strided", "mis_grouped_strided"), ("unscaled", "mis_grouped_unscaled")),
-    "ref_fold_weights": (("sum", "mis_fold_weights_sum"), ("first", "mis_fold_weights_first"),
-                         ("strided", "mis_fold_weights_strided")),
-    "ref_kv_cache_elements": (("no_2", "mis_cache_no_2"), ("no_batch", "mis_cache_no_batch")),
-    "ref_attention_multiplies": (("kv_h", "mis_multiplies_kv_h"), ("causal_full", "mis_multiplies_causal_full"),
-                                 ("causal_strict", "mis_multiplies_causal_strict")),
-    "ref_block_multiplies": (("block_non_causal", "mis_block_non_causal"), ("kv_h", "mis_block_kv_h")),
-    "ref_cache_table": (("inverted", "mis_cache_table_inverted"), ("named", "mis_cache_table_named"),
-                        ("no_2", "mis_cache_table_no_2"), ("no_batch", "mis_cache_table_no_batch")),
-    "ref_multiplies_table": (("inverted", "mis_table_inverted"), ("of_total", "mis_table_of_total"),
-                             ("named", "mis_table_named"), ("kv_h", "mis_table_kv_h")),
-}
-NAMES += tuple(name for shadows in SHADOWS.values() for _key, name in shadows)
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "answers.json")   # in the package
 
 
@@ -141,19 +109,12 @@ def _mutable(args):
 
 
 def recorder(name, fn, table):
-    """fn, recording in table each answer and what it did to its mutable arguments; and,
-    when it holds none, the answer of each misconception that shadows it (SHADOWS), to the
-    same arguments: a handout recognises a mistake on a public case as the grader does."""
+    """fn, recording in table each answer and what it did to its mutable arguments.  A
+    misconception's wrong function is recorded so too: the check asks it at once while a
+    handout is recorded (checking.shadows), so that a handout recognises a mistake on a
+    public case as the grader does."""
     def recorded(*args, **kwargs):
         k = key(name, args, kwargs)
-        if not _mutable(args):
-            from . import reference
-            for _mistake, shadow in SHADOWS.get(name, ()):
-                try:                     # a mistake with no answer (an overflow, ...) has none recorded
-                    answer = encode(getattr(reference, shadow)(*args, **kwargs))
-                except (ArithmeticError, ValueError, IndexError):
-                    continue
-                table[key(shadow, args, kwargs)] = {"value": answer, "after": {}}
         value = fn(*args, **kwargs)
         table[k] = {"value": encode(value),
                     "after": {str(i): encode(state(args[i])) for i in _mutable(args)}}
@@ -228,9 +189,14 @@ except ImportError:                      # a handout: the recorded answers stand
 
 HANDOUT = _reference is None            # a student's handout: answers replayed, not computed
 
-if not HANDOUT:
-    RefKVCache = _reference.RefKVCache
-    globals().update({name: getattr(_reference, name) for name in NAMES})
-else:
-    RefKVCache = Recorded
-    globals().update({name: _replayed(name) for name in NAMES})
+RefKVCache = Recorded if HANDOUT else _reference.RefKVCache
+
+
+def __getattr__(name):
+    """A reference function (ref_...) or a misconception's wrong function (mis_...), by
+    name: the reference's own in the grader; in a handout, the answers it recorded."""
+    if not name.startswith(("ref_", "mis_")):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if HANDOUT:
+        return _replayed(name)
+    return getattr(_reference, name)

@@ -11,7 +11,7 @@ import math
 
 from ..language.i18n import _, ljust, ngettext, width
 from ..running.failures import Failure
-from ..running.values import Other, Record, _short, kind
+from ..running.values import _short, kind
 
 REL_TOL = 1e-9          # values are compared to this relative tolerance...
 ABS_TOL = 1e-12         # ...or this absolute one, whichever is looser

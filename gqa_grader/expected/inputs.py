@@ -9,7 +9,6 @@ not the reference.
 
 from array import array
 
-from ..running.values import Other
 
 
 class Counter:

@@ -2,11 +2,12 @@
 
 Each misconception has a key, a name a teacher says out loud ("strided grouping")
 and one sentence of the lesson it misses.  Its answer on a case's inputs comes from
-its own small wrong function, beside the reference (reference.py's mis_ functions;
-answers.SHADOWS says which shadow which reference function).  A check hands expect()
-the misconceptions of what it compares (shadows()); when the case fails, the grading
-asks recognised() which of them give the module's very answer, and the feedback names
-it (named()).  A hidden case's feedback names it too, without the case.
+its own small wrong function, beside the reference (reference.py's mis_ functions).
+A step names the misconceptions its check recognises where it is registered (the
+step's mistakes, in its part's module of steps/), and the check hands expect() their
+answers (checking.shadows()); when the case fails, the grading asks recognised()
+which of them give the module's very answer, and the feedback names it (named()).
+A hidden case's feedback names it too, without the case.
 
 In a handout the wrong functions are absent, as the reference is: their answers to
 the public cases are recorded beside the reference's, and a case with none recorded
@@ -15,7 +16,6 @@ is simply not recognised.
 
 from ..language.i18n import N_, _
 from ..running.failures import Failure
-from . import answers
 from .compare import _difference
 
 # key: (name, the lesson it misses), message ids.
@@ -62,14 +62,6 @@ MISTAKES = {
               N_("a row's method names its g: MHA at g = h, MQA at g = 1 < h, GQA between; it was "
                  "named by the group size h // g")),
 }
-
-
-def shadows(of, build):
-    """The misconceptions of the reference function named `of` ("ref_kv_head"), each as
-    (key, answer): answer() is build(f) with the misconception's function f in place of
-    the reference's, called as the check calls the reference."""
-    return tuple((key, lambda name=name: build(getattr(answers, name)))
-                 for key, name in answers.SHADOWS.get(of, ()))
 
 
 def recognised(err):

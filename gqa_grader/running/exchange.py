@@ -13,8 +13,7 @@ from array import array
 
 from ..language.i18n import _
 from .failures import Failure, NotStarted
-from .values import _short, bounded, clean_data, decode
-from .values import plain
+from .values import _short, bounded, clean_data, decode, plain
 
 
 # The records a transcript builds (send_weights): gqa.py's __all__ leaves its records out (so

@@ -12,13 +12,20 @@ from ..running.values import Record, _short
 from .checking import ALL_HG, draw_hg, fields_of, step_into
 from .heads import draw_heads
 from .layer import WEIGHT_FIELDS, draw_sizes
+from .refusals import CAUSAL, DATA, bad, sizes
 
 STEPS = []                       # steps 24 and 25, in order: each @step below adds its own
-step = step_into(STEPS)
+step = step_into(STEPS, "backward")
 
 
-@step(24, "grouped_attention_backward", "gradients of q, k, v: a shared head sums its group's",
-      len(ALL_HG))
+def types_grouped_attention_backward(c):
+    """The calls of grouped_attention_backward that must raise TypeError."""
+    return (bad("grouped_attention_backward", [c.q, c.k, c.v, [[["1.0"]]] * 2], DATA)
+            + bad("grouped_attention_backward", [c.q, c.k, c.v, [[[1.0]], [[1.0]]]], CAUSAL, causal=1))
+
+
+@step("grouped_attention_backward", len(ALL_HG),
+      types=types_grouped_attention_backward)
 def check_backward(module, case, rng):
     h, g = draw_hg(case, rng)
     q, k, v, causal, where = draw_heads(rng, case, h, g)
@@ -31,8 +38,15 @@ def check_backward(module, case, rng):
            "grouped_attention_backward(q, k, v, d_out): dq, dk, dv", rel=REL_TOL, names=("dq", "dk", "dv"))
 
 
-@step(25, "layer_backward", "gradients of one layer's x and weights, through the mean fold",
-      len(ALL_HG))
+def types_layer_backward(c):
+    """The calls of layer_backward that must raise TypeError."""
+    return (sizes("layer_backward", [c.x, c.w, 1, c.x], 2, 2)
+            + bad("layer_backward", [c.x, c.w, 1, [["a"] * 3] * 2], DATA)
+            + bad("layer_backward", [c.x, c.w, 1, c.x], CAUSAL, causal=None))
+
+
+@step("layer_backward", len(ALL_HG),
+      types=types_layer_backward)
 def check_layer_backward(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     folded = case % 3 == 2                       # weights that already have g K/V heads

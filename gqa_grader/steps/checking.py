@@ -16,11 +16,13 @@ backward.py, a module per part of the lab; checks.py puts them in order.
 import random
 import re
 
+from ..expected import answers
 from ..expected.answers import ref_valid_g
 from ..expected.inputs import rand_tensor
 from ..language.i18n import ngettext
 from ..running.failures import Failure
 from ..running.values import Record, _short, kind
+from . import manifest
 
 
 # ---------------------------------------------------------------------------
@@ -31,14 +33,18 @@ class Step:
     """One graded part.  part: "lesson" (a step of the lab: one public function of gqa.py)
     or "robustness" (the module's other rules, a kind at a time: its cases are its
     subjects, the lesson steps' functions, each once with the public seed and once with
-    the run's)."""
+    the run's).  A lesson step carries what the parts of robustness ask of its function
+    (types, refusals, extremes: None where they ask nothing) and the misconceptions its
+    check recognises (mistakes: (key, the wrong function's name in answers), ...)."""
 
     def __init__(self, number, name, summary, systematic, fn, needs=(), touches=(), why="",
-                 part="lesson", subjects=()):
+                 part="lesson", subjects=(), types=None, refusals=None, extremes=None, mistakes=()):
         self.number, self.name, self.summary = number, name, summary
         self.systematic, self.fn = systematic, fn
         self.needs, self.touches, self.why = tuple(needs), tuple(touches), why
         self.part, self.subjects = part, tuple(subjects)
+        self.types, self.refusals, self.extremes = types, refusals, extremes
+        self.mistakes = tuple(mistakes)
 
 
 PUBLIC_CASES = 5        # public random cases per lesson step, after the systematic ones
@@ -56,17 +62,30 @@ class Draw(random.Random):
         self.hidden = hidden
 
 
-def step_into(steps):
-    """The decorator that registers a lesson step's check in steps, its part's list:
-    `step = step_into(STEPS)`, then `@step(number, name, summary, systematic, ...)`."""
+REGISTERED = {}         # a lesson step's Step, by name, as its part's module registers it
 
-    def step(number, name, summary, systematic, needs=(), touches=(), why="", agrees=None):
-        """Register a lesson step's check.  needs: the later steps whose functions it calls
-        too; touches: the earlier steps a student goes back to for it, and why.  One more
+
+def step_into(steps, part):
+    """The decorator that registers the checks of a part of the lab (manifest.PARTS) in
+    steps, the part's list: `step = step_into(STEPS, "heads")`, then `@step(name, ...)`
+    above each check.  A step's number, summary and part are the manifest's."""
+
+    def step(name, systematic, needs=(), touches=(), why="", agrees=None, types=None, refusals=None,
+             extremes=None, mistakes=()):
+        """Register the check of the lesson step name, with systematic cases before its
+        random ones.  needs: the later steps (by name) whose functions it calls too;
+        touches: the earlier steps a student goes back to for it, and why.  One more
         systematic case may follow the check's own: agrees(module, rng), the module's own
         functions agreeing with each other (no reference in it, so a handout checks it as
         the teacher's run does).  The check sees its random cases numbered from systematic
-        on, whatever came between."""
+        on, whatever came between.  What robustness asks of the step's function: types(c),
+        its calls that must raise TypeError (refusals.Calls c holds what they share);
+        refusals(module, rng) and extremes(module, rng), cases that raise Failure.
+        mistakes: the misconceptions its check recognises, (key, wrong function) pairs
+        (mistakes.MISTAKES's keys; the functions stand beside the reference)."""
+        number = manifest.NUMBER.get(name)
+        if number is None or manifest.STEPS[number - 1].part != part:
+            raise LookupError(f"step({name!r}): manifest.STEPS has no step {name!r} of the part {part!r}")
         extra = [agrees] if agrees else []
 
         def register(fn):
@@ -74,10 +93,32 @@ def step_into(steps):
                 if systematic <= case < systematic + len(extra):
                     return extra[case - systematic](module, rng)
                 return fn(module, case - len(extra) if case > systematic else case, rng)
-            steps.append(Step(number, name, summary, systematic + len(extra), check, needs, touches, why))
+            st = Step(number, name, manifest.STEPS[number - 1].summary, systematic + len(extra), check,
+                      [manifest.NUMBER[n] for n in needs], [manifest.NUMBER[n] for n in touches], why,
+                      types=types, refusals=refusals, extremes=extremes, mistakes=mistakes)
+            steps.append(st)
+            REGISTERED[name] = st
             return fn
         return register
     return step
+
+
+def shadows(name, build):
+    """The misconceptions the check of step name recognises, each as (key, answer):
+    answer() is build(f) with the misconception's wrong function f in place of the
+    reference's, called as the check calls the reference.  While a handout records its
+    answers (RECORDING), each is asked at once, so that its answer is recorded too."""
+    found = tuple((key, lambda fn=fn: build(getattr(answers, fn))) for key, fn in REGISTERED[name].mistakes)
+    if RECORDING:
+        for _key, answer in found:
+            try:                         # a mistake with no answer (an overflow, ...) has none recorded
+                answer()
+            except (ArithmeticError, ValueError, IndexError):
+                pass
+    return found
+
+
+RECORDING = False       # True while selfcheck.record() records a handout's answers
 
 
 ALL_HG = [(h, g) for h in range(1, 17) for g in ref_valid_g(h)]     # every (h, g) with h <= 16
@@ -171,3 +212,8 @@ def ragged(rng, rows, cols):
     m = rand_tensor(rng, rows, cols)
     m[-1] = m[-1][:-1] if cols > 1 else m[-1] + [0.5]
     return m
+
+
+def scaled(t, f):
+    """t with every number times f (inf and NaN stay what they are)."""
+    return [scaled(x, f) for x in t] if isinstance(t, list) else t * f

@@ -1,4 +1,4 @@
-"""The 25 checks, one per step, in the lab's order: a module per part of the lab.
+"""The lab's checks, one per step, in the manifest's order: a module per part of the lab.
 
     heads      steps 1-9     group the query heads; fold, repeat, attend
     layer      steps 10-14   one attention layer on MHA weights
@@ -6,23 +6,23 @@
     decoding   steps 21-23   decoding, one token at a time
     backward   steps 24-25   the backward pass
 
-How a check is called, and what every check uses, is checking.py's.  The
-parts of robustness (steps 26 to 28) are robustness.py's.
+How a check is registered and called, and what every check uses, is checking.py's;
+what a step is (its number, name, summary, track) is manifest.py's.  The parts of
+robustness (steps 26 to 28) are robustness.py's.
 """
 
-from . import backward, checking, counting, decoding, heads, layer
+from . import backward, checking, counting, decoding, heads, layer, manifest
 
-# The modules whose checks ask the reference, in the lab's order (the self-check
-# records the reference's answers through their names).
+# The modules whose checks ask the reference: checking, then the parts in the lab's
+# order, manifest.PARTS (the self-check records the reference's answers through their names).
 MODULES = (checking, heads, layer, counting, decoding, backward)
-STEPS = [st for module in MODULES[1:] for st in module.STEPS]      # the lab's 25 steps, in order
 
+_MISSING = [entry.name for entry in manifest.LESSON if entry.name not in checking.REGISTERED]
+if _MISSING:
+    raise LookupError(f"checks: no check is registered for the steps {', '.join(_MISSING)} of manifest.STEPS")
+STEPS = [checking.REGISTERED[entry.name] for entry in manifest.LESSON]      # the lab's steps, in order
 
-def check_names():
-    return [st.name for st in STEPS]
-
-
-# The step of each public name, as the checks above number them; a class's
-# methods belong to the step of its class (Tally is count_multiplies').
+# The step of each public name, as the manifest numbers them; a class's methods
+# belong to the step of its class (Tally is count_multiplies').
 STEP_OF = {st.name: st.number for st in STEPS}
 STEP_OF["Tally"] = STEP_OF["count_multiplies"]

@@ -3,29 +3,47 @@ cache) and what it does not: kv_cache_elements, attention_multiplies,
 block_multiplies, cache_table, multiplies_table, count_multiplies.
 """
 
-from ..expected.compare import expect
-from ..expected.inputs import Counter, rand_tensor, random_weights
-from ..expected.mistakes import shadows
-from ..language.i18n import _, ngettext
-from ..running.exchange import ref, send_weights
-from ..running.failures import Failure
-from ..running.values import Record, _short, kind
-from .checking import ALL_HG, GROUPABLE_WIDE, fields_of, not_a_record, step_into
-from .layer import draw_sizes
 from ..expected.answers import (RefKVCache, ref_attention_multiplies, ref_block_multiplies, ref_cache_table,
                                 ref_count_multiplies, ref_decode_step, ref_grouped_attention,
                                 ref_kv_cache_elements, ref_layer, ref_multiplies_table,
                                 ref_single_head_attention)
+from ..expected.compare import expect
+from ..expected.inputs import Counter, rand_tensor, random_weights
+from ..language.i18n import N_, _, ngettext
+from ..running.exchange import ref, send_weights
+from ..running.failures import Failure
+from ..running.values import Record, _short, kind
+from .checking import ALL_HG, GROUPABLE_WIDE, fields_of, not_a_record, shadows, step_into
+from .layer import draw_sizes
+from .refusals import BOOL, CAUSAL, bad, refuse_counts, sizes
 
 STEPS = []                       # steps 15 to 20, in order: each @step below adds its own
-step = step_into(STEPS)
+step = step_into(STEPS, "counting")
 
 
 CACHE_CASES = [(1, 1, 0, 1, 1), (2, 3, 0, 4, 2), (1, 1, 1, 1, 1), (3, 2, 5, 4, 1), (2, 4, 3, 2, 3),
                (1, 4, 0, 3, 3)]                      # length = 0 is valid: an empty cache
 
 
-@step(15, "kv_cache_elements", "2 x layers x g x length x head_dim x batch numbers", len(CACHE_CASES))
+def types_kv_cache_elements(c):
+    """The calls of kv_cache_elements that must raise TypeError."""
+    return (sizes("kv_cache_elements", [1, 2, 3, 4], 0, 2, batch=1)
+            + bad("kv_cache_elements", [1, 2, 3, 4], BOOL, batch=True))
+
+
+def refuse_kv_cache_elements(module, rng):
+    """The values of kv_cache_elements that break a rule: GQAError, naming them."""
+    module.raises("kv_cache_elements", [1, 1, 1, 0], [0])                         # head_dim 0
+    module.raises("kv_cache_elements", [-1, 1, 1, 1], [-1])                       # a negative count
+    module.raises("kv_cache_elements", [2, 0, 3, 4], [0])
+    module.raises("kv_cache_elements", [2, 1, -1, 4], [-1])                     # a negative length
+    module.raises("kv_cache_elements", [2, 1, 3, 4], [-1], kwargs={"batch": -1})
+
+
+@step("kv_cache_elements", len(CACHE_CASES),
+      types=types_kv_cache_elements,
+      refusals=refuse_kv_cache_elements,
+      mistakes=(("no_2", "mis_cache_no_2"), ("no_batch", "mis_cache_no_batch")))
 def check_cache_elements(module, case, rng):
     if case < len(CACHE_CASES):
         layers, g, length, d, batch = CACHE_CASES[case]
@@ -39,13 +57,24 @@ def check_cache_elements(module, case, rng):
            ref_kv_cache_elements(layers, g, length, d, batch),
            f"layers={layers}, kv_heads={g}, length={length}, head_dim={d}, batch={batch}",
            _("kv_cache_elements(...) against the elements of a cache built as nested lists"),
-           mistakes=shadows("ref_kv_cache_elements", lambda f: f(layers, g, length, d, batch)))
+           mistakes=shadows("kv_cache_elements", lambda f: f(layers, g, length, d, batch)))
 
 
 TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")
 
 
-@step(16, "attention_multiplies", "multiplications per term, full and causal, as counted", len(ALL_HG))
+def types_attention_multiplies(c):
+    """The calls of attention_multiplies that must raise TypeError."""
+    return (sizes("attention_multiplies", [2, 8, 2, 4, 16], 0, 3)
+            + bad("attention_multiplies", [2, 8, 2, 4, 16], CAUSAL, causal=1))
+
+
+@step("attention_multiplies", len(ALL_HG),
+      types=types_attention_multiplies,
+      refusals=refuse_counts("attention_multiplies", [2, 8, 2, 4, 16],
+                                   [(0, -1), (2, 0), (2, 3), (3, 0), (4, 0)]),
+      mistakes=(("kv_h", "mis_multiplies_kv_h"), ("causal_full", "mis_multiplies_causal_full"),
+                ("causal_strict", "mis_multiplies_causal_strict")))
 def check_multiplies(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case, wide=True)
     causal = case % 2 == 1
@@ -56,13 +85,23 @@ def check_multiplies(module, case, rng):
     got = module.call("attention_multiplies", n, h, g, d, d_model, causal=causal)
     expect(fields_of(got, "attention_multiplies(...)", "Multiplies", TERMS + ("total",)), terms(counts),
            f"{where}{_(', ')}causal={causal}", "attention_multiplies(...) " + ", ".join(TERMS + ("total",)),
-           names=TERMS + ("total",), mistakes=shadows("ref_attention_multiplies", lambda f: terms(f(*args))))
+           names=TERMS + ("total",), mistakes=shadows("attention_multiplies", lambda f: terms(f(*args))))
 
 
 BLOCK_FIELDS = ("q_o_proj", "k_v_proj", "body", "mlp", "total")
 
 
-@step(17, "block_multiplies", "a whole block's multiplications, its MLP included", 8)
+def types_block_multiplies(c):
+    """The calls of block_multiplies that must raise TypeError."""
+    return (sizes("block_multiplies", [2, 8, 2, 4, 16, 32], "mlp_matrices", 5, mlp_matrices=3)
+            + bad("block_multiplies", [2, 8, 2, 4, 16, 32], CAUSAL, causal=None))
+
+
+@step("block_multiplies", 8,
+      types=types_block_multiplies,
+      refusals=refuse_counts("block_multiplies", [2, 8, 2, 4, 16, 32],
+                                   [(0, -1), (2, 9), (5, 0), ("mlp_matrices", 0)], mlp_matrices=3),
+      mistakes=(("block_non_causal", "mis_block_non_causal"), ("kv_h", "mis_block_kv_h")))
 def check_block(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case * 6, wide=True)
     d_ff, matrices = rng.randint(1, 5), rng.choice([2, 3])
@@ -79,7 +118,7 @@ def check_block(module, case, rng):
     expect(fields_of(got, "block_multiplies(...)", "BlockMultiplies", BLOCK_FIELDS), parts(c),
            f"{where}, d_ff={d_ff}, mlp_matrices={matrices}, {shown}",
            "block_multiplies(...) q_o_proj, k_v_proj, body, mlp, total", names=BLOCK_FIELDS,
-           mistakes=shadows("ref_block_multiplies", lambda f: parts(f(*args))))
+           mistakes=shadows("block_multiplies", lambda f: parts(f(*args))))
 
 
 def rows_of(rows, what, record, names):
@@ -98,7 +137,12 @@ def rows_of(rows, what, record, names):
     return found
 
 
-@step(18, "cache_table", "the cache for every divisor g, with ratios to MHA", 16)
+@step("cache_table", 16,
+      types=lambda c: sizes("cache_table", [4], 0, "length", layers=1, length=2, head_dim=2),
+      refusals=refuse_counts("cache_table", [4], [(0, 0), ("head_dim", 0), ("layers", -1), ("length", -1),
+                                                  ("batch", -1)], layers=1, length=2, head_dim=2),
+      mistakes=(("inverted", "mis_cache_table_inverted"), ("named", "mis_cache_table_named"),
+                ("no_2", "mis_cache_table_no_2"), ("no_batch", "mis_cache_table_no_batch")))
 def check_cache_table(module, case, rng):
     h = case + 1 if case < 16 else rng.choice(GROUPABLE_WIDE) if rng.hidden else rng.randint(1, 16)
     layers, length, d = rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 3)
@@ -112,10 +156,20 @@ def check_cache_table(module, case, rng):
            ref_cache_table(h, layers, length, d, batch),
            f"h={h}, layers={layers}, length={length}, head_dim={d}, batch={batch}",
            _("cache_table rows (method, kv_heads, group_size, elements, ratio)"),
-           mistakes=shadows("ref_cache_table", lambda f: f(h, layers, length, d, batch)))
+           mistakes=shadows("cache_table", lambda f: f(h, layers, length, d, batch)))
 
 
-@step(19, "multiplies_table", "the multiplications for every divisor g, with ratios to MHA", 16)
+def types_multiplies_table(c):
+    """The calls of multiplies_table that must raise TypeError."""
+    return (sizes("multiplies_table", [1, 4, 2, 4], 2, 1)
+            + bad("multiplies_table", [1, 4, 2, 4], CAUSAL, causal=1))
+
+
+@step("multiplies_table", 16,
+      types=types_multiplies_table,
+      refusals=refuse_counts("multiplies_table", [1, 4, 2, 4], [(0, -1), (1, 0), (2, 0), (3, 0)]),
+      mistakes=(("inverted", "mis_table_inverted"), ("of_total", "mis_table_of_total"),
+                ("named", "mis_table_named"), ("kv_h", "mis_table_kv_h")))
 def check_multiplies_table(module, case, rng):
     h = case + 1 if case < 16 else rng.choice(GROUPABLE_WIDE) if rng.hidden else rng.randint(1, 16)
     n, d, d_model, causal = rng.randint(1, 3), rng.randint(1, 3), rng.randint(1, 4), case % 2 == 1
@@ -131,7 +185,7 @@ def check_multiplies_table(module, case, rng):
     expect(got, ref_multiplies_table(*args), f"n={n}, h={h}, d={d}, d_model={d_model}, causal={causal}",
            _("multiplies_table rows (method, kv_heads, group_size, counts, ratio), each of counts and ratio "
              "[{fields}]").format(fields=", ".join(fields)),
-           mistakes=shadows("ref_multiplies_table", lambda f: f(*args)))
+           mistakes=shadows("multiplies_table", lambda f: f(*args)))
 
 
 def tally_is_its_closed_form(module, rng):
@@ -149,9 +203,9 @@ def tally_is_its_closed_form(module, rng):
              "and its closed form agree)").format(fields=", ".join(TERMS)), names=TERMS)
 
 
-@step(20, "count_multiplies", "the tally kept while the code runs, nested blocks too",
-      len(ALL_HG), needs=(21, 22), touches=(7, 9, 13, 22), why="to count what their kernels multiply and read",
-      agrees=tally_is_its_closed_form)
+@step("count_multiplies", len(ALL_HG), needs=("KVCache", "decode_step"),
+      touches=("single_head_attention", "grouped_attention", "layer", "decode_step"),
+      why=N_("to count what their kernels multiply and read"), agrees=tally_is_its_closed_form)
 def check_tally(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)

@@ -11,9 +11,10 @@ from ..running.failures import Failure
 from ..running.values import Other, _short, kind
 from .checking import ALL_HG, fields_of, step_into
 from .layer import draw_sizes, weights_unchanged
+from .refusals import BOOL, DATA, bad, refuse_counts, sizes
 
 STEPS = []                       # steps 21 to 23, in order: each @step below adds its own
-step = step_into(STEPS)
+step = step_into(STEPS, "decoding")
 
 
 def cache_arrays(state, name, g, where):
@@ -29,7 +30,30 @@ def cache_arrays(state, name, g, where):
     return held
 
 
-@step(21, "KVCache", "a cache of g heads: append, len, elements, nbytes, any capacity", 16)
+def types_KVCache(c):
+    """The calls of KVCache that must raise TypeError."""
+    c.cache                                      # the cache $cache.append appends to
+    return (sizes("KVCache", [2, 2], 0, 1) + bad("KVCache", [2, 2], BOOL, capacity=True)
+            + bad("$cache.append", [[["1.0", "2.0"]], [[1.0, 2.0]]], DATA))
+
+
+def refuse_KVCache(module, rng):
+    """The values of KVCache that break a rule: GQAError, naming them."""
+    module.raises("KVCache", [0, 2], [0])
+    module.raises("KVCache", [2, 0], [0])
+    g, d = rng.randint(1, 3), rng.randint(1, 3)
+    module.call("KVCache", g, d, keep="cache", value=False)
+    k, v = rand_tensor(rng, g, d), rand_tensor(rng, g, d)
+    module.call("$cache.append", k, v, value=False)
+    module.raises("$cache.append", [k + [[0.0] * d], v], [g])                # g + 1 heads
+    module.raises("$cache.append", [k, v[:-1] + [[0.0] * (d + 1)]], [d])      # a bad v
+    expect(module.get("cache", "len")["len"], 1, f"g={g}, d={d}",
+           _("len(cache) after refused appends (nothing is stored unless both are valid)"))
+
+
+@step("KVCache", 16,
+      types=types_KVCache,
+      refusals=refuse_KVCache)
 def check_kv_cache(module, case, rng):
     g, d, n = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 5)
     capacity = [0, n, max(1, n // 2), n + 3][case % 4]
@@ -64,8 +88,27 @@ def decoding_is_a_causal_layer(module, rng):
            _("decode_step row by row against your own layer(x, weights, g, causal=True)"))
 
 
-@step(22, "decode_step", "decoding position by position equals a causal layer", len(ALL_HG),
-      agrees=decoding_is_a_causal_layer)
+def types_decode_step(c):
+    """The calls of decode_step that must raise TypeError."""
+    return (sizes("decode_step", [[1.0, 0.0, -1.0], c.w, 1, c.cache], 2, 2)
+            + bad("decode_step", ["abc", c.w, 1, c.cache], DATA))
+
+
+def refuse_decode_step(module, rng):
+    """The values of decode_step that break a rule: GQAError, naming them."""
+    w = send_weights(module, random_weights(rng, 2, 3, 2))
+    module.call("KVCache", 2, 2, keep="cache", value=False)
+    module.raises("decode_step", [[1.0, 2.0, 3.0], w, 1, ref("cache")], [2, 1])  # a cache for another g
+    module.call("KVCache", 1, 2, keep="cache", value=False)
+    module.raises("decode_step", [[1.0, 2.0], w, 1, ref("cache")], [2, 3])       # x_t not d_model long
+    expect(module.get("cache", "len")["len"], 0, _("a refused decode_step"),
+           _("len(cache) after refused steps"))
+
+
+@step("decode_step", len(ALL_HG),
+      agrees=decoding_is_a_causal_layer,
+      types=types_decode_step,
+      refusals=refuse_decode_step)
 def check_decode(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
@@ -89,7 +132,10 @@ def check_decode(module, case, rng):
 TRAFFIC_FIELDS = ("cache_reads", "weight_reads", "multiplies", "ratio")
 
 
-@step(23, "decode_traffic", "cache and weight reads of n decode steps, batched", len(ALL_HG))
+@step("decode_traffic", len(ALL_HG),
+      types=lambda c: sizes("decode_traffic", [2, 4, 1, 2, 8], 2, "batch", batch=1),
+      refusals=refuse_counts("decode_traffic", [2, 4, 1, 2, 8], [(0, -1), (2, 0), (3, 0), ("batch", 0)],
+                                   batch=1))
 def check_traffic(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case, wide=True)
     if case % 6 == 5:                            # no steps: every count 0, the ratio 0.0

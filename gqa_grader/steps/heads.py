@@ -8,22 +8,30 @@ checking.py's.
 
 import math
 
-from ..expected.compare import expect, first_difference
-from ..expected.inputs import as_rows, rand_tensor
-from ..expected.mistakes import shadows
-from ..language.i18n import N_, _
-from ..running.failures import Failure
-from ..running.values import plain
-from .checking import ALL_HG, GROUPABLE, bad_g, draw_hg, step_into
 from ..expected.answers import (ref_attention, ref_fold_kv_mean, ref_group_heads, ref_grouped_attention,
                                 ref_kv_head, ref_method_name, ref_repeat_kv, ref_single_head_attention,
                                 ref_valid_g)
+from ..expected.compare import expect, first_difference
+from ..expected.inputs import as_rows, rand_tensor
+from ..language.i18n import N_, _
+from ..running.failures import Failure
+from ..running.values import plain
+from .checking import ALL_HG, GROUPABLE, bad_g, draw_hg, ragged, scaled, shadows, step_into
+from .refusals import BOOLS, CAUSAL, DATA, STRS, bad, bad_g_pair, refuse_g, sizes
 
 STEPS = []                       # steps 1 to 9, in order: each @step below adds its own
-step = step_into(STEPS)
+step = step_into(STEPS, "heads")
 
 
-@step(1, "valid_g", "the valid g for h: its divisors, in increasing order", 16)
+def refuse_valid_g(module, rng):
+    """The values of valid_g that break a rule: GQAError, naming them."""
+    module.raises("valid_g", [0], [0])
+    module.raises("valid_g", [-4], [-4])
+
+
+@step("valid_g", 16,
+      types=lambda c: sizes("valid_g", [8], 0, 0),
+      refusals=refuse_valid_g)
 def check_valid_g(module, case, rng):
     h = case + 1 if case < 16 else rng.randint(401, 4000) if rng.hidden else rng.randint(17, 400)
     expect(module.call("valid_g", h), ref_valid_g(h), f"h={h}", f"valid_g({h})")
@@ -35,7 +43,9 @@ def check_valid_g(module, case, rng):
         module.raises("valid_g", [bad], [bad])
 
 
-@step(2, "method_name", "MHA at g = h, MQA at g = 1 < h, GQA between", len(ALL_HG))
+@step("method_name", len(ALL_HG),
+      types=lambda c: sizes("method_name", [8, 2], 1, 0),
+      refusals=refuse_g("method_name"))
 def check_method_name(module, case, rng):
     h, g = draw_hg(case, rng, wide=True)
     if rng.hidden:                               # the lesson is the three names: each as often
@@ -45,45 +55,111 @@ def check_method_name(module, case, rng):
     module.raises("method_name", [h, bad], [h, bad])
 
 
-@step(3, "kv_head", "query head i reads key/value head i // (h // g)", len(ALL_HG))
+def refuse_kv_head(module, rng):
+    """The values of kv_head that break a rule: GQAError, naming them."""
+    h, g = bad_g_pair(rng)
+    module.raises("kv_head", [0, h, g], [h, g])
+    h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
+    i = h + rng.randint(1, 3)                    # a query head past the last one
+    module.raises("kv_head", [i, h, g], [i, h])
+    for i in (h, -1):                            # each side's edge: one past the last, one before the first
+        module.raises("kv_head", [i, h, g], [i])
+    module.raises("kv_head", [0, h, 0], [0])
+
+
+@step("kv_head", len(ALL_HG),
+      types=lambda c: sizes("kv_head", [0, 8, 2], 0, 2),
+      refusals=refuse_kv_head,
+      mistakes=(("strided", "mis_kv_head_strided"),))
 def check_kv_head(module, case, rng):
     h, g = draw_hg(case, rng, wide=True)
     expect(module.calls("kv_head", [(i, h, g) for i in range(h)]), [ref_kv_head(i, h, g) for i in range(h)],
            f"h={h}, g={g}", f"[kv_head(i, {h}, {g}) for i in range({h})]",
-           mistakes=shadows("ref_kv_head", lambda f: [f(i, h, g) for i in range(h)]))
+           mistakes=shadows("kv_head", lambda f: [f(i, h, g) for i in range(h)]))
     bad = bad_g(h, rng)
     module.raises("kv_head", [0, h, bad], [h, bad])
 
 
-@step(4, "group_heads", "the query heads of each group, contiguous blocks", len(ALL_HG))
+@step("group_heads", len(ALL_HG),
+      types=lambda c: sizes("group_heads", [8, 2], 0, 1),
+      refusals=refuse_g("group_heads"),
+      mistakes=(("strided", "mis_group_heads_strided"),))
 def check_group_heads(module, case, rng):
     h, g = draw_hg(case, rng, wide=True)
     expect(module.call("group_heads", h, g), ref_group_heads(h, g), f"h={h}, g={g}", f"group_heads({h}, {g})",
-           mistakes=shadows("ref_group_heads", lambda f: f(h, g)))
+           mistakes=shadows("group_heads", lambda f: f(h, g)))
     bad = bad_g(h, rng)
     module.raises("group_heads", [h, bad], [h, bad])
 
 
-@step(5, "fold_kv_mean", "h heads fold to g, each the mean of its group, new lists", len(ALL_HG))
+def types_fold_kv_mean(c):
+    """The calls of fold_kv_mean that must raise TypeError."""
+    return (sizes("fold_kv_mean", [c.k + c.k, 1], 1, 1) + bad("fold_kv_mean", [STRS, 1], DATA)
+            + bad("fold_kv_mean", [[[[True, 1.0]]], 1], BOOLS))
+
+
+def refuse_fold_kv_mean(module, rng):
+    """The values of fold_kv_mean that break a rule: GQAError, naming them."""
+    module.raises("fold_kv_mean", [[ragged(rng, 2, 2), rand_tensor(rng, 2, 2)], 1], [])
+    h, g = bad_g_pair(rng)
+    module.raises("fold_kv_mean", [rand_tensor(rng, h, 1, 2), g], [h, g])
+
+
+def extremes_fold_kv_mean(module, rng):
+    """Other kinds of rows, and values near the float range's ends, for fold_kv_mean."""
+    f = rng.uniform(0.5, 1.0)                    # a draw: a hidden case is not a public one
+    for kv, g in (([[[1e308 * f, -1e308 * f]], [[1e308 * f, -1e308 * f]]], 1),
+                  ([[[1e308 * f]], [[1e308 * f]], [[1e308 * f]], [[-1e308 * f]]], 2)):
+        expect(module.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
+               _("values of {x}").format(x=f"{1e308 * f:.3g}"),
+               _("{call} (a sum overflows; a mean does not)").format(call=f"fold_kv_mean(kv, {g})"))
+    for how in ("tuple", "array"):
+        h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
+        kv = as_rows(rand_tensor(rng, h, 2, 2), how)
+        expect(module.call("fold_kv_mean", kv, g, fresh=True), ref_fold_kv_mean(kv, g),
+               _("{case}, {how} rows").format(case=f"h={h}, g={g}", how=how), f"fold_kv_mean(kv, {g})")
+
+
+@step("fold_kv_mean", len(ALL_HG),
+      types=types_fold_kv_mean,
+      refusals=refuse_fold_kv_mean,
+      extremes=extremes_fold_kv_mean,
+      mistakes=(("sum", "mis_fold_sum"), ("first", "mis_fold_first"), ("strided", "mis_fold_strided")))
 def check_fold(module, case, rng):
     h, g = draw_hg(case, rng)
     kv = rand_tensor(rng, h, rng.randint(1, 3), rng.randint(1, 3))
     where = f"h={h}, g={g}, kv [{h}][{len(kv[0])}][{len(kv[0][0])}]"
     expected = ref_fold_kv_mean(kv, g)           # from the grader's own copy, before the call
     expect(module.call("fold_kv_mean", kv, g, fresh=True), expected, where, f"fold_kv_mean(kv, {g})",
-           mistakes=shadows("ref_fold_kv_mean", lambda f: f(kv, g)))
+           mistakes=shadows("fold_kv_mean", lambda f: f(kv, g)))
     expect(module.call("fold_kv_mean", kv, h, fresh=True), plain(kv), where,
            _("{call} == kv, exactly (new lists)").format(call=f"fold_kv_mean(kv, {h})"), exact=True)
     bad = bad_g(h, rng)
     module.raises("fold_kv_mean", [kv, bad], [h, bad])
 
 
-@step(6, "repeat_kv", "g heads repeat out to h, interleaved, not tiled", len(ALL_HG))
+def types_repeat_kv(c):
+    """The calls of repeat_kv that must raise TypeError."""
+    return (sizes("repeat_kv", [c.k, 2], 1, 1) + bad("repeat_kv", [STRS, 1], DATA)
+            + bad("repeat_kv", [[[[True, 1.0]]], 1], BOOLS))
+
+
+def refuse_repeat_kv(module, rng):
+    """The values of repeat_kv that break a rule: GQAError, naming them."""
+    module.raises("repeat_kv", [[], 2], [])                                       # no heads
+    g = rng.randint(2, 4)                        # g + 1 query heads: not a multiple of g
+    module.raises("repeat_kv", [rand_tensor(rng, g, 1, 2), g + 1], [g, g + 1])
+
+
+@step("repeat_kv", len(ALL_HG),
+      types=types_repeat_kv,
+      refusals=refuse_repeat_kv,
+      mistakes=(("tiled", "mis_repeat_tiled"),))
 def check_repeat(module, case, rng):
     h, g = draw_hg(case, rng)
     kv = rand_tensor(rng, g, rng.randint(1, 3), rng.randint(1, 3))
     expect(module.call("repeat_kv", kv, h), ref_repeat_kv(kv, h), f"h={h}, g={g}", f"repeat_kv(kv, {h})",
-           exact=True, mistakes=shadows("ref_repeat_kv", lambda f: f(kv, h)))
+           exact=True, mistakes=shadows("repeat_kv", lambda f: f(kv, h)))
     if g > 1:                                    # h = g + 1 is not a multiple of g
         module.raises("repeat_kv", [kv, g + 1], [g, g + 1])
 
@@ -124,7 +200,43 @@ SINGLE_EXTREMES = [  # (what, q, k, v, causal): what robustness asks of step 7 (
 ]
 
 
-@step(7, "single_head_attention", "softmax(q k^T / sqrt(d)) v, causal or not", len(SINGLE_CASES))
+def types_single_head_attention(c):
+    """The calls of single_head_attention that must raise TypeError."""
+    return (bad("single_head_attention", [c.q[0], c.k[0], c.v[0]], CAUSAL, causal=1)
+            + bad("single_head_attention", [[["1.0", "0.0"]], c.k[0], c.v[0]], DATA)
+            + bad("single_head_attention", [[[True, 0.0]], [[1.0, 0.0]], [[1.0]]], BOOLS))
+
+
+def refuse_single_head_attention(module, rng):
+    """The values of single_head_attention that break a rule: GQAError, naming them."""
+    module.raises("single_head_attention", [[[1.0]], [], []], [])                 # no keys
+    module.raises("single_head_attention", [[[1.0, 2.0]], [[1.0]], [[1.0]]], [2, 1])   # d differs
+    module.raises("single_head_attention", [[[1.0]], [[1.0], [2.0]], [[1.0], [2.0], [3.0]]], [2, 3])
+    q, k, v = rand_tensor(rng, 3, 2), rand_tensor(rng, 2, 2), rand_tensor(rng, 2, 1)
+    module.raises("single_head_attention", [q, k, v], [3, 2], kwargs={"causal": True})   # n > m
+    q, k, v = rand_tensor(rng, 2, 2), rand_tensor(rng, 3, 2), ragged(rng, 3, 2)
+    module.raises("single_head_attention", [q, k, v], [])
+
+
+def extremes_single_head_attention(module, rng):
+    """Other kinds of rows, and values near the float range's ends, for single_head_attention."""
+    f = rng.uniform(0.8, 1.0)
+    for where, q, k, v, causal in SINGLE_EXTREMES:
+        if not isinstance(q[0], list):           # tuple or array rows: as they are
+            f_q = q
+        else:
+            f_q = scaled(q, f)
+        expect(module.call("single_head_attention", f_q, k, v, causal=causal, fresh=True),
+               ref_single_head_attention(f_q, k, v, causal), f"{_(where)}, causal={causal}",
+               f"single_head_attention(q, k, v, causal={causal})")
+
+
+@step("single_head_attention", len(SINGLE_CASES),
+      types=types_single_head_attention,
+      refusals=refuse_single_head_attention,
+      extremes=extremes_single_head_attention,
+      mistakes=(("unscaled", "mis_single_unscaled"), ("scale_d", "mis_single_scale_d"),
+                ("scale_dv", "mis_single_scale_dv"), ("no_offset", "mis_single_no_offset")))
 def check_single(module, case, rng):
     if case < len(SINGLE_CASES):
         where, q, k, v, causal = SINGLE_CASES[case]
@@ -135,7 +247,7 @@ def check_single(module, case, rng):
     expect(module.call("single_head_attention", q, k, v, causal=causal, fresh=True),
            ref_single_head_attention(q, k, v, causal),
            f"{where}{_(', ')}causal={causal}", f"single_head_attention(q, k, v, causal={causal})",
-           mistakes=shadows("ref_single_head_attention", lambda f: f(q, k, v, causal)))
+           mistakes=shadows("single_head_attention", lambda f: f(q, k, v, causal)))
 
 
 def draw_heads(rng, case, h, kv_heads):
@@ -147,7 +259,27 @@ def draw_heads(rng, case, h, kv_heads):
     return q, k, v, causal, f"n={n}, m={m}, d={d}, d_v={dv}, causal={causal}"
 
 
-@step(8, "attention", "fold, repeat, attend: MHA at g = h to the last bit", 16)
+def types_attention(c):
+    """The calls of attention that must raise TypeError."""
+    return (sizes("attention", [c.q, c.k + c.k, c.v + c.v, 2], 3, 3)
+            + bad("attention", ["q", c.k + c.k, c.v + c.v, 2], DATA)
+            + bad("attention", [c.q, c.k + c.k, c.v + c.v, 2], CAUSAL, causal=None))
+
+
+def refuse_attention(module, rng):
+    """The values of attention that break a rule: GQAError, naming them."""
+    module.raises("attention", [[[[1.0]], [[1.0]]], [[[1.0]]], [[[1.0]]], 1], [2, 1])   # k, v not h heads
+    h, g = bad_g_pair(rng)
+    q = rand_tensor(rng, h, 1, 1)
+    module.raises("attention", [q, q, q, g], [h, g])
+
+
+@step("attention", 16,
+      types=types_attention,
+      refusals=refuse_attention,
+      mistakes=(("sum", "mis_attention_sum"), ("first", "mis_attention_first"),
+                ("k_only", "mis_attention_k_only"), ("strided", "mis_attention_strided"),
+                ("unscaled", "mis_attention_unscaled")))
 def check_attention(module, case, rng):
     h = case + 1 if case < 16 else rng.choice(GROUPABLE) if rng.hidden else rng.randint(1, 16)
     q, k, v, causal, where = draw_heads(rng, case, h, h)
@@ -155,7 +287,7 @@ def check_attention(module, case, rng):
         expected = ref_attention(q, k, v, g, causal)
         got = module.call("attention", q, k, v, g, causal=causal, fresh=True)
         expect(got, expected, f"h={h}, g={g}, {where}", f"attention(q, k, v, g={g}, causal={causal})",
-               mistakes=shadows("ref_attention", lambda f: f(q, k, v, g, causal)))
+               mistakes=shadows("attention", lambda f: f(q, k, v, g, causal)))
     bad = bad_g(h, rng)
     module.raises("attention", [q, k, v, bad], [h, bad])
     try:                                         # the lab's claim, where single_head_attention works
@@ -169,13 +301,40 @@ def check_attention(module, case, rng):
                                               "single_head_attention bit for bit (==)"), exact=True)
 
 
-@step(9, "grouped_attention", "h query heads read g key/value heads by index", len(ALL_HG))
+def types_grouped_attention(c):
+    """The calls of grouped_attention that must raise TypeError."""
+    return (bad("grouped_attention", [c.q, [[["1.0", "0.0"], ["0.5", "0.5"]]], c.v], DATA)
+            + bad("grouped_attention", [c.q, c.k, c.v], CAUSAL, causal=1))
+
+
+def refuse_grouped_attention(module, rng):
+    """The values of grouped_attention that break a rule: GQAError, naming them."""
+    module.raises("grouped_attention", [[[[1.0]], [[1.0]]], [[[1.0]], [[1.0]]], [[[1.0]]]], [2, 1])
+
+
+def extremes_grouped_attention(module, rng):
+    """Other kinds of rows, and values near the float range's ends, for grouped_attention."""
+    for how in ("tuple", "array"):
+        h, g = draw_hg(rng.randrange(len(ALL_HG)), rng)
+        q, k, v, causal, where = draw_heads(rng, 1, h, g)
+        q, k, v = as_rows(q, how), as_rows(k, how), as_rows(v, how)
+        expect(module.call("grouped_attention", q, k, v, causal=causal, fresh=True),
+               ref_grouped_attention(q, k, v, causal),
+               _("{case}, {how} rows").format(case=f"h={h}, g={g}, {where}", how=how),
+               f"grouped_attention(q, k, v, causal={causal})")
+
+
+@step("grouped_attention", len(ALL_HG),
+      types=types_grouped_attention,
+      refusals=refuse_grouped_attention,
+      extremes=extremes_grouped_attention,
+      mistakes=(("strided", "mis_grouped_strided"), ("unscaled", "mis_grouped_unscaled")))
 def check_grouped(module, case, rng):
     h, g = draw_hg(case, rng)
     q, k, v, causal, where = draw_heads(rng, case, h, g)
     expect(module.call("grouped_attention", q, k, v, causal=causal, fresh=True),
            ref_grouped_attention(q, k, v, causal), f"h={h}, g={g}, {where}",
            f"grouped_attention(q, k, v, causal={causal})",
-           mistakes=shadows("ref_grouped_attention", lambda f: f(q, k, v, causal)))
+           mistakes=shadows("grouped_attention", lambda f: f(q, k, v, causal)))
     if h % (g + 1):                              # g + 1 key/value heads do not divide h
         module.raises("grouped_attention", [q, k + k[:1], v + v[:1]], [h, g + 1])

@@ -5,20 +5,19 @@ layer, output_difference.
 
 import math
 
-from ..expected.compare import expect, first_difference
-from ..expected.inputs import nested, rand_tensor, random_weights
-from ..expected.mistakes import shadows
-from ..language.i18n import N_, _
-from ..running.exchange import send_weights
-from ..running.failures import Failure
-from ..running.values import kind
-from ..running.values import plain
-from .checking import ALL_HG, draw_hg, eval_at, fields_of, not_tuples, step_into
 from ..expected.answers import (ref_fold_weights, ref_init_weights, ref_layer, ref_output_difference,
                                 ref_prepare_weights)
+from ..expected.compare import expect, first_difference
+from ..expected.inputs import as_rows, nested, rand_tensor, random_weights
+from ..language.i18n import N_, _
+from ..running.exchange import ref, send_weights
+from ..running.failures import Failure
+from ..running.values import kind, plain
+from .checking import ALL_HG, draw_hg, eval_at, fields_of, not_tuples, ragged, scaled, shadows, step_into
+from .refusals import BOOLS, CAUSAL, DATA, bad, sizes
 
 STEPS = []                       # steps 10 to 14, in order: each @step below adds its own
-step = step_into(STEPS)
+step = step_into(STEPS, "layer")
 
 
 WEIGHT_FIELDS = ("w_q", "w_k", "w_v", "w_o")
@@ -43,7 +42,14 @@ def draw_sizes(rng, case, wide=False):
     return h, g, n, d, d_model, f"h={h}, g={g}, n={n}, d={d}, d_model={d_model}"
 
 
-@step(10, "init_weights", "random MHA weights, drawn as documented, the same for a seed", 8)
+def refuse_init_weights(module, rng):
+    """The values of init_weights that break a rule: GQAError, naming them."""
+    module.raises("init_weights", [0, 3, 2], [0], kwargs={"seed": 1})
+
+
+@step("init_weights", 8,
+      types=lambda c: sizes("init_weights", [2, 3, 2], 0, 1, seed=0),
+      refusals=refuse_init_weights)
 def check_init_weights(module, case, rng):
     h, _g, _n, d, d_model, _where = draw_sizes(rng, case * 7)
     drawn = rng.randrange(1000, 10 ** 6) if rng.hidden else rng.randrange(1000)   # hidden: no public seed
@@ -63,7 +69,32 @@ def check_init_weights(module, case, rng):
     module.raises("init_weights", [0, d_model, d], [0], kwargs={"seed": 1})
 
 
-@step(11, "fold_weights", "the same weights with g K/V heads, by mean", len(ALL_HG))
+def refuse_fold_weights(module, rng):
+    """The values of fold_weights that break a rule: GQAError, naming them."""
+    w_q, w_k, w_v, w_o = random_weights(rng, 4, 3, 2)
+    module.raises("fold_weights", [send_weights(module, [w_q, w_k[:3], w_v, w_o]), 2], [3, 4, 2])
+    module.raises("fold_weights", [send_weights(module, [w_q, w_k, w_v, [h[:1] for h in w_o]]), 2], [])
+
+
+def extremes_fold_weights(module, rng):
+    """Other kinds of rows, and values near the float range's ends, for fold_weights."""
+    for how in ("tuple", "array"):
+        h, g, _n, d, d_model, _where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
+        fields = [as_rows(t, how) for t in random_weights(rng, h, d_model, d)]
+        folded = module.call("fold_weights", send_weights(module, fields), g)
+        expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
+               plain(ref_fold_weights(*fields, g)),
+               _("{case}, {how} rows").format(case=f"h={h}, g={g}, d={d}, d_model={d_model}", how=how),
+               _("{call}: new lists throughout").format(call=f"fold_weights(weights, {g})"),
+               names=WEIGHT_FIELDS)
+
+
+@step("fold_weights", len(ALL_HG),
+      types=lambda c: sizes("fold_weights", [c.w, 1], 1, 1) + bad("fold_weights", [c.strs, 1], DATA),
+      refusals=refuse_fold_weights,
+      extremes=extremes_fold_weights,
+      mistakes=(("sum", "mis_fold_weights_sum"), ("first", "mis_fold_weights_first"),
+                ("strided", "mis_fold_weights_strided")))
 def check_fold_weights(module, case, rng):
     h, g, _n, d, d_model, _where = draw_sizes(rng, case)
     where = f"h={h}, g={g}, d={d}, d_model={d_model}"
@@ -72,7 +103,7 @@ def check_fold_weights(module, case, rng):
     expect(fields_of(folded, f"fold_weights(w, {g})", "Weights", WEIGHT_FIELDS),
            plain(ref_fold_weights(*fields, g)), where,
            _("{call}: new lists throughout").format(call=f"fold_weights(weights, {g})"), names=WEIGHT_FIELDS,
-           mistakes=shadows("ref_fold_weights", lambda f: plain(f(*fields, g))))
+           mistakes=shadows("fold_weights", lambda f: plain(f(*fields, g))))
     weights_unchanged(module, fields, "w", f"fold_weights(w, {g})", where)
     ready = plain(ref_fold_weights(*fields, g))
     again = module.call("fold_weights", send_weights(module, ready, "folded"), g)
@@ -83,7 +114,8 @@ def check_fold_weights(module, case, rng):
 PREPARED_FIELDS = ("h", "g", "d_model", "d", "q_cols", "k_cols", "v_cols", "o_cols")
 
 
-@step(12, "prepare_weights", "weights checked, folded and transposed once", len(ALL_HG))
+@step("prepare_weights", len(ALL_HG),
+      types=lambda c: sizes("prepare_weights", [c.w, 2], 1, 1) + bad("prepare_weights", [c.strs, 1], DATA))
 def check_prepare(module, case, rng):
     h, g, _n, d, d_model, _where = draw_sizes(rng, case)
     where = f"h={h}, g={g}, d={d}, d_model={d_model}"
@@ -105,7 +137,33 @@ def check_prepare(module, case, rng):
     weights_unchanged(module, fields, "w", f"prepare_weights(w, {g})", where)
 
 
-@step(13, "layer", "one layer on MHA weights with g key/value heads, causal or not", len(ALL_HG))
+def types_layer(c):
+    """The calls of layer that must raise TypeError."""
+    return (sizes("layer", [c.x, c.w, 1], 2, 2) + bad("layer", [[["a", "b", "c"]], c.w, 1], DATA)
+            + bad("layer", [c.x, c.w, 1], CAUSAL, causal=None))
+
+
+def refuse_layer(module, rng):
+    """The values of layer that break a rule: GQAError, naming them."""
+    module.call("prepare_weights", send_weights(module, random_weights(rng, 2, 3, 2)), 1, keep="p", value=False)
+    module.raises("layer", [rand_tensor(rng, 1, 3), ref("p"), 2], [1, 2])      # prepared for another g
+    module.raises("layer", [ragged(rng, 3, 2), send_weights(module, random_weights(rng, 2, 2, 1)), 1], [])
+
+
+def extremes_layer(module, rng):
+    """Other kinds of rows, and values near the float range's ends, for layer."""
+    for how in ("tuple", "array"):
+        h, g, n, d, d_model, where = draw_sizes(rng, rng.randrange(len(ALL_HG)))
+        fields, x = random_weights(rng, h, d_model, d), as_rows(rand_tensor(rng, n, d_model), how)
+        expect(module.call("layer", x, send_weights(module, fields), g, fresh=True),
+               ref_layer(x, *fields, g, False), _("{case}, x of {how} rows").format(case=where, how=how),
+               f"layer(x, weights, g={g})")
+
+
+@step("layer", len(ALL_HG),
+      types=types_layer,
+      refusals=refuse_layer,
+      extremes=extremes_layer)
 def check_layer(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)
     fields, x = random_weights(rng, h, d_model, d), rand_tensor(rng, n, d_model)
@@ -132,8 +190,37 @@ DIFFERENCE_EXTREMES = [  # (what, a, b): what robustness asks of step 14 (scaled
 DIFFERENCE_FIELDS = ("max_abs", "rel_l2", "cosine")
 
 
-@step(14, "output_difference", "max abs, relative L2 and cosine of two outputs",
-      3 + len(DIFFERENCE_CASES))
+def types_output_difference(c):
+    """The calls of output_difference that must raise TypeError."""
+    return (bad("output_difference", [[["1.0"]], [[1.0]]], DATA)
+            + bad("output_difference", [[[1.0]], [[None]]], DATA)
+            + bad("output_difference", [[[True]], [[1.0]]], BOOLS))
+
+
+def refuse_output_difference(module, rng):
+    """The values of output_difference that break a rule: GQAError, naming them."""
+    module.raises("output_difference", [[[[[1.0]]]], [[[[1.0]]]]], [])           # deeper than 3 levels
+    module.raises("output_difference", [rand_tensor(rng, 2, 3), rand_tensor(rng, 2, 2)], [])
+
+
+def extremes_output_difference(module, rng):
+    """Other kinds of rows, and values near the float range's ends, for output_difference."""
+    f = rng.uniform(0.5, 1.0)
+    rows, cols = rng.randint(1, 3), rng.randint(1, 4)
+    cases = [(_(where), scaled(a, f), scaled(b, f)) for where, a, b in DIFFERENCE_EXTREMES]
+    cases.append((_("{shape}, a of tuple rows, b of array rows").format(shape=f"[{rows}][{cols}]"),
+                  as_rows(rand_tensor(rng, rows, cols), "tuple"), as_rows(rand_tensor(rng, rows, cols), "array")))
+    for where, a, b in cases:
+        got = module.call("output_difference", a, b)
+        expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
+               ref_output_difference(plain(a), plain(b)), where,
+               "output_difference(a, b): max_abs, rel_l2, cosine", names=DIFFERENCE_FIELDS)
+
+
+@step("output_difference", 3 + len(DIFFERENCE_CASES),
+      types=types_output_difference,
+      refusals=refuse_output_difference,
+      extremes=extremes_output_difference)
 def check_difference(module, case, rng):
     if 3 <= case < 3 + len(DIFFERENCE_CASES):
         where, a, b = DIFFERENCE_CASES[case - 3]

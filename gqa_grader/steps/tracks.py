@@ -1,7 +1,7 @@
 """The steps a run grades: numbers, ranges, names and named tracks.
 
-    core        the handout's lab: steps 1-8 and 14-19 (CORE says why each)
-    all         the 25 steps of the lab
+    core        the handout's lab: steps 1-8 and 14-19 (the manifest's core says why each)
+    all         every step of the lab
     robustness  the three parts of robustness.py: types, refusals, extremes
 
 `--steps 1-8,14-16,18,19`, `--steps core`, `--steps core,robustness`, `--steps kv_head,5`:
@@ -13,6 +13,7 @@ import json
 import os
 
 from ..language.i18n import _
+from . import manifest
 from .checks import STEPS
 from .robustness import PARTS
 
@@ -21,25 +22,9 @@ LESSON = [st.name for st in STEPS]
 ROBUSTNESS = [st.name for st in PARTS]
 BY_NAME = {st.name: st for st in ALL_STEPS}
 
-# The handout's lab (the Japanese handout's "次のラボですること"), step by step: what
-# it asks for, and the step of gqa.py that does it.
-CORE = {
-    1: "h must be divisible by g: the valid g are the divisors of h",
-    2: "g = h is MHA, g = 1 is MQA, anything between is GQA: one knob, three names",
-    3: "query heads grouped in contiguous blocks: query head i reads key/value head i // (h // g)",
-    4: "the query heads of each group, as the handout groups them",
-    5: "fold each group's key/value heads into one by their mean",
-    6: "repeat the folded heads out to the h query heads",
-    7: "single-head attention, which every head runs",
-    8: "one attention(g) that runs MHA, GQA and MQA on the same weights: g = h is MHA to the last bit",
-    14: "the output difference from MHA, measured in numbers",
-    15: "the KV cache's elements: 2 x layers x g x length x head_dim, with no h in it",
-    16: "the multiplications of one layer, per term: the scores and the weighted sum have no g",
-    17: "the same for a whole block, its MLP included: the share that g can change",
-    18: "the cache table, one row per g: the first of the report's two tables",
-    19: "the multiplications table, one row per g: the second",
-}
-TRACKS = {"core": [st.name for st in STEPS if st.number in CORE], "all": LESSON,
+# core: the handout's lab (the Japanese handout's "次のラボですること"), the steps whose
+# manifest row says what of it they do.
+TRACKS = {"core": [entry.name for entry in manifest.LESSON if entry.core], "all": LESSON,
           "robustness": ROBUSTNESS}
 TRACK_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "track.json")   # in the package
 

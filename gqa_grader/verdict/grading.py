@@ -18,12 +18,12 @@ from ..running.failures import Failure, NotStarted, OutOfTime, Refused
 from ..running.process import BUDGET_NOTE, DEFAULT_TIMEOUT, Worker
 from ..running.seal import DEFAULT_BUDGET, HERE, Seal
 from ..running.values import bounded
-from ..steps.checking import PUBLIC_CASES, Draw
-from ..steps.checks import STEP_OF, STEPS
+from ..steps.checking import Draw, PUBLIC_CASES
+from ..steps.checks import STEPS, STEP_OF
 from ..steps.tracks import ALL_STEPS, BY_NAME, covered, default_track
 from .results import Status, step_result
 
-GRADER_VERSION = "4.2"
+GRADER_VERSION = "4.3"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
