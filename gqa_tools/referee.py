@@ -17,6 +17,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import gqa
 from gqa_grader.language.i18n import _
+from gqa_grader.steps import manifest
 
 # The checkout: the folder that holds gqa.py and gqa_tools/ (a --module run's worker
 # imports the tools from it).
@@ -28,14 +29,11 @@ LAB = os.path.join(PROJECT, "gqa.py")          # its gqa.py: the project's, or i
 # The lab's steps, by number.
 # ---------------------------------------------------------------------------
 
-# The lab's 25 steps in order, step N being STEPS[N - 1], as gqa.py's docstring
-# numbers them (tests/test_student_report.py reads that table).  Here, not read
-# from gqa at run time: in the grader's worker, `gqa` is the student's module.
-STEPS = ("valid_g", "method_name", "kv_head", "group_heads", "fold_kv_mean", "repeat_kv",
-         "single_head_attention", "attention", "grouped_attention", "init_weights", "fold_weights",
-         "prepare_weights", "layer", "output_difference", "kv_cache_elements", "attention_multiplies",
-         "block_multiplies", "cache_table", "multiplies_table", "count_multiplies", "KVCache",
-         "decode_step", "decode_traffic", "grouped_attention_backward", "layer_backward")
+# The lab's steps in order, step N being STEPS[N - 1], as the referee's manifest
+# lists them (gqa.py's docstring numbers them alike: tests/test_student_report.py).
+# Read from the referee, not from gqa at run time: in the grader's worker, `gqa` is
+# the student's module.
+STEPS = tuple(entry.name for entry in manifest.LESSON)
 
 
 def step_name(name: str) -> Optional[str]:

@@ -20,25 +20,39 @@ with open(GQA, encoding="utf-8") as _f:
     SOURCE = _f.read()
 
 
-def replace_function(source, name, new):
-    """Return source with the top-level function `name` replaced by new."""
-    node = next(n for n in ast.parse(source).body
-                if isinstance(n, ast.FunctionDef) and n.name == name)
+def function_lines(source, where):
+    """(first, end): the lines of source that hold the function where ("kv_head", or
+    "KVCache.append" for a method), as indices into source.splitlines()."""
+    cls, _, name = where.rpartition(".")
+    body = ast.parse(source).body
+    if cls:
+        body = next(n for n in body if isinstance(n, ast.ClassDef) and n.name == cls).body
+    node = next((n for n in body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if node is None:
+        raise AssertionError(f"gqa.py has no function {where}")
+    return node.lineno - 1, node.end_lineno
+
+
+def mutate(where, old, new, source=SOURCE):
+    """source with old replaced by new inside the function where (its name, or
+    Class.method), where old must stand once; old None: the whole function replaced by
+    new.  A mutant is anchored in its function, so a line written elsewhere in gqa.py
+    never moves it."""
+    first, end = function_lines(source, where)
     lines = source.splitlines(keepends=True)
-    return "".join(lines[:node.lineno - 1]) + new + "".join(lines[node.end_lineno:])
-
-
-def mutate(old, new, source=SOURCE):
-    if old == "_single_head_attention":
-        return replace_function(source, "_single_head_attention", new)
-    if source.count(old) != 1:
-        raise AssertionError(f"the mutant's text must stand once in gqa.py: {old!r}")
-    return source.replace(old, new)
+    text = "".join(lines[first:end])
+    if old is None:
+        text = new
+    elif text.count(old) != 1:
+        raise AssertionError(f"the mutant's text must stand once in gqa.py's {where}: {old!r}")
+    else:
+        text = text.replace(old, new)
+    return "".join(lines[:first]) + text + "".join(lines[end:])
 
 
 def in_kv_head(body):
     """gqa.py with body run at the start of kv_head's last line."""
-    return mutate("    return query_head // group\n", body + "    return query_head // group\n")
+    return mutate("_kv_head", "    return query_head // group\n", body + "    return query_head // group\n")
 
 
 class Module:

@@ -62,232 +62,232 @@ class Robust:
 # (name, the step that must fail (or a Robust), text in gqa.py, its replacement)
 MUTANTS = [
     ("strided grouping (i % g)", "kv_head",
-     "return query_head // group", "return query_head % g"),
+     "_kv_head", "return query_head // group", "return query_head % g"),
     ("group_heads returning tuples", "group_heads",
-     "return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
+     "group_heads", "return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
      "return [tuple(range(j * group, (j + 1) * group)) for j in range(g)]"),
     ("tile instead of repeat-interleave", "repeat_kv",
-     "return [kv[_kv_head(i, h, g)] for i in range(h)]", "return [kv[i % g] for i in range(h)]"),
+     "_repeat_kv", "return [kv[_kv_head(i, h, g)] for i in range(h)]", "return [kv[i % g] for i in range(h)]"),
     ("sum instead of mean in the fold", "fold_kv_mean",
-     "mean = sum(vals) / n\n", "mean = sum(vals)\n"),
+     "_mean", "mean = sum(vals) / n\n", "mean = sum(vals)\n"),
     ("keeping the first head instead of the mean", "fold_kv_mean",
-     "members = kv[j * group:(j + 1) * group]", "members = [kv[j * group]] * group"),
+     "_fold_kv_mean", "members = kv[j * group:(j + 1) * group]", "members = [kv[j * group]] * group"),
     ("a fold that changes its input in place", "fold_kv_mean",
-     "    return _fold_kv_mean(kv, g)\n", "    folded = _fold_kv_mean(kv, g)\n    kv[0][0][0] = 0.0\n    return folded\n"),
+     "fold_kv_mean", "    return _fold_kv_mean(kv, g)\n", "    folded = _fold_kv_mean(kv, g)\n    kv[0][0][0] = 0.0\n    return folded\n"),
     ("a fold that returns its input itself at g = h", "fold_kv_mean",
-     "    return _fold_kv_mean(kv, g)\n", "    return kv if g == h else _fold_kv_mean(kv, g)\n"),
+     "fold_kv_mean", "    return _fold_kv_mean(kv, g)\n", "    return kv if g == h else _fold_kv_mean(kv, g)\n"),
     ("a missing 1/sqrt(d) scale", "single_head_attention",
-     "scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp\n    rows = []",
+     "_softmax", "scale, exp = 1.0 / math.sqrt(len(q[0])), math.exp\n    rows = []",
      "scale, exp = 1.0, math.exp\n    rows = []"),
-    ("softmax over the wrong axis", "single_head_attention", "_single_head_attention", WRONG_AXIS_ATTEND),
+    ("softmax over the wrong axis", "single_head_attention", "_single_head_attention", None, WRONG_AXIS_ATTEND),
     ("a softmax without its max subtracted", Robust("extremes", "single_head_attention"),
-     "top = max(s)                                       # subtracted: exp cannot overflow",
+     "_softmax", "top = max(s)                                       # subtracted: exp cannot overflow",
      "top = 0.0"),
     ("a causal mask off by one", "single_head_attention",
-     "seen = i + 1 + m - n if causal else m              # query i sees",
+     "_softmax", "seen = i + 1 + m - n if causal else m              # query i sees",
      "seen = min(m, i + 2 + m - n) if causal else m              # query i sees"),
     ("an MHA path that rounds the keys (not MHA to the last bit at g = h)", "attention",
-     "k_rep = _repeat_kv(_fold_kv_mean(k, g), h)",
+     "attention", "k_rep = _repeat_kv(_fold_kv_mean(k, g), h)",
      "k_rep = _repeat_kv([[[x * 3.0 / 3.0 for x in r] for r in m] for m in _fold_kv_mean(k, g)], h)"),
     ("grouped attention reading head i % g", "grouped_attention",
-     "j = _kv_head(i, h, g)                               # the key/value head query head i reads",
+     "_grouped_attention", "j = _kv_head(i, h, g)                               # the key/value head query head i reads",
      "j = i % g"),
     ("a cache counter using h instead of g", "cache_table",
-     "elements = _kv_cache_elements(layers, g, length, head_dim, batch)",
+     "cache_table", "elements = _kv_cache_elements(layers, g, length, head_dim, batch)",
      "elements = _kv_cache_elements(layers, h, length, head_dim, batch)"),
     ("a cache counter missing the factor 2 for K and V", "kv_cache_elements",
-     "return 2 * layers * kv_heads * length * head_dim * batch",
+     "_kv_cache_elements", "return 2 * layers * kv_heads * length * head_dim * batch",
      "return layers * kv_heads * length * head_dim * batch"),
     ("a count returned as a float", "kv_cache_elements",
-     "return 2 * layers * kv_heads * length * head_dim * batch",
+     "_kv_cache_elements", "return 2 * layers * kv_heads * length * head_dim * batch",
      "return 2.0 * layers * kv_heads * length * head_dim * batch"),
     ("a multiply counter with g in the scores term", "attention_multiplies",
-     "scores=h * pairs * d,", "scores=g * pairs * d,"),
+     "_attention_multiplies", "scores=h * pairs * d,", "scores=g * pairs * d,"),
     ("causal attention counted as full", "attention_multiplies",
-     "pairs = n * (n + 1) // 2 if causal else n * n", "pairs = n * n"),
+     "_attention_multiplies", "pairs = n * (n + 1) // 2 if causal else n * n", "pairs = n * n"),
     ("a block without its MLP", "block_multiplies",
-     "                           mlp, a.total + mlp)", "                           mlp, a.total)"),
+     "block_multiplies", "                           mlp, a.total + mlp)", "                           mlp, a.total)"),
     ("the output projection tallied as q_proj", "count_multiplies",
-     '_project(rows, o_cols, "o_proj")', '_project(rows, o_cols, "q_proj")'),
+     "_output", '_project(rows, o_cols, "o_proj")', '_project(rows, o_cols, "q_proj")'),
     ("weights counted once per row, not once per call", "count_multiplies",
-     "_tally.weight_reads += len(w_cols) * len(w_cols[0])",
+     "_project", "_tally.weight_reads += len(w_cols) * len(w_cols[0])",
      "_tally.weight_reads += len(w_cols) * len(w_cols[0]) * len(x)"),
     ("cache reads left at zero", "count_multiplies",
-     "_tally.cache_reads += len(kv) + len(vv)", "_tally.cache_reads += 0"),
+     "_cache_views", "_tally.cache_reads += len(kv) + len(vv)", "_tally.cache_reads += 0"),
     ("a cache that counts only its keys", "KVCache",
-     "for a in chain(self.k, self.v))", "for a in self.k)"),
+     "KVCache.elements", "for a in chain(self.k, self.v))", "for a in self.k)"),
     ("a decode step that forgets to append to the cache", "decode_step",
-     "    cache._append(k, v)\n", "    cache._length += 1\n"),
+     "decode_step", "    cache._append(k, v)\n", "    cache._length += 1\n"),
     ("decode traffic counting h cache heads", "decode_traffic",
-     "cache_reads = 2 * g * d * positions * batch", "cache_reads = 2 * h * d * positions * batch"),
+     "decode_traffic", "cache_reads = 2 * g * d * positions * batch", "cache_reads = 2 * h * d * positions * batch"),
     ("a backward pass that forgets to sum a shared head's gradients over its group",
      "grouped_attention_backward",
-     "dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]",
+     "_grouped_attention_backward", "dk[j] = dk_i if dk[j] is None else [list(map(add, a, b)) for a, b in zip(dk[j], dk_i)]",
      "dk[j] = dk_i"),
     ("a backward pass through the fold that forgets to divide by h // g", "layer_backward",
-     "return [[[x / group for x in row] for row in grads[_kv_head(i, h, g)]]",
+     "_unfold", "return [[[x / group for x in row] for row in grads[_kv_head(i, h, g)]]",
      "return [[list(row) for row in grads[_kv_head(i, h, g)]]"),
     ("decode traffic reading the weights once per sequence of the batch", "decode_traffic",
-     "weight_reads = n * d_model * d * (2 * h + 2 * g)",
+     "decode_traffic", "weight_reads = n * d_model * d * (2 * h + 2 * g)",
      "weight_reads = batch * n * d_model * d * (2 * h + 2 * g)"),
     # The promises below are about values at the edges, identity, state and documented rules.
     ("init_weights drawing w_k before w_q", "init_weights",
-     "Weights(w_q=draw(h, d_model, d, d_model),       # [h][d_model][d]\n"
+     "init_weights", "Weights(w_q=draw(h, d_model, d, d_model),       # [h][d_model][d]\n"
      "                   w_k=draw(h, d_model, d, d_model),",
      "Weights(w_k=draw(h, d_model, d, d_model),       # [h][d_model][d]\n"
      "                   w_q=draw(h, d_model, d, d_model),"),
     ("init_weights with variance 1 / (3 fan_in)", "init_weights",
-     "a = math.sqrt(3.0 / fan_in)", "a = math.sqrt(1.0 / fan_in)"),
+     "init_weights", "a = math.sqrt(3.0 / fan_in)", "a = math.sqrt(1.0 / fan_in)"),
     ("init_weights accepting h = 0", "init_weights",
-     '_check_int("init_weights", name, value, low=1)', '_check_int("init_weights", name, value, low=0)'),
+     "init_weights", '_check_int("init_weights", name, value, low=1)', '_check_int("init_weights", name, value, low=0)'),
     ("a mean fold that overflows for two values of 1e308", Robust("extremes", "fold_kv_mean"),
-     "if (mean == _INF or mean == -_INF) and all(abs(x) <= _FLOAT_MAX for x in vals):", "if False:"),
+     "_mean", "if (mean == _INF or mean == -_INF) and all(abs(x) <= _FLOAT_MAX for x in vals):", "if False:"),
     ("ragged rows not refused", Robust("refusals", "single_head_attention"),
-     "if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):",
+     "_check_matrix", "if widths is None or len(widths) > 1 or (cols is not None and widths - {cols}):",
      "if widths is None or (cols is not None and widths - {cols}):"),
     ("repeat_kv accepting an h that g does not divide", "repeat_kv",
-     '    _group_size("repeat_kv", h, g)\n', '    _check_int("repeat_kv", "h", h, low=1)\n'),
+     "repeat_kv", '    _group_size("repeat_kv", h, g)\n', '    _check_int("repeat_kv", "h", h, low=1)\n'),
     ("grouped_attention accepting g that does not divide h", "grouped_attention",
-     '    _check_divides("grouped_attention", h, g)\n', ""),
+     "grouped_attention", '    _check_divides("grouped_attention", h, g)\n', ""),
     ("prepare_weights folding the caller's Weights in place", "prepare_weights",
-     "    return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))\n",
+     "_fold_weights", "    return weights._replace(w_k=fold(weights.w_k), w_v=fold(weights.w_v))\n",
      "    weights.w_k[:], weights.w_v[:] = fold(weights.w_k), fold(weights.w_v)\n    return weights\n"),
     ("output_difference squaring unscaled values (nan for 1e200, 0 for 1e-200)",
      Robust("extremes", "output_difference"),
-     "sa, sb = max(map(abs, fa), default=0.0), max(map(abs, fb), default=0.0)",
+     "output_difference", "sa, sb = max(map(abs, fa), default=0.0), max(map(abs, fb), default=0.0)",
      "sa, sb = 1.0 if fa else 0.0, 1.0 if fb else 0.0"),
     ("output_difference letting a NaN through as a max_abs of 0.0", Robust("extremes", "output_difference"),
-     "if any(map(math.isnan, fa)) or any(map(math.isnan, fb)):", "if False:"),
+     "output_difference", "if any(map(math.isnan, fa)) or any(map(math.isnan, fb)):", "if False:"),
     ("output_difference returning None", "output_difference",
-     "    return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)\n", "    return None\n"),
+     "output_difference", "    return Difference(max_abs=max_abs, rel_l2=rel_l2, cosine=cosine)\n", "    return None\n"),
     ("kv_cache_elements accepting kv_heads = 0", Robust("refusals", "kv_cache_elements"),
-     '_check_int(func, "kv_heads", kv_heads, low=1)', '_check_int(func, "kv_heads", kv_heads, low=0)'),
+     "kv_cache_elements", '_check_int(func, "kv_heads", kv_heads, low=1)', '_check_int(func, "kv_heads", kv_heads, low=0)'),
     ("a nested count_multiplies that adds nothing to the outer tally", "count_multiplies",
-     "setattr(outer, name, getattr(outer, name) + getattr(tally, name))", "pass"),
+     "count_multiplies", "setattr(outer, name, getattr(outer, name) + getattr(tally, name))", "pass"),
     ("a KVCache whose len is its capacity", "KVCache",
-     '"""Return the number of positions held."""\n        return self._length',
+     "KVCache.__len__", '"""Return the number of positions held."""\n        return self._length',
      '"""Return the number of positions held."""\n        return len(self.k[0]) // self.d'),
     # Refusals the docstrings state: each accepted by one mutant.
     ("single_head_attention accepting q and k of two head dims", Robust("refusals", "single_head_attention"),
-     "if q and dk != d:", "if False:"),
-    ("attention accepting k and v with g heads", Robust("refusals", "attention"), "if len(k) != h:", "if False:"),
+     "_check_qkv", "if q and dk != d:", "if False:"),
+    ("attention accepting k and v with g heads", Robust("refusals", "attention"), "attention", "if len(k) != h:", "if False:"),
     ("grouped_attention accepting k and v of two head counts", Robust("refusals", "grouped_attention"),
-     "if len(k) != len(v):", "if False:"),
+     "_check_multihead", "if len(k) != len(v):", "if False:"),
     ("fold_weights accepting w_k with neither h nor g heads", Robust("refusals", "fold_weights"),
-     "if heads not in (h, g):", "if False:"),
-    ("layer accepting weights prepared for another g", Robust("refusals", "layer"), "if weights.g != g:", "if False:"),
-    ("output_difference accepting four levels", Robust("refusals", "output_difference"), "if len(where) == 3:", "if False:"),
+     "_check_weights", "if heads not in (h, g):", "if False:"),
+    ("layer accepting weights prepared for another g", Robust("refusals", "layer"), "_weights_for", "if weights.g != g:", "if False:"),
+    ("output_difference accepting four levels", Robust("refusals", "output_difference"), "_flatten", "if len(where) == 3:", "if False:"),
     ("kv_cache_elements accepting a negative count", Robust("refusals", "kv_cache_elements"),
-     '_check_int(func, "layers", layers)', '_check_int(func, "layers", layers, low=None)'),
-    ("a KVCache of d = 0", Robust("refusals", "KVCache"), '_check_int("KVCache", "d", d, low=1, high=MAX_ALLOCATION)',
+     "kv_cache_elements", '_check_int(func, "layers", layers)', '_check_int(func, "layers", layers, low=None)'),
+    ("a KVCache of d = 0", Robust("refusals", "KVCache"), "KVCache.__init__", '_check_int("KVCache", "d", d, low=1, high=MAX_ALLOCATION)',
      '_check_int("KVCache", "d", d, low=0, high=MAX_ALLOCATION)'),
     ("decode_step with a cache made for another g", Robust("refusals", "decode_step"),
-     "if cache.g != g:", "if False:"),
+     "decode_step", "if cache.g != g:", "if False:"),
     # Promises the docstrings state: edges, zero counts, row types, refusal messages.
     ("a softmax that gives NaN for an infinite score", Robust("extremes", "single_head_attention"),
-     "        if top == _INF and all(map(eq, s, s)):", "        if False:"),
+     "_softmax", "        if top == _INF and all(map(eq, s, s)):", "        if False:"),
     ("a softmax where an infinite score hides a NaN one", Robust("extremes", "single_head_attention"),
-     "if top == _INF and all(map(eq, s, s)):", "if top == _INF:"),
+     "_softmax", "if top == _INF and all(map(eq, s, s)):", "if top == _INF:"),
     ("a softmax that drops NaN scores as -inf", Robust("extremes", "single_head_attention"),
-     "        top = max(s)                                       # subtracted: exp cannot overflow",
+     "_softmax", "        top = max(s)                                       # subtracted: exp cannot overflow",
      "        s = [-_INF if x != x else x for x in s]\n        top = max(s)"),
     ("cache_table dividing by zero for layers = 0", "cache_table",
-     "elements / mha if mha else 1.0))", "elements / mha))"),
+     "cache_table", "elements / mha if mha else 1.0))", "elements / mha))"),
     ("multiplies_table dividing by zero for n = 0", "multiplies_table",
-     "c / r if r else 1.0 for c, r in", "c / r for c, r in"),
+     "multiplies_table", "c / r if r else 1.0 for c, r in", "c / r for c, r in"),
     ("decode_traffic dividing by zero for n = 0", "decode_traffic",
-     "ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0",
+     "decode_traffic", "ratio = (cache_reads + weight_reads) / multiplies if multiplies else 0.0",
      "ratio = (cache_reads + weight_reads) / multiplies"),
     ("rows that must be lists (tuples and array('d') refused)",
      Robust("extremes", "fold_kv_mean", "single_head_attention", "grouped_attention", "layer"),
-     '    _check_list(func, what, mat, "a list of rows")\n',
+     "_check_matrix", '    _check_list(func, what, mat, "a list of rows")\n',
      '    _check_list(func, what, mat, "a list of rows")\n    if set(map(type, mat)) - {list}:\n'
      '        raise TypeError(f"{func}: {what} rows must be lists")\n'),
     ("output_difference refusing tuple and array('d') rows", Robust("extremes", "output_difference"),
-     "    sequences = (list, tuple, array)\n    fa, fb", "    sequences = (list,)\n    fa, fb"),
+     "_flatten", "    sequences = (list, tuple, array)\n    fa, fb", "    sequences = (list,)\n    fa, fb"),
     ("fold_weights keeping the input's tuple rows", Robust("extremes", "fold_weights"),
-     "_lists(t)            # tuple or array rows: lists", "list(t)            # tuple or array rows: lists"),
+     "fold_weights", "_lists(t)            # tuple or array rows: lists", "list(t)            # tuple or array rows: lists"),
     ("prepare_weights holding lists where it promises tuples", "prepare_weights",
-     "return cols if once else tuple(cols)", "return cols if once else list(cols)"),
+     "_prepare_weights", "return cols if once else tuple(cols)", "return cols if once else list(cols)"),
     ("a refusal whose message does not name its function", Robust("refusals", "kv_head"),
-     'raise GQAError(f"kv_head: query_head must be in', 'raise GQAError(f"query_head must be in'),
+     "kv_head", 'raise GQAError(f"kv_head: query_head must be in', 'raise GQAError(f"query_head must be in'),
     ("kv_head's out-of-range refusal without the query head at fault", Robust("refusals", "kv_head"),
-     'f"got query_head={query_head}")', 'f"got a larger one")'),
+     "kv_head", 'f"got query_head={query_head}")', 'f"got a larger one")'),
     ("a decode_step that appends to the cache before refusing", Robust("refusals", "decode_step"),
-     '    if len(x_t) != w.d_model:\n        raise GQAError(f"decode_step: x_t has',
+     "decode_step", '    if len(x_t) != w.d_model:\n        raise GQAError(f"decode_step: x_t has',
      '    if len(x_t) != w.d_model:\n        cache._append([[0.0] * w.d] * g, [[0.0] * w.d] * g)\n'
      '        raise GQAError(f"decode_step: x_t has'),
     ("group_heads returning a list that holds itself", "group_heads",
-     "    return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
+     "group_heads", "    return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
      "    out = [list(range(j * group, (j + 1) * group)) for j in range(g)]\n    out.append(out)\n"
      "    return out"),
     ("multiplies_table with ratios as plain tuples", "multiplies_table",
-     "ratio = Multiplies(*(c / r if r else 1.0", "ratio = tuple((c / r if r else 1.0"),
+     "multiplies_table", "ratio = Multiplies(*(c / r if r else 1.0", "ratio = tuple((c / r if r else 1.0"),
     ("the weighted sum tallied with d instead of d_v", "count_multiplies",
-     "_tally.weighted_sum += seen * len(v_cols)", "_tally.weighted_sum += seen * len(qi)"),
+     "_single_head_attention", "_tally.weighted_sum += seen * len(v_cols)", "_tally.weighted_sum += seen * len(qi)"),
     # Holes once: fields a check skipped, and the other side of a refusal's edge.
     ("multiplies_table rows named 'xyz', every per-term count and ratio 0", "multiplies_table",
-     "rows.append(MultipliesRow(_method_name(h, g), g, h // g, counts, ratio))",
+     "multiplies_table", "rows.append(MultipliesRow(_method_name(h, g), g, h // g, counts, ratio))",
      "rows.append(MultipliesRow('xyz', g, h // g, Multiplies(0, 0, 0, 0, 0, 0, counts.total),\n"
      "                                 Multiplies(0, 0, 0, 0, 0, 0, ratio.total)))"),
     ("multiplies_table dividing each term by MHA's total", "multiplies_table",
-     "c / r if r else 1.0 for c, r in zip(counts, mha)", "c / mha.total if mha.total else 1.0 for c in counts"),
+     "multiplies_table", "c / r if r else 1.0 for c, r in zip(counts, mha)", "c / mha.total if mha.total else 1.0 for c in counts"),
     ("cache_table ignoring batch", "cache_table",
-     "elements = _kv_cache_elements(layers, g, length, head_dim, batch)",
+     "cache_table", "elements = _kv_cache_elements(layers, g, length, head_dim, batch)",
      "elements = _kv_cache_elements(layers, g, length, head_dim, 1)"),
     ("block_multiplies ignoring causal", "block_multiplies",
-     "a = _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))",
+     "block_multiplies", "a = _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))",
      "_check_causal(func, causal)\n    a = _attention_multiplies(n, h, g, d, d_model, False)"),
-    ("kv_head accepting query_head == h", Robust("refusals", "kv_head"), "if query_head >= h:", "if query_head > h:"),
+    ("kv_head accepting query_head == h", Robust("refusals", "kv_head"), "kv_head", "if query_head >= h:", "if query_head > h:"),
     ("kv_head accepting query_head == -1", Robust("refusals", "kv_head"),
-     '_check_int("kv_head", "query_head", query_head)', '_check_int("kv_head", "query_head", query_head, low=-1)'),
+     "kv_head", '_check_int("kv_head", "query_head", query_head)', '_check_int("kv_head", "query_head", query_head, low=-1)'),
     ("kv_cache_elements accepting a negative length", Robust("refusals", "kv_cache_elements"),
-     '_check_int(func, "length", length)', '_check_int(func, "length", length, low=None)'),
+     "kv_cache_elements", '_check_int(func, "length", length)', '_check_int(func, "length", length, low=None)'),
     ("multiplies_table accepting n = -1", Robust("refusals", "multiplies_table"),
-     'low=0 if name == "n" else 1)', 'low=None if name == "n" else 1)'),
+     "multiplies_table", 'low=0 if name == "n" else 1)', 'low=None if name == "n" else 1)'),
     ("cache_table accepting a negative batch", Robust("refusals", "cache_table"),
-     'low=1 if name in ("h", "head_dim") else 0)', 'low=1 if name in ("h", "head_dim") else None)'),
+     "cache_table", 'low=1 if name in ("h", "head_dim") else 0)', 'low=1 if name in ("h", "head_dim") else None)'),
     ("decode_traffic accepting batch = 0", Robust("refusals", "decode_traffic"),
-     '_check_int(func, "batch", batch, low=1)', '_check_int(func, "batch", batch, low=0)'),
+     "decode_traffic", '_check_int(func, "batch", batch, low=1)', '_check_int(func, "batch", batch, low=0)'),
     ("block_multiplies accepting mlp_matrices = 0", Robust("refusals", "block_multiplies"),
-     '        _check_int(func, name, value, low=1)\n    a = _attention',
+     "block_multiplies", '        _check_int(func, name, value, low=1)\n    a = _attention',
      '        _check_int(func, name, value, low=0)\n    a = _attention'),
     ("attention_multiplies accepting d = 0", Robust("refusals", "attention_multiplies"),
-     '    _check_int(func, "d", d, low=1)\n    _check_int(func, "d_model", d_model, low=1)\n    return _attention',
+     "attention_multiplies", '    _check_int(func, "d", d, low=1)\n    _check_int(func, "d_model", d_model, low=1)\n    return _attention',
      '    _check_int(func, "d", d, low=0)\n    _check_int(func, "d_model", d_model, low=1)\n    return _attention'),
     # The rules of types (TypeError, naming the function), and valid_g's refusal below 0.
     ("valid_g accepting True and 8.0 (h = int(h))", Robust("types", "valid_g"),
-     '    _check_int("valid_g", "h", h, low=1)\n',
+     "valid_g", '    _check_int("valid_g", "h", h, low=1)\n',
      '    h = int(h)\n    if h < 1:\n        raise GQAError(f"valid_g: h must be positive; got h={h}")\n'),
     ("valid_g accepting 8.0 (bools refused, then h = int(h))", Robust("types", "valid_g"),
-     '    _check_int("valid_g", "h", h, low=1)\n',
+     "valid_g", '    _check_int("valid_g", "h", h, low=1)\n',
      '    if isinstance(h, bool):\n        raise TypeError(f"valid_g: h must be an int, not bool")\n'
      '    h = int(h)\n    if h < 1:\n        raise GQAError(f"valid_g: h must be positive; got h={h}")\n'),
     ("valid_g returning [] for a negative h", "valid_g",
-     '    _check_int("valid_g", "h", h, low=1)\n',
+     "valid_g", '    _check_int("valid_g", "h", h, low=1)\n',
      '    _check_int("valid_g", "h", h, low=None)\n    if h == 0:\n'
      '        raise GQAError("valid_g: h must be positive; got h=0")\n    if h < 0:\n        return []\n'),
     ("every size made an int with int() (True and 8.0 accepted)", Robust("types", *TYPED_SIZES),
-     "    if isinstance(value, bool) or not isinstance(value, int):\n        raise TypeError(",
+     "_check_int", "    if isinstance(value, bool) or not isinstance(value, int):\n        raise TypeError(",
      "    value = int(value)\n    if False:\n        raise TypeError("),
     ("a causal flag checked with `in (True, False)` (1 accepted)", Robust("types", *CAUSAL_ONE),
-     "    if not isinstance(causal, bool):\n", "    if causal not in (True, False):\n"),
+     "_check_causal", "    if not isinstance(causal, bool):\n", "    if causal not in (True, False):\n"),
     ("a causal flag made bool(causal) (None accepted)", Robust("types", *CAUSAL_NONE),
-     "    if not isinstance(causal, bool):\n", "    causal = bool(causal)\n    if False:\n"),
+     "_check_causal", "    if not isinstance(causal, bool):\n", "    causal = bool(causal)\n    if False:\n"),
     ("values never checked for their type (a tensor of strs accepted)", Robust("types", *TYPED_DATA),
-     "    if not kinds <= _NUMBERS:\n", "    if False:\n"),
+     "_check_values", "    if not kinds <= _NUMBERS:\n", "    if False:\n"),
     ("output_difference accepting values that are not numbers", Robust("types", "output_difference"),
-     "                if type(value) not in _NUMBERS:\n", "                if False:\n"),
+     "_flatten", "                if type(value) not in _NUMBERS:\n", "                if False:\n"),
     ("sizes refused only when bool or float (a str reaches Python's own TypeError)",
      Robust("types", *TYPED_SIZES),
-     "    if isinstance(value, bool) or not isinstance(value, int):\n        raise TypeError(",
+     "_check_int", "    if isinstance(value, bool) or not isinstance(value, int):\n        raise TypeError(",
      "    if isinstance(value, (bool, float)):\n        raise TypeError("),
     ("values refused only when str or None (a bool accepted as a number)",
      Robust("types", "fold_kv_mean", "repeat_kv", "single_head_attention"),
-     "    if not kinds <= _NUMBERS:\n", "    if str in kinds or type(None) in kinds:\n"),
+     "_check_values", "    if not kinds <= _NUMBERS:\n", "    if str in kinds or type(None) in kinds:\n"),
     ("a causal flag refused only when None or an int (a str accepted)",
      Robust("types", *(CAUSAL_ONE + CAUSAL_NONE)),
-     "    if not isinstance(causal, bool):\n", "    if causal is None or type(causal) is int:\n"),
+     "_check_causal", "    if not isinstance(causal, bool):\n", "    if causal is None or type(causal) is int:\n"),
 ]
 
 
@@ -392,21 +392,21 @@ class Mutants(unittest.TestCase):
     def graded():
         """Every mutant graded once, by the step that must catch it (and a few more runs of
         variants of gqa.py); shared by the tests, and CommandLine's pastes."""
-        wrong = mutate("return query_head // group", "return query_head // group if (h, g) != (14, 7) "
+        wrong = mutate("_kv_head", "return query_head // group", "return query_head // group if (h, g) != (14, 7) "
                        "else 0")
-        mutant = [mutant_jobs(step, mutate(old, new)) for _, step, old, new in MUTANTS]
+        mutant = [mutant_jobs(step, mutate(where, old, new)) for _, step, where, old, new in MUTANTS]
         jobs = ([job for jobs in mutant for job in jobs]
                 + [(SOURCE, {"cases": 0, "only": ["kv_cache_elements", "output_difference"]})]
                 + [(wrong, {"seed": seed, "cases": 0, "only": ["kv_head"]}) for seed in (1, 2, 3)])
         # A size of the wrong type raising a TypeError subclass (passes), or GQAError (fails).
-        raising = [mutate('raise TypeError(f"{func}: {name} must be an int, "',
+        raising = [mutate("_check_int", 'raise TypeError(f"{func}: {name} must be an int, "',
                           f'raise {error}(f"{{func}}: {{name}} must be an int, "') + extra
                    for error, extra in (("_SizeError", "\n\nclass _SizeError(TypeError):\n    pass\n"),
                                         ("GQAError", ""))]
         jobs += [(source, {"cases": 0, "only": ["valid_g", "types"]}) for source in raising]
         graded = grade_trusted(jobs)
         mutants, at = [], 0
-        for (_, step, _, _), made in zip(MUTANTS, mutant):
+        for (_, step, *_), made in zip(MUTANTS, mutant):
             mutants.append(regroup(step, graded[at:at + len(made)]))
             at += len(made)
         graded = graded[at:]
@@ -419,7 +419,7 @@ class Mutants(unittest.TestCase):
         self.assertGreaterEqual(len(MUTANTS), 24)
         mutants = early(self.graded)["mutants"]
         self.assertEqual(len(mutants), len(MUTANTS))
-        for (name, step, old, new), results in zip(MUTANTS, mutants):
+        for (name, step, _where, old, new), results in zip(MUTANTS, mutants):
             if isinstance(step, Robust):          # the part fails; the lesson step named first passes
                 first = step.subjects[0]
                 with self.subTest(mutant=name, step=first):
@@ -579,7 +579,7 @@ class CommandLine(unittest.TestCase):
             runs["one case"] = run_main("--module", path, "--seed", "3", "--only", "kv_head", "--case", "6",
                                         "--show")
         # method_name(h, g) passes; the failing call is the refusal with a bad g.
-        with Module(mutate('    _group_size("method_name", h, g)\n', "")) as path:
+        with Module(mutate("method_name", '    _group_size("method_name", h, g)\n', "")) as path:
             runs["refused"] = run_main("--module", path, "--seed", "1", "--only", "2", "--case", "0", "--show",
                                        "--json")
         runs["json"] = [run_main("--seed", "5", "--json", "--only", "kv_head,layer", "--cases", "1")
@@ -647,8 +647,8 @@ class CommandLine(unittest.TestCase):
         the real gqa.py: [(text, what it showed beside its mutant, beside gqa.py)]."""
         graded = {m[0]: results for m, results in zip(MUTANTS, early(Mutants.graded)["mutants"])}
         chosen = [m for m in MUTANTS if m[0] in SHOWN]
-        texts = [result_of(graded[name], step)["show"] for name, step, _, _ in chosen]
-        shown = paste([([text], mutate(old, new)) for (_, _, old, new), text in zip(chosen, texts)]
+        texts = [result_of(graded[name], step)["show"] for name, step, *_ in chosen]
+        shown = paste([([text], mutate(where, old, new)) for (_, _, where, old, new), text in zip(chosen, texts)]
                       + [(texts, SOURCE)])
         return [[text, wrong, right] for text, (wrong,), right in zip(texts, shown[:-1], shown[-1])]
 
@@ -660,7 +660,7 @@ class CommandLine(unittest.TestCase):
         graded = {m[0]: results for m, results in zip(MUTANTS, early(Mutants.graded)["mutants"])}
         pasted = early(self.pastes)
         self.assertEqual(len(pasted), len(chosen))
-        for (name, step, _, _), (text, wrong, right) in zip(chosen, pasted):
+        for (name, step, *_), (text, wrong, right) in zip(chosen, pasted):
             with self.subTest(mutant=name):
                 self.assertEqual(result_of(graded[name], step)["status"], "failed")
                 self.assertEqual(text, result_of(graded[name], step)["show"])

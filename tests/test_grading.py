@@ -195,7 +195,7 @@ class Referee(unittest.TestCase):
         self.assertEqual(graded["group_heads"]["status"], "passed")
 
     # Modules that patch what they can, print, or cannot be imported.
-    CHEAT = mutate("return query_head // group", "return query_head % g") + (
+    CHEAT = mutate("_kv_head", "return query_head // group", "return query_head % g") + (
         "\nimport math, random, sys\nmath.isclose = lambda *a, **k: True\n"
         "random.Random.uniform = lambda *a: 0.0\n"
         "for m in list(sys.modules.values()):\n"
@@ -221,9 +221,9 @@ class Referee(unittest.TestCase):
                 runs[f"ungradable {k}"] = [run_main("--module", path), run_main("--module", path, "--json")]
         for path in ("missing.py", os.path.join(ROOT, "README.md")):
             runs[path] = run_main("--module", path)
-        broken = mutate("    return _repeat_kv(kv, h)\n", "    return kv[99]\n")
+        broken = mutate("repeat_kv", "    return _repeat_kv(kv, h)\n", "    return kv[99]\n")
         runs["broken"] = grade_source(broken, only=["repeat_kv"])
-        wrong_type = mutate('    _check_int("valid_g", "h", h, low=1)\n',
+        wrong_type = mutate("valid_g", '    _check_int("valid_g", "h", h, low=1)\n',
                             '    _check_int("valid_g", "h", h, low=None)\n    if h < 1:\n'
                             '        raise IndexError(f"valid_g: h must be at least 1; got h={h}")\n')
         runs["wrong type"] = grade_source(wrong_type, only=["valid_g"])

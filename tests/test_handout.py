@@ -79,10 +79,11 @@ def refused_in(handout, *args):
     return [run.returncode, run.stderr]
 
 
-# The wrong modules: (the step that must fail, the line of gqa.py, what it becomes).
-WRONG = (("kv_head", "return query_head // group", "return query_head % g"),
-         ("fold_kv_mean", "def _mean(vals: tuple, n: int) -> float:\n",
-          "def _mean(vals: tuple, n: int) -> float:\n    n = n + 1\n"))
+# The wrong modules: (the step that must fail, the function of gqa.py, its text, what it
+# becomes, the misconception the handout must name or None).
+WRONG = (("kv_head", "_kv_head", "return query_head // group", "return query_head % g", "strided"),
+         ("fold_kv_mean", "_mean", "def _mean(vals: tuple, n: int) -> float:\n",
+          "def _mean(vals: tuple, n: int) -> float:\n    n = n + 1\n", None))
 REFUSED = (["--cases", "3"], ["--autograder", "{dir}"], ["--handout", "{dir}"])
 
 
@@ -112,10 +113,10 @@ class Handout(unittest.TestCase):
             with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
                 source = f.read()
             wrong = []
-            for k, (_, old, new) in enumerate(WRONG):
+            for k, (_, where, old, new, _mistake) in enumerate(WRONG):
                 wrong.append(os.path.join(folder, f"wrong{k}.py"))
                 with open(wrong[-1], "w", encoding="utf-8") as f:
-                    f.write(source.replace(old, new, 1) if old in source else "")
+                    f.write(mutate(where, old, new, source))
             with ThreadPoolExecutor(2) as pool:
                 graded = list(pool.map(lambda m: grade_in(handout, m), [None, os.path.join(ROOT, "gqa.py")] + wrong))
                 refused = list(pool.map(lambda a: refused_in(handout, *[w.format(dir=folder) for w in a]), REFUSED))
@@ -192,12 +193,14 @@ class Handout(unittest.TestCase):
             self.assertEqual(step["public"][0], step["public"][1])
 
     def test_a_wrong_module_fails_its_step_as_it_does_in_the_teachers_run(self):
-        for (name, old, _), (_, doc) in zip(WRONG, self.runs["wrong"]):
-            self.assertIn(old, self.runs["source"])
+        # ... and names the misconception as the teacher's run does: each wrong function's
+        # answer recorded beside the reference's.
+        for (name, _where, _old, _new, mistake), (_, doc) in zip(WRONG, self.runs["wrong"]):
             with self.subTest(step=name):
                 failed = {s["name"]: s for s in doc["steps"] if s["status"] != "passed"}
                 self.assertIn(name, failed)
                 self.assertNotIn("not a public case", failed[name]["message"])
+                self.assertEqual(failed[name].get("mistake"), mistake, failed[name]["message"])
 
     def test_a_handout_refuses_what_needs_the_reference(self):
         self.assertEqual(len(self.runs["refused"]), len(REFUSED))
@@ -233,7 +236,7 @@ class Starter(unittest.TestCase):
             runs["graded"] = run_main("--module", os.path.join(tmp, "gqa.py"), "--seed", "1")
             runs["again"] = run_main("--starter", tmp)
         # A bare NotImplementedError from a helper is no starter stub.
-        helper = mutate("    return _kv_head(query_head, h, g)\n",
+        helper = mutate("kv_head", "    return _kv_head(query_head, h, g)\n",
                         "    return _helper(query_head, h, g)\n\n\ndef _helper(i, h, g):\n"
                         "    raise NotImplementedError\n")
         with Module(helper) as path:
@@ -251,7 +254,7 @@ class Starter(unittest.TestCase):
             runs["half"] = run_main("--module", path, "--seed", "1", "--cases", "1")
         # count_multiplies written, KVCache not: step 20 is not started because of step 21.
         runs["stubs"] = grade_trusted([
-            (mutate('self._g = _check_int("KVCache", "g", g, low=1, high=MAX_KV_HEADS)', stub),
+            (mutate("KVCache.__init__", 'self._g = _check_int("KVCache", "g", g, low=1, high=MAX_KV_HEADS)', stub),
              {"only": ["count_multiplies", "KVCache"], "cases": 0, "seed": 1}) for stub in Starter.STUBS])
         return runs
 

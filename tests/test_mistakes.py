@@ -14,6 +14,7 @@ from gqa_grader.verdict import grading
 from gqa_grader.language import i18n
 from gqa_grader.expected import mistakes
 from gqa_grader.steps.tracks import BY_NAME
+from tests.grader_support import mutate
 from tests.helpers import ROOT, heavy
 
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -26,53 +27,52 @@ RATIO = "c / r if r else 1.0 for c, r in zip(counts, mha)"
 
 # (the mistake's key, the step that must name it, text in gqa.py, its replacement)
 PLANTED = [
-    ("strided", "kv_head", "return query_head // group", "return query_head % g"),
-    ("strided", "group_heads", "return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
+    ("strided", "kv_head", "_kv_head", "return query_head // group", "return query_head % g"),
+    ("strided", "group_heads", "group_heads", "return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
      "return [list(range(j, h, g)) for j in range(g)]"),
-    ("strided", "fold_kv_mean", MEMBERS, "members = kv[j::g]"),
+    ("strided", "fold_kv_mean", "_fold_kv_mean", MEMBERS, "members = kv[j::g]"),
     ("strided", "grouped_attention",
-     "j = _kv_head(i, h, g)                               # the key/value head query head i reads", "j = i % g"),
-    ("tiled", "repeat_kv", "return [kv[_kv_head(i, h, g)] for i in range(h)]",
+     "_grouped_attention", "j = _kv_head(i, h, g)                               # the key/value head query head i reads", "j = i % g"),
+    ("tiled", "repeat_kv", "_repeat_kv", "return [kv[_kv_head(i, h, g)] for i in range(h)]",
      "return [kv[i % g] for i in range(h)]"),
-    ("sum", "fold_kv_mean", "mean = sum(vals) / n\n", "mean = sum(vals)\n"),
-    ("sum", "attention", "mean = sum(vals) / n\n", "mean = sum(vals)\n"),
-    ("sum", "fold_weights", "mean = sum(vals) / n\n", "mean = sum(vals)\n"),
-    ("first", "fold_kv_mean", MEMBERS, "members = [kv[j * group]] * group"),
-    ("first", "attention", MEMBERS, "members = [kv[j * group]] * group"),
-    ("first", "fold_weights", MEMBERS, "members = [kv[j * group]] * group"),
-    ("k_only", "attention", "v_rep = _repeat_kv(_fold_kv_mean(v, g), h)", "v_rep = v"),
-    ("unscaled", "single_head_attention", SCALE, "scale, exp = 1.0, math.exp"),
-    ("unscaled", "grouped_attention", SCALE, "scale, exp = 1.0, math.exp"),
-    ("scale_d", "single_head_attention", SCALE, "scale, exp = 1.0 / len(q[0]), math.exp"),
-    ("scale_dv", "single_head_attention", "for e, z in _softmax(q, keys, causal):",
+    ("sum", "fold_kv_mean", "_mean", "mean = sum(vals) / n\n", "mean = sum(vals)\n"),
+    ("sum", "attention", "_mean", "mean = sum(vals) / n\n", "mean = sum(vals)\n"),
+    ("sum", "fold_weights", "_mean", "mean = sum(vals) / n\n", "mean = sum(vals)\n"),
+    ("first", "fold_kv_mean", "_fold_kv_mean", MEMBERS, "members = [kv[j * group]] * group"),
+    ("first", "attention", "_fold_kv_mean", MEMBERS, "members = [kv[j * group]] * group"),
+    ("first", "fold_weights", "_fold_kv_mean", MEMBERS, "members = [kv[j * group]] * group"),
+    ("k_only", "attention", "attention", "v_rep = _repeat_kv(_fold_kv_mean(v, g), h)", "v_rep = v"),
+    ("unscaled", "single_head_attention", "_softmax", SCALE, "scale, exp = 1.0, math.exp"),
+    ("unscaled", "grouped_attention", "_softmax", SCALE, "scale, exp = 1.0, math.exp"),
+    ("scale_d", "single_head_attention", "_softmax", SCALE, "scale, exp = 1.0 / len(q[0]), math.exp"),
+    ("scale_dv", "single_head_attention", "_single_head_attention", "for e, z in _softmax(q, keys, causal):",
      "for e, z in _softmax([[x * math.sqrt(len(q[0]) / len(v_cols)) for x in r] for r in q], keys, causal):"),
-    ("no_offset", "single_head_attention", "seen = i + 1 + m - n if causal else m", "seen = i + 1 if causal else m"),
-    ("no_2", "kv_cache_elements", "return 2 * layers * kv_heads * length * head_dim * batch",
+    ("no_offset", "single_head_attention", "_softmax", "seen = i + 1 + m - n if causal else m", "seen = i + 1 if causal else m"),
+    ("no_2", "kv_cache_elements", "_kv_cache_elements", "return 2 * layers * kv_heads * length * head_dim * batch",
      "return layers * kv_heads * length * head_dim * batch"),
-    ("no_batch", "kv_cache_elements", "return 2 * layers * kv_heads * length * head_dim * batch",
+    ("no_batch", "kv_cache_elements", "_kv_cache_elements", "return 2 * layers * kv_heads * length * head_dim * batch",
      "return 2 * layers * kv_heads * length * head_dim"),
-    ("kv_h", "attention_multiplies", "k_proj=n * d_model * g * d,\n                       v_proj=n * d_model * g * d,",
+    ("kv_h", "attention_multiplies", "_attention_multiplies", "k_proj=n * d_model * g * d,\n                       v_proj=n * d_model * g * d,",
      "k_proj=n * d_model * h * d,\n                       v_proj=n * d_model * h * d,"),
-    ("causal_full", "attention_multiplies", PAIRS, "pairs = n * n"),
-    ("causal_strict", "attention_multiplies", PAIRS, "pairs = n * (n - 1) // 2 if causal else n * n"),
+    ("causal_full", "attention_multiplies", "_attention_multiplies", PAIRS, "pairs = n * n"),
+    ("causal_strict", "attention_multiplies", "_attention_multiplies", PAIRS, "pairs = n * (n - 1) // 2 if causal else n * n"),
     ("block_non_causal", "block_multiplies",
-     "a = _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))",
+     "block_multiplies", "a = _attention_multiplies(n, h, g, d, d_model, _check_causal(func, causal))",
      "_check_causal(func, causal)\n    a = _attention_multiplies(n, h, g, d, d_model, False)"),
-    ("inverted", "cache_table", "elements / mha if mha else 1.0))", "mha / elements if mha else 1.0))"),
-    ("named", "cache_table", "rows.append(CacheRow(_method_name(h, g),", "rows.append(CacheRow(_method_name(h, h // g),"),
-    ("inverted", "multiplies_table", RATIO, "r / c if c else 1.0 for c, r in zip(counts, mha)"),
-    ("of_total", "multiplies_table", RATIO, "c / mha.total if mha.total else 1.0 for c, r in zip(counts, mha)"),
-    ("named", "multiplies_table", "rows.append(MultipliesRow(_method_name(h, g),",
+    ("inverted", "cache_table", "cache_table", "elements / mha if mha else 1.0))", "mha / elements if mha else 1.0))"),
+    ("named", "cache_table", "cache_table", "rows.append(CacheRow(_method_name(h, g),", "rows.append(CacheRow(_method_name(h, h // g),"),
+    ("inverted", "multiplies_table", "multiplies_table", RATIO, "r / c if c else 1.0 for c, r in zip(counts, mha)"),
+    ("of_total", "multiplies_table", "multiplies_table", RATIO, "c / mha.total if mha.total else 1.0 for c, r in zip(counts, mha)"),
+    ("named", "multiplies_table", "multiplies_table", "rows.append(MultipliesRow(_method_name(h, g),",
      "rows.append(MultipliesRow(_method_name(h, h // g),"),
 ]
 LANGS = tuple(i18n.LANGUAGES)            # the registry's
 SEED = 424242
 
 
-def planted(old, new):
-    if SOURCE.count(old) != 1:
-        raise AssertionError(f"the mistake's text must stand once in gqa.py: {old!r}")
-    return SOURCE.replace(old, new)
+def planted(where, old, new):
+    """gqa.py with old replaced by new in the function where (mutate's anchoring)."""
+    return mutate(where, old, new)
 
 
 def graded():
@@ -81,11 +81,11 @@ def graded():
     first hidden case that fails, withheld as a class's feedback withholds it."""
     found = []
     with grading.Trusted() as trusted, tempfile.TemporaryDirectory() as folder:
-        for k, (_key, step, old, new) in enumerate(PLANTED):
+        for k, (_key, step, where, old, new) in enumerate(PLANTED):
             path = os.path.join(folder, f"m{k}", "gqa.py")
             os.makedirs(os.path.dirname(path))
             with open(path, "w", encoding="utf-8") as f:
-                f.write(planted(old, new))
+                f.write(planted(where, old, new))
             runs = {}
             hidden_case = hidden_case_of(trusted, path, step)
             for lang in LANGS:
@@ -133,7 +133,7 @@ class Named(unittest.TestCase):
         self.assertEqual(sorted(set(mistakes.MISTAKES)), sorted({key for key, *_rest in PLANTED}))
 
     def test_each_planted_mistake_fails_its_step_and_is_named(self):
-        for (key, step, _old, _new), runs in zip(PLANTED, self.runs):
+        for (key, step, *_), runs in zip(PLANTED, self.runs):
             for lang in LANGS:
                 name = name_in(lang, key)
                 for how, r in runs[lang].items():
@@ -145,7 +145,7 @@ class Named(unittest.TestCase):
                             self.assertNotIn(mistakes.MISTAKES[key][0], r.message)
 
     def test_a_hidden_case_names_the_mistake_and_withholds_the_case(self):
-        for (key, step, _old, _new), runs in zip(PLANTED, self.runs):
+        for (key, step, *_), runs in zip(PLANTED, self.runs):
             r = runs["en"]["hidden"]
             with self.subTest(mistake=key, step=step):
                 self.assertIsNone(r.inputs)
@@ -156,7 +156,7 @@ class Named(unittest.TestCase):
 
     def test_the_scale_is_named_on_the_first_case_shown(self):
         # Dividing by d failed first on a causal case: the feedback pointed at the mask.
-        for (key, step, _old, _new), runs in zip(PLANTED, self.runs):
+        for (key, step, *_), runs in zip(PLANTED, self.runs):
             if key in ("unscaled", "scale_d", "scale_dv"):
                 with self.subTest(mistake=key, step=step):
                     self.assertIn(mistakes.MISTAKES[key][0], runs["en"]["fast"].message.splitlines()[-1])

@@ -16,6 +16,7 @@ import unittest
 
 from gqa_grader.language import starter
 from gqa_grader.language.starter import make_starter
+from gqa_grader.steps.manifest import LESSON
 from tests.helpers import ROOT, heavy, run_grader
 
 with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as _f:
@@ -90,7 +91,7 @@ class FromGqa(unittest.TestCase):
     def test_it_keeps_every_step_banner_in_order(self):
         def banners(text):
             return [line for line in text.splitlines() if line.startswith("# Step ")]
-        self.assertEqual(len(banners(SOURCE)), 25)
+        self.assertEqual(len(banners(SOURCE)), len(LESSON))
         self.assertEqual(banners(STARTER), banners(SOURCE))
 
     def test_it_keeps_the_manual_and_the_comments_above_each_step(self):
@@ -135,7 +136,7 @@ class FromGqa(unittest.TestCase):
     def test_the_grader_finds_every_step_not_started(self):
         run = run_grader("--module", self.path, "--json")
         steps = json.loads(run.stdout)["steps"]
-        self.assertEqual(len(steps), 25)
+        self.assertEqual(len(steps), len(LESSON))
         self.assertEqual({s["status"] for s in steps}, {"not started"}, run.stdout)
 
     def test_in_japanese_every_step_raises_in_japanese_and_is_found_not_started(self):
@@ -153,7 +154,7 @@ class FromGqa(unittest.TestCase):
                         str(ctx.exception))
         run = run_grader("--module", path, "--json")
         steps = json.loads(run.stdout)["steps"]
-        self.assertEqual([s["status"] for s in steps], ["not started"] * 25, run.stdout)
+        self.assertEqual([s["status"] for s in steps], ["not started"] * len(LESSON), run.stdout)
 
     def test_it_holds_no_line_of_a_solution(self):
         lines = SOURCE.splitlines()

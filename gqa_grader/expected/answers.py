@@ -108,13 +108,22 @@ def _mutable(args):
     return [i for i, a in enumerate(args) if type(a).__name__ in HOLDERS]
 
 
-def recorder(name, fn, table):
-    """fn, recording in table each answer and what it did to its mutable arguments.  A
-    misconception's wrong function is recorded so too: the check asks it at once while a
-    handout is recorded (checking.shadows), so that a handout recognises a mistake on a
-    public case as the grader does."""
+def recorder(name, fn, table, shadows=()):
+    """fn, recording in table each answer and what it did to its mutable arguments; and,
+    when it holds none, the answer of each misconception's wrong function in shadows (the
+    names of those that shadow fn: a step's mistakes) to the same arguments, asked before
+    fn is (as a handout, where fn's answer is replayed, asks them): a handout recognises a
+    mistake on a public case as the grader does."""
     def recorded(*args, **kwargs):
         k = key(name, args, kwargs)
+        if not _mutable(args):
+            from . import reference
+            for shadow in shadows:
+                try:                     # a mistake with no answer (an overflow, ...) has none recorded
+                    answer = encode(getattr(reference, shadow)(*args, **kwargs))
+                except (ArithmeticError, ValueError, IndexError):
+                    continue
+                table[key(shadow, args, kwargs)] = {"value": answer, "after": {}}
         value = fn(*args, **kwargs)
         table[k] = {"value": encode(value),
                     "after": {str(i): encode(state(args[i])) for i in _mutable(args)}}

@@ -37,14 +37,16 @@ def tools_for_child(directory):
     """What a tool's child imports in namespaces (Seal.child_paths), written into directory,
     root's and readable by every user (folders 0755, files 0644): the tools (copy_tools),
     the grader's language (gqa_grader's __init__.py, running/failures.py,
-    language/i18n.py, language/linebreak.py, each room's __init__.py, the compiled catalogs), and as gqa.py the starter made from the grader's gqa.py (the lab's names,
+    language/i18n.py, language/linebreak.py, each room's __init__.py, the compiled catalogs)
+    and the lab's steps (steps/manifest.py), and as gqa.py the starter made from the grader's gqa.py (the lab's names,
     each step a stub: the tools use its GQAError and records, never a step).  No answer, no
     reference, no solution: nothing a student's module running beside them may not read."""
     copy_tools(directory)
     package = os.path.join(directory, "gqa_grader")
     here = PACKAGE
     for name in ("__init__.py", "running/__init__.py", "running/failures.py",   # i18n and what it imports
-                 "language/__init__.py", "language/i18n.py", "language/linebreak.py"):
+                 "language/__init__.py", "language/i18n.py", "language/linebreak.py",
+                 "steps/__init__.py", "steps/manifest.py"):                     # the lab's steps, by name
         os.makedirs(os.path.dirname(os.path.join(package, name)), exist_ok=True)
         shutil.copyfile(os.path.join(here, name), os.path.join(package, name))
     for lang_code in i18n.LANGUAGES[1:]:

@@ -9,7 +9,7 @@ from ..language.i18n import _
 from ..running.exchange import send_weights
 from ..running.failures import Failure
 from ..running.values import Record, _short
-from .checking import ALL_HG, draw_hg, fields_of, step_into
+from .checking import ALL_HG, GROUPED, draw_hg, fields_of, step_into
 from .heads import draw_heads
 from .layer import WEIGHT_FIELDS, draw_sizes
 from .refusals import CAUSAL, DATA, bad, sizes
@@ -24,7 +24,7 @@ def types_grouped_attention_backward(c):
             + bad("grouped_attention_backward", [c.q, c.k, c.v, [[[1.0]], [[1.0]]]], CAUSAL, causal=1))
 
 
-@step("grouped_attention_backward", len(ALL_HG),
+@step("grouped_attention_backward", len(ALL_HG), hidden=GROUPED,
       types=types_grouped_attention_backward)
 def check_backward(module, case, rng):
     h, g = draw_hg(case, rng)
@@ -45,7 +45,7 @@ def types_layer_backward(c):
             + bad("layer_backward", [c.x, c.w, 1, c.x], CAUSAL, causal=None))
 
 
-@step("layer_backward", len(ALL_HG),
+@step("layer_backward", len(ALL_HG), hidden=GROUPED,
       types=types_layer_backward)
 def check_layer_backward(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case)

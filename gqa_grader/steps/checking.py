@@ -34,17 +34,19 @@ class Step:
     or "robustness" (the module's other rules, a kind at a time: its cases are its
     subjects, the lesson steps' functions, each once with the public seed and once with
     the run's).  A lesson step carries what the parts of robustness ask of its function
-    (types, refusals, extremes: None where they ask nothing) and the misconceptions its
-    check recognises (mistakes: (key, the wrong function's name in answers), ...)."""
+    (types, refusals, extremes: None where they ask nothing), the misconceptions its
+    check recognises (mistakes: (key, the wrong function's name in answers), ...), and
+    what its hidden cases draw from where it is not what its public ones draw from
+    (hidden, written as code: "" where they draw alike)."""
 
     def __init__(self, number, name, summary, systematic, fn, needs=(), touches=(), why="",
-                 part="lesson", subjects=(), types=None, refusals=None, extremes=None, mistakes=()):
+                 part="lesson", subjects=(), types=None, refusals=None, extremes=None, mistakes=(), hidden=""):
         self.number, self.name, self.summary = number, name, summary
         self.systematic, self.fn = systematic, fn
         self.needs, self.touches, self.why = tuple(needs), tuple(touches), why
         self.part, self.subjects = part, tuple(subjects)
         self.types, self.refusals, self.extremes = types, refusals, extremes
-        self.mistakes = tuple(mistakes)
+        self.mistakes, self.hidden = tuple(mistakes), hidden
 
 
 PUBLIC_CASES = 5        # public random cases per lesson step, after the systematic ones
@@ -70,11 +72,13 @@ def step_into(steps, part):
     steps, the part's list: `step = step_into(STEPS, "heads")`, then `@step(name, ...)`
     above each check.  A step's number, summary and part are the manifest's."""
 
-    def step(name, systematic, needs=(), touches=(), why="", agrees=None, types=None, refusals=None,
-             extremes=None, mistakes=()):
+    def step(name, systematic, hidden="", needs=(), touches=(), why="", agrees=None, types=None,
+             refusals=None, extremes=None, mistakes=()):
         """Register the check of the lesson step name, with systematic cases before its
-        random ones.  needs: the later steps (by name) whose functions it calls too;
-        touches: the earlier steps a student goes back to for it, and why.  One more
+        random ones; hidden: what its hidden cases draw from (a student failing one alone
+        is told it, and no case; WIDE and GROUPED are draw_grouping's).  needs: the later
+        steps (by name) whose functions it calls too; touches: the earlier steps a student
+        goes back to for it, and why.  One more
         systematic case may follow the check's own: agrees(module, rng), the module's own
         functions agreeing with each other (no reference in it, so a handout checks it as
         the teacher's run does).  The check sees its random cases numbered from systematic
@@ -84,7 +88,7 @@ def step_into(steps, part):
         mistakes: the misconceptions its check recognises, (key, wrong function) pairs
         (mistakes.MISTAKES's keys; the functions stand beside the reference)."""
         number = manifest.NUMBER.get(name)
-        if number is None or manifest.STEPS[number - 1].part != part:
+        if number is None or part not in manifest.PARTS or manifest.STEPS[number - 1].part != part:
             raise LookupError(f"step({name!r}): manifest.STEPS has no step {name!r} of the part {part!r}")
         extra = [agrees] if agrees else []
 
@@ -95,7 +99,7 @@ def step_into(steps, part):
                 return fn(module, case - len(extra) if case > systematic else case, rng)
             st = Step(number, name, manifest.STEPS[number - 1].summary, systematic + len(extra), check,
                       [manifest.NUMBER[n] for n in needs], [manifest.NUMBER[n] for n in touches], why,
-                      types=types, refusals=refusals, extremes=extremes, mistakes=mistakes)
+                      types=types, refusals=refusals, extremes=extremes, mistakes=mistakes, hidden=hidden)
             steps.append(st)
             REGISTERED[name] = st
             return fn
@@ -106,19 +110,8 @@ def step_into(steps, part):
 def shadows(name, build):
     """The misconceptions the check of step name recognises, each as (key, answer):
     answer() is build(f) with the misconception's wrong function f in place of the
-    reference's, called as the check calls the reference.  While a handout records its
-    answers (RECORDING), each is asked at once, so that its answer is recorded too."""
-    found = tuple((key, lambda fn=fn: build(getattr(answers, fn))) for key, fn in REGISTERED[name].mistakes)
-    if RECORDING:
-        for _key, answer in found:
-            try:                         # a mistake with no answer (an overflow, ...) has none recorded
-                answer()
-            except (ArithmeticError, ValueError, IndexError):
-                pass
-    return found
-
-
-RECORDING = False       # True while selfcheck.record() records a handout's answers
+    reference's, called as the check calls the reference."""
+    return tuple((key, lambda fn=fn: build(getattr(answers, fn))) for key, fn in REGISTERED[name].mistakes)
 
 
 ALL_HG = [(h, g) for h in range(1, 17) for g in ref_valid_g(h)]     # every (h, g) with h <= 16
@@ -145,6 +138,8 @@ def proper_g(h):
 # step whose answer is an integer (wide), which no public case has.
 GROUPABLE = [h for h in range(4, 17) if proper_g(h)]
 GROUPABLE_WIDE = [h for h in range(17, 33) if proper_g(h)]
+# What draw_grouping draws, written as code (a step's hidden): wide, and not.
+WIDE, GROUPED = "17 <= h <= 32, 1 < g < h", "4 <= h <= 16, 1 < g < h"
 
 
 def draw_grouping(rng, wide=False):

@@ -13,7 +13,7 @@ from ..language.i18n import N_, _, ngettext
 from ..running.exchange import ref, send_weights
 from ..running.failures import Failure
 from ..running.values import Record, _short, kind
-from .checking import ALL_HG, GROUPABLE_WIDE, fields_of, not_a_record, shadows, step_into
+from .checking import ALL_HG, GROUPABLE_WIDE, GROUPED, WIDE, fields_of, not_a_record, shadows, step_into
 from .layer import draw_sizes
 from .refusals import BOOL, CAUSAL, bad, refuse_counts, sizes
 
@@ -40,7 +40,7 @@ def refuse_kv_cache_elements(module, rng):
     module.raises("kv_cache_elements", [2, 1, 3, 4], [-1], kwargs={"batch": -1})
 
 
-@step("kv_cache_elements", len(CACHE_CASES),
+@step("kv_cache_elements", len(CACHE_CASES), hidden="4 <= layers <= 9, 2 <= kv_heads <= 4, batch in (1, 3)",
       types=types_kv_cache_elements,
       refusals=refuse_kv_cache_elements,
       mistakes=(("no_2", "mis_cache_no_2"), ("no_batch", "mis_cache_no_batch")))
@@ -69,7 +69,7 @@ def types_attention_multiplies(c):
             + bad("attention_multiplies", [2, 8, 2, 4, 16], CAUSAL, causal=1))
 
 
-@step("attention_multiplies", len(ALL_HG),
+@step("attention_multiplies", len(ALL_HG), hidden=WIDE,
       types=types_attention_multiplies,
       refusals=refuse_counts("attention_multiplies", [2, 8, 2, 4, 16],
                                    [(0, -1), (2, 0), (2, 3), (3, 0), (4, 0)]),
@@ -97,7 +97,7 @@ def types_block_multiplies(c):
             + bad("block_multiplies", [2, 8, 2, 4, 16, 32], CAUSAL, causal=None))
 
 
-@step("block_multiplies", 8,
+@step("block_multiplies", 8, hidden=WIDE,
       types=types_block_multiplies,
       refusals=refuse_counts("block_multiplies", [2, 8, 2, 4, 16, 32],
                                    [(0, -1), (2, 9), (5, 0), ("mlp_matrices", 0)], mlp_matrices=3),
@@ -137,7 +137,7 @@ def rows_of(rows, what, record, names):
     return found
 
 
-@step("cache_table", 16,
+@step("cache_table", 16, hidden="17 <= h <= 32",
       types=lambda c: sizes("cache_table", [4], 0, "length", layers=1, length=2, head_dim=2),
       refusals=refuse_counts("cache_table", [4], [(0, 0), ("head_dim", 0), ("layers", -1), ("length", -1),
                                                   ("batch", -1)], layers=1, length=2, head_dim=2),
@@ -165,7 +165,7 @@ def types_multiplies_table(c):
             + bad("multiplies_table", [1, 4, 2, 4], CAUSAL, causal=1))
 
 
-@step("multiplies_table", 16,
+@step("multiplies_table", 16, hidden="17 <= h <= 32",
       types=types_multiplies_table,
       refusals=refuse_counts("multiplies_table", [1, 4, 2, 4], [(0, -1), (1, 0), (2, 0), (3, 0)]),
       mistakes=(("inverted", "mis_table_inverted"), ("of_total", "mis_table_of_total"),
@@ -203,7 +203,7 @@ def tally_is_its_closed_form(module, rng):
              "and its closed form agree)").format(fields=", ".join(TERMS)), names=TERMS)
 
 
-@step("count_multiplies", len(ALL_HG), needs=("KVCache", "decode_step"),
+@step("count_multiplies", len(ALL_HG), hidden=GROUPED, needs=("KVCache", "decode_step"),
       touches=("single_head_attention", "grouped_attention", "layer", "decode_step"),
       why=N_("to count what their kernels multiply and read"), agrees=tally_is_its_closed_form)
 def check_tally(module, case, rng):

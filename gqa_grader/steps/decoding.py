@@ -9,7 +9,7 @@ from ..language.i18n import _
 from ..running.exchange import ref, send_weights
 from ..running.failures import Failure
 from ..running.values import Other, _short, kind
-from .checking import ALL_HG, fields_of, step_into
+from .checking import ALL_HG, GROUPED, WIDE, fields_of, step_into
 from .layer import draw_sizes, weights_unchanged
 from .refusals import BOOL, DATA, bad, refuse_counts, sizes
 
@@ -105,7 +105,7 @@ def refuse_decode_step(module, rng):
            _("len(cache) after refused steps"))
 
 
-@step("decode_step", len(ALL_HG),
+@step("decode_step", len(ALL_HG), hidden=GROUPED,
       agrees=decoding_is_a_causal_layer,
       types=types_decode_step,
       refusals=refuse_decode_step)
@@ -132,7 +132,7 @@ def check_decode(module, case, rng):
 TRAFFIC_FIELDS = ("cache_reads", "weight_reads", "multiplies", "ratio")
 
 
-@step("decode_traffic", len(ALL_HG),
+@step("decode_traffic", len(ALL_HG), hidden=WIDE,
       types=lambda c: sizes("decode_traffic", [2, 4, 1, 2, 8], 2, "batch", batch=1),
       refusals=refuse_counts("decode_traffic", [2, 4, 1, 2, 8], [(0, -1), (2, 0), (3, 0), ("batch", 0)],
                                    batch=1))

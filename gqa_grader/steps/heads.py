@@ -16,7 +16,7 @@ from ..expected.inputs import as_rows, rand_tensor
 from ..language.i18n import N_, _
 from ..running.failures import Failure
 from ..running.values import plain
-from .checking import ALL_HG, GROUPABLE, bad_g, draw_hg, ragged, scaled, shadows, step_into
+from .checking import ALL_HG, GROUPABLE, GROUPED, WIDE, bad_g, draw_hg, ragged, scaled, shadows, step_into
 from .refusals import BOOLS, CAUSAL, DATA, STRS, bad, bad_g_pair, refuse_g, sizes
 
 STEPS = []                       # steps 1 to 9, in order: each @step below adds its own
@@ -29,7 +29,7 @@ def refuse_valid_g(module, rng):
     module.raises("valid_g", [-4], [-4])
 
 
-@step("valid_g", 16,
+@step("valid_g", 16, hidden="401 <= h <= 4000",
       types=lambda c: sizes("valid_g", [8], 0, 0),
       refusals=refuse_valid_g)
 def check_valid_g(module, case, rng):
@@ -43,7 +43,7 @@ def check_valid_g(module, case, rng):
         module.raises("valid_g", [bad], [bad])
 
 
-@step("method_name", len(ALL_HG),
+@step("method_name", len(ALL_HG), hidden="17 <= h <= 32; g = h, g = 1, 1 < g < h",
       types=lambda c: sizes("method_name", [8, 2], 1, 0),
       refusals=refuse_g("method_name"))
 def check_method_name(module, case, rng):
@@ -67,7 +67,7 @@ def refuse_kv_head(module, rng):
     module.raises("kv_head", [0, h, 0], [0])
 
 
-@step("kv_head", len(ALL_HG),
+@step("kv_head", len(ALL_HG), hidden=WIDE,
       types=lambda c: sizes("kv_head", [0, 8, 2], 0, 2),
       refusals=refuse_kv_head,
       mistakes=(("strided", "mis_kv_head_strided"),))
@@ -80,7 +80,7 @@ def check_kv_head(module, case, rng):
     module.raises("kv_head", [0, h, bad], [h, bad])
 
 
-@step("group_heads", len(ALL_HG),
+@step("group_heads", len(ALL_HG), hidden=WIDE,
       types=lambda c: sizes("group_heads", [8, 2], 0, 1),
       refusals=refuse_g("group_heads"),
       mistakes=(("strided", "mis_group_heads_strided"),))
@@ -120,7 +120,7 @@ def extremes_fold_kv_mean(module, rng):
                _("{case}, {how} rows").format(case=f"h={h}, g={g}", how=how), f"fold_kv_mean(kv, {g})")
 
 
-@step("fold_kv_mean", len(ALL_HG),
+@step("fold_kv_mean", len(ALL_HG), hidden=GROUPED,
       types=types_fold_kv_mean,
       refusals=refuse_fold_kv_mean,
       extremes=extremes_fold_kv_mean,
@@ -151,7 +151,7 @@ def refuse_repeat_kv(module, rng):
     module.raises("repeat_kv", [rand_tensor(rng, g, 1, 2), g + 1], [g, g + 1])
 
 
-@step("repeat_kv", len(ALL_HG),
+@step("repeat_kv", len(ALL_HG), hidden=GROUPED,
       types=types_repeat_kv,
       refusals=refuse_repeat_kv,
       mistakes=(("tiled", "mis_repeat_tiled"),))
@@ -274,7 +274,7 @@ def refuse_attention(module, rng):
     module.raises("attention", [q, q, q, g], [h, g])
 
 
-@step("attention", 16,
+@step("attention", 16, hidden="4 <= h <= 16, every g in valid_g(h)",
       types=types_attention,
       refusals=refuse_attention,
       mistakes=(("sum", "mis_attention_sum"), ("first", "mis_attention_first"),
@@ -324,7 +324,7 @@ def extremes_grouped_attention(module, rng):
                f"grouped_attention(q, k, v, causal={causal})")
 
 
-@step("grouped_attention", len(ALL_HG),
+@step("grouped_attention", len(ALL_HG), hidden=GROUPED,
       types=types_grouped_attention,
       refusals=refuse_grouped_attention,
       extremes=extremes_grouped_attention,

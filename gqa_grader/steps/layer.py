@@ -13,7 +13,8 @@ from ..language.i18n import N_, _
 from ..running.exchange import ref, send_weights
 from ..running.failures import Failure
 from ..running.values import kind, plain
-from .checking import ALL_HG, draw_hg, eval_at, fields_of, not_tuples, ragged, scaled, shadows, step_into
+from .checking import (ALL_HG, GROUPED, draw_hg, eval_at, fields_of, not_tuples, ragged, scaled, shadows,
+                       step_into)
 from .refusals import BOOLS, CAUSAL, DATA, bad, sizes
 
 STEPS = []                       # steps 10 to 14, in order: each @step below adds its own
@@ -47,7 +48,7 @@ def refuse_init_weights(module, rng):
     module.raises("init_weights", [0, 3, 2], [0], kwargs={"seed": 1})
 
 
-@step("init_weights", 8,
+@step("init_weights", 8, hidden="1000 <= seed < 10**6",
       types=lambda c: sizes("init_weights", [2, 3, 2], 0, 1, seed=0),
       refusals=refuse_init_weights)
 def check_init_weights(module, case, rng):
@@ -89,7 +90,7 @@ def extremes_fold_weights(module, rng):
                names=WEIGHT_FIELDS)
 
 
-@step("fold_weights", len(ALL_HG),
+@step("fold_weights", len(ALL_HG), hidden=GROUPED,
       types=lambda c: sizes("fold_weights", [c.w, 1], 1, 1) + bad("fold_weights", [c.strs, 1], DATA),
       refusals=refuse_fold_weights,
       extremes=extremes_fold_weights,
@@ -114,7 +115,7 @@ def check_fold_weights(module, case, rng):
 PREPARED_FIELDS = ("h", "g", "d_model", "d", "q_cols", "k_cols", "v_cols", "o_cols")
 
 
-@step("prepare_weights", len(ALL_HG),
+@step("prepare_weights", len(ALL_HG), hidden=GROUPED,
       types=lambda c: sizes("prepare_weights", [c.w, 2], 1, 1) + bad("prepare_weights", [c.strs, 1], DATA))
 def check_prepare(module, case, rng):
     h, g, _n, d, d_model, _where = draw_sizes(rng, case)
@@ -160,7 +161,7 @@ def extremes_layer(module, rng):
                f"layer(x, weights, g={g})")
 
 
-@step("layer", len(ALL_HG),
+@step("layer", len(ALL_HG), hidden=GROUPED,
       types=types_layer,
       refusals=refuse_layer,
       extremes=extremes_layer)
@@ -217,7 +218,7 @@ def extremes_output_difference(module, rng):
                "output_difference(a, b): max_abs, rel_l2, cosine", names=DIFFERENCE_FIELDS)
 
 
-@step("output_difference", 3 + len(DIFFERENCE_CASES),
+@step("output_difference", 3 + len(DIFFERENCE_CASES), hidden="a, b: [h][n][d] and [n][d]",
       types=types_output_difference,
       refusals=refuse_output_difference,
       extremes=extremes_output_difference)

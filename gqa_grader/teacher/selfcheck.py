@@ -28,7 +28,7 @@ from ..language import i18n
 from ..language.i18n import N_, _
 from ..running.seal import HERE
 from ..running.toolcopy import copy_tools
-from ..steps import checking, checks, tracks
+from ..steps import checks, tracks
 from ..verdict.grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
 from ..verdict.results import Status
 from . import handout
@@ -70,33 +70,27 @@ The steps outside your track that later steps may call are written for you
 (marked "Given"); the others stay stubs, and nothing grades them.""")
 
 
-_ABSENT = object()
-
-
 def record(module=DEFAULT_MODULE, only=None):
     """The reference's answers to every public case of every step (or of the steps named
     in only), as the checks ask for them while they grade module (the project's own
     gqa.py): {key: answer}."""
     from ..expected import reference
     table = {}
-    wrapped = {name: answers.recorder(name, fn, table) for name, fn in vars(reference).items()
-               if name.startswith(("ref_", "mis_"))}
+    shadows = {"ref_" + st.name: [fn for _key, fn in st.mistakes] for st in checks.STEPS}   # a step's mistakes
+    wrapped = {name: answers.recorder(name, fn, table, shadows.get(name, ())) for name, fn in vars(reference).items()
+               if name.startswith("ref_")}
     wrapped["RefKVCache"] = answers.recording_cache(reference.RefKVCache, table)
-    spaces = [vars(m) for m in checks.MODULES] + [vars(answers)]   # those the checks ask the reference through
-    saved = [{name: space.get(name, _ABSENT) for name in wrapped} for space in spaces]
-    for space in spaces:
-        space.update(wrapped)
-    checking.RECORDING = True                    # each misconception's answer is asked, and recorded
+    spaces = [vars(m) for m in checks.MODULES]             # those whose checks ask the reference
+    saved = [{name: space[name] for name in wrapped if name in space} for space in spaces]
+    for space, names in zip(spaces, saved):
+        space.update({name: wrapped[name] for name in names})
     try:
         for h in range(1, 17):                     # what the checks ask at import (ALL_HG)
             wrapped["ref_valid_g"](h)
         results = grade(module, PUBLIC_SEED, cases=0, only=only)
     finally:
-        checking.RECORDING = False
         for space, names in zip(spaces, saved):
-            space.update({name: value for name, value in names.items() if value is not _ABSENT})
-            for name in [name for name, value in names.items() if value is _ABSENT]:
-                del space[name]
+            space.update(names)
     failed = [r.name for r in results if r.status != Status.PASSED]
     if failed:
         raise RuntimeError(f"the handout's answers are recorded from {module}, which fails "

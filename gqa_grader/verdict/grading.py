@@ -177,28 +177,12 @@ WITHHELD = N_("a hidden case failed: its input, the answer expected, its calls a
               "makes it are withheld, since every submission meets the same hidden cases")
 
 
-# What each step's hidden cases draw from, where it is not what its public cases draw from
-# (checking.draw_grouping and the checks' own draws), written as code: a student failing a
-# hidden case alone learns where to look, and no case.
-_WIDE, _GROUPED = "17 <= h <= 32, 1 < g < h", "4 <= h <= 16, 1 < g < h"
-HIDDEN_RANGES = dict(
-    {name: _WIDE for name in ("kv_head", "group_heads", "attention_multiplies", "block_multiplies",
-                              "decode_traffic")},
-    **{name: _GROUPED for name in ("fold_kv_mean", "repeat_kv", "grouped_attention", "fold_weights",
-                                   "prepare_weights", "layer", "count_multiplies", "decode_step",
-                                   "grouped_attention_backward", "layer_backward")},
-    valid_g="401 <= h <= 4000", method_name="17 <= h <= 32; g = h, g = 1, 1 < g < h",
-    attention="4 <= h <= 16, every g in valid_g(h)", init_weights="1000 <= seed < 10**6",
-    output_difference="a, b: [h][n][d] and [n][d]", cache_table="17 <= h <= 32",
-    multiplies_table="17 <= h <= 32", kv_cache_elements="4 <= layers <= 9, 2 <= kv_heads <= 4, batch in (1, 3)")
-
-
 def withheld_note(r):
     """A withheld hidden case's feedback: that it failed, the ranges its step's hidden cases
     draw from, and the misconception it was recognised as."""
     lines = [_("case {case}: {error}").format(case=r.case, error=_(WITHHELD))]
-    if r.name in HIDDEN_RANGES:
-        lines.append(_("this step's hidden cases draw from {ranges}").format(ranges=HIDDEN_RANGES[r.name]))
+    if getattr(BY_NAME[r.name], "hidden", ""):          # where the step says (checking.step_into)
+        lines.append(_("this step's hidden cases draw from {ranges}").format(ranges=BY_NAME[r.name].hidden))
     if r.mistake in MISTAKES:
         lines.append(named(r.mistake))
     return "\n".join(lines)
