@@ -381,7 +381,7 @@ def ref_layer_backward(x, w_q, w_k, w_v, w_o, g, d_y, causal=False):
 
 # ---------------------------------------------------------------------------
 # The misconceptions: the classic wrong answers, each its own small function with
-# the signature of the reference function it shadows (answers.SHADOWS pairs them),
+# the signature of the reference function it shadows (a step's mistakes pair them),
 # so that a failing case's answer can be recognised as one (mistakes.py names them).
 # They are the reference's siblings, never the lab's: a handout holds their answers
 # to the public cases, recorded beside the reference's, and not these functions.
