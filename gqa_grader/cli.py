@@ -124,9 +124,9 @@ def _parser():
                    most=f"{MAX_CASES:,}", default=cases))
     add("--steps", "--only", dest="only", default=None, metavar="STEPS",
         help=_("grade these steps: numbers (3), ranges (1-8), names (kv_head) and tracks "
-               "(core: the handout's lab; all: the 25 steps; robustness: the rules beyond the "
-               "lesson), comma-separated: --steps core, --steps 1-8,14-19 (default: all, or a "
-               "handout's track; see --list)"))
+               "(core: the handout's lab; all: the lab's {number} steps; robustness: the rules beyond "
+               "the lesson), comma-separated: --steps core, --steps 1-8,14-19 (default: all, or a "
+               "handout's track; see --list)").format(number=len(TRACKS["all"])))
     add("--all-or-nothing", action="store_true",
         help=_("a step earns its points only when every graded case passes (default: the "
                "share of its graded cases that pass)"))

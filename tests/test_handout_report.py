@@ -17,6 +17,7 @@ import unittest
 
 from gqa_grader.language import i18n
 from gqa_grader.expected import reference
+from gqa_grader.steps.manifest import NUMBER
 from tests.helpers import ROOT, early, heavy, multiplies_by_hand, run_grader, start_early
 from tests.test_handout import source_lines
 from tests.test_student_report import documented_steps, section, table
@@ -195,14 +196,15 @@ class HandoutReport(unittest.TestCase):
                 self.assertTrue(text.startswith("# " + self.in_lang(lang, "gqa lab report") + "\n"))
                 self.assertEqual(re.findall(r"^## (.*)$", text, re.M), titles)
                 # Why section 8 is not there, in the header: the lab does not train, and training
-                # needs step 24 (the backward), which the core track does not hold.
+                # needs grouped_attention_backward (the backward), which the core track does not hold.
                 header = text.split("\n## ")[0]
                 said = self.in_lang(lang, "Section 8 of the lab's report, whether quality comes back with "
                                           "training, is left out: this handout's lab does not train, and "
                                           "training needs {steps}, outside the track this handout grades.",
                                     steps="\0").split("\0")
                 self.assertIn(said[0], header)
-                self.assertIn(self.in_lang(lang, "step {step}, {name}", step=24, name="grouped_attention_backward"),
+                self.assertIn(self.in_lang(lang, "step {step}, {name}", step=NUMBER["grouped_attention_backward"],
+                                           name="grouped_attention_backward"),
                               header.split(said[0])[1].split(said[1])[0])
                 self.assertIn("`python -m gqa report --lang " + lang + " --heads 6 ", header)
 

@@ -22,7 +22,7 @@ from unittest import mock
 import gqa
 from gqa_grader.language import i18n
 from gqa_grader.expected import reference
-from gqa_grader.steps.manifest import LESSON
+from gqa_grader.steps.manifest import LESSON, NUMBER
 from gqa_tools import cli as gqa_cli
 from gqa_tools import referee
 from gqa_tools.referee import Graded
@@ -377,7 +377,7 @@ class AStepThatHangs(unittest.TestCase):
     def reports():
         """report --module, each call given 1 s (on the command's configuration), its progress
         shown at once, of gqa.py with output_difference looping (in English) and with KVCache's
-        elements sleeping for ever (in Korean); section 8 does not train (step 24 not started):
+        elements sleeping for ever (in Korean); section 8 does not train (grouped_attention_backward not started):
         {kind: [status, stdout, stderr, the report, its path]}."""
         from gqa_tools.report import child as report_child
         folder = tempfile.mkdtemp()
@@ -405,7 +405,8 @@ class AStepThatHangs(unittest.TestCase):
             self.assertNotIn("Not computed", section(text, n), n)
             self.assertNotIn("did not return", section(text, n), n)
         self.assertIn("| MQA ", section(text, 2))                            # its tables are there
-        self.assertIn("not yet: step 24, grouped_attention_backward: not started", section(text, 8))
+        self.assertIn(f"not yet: step {NUMBER['grouped_attention_backward']}, grouped_attention_backward: not started",
+                      section(text, 8))
         self.assertEqual(section(text, 9).count("*(your answer)*"), 2)
         self.assertIn(f"gqa report: {why}; the sections that need it say so\n", err)
         self.assertRegex(err, rf"gqa report: \d+ s: [^\n]+ \(the report of {re.escape(path)}, built in the grader's "

@@ -37,7 +37,7 @@ class Select(unittest.TestCase):
         self.assertEqual(tracks.select(f"{last}-{last + 1}"), ["layer_backward", "types"])
 
     def test_what_is_no_step_is_refused_naming_it(self):
-        for spec in ("1-", "8-3", "0", "29", "core,nope", "", ","):
+        for spec in ("1-", "8-3", "0", str(len(manifest.STEPS) + 1), "core,nope", "", ","):
             with self.subTest(spec=spec), self.assertRaises(ValueError) as caught:
                 tracks.select(spec)
             self.assertIn("no step, range or track named", str(caught.exception))

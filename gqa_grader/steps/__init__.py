@@ -8,13 +8,13 @@ language, running and expected.
                a case's draws, the misconceptions a check names
     refusals   what robustness asks a step's function to refuse: the calls of wrong
                types (TypeError) and their rules, the helpers of the values refused
-    heads      the checks of steps 1 to 9: group the query heads; fold, repeat, attend
-    layer      the checks of steps 10 to 14: one attention layer on MHA weights
-    counting   the checks of steps 15 to 20: the cache and the multiplications, counted
-    decoding   the checks of steps 21 to 23: decoding, one token at a time
-    backward   the checks of steps 24 and 25: the backward pass
+    heads      the checks of Parts 1 and 2: group the query heads; fold, repeat, attend
+    layer      the checks of Part 3: one attention layer on MHA weights
+    counting   the checks of Part 4: the cache and the multiplications, counted
+    decoding   the checks of Part 5: decoding, one token at a time
+    backward   the checks of Part 6: the backward pass
     checks     the lab's checks in the manifest's order, gathered from the five above
-    robustness the three parts of robustness: types, refusals, extremes (steps 26-28),
+    robustness the three parts of robustness: types, refusals, extremes (after the lesson),
                each a case per step whose part module states what it asks
     tracks     the steps a run grades: numbers, ranges, names, tracks (core, all, robustness)
 

@@ -1,4 +1,4 @@
-"""The checks of steps 24 and 25: Part 6 of the lab, the backward pass:
+"""The checks of Part 6 of the lab, the backward pass:
 grouped_attention_backward, layer_backward.
 """
 
@@ -14,7 +14,7 @@ from .heads import draw_heads
 from .layer import WEIGHT_FIELDS, draw_sizes
 from .refusals import CAUSAL, DATA, bad, sizes
 
-STEPS = []                       # steps 24 and 25, in order: each @step below adds its own
+STEPS = []                       # Part 6's steps, in order: each @step below adds its own
 step = step_into(STEPS, "backward")
 
 

@@ -1,14 +1,14 @@
 """The lab's checks, one per step, in the manifest's order: a module per part of the lab.
 
-    heads      steps 1-9     group the query heads; fold, repeat, attend
-    layer      steps 10-14   one attention layer on MHA weights
-    counting   steps 15-20   what g changes (the cache) and what it does not
-    decoding   steps 21-23   decoding, one token at a time
-    backward   steps 24-25   the backward pass
+    heads      Parts 1-2     group the query heads; fold, repeat, attend
+    layer      Part 3        one attention layer on MHA weights
+    counting   Part 4        what g changes (the cache) and what it does not
+    decoding   Part 5        decoding, one token at a time
+    backward   Part 6        the backward pass
 
 How a check is registered and called, and what every check uses, is checking.py's;
 what a step is (its number, name, summary, track) is manifest.py's.  The parts of
-robustness (steps 26 to 28) are robustness.py's.
+robustness (the steps after the lesson's) are robustness.py's.
 """
 
 from . import backward, checking, counting, decoding, heads, layer, manifest

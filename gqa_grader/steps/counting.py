@@ -1,4 +1,4 @@
-"""The checks of steps 15 to 20: Part 4 of the lab, counting what g changes (the
+"""The checks of Part 4 of the lab, counting what g changes (the
 cache) and what it does not: kv_cache_elements, attention_multiplies,
 block_multiplies, cache_table, multiplies_table, count_multiplies.
 """
@@ -17,7 +17,7 @@ from .checking import ALL_HG, GROUPABLE_WIDE, GROUPED, WIDE, fields_of, not_a_re
 from .layer import draw_sizes
 from .refusals import BOOL, CAUSAL, bad, refuse_counts, sizes
 
-STEPS = []                       # steps 15 to 20, in order: each @step below adds its own
+STEPS = []                       # Part 4's steps, in order: each @step below adds its own
 step = step_into(STEPS, "counting")
 
 

@@ -1,4 +1,4 @@
-"""The checks of steps 21 to 23: Part 5 of the lab, decoding one token at a
+"""The checks of Part 5 of the lab, decoding one token at a
 time: KVCache, decode_step, decode_traffic.
 """
 
@@ -13,7 +13,7 @@ from .checking import ALL_HG, GROUPED, WIDE, fields_of, step_into
 from .layer import draw_sizes, weights_unchanged
 from .refusals import BOOL, DATA, bad, refuse_counts, sizes
 
-STEPS = []                       # steps 21 to 23, in order: each @step below adds its own
+STEPS = []                       # Part 5's steps, in order: each @step below adds its own
 step = step_into(STEPS, "decoding")
 
 

@@ -1,4 +1,4 @@
-"""The checks of steps 1 to 9: Parts 1 and 2 of the lab.
+"""The checks of Parts 1 and 2 of the lab.
 
 Part 1, group the query heads: valid_g, method_name, kv_head, group_heads.
 Part 2, fold, repeat, attend: fold_kv_mean, repeat_kv, single_head_attention,
@@ -19,7 +19,7 @@ from ..running.values import plain
 from .checking import ALL_HG, GROUPABLE, GROUPED, WIDE, bad_g, draw_hg, ragged, scaled, shadows, step_into
 from .refusals import BOOLS, CAUSAL, DATA, STRS, bad, bad_g_pair, refuse_g, sizes
 
-STEPS = []                       # steps 1 to 9, in order: each @step below adds its own
+STEPS = []                       # Parts 1 and 2's steps, in order: each @step below adds its own
 step = step_into(STEPS, "heads")
 
 

@@ -1,4 +1,4 @@
-"""The checks of steps 10 to 14: Part 3 of the lab, one attention layer on MHA
+"""The checks of Part 3 of the lab, one attention layer on MHA
 weights run with g key/value heads: init_weights, fold_weights, prepare_weights,
 layer, output_difference.
 """
@@ -17,7 +17,7 @@ from .checking import (ALL_HG, GROUPED, draw_hg, eval_at, fields_of, not_tuples,
                        step_into)
 from .refusals import BOOLS, CAUSAL, DATA, bad, sizes
 
-STEPS = []                       # steps 10 to 14, in order: each @step below adds its own
+STEPS = []                       # Part 3's steps, in order: each @step below adds its own
 step = step_into(STEPS, "layer")
 
 

@@ -51,4 +51,4 @@ def part(name, fn, asks):
 
 
 PARTS = [part("types", _types, "types"), part("refusals", _refusals, "refusals"),
-         part("extremes", _extremes, "extremes")]          # steps 26 on, each a part of robustness
+         part("extremes", _extremes, "extremes")]          # after the lesson's steps, each a part
