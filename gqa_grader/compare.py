@@ -55,10 +55,15 @@ class Record(dict):
         return f"{self.type_name}({', '.join(f'{k}={v!r}' for k, v in self.items())})"
 
 
+# Types that are never a list or a dict: a list of these alone is decoded as it is (a copy),
+# one call for a row of numbers, not one for each number.
+_FLAT = frozenset((float, int, bool, str, type(None)))
+
+
 def decode(x):
     """The worker's plain data back into values: lists, tuples, records, Other."""
     if isinstance(x, list):
-        return [decode(v) for v in x]
+        return list(x) if _FLAT.issuperset(map(type, x)) else [decode(v) for v in x]
     if isinstance(x, dict):
         if "$tuple" in x:
             return tuple(decode(v) for v in x["$tuple"])

@@ -41,9 +41,17 @@ def nested(shape, fill=0.0):
     return [nested(shape[1:], fill) for _ in range(shape[0])]
 
 
+# Types that are never a list, tuple or array (nor a module's record, Other): a row of these
+# alone is taken as it is, one call for a row of numbers, not one for each number.
+_FLAT = frozenset((float, int, bool, str, type(None)))
+
+
 def leaves(t):
     """The numbers of a nested list (or tuple), in order."""
     if isinstance(t, (list, tuple)):
+        if _FLAT.issuperset(map(type, t)):
+            yield from t
+            return
         for x in t:
             yield from leaves(x)
     else:
@@ -73,7 +81,9 @@ def plain(t):
     """t as nested lists (the rows a module returns); an array the worker sent, its values."""
     if isinstance(t, Other) and hasattr(t, "values"):
         return list(t.values)
-    return [plain(x) for x in t] if isinstance(t, (list, tuple, array)) else t
+    if isinstance(t, (list, tuple, array)):
+        return list(t) if _FLAT.issuperset(map(type, t)) else [plain(x) for x in t]
+    return t
 
 
 def random_weights(rng, h, d_model, d, kv_heads=None):

@@ -1,4 +1,5 @@
-"""gqa_grader/exchange.py: how a failing call's arguments are named."""
+"""gqa_grader/exchange.py: how a failing call's arguments are named, and how values cross
+to the worker and back (wire, decode, plain, leaves)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,97 @@ class ArgumentsInAMessage(unittest.TestCase):
         self.assertEqual(_brief([[[1.0, 2.0], [3.0, 4.0]], [[1.0, 2.0], [3.0]]]), "<ragged list of 2>")
         self.assertEqual(_brief([[1.0], [1.0, 2.0], [1.0]]), "<ragged list of 3>")
         self.assertEqual(_brief(8), "8")
+
+
+
+def _nested(rng, depth=0):
+    """A random value of the kinds that cross to the worker and back: numbers, None, bools,
+    text, lists, tuples, array('d'), dicts of the worker's tags, a float subclass, an Other;
+    rows of numbers alone often, and a row that mixes kinds."""
+    import math
+    from array import array
+    from gqa_grader.compare import Other
+
+    class Half(float):
+        pass
+    leaf = [lambda: rng.uniform(-1, 1), lambda: rng.randrange(-3, 9), lambda: rng.random() < 0.5,
+            lambda: None, lambda: "x", lambda: math.nan, lambda: -0.0, lambda: Half(0.5),
+            lambda: Other("array('d')", "of 2 values")]
+    if depth >= 3 or rng.random() < 0.2:
+        return rng.choice(leaf)()
+    n = rng.randrange(0, 5)
+    kind = rng.randrange(6)
+    if kind == 0:                                        # a row of floats alone
+        return [rng.uniform(-1, 1) for _ in range(n)]
+    if kind == 1:
+        return tuple(_nested(rng, depth + 1) for _ in range(n))
+    if kind == 2:
+        return array("d", [rng.uniform(-1, 1) for _ in range(n)])
+    if kind == 3:
+        return {"$tuple": [_nested(rng, depth + 1) for _ in range(n)]}
+    return [_nested(rng, depth + 1) for _ in range(n)]
+
+
+class ValuesAcross(unittest.TestCase):
+    """wire, decode, plain and leaves take a row of plain numbers whole: each gives what its
+    definition, one value at a time, gives (written out here), on random nested values."""
+
+    def test_each_is_its_definition_one_value_at_a_time(self):
+        import random
+        from array import array
+        from gqa_grader.compare import Other, decode
+        from gqa_grader.exchange import wire
+        from gqa_grader.inputs import leaves, plain
+
+        def wire_one(x):
+            if isinstance(x, list):
+                return [wire_one(v) for v in x]
+            if isinstance(x, tuple):
+                return {"$tuple": [wire_one(v) for v in x]}
+            if isinstance(x, array):
+                return {"$array": "d", "values": list(x)}
+            return x
+
+        def plain_one(t):
+            if isinstance(t, Other) and hasattr(t, "values"):
+                return list(t.values)
+            return [plain_one(x) for x in t] if isinstance(t, (list, tuple, array)) else t
+
+        def decode_one(x):
+            if isinstance(x, list):
+                return [decode_one(v) for v in x]
+            if isinstance(x, dict) and "$tuple" in x:
+                return tuple(decode_one(v) for v in x["$tuple"])
+            return decode(x)                # a dict: a record, an array, an Other (none here is nested)
+
+        def leaves_one(t):
+            return [y for x in t for y in leaves_one(x)] if isinstance(t, (list, tuple)) else [t]
+
+        def same(a, b):               # equal, NaN as NaN, and of the same types all the way down
+            if type(a) is not type(b):
+                return False
+            if isinstance(a, (list, tuple)):
+                return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+            if isinstance(a, dict):
+                return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+            if isinstance(a, Other):
+                return repr(a) == repr(b) and same(getattr(a, "values", None), getattr(b, "values", None))
+            return a is b or a == b or a != a and b != b
+
+        rng = random.Random(48)
+        for _ in range(1000):
+            value = _nested(rng)
+            sent = wire(value)
+            self.assertTrue(same(sent, wire_one(value)), value)
+            self.assertTrue(same(plain(value), plain_one(value)), value)
+            self.assertTrue(same(list(leaves(value)), leaves_one(value)), value)
+            if isinstance(value, list):
+                self.assertIsNot(wire(value), value)               # a copy, never the argument itself
+                self.assertIsNot(plain(value), value)
+            back = decode(sent)
+            if isinstance(sent, list):
+                self.assertIsNot(back, sent)
+            self.assertTrue(same(back, decode_one(sent)), sent)
 
 
 if __name__ == "__main__":
