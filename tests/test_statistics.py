@@ -195,6 +195,28 @@ class Statistics(unittest.TestCase):
             self.assertEqual(d.verdict, side, kind)
         self.assertEqual([d.verdict for d in decided], ["holds"] * 4 + ["not resolved"])
 
+    def test_a_result_is_decided_once_and_anew_when_a_number_changes(self):
+        from unittest import mock
+        from gqa_tools.uptraining import claims
+        pre, mean = [100, 98, 100, 97, 100, 99], [99, 99, 97, 99, 100, 96]
+        result = self.fake(pre, mean, [60, 70, 65, 62, 68, 61], [20, 25, 22, 21, 30, 24], same=())
+        intervals = []
+
+        def counted(values, level):
+            intervals.append(list(values))
+            return gqa_statistics.sign_flip_interval(values, level)
+        with mock.patch.object(claims, "sign_flip_interval", counted):
+            first = gqa_train.verdicts(result, ["recall"])
+            once = len(intervals)
+            again = gqa_train.verdicts(dict(result), ["recall"])         # the report's section 9 asks again
+            self.assertEqual(len(intervals), once)
+            self.assertEqual(again, first)
+            result["tasks"]["recall"]["pretrained"]["correct"][0] = 90        # one seed's count changed
+            changed = gqa_train.verdicts(result, ["recall"])
+        self.assertEqual(len(intervals), 2 * once)
+        self.assertEqual(intervals[once:][0], [Fraction(90 - 10, 100)] + [Fraction(p - 10, 100) for p in pre[1:]])
+        self.assertNotEqual(changed[0].stats.mean, first[0].stats.mean)
+
     def test_the_exact_p_value_counts_every_sign_pattern(self):
         rng = random.Random("sign flips")
         for _ in range(50):
