@@ -458,6 +458,16 @@ class Dispatch(unittest.TestCase):
         for command in ("tables", "report", "config", "bench"):
             self.assertIn(command, out.getvalue())
 
+    def test_the_projects_report_loads_no_students_pieces(self):
+        # The project's report (report --check, in CI) builds no child: a student's report
+        # (child.py and its thread pool) is imported when --module asks, and the worker's
+        # target, gqa_tools.report:child_parts, still finds it.
+        code = ("import sys; import gqa_tools.report, gqa_tools.report.command; "
+                "print(sorted(m for m in ('gqa_tools.report.child', 'concurrent.futures') if m in sys.modules)); "
+                "print(gqa_tools.report.child_parts.__module__)")
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.stdout.splitlines(), ["[]", "gqa_tools.report.child"], done.stderr)
+
     def test_tables_command_prints_both_tables(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
