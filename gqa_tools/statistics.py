@@ -273,32 +273,44 @@ def _digits(poly: int, count: int, words: int) -> list:
 class _Subsets:
     """The nonempty subsets of K integers, counted by size and by sum: for each size m, the
     running count of the subsets of m whose sum is at most m x lowest + e, for each e (built
-    as a polynomial per size, an integer in base 2^64 or 2^128, its digits read out once)."""
+    as a polynomial per size, an integer in base 2^64 or 2^128, its digits read out once).
+    Only the sizes up to K / 2 are built: a subset of m > K / 2 is the complement of one of
+    K - m, whose sum is the whole sum less its own (the largest polynomials, most of the
+    work, never built)."""
 
     def __init__(self, ints: Sequence[int]) -> None:
         self.k, self.lowest, self.highest = len(ints), min(ints), max(ints)
+        self.half = self.k // 2
+        self.excess = sum(a - self.lowest for a in ints)     # every integer's sum, less K x lowest
         words = 1 if self.k < 64 else 2        # 64-bit words a digit: every count is at most 2^K
         bits = 64 * words
-        polys = [1] + [0] * self.k
+        polys = [1] + [0] * self.half
         for i, a in enumerate(ints):
             shift = bits * (a - self.lowest)
-            for m in range(i + 1, 0, -1):
+            for m in range(min(i + 1, self.half), 0, -1):
                 polys[m] += polys[m - 1] << shift
-        self.running = [[]] + [list(itertools.accumulate(_digits(polys[m], m * (self.highest - self.lowest) + 1,
-                                                                  words)))
-                               for m in range(1, self.k + 1)]
+        self.running = [[1]] + [list(itertools.accumulate(_digits(polys[m], m * (self.highest - self.lowest) + 1,
+                                                                   words)))
+                                for m in range(1, self.half + 1)]
 
     def _up_to(self, m: int, e: int) -> int:
-        """How many subsets of m have a sum of at most m x lowest + e."""
+        """How many subsets of m have a sum of at most m x lowest + e (past K / 2, their
+        complements, of K - m, with a sum of at least the rest)."""
+        if m > self.half:
+            return self._all(m) - self._up_to(self.k - m, self.excess - e - 1)
         row = self.running[m]
         return 0 if e < 0 else row[min(e, len(row) - 1)]
+
+    def _all(self, m: int) -> int:
+        """How many subsets of m there are (K choose m)."""
+        return self.running[min(m, self.k - m)][-1]
 
     def count(self, x: int, shift: int, lower: bool) -> int:
         """How many nonempty subsets have a mean of at most (lower) or at least x / 2^shift."""
         above = x - (self.lowest << shift)          # (x / 2^shift - lowest), times 2^shift
         if lower:
             return sum(self._up_to(m, (m * above) >> shift) for m in range(1, self.k + 1))
-        return sum(self.running[m][-1] - self._up_to(m, -((-m * above) >> shift) - 1)
+        return sum(self._all(m) - self._up_to(m, -((-m * above) >> shift) - 1)
                    for m in range(1, self.k + 1))
 
     def end(self, need: int, lower: bool) -> Fraction:

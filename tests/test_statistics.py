@@ -238,6 +238,20 @@ class Statistics(unittest.TestCase):
             self.assertEqual(gqa_statistics.sign_flip_interval(values, level),
                              by_patterns(values).interval(1 - level), (values, level))
 
+    def test_the_subsets_are_counted_by_size_and_sum_as_listed(self):
+        # Every subset listed (up to 12 integers, odd and even counts): how many of each size have a
+        # sum at most m x lowest + e, for every e, against _Subsets (which builds the sizes up to K / 2
+        # and reads the rest as complements).
+        import itertools
+        rng = random.Random("subsets by size")
+        for _ in range(30):
+            ints = [rng.randrange(-9, 10) for _ in range(rng.randrange(1, 13))]
+            subsets, low, k = gqa_statistics._Subsets(ints), min(ints), len(ints)
+            for m in range(1, k + 1):
+                sums = [sum(c) - m * low for c in itertools.combinations(ints, m)]
+                for e in range(-2, m * (max(ints) - low) + 3):
+                    self.assertEqual(subsets._up_to(m, e), sum(s <= e for s in sums), (ints, m, e))
+
     def test_the_exact_interval_counted_by_binomials_past_64_seeds(self):
         # Three values with multiplicities: every subset mean and how many subsets have it, counted by
         # binomial coefficients; each end is where the count of means beyond it reaches the level's.
