@@ -308,10 +308,14 @@ class _Subsets:
     def count(self, x: int, shift: int, lower: bool) -> int:
         """How many nonempty subsets have a mean of at most (lower) or at least x / 2^shift."""
         above = x - (self.lowest << shift)          # (x / 2^shift - lowest), times 2^shift
-        if lower:
-            return sum(self._up_to(m, (m * above) >> shift) for m in range(1, self.k + 1))
-        return sum(self._all(m) - self._up_to(m, -((-m * above) >> shift) - 1)
-                   for m in range(1, self.k + 1))
+        k, half, running, found = self.k, self.half, self.running, 0
+        for m in range(1, k + 1):                   # _up_to and _all written out: the bisection's loop
+            e = (m * above) >> shift if lower else -((-m * above) >> shift) - 1
+            row, e = (running[m], e) if m <= half else (running[k - m], self.excess - e - 1)
+            below = 0 if e < 0 else row[e] if e < len(row) else row[-1]
+            at_most = below if m <= half else row[-1] - below       # row[-1]: the subsets of m
+            found += at_most if lower else row[-1] - at_most
+        return found
 
     def end(self, need: int, lower: bool) -> Fraction:
         """The smallest x with at least need subset means at most x (lower), or the largest with

@@ -251,6 +251,10 @@ class Statistics(unittest.TestCase):
                 sums = [sum(c) - m * low for c in itertools.combinations(ints, m)]
                 for e in range(-2, m * (max(ints) - low) + 3):
                     self.assertEqual(subsets._up_to(m, e), sum(s <= e for s in sums), (ints, m, e))
+            means = [Fraction(sum(c), m) for m in range(1, k + 1) for c in itertools.combinations(ints, m)]
+            for x in [rng.randrange((low - 2) * 64, (max(ints) + 2) * 64) for _ in range(20)]:
+                self.assertEqual(subsets.count(x, 6, True), sum(v <= Fraction(x, 64) for v in means), (ints, x))
+                self.assertEqual(subsets.count(x, 6, False), sum(v >= Fraction(x, 64) for v in means), (ints, x))
 
     def test_the_exact_interval_counted_by_binomials_past_64_seeds(self):
         # Three values with multiplicities: every subset mean and how many subsets have it, counted by
