@@ -242,6 +242,7 @@ class Statistics(unittest.TestCase):
         # Every subset listed (up to 12 integers, odd and even counts): how many of each size have a
         # sum at most m x lowest + e, for every e, against _Subsets (which builds the sizes up to K / 2
         # and reads the rest as complements).
+        import bisect
         import itertools
         rng = random.Random("subsets by size")
         for _ in range(30):
@@ -251,17 +252,20 @@ class Statistics(unittest.TestCase):
                 sums = [sum(c) - m * low for c in itertools.combinations(ints, m)]
                 for e in range(-2, m * (max(ints) - low) + 3):
                     self.assertEqual(subsets._up_to(m, e), sum(s <= e for s in sums), (ints, m, e))
-            means = [Fraction(sum(c), m) for m in range(1, k + 1) for c in itertools.combinations(ints, m)]
+            means = sorted(Fraction(sum(c), m) for m in range(1, k + 1) for c in itertools.combinations(ints, m))
             for x in [rng.randrange((low - 2) * 64, (max(ints) + 2) * 64) for _ in range(20)]:
-                self.assertEqual(subsets.count(x, 6, True), sum(v <= Fraction(x, 64) for v in means), (ints, x))
-                self.assertEqual(subsets.count(x, 6, False), sum(v >= Fraction(x, 64) for v in means), (ints, x))
+                at_most, below = bisect.bisect_right(means, Fraction(x, 64)), bisect.bisect_left(means, Fraction(x, 64))
+                self.assertEqual(subsets.count(x, 6, True), at_most, (ints, x))
+                self.assertEqual(subsets.count(x, 6, False), len(means) - below, (ints, x))
 
     def test_the_exact_interval_counted_by_binomials_past_64_seeds(self):
         # Three values with multiplicities: every subset mean and how many subsets have it, counted by
         # binomial coefficients; each end is where the count of means beyond it reaches the level's.
-        # 64 and 70 seeds take two 64-bit words a count.
+        # 64 and 70 seeds take two 64-bit words a count, 40 one (38 zeros: C(38, 19) subsets of 20
+        # share a sum, past 2^32), 20 and 31 a 32-bit one.
         for k, (a, b, c), (na, nb) in ((64, (-3, 1, 4), (20, 30)), (70, (-5, 0, 2), (9, 41)),
-                                       (20, (-1, 2, 7), (5, 6))):
+                                       (20, (-1, 2, 7), (5, 6)), (31, (-2, 1, 3), (8, 11)),
+                                       (40, (-4, 0, 5), (1, 38))):
             counts = {Fraction(a, 10): na, Fraction(b, 10): nb, Fraction(c, 10): k - na - nb}
             values = [v for v, m in counts.items() for _ in range(m)]
             random.Random(k).shuffle(values)
@@ -281,6 +285,17 @@ class Statistics(unittest.TestCase):
                         ends.append(x)
                         break
             self.assertEqual(gqa_statistics.sign_flip_interval(values, 0.999), tuple(ends), k)
+            if k >= 64:
+                continue
+            by_sum = {}                                   # (size, sum in tenths) -> subsets, by binomials
+            for picks in itertools.product(*[range(m + 1) for m in counts.values()]):
+                key = (sum(picks), sum(int(v * 10) * p for v, p in zip(counts, picks)))
+                by_sum[key] = by_sum.get(key, 0) + math.prod(math.comb(m, p) for m, p in zip(counts.values(), picks))
+            subsets, seen = gqa_statistics._Subsets([int(v * 10) for v in values]), {}
+            for (size, total), n in sorted(by_sum.items()):      # by size, then by sum: a running count
+                seen[size] = seen.get(size, 0) + n
+                if size:
+                    self.assertEqual(subsets._up_to(size, total - size * a), seen[size], (k, size, total))
 
     def test_below_six_seeds_no_verdict_can_resolve(self):
         # 5 seeds, every difference far above its bar: p is at least 2 / 2^5 = 0.0625, above 5 %.
