@@ -110,5 +110,40 @@ class ValuesAcross(unittest.TestCase):
             self.assertTrue(same(back, decode_one(sent)), sent)
 
 
+    def test_a_difference_is_found_at_the_first_pair_out_of_tolerance(self):
+        # Nested floats compared: None exactly when every pair is equal, both NaN, or within the
+        # tolerance (math.isclose; exact: equal alone), else the first pair that is not, by index.
+        import math
+        import random
+        from gqa_grader.compare import ABS_TOL, REL_TOL, first_difference
+        rng = random.Random("first difference")
+        kinds = [lambda x: x, lambda x: x * (1 + 1e-12), lambda x: x * (1 + 1e-6), lambda x: math.nan,
+                 lambda x: -x if x == 0 else x + 1e-13, lambda x: math.inf, lambda x: int(x) if math.isfinite(x) and x == int(x) else x]
+        for _ in range(400):
+            shape = [rng.randrange(1, 4) for _ in range(rng.randrange(1, 4))]
+            flat = [rng.choice((rng.uniform(-2, 2), 0.0, 1.0, math.nan, math.inf)) for _ in range(math.prod(shape))]
+            near = [rng.choice(kinds)(x) if rng.random() < 0.3 else x for x in flat]
+            exact = rng.random() < 0.3
+
+            def nest(values, dims):
+                if len(dims) == 1:
+                    return list(values)
+                size = len(values) // dims[0]
+                return [nest(values[i * size:(i + 1) * size], dims[1:]) for i in range(dims[0])]
+
+            def index(n):
+                out = []
+                for d in reversed(shape):
+                    out.insert(0, n % d)
+                    n //= d
+                return "".join(f"[{i}]" for i in out)
+            same = [a == b or a != a and b != b or not exact and math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+                    for a, b in zip(near, flat)]
+            found = first_difference(nest(near, shape), nest(flat, shape), exact=exact)
+            if all(same):
+                self.assertIsNone(found, (near, flat, exact))
+            else:
+                self.assertTrue(found.startswith(f"at {index(same.index(False))}: expected "), (found, near, flat))
+
 if __name__ == "__main__":
     unittest.main()
