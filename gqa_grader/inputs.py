@@ -63,8 +63,9 @@ def count_leaves(t):
 
 
 def rand_tensor(rng, *shape):
-    if len(shape) == 1:
-        return [rng.uniform(-1.0, 1.0) for _ in range(shape[0])]
+    if len(shape) == 1:                    # rng.uniform(-1.0, 1.0), whose a + (b - a) * random() it is,
+        draw = rng.random                  # without its call for each number
+        return [-1.0 + 2.0 * draw() for _ in range(shape[0])]
     return [rand_tensor(rng, *shape[1:]) for _ in range(shape[0])]
 
 

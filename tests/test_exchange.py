@@ -1,5 +1,5 @@
-"""gqa_grader/exchange.py: how a failing call's arguments are named, and how values cross
-to the worker and back (wire, decode, plain, leaves)."""
+"""gqa_grader/exchange.py: how a failing call's arguments are named, how values cross to
+the worker and back (wire, decode, plain, leaves), how answers are compared and inputs drawn."""
 
 from __future__ import annotations
 
@@ -144,6 +144,21 @@ class ValuesAcross(unittest.TestCase):
                 self.assertIsNone(found, (near, flat, exact))
             else:
                 self.assertTrue(found.startswith(f"at {index(same.index(False))}: expected "), (found, near, flat))
+
+    def test_a_tensor_is_drawn_as_uniform_draws_it(self):
+        # rand_tensor's numbers are random.uniform(-1.0, 1.0)'s, in order, from a case's Draw or a
+        # Random, and leave the generator where uniform would.
+        import math
+        import random
+        from gqa_grader.checking import Draw
+        from gqa_grader.inputs import leaves, rand_tensor
+        for make in (lambda: random.Random(48), lambda: Draw("7:48:3"), lambda: Draw("7:48:3", hidden=True)):
+            for shape in ((5,), (2, 3), (3, 2, 4), (1, 1, 1, 2)):
+                drawn, by_uniform = make(), make()
+                got = rand_tensor(drawn, *shape)
+                flat = [by_uniform.uniform(-1.0, 1.0) for _ in range(math.prod(shape))]
+                self.assertEqual(list(leaves(got)), flat)
+                self.assertEqual(drawn.getstate(), by_uniform.getstate())
 
 if __name__ == "__main__":
     unittest.main()
