@@ -121,8 +121,18 @@ def interval(values: Sequence[Fraction], clip: Tuple[float, float] = (-math.inf,
     """The mean of exact values, their sd and the t-interval of the mean at level (95 % by
     default), clipped to clip."""
     k = len(values)
-    mean = sum(values, Fraction(0)) / k
-    var = sum((x - mean) ** 2 for x in values) / (k - 1) if k > 1 else Fraction(0)
+    if all(type(v) is Fraction or type(v) is int for v in values):
+        # the same exact mean and variance, in integers over the values' common denominator
+        # (one Fraction each, not one for every step of the sums): with x = i / den,
+        # sum((x - mean)^2) = (k sum(i^2) - sum(i)^2) / (k den^2)
+        ints, den = _integers(values)
+        total = sum(ints)
+        mean = Fraction(total, k * den)
+        var = Fraction(k * sum(i * i for i in ints) - total * total, k * (k - 1) * den * den) if k > 1 \
+            else Fraction(0)
+    else:
+        mean = sum(values, Fraction(0)) / k
+        var = sum((x - mean) ** 2 for x in values) / (k - 1) if k > 1 else Fraction(0)
     sd = math.sqrt(var)
     half = t_quantile(1.0 - (1.0 - level) / 2.0, k - 1) * sd / math.sqrt(k) if k > 1 else 0.0
     return Stats(float(mean), sd, max(clip[0], float(mean) - half), min(clip[1], float(mean) + half), k)
@@ -222,7 +232,7 @@ def _integers(values: Sequence[Fraction]) -> Tuple[list, int]:
     den = 1
     for v in values:
         den = den * v.denominator // math.gcd(den, v.denominator)
-    return [int(v * den) for v in values], den
+    return [v.numerator * (den // v.denominator) for v in values], den
 
 
 def _digits_up_to(poly: int, digit: int, bits: int) -> int:

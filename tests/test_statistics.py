@@ -135,6 +135,19 @@ class Statistics(unittest.TestCase):
         half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
         return "holds" if centre - half > bar else "does not hold" if centre + half < bar else "not resolved"
 
+    def test_the_mean_and_sd_are_the_exact_values_own(self):
+        # interval() sums integers over the values' common denominator: its mean and sd are those
+        # of the exact values summed as Fractions, one by one (and ints, and one value alone).
+        rng = random.Random("exact sums")
+        for _ in range(300):
+            k, n = rng.randrange(1, 25), rng.choice((3, 7, 100, 128, 640))
+            values = [Fraction(rng.randrange(-n, n + 1), n) if rng.random() < 0.9 else rng.randrange(-2, 3)
+                      for _ in range(k)]
+            mean = sum(values, Fraction(0)) / k
+            var = sum((v - mean) ** 2 for v in values) / (k - 1) if k > 1 else Fraction(0)
+            got = gqa_statistics.interval(values)
+            self.assertEqual((got.mean, got.sd, got.seeds), (float(mean), math.sqrt(var), k), values)
+
     def test_p_values_against_the_t_table_and_the_integral_of_the_density(self):
         def p_of(t, df):                         # a t over df + 1 seeds: mean t, se 1
             return gqa_statistics.p_value(gqa_statistics.Stats(t, math.sqrt(df + 1), 0, 0, df + 1), 0.0)
