@@ -66,6 +66,7 @@ DEVICES = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"]
 SYSTEM = ["/usr", "/bin", "/lib", "/lib32", "/lib64", "/libx32", "/sbin"]   # libraries, the loader
 _SEARCH = os.defpath + os.pathsep + "/usr/bin:/bin:/usr/local/bin"
 _ANSWERS = {}                        # available()'s answer, for each tuple of tools asked
+_PROBED = {}                         # each tool's probe's answer, (ok, why): a tool is tried once
 _PATHS = {}                          # each tool that works here: its path
 _FOLDERS = {}                        # site_folders()'s answer, once
 
@@ -77,7 +78,9 @@ def available(tools=None):
     if tools not in _ANSWERS:
         whys = []
         for tool in tools:
-            ok, why = _probe(tool)
+            if tool not in _PROBED:              # command(spec, argv, tool) asks again, of one tool
+                _PROBED[tool] = _probe(tool)
+            ok, why = _PROBED[tool]
             if ok:
                 _ANSWERS[tools] = (True, tool)
                 break

@@ -34,10 +34,7 @@ exit status 125; PROGRAM never ran.  Standard library only; it imports nothing o
 project, and reads nothing but SPEC.
 """
 
-import json
 import os
-import shutil
-import subprocess
 import sys
 
 FILES_CAP = 4096                     # files in each tmpfs: its size caps bytes, this caps inodes
@@ -50,6 +47,8 @@ PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "loongarch64": 41, "i
 
 def mount(*args, fstab=None):
     """Run util-linux's mount with args (and fstab's text through a file of its own)."""
+    import shutil
+    import subprocess
     found = shutil.which("mount", path=os.defpath + os.pathsep + "/usr/bin:/bin")
     if found is None:
         raise OSError("util-linux's mount is not installed")
@@ -195,6 +194,23 @@ def user_namespace(user):
         f.write("0\n")
 
 
+def spec_of(line):
+    """SPEC's line read as JSON.  The two lines bubblewrap's --user-only is given,
+    {"user": null} and {"user": [uid, gid]} as json.dumps writes them, are read by hand:
+    importing json (and the re it imports) is most of this script's start-up, which every
+    run and every probe pays; any other line is json's to read."""
+    text = line.rstrip("\n")
+    if text == '{"user": null}':
+        return {"user": None}
+    head, tail = '{"user": [', ']}'
+    if text.startswith(head) and text.endswith(tail):
+        ids = text[len(head):-len(tail)].split(", ")
+        if len(ids) == 2 and all(i.isascii() and i.isdigit() and i == str(int(i)) for i in ids):
+            return {"user": [int(i) for i in ids]}
+    import json
+    return json.loads(line)
+
+
 def first_line():
     """stdin's first line, read a byte at a time: what follows it is the program's."""
     read = bytearray()
@@ -214,7 +230,7 @@ def main(argv):
         if argv[1:] == ["--probe"]:
             user_namespace(None)
             return 0
-        spec = json.loads(first_line())
+        spec = spec_of(first_line())
         if argv[1] == "--user-only":
             argv = argv[1:]
         else:
@@ -222,6 +238,7 @@ def main(argv):
         user_namespace(spec.get("user"))
         os.execv(argv[1], argv[1:])
     except Exception as err:                            # never the program's: it has not run
+        import json
         sys.stderr.write(json.dumps({"sandbox_error": f"{type(err).__name__}: {err}"}) + "\n")
         sys.stderr.flush()
         return 125

@@ -18,7 +18,6 @@ environment names another.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.util
 import os
@@ -133,6 +132,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                               "a command's options.")),
               file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         if args and args[0] not in ("-h", "--help"):
+            import difflib                   # a misspelt command alone needs it
             near = difflib.get_close_matches(args[0], list(COMMANDS), n=1, cutoff=0.6)
             print("gqa: " + (say(lang, N_("unknown command {command}; did you mean {name}?"), command=repr(args[0]),
                                  name=near[0]) if near else

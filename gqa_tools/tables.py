@@ -18,15 +18,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 import gqa
 from gqa_grader.language import i18n
 from gqa_grader.language.i18n import _
-from gqa_tools.sizer import ModelShape
 from gqa_tools.counts import block_bars, block_markdown, block_rows, cache_markdown, multiplies_markdown
 from gqa_tools.language import chosen_lang, speaking
 from gqa_tools.referee import LAB, PROJECT, handout, module_missing, sealed
+
+if TYPE_CHECKING:                       # the sizer, imported when a config.json is read (sizes)
+    from gqa_tools.sizer import ModelShape
 
 DEFAULTS = {"heads": 8, "head_dim": 128, "layers": 32, "context": 4096, "mlp_matrices": 3}
 
@@ -66,7 +68,10 @@ def make_parser() -> argparse.ArgumentParser:
 
 def sizes(args: argparse.Namespace) -> tuple:
     """(shape of the config or None, the sizes to use); options override the config."""
-    shape: Optional[ModelShape] = ModelShape.from_config(args.config) if args.config else None
+    shape: Optional[ModelShape] = None
+    if args.config:
+        from gqa_tools.sizer import ModelShape
+        shape = ModelShape.from_config(args.config)
     given = {"heads": shape.heads, "head_dim": shape.head_dim, "layers": shape.layers,
              "d_model": shape.hidden_size, "d_ff": shape.intermediate_size,
              "mlp_matrices": shape.mlp_matrices} if shape else {}

@@ -460,6 +460,20 @@ class Dispatch(unittest.TestCase):
         for command in ("tables", "report", "config", "bench"):
             self.assertIn(command, out.getvalue())
 
+    def test_a_command_loads_what_it_runs(self):
+        # The project's report (report --check, in CI) builds no child: a student's report
+        # (child.py and its thread pool) is imported when --module asks, and the worker's
+        # target, gqa_tools.report:child_parts, still finds it.  tables reads a config.json
+        # with the sizer, which it imports only then.
+        code = ("import contextlib, io, sys; import gqa_tools.report, gqa_tools.report.command, gqa_tools.cli\n"
+                "with contextlib.redirect_stdout(io.StringIO()):\n"
+                "    gqa_tools.cli.main(['tables', '--heads', '4'])\n"
+                "print(sorted(m for m in ('gqa_tools.report.child', 'concurrent.futures', 'gqa_tools.sizer')\n"
+                "             if m in sys.modules))\n"
+                "print(gqa_tools.report.child_parts.__module__)")
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.stdout.splitlines(), ["[]", "gqa_tools.report.child"], done.stderr)
+
     def test_tables_command_prints_both_tables(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

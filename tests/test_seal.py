@@ -527,3 +527,47 @@ class LoadingTheSandbox(unittest.TestCase):
             if before is not None:
                 sys.modules["gqa_sandbox"] = before
         self.assertEqual(got, [True] * 40)
+
+
+class AskingTheSandbox(unittest.TestCase):
+    """What a run's start pays in gqa_sandbox: each tool probed once however it is asked
+    for, and the spec's line of bubblewrap's user namespace read without json, as json
+    reads it."""
+
+    def test_each_tool_is_probed_once_however_it_is_asked_for(self):
+        package = sandbox_package()
+        probed = []
+
+        def probe(tool):
+            probed.append(tool)
+            return (tool == "unshare", None if tool == "unshare" else f"{tool}: refused")
+        with mock.patch.dict(package._ANSWERS, clear=True), mock.patch.dict(getattr(package, "_PROBED", {}), clear=True), \
+                mock.patch.object(package, "_probe", probe):
+            said = [package.available(), package.available(("bwrap",)), package.available(("unshare",)),
+                    package.available(("bwrap", "unshare")), package.available()]
+        self.assertEqual(sorted(probed), ["bwrap", "unshare"])
+        self.assertEqual(said, [(True, "unshare"), (False, "bwrap: refused"), (True, "unshare"),
+                                (True, "unshare"), (True, "unshare")])
+
+    def test_the_spec_line_reads_as_json_reads_it(self):
+        import random
+        from gqa_sandbox import enter
+        rng = random.Random(48)
+        lines = [json.dumps({"user": None}), json.dumps({"user": [0, 0]}), json.dumps({"user": [2 ** 31, 7]})]
+        lines += [json.dumps({"user": [rng.randrange(2 ** 32), rng.randrange(2 ** 32)]}) for _ in range(20)]
+        lines += [json.dumps({"root": "/tmp/r", "ro": ["/usr"], "user": [5, 6]}),     # unshare's whole spec
+                  '{"user": [1, 2, 3]}', '{"user":[1,2]}', '{"user": [01, 2]}', '{"user": [-1, 2]}',
+                  '{"user": [1.0, 2]}', '{"user": ["1", 2]}', '{"user": [١, 2]}', '{"user": [1, 2]} x',
+                  '{"user": [1, 2]', ' {"user": null}', '{"user": nul}', '{"user": [1, 2]}\r', ""]
+        for line in lines:
+            for ending in ("\n", ""):
+                with self.subTest(line=line + ending):
+                    try:
+                        expected = json.loads(line + ending)
+                    except ValueError as err:
+                        expected = type(err)
+                    try:
+                        got = enter.spec_of(line + ending)
+                    except ValueError as err:
+                        got = type(err)
+                    self.assertEqual((got, type(got)), (expected, type(expected)))

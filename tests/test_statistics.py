@@ -135,6 +135,19 @@ class Statistics(unittest.TestCase):
         half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
         return "holds" if centre - half > bar else "does not hold" if centre + half < bar else "not resolved"
 
+    def test_the_mean_and_sd_are_the_exact_values_own(self):
+        # interval() sums integers over the values' common denominator: its mean and sd are those
+        # of the exact values summed as Fractions, one by one (and ints, and one value alone).
+        rng = random.Random("exact sums")
+        for _ in range(300):
+            k, n = rng.randrange(1, 25), rng.choice((3, 7, 100, 128, 640))
+            values = [Fraction(rng.randrange(-n, n + 1), n) if rng.random() < 0.9 else rng.randrange(-2, 3)
+                      for _ in range(k)]
+            mean = sum(values, Fraction(0)) / k
+            var = sum((v - mean) ** 2 for v in values) / (k - 1) if k > 1 else Fraction(0)
+            got = gqa_statistics.interval(values)
+            self.assertEqual((got.mean, got.sd, got.seeds), (float(mean), math.sqrt(var), k), values)
+
     def test_p_values_against_the_t_table_and_the_integral_of_the_density(self):
         def p_of(t, df):                         # a t over df + 1 seeds: mean t, se 1
             return gqa_statistics.p_value(gqa_statistics.Stats(t, math.sqrt(df + 1), 0, 0, df + 1), 0.0)
@@ -195,6 +208,28 @@ class Statistics(unittest.TestCase):
             self.assertEqual(d.verdict, side, kind)
         self.assertEqual([d.verdict for d in decided], ["holds"] * 4 + ["not resolved"])
 
+    def test_a_result_is_decided_once_and_anew_when_a_number_changes(self):
+        from unittest import mock
+        from gqa_tools.uptraining import claims
+        pre, mean = [100, 98, 100, 97, 100, 99], [99, 99, 97, 99, 100, 96]
+        result = self.fake(pre, mean, [60, 70, 65, 62, 68, 61], [20, 25, 22, 21, 30, 24], same=())
+        intervals = []
+
+        def counted(values, level):
+            intervals.append(list(values))
+            return gqa_statistics.sign_flip_interval(values, level)
+        with mock.patch.object(claims, "sign_flip_interval", counted):
+            first = gqa_train.verdicts(result, ["recall"])
+            once = len(intervals)
+            again = gqa_train.verdicts(dict(result), ["recall"])         # the report's section 9 asks again
+            self.assertEqual(len(intervals), once)
+            self.assertEqual(again, first)
+            result["tasks"]["recall"]["pretrained"]["correct"][0] = 90        # one seed's count changed
+            changed = gqa_train.verdicts(result, ["recall"])
+        self.assertEqual(len(intervals), 2 * once)
+        self.assertEqual(intervals[once:][0], [Fraction(90 - 10, 100)] + [Fraction(p - 10, 100) for p in pre[1:]])
+        self.assertNotEqual(changed[0].stats.mean, first[0].stats.mean)
+
     def test_the_exact_p_value_counts_every_sign_pattern(self):
         rng = random.Random("sign flips")
         for _ in range(50):
@@ -216,12 +251,34 @@ class Statistics(unittest.TestCase):
             self.assertEqual(gqa_statistics.sign_flip_interval(values, level),
                              by_patterns(values).interval(1 - level), (values, level))
 
+    def test_the_subsets_are_counted_by_size_and_sum_as_listed(self):
+        # Every subset listed (up to 12 integers, odd and even counts): how many of each size have a
+        # sum at most m x lowest + e, for every e, against _Subsets (which builds the sizes up to K / 2
+        # and reads the rest as complements).
+        import bisect
+        import itertools
+        rng = random.Random("subsets by size")
+        for _ in range(30):
+            ints = [rng.randrange(-9, 10) for _ in range(rng.randrange(1, 13))]
+            subsets, low, k = gqa_statistics._Subsets(ints), min(ints), len(ints)
+            for m in range(1, k + 1):
+                sums = [sum(c) - m * low for c in itertools.combinations(ints, m)]
+                for e in range(-2, m * (max(ints) - low) + 3):
+                    self.assertEqual(subsets._up_to(m, e), sum(s <= e for s in sums), (ints, m, e))
+            means = sorted(Fraction(sum(c), m) for m in range(1, k + 1) for c in itertools.combinations(ints, m))
+            for x in [rng.randrange((low - 2) * 64, (max(ints) + 2) * 64) for _ in range(20)]:
+                at_most, below = bisect.bisect_right(means, Fraction(x, 64)), bisect.bisect_left(means, Fraction(x, 64))
+                self.assertEqual(subsets.count(x, 6, True), at_most, (ints, x))
+                self.assertEqual(subsets.count(x, 6, False), len(means) - below, (ints, x))
+
     def test_the_exact_interval_counted_by_binomials_past_64_seeds(self):
         # Three values with multiplicities: every subset mean and how many subsets have it, counted by
         # binomial coefficients; each end is where the count of means beyond it reaches the level's.
-        # 64 and 70 seeds take two 64-bit words a count.
+        # 64 and 70 seeds take two 64-bit words a count, 40 one (38 zeros: C(38, 19) subsets of 20
+        # share a sum, past 2^32), 20 and 31 a 32-bit one.
         for k, (a, b, c), (na, nb) in ((64, (-3, 1, 4), (20, 30)), (70, (-5, 0, 2), (9, 41)),
-                                       (20, (-1, 2, 7), (5, 6))):
+                                       (20, (-1, 2, 7), (5, 6)), (31, (-2, 1, 3), (8, 11)),
+                                       (40, (-4, 0, 5), (1, 38))):
             counts = {Fraction(a, 10): na, Fraction(b, 10): nb, Fraction(c, 10): k - na - nb}
             values = [v for v, m in counts.items() for _ in range(m)]
             random.Random(k).shuffle(values)
@@ -241,6 +298,17 @@ class Statistics(unittest.TestCase):
                         ends.append(x)
                         break
             self.assertEqual(gqa_statistics.sign_flip_interval(values, 0.999), tuple(ends), k)
+            if k >= 64:
+                continue
+            by_sum = {}                                   # (size, sum in tenths) -> subsets, by binomials
+            for picks in itertools.product(*[range(m + 1) for m in counts.values()]):
+                key = (sum(picks), sum(int(v * 10) * p for v, p in zip(counts, picks)))
+                by_sum[key] = by_sum.get(key, 0) + math.prod(math.comb(m, p) for m, p in zip(counts.values(), picks))
+            subsets, seen = gqa_statistics._Subsets([int(v * 10) for v in values]), {}
+            for (size, total), n in sorted(by_sum.items()):      # by size, then by sum: a running count
+                seen[size] = seen.get(size, 0) + n
+                if size:
+                    self.assertEqual(subsets._up_to(size, total - size * a), seen[size], (k, size, total))
 
     def test_below_six_seeds_no_verdict_can_resolve(self):
         # 5 seeds, every difference far above its bar: p is at least 2 / 2^5 = 0.0625, above 5 %.

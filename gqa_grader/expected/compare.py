@@ -55,8 +55,10 @@ def _difference(got, expected, rel=REL_TOL, abs_tol=ABS_TOL, exact=False, where=
         if len(got) != len(expected):
             return where, ngettext("expected {count} item, got {got}", "expected {count} items, got {got}",
                                    len(expected)).format(count=len(expected), got=len(got))
+        isclose = math.isclose
         for i, (a, b) in enumerate(zip(got, expected)):
-            if a is b or type(a) is type(b) is float and a == b:
+            if a is b or type(a) is type(b) is float and (                 # two floats that match: the
+                    a == b or not exact and isclose(a, b, rel_tol=rel, abs_tol=abs_tol)):   # float case's rule
                 continue
             found = _difference(a, b, rel, abs_tol, exact, where + (i,), loose_lists)
             if found:

@@ -2,13 +2,14 @@
 
 None of it answers a step: the checks draw their inputs with these (rand_tensor,
 random_weights), shape them as the lab's conventions allow (as_rows), read the
-module's answers back as plain lists (plain), and the reference counts its
+module's answers back as plain lists (running/values.py's plain), and the reference counts its
 multiplications and reads in a Counter.  A student's handout holds this file, and
 not the reference.
 """
 
 from array import array
 
+from ..running.values import FLAT
 
 
 class Counter:
@@ -25,7 +26,8 @@ class Counter:
         self.reads[kind] = self.reads.get(kind, 0) + k
 
     def times(self, term, a, b):
-        self.add(term)
+        counts = self.counts                # add(term), written out: a call for every multiplication
+        counts[term] = counts.get(term, 0) + 1
         return a * b
 
 
@@ -43,6 +45,9 @@ def nested(shape, fill=0.0):
 def leaves(t):
     """The numbers of a nested list (or tuple), in order."""
     if isinstance(t, (list, tuple)):
+        if FLAT.issuperset(map(type, t)):
+            yield from t
+            return
         for x in t:
             yield from leaves(x)
     else:
@@ -54,8 +59,9 @@ def count_leaves(t):
 
 
 def rand_tensor(rng, *shape):
-    if len(shape) == 1:
-        return [rng.uniform(-1.0, 1.0) for _ in range(shape[0])]
+    if len(shape) == 1:                    # rng.uniform(-1.0, 1.0), whose a + (b - a) * random() it is,
+        draw = rng.random                  # without its call for each number
+        return [-1.0 + 2.0 * draw() for _ in range(shape[0])]
     return [rand_tensor(rng, *shape[1:]) for _ in range(shape[0])]
 
 

@@ -56,10 +56,15 @@ def _shape(value):
     return [len(value)] + (inner[0] if inner else [])
 
 
+# Types that are never a list, tuple or array: a list of these alone goes as it is (a copy),
+# one call for a row of numbers, not one for each number.
+_FLAT = frozenset((float, int, bool, str, type(None)))
+
+
 def wire(x):
     """An argument as the worker reads it: tuples and array('d') tagged (JSON has neither)."""
     if isinstance(x, list):
-        return [wire(v) for v in x]
+        return list(x) if _FLAT.issuperset(map(type, x)) else [wire(v) for v in x]
     if isinstance(x, tuple):
         return {"$tuple": [wire(v) for v in x]}
     if isinstance(x, array):

@@ -51,10 +51,15 @@ class Record(dict):
         return f"{self.type_name}({', '.join(f'{k}={v!r}' for k, v in self.items())})"
 
 
+# Types that are never a list, a dict, a tuple or an array: a list of these alone is decoded
+# (or flattened, inputs.leaves) as it is, one call for a row of numbers, not one for each number.
+FLAT = frozenset((float, int, bool, str, type(None)))
+
+
 def decode(x):
     """The worker's plain data back into values: lists, tuples, records, Other."""
     if isinstance(x, list):
-        return [decode(v) for v in x]
+        return list(x) if FLAT.issuperset(map(type, x)) else [decode(v) for v in x]
     if isinstance(x, dict):
         if "$tuple" in x:
             return tuple(decode(v) for v in x["$tuple"])
@@ -87,7 +92,9 @@ def plain(t):
     """t as nested lists (the rows a module returns); an array the worker sent, its values."""
     if isinstance(t, Other) and hasattr(t, "values"):
         return list(t.values)
-    return [plain(x) for x in t] if isinstance(t, (list, tuple, array)) else t
+    if isinstance(t, (list, tuple, array)):
+        return list(t) if FLAT.issuperset(map(type, t)) else [plain(x) for x in t]
+    return t
 
 
 # ---------------------------------------------------------------------------

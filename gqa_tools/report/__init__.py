@@ -57,7 +57,16 @@ Its modules, each with one job, in the order they build on each other:
 
 from __future__ import annotations
 
-from gqa_tools.report.child import child_parts
 from gqa_tools.report.command import main
 
 __all__ = ["child_parts", "main"]
+
+
+def __getattr__(name: str) -> object:
+    """child_parts, the door of a student's report in the worker (run_in_child's target
+    "gqa_tools.report:child_parts"), imported when it is asked for: the project's report
+    builds no child, and child's imports (a thread pool's) are not its to pay."""
+    if name == "child_parts":
+        from gqa_tools.report.child import child_parts
+        return child_parts
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

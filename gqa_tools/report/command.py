@@ -19,7 +19,7 @@ from gqa_grader.language.i18n import _
 from gqa_tools.language import chosen_lang, speaking
 from gqa_tools.options import MAX_JOBS, add_int_options, given, int_options, progress_line
 from gqa_tools.referee import LAB, Handout, handout, module_missing
-from gqa_tools.report import child, measuring, sections
+from gqa_tools.report import measuring, sections
 from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, write_report,
                                     write_target, why_not_write, wrote)
 from gqa_tools.report.lab import Lab
@@ -112,6 +112,7 @@ def report_main(argv: Sequence[str]) -> int:
         return 1
     try:
         if args.module:
+            from gqa_tools.report import child        # a student's report alone builds in a child
             parts = child.parts_from_child(cfg, args.module, out=args.out)
         else:
             parts, training_done = project_parts(cfg, args, path)
@@ -163,6 +164,7 @@ def handout_report(parser: argparse.ArgumentParser, args: Any, found: Handout) -
         return 1
     expected = None if args.check else write_target(path)
     try:
+        from gqa_tools.report import child
         parts = child.parts_from_child(cfg, module, found, shown, args.out)
     except gqa.GQAError as err:
         print(f"gqa report: {err}", file=sys.stderr)

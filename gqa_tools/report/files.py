@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from typing import List, Optional, Sequence, Tuple
 
 import gqa
@@ -56,6 +55,7 @@ def stage(target: str, text: str) -> str:
         mask = os.umask(0)
         os.umask(mask)
         mode = 0o666 & ~mask
+    import tempfile                    # writing alone needs it (--check writes nothing)
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:

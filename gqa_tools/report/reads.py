@@ -65,15 +65,31 @@ def _bound(stmt: ast.stmt) -> Iterator[str]:
                     n for s in inner.body for n in _bound(s))
 
 
+_READ: Dict[type, Tuple[str, ...]] = {}      # a node type's fields, those of UNREAD left out
+
+
+def _read(kind: type) -> Tuple[str, ...]:
+    """The fields of a node type that are read (not UNREAD), in order; found once a type."""
+    if kind not in _READ:
+        _READ[kind] = tuple(name for name in kind._fields if name not in UNREAD)
+    return _READ[kind]
+
+
 def _walk(node: ast.AST) -> Iterator[ast.AST]:
     """Every node of a tree but those of the UNREAD fields (annotations: names that never run)."""
     todo = [node]
     while todo:
         node = todo.pop()
         yield node
-        for name, value in ast.iter_fields(node):
-            if name not in UNREAD:
-                todo += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, ast.AST)]
+        for name in _read(type(node)):
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                todo += [v for v in value if isinstance(v, ast.AST)]
+            elif isinstance(value, ast.AST):
+                todo.append(value)
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def form(node: object) -> str:
@@ -83,12 +99,9 @@ def form(node: object) -> str:
     if not isinstance(node, ast.AST):
         return repr(node)
     fields = []
-    for name in node._fields:
-        if name in UNREAD:
-            continue
+    for name in _read(type(node)):
         value = getattr(node, name, None)
-        if name == "body" and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and ast.get_docstring(node, clean=False) is not None:
+        if name == "body" and isinstance(node, _DEFINITIONS) and ast.get_docstring(node, clean=False) is not None:
             value = value[1:]
         fields.append(f"{name}={form(value)}")
     return f"{type(node).__name__}({', '.join(fields)})"
@@ -117,6 +130,7 @@ class Reader:
         self.seen: Set[Tuple[str, int]] = set()
         self.found: List[Tuple[str, ast.stmt]] = []
         self.imported: Set[str] = set()         # "module: from X import Y as Z", each reached once
+        self.named: Dict[str, Dict[str, str]] = {}  # each module's names of project modules, by its imports
 
     def module(self, dotted: str) -> Optional[_Module]:
         """The project's module of that name, parsed once; None (also kept) for any other name."""
@@ -155,9 +169,16 @@ class Reader:
         return []
 
     def _modules_named(self, mod: _Module, imports: List[ast.stmt]) -> Dict[str, str]:
-        """The names a statement reads as a project module: by its imports and its module's, and LAB."""
-        names = {LAB[0]: LAB[1]}
-        for imp in [s for s in mod.body if isinstance(s, (ast.Import, ast.ImportFrom))] + imports:
+        """The names a statement reads as a project module: by its imports and its module's, and LAB
+        (its module's part found once a module)."""
+        if mod.dotted not in self.named:
+            self.named[mod.dotted] = self._named_by({LAB[0]: LAB[1]},
+                                                    [s for s in mod.body if isinstance(s, (ast.Import, ast.ImportFrom))])
+        return self._named_by(dict(self.named[mod.dotted]), imports) if imports else self.named[mod.dotted]
+
+    def _named_by(self, names: Dict[str, str], imports: List[ast.stmt]) -> Dict[str, str]:
+        """names, with the project modules that imports bring by a name of their own."""
+        for imp in imports:
             for alias in imp.names:
                 if isinstance(imp, ast.ImportFrom):
                     full = f"{imp.module}.{alias.name}"

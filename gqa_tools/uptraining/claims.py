@@ -186,9 +186,23 @@ def task_claims(result: Dict[str, Any], task: str) -> List[Claim]:
     return out
 
 
+_DECIDED: Dict[tuple, List[Decided]] = {}      # the last verdicts, by what they were decided from
+
+
 def verdicts(result: Dict[str, Any], tasks: Sequence[str]) -> List[Decided]:
     """Every claim of the tasks, each tested by the exact sign-flip test, decided together by
-    Holm's step-down at FAMILY."""
+    Holm's step-down at FAMILY.  Decided once for a result's content and the tasks (the
+    report's sections 8 and 9 both ask, and the exact intervals are most of a report's
+    writing): a result with any number changed is decided anew."""
+    key = (repr(result), tuple(tasks), FAMILY, WITHIN)
+    if key not in _DECIDED:
+        decided = _decided(result, tasks)
+        _DECIDED.clear()
+        _DECIDED[key] = decided
+    return list(_DECIDED[key])
+
+
+def _decided(result: Dict[str, Any], tasks: Sequence[str]) -> List[Decided]:
     found = [c for task in tasks for c in task_claims(result, task)]
     ps = [sign_flip_p(c.values, c.bar) for c in found]
     out = []
