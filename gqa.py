@@ -1601,6 +1601,10 @@ def _flatten(a: object, b: object) -> tuple:
         if len(where) == 3:
             raise GQAError("output_difference: a and b nest deeper than 3 levels; they must be a "
                            "matrix [n][d] or a multi-head tensor [h][n][d]")
+        if set(map(type, x)) | set(map(type, y)) <= {float}:
+            fa.extend(x)
+            fb.extend(y)
+            continue
         stack.extend((xi, yi, where + (i,)) for i, (xi, yi) in reversed(list(enumerate(zip(x, y)))))
     return fa, fb
 

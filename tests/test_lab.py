@@ -570,6 +570,60 @@ class Difference(unittest.TestCase):
         d = gqa.output_difference([[math.nan, 1.0]], [[1.0, 1.0]])
         self.assertTrue(all(math.isnan(x) for x in d), d)
 
+    def test_a_row_of_floats_is_taken_whole_as_each_value_would_be(self):
+        # _flatten takes a row of floats at once: what it gives, or the first error it raises, is
+        # what taking one value at a time gives (written out here), on random nested values.
+        import sys
+        from array import array
+        sequences = (list, tuple, array)
+
+        def one_at_a_time(a, b):
+            fa, fb, stack = [], [], [(a, b, ())]
+            while stack:
+                x, y, where = stack.pop()
+                if not isinstance(x, sequences) and not isinstance(y, sequences):
+                    for name, value in (("a", x), ("b", y)):
+                        if type(value) not in (int, float):
+                            return TypeError, (f"output_difference: {name} holds {type(value).__name__} "
+                                               f"{gqa._brief(value)} at {list(where)}; values must be int or float")
+                        if type(value) is int and abs(value) > sys.float_info.max:
+                            return gqa.GQAError, (f"output_difference: {name} holds an int beyond the largest "
+                                                  f"float, {gqa._brief(value)}, at {list(where)}")
+                    fa.append(x)
+                    fb.append(y)
+                elif not (isinstance(x, sequences) and isinstance(y, sequences)) or len(x) != len(y):
+                    size = [len(t) if isinstance(t, sequences) else "a number" for t in (x, y)]
+                    return gqa.GQAError, (f"output_difference: a and b differ in shape at index {list(where)}: "
+                                          f"{size[0]} vs {size[1]}")
+                elif len(where) == 3:
+                    return gqa.GQAError, ("output_difference: a and b nest deeper than 3 levels; they must be a "
+                                          "matrix [n][d] or a multi-head tensor [h][n][d]")
+                else:
+                    stack.extend((xi, yi, where + (i,)) for i, (xi, yi) in reversed(list(enumerate(zip(x, y)))))
+            return fa, fb
+
+        rng = new_rng(48)
+        odd = [lambda: float(rng.randrange(3)), lambda: rng.randrange(-2, 3), lambda: True, lambda: "x",
+               lambda: 10 ** 400, lambda: math.nan, lambda: [1.0]]
+
+        def make(dims):
+            if not dims:
+                return rng.choice(odd)() if rng.random() < 0.05 else rng.uniform(-1, 1)
+            row = [make(dims[1:]) for _ in range(dims[0])]
+            kind = rng.random()
+            if kind < 0.1 and all(type(v) is float for v in row):
+                return array("d", row)
+            return tuple(row) if kind < 0.2 else row
+        for _ in range(600):
+            shape = [rng.randrange(1, 4) for _ in range(rng.randrange(1, 5))]
+            a = make(shape)
+            b = make(shape) if rng.random() < 0.9 else make([d + 1 for d in shape])
+            try:
+                got = gqa._flatten(a, b)
+            except (TypeError, gqa.GQAError) as err:
+                got = type(err), str(err)
+            self.assertEqual(repr(got), repr(one_at_a_time(a, b)), (a, b))      # repr: NaN as NaN
+
     def test_shapes_must_match(self):
         with self.assertRaisesRegex(gqa.GQAError, r"output_difference: .*shape.*\[1\]"):
             gqa.output_difference([[1.0], [2.0, 3.0]], [[1.0], [2.0]])

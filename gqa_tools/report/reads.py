@@ -75,18 +75,21 @@ def _read(kind: type) -> Tuple[str, ...]:
     return _READ[kind]
 
 
-def _walk(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node of a tree but those of the UNREAD fields (annotations: names that never run)."""
-    todo = [node]
+def _walk(node: ast.AST) -> List[ast.AST]:
+    """Every node of a tree but those of the UNREAD fields (annotations: names that never run),
+    each node's children after it, its last child first."""
+    found, todo, node_type = [], [node], ast.AST
     while todo:
         node = todo.pop()
-        yield node
-        for name in _read(type(node)):
+        found.append(node)
+        kind = type(node)
+        for name in _READ[kind] if kind in _READ else _read(kind):
             value = getattr(node, name, None)
             if isinstance(value, list):
-                todo += [v for v in value if isinstance(v, ast.AST)]
-            elif isinstance(value, ast.AST):
+                todo += [v for v in value if isinstance(v, node_type)]
+            elif isinstance(value, node_type):
                 todo.append(value)
+    return found
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -191,17 +194,19 @@ class Reader:
     def _uses(self, mod: _Module, stmt: ast.stmt) -> List[Tuple[str, str]]:
         """The (module, name) pairs a statement reads: its module's names, a module's attributes,
         and the names its own imports bring (an import inside a function)."""
-        nodes = list(_walk(stmt))
+        nodes = _walk(stmt)
         imports = [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))]
         modules = self._modules_named(mod, imports)
         uses = []
         for imp in imports:
             for alias in imp.names:
                 uses += self._imported(mod.dotted, imp, alias.asname or alias.name.split(".")[0])
+        name_type, attribute_type = ast.Name, ast.Attribute
         for node in nodes:
-            if isinstance(node, ast.Name):
+            kind = type(node)                   # a parsed tree's nodes are of the ast classes themselves
+            if kind is name_type:
                 uses.append((mod.dotted, node.id))
-            elif isinstance(node, ast.Attribute):
+            elif kind is attribute_type:
                 chain = [node.attr]
                 base = node.value
                 while isinstance(base, ast.Attribute):
