@@ -13,6 +13,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -123,13 +124,15 @@ def tiny_recipe():
 # read the project's own files (its layout, its starter, a class run's records),
 # which no Python version changes: they are most of the suite's time.
 # `python -m unittest` runs all of them.  CI runs the suite under every Python
-# 3.9+ on the machine and sets GQA_TEST_SHARD="k/n" for the k-th of n: then each
-# class here runs under exactly one of those Pythons, the rest of the suite (the
-# arithmetic, the rules, every other in-process test) under all of them.  The
+# 3.9+ on the machine: GQA_TEST_SHARD="light" runs every test but these (the
+# arithmetic, the rules, every other in-process test), under each Python, and
+# GQA_TEST_SHARD="heavy k/n" the k-th of n shares of these alone, each share under
+# one of the Pythons; "k/n" runs both, the k-th share and every other test.  The
 # numbers are CPU seconds measured on 3.11 (a class's early jobs, below, and its
-# tests, run alone), used only to spread the classes evenly, over the shards and
-# over the early pythons; classes in one tuple share work (the graded mutants)
-# and run together.
+# tests, run alone, with the CPU of the sealed runs' workers: perf stat's
+# task-clock, not a wait's rusage, which loses them), used only to spread the
+# classes evenly, over the shares and over the early pythons; classes in one tuple
+# share work (the graded mutants) and run together.
 HEAVY = (
     (10.9, ('test_handout_report.HandoutReport',)),
     (7.7, ('test_grader.CommandLine', 'test_grader.Mutants')),
@@ -209,17 +212,58 @@ def _shard_of(name, n):
     raise KeyError(f"{name} is not in tests.helpers.HEAVY")
 
 
+def _share():
+    """GQA_TEST_SHARD read: (the share of the heavy classes that runs here, (k, n); None
+    when all of them run, () when none does) and whether every other test runs."""
+    words = os.environ.get("GQA_TEST_SHARD", "").split()
+    if not words:
+        return None, True
+    if words == ["light"]:
+        return (), True
+    if len(words) <= 2 and words[:-1] in ([], ["heavy"]) and re.fullmatch(r"\d+/[1-9]\d*", words[-1]):
+        k, n = (int(part) for part in words[-1].split("/"))
+        if k < n:
+            return (k, n), words[0] != "heavy"
+    raise ValueError(f'GQA_TEST_SHARD={os.environ["GQA_TEST_SHARD"]!r}: "light", "heavy k/n" or "k/n" '
+                     f'(0 <= k < n)')
+
+
+def _runs_here(name):
+    """Whether heavy class name (module.Class) runs under GQA_TEST_SHARD."""
+    share, _rest = _share()
+    return share is None or bool(share) and _shard_of(name, share[1]) == share[0]
+
+
 def heavy(cls):
-    """Class decorator: under GQA_TEST_SHARD="k/n" the class runs only in its own shard."""
-    shard = os.environ.get("GQA_TEST_SHARD")
+    """Class decorator: under GQA_TEST_SHARD the class runs only in its own share."""
     name = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
-    if not shard:
-        _shard_of(name, 1)                           # every heavy class is in the plan
+    _shard_of(name, 1)                               # every heavy class is in the plan
+    if _runs_here(name):
         return cls
-    k, n = (int(part) for part in shard.split("/"))
-    if _shard_of(name, n) == k:
-        return cls
-    return unittest.skip(f"CI runs {name} under another Python (GQA_TEST_SHARD={shard})")(cls)
+    shard = os.environ["GQA_TEST_SHARD"]
+    return unittest.skip(f"CI runs {name} in another share (GQA_TEST_SHARD={shard})")(cls)
+
+
+def this_share(suite):
+    """For the package's load_tests: suite without the tests that GQA_TEST_SHARD leaves to
+    other runs (a heavy class of another share; under "heavy k/n", every test of no heavy
+    class).  A module that failed to load stays, whatever the share."""
+    share, rest = _share()
+    if share is None and rest:
+        return suite
+    names = {name for _cost, group in HEAVY for name in group}
+    kept = unittest.TestSuite()
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            inner = this_share(test)
+            if inner.countTestCases():
+                kept.addTest(inner)
+            continue
+        cls = type(test)
+        name = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+        if cls.__module__ == "unittest.loader" or (_runs_here(name) if name in names else rest):
+            kept.addTest(test)
+    return kept
 
 
 # ---------------------------------------------------------------------------
