@@ -51,11 +51,12 @@ def run_grader(*argv, grader=None, cwd=None, timeout=120, python=None, text=True
 
 def copy_grader(folder, lab=True):
     """The referee copied into folder (grader.py, gqa_grader/, gqa_sandbox/), and the
-    solution gqa.py beside it when lab; the copy's grader.py."""
+    solution gqa.py beside it when lab; the copy's grader.py.  Copied whole, as `cp -R`
+    copies it: its bytecode too, where the project holds it (CI compiles it first), which
+    spares each of the copy's runs compiling the grader again."""
     shutil.copy(os.path.join(ROOT, "grader.py"), folder)
     for package in ("gqa_grader", "gqa_sandbox"):
-        shutil.copytree(os.path.join(ROOT, package), os.path.join(folder, package),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(os.path.join(ROOT, package), os.path.join(folder, package))
     if lab:
         shutil.copy(os.path.join(ROOT, "gqa.py"), folder)
     return os.path.join(folder, "grader.py")

@@ -296,8 +296,7 @@ class Project:
         self.dir = os.path.join(self.top, "project")
         os.makedirs(self.dir, mode=0o700)
         copy_grader(self.dir)
-        shutil.copytree(os.path.join(ROOT, "gqa_tools"), os.path.join(self.dir, "gqa_tools"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(os.path.join(ROOT, "gqa_tools"), os.path.join(self.dir, "gqa_tools"))   # as copy_grader
         if tools is not None:
             with_tool(self, tools)
         self.work = os.path.join(self.top, "work")
