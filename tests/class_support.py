@@ -64,10 +64,6 @@ class Private:
     def main(self, *argv):
         """cli.main in this process, as if grader.py stood in the private folder (the
         module still runs in a worker): (status, stdout, stderr)."""
-        # The modules that copy seal.HERE when first imported (from .seal import HERE) and
-        # that cli.main may import late: imported first, never while HERE is this folder
-        # (selfcheck's HERE would stay this folder, removed later, for the process's life).
-        from gqa_grader import classroom, grading, handout, pool, printing, selfcheck  # noqa: F401
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 mock.patch("gqa_grader.seal.HERE", self.dir):
