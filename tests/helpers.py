@@ -13,12 +13,17 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
 import unittest
 
 from gqa_grader.expected import compare, reference
+# The modules that copy gqa_grader.running.seal.HERE when first imported (from ..running.seal
+# import HERE) and that the grader imports late: imported here, first, so that none is first
+# imported while a test patches HERE to a private folder (then removed), keeping that folder.
+from gqa_grader.teacher import classroom, handout, pool, selfcheck  # noqa: F401,E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project: gqa.py, grader.py
 
@@ -50,11 +55,12 @@ def run_grader(*argv, grader=None, cwd=None, timeout=120, python=None, text=True
 
 def copy_grader(folder, lab=True):
     """The referee copied into folder (grader.py, gqa_grader/, gqa_sandbox/), and the
-    solution gqa.py beside it when lab; the copy's grader.py."""
+    solution gqa.py beside it when lab; the copy's grader.py.  Copied whole, as `cp -R`
+    copies it: its bytecode too, where the project holds it (CI compiles it first), which
+    spares each of the copy's runs compiling the grader again."""
     shutil.copy(os.path.join(ROOT, "grader.py"), folder)
     for package in ("gqa_grader", "gqa_sandbox"):
-        shutil.copytree(os.path.join(ROOT, package), os.path.join(folder, package),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(os.path.join(ROOT, package), os.path.join(folder, package))
     if lab:
         shutil.copy(os.path.join(ROOT, "gqa.py"), folder)
     return os.path.join(folder, "grader.py")
@@ -123,77 +129,79 @@ def tiny_recipe():
 # read the project's own files (its layout, its starter, a class run's records),
 # which no Python version changes: they are most of the suite's time.
 # `python -m unittest` runs all of them.  CI runs the suite under every Python
-# 3.9+ on the machine and sets GQA_TEST_SHARD="k/n" for the k-th of n: then each
-# class here runs under exactly one of those Pythons, the rest of the suite (the
-# arithmetic, the rules, every other in-process test) under all of them.  The
+# 3.9+ on the machine: GQA_TEST_SHARD="light" runs every test but these (the
+# arithmetic, the rules, every other in-process test), under each Python, and
+# GQA_TEST_SHARD="heavy k/n" the k-th of n shares of these alone, each share under
+# one of the Pythons; "k/n" runs both, the k-th share and every other test.  The
 # numbers are CPU seconds measured on 3.11 (a class's early jobs, below, and its
-# tests, run alone), used only to spread the classes evenly, over the shards and
-# over the early pythons; classes in one tuple share work (the graded mutants)
-# and run together.
+# tests, run alone, with the CPU of the sealed runs' workers: perf stat's
+# task-clock, not a wait's rusage, which loses them), used only to spread the
+# classes evenly, over the shares and over the early pythons; classes in one tuple
+# share work (the graded mutants) and run together.
 HEAVY = (
-    (10.9, ('test_handout_report.HandoutReport',)),
-    (7.7, ('test_grader.CommandLine', 'test_grader.Mutants')),
-    (7.1, ('test_docs.PageSamples',)),
-    (6.7, ('test_gradebook.JapaneseClass',)),
-    (6.7, ('test_mistakes.Named',)),
-    (5.3, ('test_report.FromAnotherModule',)),
-    (4.7, ('test_handout.Handout',)),
-    (4.4, ('test_class.Gradebook',)),
-    (3.2, ('test_report.Writing',)),
-    (2.9, ('test_editors.Graded',)),
-    (2.8, ('test_student_report.AStepThatHangs',)),
-    (2.7, ('test_classroom_job.ClassroomJob',)),
-    (2.5, ('test_process.ToolsThroughTheWorker',)),
+    (12.3, ('test_handout_report.HandoutReport',)),
+    (8.2, ('test_grader.CommandLine', 'test_grader.Mutants')),
+    (8.1, ('test_docs.PageSamples',)),
+    (7.2, ('test_gradebook.JapaneseClass',)),
+    (7.1, ('test_report.FromAnotherModule',)),
+    (6.7, ('test_student_report.AStepThatHangs',)),
+    (5.7, ('test_handout.Handout',)),
+    (5.6, ('test_mistakes.Named',)),
+    (5.0, ('test_class.Gradebook',)),
+    (4.5, ('test_process.ToolsThroughTheWorker',)),
+    (4.0, ('test_editors.Graded',)),
+    (3.8, ('test_trust.ToolsSealed',)),
+    (3.3, ('test_student_report.CoreTrack',)),
+    (2.9, ('test_classroom_job.ClassroomJob',)),
+    (2.7, ('test_seal.Namespaces',)),
+    (2.6, ('test_report.Writing',)),
+    (2.4, ('test_grading.Referee',)),
+    (2.4, ('test_trust.KeyStore',)),
     (2.3, ('test_i18n.Starter',)),
-    (2.2, ('test_student_report.CoreTrack',)),
-    (2.2, ('test_trust.KeyStore',)),
-    (2.2, ('test_trust.ToolsSealed',)),
+    (2.1, ('test_class.GradesThatReproduce',)),
+    (1.9, ('test_class.EveryRunner',)),
     (1.9, ('test_classroom.HostileNames',)),
-    (1.9, ('test_grading.Referee',)),
-    (1.9, ('test_seal.Namespaces',)),
-    (1.8, ('test_process.NeverCrashNeverStall',)),
-    (1.7, ('test_class.EveryRunner',)),
-    (1.7, ('test_i18n.Refusing',)),
-    (1.5, ('test_reads.Key',)),
-    (1.4, ('test_figures.Writing',)),
+    (1.9, ('test_i18n.Tools',)),
+    (1.7, ('test_figures.Writing',)),
+    (1.6, ('test_process.Stalls',)),
+    (1.5, ('test_classroom.Classroom',)),
+    (1.5, ('test_i18n.GradedRun',)),
+    (1.5, ('test_i18n.Uptraining',)),
     (1.4, ('test_holds.SealedRunHolds',)),
-    (1.4, ('test_seal.SealedAsRoot',)),
-    (1.3, ('test_class.GradesThatReproduce',)),
-    (1.3, ('test_i18n.GradedRun',)),
-    (1.3, ('test_i18n.Tools',)),
-    (1.3, ('test_new_language.APseudoLanguage',)),
-    (1.3, ('test_process.Stalls',)),
-    (1.2, ('test_house.Layout',)),
-    (1.2, ('test_starter.FromGqa',)),
-    (1.2, ('test_tracks.LookingUp', 'test_tracks.Wording')),
-    (1.2, ('test_train.Runs',)),
-    (1.2, ('test_trust.ForgedFailure',)),
-    (1.1, ('test_classroom.Classroom',)),
-    (1.1, ('test_i18n.Uptraining',)),
-    (1.0, ('test_i18n.AMistypedName',)),
-    (0.9, ('test_handout.Starter',)),
-    (0.7, ('test_cli.Autograder',)),
-    (0.7, ('test_figures.InTheStudentsLanguage',)),
-    (0.7, ('test_holds.EveryRunCleansUp',)),
-    (0.7, ('test_report.AFolderAsModule',)),
-    (0.7, ('test_trust.GradersFiles',)),
-    (0.6, ('test_counting.RealWork',)),
+    (1.4, ('test_new_language.APseudoLanguage',)),
+    (1.3, ('test_house.Layout',)),
+    (1.3, ('test_train.WithAStudentsModule',)),
+    (1.2, ('test_i18n.Refusing',)),
+    (1.2, ('test_process.NeverCrashNeverStall',)),
+    (1.2, ('test_seal.SealedAsRoot',)),
+    (1.1, ('test_reads.Key',)),
+    (1.1, ('test_trust.ForgedFailure',)),
+    (1.0, ('test_tracks.LookingUp', 'test_tracks.Wording')),
+    (1.0, ('test_train.Runs',)),
+    (1.0, ('test_trust.GradersFiles',)),
+    (0.9, ('test_starter.FromGqa',)),
+    (0.8, ('test_handout.Starter',)),
+    (0.7, ('test_cli.Folder',)),
+    (0.7, ('test_i18n.AMistypedName',)),
+    (0.7, ('test_users.NeverAsRoot',)),
+    (0.6, ('test_figures.InTheStudentsLanguage',)),
     (0.6, ('test_house.StudentFolder',)),
-    (0.6, ('test_train.WithAStudentsModule',)),
     (0.6, ('test_trust.NoPowerLeft',)),
-    (0.6, ('test_users.NeverAsRoot',)),
-    (0.5, ('test_cli.Folder',)),
+    (0.6, ('test_trust.StandardLibraryAlone',)),
+    (0.6, ('test_worker.WhatTheWorkerSays',)),
+    (0.5, ('test_class.HiddenCasesWithheld',)),
+    (0.5, ('test_holds.EveryRunCleansUp',)),
     (0.5, ('test_i18n.Catalogs', 'test_i18n.Speaking')),
     (0.5, ('test_worker.TheGradersMemory',)),
-    (0.5, ('test_worker.WhatTheWorkerSays',)),
-    (0.4, ('test_holds.SelfCheckAsRoot',)),
-    (0.4, ('test_trust.StandardLibraryAlone',)),
+    (0.4, ('test_cli.Autograder',)),
+    (0.4, ('test_counting.RealWork',)),
+    (0.4, ('test_report.AFolderAsModule',)),
     (0.3, ('test_class.Gradescope',)),
-    (0.3, ('test_class.HiddenCasesWithheld',)),
     (0.3, ('test_docs.TeachersNumbers',)),
-    (0.2, ('test_editors.Variants',)),
-    (0.2, ('test_holds.NoWorkerOutlivesItsCaller',)),
+    (0.3, ('test_editors.Variants',)),
+    (0.2, ('test_holds.SelfCheckAsRoot',)),
     (0.2, ('test_trust.OneFileInReach',)),
+    (0.1, ('test_holds.NoWorkerOutlivesItsCaller',)),
 )
 
 
@@ -209,20 +217,61 @@ def _shard_of(name, n):
     raise KeyError(f"{name} is not in tests.helpers.HEAVY")
 
 
+def _share():
+    """GQA_TEST_SHARD read: (the share of the heavy classes that runs here, (k, n); None
+    when all of them run, () when none does) and whether every other test runs."""
+    words = os.environ.get("GQA_TEST_SHARD", "").split()
+    if not words:
+        return None, True
+    if words == ["light"]:
+        return (), True
+    if len(words) <= 2 and words[:-1] in ([], ["heavy"]) and re.fullmatch(r"\d+/[1-9]\d*", words[-1]):
+        k, n = (int(part) for part in words[-1].split("/"))
+        if k < n:
+            return (k, n), words[0] != "heavy"
+    raise ValueError(f'GQA_TEST_SHARD={os.environ["GQA_TEST_SHARD"]!r}: "light", "heavy k/n" or "k/n" '
+                     f'(0 <= k < n)')
+
+
+def _runs_here(name):
+    """Whether heavy class name (module.Class) runs under GQA_TEST_SHARD."""
+    share, _rest = _share()
+    return share is None or bool(share) and _shard_of(name, share[1]) == share[0]
+
+
 def heavy(cls):
-    """Class decorator: under GQA_TEST_SHARD="k/n" the class runs only in its own shard."""
-    shard = os.environ.get("GQA_TEST_SHARD")
+    """Class decorator: under GQA_TEST_SHARD the class runs only in its own share."""
     module = cls.__module__
     if module == "__main__":                         # python -m tests.test_x: its own name
         module = getattr(sys.modules["__main__"].__spec__, "name", module)
     name = f"{module.rsplit('.', 1)[-1]}.{cls.__name__}"
-    if not shard:
-        _shard_of(name, 1)                           # every heavy class is in the plan
+    _shard_of(name, 1)                               # every heavy class is in the plan
+    if _runs_here(name):
         return cls
-    k, n = (int(part) for part in shard.split("/"))
-    if _shard_of(name, n) == k:
-        return cls
-    return unittest.skip(f"CI runs {name} under another Python (GQA_TEST_SHARD={shard})")(cls)
+    shard = os.environ["GQA_TEST_SHARD"]
+    return unittest.skip(f"CI runs {name} in another share (GQA_TEST_SHARD={shard})")(cls)
+
+
+def this_share(suite):
+    """For the package's load_tests: suite without the tests that GQA_TEST_SHARD leaves to
+    other runs (a heavy class of another share; under "heavy k/n", every test of no heavy
+    class).  A module that failed to load stays, whatever the share."""
+    share, rest = _share()
+    if share is None and rest:
+        return suite
+    names = {name for _cost, group in HEAVY for name in group}
+    kept = unittest.TestSuite()
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            inner = this_share(test)
+            if inner.countTestCases():
+                kept.addTest(inner)
+            continue
+        cls = type(test)
+        name = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+        if cls.__module__ == "unittest.loader" or (_runs_here(name) if name in names else rest):
+            kept.addTest(test)
+    return kept
 
 
 # ---------------------------------------------------------------------------

@@ -574,7 +574,7 @@ class CommandLine(unittest.TestCase):
         """The command's runs the tests below read (cli.main; the modules in workers)."""
         runs = {"fresh seed": run_main("--cases", "1", "--only", "valid_g")}
         with Module(mutate(*MUTANTS[0][2:])) as path:
-            runs["path"] = path
+            runs["path"], runs["cwd"] = path, os.getcwd()
             runs["failure"] = run_main("--module", path, "--seed", "3", "--only", "kv_head")
             runs["one case"] = run_main("--module", path, "--seed", "3", "--only", "kv_head", "--case", "6",
                                         "--show")
@@ -606,6 +606,10 @@ class CommandLine(unittest.TestCase):
     def test_a_failure_shows_the_case_and_the_command_for_that_case(self):
         runs = early(self.runs)
         path, run, one = runs["path"], Run(*runs["failure"]), Run(*runs["one case"])
+        # The first line shows the module's path from the folder the grader ran in, or whole
+        # when that is two folders up or more (a project checked out beside the temporary folders).
+        rel = os.path.relpath(path, runs["cwd"])
+        shown = path if rel.startswith(os.path.join(os.pardir, os.pardir)) else rel
         self.assertEqual(run.returncode, 1, run.stderr)
         self.assertRegex(run.stdout, r"step  3  FAIL  kv_head .*\n\s+case h=4, g=2")
         self.assertIn("first difference at [1]: expected 0, got 1", run.stdout)
@@ -613,7 +617,7 @@ class CommandLine(unittest.TestCase):
                       run.stdout)                  # a public case: the same in every run, no seed
         self.assertEqual(one.returncode, 1)
         self.assertEqual(one.stdout.splitlines()[0],     # what it graded: the one case, not a run
-                         f"grading {path} (grader {grading.GRADER_VERSION}; case 6 of step kv_head "
+                         f"grading {shown} (grader {grading.GRADER_VERSION}; case 6 of step kv_head "
                          f"alone; floats to rel 1e-09, abs 1e-12; repeat with: python grader.py "
                          f"--module {path} --only kv_head --case 6 --show; English: --lang ja (日本語), "
                          f"--lang ko (한국어))")

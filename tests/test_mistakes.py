@@ -87,13 +87,14 @@ def graded():
             with open(path, "w", encoding="utf-8") as f:
                 f.write(planted(where, old, new))
             runs = {}
-            hidden_case = hidden_case_of(trusted, path, step)
+            hidden_case, in_english = hidden_case_of(trusted, path, step)
             for lang in LANGS:
                 i18n.use(lang)
                 try:
                     runs[lang] = {
                         "fast": trusted.grade(path, SEED, cases=0, only=[step], fail_fast=True)[0],
-                        "hidden": grading.withhold_hidden(
+                        "hidden": grading.withhold_hidden(     # English's: the very run that found the case
+                            in_english if lang == "en" else
                             trusted.grade(path, SEED, only=[step], case=hidden_case))[0],
                     }
                     if lang == "en":                 # every case: the one shown is a recognised one
@@ -105,11 +106,13 @@ def graded():
 
 
 def hidden_case_of(trusted, path, step):
-    """The first of the step's hidden cases that the module fails."""
+    """The first of the step's hidden cases that the module fails, and its grade (in English)."""
     end = grading.public_end(BY_NAME[step])
+    i18n.use("en")
     for k in range(end, end + 20):
-        if trusted.grade(path, SEED, only=[step], case=k)[0].status == "failed":
-            return k
+        results = trusted.grade(path, SEED, only=[step], case=k)
+        if results[0].status == "failed":
+            return k, results
     raise AssertionError(f"no hidden case of {step} fails")
 
 
