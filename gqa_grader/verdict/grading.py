@@ -23,7 +23,13 @@ from ..steps.checks import STEPS, STEP_OF
 from ..steps.tracks import ALL_STEPS, BY_NAME, covered, default_track
 from .results import Status, step_result
 
+# What a grade is (CONTRIBUTING.md, "When GRADER_VERSION changes"): --class resumes only
+# rows of this version, and teachers compare runs by it.  GRADER_CHECKS is the sha256 of
+# the checks' code that the version names (tests/test_grading.py computes it, docstrings
+# and messages aside, and fails when the code no longer matches it: set it again, and
+# raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.3"
+GRADER_CHECKS = "0977fbba0b3c9adbcf39feed47be65c2a30f21ccc085d59de32de8079cdc3e73"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
