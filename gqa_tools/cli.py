@@ -133,10 +133,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               file=sys.stdout if args[:1] in (["-h"], ["--help"]) else sys.stderr)
         if args and args[0] not in ("-h", "--help"):
             import difflib                   # a misspelt command alone needs it
-            near = difflib.get_close_matches(args[0], list(COMMANDS), n=1, cutoff=0.6)
-            print("gqa: " + (say(lang, N_("unknown command {command}; did you mean {name}?"), command=repr(args[0]),
-                                 name=near[0]) if near else
-                             say(lang, N_("unknown command {command}"), command=repr(args[0]))), file=sys.stderr)
+            near = difflib.get_close_matches(args[0], list(offered), n=1, cutoff=0.6)
+            if args[0] in COMMANDS:          # in a handout: one of the project's, not the handout's
+                said = say(lang, N_("{command} is a command of the project's tools, not of this handout's, "
+                                    "which has: {commands}"), command=args[0], commands=", ".join(offered))
+            elif near:
+                said = say(lang, N_("unknown command {command}; did you mean {name}?"), command=repr(args[0]),
+                           name=near[0])
+            else:
+                said = say(lang, N_("unknown command {command}"), command=repr(args[0]))
+            print("gqa: " + said, file=sys.stderr)
         return 0 if args[:1] in (["-h"], ["--help"]) else 2
     values = list(i18n.lang_values(args[1:]))
     meant = i18n.meant_lang(values[-1]) if values and values[-1] not in i18n.LANGUAGES else None

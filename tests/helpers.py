@@ -190,6 +190,7 @@ HEAVY = (
     (0.6, ('test_trust.StandardLibraryAlone',)),
     (0.6, ('test_worker.WhatTheWorkerSays',)),
     (0.5, ('test_class.HiddenCasesWithheld',)),
+    (0.5, ('test_class.AHandoutsClass',)),
     (0.5, ('test_holds.EveryRunCleansUp',)),
     (0.5, ('test_i18n.Catalogs', 'test_i18n.Speaking')),
     (0.5, ('test_worker.TheGradersMemory',)),

@@ -28,13 +28,13 @@ import unittest
 import zipfile
 from unittest import mock
 
-from gqa_grader.steps import checking, checks
+from gqa_grader.steps import checking, checks, tracks
 from gqa_grader import cli
 from gqa_grader.teacher import classroom, submissions
 from gqa_grader.verdict import documents, grading
 from gqa_grader.verdict.results import StepResult, scored
 from gqa_grader.running.seal import sandbox_package
-from tests.helpers import ROOT, early, heavy, start_early
+from tests.helpers import ROOT, early, heavy, run_grader, start_early
 from tests.class_support import (AS_ROOT, BIG_WRONG, SOURCE, WRONG, Private, rows_of, sha256, usage_error,
                                  write)
 
@@ -244,6 +244,18 @@ class GradesThatReproduce(unittest.TestCase):
                 self.assertIn(says, usage_error(*argv) or "no usage error")
         self.assertIsNone(usage_error("--autograder", "d", "--seed", "1", "--cases", "0", "--json"))
 
+    def test_a_gradebook_where_none_can_be_written_is_refused_in_the_teachers_language(self):
+        missing = os.path.join(ROOT, "no-such-folder")
+        for argv, says in (([missing], {"en": f"--class {missing}: no such folder",
+                                        "ja": f"--class {missing}: そのようなフォルダはありません"}),
+                           ([ROOT, "--gradebook", os.path.join(missing, "g.csv")],
+                            {"en": f"no such folder {missing}", "ko": f"{missing} 폴더가 없습니다"}),
+                           ([ROOT, "--gradebook", ROOT], {"en": "is a folder: give the CSV file to write",
+                                                          "ja": "はフォルダです。書き出す CSV ファイルを指定してください"})):
+            for lang, said in says.items():
+                with self.subTest(argv=argv, lang=lang):
+                    self.assertIn(said, usage_error("--class", *argv, "--lang", lang) or "no usage error")
+
 
 # ---------------------------------------------------------------------------
 # 5. Gradescope: hidden cases in tests of their own, what to rename.
@@ -373,6 +385,35 @@ def alive_in(folder):
 
 
 @heavy
+class AHandoutsClass(unittest.TestCase):
+    """A class given a track's handout (--steps core), graded without --steps: refused before
+    any run, naming the steps its starter gave, in any of the starter's languages."""
+
+    def test_the_steps_a_starter_gave_are_not_graded_as_the_students_work(self):
+        with tempfile.TemporaryDirectory() as top:
+            folder, gradebook = os.path.join(top, "class"), os.path.join(top, "grades.csv")
+            os.mkdir(folder)
+            for lang in ("en", "ja", "ko"):
+                made = run_grader("--starter", os.path.join(top, lang), "--steps", "core", "--lang", lang)
+                self.assertEqual(made.returncode, 0, made.stderr)
+                shutil.copy(os.path.join(top, lang, "gqa.py"), os.path.join(folder, f"student-{lang}.py"))
+            shutil.copy(os.path.join(ROOT, "gqa.py"), os.path.join(folder, "student-all.py"))
+            with open(os.path.join(top, "en", "gqa.py"), encoding="utf-8") as f:     # the English starter's word
+                given = [int(n) for n in re.findall(r"^# Given: step (\d+), ", f.read(), re.M)]
+            self.assertTrue(given)
+            self.assertFalse(set(given) & {tracks.BY_NAME[name].number for name in tracks.TRACKS["core"]})
+            run = run_grader("--class", folder, "--gradebook", gradebook, "--seed", "1")
+            self.assertEqual(run.returncode, 2, run.stderr)
+            self.assertIn(f"cannot grade the class: 3 submissions come from a track's starter, which gave them "
+                          f"steps {', '.join(map(str, sorted(given)))} (", run.stderr)
+            self.assertIn("give the track their handout was made with (--steps core)", run.stderr)
+            self.assertEqual(sorted(os.listdir(top)), ["class", "en", "ja", "ko"])     # nothing written
+            for steps in ("core", "all"):                   # the track given: nothing said of it
+                args = cli.parse_args(["--class", folder, "--gradebook", gradebook, "--steps", steps])
+                self.assertIsNone(classroom.Gradebook(args)._given_graded(submissions.discover(folder)), steps)
+
+
+@heavy
 class Gradebook(unittest.TestCase):
     EARLY = ("mixed", "stopped")
 
@@ -410,6 +451,12 @@ class Gradebook(unittest.TestCase):
             with open(os.path.join(feedback, "report.txt"), encoding="utf-8") as f:
                 data["report"] = f.read()
             write(bob, SOURCE)
+            book = os.path.join(private.work, "grades.csv")      # alice's score typed over, by hand
+            with open(book, encoding="utf-8", newline="") as f:
+                text = f.read()
+            with open(book, "w", encoding="utf-8", newline="") as f:
+                f.write(text.replace('"s001","Alice A","alice.py","3"', '"s001","Alice A","alice.py","2"', 1))
+            data["edited"] = '"s001","Alice A","alice.py","3"' in text          # the cell found, to type over
             run = private.run(*argv)
             data.update(again=[run.returncode, run.stdout, run.stderr],
                         after=rows_of(os.path.join(private.work, "grades.csv")))
@@ -457,6 +504,9 @@ class Gradebook(unittest.TestCase):
         again, after = data["again"][2], data["after"]
         self.assertIn("4 submissions graded before with the same bytes", again)   # alice, carol, frank, ivan
         self.assertIn("[1/1] bob: passed", again)
+        self.assertTrue(data["edited"])                         # and the edit undone, said so
+        self.assertIn("grader: 1 kept row's points differ from grades.csv's (s001: score 2 in the file, 3 graded)",
+                      again)
         self.assertEqual(after["bob.py"]["score"], "3")
         self.assertEqual({k: r for k, r in after.items() if k != "bob.py"},
                          {k: r for k, r in rows.items() if k != "bob.py"})

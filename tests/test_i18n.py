@@ -685,8 +685,6 @@ class GradedRun(unittest.TestCase):
     every kind: none of the English texts the grader translates is left in it."""
 
     def test_a_run_with_every_kind_of_failure_prints_no_english_sentence(self):
-        import subprocess
-        import sys
         import tempfile
         with open(os.path.join(ROOT, "gqa.py"), encoding="utf-8") as f:
             source = f.read()
@@ -772,6 +770,14 @@ class AMistypedName(unittest.TestCase):
         self.assertEqual(err.splitlines()[-1], "gqa: unknown command 'tabels'; did you mean tables?")
         status, _out, err = run_gqa("nothing-like-it", "--lang", "en")
         self.assertEqual(err.splitlines()[-1], "gqa: unknown command 'nothing-like-it'")
+
+    def test_in_a_handout_a_command_it_lacks_is_said_to_be_the_projects_in_the_students_language(self):
+        with mock.patch("gqa_tools.cli.handout", lambda: {"steps": ["valid_g"], "lang": "ja", "track": "core"}):
+            said = [run_gqa(*argv)[2].splitlines()[-1] for argv in (["bench", "--lang", "en"], ["bench", "--lang", "ja"],
+                                                                    ["bnech", "--lang", "en"])]
+        self.assertEqual(said, ["gqa: bench is a command of the project's tools, not of this handout's, which has: "
+                                "tables, report", "gqa: bench はプロジェクトのツールのコマンドで、この配布版にはありません。"
+                                "配布版にあるコマンド: tables, report", "gqa: unknown command 'bnech'"])  # not "bench?"
 
 
 class HelpWraps(unittest.TestCase):

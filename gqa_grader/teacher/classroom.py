@@ -34,14 +34,14 @@ from ..running.atomic import write_atomically
 from ..running.failures import Refused
 from ..running.seal import HERE, Seal, read_module
 from ..running.values import clean_text
-from ..steps.tracks import ALL_STEPS, default_track
+from ..steps.tracks import ALL_STEPS, LESSON, TRACKS, default_track
 from ..verdict.documents import nothing_graded
 from ..verdict.grading import GRADER_VERSION, SEALED_SEEDS, guessable
 from ..verdict.records import carried, options_of
 from ..verdict.results import STEP_STATUSES, Status, StepResult, points
 from . import copies, handout, ledger
 from .pool import Job, Server
-from .submissions import discover
+from .submissions import discover, given_steps
 
 # ---------------------------------------------------------------------------
 # Cells, folder names, and what an earlier run wrote.
@@ -107,6 +107,7 @@ class Gradebook:
         self.record = ledger.read_record(self.record_path)
         self.graded = dict(self.record["graded"]) if self.record else {}
         self.rows, self.stopped, self.reused, self.folders = {}, None, 0, {}
+        self.edited = []                        # kept rows whose points the file said otherwise
 
     def run(self):
         beside = {self.path, self.feedback} | {ledger.beside(self.path, n) for n in ledger.BESIDE}
@@ -131,6 +132,7 @@ class Gradebook:
                                "and options: kept",
                                "{count} submissions graded before with the same bytes, grader, seed "
                                "and options: kept", self.reused).format(count=self.reused))
+        self._say_edited()
         self._write()
         self._grade(todo)
         if not self.stopped:
@@ -192,9 +194,31 @@ class Gradebook:
                      "grade the class anew").format(
                          gradebook=escaped(os.path.basename(self.path)), count=len(graded),
                          folder=escaped(os.path.basename(self.feedback) + os.sep))
-        if self.args.seed is None and self.record is None:
-            return ledger.seed_problem(self.old, self.record_path)[1]
-        return None
+        seed_problem = ledger.seed_problem(self.old, self.record_path)[1] if self.args.seed is None \
+            and self.record is None else None
+        return seed_problem or self._given_graded(subs)
+
+    def _given_graded(self, subs):
+        """Why grading every step would count steps that a track's starter gave the class
+        (a handout of --steps core graded without --steps), or None: said, never graded."""
+        if self.args.only is not None:
+            return None
+        given = [numbers for numbers in (given_steps(sub.path) for sub in subs if sub.path) if numbers]
+        counted = sorted(set().union(*given) & {st.number for st in self.steps})
+        if not counted:
+            return None
+        names = [ALL_STEPS[n - 1].name for n in counted]
+        tracks = [name for name, steps in TRACKS.items() if name != "all" and set(steps) <= set(LESSON)
+                  and not set(names) & set(steps)]
+        return ngettext("{count} submission comes from a track's starter, which gave it steps {numbers} ({names}: "
+                        "its \"# Given:\" lines); graded with every step of the lab, it would earn their points: "
+                        "give the track its handout was made with ({tracks}), or --steps all to grade every step",
+                        "{count} submissions come from a track's starter, which gave them steps {numbers} ({names}: "
+                        "their \"# Given:\" lines); graded with every step of the lab, they would earn their "
+                        "points: give the track their handout was made with ({tracks}), or --steps all to grade "
+                        "every step", len(given)).format(
+            count=len(given), numbers=_(", ").join(map(str, counted)), names=_(", ").join(names),
+            tracks=_(", ").join(f"--steps {t}" for t in tracks) or "--steps TRACK")
 
     def _roster_left(self, subs):
         """With --roster: the submissions no row of it names, and its students with none
@@ -297,7 +321,37 @@ class Gradebook:
         self.rows[sub.key] = self._row(sub, doc, self.graded.get(sub.key, {}).get("seconds", old.get("seconds", "")))
         self.graded[sub.key] = {"seed": self.args.seed, "seconds": self.rows[sub.key]["seconds"]}   # the record's
         self.reused += 1
+        self._edited(sub, old)
         return True
+
+    def _say_edited(self):
+        """The kept rows whose points the gradebook's file said otherwise (_edited): said on
+        stderr, even with --quiet, since what the file said is undone."""
+        if not self.edited:
+            return
+        print("grader: " + ngettext(
+            "{count} kept row's points differ from {gradebook}'s ({rows}): the gradebook is written from "
+            "the grades; points given by hand belong in a file of their own, since each run writes it whole",
+            "{count} kept rows' points differ from {gradebook}'s ({rows}): the gradebook is written from "
+            "the grades; points given by hand belong in a file of their own, since each run writes it whole",
+            len(self.edited)).format(count=len(self.edited), gradebook=escaped(os.path.basename(self.path)),
+                                     rows=short(_("; ").join(self.edited), 300)), file=sys.stderr)
+
+    def _edited(self, sub, old):
+        """Note where the gradebook's file gave a kept row other points than its grade (a
+        score typed in by hand, which the gradebook, written from the grades, undoes)."""
+        row = self.rows[sub.key]
+        for column in ["score"] + [f"{st.number} {st.name}" for st in self.steps]:
+            said = (old.get(column) or "").replace(",", ".")
+            try:
+                same = said == "" or abs(float(said) - float(row[column])) <= 1e-9
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                self.edited.append(_("{student}: {column} {said} in the file, {graded} graded").format(
+                    student=escaped(sub.student), column=column, said=escaped(short(old.get(column), 20)),
+                    graded=row[column]))
+                return
 
     @staticmethod
     def _names(sub):

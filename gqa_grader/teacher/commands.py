@@ -120,16 +120,18 @@ def check_unused(parser, args):
 
 def _check_class(parser, args):
     if not os.path.isdir(args.class_dir):
-        parser.error(f"--class {args.class_dir}: no such folder")
+        parser.error(_("--class {folder}: no such folder").format(folder=args.class_dir))
     if not args.gradebook:
-        parser.error("--class needs --gradebook FILE, the CSV it writes")
+        parser.error(_("--class needs --gradebook FILE, the CSV it writes"))
     folder = os.path.dirname(os.path.abspath(args.gradebook))
-    if not os.path.isdir(folder) or os.path.isdir(args.gradebook):
-        parser.error(f"--gradebook {args.gradebook}: no such folder {folder}, or a folder")
+    if os.path.isdir(args.gradebook):
+        parser.error(_("--gradebook {path} is a folder: give the CSV file to write").format(path=args.gradebook))
+    if not os.path.isdir(folder):
+        parser.error(_("--gradebook {path}: no such folder {folder}").format(path=args.gradebook, folder=folder))
     if args.jobs is not None and not 1 <= args.jobs <= 64:
-        parser.error(f"--jobs must be from 1 to 64; got {args.jobs}")
+        parser.error(_("--jobs must be between 1 and {most}; got {jobs}").format(most=64, jobs=args.jobs))
     if args.roster and not os.path.isfile(args.roster):
-        parser.error(f"--roster {args.roster}: no such file")
+        parser.error(_("--roster {path}: no such file").format(path=args.roster))
 
 
 def dispatch(args, main):

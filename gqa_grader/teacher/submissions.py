@@ -8,7 +8,8 @@ folders beside its submission_metadata.yml, which names their students).  A rost
 to grade, or why there is none (no gqa.py, two of them, a zip, a binary, ...).
 
 missing_module() says what a folder holds when the gqa.py a run was given is not
-there, and what to rename: the message a Gradescope submission gets.
+there, and what to rename: the message a Gradescope submission gets.  given_steps()
+reads the steps a track's starter wrote out for the student (its "# Given:" lines).
 """
 
 import csv
@@ -17,7 +18,10 @@ import io
 import os
 import re
 
+from ..language import i18n, prose
 from ..language.i18n import _
+from ..running.failures import Refused
+from ..running.seal import read_module
 
 
 # ---------------------------------------------------------------------------
@@ -308,3 +312,25 @@ def missing_module(path):
     return _("no such file: {path}; the folder holds {files}").format(path=path, files=shown) + "".join(
         _("; {advice}").format(advice=a) for a in advice)
 
+
+
+# ---------------------------------------------------------------------------
+# A track's starter: the steps it gives.
+# ---------------------------------------------------------------------------
+
+def _given_line():
+    """The start of a given step's line (prose.GIVEN) in every language, up to its
+    number: a pattern whose group is the number."""
+    heads = {i18n.translation(lang, prose.DOMAIN).gettext(prose.GIVEN).split("{step}")[0] for lang in i18n.LANGUAGES}
+    return re.compile(r"^# (?:" + "|".join(re.escape(head) for head in sorted(heads)) + r")(\d+)", re.M)
+
+
+def given_steps(path):
+    """The numbers of the steps that the gqa.py at path says were given to the student
+    (written out by a track's starter, in any language: a handout of --steps core gives
+    the steps outside its track); none when it cannot be read."""
+    try:
+        text = read_module(path).decode("utf-8-sig", "replace")
+    except Refused:
+        return set()
+    return {int(number) for number in _given_line().findall(text)}
