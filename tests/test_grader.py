@@ -599,7 +599,7 @@ class CommandLine(unittest.TestCase):
         self.assertRegex(first, rf"^grading ./gqa.py \(grader {grading.GRADER_VERSION}; the public cases: "
                                 rf"the systematic ones and {grading.PUBLIC_CASES} random ones per step, "
                                 rf"then 1 hidden one from seed (\d+);.* repeat with: python grader.py "
-                                rf"--seed \1 --only valid_g --cases 1; English: --lang ja \(日本語\), "
+                                rf"--seed \1 --only valid_g --cases 1; shown in English; others: --lang ja \(日本語\), "
                                 rf"--lang ko \(한국어\)\)$")   # the steps it graded, and the other languages
         self.assertEqual(run.stdout.splitlines()[-1], "1 passed, 0 failed")
 
@@ -619,7 +619,7 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(one.stdout.splitlines()[0],     # what it graded: the one case, not a run
                          f"grading {shown} (grader {grading.GRADER_VERSION}; case 6 of step kv_head "
                          f"alone; floats to rel 1e-09, abs 1e-12; repeat with: python grader.py "
-                         f"--module {path} --only kv_head --case 6 --show; English: --lang ja (日本語), "
+                         f"--module {path} --only kv_head --case 6 --show; shown in English; others: --lang ja (日本語), "
                          f"--lang ko (한국어))")
         self.assertIn("\nfrom gqa import *\n[kv_head(0, 4, 2), kv_head(1, 4, 2), kv_head(2, 4, 2), "
                       "kv_head(3, 4, 2)]\n", one.stdout)

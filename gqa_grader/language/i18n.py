@@ -206,7 +206,7 @@ def lang_option():
 def how_to_change():
     """The first line's note of the language: its name, and the options for the others."""
     others = ", ".join(f"--lang {code} ({registered(code).name})" for code in LANGUAGES if code != language())
-    return _("{language}: {others}").format(language=registered(language()).name, others=others)
+    return _("shown in {language}; others: {others}").format(language=registered(language()).name, others=others)
 
 
 # ---------------------------------------------------------------------------
