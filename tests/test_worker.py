@@ -21,6 +21,54 @@ from tests.sealed_support import (STARTER, Copy, main_in, one_document, in_each,
                                   raised, grade_source)
 
 
+class Values(unittest.TestCase):
+    """What the worker sends and takes: a row of numbers crosses at once, as each of its
+    values would one at a time."""
+
+    @staticmethod
+    def one_at_a_time(x, depth=0):
+        """w_enc as it was written before rows crossed at once: every value on its own."""
+        from array import array
+        if depth > 50:
+            return {"$other": "nesting", "repr": "deeper than 50 levels"}
+        if x is None or type(x) in (bool, str, int, float):
+            return x
+        if type(x) is list:
+            return [Values.one_at_a_time(v, depth + 1) for v in x]
+        if type(x) is tuple:
+            return {"$tuple": [Values.one_at_a_time(v, depth + 1) for v in x]}
+        if type(x) is array:
+            return {"$array": x.typecode, "values": [Values.one_at_a_time(v, depth + 1) for v in x]}
+        return worker_program.w_enc(x, depth)
+
+    def test_a_row_is_sent_as_its_values_one_at_a_time_would_be(self):
+        import random
+        from array import array
+        rng = random.Random(7)
+        leaves = [0.5, -0.0, float("nan"), float("inf"), 3, True, None, "a", 2 ** 70]
+
+        def value(depth):
+            pick = rng.random()
+            if depth > 3 or pick < 0.3:
+                return rng.choice(leaves)
+            if pick < 0.7:
+                return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+            if pick < 0.85:
+                return tuple(value(depth + 1) for _ in range(rng.randint(0, 3)))
+            return array(rng.choice("di"), [rng.randint(-3, 3) for _ in range(rng.randint(0, 3))])
+        deep = []
+        for depth in range(47, 53):            # rows about the depth of 50, where nesting is cut
+            x = [1.5, 2]
+            for _ in range(depth):
+                x = [x, array("d", [1.0])]
+            deep.append(x)
+        for x in [value(0) for _ in range(300)] + deep:
+            self.assertEqual(json.dumps(worker_program.w_enc(x)), json.dumps(self.one_at_a_time(x)))
+        row = [1.0, 2, None, "s"]                   # taken as json.loads made it: a list of its own
+        self.assertIs(worker_program.w_dec(row), row)
+        self.assertEqual(worker_program.w_dec([row, {"$tuple": [row]}]), [row, (row,)])
+
+
 class WorkerCode(unittest.TestCase):
     """The worker is a file of its own, run as a script: the process that imports the
     module holds the standard library and worker.py, no reference and no check."""

@@ -32,7 +32,8 @@ from array import array
 class WorkerState:
     """The worker's state, one for its life (W): set by w_streams from the config."""
 
-    __slots__ = ("out", "kept", "seen", "graders", "path", "refuse_grader", "reload", "config", "report")
+    __slots__ = ("out", "kept", "seen", "graders", "path", "refuse_grader", "reload", "config", "report",
+                 "signatures")
 
     def __init__(self):
         self.out = None              # the protocol's stream: a private copy of stdout
@@ -44,6 +45,7 @@ class WorkerState:
         self.reload = False          # "load" requests are taken (trusted modules, one by one)
         self.config = {}             # the config, as the first line of stdin gave it
         self.report = None           # the grader's own pipe (fd 2 as started), closed before the module runs
+        self.signatures = {}         # a function of the module -> its inspect.signature, once asked
 
 
 W = WorkerState()
@@ -70,18 +72,21 @@ def w_send(message):
     W.out.flush()
 
 
+W_FLAT = frozenset((float, int, bool, str, type(None)))    # a list of these alone is JSON as it is
+
+
 def w_enc(x, depth=0):
     if depth > 50:
         return {"$other": "nesting", "repr": "deeper than 50 levels"}
     t = type(x)
     if x is None or t in (bool, str, int, float):
         return x
-    if t is list:
-        return [w_enc(v, depth + 1) for v in x]
+    if t is list:       # a row of numbers at once (its items, one level down, are within the 50)
+        return x if depth < 50 and W_FLAT.issuperset(map(type, x)) else [w_enc(v, depth + 1) for v in x]
     if t is tuple and not hasattr(x, "_fields"):
         return {"$tuple": [w_enc(v, depth + 1) for v in x]}
     if t is array:
-        return {"$array": x.typecode, "values": [w_enc(v, depth + 1) for v in x]}
+        return {"$array": x.typecode, "values": x.tolist() if depth < 50 else [w_enc(v, depth + 1) for v in x]}
     fields = getattr(x, "_fields", None) or (list(t.__slots__) if isinstance(
         getattr(t, "__slots__", None), dict) else None)
     if fields:
@@ -97,8 +102,8 @@ def w_dec(x):
         return tuple(w_dec(v) for v in x["$tuple"])
     if isinstance(x, dict) and "$array" in x:
         return array("d", [float(v) for v in x["values"]])
-    if isinstance(x, list):
-        return [w_dec(v) for v in x]
+    if isinstance(x, list):             # a row of numbers as json.loads made it, a list of its own
+        return x if W_FLAT.issuperset(map(type, x)) else [w_dec(v) for v in x]
     return x
 
 
@@ -168,8 +173,21 @@ def _w_kind(x):
     return "None" if x is None else f"a {type(x).__name__}: {repr(x)[:40]}"
 
 
-def w_call(mod, req):
+def w_signature(fn):
+    """inspect.signature(fn), None when it has none; a function's kept for its next calls."""
     import inspect
+    if type(fn) is type(w_signature) and fn in W.signatures:
+        return W.signatures[fn]
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
+    if type(fn) is type(w_signature):
+        W.signatures[fn] = signature
+    return signature
+
+
+def w_call(mod, req):
     try:
         fn = w_resolve(mod, req["fn"])
     except LookupError as err:
@@ -178,10 +196,7 @@ def w_call(mod, req):
     args = [w_dec(a) for a in raw]
     kwargs = {k: w_dec(v) for k, v in req.get("kwargs", {}).items()}
     names = [str(i) for i in range(len(args))]
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        signature = None
+    signature = w_signature(fn)
     if signature is not None:
         try:
             names = list(signature.bind(*args, **kwargs).arguments)[:len(args)]
