@@ -32,8 +32,7 @@ from array import array
 class WorkerState:
     """The worker's state, one for its life (W): set by w_streams from the config."""
 
-    __slots__ = ("out", "kept", "seen", "graders", "path", "refuse_grader", "reload", "config", "report",
-                 "signatures")
+    __slots__ = ("out", "kept", "seen", "graders", "path", "refuse_grader", "reload", "config", "report")
 
     def __init__(self):
         self.out = None              # the protocol's stream: a private copy of stdout
@@ -45,12 +44,12 @@ class WorkerState:
         self.reload = False          # "load" requests are taken (trusted modules, one by one)
         self.config = {}             # the config, as the first line of stdin gave it
         self.report = None           # the grader's own pipe (fd 2 as started), closed before the module runs
-        self.signatures = {}         # a function of the module -> its inspect.signature, once asked
 
 
 W = WorkerState()
 W_LIMITS = {"cpu": "RLIMIT_CPU", "memory": "RLIMIT_AS", "processes": "RLIMIT_NPROC", "file_size": "RLIMIT_FSIZE",
             "open_files": "RLIMIT_NOFILE", "message_queues": "RLIMIT_MSGQUEUE"}
+W_FLAT = frozenset((float, int, bool, str, type(None)))    # a list of these alone is JSON as it is
 # Imported before the worker gives up root, while only the standard library is on
 # sys.path: what the worker itself imports later (W_OWN); and, where the standard
 # library cannot be reached after the drop through /proc/self/fd (w_open_path), the
@@ -70,9 +69,6 @@ W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "ra
 def w_send(message):
     W.out.write(json.dumps(message) + "\n")
     W.out.flush()
-
-
-W_FLAT = frozenset((float, int, bool, str, type(None)))    # a list of these alone is JSON as it is
 
 
 def w_enc(x, depth=0):
@@ -165,29 +161,13 @@ def w_resolve(mod, name):
         raise LookupError(f"the module has no {name}")
     fn = getattr(mod, name)
     if not callable(fn):
-        raise LookupError(f"{name} is {_w_kind(fn)}, not a function")
+        kind = "None" if fn is None else f"a {type(fn).__name__}: {repr(fn)[:40]}"
+        raise LookupError(f"{name} is {kind}, not a function")
     return fn
 
 
-def _w_kind(x):
-    return "None" if x is None else f"a {type(x).__name__}: {repr(x)[:40]}"
-
-
-def w_signature(fn):
-    """inspect.signature(fn), None when it has none; a function's kept for its next calls."""
-    import inspect
-    if type(fn) is type(w_signature) and fn in W.signatures:
-        return W.signatures[fn]
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        signature = None
-    if type(fn) is type(w_signature):
-        W.signatures[fn] = signature
-    return signature
-
-
 def w_call(mod, req):
+    import inspect
     try:
         fn = w_resolve(mod, req["fn"])
     except LookupError as err:
@@ -196,7 +176,10 @@ def w_call(mod, req):
     args = [w_dec(a) for a in raw]
     kwargs = {k: w_dec(v) for k, v in req.get("kwargs", {}).items()}
     names = [str(i) for i in range(len(args))]
-    signature = w_signature(fn)
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        signature = None
     if signature is not None:
         try:
             names = list(signature.bind(*args, **kwargs).arguments)[:len(args)]
