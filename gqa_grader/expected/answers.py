@@ -39,6 +39,10 @@ def state(x):
     return {"g": x.g, "d": x.d, "k": x.k, "v": x.v, "len": len(x), "elements": x.elements}
 
 
+_WHOLE = frozenset((int, bool, str, type(None)))    # JSON as they are
+_PLAIN = _WHOLE | {float}                          # what json.loads makes, but lists and dicts
+
+
 def encode(x):
     """x as JSON data, its types tagged: tuples, arrays, fractions, non-finite floats,
     a Random by its state's hash, and the state holders (a Counter, a cache) by state()."""
@@ -47,6 +51,9 @@ def encode(x):
     if isinstance(x, float):
         return x if math.isfinite(x) else {"$float": repr(x)}
     if isinstance(x, list):
+        kinds = set(map(type, x))       # a row of finite floats, or of ints and text, at once
+        if kinds <= _WHOLE or kinds == {float} and all(map(math.isfinite, x)):
+            return list(x)
         return [encode(v) for v in x]
     if isinstance(x, tuple):
         return {"$tuple": [encode(v) for v in x]}
@@ -70,7 +77,7 @@ HOLDERS = ("Counter", "RefKVCache", "Recorded")
 def decode(x):
     """The value encode(x) was made from (a cache as a Recorded)."""
     if isinstance(x, list):
-        return [decode(v) for v in x]
+        return list(x) if _PLAIN.issuperset(map(type, x)) else [decode(v) for v in x]
     if not isinstance(x, dict):
         return x
     if "$float" in x:

@@ -125,8 +125,8 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None, lang="en"):
         json.dump({"steps": only, "lang": lang}, f)
         f.write("\n")
     with open(os.path.join(package, "answers.json"), "w", encoding="utf-8") as f:
-        json.dump(table, f, sort_keys=True, separators=(",", ":"), allow_nan=False)
-        f.write("\n")
+        # dumps, not dump: dump goes through json's encoder written in Python, 3 times slower
+        f.write(json.dumps(table, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n")
     shutil.copyfile(os.path.join(HERE, "grader.py"), os.path.join(directory, "grader.py"))
     sandbox = os.path.join(HERE, "gqa_sandbox")         # the namespaces of a sealed run (Classroom's)
     if os.path.isdir(sandbox):
