@@ -17,7 +17,7 @@ from gqa_grader.steps import checks, tracks
 from gqa_grader import cli
 from gqa_grader.verdict import grading, printing
 from gqa_grader.teacher import handout, selfcheck
-from gqa_grader.expected import reference
+from gqa_grader.expected import answers, reference
 from gqa_grader.verdict.results import StepResult
 from tests.helpers import ROOT, early, heavy, run_grader, start_early
 from tests.grader_support import SOURCE, Module, Run, grade_trusted, mutate, run_main
@@ -219,6 +219,44 @@ class PublicCases(unittest.TestCase):
         self.assertEqual(end, step.systematic + grading.PUBLIC_CASES)
         self.assertEqual([grading.case_seed(step, k, 77) for k in (0, end - 1, end, end + 5)],
                          [grading.PUBLIC_SEED] * 2 + [77] * 2)
+
+
+class Keys(unittest.TestCase):
+    """A call's key and recorded answer (gqa_grader.expected.answers): a row crosses at once,
+    as its values one at a time would."""
+
+    @staticmethod
+    def one_at_a_time(x):
+        """answers.encode as it was before rows crossed at once: every value on its own."""
+        import math
+        from array import array
+        if x is None or isinstance(x, (bool, int, str)):
+            return x
+        if isinstance(x, float):
+            return x if math.isfinite(x) else {"$float": repr(x)}
+        if isinstance(x, list):
+            return [Keys.one_at_a_time(v) for v in x]
+        if isinstance(x, tuple):
+            return {"$tuple": [Keys.one_at_a_time(v) for v in x]}
+        if isinstance(x, array):
+            return {"$array": x.typecode, "values": list(x)}
+        return answers.encode(x)
+
+    def test_a_row_is_keyed_and_recorded_as_its_values_one_at_a_time_would_be(self):
+        import random
+        rng = random.Random(5)
+        leaves = [0.25, -0.0, float("nan"), float("inf"), -float("inf"), 3, 10 ** 400, True, None, "t"]
+
+        def value(depth):
+            if depth > 3 or rng.random() < 0.3:
+                return rng.choice(leaves)
+            row = [value(depth + 1) for _ in range(rng.randint(0, 4))]
+            return tuple(row) if rng.random() < 0.2 else row
+        for x in [value(0) for _ in range(400)] + [[1.5, 2.5], [1.5, float("nan")], [1, 2.5], [1, "a", None]]:
+            ours = answers.encode(x)
+            self.assertEqual(json.dumps(ours), json.dumps(self.one_at_a_time(x)))
+            self.assertEqual(json.dumps(answers.decode(json.loads(json.dumps(ours)))),
+                             json.dumps(answers.decode(json.loads(json.dumps(self.one_at_a_time(x))))))
 
 
 @heavy
