@@ -27,7 +27,7 @@ from tests.grader_support import Module, Run, grade_all, grade_source, in_kv_hea
 # Where what a case checks, and how points count, is written: the inputs drawn, the
 # expected answers, the comparison, every check and refusal part, the tracks' steps, the
 # points, the grading loop.  Not: how a result is printed or named (printing, mistakes).
-CHECKED = ("expected/inputs", "expected/reference", "expected/answers", "expected/compare", "steps/manifest",
+CHECKED = ("expected/inputs", "expected/reference", "expected/mistaken", "expected/answers", "expected/compare", "steps/manifest",
            "steps/checking", "steps/refusals", "steps/heads", "steps/layer", "steps/counting", "steps/decoding",
            "steps/backward", "steps/checks", "steps/robustness", "steps/tracks", "verdict/results", "verdict/grading")
 MESSAGES = {"_", "N_", "ngettext"}

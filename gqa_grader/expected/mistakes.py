@@ -2,7 +2,7 @@
 
 Each misconception has a key, a name a teacher says out loud ("strided grouping")
 and one sentence of the lesson it misses.  Its answer on a case's inputs comes from
-its own small wrong function, beside the reference (reference.py's mis_ functions).
+its own small wrong function, beside the reference (mistaken.py's mis_ functions).
 A step names the misconceptions its check recognises where it is registered (the
 step's mistakes, in its part's module of steps/), and the check hands expect() their
 answers (checking.shadows()); when the case fails, the grading asks recognised()

@@ -4,7 +4,7 @@
 
     DIR/gqa.py                 the starter (the lesson's text, each step's body a stub)
     DIR/grader.py              the self-check's door, as in the project
-    DIR/gqa_grader/            the referee's files, less reference.py
+    DIR/gqa_grader/            the referee's files, less reference.py and mistaken.py
     DIR/gqa_grader/answers.json  the reference's answers to the public cases
     DIR/gqa_grader/track.json  its track and language: the self-check's and the tools' defaults
     DIR/gqa_tools/             the tools, less the commands a handout does not offer (toolcopy's TOOLS_LEFT_OUT):
@@ -111,7 +111,7 @@ def write_handout(directory, module=DEFAULT_MODULE, only=None, lang="en"):
     table = record(module, only + [part.name for part in tracks.PARTS])   # robustness: its own check
     package = os.path.join(directory, "gqa_grader")
     os.makedirs(package, exist_ok=True)
-    for name in handout.grader_files(left_out=("gqa_grader/expected/reference.py",)):
+    for name in handout.grader_files(left_out=("gqa_grader/expected/reference.py", "gqa_grader/expected/mistaken.py")):
         if name.startswith("gqa_grader/"):
             os.makedirs(os.path.dirname(os.path.join(directory, name)), exist_ok=True)
             shutil.copyfile(os.path.join(HERE, name), os.path.join(directory, name))

@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.3"
-GRADER_CHECKS = "d1e02504cf42bdf4dd348daeedf1be5ae5a199d2b885adba6dbdc71031ec72a0"
+GRADER_CHECKS = "e6654e5a88a8f6d48a698e5a7637865fd5289cbbe9d5564cbadf2ac101b08c44"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
