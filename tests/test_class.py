@@ -411,6 +411,16 @@ class AHandoutsClass(unittest.TestCase):
             for steps in ("core", "all"):                   # the track given: nothing said of it
                 args = cli.parse_args(["--class", folder, "--gradebook", gradebook, "--steps", steps])
                 self.assertIsNone(classroom.Gradebook(args)._given_graded(submissions.discover(folder)), steps)
+            for name in ("student-ja.py", "student-ko.py"):      # one file of four: noted, never a stop
+                shutil.copy(os.path.join(folder, "student-all.py"), os.path.join(folder, name))
+            args = cli.parse_args(["--class", folder, "--gradebook", gradebook])
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                self.assertIsNone(classroom.Gradebook(args)._given_graded(submissions.discover(folder)))
+            self.assertTrue(err.getvalue().startswith(f"grader: note: from a track's starter, which gave steps "
+                                                      f"{', '.join(map(str, sorted(given)))} ("), err.getvalue())
+            self.assertIn(": student-en.py; graded with every step of the lab, as the rest of the class is",
+                          err.getvalue())
 
 
 @heavy

@@ -199,17 +199,28 @@ class Gradebook:
         return seed_problem or self._given_graded(subs)
 
     def _given_graded(self, subs):
-        """Why grading every step would count steps that a track's starter gave the class
-        (a handout of --steps core graded without --steps), or None: said, never graded."""
+        """Why grading every step would count the steps that a track's starter gave most of
+        the class (a handout of --steps core graded without --steps), or None.  When fewer
+        than half the submissions come from such a starter, a note names them and the run
+        goes on: one file never stops a class."""
         if self.args.only is not None:
             return None
-        given = [numbers for numbers in (given_steps(sub.path) for sub in subs if sub.path) if numbers]
-        counted = sorted(set().union(*given) & {st.number for st in self.steps})
-        if not counted:
+        graded = {st.number for st in self.steps}
+        given = {sub.key: given_steps(sub.path) & graded for sub in subs if sub.path}
+        given = {key: numbers for key, numbers in given.items() if numbers}
+        if not given:
             return None
-        names = [ALL_STEPS[n - 1].name for n in counted]
+        counted = sorted(set().union(*given.values()))
+        numbers, names = _(", ").join(map(str, counted)), _(", ").join(ALL_STEPS[n - 1].name for n in counted)
+        if 2 * len(given) <= sum(1 for sub in subs if sub.path):
+            print("grader: " + _("note: from a track's starter, which gave steps {numbers} ({names}): {submissions}; "
+                                 "graded with every step of the lab, as the rest of the class is, they earn those "
+                                 "steps' points").format(numbers=numbers, names=names,
+                                                         submissions=escaped(_(", ").join(sorted(given)))),
+                  file=sys.stderr)
+            return None
         tracks = [name for name, steps in TRACKS.items() if name != "all" and set(steps) <= set(LESSON)
-                  and not set(names) & set(steps)]
+                  and not {ALL_STEPS[n - 1].name for n in counted} & set(steps)]
         return ngettext("{count} submission comes from a track's starter, which gave it steps {numbers} ({names}: "
                         "its \"# Given:\" lines); graded with every step of the lab, it would earn their points: "
                         "give the track its handout was made with ({tracks}), or --steps all to grade every step",
@@ -217,7 +228,7 @@ class Gradebook:
                         "their \"# Given:\" lines); graded with every step of the lab, they would earn their "
                         "points: give the track their handout was made with ({tracks}), or --steps all to grade "
                         "every step", len(given)).format(
-            count=len(given), numbers=_(", ").join(map(str, counted)), names=_(", ").join(names),
+            count=len(given), numbers=numbers, names=names,
             tracks=_(", ").join(f"--steps {t}" for t in tracks) or "--steps TRACK")
 
     def _roster_left(self, subs):
