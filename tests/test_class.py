@@ -305,6 +305,19 @@ class Gradescope(unittest.TestCase):
         self.assertNotIn("--case", hidden_failure)
         self.assertIn("python grader.py --only fold_kv_mean --case 2 --show", public_failure)   # no seed
         self.assertTrue(all(t["output_format"] == "md" for t in doc["tests"]))
+        # Its public cases all passed: the hidden test never tells it to make them pass.
+        self.assertNotIn("public cases pass first", hidden_failure)
+        self.assertIn("Every public case passes: the hidden ones draw other inputs", hidden_failure)
+
+    def test_a_hidden_case_failing_as_a_known_mistake_names_it(self):
+        from gqa_grader.expected.mistakes import MISTAKES
+        failed = step_result(3, "kv_head", "failed", case=15, public=[13, 13], hidden=[0, 10],
+                             message="case 15: wrong")._replace(mistake="strided")
+        doc, _tests = self.graded(failed)
+        said = doc["tests"][1]["output"]
+        self.assertIn("this is a known mistake, " + MISTAKES["strided"][0], said)
+        self.assertIn("case 15", said)
+        self.assertNotIn("Every public case passes", said)
 
     def test_a_modules_text_is_shown_as_text_never_as_markdown(self):
         # An image that would load when a TA opens the page, a link, a fence to close.

@@ -277,7 +277,7 @@ class HandoutReport(unittest.TestCase):
             with self.subTest(lang=lang):
                 self.assertEqual((status, out), (2, ""))
                 self.assertIn(f"python grader.py --lang {lang}", err)
-                self.assertIn(f"python -m gqa tables|report --lang {lang}", err)
+                self.assertIn(f"python -m gqa report --lang {lang}", err)
                 self.assertNotIn("PATH/gqa.py", err)
                 self.assertNotIn(self.in_lang(lang, "this gqa.py is the lab, not its tools: from the project's "
                                                    "folder, run {grader} or {tools}", grader="\0",

@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 
 from gqa_grader import cli
 from gqa_grader.teacher import handout
@@ -32,6 +33,24 @@ class ShownFolder(unittest.TestCase):
         self.assertEqual(printing._folder_shown(os.path.join(os.path.dirname(here), "lab")),
                          os.path.join(os.pardir, "lab"))
         self.assertEqual(printing._folder_shown(far), far)          # not ../../../elsewhere
+
+
+class Repeat(unittest.TestCase):
+    """The command that repeats a case: GitHub Classroom's grader runs from a copy of its own
+    (a folder of mktemp's), and the student repeats the case with their checkout's grader.py."""
+
+    def test_classroom_names_the_students_grader_not_the_runners_copy(self):
+        from gqa_grader.language import i18n
+        self.addCleanup(i18n.use, "en")                  # --lang ko is the run's language
+        with tempfile.TemporaryDirectory() as copy:
+            open(os.path.join(copy, "grader.py"), "w").close()
+            with mock.patch.object(printing, "HERE", copy):
+                argv = ["--module", "gqa.py", "--only", "3", "--cases", "0", "--sealed", "--lang", "ko"]
+                said = {form: printing.reproduce(cli.parse_args(argv + more), "kv_head", 6)
+                        for form, more in (("classroom", ["--format", "classroom"]), ("text", []))}
+        self.assertEqual(said["classroom"], "python grader.py --only kv_head --case 6 --show --lang ko")
+        self.assertEqual(said["text"], f"python {os.path.join(copy, 'grader.py')} --module gqa.py --only kv_head "
+                                       "--case 6 --show --lang ko")       # a teacher's own run: the grader it ran
 
 
 class OneCase(unittest.TestCase):

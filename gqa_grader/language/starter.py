@@ -33,7 +33,7 @@ MAIN = [
     'if __name__ == "__main__":           # the lab is graded and read by the tools, not run',
     "    import sys",
     '    print("this gqa.py is the lab, not its tools: from the project\'s folder, run "',
-    '          "python grader.py --module PATH/gqa.py or python -m gqa tables|report|uptrain "',
+    '          "python grader.py --module PATH/gqa.py or python -m gqa report "',
     '          "--module PATH/gqa.py", file=sys.stderr)',
     "    sys.exit(2)",
 ]
@@ -57,7 +57,7 @@ HANDOUT_MAIN = [
     '        sys.modules["gqa"] = sys.modules[__name__]',
     '        sys.exit(importlib.import_module("gqa_tools.cli").main())',
     '    print("this gqa.py is the lab, not its tools: in this folder, run "',
-    '          "python grader.py or python -m gqa tables|report", file=sys.stderr)',
+    '          "python grader.py or python -m gqa report", file=sys.stderr)',
     "    sys.exit(2)",
 ]
 

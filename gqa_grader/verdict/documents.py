@@ -16,6 +16,7 @@ import argparse
 import json
 
 from ..language.i18n import N_, _, sentences
+from ..expected.mistakes import named
 from ..running.values import bounded, clean_data
 from .grading import GRADER_VERSION
 from .printing import progress, reproduce, shown_seed
@@ -115,9 +116,12 @@ def _hidden_text(r, args):
     said = [_("{passed} of {total} hidden cases passed: {points} of {most} points.").format(
         passed=passed, total=total, points=f"{r.points:g}", most=f"{r.max_points:g}")]
     first_hidden = r.case is not None and r.case >= r.public[1] and r.status != Status.NOT_STARTED
-    if first_hidden:
+    if first_hidden:                 # its public cases, before it, all passed
         said.append(_("The first that failed is case {case}; a hidden case's input and answer are "
-                      "withheld. Make the public cases pass first (see the test above).").format(case=r.case))
+                      "withheld.").format(case=r.case))
+        said.append(named(r.mistake) if r.mistake else
+                    _("Every public case passes: the hidden ones draw other inputs, and the step's "
+                      "docstring states each rule they check."))
     return sentences(said)
 
 

@@ -51,8 +51,9 @@ def reproduce(args, name=None, case=None):
     """The command that repeats this run, or one step of it, or one case.  In a run whose
     hidden cases are withheld (a class's feedback, Gradescope's results), the command is
     the student's, run in their own lab's folder: its grader.py and its gqa.py, no path of
-    the teacher's."""
-    student = getattr(args, "withhold_hidden", False)
+    the teacher's; so too in GitHub Classroom's, whose grader runs from a copy of its own
+    outside the student's checkout (which holds the handout's grader.py)."""
+    student = getattr(args, "withhold_hidden", False) or getattr(args, "format", None) == "classroom"
     parts = ["python grader.py" if student else grader_command()]
     if not student and getattr(args, "module_given", args.module != DEFAULT_MODULE):
         parts.append(f"--module {args.module}")
