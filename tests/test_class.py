@@ -30,6 +30,7 @@ from unittest import mock
 
 from gqa_grader.steps import checking, checks, tracks
 from gqa_grader import cli
+from gqa_grader.language import i18n
 from gqa_grader.teacher import classroom, submissions
 from gqa_grader.verdict import documents, grading
 from gqa_grader.verdict.results import StepResult, scored
@@ -204,6 +205,13 @@ class GradesThatReproduce(unittest.TestCase):
         self.assertIn("note: --seed 11 has fewer than 13 digits", said.getvalue())
         with zipfile.ZipFile(os.path.join(folder, "autograder.zip")) as z:
             self.assertIn("--seed 11 >", z.read("run_autograder").decode())
+        for argv, says in ((["--seed", "11"], "注意: --seed 11 は 13 桁より短いシードです"),
+                           ([], "自動採点は提出物ごとに専用のシードで採点します")):    # the teacher's language
+            said = io.StringIO()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(said):
+                cli.main(["--autograder", folder, "--lang", "ja", *argv])
+            i18n.use("en")
+            self.assertIn(says, said.getvalue())
 
     def test_each_submission_meets_hidden_cases_of_its_own_from_the_secret(self):
         private = Private(self)

@@ -147,11 +147,11 @@ def dispatch(args, main):
         from .pool import serve
         return serve(main)
     if args.autograder and args.seed is None:
-        print("grader: the autograder grades each submission with a seed of its own, made from a "
-              "secret drawn now into the zip and the submission's bytes, and recorded in its "
-              "results.json (give --seed for one seed for every submission)", file=sys.stderr)
+        print("grader: " + _("the autograder grades each submission with a seed of its own, made from a "
+                             "secret drawn now into the zip and the submission's bytes, and recorded in its "
+                             "results.json (give --seed for one seed for every submission)"), file=sys.stderr)
     elif args.autograder and guessable(args.seed):
-        print("grader: note: " + guessable(args.seed), file=sys.stderr)
+        print("grader: " + _("note: {why}").format(why=guessable(args.seed)), file=sys.stderr)
     if args.class_dir:
         from .classroom import Gradebook
         return Gradebook(args).run()

@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.3"
-GRADER_CHECKS = "e6654e5a88a8f6d48a698e5a7637865fd5289cbbe9d5564cbadf2ac101b08c44"
+GRADER_CHECKS = "a81474adbb688f650fe68a293f7aeded841515f43c6ddaa30c20d375cd8424df"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
@@ -46,9 +46,9 @@ def guessable(seed):
     a module that tries seeds; None for a seed too wide to try."""
     if seed is None or abs(seed) >= 10 ** (GUESSABLE - 1):
         return None
-    return (f"--seed {seed} has fewer than {GUESSABLE} digits: a module can find it by trying "
-            f"seeds against the hidden inputs it is handed, and then make every hidden case; "
-            f"leave --seed out (the grader draws one of 18 digits) or give a longer one")
+    return _("--seed {seed} has fewer than {digits} digits: a module can find it by trying seeds against "
+             "the hidden inputs it is handed, and then make every hidden case; leave --seed out (the grader "
+             "draws one of 18 digits) or give a longer one").format(seed=seed, digits=GUESSABLE)
 
 
 # ---------------------------------------------------------------------------
