@@ -252,6 +252,18 @@ class GradesThatReproduce(unittest.TestCase):
                 self.assertIn(says, usage_error(*argv) or "no usage error")
         self.assertIsNone(usage_error("--autograder", "d", "--seed", "1", "--cases", "0", "--json"))
 
+    def test_weights_of_steps_the_run_does_not_grade_are_said_unused(self):
+        with tempfile.TemporaryDirectory() as folder:
+            weights = write(os.path.join(folder, "weights.json"), json.dumps({"kv_head": 2, "layer": 3,
+                                                                               "decode_step": 2}))
+            for argv, said in ((["--steps", "core"], "decode_step, layer"), (["--steps", "1-3,13"], "decode_step"),
+                               ([], None)):
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    cli.parse_args(["--weights", weights, *argv])
+                self.assertEqual(err.getvalue(), "" if said is None else "grader: note: --weights gives points to "
+                                 f"steps this run does not grade, which it does not use: {said}\n", argv)
+
     def test_a_gradebook_where_none_can_be_written_is_refused_in_the_teachers_language(self):
         missing = os.path.join(ROOT, "no-such-folder")
         for argv, says in (([missing], {"en": f"--class {missing}: no such folder",

@@ -17,6 +17,7 @@ import os
 import sys
 
 from ..language.i18n import _
+from ..steps.tracks import default_track
 from ..verdict.grading import guessable
 from ..verdict.records import VISIBILITIES, flag, options_given
 
@@ -80,16 +81,21 @@ def check_args(parser, args, argv):
                          f"leave it out")
     for dest in ("gradebook", "jobs", "roster", "regrade"):
         if dest in args.given and not args.class_dir:
-            parser.error(f"{flag(parser, dest)} goes with --class")
+            parser.error(_("{option} goes with --class").format(option=flag(parser, dest)))
     if "hidden_visibility" in args.given and not (args.autograder or args.format == "gradescope"):
-        parser.error("--hidden-visibility goes with --format gradescope or --autograder")
+        parser.error(_("--hidden-visibility goes with --format gradescope or --autograder"))
     if args.class_dir:
         _check_class(parser, args)
     if args.classroom:
         bad = ", ".join(f"{n}: {w:g}" for n, w in args.weight_map.items() if float(w) != int(w))
         if bad:
-            parser.error(f"--classroom: GitHub Classroom's points are whole numbers (its "
-                         f"max-score); --weights gives {bad}")
+            parser.error(_("--classroom: GitHub Classroom's points are whole numbers (its max-score); "
+                           "--weights gives {bad}").format(bad=bad))
+    unused = sorted(set(args.weight_map) - set(args.only or default_track()))
+    if unused:                       # the docs' weights.json, given with --steps core: said, not an error
+        print("grader: " + _("note: {why}").format(why=_(
+            "--weights gives points to steps this run does not grade, which it does not use: {names}").format(
+                names=", ".join(unused))), file=sys.stderr)
 
 
 # What --list and --starter use of the other options (beyond --module, said apart): any
