@@ -22,6 +22,7 @@ from fractions import Fraction
 
 from ..language.i18n import _
 from ..running.failures import Failure
+from ..running.values import FLAT
 from .inputs import Counter
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "answers.json")   # in the package
@@ -39,8 +40,7 @@ def state(x):
     return {"g": x.g, "d": x.d, "k": x.k, "v": x.v, "len": len(x), "elements": x.elements}
 
 
-_WHOLE = frozenset((int, bool, str, type(None)))    # JSON as they are
-_PLAIN = _WHOLE | {float}                          # what json.loads makes, but lists and dicts
+_WHOLE = FLAT - {float}             # JSON as they are; a float is, when it is finite
 
 
 def encode(x):
@@ -77,7 +77,7 @@ HOLDERS = ("Counter", "RefKVCache", "Recorded")
 def decode(x):
     """The value encode(x) was made from (a cache as a Recorded)."""
     if isinstance(x, list):
-        return list(x) if _PLAIN.issuperset(map(type, x)) else [decode(v) for v in x]
+        return list(x) if FLAT.issuperset(map(type, x)) else [decode(v) for v in x]
     if not isinstance(x, dict):
         return x
     if "$float" in x:

@@ -13,7 +13,7 @@ from array import array
 
 from ..language.i18n import _
 from .failures import Failure, NotStarted
-from .values import _short, bounded, clean_data, decode, plain
+from .values import FLAT, _short, bounded, clean_data, decode, plain
 
 
 # The records a transcript builds (send_weights): gqa.py's __all__ leaves its records out (so
@@ -56,15 +56,10 @@ def _shape(value):
     return [len(value)] + (inner[0] if inner else [])
 
 
-# Types that are never a list, tuple or array: a list of these alone goes as it is (a copy),
-# one call for a row of numbers, not one for each number.
-_FLAT = frozenset((float, int, bool, str, type(None)))
-
-
 def wire(x):
     """An argument as the worker reads it: tuples and array('d') tagged (JSON has neither)."""
     if isinstance(x, list):
-        return list(x) if _FLAT.issuperset(map(type, x)) else [wire(v) for v in x]
+        return list(x) if FLAT.issuperset(map(type, x)) else [wire(v) for v in x]   # a row at once
     if isinstance(x, tuple):
         return {"$tuple": [wire(v) for v in x]}
     if isinstance(x, array):

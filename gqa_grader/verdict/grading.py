@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.3"
-GRADER_CHECKS = "a81474adbb688f650fe68a293f7aeded841515f43c6ddaa30c20d375cd8424df"
+GRADER_CHECKS = "1bf8aa58e126a90ebf43b8395641fa197e6c7ffcaac6f68eb870b33390f3d28c"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
