@@ -42,12 +42,20 @@ class Repeat(unittest.TestCase):
     def test_classroom_names_the_students_grader_not_the_runners_copy(self):
         from gqa_grader.language import i18n
         self.addCleanup(i18n.use, "en")                  # --lang ko is the run's language
-        with tempfile.TemporaryDirectory() as copy:
+        with tempfile.TemporaryDirectory() as top:
+            copy, here = os.path.join(top, "copy"), os.path.join(top, "a", "b", "c")
+            os.makedirs(copy)
+            os.makedirs(here)
             open(os.path.join(copy, "grader.py"), "w").close()
-            with mock.patch.object(printing, "HERE", copy):
-                argv = ["--module", "gqa.py", "--only", "3", "--cases", "0", "--sealed", "--lang", "ko"]
-                said = {form: printing.reproduce(cli.parse_args(argv + more), "kv_head", 6)
-                        for form, more in (("classroom", ["--format", "classroom"]), ("text", []))}
+            before = os.getcwd()
+            os.chdir(here)                  # three folders down: the copy is far, so named whole,
+            try:                            # wherever the checkout is (../tmpXXXX beside /tmp/clone)
+                with mock.patch.object(printing, "HERE", copy):
+                    argv = ["--module", "gqa.py", "--only", "3", "--cases", "0", "--sealed", "--lang", "ko"]
+                    said = {form: printing.reproduce(cli.parse_args(argv + more), "kv_head", 6)
+                            for form, more in (("classroom", ["--format", "classroom"]), ("text", []))}
+            finally:
+                os.chdir(before)
         self.assertEqual(said["classroom"], "python grader.py --only kv_head --case 6 --show --lang ko")
         self.assertEqual(said["text"], f"python {os.path.join(copy, 'grader.py')} --module gqa.py --only kv_head "
                                        "--case 6 --show --lang ko")       # a teacher's own run: the grader it ran
