@@ -126,7 +126,8 @@ def tiny_recipe():
 # CI's share of the process-heavy tests.
 # ---------------------------------------------------------------------------
 # The classes below start grader workers, child processes or whole commands, or
-# read the project's own files (its layout, its starter, a class run's records),
+# read the project's own files (its layout, its starter, a class run's records, the
+# checks' source: one list of the steps, one tolerance, the checks' fingerprint),
 # which no Python version changes: they are most of the suite's time.
 # `python -m unittest` runs all of them.  CI runs the suite under every Python
 # 3.9+ on the machine: GQA_TEST_SHARD="light" runs every test but these (the
@@ -196,13 +197,16 @@ HEAVY = (
     (0.5, ('test_worker.TheGradersMemory',)),
     (0.4, ('test_cli.Autograder',)),
     (0.4, ('test_counting.RealWork',)),
+    (0.4, ('test_grading.OneTolerance',)),
     (0.4, ('test_report.AFolderAsModule',)),
     (0.3, ('test_class.Gradescope',)),
+    (0.3, ('test_manifest.NoSecondList',)),
     (0.3, ('test_docs.TeachersNumbers',)),
     (0.3, ('test_editors.Variants',)),
     (0.2, ('test_holds.SelfCheckAsRoot',)),
     (0.2, ('test_trust.OneFileInReach',)),
     (0.1, ('test_holds.NoWorkerOutlivesItsCaller',)),
+    (0.1, ('test_grading.GraderVersion',)),
 )
 
 

@@ -86,6 +86,7 @@ def fingerprint():
     return digest.hexdigest()
 
 
+@heavy
 class GraderVersion(unittest.TestCase):
     """A class's grades are resumed, and compared between runs, by GRADER_VERSION: it must
     change whenever a check does."""
@@ -115,6 +116,7 @@ class GraderVersion(unittest.TestCase):
         self.assertEqual(len({canon(s) for s in changed}), len(changed))
 
 
+@heavy
 class OneTolerance(unittest.TestCase):
     """Every check compares floats to compare.REL_TOL (or asks for no value at all: the
     shape alone), and the first line of a run prints that tolerance."""

@@ -11,7 +11,7 @@ import unittest
 
 import gqa
 from gqa_grader.steps import checking, checks, manifest, robustness, tracks
-from tests.helpers import ROOT
+from tests.helpers import ROOT, heavy
 
 
 class OnePlace(unittest.TestCase):
@@ -68,6 +68,7 @@ KNOWN = {("exchange.py", _line("gqa_grader/running/exchange.py", "PARAMS = {")),
          ("recipe.py", _line("gqa_tools/uptraining/recipe.py", "NEEDS = ("))}
 
 
+@heavy
 class NoSecondList(unittest.TestCase):
 
     def test_no_module_writes_out_the_steps_again(self):
