@@ -157,6 +157,19 @@ class Variants(unittest.TestCase):
             self.assertIn("binary", submissions.examine(folder.write("bin", b"\x7fELF\x02\x01\x00" * 9)))
         self.assertEqual(runnable(notepad(SOURCE)), crlf(SOURCE))      # the text, as UTF-8
 
+    def test_a_handouts_gqa_py_saved_with_a_mark_makes_the_tools_lab(self):
+        # In a handout, the grader's gqa.py is the student's: python -m gqa tables and report
+        # copy for their child the starter made from it, where a mark ended in a SyntaxError.
+        from gqa_grader.running import toolcopy
+        with Folder() as folder, tempfile.TemporaryDirectory() as into:
+            handout = os.path.dirname(folder.write("handout", bom(crlf(SOURCE))))
+            with mock.patch.object(toolcopy, "HERE", handout):
+                toolcopy.tools_for_child(into)
+            with open(os.path.join(into, "gqa.py"), "rb") as f:
+                made = f.read()
+        compile(made, "gqa.py", "exec", dont_inherit=True)
+        self.assertIn(b"\ndef kv_head(", made.replace(b"\r\n", b"\n"))
+
 
 def load_tests(loader, tests, pattern):
     """The heavy class's jobs start now, as the tests are loaded (tests/helpers.py, early)."""

@@ -53,7 +53,8 @@ def tools_for_child(directory):
         messages = os.path.join("locale", lang_code, "LC_MESSAGES")
         os.makedirs(os.path.join(package, messages), exist_ok=True)
         shutil.copyfile(os.path.join(here, messages, "gqa.mo"), os.path.join(package, messages, "gqa.mo"))
-    with open(os.path.join(HERE, "gqa.py"), encoding="utf-8") as f:
+    # In a handout, HERE's gqa.py is the student's, saved perhaps with a byte-order mark.
+    with open(os.path.join(HERE, "gqa.py"), encoding="utf-8-sig") as f:
         starter_text = make_starter(f.read(), {})       # no step numbers: no one reads its stubs
     with open(os.path.join(directory, "gqa.py"), "w", encoding="utf-8") as f:
         f.write(starter_text)
