@@ -163,3 +163,27 @@ class ValuesAcross(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WhatTheWorkerFound(unittest.TestCase):
+    """A name the module lacks, or holds something else under: the worker sends what it found
+    (it has no language), and the grader words it in the run's."""
+
+    def test_each_is_said_in_the_runs_language(self):
+        from gqa_grader.language import i18n
+        from gqa_grader.running.exchange import _missing
+        found = (["valid_g"], ["kv_head", "NoneType", "None"], ["group_heads", "int", "3"])
+        english = [_missing(f) for f in found]
+        self.assertEqual(english, ["the module has no valid_g", "kv_head is None, not a function",
+                                   "group_heads is not a function but 3, of type int"])
+        self.addCleanup(i18n.use, "en")
+        for lang in i18n.LANGUAGES[1:]:
+            i18n.use(lang)
+            for f, said in zip(found, english):
+                with self.subTest(lang=lang, found=f):
+                    text = _missing(f)
+                    self.assertIn(f[0], text)
+                    self.assertNotIn("function", text)
+                    self.assertNotIn("module", text)
+                    self.assertNotEqual(text, said)
+        self.assertEqual(_missing("not a list"), _missing([]))      # a worker's answer is never trusted

@@ -111,8 +111,9 @@ class NeverCrashNeverStall(unittest.TestCase):
             finally:
                 copy.close()
         return {"forged": NeverCrashNeverStall.forged(),
-                "not a function": grade_source(SOURCE + "\nkv_head = None\ngroup_heads = 3\n",
-                                               only=["kv_head", "group_heads", "repeat_kv"], cases=0),
+                "not a function": grade_source(SOURCE + "\nkv_head = None\ngroup_heads = 3\ndel fold_kv_mean\n",
+                                               only=["kv_head", "group_heads", "fold_kv_mean", "repeat_kv"],
+                                               cases=0),
                 "grandchild": NeverCrashNeverStall.grandchild() if ROOT_POSIX else None,
                 "at import": [at_import(body) for body, _ in AT_IMPORT]}
 
@@ -129,7 +130,8 @@ class NeverCrashNeverStall(unittest.TestCase):
     def test_a_step_that_is_not_a_function_is_a_failed_step(self):
         results = early(self.runs)["not a function"]
         self.assertIn("kv_head is None, not a function", results["kv_head"]["message"])
-        self.assertIn("group_heads is a int: 3, not a function", results["group_heads"]["message"])
+        self.assertIn("group_heads is not a function but 3, of type int", results["group_heads"]["message"])
+        self.assertIn("the module has no fold_kv_mean (needed for fold_kv_mean(", results["fold_kv_mean"]["message"])
         self.assertEqual(results["repeat_kv"]["status"], "passed")
 
     def test_a_grandchild_dies_with_the_worker(self):

@@ -79,6 +79,18 @@ def _frames(where):
     return "".join("\n  " + _("at {frame}").format(frame=shown(frame)) for frame in where)
 
 
+def _missing(found):
+    """What the worker found under a function's name (its error's "found": [name] when the
+    module has nothing by that name, [name, type, repr] when it is no function), worded here."""
+    found = [str(f) for f in found] if isinstance(found, list) else []
+    if len(found) == 3 and found[1] == "NoneType":
+        return _("{name} is None, not a function").format(name=found[0])
+    if len(found) == 3:
+        return _("{name} is not a function but {value}, of type {type}").format(
+            name=found[0], value=found[2], type=found[1])
+    return _("the module has no {name}").format(name=found[0] if found else "?")
+
+
 def _malformed(what):
     return _("the worker's answer to {call} was malformed; the worker was stopped").format(call=what)
 
@@ -162,7 +174,7 @@ class Student:
             raise NotStarted(message, function=raised_in, direct=e.get("direct") is True,
                              where=_frames(e["where"]))
         if e["type"] == "missing":
-            raise Failure(_("{message} (needed for {call})").format(message=e["message"], call=what))
+            raise Failure(_("{message} (needed for {call})").format(message=_missing(e.get("found")), call=what))
         if e["type"] == "signature":
             raise Failure(_("{call} has the wrong signature: {message}").format(call=what, message=e["message"]))
         raise Failure(_("{call} raised {error}: {message}").format(call=what, error=e["type"], message=e["message"])

@@ -158,11 +158,10 @@ def w_resolve(mod, name):
         kept, _, attr = name[1:].partition(".")
         return getattr(W.kept[kept], attr)
     if not hasattr(mod, name):
-        raise LookupError(f"the module has no {name}")
+        raise LookupError(name)                  # the grader words it, in the run's language
     fn = getattr(mod, name)
     if not callable(fn):
-        kind = "None" if fn is None else f"a {type(fn).__name__}: {repr(fn)[:40]}"
-        raise LookupError(f"{name} is {kind}, not a function")
+        raise LookupError(name, type(fn).__name__, repr(fn)[:40])
     return fn
 
 
@@ -171,7 +170,9 @@ def w_call(mod, req):
     try:
         fn = w_resolve(mod, req["fn"])
     except LookupError as err:
-        return w_error("missing", str(err))
+        answer = w_error("missing", "")
+        answer["error"]["found"] = [str(a) for a in err.args]     # [name], or [name, type, repr]
+        return answer
     raw = req.get("args", [])
     args = [w_dec(a) for a in raw]
     kwargs = {k: w_dec(v) for k, v in req.get("kwargs", {}).items()}
