@@ -256,8 +256,11 @@ class GradesThatReproduce(unittest.TestCase):
         with tempfile.TemporaryDirectory() as folder:
             weights = write(os.path.join(folder, "weights.json"), json.dumps({"kv_head": 2, "layer": 3,
                                                                                "decode_step": 2}))
+            # One step (GitHub Classroom's test of a step, a --case): the others' weights are for
+            # the other runs, and a note in every step's log called kv_head's weight unused.
             for argv, said in ((["--steps", "core"], "decode_step, layer"), (["--steps", "1-3,13"], "decode_step"),
-                               ([], None)):
+                               ([], None), (["--only", "3", "--format", "classroom"], None),
+                               (["--only", "1", "--quiet"], None), (["--only", "kv_head", "--case", "2"], None)):
                 err = io.StringIO()
                 with contextlib.redirect_stderr(err):
                     cli.parse_args(["--weights", weights, *argv])
