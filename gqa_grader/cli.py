@@ -244,27 +244,6 @@ def _weights(parser, path):
     return weights
 
 
-def _check_handout(parser, args):
-    """A handout's self-check grades the public cases of its track only: it has no reference."""
-    track = default_track()
-    outside = [n for n in args.only or [] if n not in track and n not in TRACKS["robustness"]]
-    if outside:
-        parser.error(ngettext("--steps: {steps} is not in this handout's track ({count} steps: see "
-                              "--list); its checks hold no answers for it",
-                              "--steps: {steps} are not in this handout's track ({count} steps: see "
-                              "--list); its checks hold no answers for them", len(outside)).format(
-                                  steps=_(", ").join(outside), count=len(track)))
-    if args.cases:
-        parser.error(_("this is a handout's self-check: it grades the public cases (the systematic "
-                       "ones and {random} random ones per step, from seed {seed}), so --cases must "
-                       "be 0; your teacher's run grades hidden ones").format(
-                           random=PUBLIC_CASES, seed=PUBLIC_SEED))
-    for option in ("autograder", "handout", "class_dir", "classroom"):
-        if getattr(args, option, None):
-            parser.error(_("{option} needs the reference, which a handout does not hold").format(
-                option=option.replace('class_dir', 'class').replace('_', '-').join(['--', ''])))
-
-
 def parse_args(argv):
     """The command line's options, checked; the language of every message from here on
     chosen (--lang, else the environment's) before the parser is built, so that --help,
@@ -302,7 +281,9 @@ def _parse_args(argv):
     commands.check_args(parser, args, argv)
     commands.check_unused(parser, args)
     if HANDOUT:
-        _check_handout(parser, args)
+        from .teacher import selfcheck
+        selfcheck.check_options(parser, args)
+        args.seed = PUBLIC_SEED              # its cases' seed, the one there is (never a fresh one)
     return args
 
 

@@ -84,7 +84,12 @@ def refused_in(handout, *args):
 WRONG = (("kv_head", "_kv_head", "return query_head // group", "return query_head % g", "strided"),
          ("fold_kv_mean", "_mean", "def _mean(vals: tuple, n: int) -> float:\n",
           "def _mean(vals: tuple, n: int) -> float:\n    n = n + 1\n", None))
-REFUSED = (["--cases", "3"], ["--autograder", "{dir}"], ["--handout", "{dir}"])
+# What it refuses (never drops in silence): (the arguments, what the refusal says).  Its cases'
+# seed is the public one in every run (--seed was once dropped, and --json showed a fresh
+# one); a case past a step's public ones has no answer here (--case 999 was a failed case).
+REFUSED = ((["--cases", "3"], "--cases must be 0"), (["--autograder", "{dir}"], "needs the reference"),
+           (["--handout", "{dir}"], "needs the reference"), (["--seed", "5"], "--seed has nothing to choose"),
+           (["--only", "kv_head", "--case", "999"], "--case 999: step 3, kv_head, has"))
 
 
 @heavy
@@ -119,7 +124,8 @@ class Handout(unittest.TestCase):
                     f.write(mutate(where, old, new, source))
             with ThreadPoolExecutor(2) as pool:
                 graded = list(pool.map(lambda m: grade_in(handout, m), [None, os.path.join(ROOT, "gqa.py")] + wrong))
-                refused = list(pool.map(lambda a: refused_in(handout, *[w.format(dir=folder) for w in a]), REFUSED))
+                refused = list(pool.map(lambda a: refused_in(handout, *[w.format(dir=folder) for w in a[0]]),
+                                        REFUSED))
             robust = grade_in(handout, os.path.join(ROOT, "gqa.py"), steps="robustness")
             return {"texts": texts, "source": source, "bare": graded[0], "shipped": graded[1],
                     "wrong": graded[2:], "refused": refused, "robust": robust}
@@ -188,6 +194,7 @@ class Handout(unittest.TestCase):
         self.assertTrue(all(s["status"] == "not started" for s in bare["steps"]))
         status, shipped = self.runs["shipped"]
         self.assertEqual((status, shipped["passed"], shipped["failed"]), (0, len(STEPS), 0))
+        self.assertEqual(shipped["seed"], 0)        # the public cases' seed, not a fresh one no case drew from
         for step in shipped["steps"]:               # every public case, none hidden
             self.assertEqual(step["hidden"], [0, 0])
             self.assertEqual(step["public"][0], step["public"][1])
@@ -204,10 +211,11 @@ class Handout(unittest.TestCase):
 
     def test_a_handout_refuses_what_needs_the_reference(self):
         self.assertEqual(len(self.runs["refused"]), len(REFUSED))
-        for args, (status, stderr) in zip(REFUSED, self.runs["refused"]):
+        for (args, says), (status, stderr) in zip(REFUSED, self.runs["refused"]):
             with self.subTest(args=args):
                 self.assertEqual(status, 2)
                 self.assertIn("error:", stderr)
+                self.assertIn(says, stderr)
 
 
 class PublicCases(unittest.TestCase):

@@ -25,13 +25,48 @@ import shutil
 
 from ..expected import answers
 from ..language import i18n
-from ..language.i18n import N_, _
+from ..language.i18n import N_, _, ngettext
 from ..running.seal import HERE
 from ..running.toolcopy import copy_tools
 from ..steps import checks, tracks
-from ..verdict.grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade
+from ..verdict.grading import DEFAULT_MODULE, PUBLIC_CASES, PUBLIC_SEED, grade, public_end
 from ..verdict.results import Status
 from . import handout
+
+def check_options(parser, args):
+    """In a handout, the self-check's options: it grades the public cases of its track only,
+    and holds no reference.  A step outside the track, hidden cases (--cases), a seed (its
+    cases' is PUBLIC_SEED, in every run), a case past a step's public ones and the commands
+    that need the reference are usage errors, never dropped in silence."""
+    track = tracks.default_track()
+    outside = [n for n in args.only or [] if n not in track and n not in tracks.TRACKS["robustness"]]
+    if outside:
+        parser.error(ngettext("--steps: {steps} is not in this handout's track ({count} steps: see "
+                              "--list); its checks hold no answers for it",
+                              "--steps: {steps} are not in this handout's track ({count} steps: see "
+                              "--list); its checks hold no answers for them", len(outside)).format(
+                                  steps=_(", ").join(outside), count=len(track)))
+    if args.cases:
+        parser.error(_("this is a handout's self-check: it grades the public cases (the systematic "
+                       "ones and {random} random ones per step, from seed {seed}), so --cases must "
+                       "be 0; your teacher's run grades hidden ones").format(
+                           random=PUBLIC_CASES, seed=PUBLIC_SEED))
+    if args.seed is not None:
+        parser.error(_("this is a handout's self-check: its cases are the public ones, from seed {seed} "
+                       "in every run, so --seed has nothing to choose; your teacher's run draws the "
+                       "hidden ones from a seed of its own").format(seed=PUBLIC_SEED))
+    if args.case is not None and args.only:
+        st = tracks.BY_NAME[args.only[0]]
+        if args.case >= public_end(st):
+            parser.error(_("--case {case}: step {step}, {name}, has {count} public cases, 0 to {last}; "
+                           "the cases past them are hidden, graded by your teacher's run").format(
+                               case=args.case, step=st.number, name=st.name, count=public_end(st),
+                               last=public_end(st) - 1))
+    for option in ("autograder", "handout", "class_dir", "classroom"):
+        if getattr(args, option, None):
+            parser.error(_("{option} needs the reference, which a handout does not hold").format(
+                option=option.replace('class_dir', 'class').replace('_', '-').join(['--', ''])))
+
 
 # What a student reads first, in the language of the run that writes the handout.
 README = N_("""# The gqa lab
