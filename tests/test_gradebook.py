@@ -104,6 +104,24 @@ class ClassroomInTheLanguage(unittest.TestCase):
                 self.assertNotEqual(said[lang][1], said["en"][1])
                 self.assertEqual(said[lang][1], catalog.gettext(said["en"][1]))
 
+    def test_every_step_of_the_workflow_is_named_in_its_language(self):
+        # What a student sees in the Actions log: the checkout, the preparing step, each lab
+        # step and the reporter, not English around steps in Japanese.
+        from gqa_grader import cli
+        from gqa_grader.language import i18n
+        from gqa_grader.teacher import workflow
+        self.addCleanup(i18n.use, "en")
+        names = {}
+        for lang in i18n.LANGUAGES:
+            args = cli.parse_args(["--classroom", ".", "--lang", lang, "--steps", "1-2"])
+            steps = workflow.workflow(args)["jobs"]["run-autograding-tests"]["steps"]
+            names[lang] = [step["name"] for step in steps]
+        self.assertEqual(len(names["en"]), 5)                      # checkout, prepare, 2 steps, reporter
+        for lang in i18n.LANGUAGES[1:]:
+            for english, said in zip(names["en"], names[lang]):
+                with self.subTest(lang=lang, step=english):
+                    self.assertNotEqual(said, english)
+
 
 def rows_of(path):
     with open(path, newline="", encoding="utf-8-sig") as f:

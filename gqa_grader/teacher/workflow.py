@@ -109,8 +109,8 @@ def workflow(args):
     minutes = math.ceil(args.budget / 60) + 1
     graded = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
     gate = carried(args, args.given & {"timeout", "budget", "lang"}) + ["--cases", "0"]   # its limits
-    steps = [{"name": "Checkout code", "uses": "actions/checkout@v4"},
-             {"name": "Prepare the sealed grader, and import gqa.py once", "id": "prepare",
+    steps = [{"name": _("Checkout code"), "uses": "actions/checkout@v4"},
+             {"name": _("Prepare the sealed grader, and import gqa.py once"), "id": "prepare",
               "timeout-minutes": minutes, "continue-on-error": True,
               "run": PREPARE.replace("{options}", " ".join(gate))}]
     for st in graded:
@@ -121,7 +121,7 @@ def workflow(args):
                       "if": "env.GQA_IMPORTED == 'yes'",
                       "timeout-minutes": minutes, "continue-on-error": True,
                       "run": command + ' >> "$GITHUB_OUTPUT"'})
-    steps.append({"name": "Autograding Reporter", "if": "always()",   # whatever a step met
+    steps.append({"name": _("Autograding Reporter"), "if": "always()",   # whatever a step met
                   "uses": "classroom-resources/autograding-grading-reporter@v1",
                   "env": {f"STEP{st.number}_RESULTS": f"${{{{ steps.step{st.number}.outputs.result || "
                                                       f"'{_unfinished(st, args)}' }}}}" for st in graded},
