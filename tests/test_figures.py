@@ -439,6 +439,18 @@ class FromAStudentsModule(unittest.TestCase):
         row = table(part.body, "method", "g", "q0")[1][1]      # g = 4
         self.assertEqual(row[2:], ["0", "1", "2", "3", "0", "1", "2", "3"])
         self.assertEqual([f for f, _ in part.figures], ["grouping.svg"])
+        # ... and said as it is: its text named "query heads 0–4" for heads 0 and 4, and its
+        # caption "neighbouring query heads" under groups that are not.
+        desc = ET.fromstring(dict(part.figures)["grouping.svg"]).find(f"{SVG}desc").text
+        self.assertIn("GQA g = 4: query heads 0, 4 read key/value head 0, query heads 1, 5 read", desc)
+        self.assertIn("MHA g = 8: query heads 0 read key/value head 0", desc)
+        self.assertIn("MQA g = 1: query heads 0–7 read key/value head 0", desc)
+        self.assertNotIn("neighbouring", part.body)
+        self.assertIn("at g = 4, 2, the query heads that share a key/value head are not neighbours", part.body)
+        right = self.body(gqa.kv_head)
+        self.assertIn("groups of 1, 2, 4, 8 neighbouring query heads share one", right.body)
+        self.assertIn("GQA g = 4: query heads 0–1 read key/value head 0",
+                      ET.fromstring(dict(right.figures)["grouping.svg"]).find(f"{SVG}desc").text)
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Tuple
+from typing import Any, Dict, List, NamedTuple, Tuple
 
 from gqa_grader.language import i18n
 from gqa_grader.language.i18n import _
@@ -74,6 +74,19 @@ def _table_of_groups(cfg: Config, lab: Lab, h: int, ids: "Labels") -> str:
 GROUPING_HEADS = 8
 
 
+def _grouping_caption(h: int, gs: List[int], reads: Dict[int, List[int]]) -> str:
+    """The grouping figure's text: what it draws, and that groups are neighbours only where
+    the module's kv_head makes them so (a strided one's are drawn, and said, as they are)."""
+    apart = [g for g in gs if not draw.neighbours(reads[g])]
+    if not apart:
+        return _("For h = {h} query heads at g = {gs}: each query head joined to the key/value head it "
+                 "reads; groups of {sizes} neighbouring query heads share one").format(
+                     h=h, gs=", ".join(map(str, gs)), sizes=", ".join(str(h // g) for g in gs))
+    return _("For h = {h} query heads at g = {gs}: each query head joined to the key/value head it reads; "
+             "at g = {apart}, the query heads that share a key/value head are not neighbours").format(
+                 h=h, gs=", ".join(map(str, gs)), apart=", ".join(map(str, apart)))
+
+
 def grouping(lab: Lab) -> Tuple[str, Figures]:
     """The grouping at h = 8, g = 8, 4, 2, 1: a table of kv_head and its figure."""
     h = GROUPING_HEADS
@@ -92,10 +105,7 @@ def grouping(lab: Lab) -> Tuple[str, Figures]:
         markdown_table([_("method"), "g"] + [f"q{i}" for i in range(h)],
                        [(names[g], g) + tuple(reads[g]) for g in gs]),
         "",
-        figure_link("grouping.svg", _("For h = {h} query heads at g = {gs}: each query head joined to "
-                                      "the key/value head it reads; groups of {sizes} neighbouring "
-                                      "query heads share one").format(
-                        h=h, gs=", ".join(map(str, gs)), sizes=", ".join(str(h // g) for g in gs))),
+        figure_link("grouping.svg", _grouping_caption(h, gs, reads)),
         ""])
     return body, (("grouping.svg", svg),)
 

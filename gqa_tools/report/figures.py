@@ -15,14 +15,27 @@ of the report: a student's in theirs, the project's in English.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 from gqa_grader.language.i18n import _, ngettext, sentences
 from gqa_tools.svg import (BACKGROUND, MUTED, PALETTE, Axes, Figure, Style, Ticks, categories, nice_ticks, style,
                            text_width)
 
 def _ranges(heads: Sequence[int]) -> str:
-    return f"{heads[0]}–{heads[-1]}" if len(heads) > 1 else str(heads[0])
+    """Increasing heads as runs of neighbours: [0, 1, 2, 3] "0–3", [0, 4] "0, 4",
+    [0, 1, 4, 5] "0–1, 4–5" (a strided kv_head's groups are drawn as they are)."""
+    runs: List[List[int]] = []
+    for i in heads:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{run[0]}–{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def neighbours(heads: Sequence[int]) -> bool:
+    """Whether each key/value head's query heads (heads[i]: query head i's) are neighbours."""
+    return all("," not in _ranges([i for i, j in enumerate(heads) if j == kv]) for kv in set(heads))
 
 
 # Light fills of the first two colours, for the query heads of the grouping figure.
@@ -52,9 +65,10 @@ def grouping_figure(h: int, panels: Sequence[Tuple[str, int, Sequence[int]]]) ->
         top = 44 + (p // cols) * panel_h
         fig.add('<g class="panel">')
         fig.text(left + 4, top + 14, f"{name}, g = {g}", size=13, weight="bold", class_="caption")
-        fig.text(left + 4 + text_width(f"{name}, g = {g}", 13) + 6, top + 14,
-                 ngettext("{n} query head each", "{n} query heads each", h // g).format(n=h // g),
-                 colour=MUTED)
+        if len({heads.count(j) for j in range(g)}) == 1:              # as many for each, as drawn
+            each = heads.count(0)
+            fig.text(left + 4 + text_width(f"{name}, g = {g}", 13) + 6, top + 14,
+                     ngettext("{n} query head each", "{n} query heads each", each).format(n=each), colour=MUTED)
         q_y, kv_y = top + 24, top + 90
         centre = [left + pitch * (i + 0.5) for i in range(h)]
         kv_x = {j: sum(centre[i] for i in range(h) if heads[i] == j) / heads.count(j)
