@@ -366,6 +366,42 @@ class Watching(unittest.TestCase):
         self.assertEqual(report_lab.attempt(lambda: (_ for _ in ()).throw(hung)), report_lab.Missing(hung.why))
 
 
+class TheWriteUp(unittest.TestCase):
+    """Section 9 is the student's: running the report again writes the sections above anew and
+    keeps the answers as written (a rerun that --check suggested wiped them), and --check does
+    not call them a difference; read as Notepad saves it, a mark and CRLF."""
+
+    def finish(self, path, numbers, checking=False):
+        from gqa_tools.report import command
+        title = i18n._(report_sections.STUDENT_SECTIONS[-1][0])
+        parts = [report_sections.Part("", "# A report\n"), report_sections.Part("1. Numbers", numbers + "\n"),
+                 report_sections.Part(title, "The questions.\n\n*(your answer)*\n")]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = command.finish(path, parts, checking, "python -m gqa report", None)
+        with open(path, encoding="utf-8") as f:
+            return status, f.read(), err.getvalue()
+
+    def test_answers_are_kept_and_the_sections_above_written_anew(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "report.md")
+            status, first, err = self.finish(path, "| 1 |")
+            self.assertEqual((status, err), (0, ""))
+            answered = first.replace("*(your answer)*", "The cache shrinks by h/g; the scores do not.\n\nSee row 2.")
+            with open(path, "wb") as f:                                  # as Notepad saves it
+                f.write(b"\xef\xbb\xbf" + answered.replace("\n", "\r\n").encode("utf-8"))
+            status, again, err = self.finish(path, "| 2 |")
+            self.assertEqual(status, 0)
+            self.assertEqual(again, answered.replace("| 1 |", "| 2 |"))
+            self.assertIn("your write-up, section 9, is kept as you wrote it", err)
+            self.assertEqual(self.finish(path, "| 2 |", checking=True)[0], 0)
+            self.assertEqual(self.finish(path, "| 3 |", checking=True)[0], 1)      # the numbers still count
+            os.remove(path)
+            status, fresh, err = self.finish(path, "| 2 |")                  # nothing to keep: nothing said
+            self.assertEqual((status, err), (0, ""))
+            self.assertIn("*(your answer)*", fresh)
+
+
 @heavy
 class AStepThatHangs(unittest.TestCase):
     """A report of a module one of whose steps hangs: the sections that need the step name it,

@@ -97,8 +97,8 @@ Your lab report is written from your own gqa.py, in this folder:
 Both run your gqa.py as the self-check does, in a child process, and take every
 number from it: a part that needs a step you have not written yet names that step,
 and one that needs a step outside your track says so.
-Running report again writes report.md anew, its questions blank: write your
-answers in a copy, or give later runs another name with --out.
+Running report again writes report.md anew but for your answers (its last
+section), which it keeps as you wrote them.
 """)
 GIVEN = N_("""
 The steps outside your track that later steps may call are written for you

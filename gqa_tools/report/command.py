@@ -20,8 +20,8 @@ from gqa_tools.language import chosen_lang, speaking
 from gqa_tools.options import MAX_JOBS, add_int_options, given, int_options, progress_line
 from gqa_tools.referee import LAB, Handout, handout, module_missing
 from gqa_tools.report import measuring, sections
-from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, write_report,
-                                    write_target, why_not_write, wrote)
+from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, kept_write_up,
+                                    write_report, write_target, why_not_write, wrote)
 from gqa_tools.report.lab import Lab
 from gqa_tools.report.record import TRAINING_RECORD, recorded_training, write_training
 from gqa_tools.report.settings import LIMITS, OPTION_HELP, Config
@@ -188,8 +188,12 @@ def _near(path: str) -> str:
 def finish(path: str, parts: List[sections.Part], checking: bool, command: str, expected: Any,
            then: Optional[Callable[[], Any]] = None) -> int:
     """Write the report's parts to path (or --check them against it): its text and figures,
-    and then what then writes (section 8's training record), refused alike."""
+    and then what then writes (section 8's training record), refused alike.  A student's
+    write-up (the last section of their report) is kept as the file at path has it."""
     text = sections.assemble(parts, os.path.basename(figures_folder(path)))
+    kept = False
+    if parts and parts[-1].title == _(sections.STUDENT_SECTIONS[-1][0]):
+        text, kept = kept_write_up(path, text, parts[-1].title)
     try:
         figures = sections.figures_of(parts)
     except ValueError as err:
@@ -206,6 +210,10 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
         print("gqa report: " + _("cannot write {path}: {why}; nothing was changed").format(path=path, why=why),
               file=sys.stderr)
         return 2
+    if kept:
+        print("gqa report: " + _("{path}: your write-up, section {number}, is kept as you wrote it; the "
+                                 "sections above it are written anew").format(
+                                     path=path, number=parts[-1].title.split(".")[0]), file=sys.stderr)
     print(wrote(path, target, len(figures)))
     return 0
 

@@ -109,6 +109,26 @@ def differs(path: str, text: str) -> Optional[str]:
     return None
 
 
+def kept_write_up(path: str, text: str, heading: str) -> Tuple[str, bool]:
+    """(text, kept): text with the file at path's own part from its line "## heading" on
+    (kept True) when the file holds that line and its part differs from text's: a
+    student's write-up, their answers, is never written over, nor a difference for --check.
+    Else text as it is.  Read as an editor may have saved it (a byte-order mark, CRLF)."""
+    line = f"\n## {heading}\n"
+    at = text.find(line)
+    if at < 0:
+        return text, False
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            old = f.read()
+    except (OSError, UnicodeDecodeError):
+        return text, False
+    was = old.find(line)
+    if was < 0 or old[was:] == text[at:]:
+        return text, False
+    return text[:at] + old[was:].rstrip("\n") + "\n", True
+
+
 def _svg_files(folder: str) -> List[str]:
     try:
         return sorted(name for name in os.listdir(folder) if name.endswith(".svg"))

@@ -131,8 +131,8 @@ def section_write_up(cfg: Config, lab: Lab, m: Measured) -> str:
     return "\n".join([
         _("This section is yours: the code wrote the ones above from your module, and here you say, "
           "in your own words and from your own numbers, what they show. Write each answer under its "
-          "question and cite the rows you use. Running the command again writes this file anew, "
-          "with this section unfilled: answer in a copy, or give a later run another `--out`.") + "\n",
+          "question and cite the rows you use. Running the command again writes the sections above "
+          "anew and keeps this one as you wrote it.") + "\n",
         _("**1. What g changes, and what it does not.** From g = {h} (MHA) down to g = 1 (MQA), the "
           "KV cache of section 2 shrinks by a factor of h/g, while the multiplications of the scores "
           "and of the weighted sum in section 3 stay the same at every g. Why? Which terms does g "
