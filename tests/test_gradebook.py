@@ -243,10 +243,29 @@ class JapaneseClass(unittest.TestCase):
         self.assertIn("[4/4]", again.stderr)
 
     def one_student_regraded_and_a_gradebook_without_its_feedback_refused(self):
+        # The teacher's own column, added in a spreadsheet, and a name typed in where the roster
+        # has none: kept by every run (a regrade dropped them in silence).
+        with open(self.book, newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.reader(f))
+        at, name = rows[0].index("submission"), rows[0].index("name")
+        notes = {"bob.py": "再提出を待つ", "alice.py": "=よくできました"}
+        rows = [rows[0] + ["教師メモ"]] + [r + [notes.get(r[at], "")] for r in rows[1:]]
+        for r in rows[1:]:
+            if r[at] == "bin\\udce9.py":
+                r[name] = "佐藤 一郎"
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\r\n").writerows(rows)
+        with open(self.book, "wb") as f:
+            f.write(b"\xef\xbb\xbf" + out.getvalue().encode("utf-8"))
         again = self.run_class("--regrade", "s2")
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertIn("採点済みの提出物 3 件", again.stderr)
         self.assertIn("[1/1] s2:", again.stderr)
+        kept = rows_of(self.book)
+        self.assertEqual([kept[k]["教師メモ"] for k in ("bob.py", "alice.py", "carol.zip")],
+                         ["再提出を待つ", "'=よくできました", ""])      # a formula's first character kept as text
+        self.assertEqual(kept["bin\\udce9.py"]["name"], "佐藤 一郎")
+        self.assertEqual(kept["alice.py"]["name"], "山田 花子")             # the roster's, as before
         wrong = self.run_class("--regrade", "s9")
         self.assertEqual(wrong.returncode, 2)
         self.assertIn("--regrade s9", wrong.stderr)

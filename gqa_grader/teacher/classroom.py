@@ -40,6 +40,7 @@ from ..verdict.grading import GRADER_VERSION, SEALED_SEEDS, guessable
 from ..verdict.records import carried, options_of
 from ..verdict.results import STEP_STATUSES, Status, StepResult, points
 from . import copies, handout, ledger
+from .ledger import cell, escaped
 from .pool import Job, Server
 from .submissions import discover, given_steps
 
@@ -53,24 +54,6 @@ STATUSES = (N_("passed"), N_("failed"), N_("not started"), N_("not graded"))
 
 def short(text, cap):
     return text if len(text) <= cap else text[:cap - 3].rstrip() + "..."
-
-
-def cell(value):
-    """A gradebook cell that a spreadsheet shows as text and a terminal as it is: every
-    control character (TAB, CR, LF, ESC, DEL, C1), format character and byte of a name
-    that is not UTF-8 written as its escape (escaped: \\x1b, \\u202e, \\udcff), and one that would start a formula
-    (=, +, -, @: a file's name or a module's message can) with a ' before it.  The
-    gradebook quotes every cell (OWASP's advice on CSV injection)."""
-    text = escaped("" if value is None else str(value))
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
-
-
-def escaped(text):
-    """text with every character a terminal or a cell must not hold as it is written as
-    its escape (compare.clean_text, as for the worker's strings): the controls, a byte of
-    a name that is not UTF-8 (a lone surrogate), the format characters (a right-to-left
-    override that shows a name reversed) and the blanks that draw as nothing."""
-    return clean_text(text, newlines=False)
 
 
 def safe_name(key):
@@ -328,12 +311,16 @@ class Gradebook:
                 or [doc.get(k) for k in ("sha256", "grader", "options")] + [self._seed_of(sub)]
                 != [sha, GRADER_VERSION, options_of(self.args), self.args.seed]):
             return False
-        old = self.old.get(ledger.unquoted(cell(sub.key)), self.old.get(sub.key, {}))
+        old = self._old(sub.key)
         self.rows[sub.key] = self._row(sub, doc, self.graded.get(sub.key, {}).get("seconds", old.get("seconds", "")))
         self.graded[sub.key] = {"seed": self.args.seed, "seconds": self.rows[sub.key]["seconds"]}   # the record's
         self.reused += 1
         self._edited(sub, old)
         return True
+
+    def _old(self, key):
+        """The gradebook file's row of submission key, {} when it has none."""
+        return self.old.get(ledger.unquoted(cell(key)), self.old.get(key, {}))
 
     def _say_edited(self):
         """The kept rows whose points the gradebook's file said otherwise (_edited): said on
@@ -376,7 +363,7 @@ class Gradebook:
         document); with no record, its gradebook cell's, when the cell holds it exactly."""
         if self.record is not None:
             return self.graded.get(sub.key, {}).get("seed")
-        old = self.old.get(ledger.unquoted(cell(sub.key)), self.old.get(sub.key, {}))
+        old = self._old(sub.key)
         if ledger.exact_seed(old.get("seed")) is None and ledger.rounded_from(old.get("seed"), self.args.seed):
             return self.args.seed             # a spreadsheet's rounding of --seed's seed
         return ledger.exact_seed(old.get("seed"))
@@ -558,10 +545,11 @@ class Gradebook:
         record and the LMSs' exports beside it (ledger.py)."""
         import io
         text = io.StringIO()
-        writer = csv.DictWriter(text, self.columns(), extrasaction="ignore", lineterminator="\n",
+        extra = ledger.own_columns(self.old, self.columns())      # a teacher's notes: kept, never dropped
+        writer = csv.DictWriter(text, self.columns() + extra, extrasaction="ignore", lineterminator="\n",
                                 quoting=csv.QUOTE_ALL)
         writer.writeheader()
-        rows = [self.rows[key] for key in sorted(self.rows)]
+        rows = [ledger.with_own(self.rows[key], self._old(key), extra) for key in sorted(self.rows)]
         for row in rows:
             writer.writerow({k: cell(v) for k, v in row.items()})
         write_atomically(self.path, text.getvalue().encode("utf-8"))

@@ -34,6 +34,7 @@ import re
 
 from ..language.i18n import _
 from ..running.atomic import write_atomically
+from ..running.values import clean_text
 from .submissions import decoded
 
 RECORD_FORMAT = 1
@@ -73,6 +74,43 @@ def read_gradebook(path):
         if row.get("submission"):
             book[unquoted(row["submission"])] = row
     return book
+
+
+def cell(value):
+    """A gradebook cell that a spreadsheet shows as text and a terminal as it is: every
+    control character (TAB, CR, LF, ESC, DEL, C1), format character and byte of a name
+    that is not UTF-8 written as its escape (escaped: \\x1b, \\u202e, \\udcff), and one that would start a formula
+    (=, +, -, @: a file's name or a module's message can) with a ' before it.  The
+    gradebook quotes every cell (OWASP's advice on CSV injection)."""
+    text = escaped("" if value is None else str(value))
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def escaped(text):
+    """text with every character a terminal or a cell must not hold as it is written as
+    its escape (compare.clean_text, as for the worker's strings): the controls, a byte of
+    a name that is not UTF-8 (a lone surrogate), the format characters (a right-to-left
+    override that shows a name reversed) and the blanks that draw as nothing."""
+    return clean_text(text, newlines=False)
+
+
+def own_columns(book, ours):
+    """The columns of the gradebook's file (book: read_gradebook's) that are not the
+    grader's, in the file's order: a teacher's notes, a spreadsheet's.  Each run keeps them."""
+    seen = []
+    for row in book.values():
+        seen += [k for k in row if k and k not in ours and k not in seen]
+    return seen
+
+
+def with_own(row, old, extra):
+    """The gradebook's row: the grade's row, with the teacher's cells of the file's row (old)
+    kept: each of their own columns (extra), and a name typed in where the grader has none
+    (no roster gives it)."""
+    kept = dict(row, **{column: unquoted(old.get(column, "")) for column in extra})
+    if not kept.get("name") and old.get("name"):
+        kept["name"] = unquoted(old["name"])
+    return kept
 
 
 def unquoted(text):
@@ -174,7 +212,7 @@ def exported(rows):
 
 def write_exports(path, rows, cell):
     """STEM-canvas.csv and STEM-moodle.csv beside the gradebook at path, in the gradebook's
-    order.  cell() makes each value safe to open in a spreadsheet (classroom.cell)."""
+    order.  cell() makes each value safe to open in a spreadsheet."""
     marks = exported(rows)
     canvas = [(name or student, "", student, "", "", points) for student, name, points in marks]
     write_atomically(beside(path, "canvas.csv"), _csv(CANVAS_COLUMNS + (ASSIGNMENT,), canvas, cell))
