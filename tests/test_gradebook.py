@@ -79,6 +79,35 @@ class Reading(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp, True)
 
 
+class Resuming(unittest.TestCase):
+    """A class's record keeps the options it was graded with: a run that does not give one
+    takes the record's, as it takes its seed."""
+
+    def test_the_records_options_are_taken_where_none_is_given_and_said_where_one_differs(self):
+        from gqa_grader import cli
+        from gqa_grader.language import i18n
+        self.addCleanup(i18n.use, "en")
+        first = cli.parse_args(["--class", ".", "--gradebook", "g.csv", "--steps", "core", "--cases", "2",
+                                "--lang", "ja"])
+        record = {"seed": 5, "graded": {}, "options": ledger.recorded_options(first)}
+        record = json.loads(json.dumps(record))                    # as read back from the file
+        again = cli.parse_args(["--class", ".", "--gradebook", "g.csv", "--lang", "en"])
+        taken, differing = ledger.resume_options(again, record)
+        self.assertEqual((sorted(taken), differing), (["cases", "only"], ["lang"]))
+        self.assertEqual((again.only, again.cases, again.lang), (first.only, 2, "en"))
+        bare = cli.parse_args(["--class", ".", "--gradebook", "g.csv"])
+        self.assertEqual(sorted(ledger.resume_options(bare, record)[0]), ["cases", "lang", "only"])
+        self.assertEqual(i18n._("passed"), "合格")                  # the record's language, from here on
+        i18n.use("en")
+        for bad in ({"only": ["no_such_step"]}, {"cases": -1}, {"lang": "xx"}, {"timeout": "5"}, "options"):
+            with self.subTest(bad=bad):
+                run = cli.parse_args(["--class", ".", "--gradebook", "g.csv"])
+                options = dict(record["options"], **bad) if isinstance(bad, dict) else bad
+                taken, _differing = ledger.resume_options(run, dict(record, options=options))
+                self.assertFalse(set(taken) & (set(bad) if isinstance(bad, dict) else {"only", "cases", "lang"}))
+        self.assertEqual(ledger.resume_options(bare, None), ([], []))   # grader 4.3's record: none kept
+
+
 class ClassroomInTheLanguage(unittest.TestCase):
     """GitHub Classroom's result of a step that never wrote one: in the class's language."""
 
@@ -266,6 +295,14 @@ class JapaneseClass(unittest.TestCase):
                          ["再提出を待つ", "'=よくできました", ""])      # a formula's first character kept as text
         self.assertEqual(kept["bin\\udce9.py"]["name"], "佐藤 一郎")
         self.assertEqual(kept["alice.py"]["name"], "山田 花子")             # the roster's, as before
+        # Run again without --only, --cases and --lang: the record's, so nothing is graded again,
+        # in English and on every step (a rerun once regraded the whole class so, in two languages).
+        bare = self.private.run("--class", "subs", "--gradebook", "g.csv", "--roster", "roster.csv")
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        self.assertIn("記録にあるオプションで採点します: --cases 2 --steps valid_g,kv_head --lang ja", bare.stderr)
+        self.assertIn("採点済みの提出物 4 件", bare.stderr)
+        self.assertNotIn("[1/", bare.stderr)
+        self.assertEqual(rows_of(self.book), kept)
         wrong = self.run_class("--regrade", "s9")
         self.assertEqual(wrong.returncode, 2)
         self.assertIn("--regrade s9", wrong.stderr)

@@ -83,14 +83,14 @@ class Gradebook:
         stem = os.path.splitext(os.path.basename(self.path))[0]
         self.feedback = os.path.join(os.path.dirname(self.path), f"{stem}-feedback")
         self.jobs = args.jobs or os.cpu_count() or 1
+        self.record_path = ledger.beside(self.path, "class.json")
+        self.record = ledger.read_record(self.record_path)
+        self.resumed = ledger.resume_options(args, self.record)     # its steps, its language: as before
         self.steps = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
         self.weights = {st.name: float(args.weight_map.get(st.name, 1.0)) for st in self.steps}
-        self.record_path = ledger.beside(self.path, "class.json")
         self.old = ledger.read_gradebook(self.path)
-        self.record = ledger.read_record(self.record_path)
         self.graded = dict(self.record["graded"]) if self.record else {}
-        self.rows, self.stopped, self.reused, self.folders = {}, None, 0, {}
-        self.edited = []                        # kept rows whose points the file said otherwise
+        self.rows, self.stopped, self.reused, self.folders, self.edited = {}, None, 0, {}, []   # edited: _edited
 
     def run(self):
         beside = {self.path, self.feedback} | {ledger.beside(self.path, n) for n in ledger.BESIDE}
@@ -100,6 +100,7 @@ class Gradebook:
             print(_("grader: cannot grade the class: {why}").format(why=why), file=sys.stderr)
             return 2
         self._choose_seed()
+        self._say_resumed()
         self._roster_left(subs)
         made = not os.path.isdir(self.feedback)
         os.makedirs(self.feedback, exist_ok=True)
@@ -317,6 +318,17 @@ class Gradebook:
         self.reused += 1
         self._edited(sub, old)
         return True
+
+    def _say_resumed(self):
+        """What resume_options did: the record's options taken, or given otherwise."""
+        taken, differing = self.resumed
+        if taken:
+            self._say(_("note: the class is graded with its record's options, as its rows were: {options}").format(
+                options=" ".join(carried(self.args, set(taken))[:-2])))
+        if differing:
+            shown = ", ".join(f"--{d.replace('_', '-')} {self.record['options'][d]}" for d in differing)
+            self._say(_("note: the class's record graded its rows with {options}; those this run cannot keep "
+                        "are graded again").format(options=shown))
 
     def _old(self, key):
         """The gradebook file's row of submission key, {} when it has none."""
@@ -553,7 +565,8 @@ class Gradebook:
         for row in rows:
             writer.writerow({k: cell(v) for k, v in row.items()})
         write_atomically(self.path, text.getvalue().encode("utf-8"))
-        ledger.write_record(self.record_path, self.args.seed, GRADER_VERSION, self.graded)
+        ledger.write_record(self.record_path, self.args.seed, GRADER_VERSION, self.graded,
+                            ledger.recorded_options(self.args))
         ledger.write_exports(self.path, rows, cell)
 
     def _summary(self, total):

@@ -32,9 +32,11 @@ import json
 import os
 import re
 
-from ..language.i18n import _
+from ..language.i18n import LANGUAGES, _, use
 from ..running.atomic import write_atomically
 from ..running.values import clean_text
+from ..steps.tracks import BY_NAME
+from ..verdict.grading import MAX_CASES
 from .submissions import decoded
 
 RECORD_FORMAT = 1
@@ -185,10 +187,54 @@ def read_record(path):
     return doc
 
 
-def write_record(path, seed, grader, graded):
-    """The record, whole: json escapes a name's bytes that are not UTF-8 (\\udcff)."""
+# The options a class is graded with, beside its seed in the record: a run that does not
+# give one takes the record's (resumed), as it takes its seed.
+RESUMED = ("only", "cases", "timeout", "budget", "fail_fast", "all_or_nothing", "lang")
+
+
+def _valid(dest, value):
+    if dest == "only":
+        return value is None or isinstance(value, list) and bool(value) and all(n in BY_NAME for n in value)
+    if dest == "cases":
+        return type(value) is int and 0 <= value <= MAX_CASES
+    if dest in ("timeout", "budget"):
+        return type(value) in (int, float) and 0 < value < float("inf")
+    if dest == "lang":
+        return value in LANGUAGES
+    return type(value) is bool
+
+
+def recorded_options(args):
+    return {dest: list(args.only) if dest == "only" and args.only else getattr(args, dest, None)
+            for dest in RESUMED}
+
+
+def resume_options(args, record):
+    """Set on args each option of RESUMED that the command line did not give from the
+    record's (a class graded with --steps core --lang ja, run again without them, goes on
+    in its steps and its language; it was graded again whole, its new feedback in
+    English).  (taken, differing): the options taken, and those given otherwise than
+    the record's (its rows graded again; said)."""
+    kept = record.get("options") if record else None
+    if not isinstance(kept, dict):
+        return [], []
+    same = {d: kept[d] for d in RESUMED if d in kept and _valid(d, kept[d])}
+    taken = [d for d in same if d not in args.given and same[d] != recorded_options(args)[d]]
+    differing = [d for d in same if d in args.given and same[d] != recorded_options(args)[d]]
+    for dest in taken:
+        setattr(args, dest, same[dest])
+    if "lang" in taken:
+        use(args.lang)
+    return taken, differing
+
+
+def write_record(path, seed, grader, graded, options=None):
+    """The record, whole: json escapes a name's bytes that are not UTF-8 (\\udcff); options:
+    recorded_options of the run."""
     doc = {"format": RECORD_FORMAT, "seed": seed, "grader": grader,
            "graded": {k: graded[k] for k in sorted(graded)}}
+    if options is not None:
+        doc["options"] = options
     write_atomically(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode("utf-8"), 0o600)
 
 
