@@ -217,11 +217,15 @@ class JapaneseClass(unittest.TestCase):
         # The class's summary, on stdout and beside the gradebook, in Japanese.
         self.assertIn("全ステップ合格 3、一部不合格 1", run.stdout)
         with open(os.path.join(self.private.work, "g-statistics.txt"), encoding="utf-8") as f:
-            statistics = f.read()                    # what the run printed, its seed withheld
+            statistics = f.read()       # what the run printed, its seed withheld, no student named
         seed = rows["alice.py"]["seed"]
         self.assertIn(seed, run.stdout.splitlines()[0])
         self.assertNotIn(seed, statistics)
-        self.assertEqual(statistics, run.stdout.replace(seed, "(成績表に記載。ここには書きません)", 1))
+        said = run.stdout.replace(seed, "(成績表に記載。ここには書きません)", 1).splitlines(keepends=True)
+        self.assertEqual(statistics, "".join(line for line in said if not line.startswith("  採点していません: ")))
+        self.assertIn("  採点していません: s3: ", run.stdout)              # the teacher's own terminal names them
+        for who in {w for row in rows.values() for w in (row["student"], row["name"], row["submission"]) if w}:
+            self.assertNotIn(who, statistics)
         # bob's feedback: Japanese, the commands his own folder runs, no teacher's path, no seed.
         with open(os.path.join(self.private.work, "g-feedback", "bob.py", "report.txt"), encoding="utf-8") as f:
             feedback = f.read()

@@ -583,9 +583,9 @@ class Gradebook:
                       grader=GRADER_VERSION, passed=count[Status.PASSED], failed=count[Status.FAILED],
                       not_started=count[Status.NOT_STARTED], not_graded=len(rows) - len(graded))
         lines = [first.replace("\0", str(self.args.seed))]
-        lines += ["  " + _("not graded: {student}: {why}").format(student=escaped(r["student"]),
-                                                                   why=escaped(short(r["notes"], 100)))
-                  for r in rows if r["status"] == Status.NOT_GRADED]
+        named = ["  " + _("not graded: {student}: {why}").format(student=escaped(r["student"]),   # the teacher's
+                                                                 why=escaped(short(r["notes"], 100)))
+                 for r in rows if r["status"] == Status.NOT_GRADED]
         if graded:
             lines += ledger.pass_rates(graded, self.steps, self.weights)
             lines += ledger.histogram(graded, sum(self.weights.values()))
@@ -593,8 +593,8 @@ class Gradebook:
             lines.append(_("stopped by {signal}: {written} of {total} written; run the same command "
                            "again to grade the rest").format(signal=signal.Signals(self.stopped).name,
                                                              written=len(rows), total=total))
-        print("\n".join(lines))
-        # The statistics a teacher may show the class: the seed withheld (with it and the
-        # handout's checks, a student makes every hidden case again).
+        print("\n".join(lines[:1] + named + lines[1:]))
+        # The statistics a teacher may show the class: the seed withheld (with it and the handout's
+        # checks, a student makes every hidden case again), and no student named (why not graded).
         lines[0] = first.replace("\0", _("(in the gradebook, withheld here)"))
         write_atomically(ledger.beside(self.path, "statistics.txt"), ("\n".join(lines) + "\n").encode("utf-8"))
