@@ -593,8 +593,8 @@ class Gradebook:
             lines.append(_("stopped by {signal}: {written} of {total} written; run the same command "
                            "again to grade the rest").format(signal=signal.Signals(self.stopped).name,
                                                              written=len(rows), total=total))
-        print("\n".join(lines[:1] + named + lines[1:]))
-        # The statistics a teacher may show the class: the seed withheld (with it and the handout's
-        # checks, a student makes every hidden case again), and no student named (why not graded).
+        said = "\n".join(lines[:1] + named + lines[1:])
+        # Written first (`| head` may end the print), for the class: the seed withheld, no one named.
         lines[0] = first.replace("\0", _("(in the gradebook, withheld here)"))
         write_atomically(ledger.beside(self.path, "statistics.txt"), ("\n".join(lines) + "\n").encode("utf-8"))
+        print(said)
