@@ -7,6 +7,7 @@ import json
 import math
 import os
 import random
+import shlex
 import signal
 import sys
 import threading
@@ -406,7 +407,7 @@ def _write_handout(args, documents):
         if documents:
             emit({"grader": GRADER_VERSION, what: path})
         else:
-            print(then.format(path=path, command=f"python grader.py --module {path}{_track_words(args)}"
+            print(then.format(path=path, command=f"python grader.py --module {shlex.quote(path)}{_track_words(args)}"
                                                  f"{lang_option()}"))
         return 0
     return None

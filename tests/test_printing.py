@@ -61,6 +61,29 @@ class Repeat(unittest.TestCase):
                                        "--case 6 --show --lang ko")       # a teacher's own run: the grader it ran
 
 
+class PastedWhole(unittest.TestCase):
+    """A path with a space (a folder named "課題 1") in a command to paste: one word in a shell."""
+
+    def test_the_module_and_the_grader_are_each_one_word(self):
+        import shlex
+        with tempfile.TemporaryDirectory() as top:
+            copy, here = os.path.join(top, "my grader"), os.path.join(top, "a", "b", "c")
+            os.makedirs(copy)
+            os.makedirs(here)
+            open(os.path.join(copy, "grader.py"), "w").close()
+            before = os.getcwd()
+            os.chdir(here)
+            try:
+                with mock.patch.object(printing, "HERE", copy):
+                    said = printing.reproduce(cli.parse_args(["--module", "../課題 1/gqa.py", "--only", "3"]),
+                                              "kv_head", 6)
+            finally:
+                os.chdir(before)
+        words = shlex.split(said)
+        self.assertEqual(words[:4], ["python", os.path.join(copy, "grader.py"), "--module", "../課題 1/gqa.py"])
+        self.assertEqual(words[4:], ["--only", "kv_head", "--case", "6", "--show"])
+
+
 class OneCase(unittest.TestCase):
     """The points line of a run of one case (--case N)."""
 

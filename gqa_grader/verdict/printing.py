@@ -3,6 +3,7 @@ command that repeats a run, a step or a case (`python grader.py`'s text report).
 """
 
 import os
+import shlex
 import sys
 
 from ..language.i18n import _, ljust, ngettext, width
@@ -23,7 +24,7 @@ def grader_command():
         rel = os.path.relpath(script)
     except ValueError:                   # another drive (Windows)
         rel = script
-    return f"python {script if rel.startswith(os.pardir + os.sep + os.pardir) else rel}"
+    return f"python {shlex.quote(script if rel.startswith(os.pardir + os.sep + os.pardir) else rel)}"
 
 
 def _folder_shown(folder):
@@ -56,7 +57,7 @@ def reproduce(args, name=None, case=None):
     student = getattr(args, "withhold_hidden", False) or getattr(args, "format", None) == "classroom"
     parts = ["python grader.py" if student else grader_command()]
     if not student and getattr(args, "module_given", args.module != DEFAULT_MODULE):
-        parts.append(f"--module {args.module}")
+        parts.append(f"--module {shlex.quote(args.module)}")    # a path with a space pastes whole
     step = BY_NAME.get(name)
     public = case is not None and step is not None and case < public_end(step)
     if not public and args.cases:                   # a public case needs no seed

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import sys
 import threading
@@ -268,7 +269,7 @@ def _warned(header: Part, failed: Sequence[str], module: str) -> Part:
     note = _("*The grader does not pass {steps} of {module} yet: a number below that comes from "
              "them may be wrong (see where with: {command}).*").format(
                  steps=_("; ").join(failed), module=module,
-                 command=f"python grader.py --module {module}{i18n.lang_option()}")
+                 command=f"python grader.py --module {shlex.quote(module)}{i18n.lang_option()}")
     return header._replace(body=header.body.rstrip("\n") + "\n\n" + note + "\n")
 
 
@@ -282,4 +283,5 @@ def section_8_trains(path: str, needs: Graded, say: Callable[[str], None]) -> st
         return ""
     return _("section 8 trains with the module's own steps once the grader passes them; not yet: "
              "{steps} (grade them with: {command})").format(
-                 steps="; ".join(needs.failing), command=f"python grader.py --module {path}{i18n.lang_option()}")
+                 steps="; ".join(needs.failing),
+                 command=f"python grader.py --module {shlex.quote(path)}{i18n.lang_option()}")

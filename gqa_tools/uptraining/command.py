@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from typing import Any, Sequence
 
@@ -60,7 +61,8 @@ def run_module(path: str, recipe: Recipe, note: Any = lambda text: None) -> Any:
     if failing:
         raise ValueError(_("--module {path}: training needs steps that the grader does not pass yet: {steps} "
                            "(grade them with: {command})").format(
-            path=path, steps="; ".join(failing), command=f"python grader.py --module {path}{i18n.lang_option()}"))
+            path=path, steps="; ".join(failing),
+            command=f"python grader.py --module {shlex.quote(path)}{i18n.lang_option()}"))
     note("gqa uptrain: " + _("the steps pass; training with {path}'s steps in the grader's worker (no "
                              "progress is shown until it ends)").format(path=path))
     result = None
