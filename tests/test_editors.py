@@ -155,6 +155,9 @@ class Variants(unittest.TestCase):
             self.assertIsNone(submissions.examine(folder.write("utf16", notepad(SOURCE[:200]))))
             self.assertIsNone(submissions.examine(folder.write("bom", bom(SOURCE[:200]))))
             self.assertIn("binary", submissions.examine(folder.write("bin", b"\x7fELF\x02\x01\x00" * 9)))
+            for empty in (b"", BOM + b"\r\n", b"\n" * 8000):        # an upload that holds nothing: said so,
+                self.assertIn("an empty file", submissions.examine(folder.write(f"e{len(empty)}", empty)))
+            self.assertIsNone(submissions.examine(folder.write("late", b"\n" * 9000 + b"x = 1\n")))  # not 14 failures
         self.assertEqual(runnable(notepad(SOURCE)), crlf(SOURCE))      # the text, as UTF-8
 
     def test_a_handouts_gqa_py_saved_with_a_mark_makes_the_tools_lab(self):

@@ -127,6 +127,8 @@ def examine(path):
         return None                 # text saved as UTF-16 (Notepad's "Unicode"): graded as its text
     if b"\0" in head:
         return _("a binary file, not Python source")
+    if len(head) < 8192 and not head.strip(b" \t\r\n\f\xef\xbb\xbf"):      # read whole: blanks at most
+        return _("an empty file: there is no code in it to grade")
     return None
 
 
