@@ -117,12 +117,13 @@ def _parser():
         help=_("the gqa.py to grade (default: ./gqa.py if this folder has one, else the one "
                "beside grader.py)"))
     add("--seed", type=int, default=None,
-        help=_("the seed of the random cases (default: a fresh one, printed)"))
+        help=_("not in a handout: its cases are the public ones, from seed {seed} in every run").format(
+            seed=PUBLIC_SEED) if HANDOUT else _("the seed of the random cases (default: a fresh one, printed)"))
     cases = 0 if HANDOUT else DEFAULT_CASES         # a handout's self-check: its public cases alone
     add("--cases", type=int, default=cases, metavar="K",
-        help=_("random cases per step, after the systematic ones: 0 to {most} "
-               "(default {default}; every step has systematic cases too)").format(
-                   most=f"{MAX_CASES:,}", default=cases))
+        help=_("0 in a handout: its hidden cases are your teacher's run's") if HANDOUT else
+        _("random cases per step, after the systematic ones: 0 to {most} "
+          "(default {default}; every step has systematic cases too)").format(most=f"{MAX_CASES:,}", default=cases))
     add("--steps", "--only", dest="only", default=None, metavar="STEPS",
         help=_("grade these steps: numbers (3), ranges (1-8), names (kv_head) and tracks "
                "(core: the handout's lab; all: the lab's {number} steps; robustness: the rules beyond "

@@ -127,8 +127,9 @@ class Handout(unittest.TestCase):
                 refused = list(pool.map(lambda a: refused_in(handout, *[w.format(dir=folder) for w in a[0]]),
                                         REFUSED))
             robust = grade_in(handout, os.path.join(ROOT, "gqa.py"), steps="robustness")
+            helped = run_grader("--help", grader=os.path.join(handout, "grader.py"), cwd=handout).stdout
             return {"texts": texts, "source": source, "bare": graded[0], "shipped": graded[1],
-                    "wrong": graded[2:], "refused": refused, "robust": robust}
+                    "wrong": graded[2:], "refused": refused, "robust": robust, "help": helped}
         finally:
             shutil.rmtree(folder)
 
@@ -208,6 +209,13 @@ class Handout(unittest.TestCase):
                 self.assertIn(name, failed)
                 self.assertNotIn("not a public case", failed[name]["message"])
                 self.assertEqual(failed[name].get("mistake"), mistake, failed[name]["message"])
+
+    def test_its_help_says_what_a_handout_takes_of_the_seed_and_the_cases(self):
+        # It offered "a fresh seed" and "0 to 1,000" cases, and took neither.
+        helped = " ".join(self.runs["help"].split())
+        self.assertIn("--seed SEED not in a handout: its cases are the public ones, from seed 0 in every run", helped)
+        self.assertIn("--cases K 0 in a handout: its hidden cases are your teacher's run's", helped)
+        self.assertNotIn("a fresh one", helped)
 
     def test_a_handout_refuses_what_needs_the_reference(self):
         self.assertEqual(len(self.runs["refused"]), len(REFUSED))
