@@ -67,10 +67,10 @@ def public(fn, owner):
 
 
 def grade_in(handout, module, *args, steps=",".join(STEPS)):
-    """The handout's own grader on module (its starter when None): [exit status, document]."""
+    """The handout's own grader on module (its starter when None): [exit status, document, stderr]."""
     run = run_grader("--json", "--only", steps, *args, *(["--module", module] if module else []),
                      grader=os.path.join(handout, "grader.py"), cwd=handout)
-    return [run.returncode, json.loads(run.stdout)]
+    return [run.returncode, json.loads(run.stdout), run.stderr]
 
 
 def refused_in(handout, *args):
@@ -84,11 +84,10 @@ def refused_in(handout, *args):
 WRONG = (("kv_head", "_kv_head", "return query_head // group", "return query_head % g", "strided"),
          ("fold_kv_mean", "_mean", "def _mean(vals: tuple, n: int) -> float:\n",
           "def _mean(vals: tuple, n: int) -> float:\n    n = n + 1\n", None))
-# What it refuses (never drops in silence): (the arguments, what the refusal says).  Its cases'
-# seed is the public one in every run (--seed was once dropped, and --json showed a fresh
-# one); a case past a step's public ones has no answer here (--case 999 was a failed case).
+# What it refuses (never drops in silence): (the arguments, what the refusal says); a case
+# past a step's public ones has no answer here (--case 999 was a failed case).
 REFUSED = ((["--cases", "3"], "--cases must be 0"), (["--autograder", "{dir}"], "needs the reference"),
-           (["--handout", "{dir}"], "needs the reference"), (["--seed", "5"], "--seed has nothing to choose"),
+           (["--handout", "{dir}"], "needs the reference"),
            (["--only", "kv_head", "--case", "999"], "--case 999: step 3, kv_head, has"))
 
 
@@ -128,8 +127,11 @@ class Handout(unittest.TestCase):
                                         REFUSED))
             robust = grade_in(handout, os.path.join(ROOT, "gqa.py"), steps="robustness")
             helped = run_grader("--help", grader=os.path.join(handout, "grader.py"), cwd=handout).stdout
+            # Its cases' seed is the public one in every run: a --seed (GitHub Classroom's workflow
+            # gives one) is said unused, where it was dropped in silence and --json showed a fresh one.
+            seeded = grade_in(handout, os.path.join(ROOT, "gqa.py"), "--seed", "5", steps="valid_g")
             return {"texts": texts, "source": source, "bare": graded[0], "shipped": graded[1],
-                    "wrong": graded[2:], "refused": refused, "robust": robust, "help": helped}
+                    "wrong": graded[2:], "refused": refused, "robust": robust, "help": helped, "seeded": seeded}
         finally:
             shutil.rmtree(folder)
 
@@ -140,7 +142,7 @@ class Handout(unittest.TestCase):
 
     def test_its_robustness_check_passes_the_shipped_lab(self):
         # The extremes compare answers: the handout holds the public ones of its track's functions.
-        status, doc = self.runs["robust"]
+        status, doc, _err = self.runs["robust"]
         self.assertEqual(status, 0, doc)
         self.assertEqual([(r["name"], r["status"]) for r in doc["steps"]],
                          [("types", "passed"), ("refusals", "passed"), ("extremes", "passed")])
@@ -190,10 +192,10 @@ class Handout(unittest.TestCase):
                 self.assertEqual(sorted(line for line in solution if line in text), [])
 
     def test_it_fails_the_bare_starter_and_passes_the_shipped_lab(self):
-        status, bare = self.runs["bare"]
+        status, bare, _err = self.runs["bare"]
         self.assertEqual((status, bare["passed"]), (1, 0))
         self.assertTrue(all(s["status"] == "not started" for s in bare["steps"]))
-        status, shipped = self.runs["shipped"]
+        status, shipped, _err = self.runs["shipped"]
         self.assertEqual((status, shipped["passed"], shipped["failed"]), (0, len(STEPS), 0))
         self.assertEqual(shipped["seed"], 0)        # the public cases' seed, not a fresh one no case drew from
         for step in shipped["steps"]:               # every public case, none hidden
@@ -203,7 +205,7 @@ class Handout(unittest.TestCase):
     def test_a_wrong_module_fails_its_step_as_it_does_in_the_teachers_run(self):
         # ... and names the misconception as the teacher's run does: each wrong function's
         # answer recorded beside the reference's.
-        for (name, _where, _old, _new, mistake), (_, doc) in zip(WRONG, self.runs["wrong"]):
+        for (name, _where, _old, _new, mistake), (_, doc, _err) in zip(WRONG, self.runs["wrong"]):
             with self.subTest(step=name):
                 failed = {s["name"]: s for s in doc["steps"] if s["status"] != "passed"}
                 self.assertIn(name, failed)
@@ -216,6 +218,11 @@ class Handout(unittest.TestCase):
         self.assertIn("--seed SEED not in a handout: its cases are the public ones, from seed 0 in every run", helped)
         self.assertIn("--cases K 0 in a handout: its hidden cases are your teacher's run's", helped)
         self.assertNotIn("a fresh one", helped)
+
+    def test_a_seed_given_is_said_unused_and_its_cases_are_the_public_seeds(self):
+        status, doc, err = self.runs["seeded"]
+        self.assertEqual((status, doc["seed"], doc["passed"]), (0, 0, 1))
+        self.assertIn("grader: note: this is a handout's self-check: its cases are the public ones, from seed 0", err)
 
     def test_a_handout_refuses_what_needs_the_reference(self):
         self.assertEqual(len(self.runs["refused"]), len(REFUSED))

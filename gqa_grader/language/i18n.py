@@ -44,19 +44,22 @@ ENVIRONMENT = ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG")
 class Language(NamedTuple):
     """A language a student reads: its code (--lang's value, and its catalogs' folder
     locale/<code>/), its name in its own words, what else a student may type for it
-    (--lang kr is refused naming ko), and the folder of its catalogs."""
+    (--lang kr is refused naming ko), the folder of its catalogs, and the encoding its
+    students' editors save in when they do not save UTF-8 (Windows' own for it: a module
+    that is not UTF-8 is read so, seal.runnable)."""
     code: str
     name: str
     typed: tuple = ()
     locale: str = LOCALE
+    legacy: str = "cp1252"
 
 
 # The languages, one line each; English, the message ids' own, first.  A new language is
 # its catalogs (locale/<code>/LC_MESSAGES/gqa.po and starter.po) and its line here.
 REGISTRY = [
     Language("en", "English", ("eng", "english")),
-    Language("ja", "日本語", ("jp", "jpn", "japanese")),
-    Language("ko", "한국어", ("kr", "kor", "korean")),
+    Language("ja", "日本語", ("jp", "jpn", "japanese"), legacy="cp932"),     # Shift_JIS, as Windows saves it
+    Language("ko", "한국어", ("kr", "kor", "korean"), legacy="cp949"),       # EUC-KR, as Windows saves it
 ]
 LANGUAGES = [language.code for language in REGISTRY]       # the codes, in the registry's order
 

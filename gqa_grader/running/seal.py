@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 
+from ..language import i18n
 from ..language.i18n import _
 from .cleanup import FolderSearch, clean, remove_keys, remove_tree
 from .failures import Refused
@@ -91,9 +92,12 @@ def runnable(source):
     says UTF-8; a byte-order mark says UTF-8 too): a comment typed in an editor that saves
     Windows' cp1252 or Latin-1, which Python refuses as a script and reads no line of in
     a traceback.  Text saved as UTF-16 with its byte-order mark (Windows Notepad's
-    "Unicode") is the same text written as UTF-8.  Otherwise the same text read as cp1252 (as Latin-1 for the five bytes cp1252
-    leaves out) and written as UTF-8, the mark kept.  What was graded is still recorded as
-    the student's bytes (records.sha256_of)."""
+    "Unicode") is the same text written as UTF-8.  Otherwise the same text read in the
+    run's language's legacy encoding (a Japanese class's Shift_JIS, cp932; a Korean one's
+    cp949) where it reads so, else as cp1252 (as Latin-1 for the five bytes cp1252 leaves
+    out), and written as UTF-8, the mark kept.  (Read as cp1252, a kanji's second byte
+    0x5C, a backslash there, swallowed the quote after it: a syntax error Python never
+    saw.)  What was graded is still recorded as the student's bytes (records.sha256_of)."""
     import codecs
     if source.startswith((b"\xff\xfe", b"\xfe\xff")):     # UTF-16 with its mark (Notepad's "Unicode")
         try:
@@ -115,6 +119,12 @@ def runnable(source):
         return source
     except UnicodeDecodeError:
         pass
+    legacy = i18n.registered(i18n.language()).legacy
+    if legacy != "cp1252":
+        try:
+            return bom + body.decode(legacy).encode("utf-8")
+        except UnicodeDecodeError:
+            pass
     cp1252 = {}
     for byte in range(0x80, 0xa0):
         try:
