@@ -46,7 +46,7 @@ class Language(NamedTuple):
     locale/<code>/), its name in its own words, what else a student may type for it
     (--lang kr is refused naming ko), the folder of its catalogs, and the encoding its
     students' editors save in when they do not save UTF-8 (Windows' own for it: a module
-    that is not UTF-8 is read so, seal.runnable)."""
+    that is not UTF-8 is read in the first of these that reads it, seal.runnable)."""
     code: str
     name: str
     typed: tuple = ()

@@ -93,11 +93,13 @@ def runnable(source):
     Windows' cp1252 or Latin-1, which Python refuses as a script and reads no line of in
     a traceback.  Text saved as UTF-16 with its byte-order mark (Windows Notepad's
     "Unicode") is the same text written as UTF-8.  Otherwise the same text read in the
-    run's language's legacy encoding (a Japanese class's Shift_JIS, cp932; a Korean one's
-    cp949) where it reads so, else as cp1252 (as Latin-1 for the five bytes cp1252 leaves
-    out), and written as UTF-8, the mark kept.  (Read as cp1252, a kanji's second byte
-    0x5C, a backslash there, swallowed the quote after it: a syntax error Python never
-    saw.)  What was graded is still recorded as the student's bytes (records.sha256_of)."""
+    first of the languages' Windows encodings, in the registry's order, that reads it
+    (Japanese's Shift_JIS, cp932; Korean's cp949), else as cp1252 (as Latin-1 for the five
+    bytes cp1252 leaves out), and written as UTF-8, the mark kept: whatever the run's
+    language, so that a file scores the same in every teacher's run.  (Read as cp1252, a
+    kanji's second byte 0x5C, a backslash there, swallowed the quote after it: a syntax
+    error Python never saw.)  What was graded is still recorded as the student's bytes
+    (records.sha256_of)."""
     import codecs
     if source.startswith((b"\xff\xfe", b"\xfe\xff")):     # UTF-16 with its mark (Notepad's "Unicode")
         try:
@@ -119,10 +121,9 @@ def runnable(source):
         return source
     except UnicodeDecodeError:
         pass
-    legacy = i18n.registered(i18n.language()).legacy
-    if legacy != "cp1252":
+    for language in i18n.REGISTRY[1:]:               # English's, cp1252, reads any bytes: last
         try:
-            return bom + body.decode(legacy).encode("utf-8")
+            return bom + body.decode(language.legacy).encode("utf-8")
         except UnicodeDecodeError:
             pass
     cp1252 = {}
