@@ -121,9 +121,11 @@ def runnable(source):
         return source
     except UnicodeDecodeError:
         pass
-    for language in i18n.REGISTRY[1:]:               # English's, cp1252, reads any bytes: last
+    for legacy in dict.fromkeys(language.legacy for language in i18n.REGISTRY):
+        if legacy == "cp1252":
+            continue                                  # English's, which reads any bytes: last
         try:
-            return bom + body.decode(language.legacy).encode("utf-8")
+            return bom + body.decode(legacy).encode("utf-8")
         except UnicodeDecodeError:
             pass
     cp1252 = {}
