@@ -396,6 +396,11 @@ class TheWriteUp(unittest.TestCase):
             self.assertIn("your write-up, section 9, is kept as you wrote it", err)
             self.assertEqual(self.finish(path, "| 2 |", checking=True)[0], 0)
             self.assertEqual(self.finish(path, "| 3 |", checking=True)[0], 1)      # the numbers still count
+            with open(path, "w", encoding="utf-8") as f:                   # written in another language
+                f.write(answered.replace("## 9. ", "## 9. 여러분의 글: "))
+            rewritten = self.finish(path, "| 2 |")[1]
+            self.assertIn("9. 여러분의 글: ", rewritten)                           # its answers still there
+            self.assertIn("The cache shrinks by h/g; the scores do not.", rewritten)
             os.remove(path)
             status, fresh, err = self.finish(path, "| 2 |")                  # nothing to keep: nothing said
             self.assertEqual((status, err), (0, ""))

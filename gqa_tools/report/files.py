@@ -110,12 +110,12 @@ def differs(path: str, text: str) -> Optional[str]:
 
 
 def kept_write_up(path: str, text: str, heading: str) -> Tuple[str, bool]:
-    """(text, kept): text with the file at path's own part from its line "## heading" on
-    (kept True) when the file holds that line and its part differs from text's: a
-    student's write-up, their answers, is never written over, nor a difference for --check.
-    Else text as it is.  Read as an editor may have saved it (a byte-order mark, CRLF)."""
-    line = f"\n## {heading}\n"
-    at = text.find(line)
+    """(text, kept): text with the file at path's own part from its section of heading's
+    number on ("## 9. ...", in whatever language it was written) (kept True) when the file
+    holds one and its part differs from text's: a student's write-up, their answers, is
+    never written over, nor a difference for --check.  Else text as it is.  Read as an
+    editor may have saved it (a byte-order mark, CRLF)."""
+    at = text.find(f"\n## {heading}\n")
     if at < 0:
         return text, False
     try:
@@ -123,7 +123,7 @@ def kept_write_up(path: str, text: str, heading: str) -> Tuple[str, bool]:
             old = f.read()
     except (OSError, UnicodeDecodeError):
         return text, False
-    was = old.find(line)
+    was = old.find(f"\n## {heading.split(' ')[0]} ")
     if was < 0 or old[was:] == text[at:]:
         return text, False
     return text[:at] + old[was:].rstrip("\n") + "\n", True
