@@ -15,8 +15,8 @@ import time
 
 from .expected.answers import HANDOUT
 from .expected.compare import ABS_TOL, REL_TOL
-from .language.i18n import (LANGUAGES, N_, _, default as i18n_default, help_wrapped, how_to_change,
-                            lang_option, lang_values, listed, meant_lang, ngettext, use)
+from .language.i18n import (LANGUAGES, N_, _, default as i18n_default, default_said, help_wrapped,
+                            how_to_change, lang_option, lang_values, listed, meant_lang, ngettext, use)
 from .running.atomic import write_atomically
 from .running.failures import Refused
 from .running.process import DEFAULT_TIMEOUT
@@ -161,8 +161,8 @@ def _parser():
 def _run_options(add):
     """The options of the language, the teacher's runs and the files the grader writes."""
     add("--lang", choices=LANGUAGES, default=None,
-        help=_("the language of what the grader prints: {languages}; default: the environment's "
-               "(LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en").format(languages=listed()))
+        help=_("the language of what the grader prints: {languages}; {default}").format(
+            languages=listed(), default=default_said(handout_lang())))
     add("-v", "--verbose", action="store_true", help=_("also print the wall time"))
     add("--starter", metavar="DIR", help=_("write a starter gqa.py for students into DIR and exit"))
     add("--sealed", action="store_true",

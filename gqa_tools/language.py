@@ -31,6 +31,12 @@ def default_lang() -> str:
     return i18n.default(found.lang if found else None)
 
 
+def default_said() -> str:
+    """--help's words for default_lang(): a handout's not made in English, else the environment's."""
+    found = handout()
+    return i18n.default_said(found.lang if found else None)
+
+
 @contextlib.contextmanager
 def speaking(lang: str) -> Iterator[None]:
     """Within the block, every message in lang, argparse's own words ("usage: ", "error: ")

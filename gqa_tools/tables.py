@@ -24,7 +24,7 @@ import gqa
 from gqa_grader.language import i18n
 from gqa_grader.language.i18n import _
 from gqa_tools.counts import block_bars, block_markdown, block_rows, cache_markdown, multiplies_markdown
-from gqa_tools.language import chosen_lang, speaking
+from gqa_tools.language import chosen_lang, default_said, speaking
 from gqa_tools.referee import LAB, PROJECT, handout, module_missing, sealed
 
 if TYPE_CHECKING:                       # the sizer, imported when a config.json is read (sizes)
@@ -61,8 +61,8 @@ def make_parser() -> argparse.ArgumentParser:
         help=_("compute with this gqa.py (a student's) instead of the project's (in a handout: "
                "instead of the one in its folder)"))
     add("--lang", choices=i18n.LANGUAGES, default=None,
-        help=_("the language of what the command prints: {languages}; default: the "
-               "environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en").format(languages=i18n.listed()))
+        help=_("the language of what the command prints: {languages}; {default}").format(
+            languages=i18n.listed(), default=default_said()))
     return parser
 
 

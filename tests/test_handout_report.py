@@ -136,7 +136,9 @@ class HandoutReport(unittest.TestCase):
                 handout = os.path.join(folder, lang)
                 made = run_grader("--handout", handout, "--steps", "core", "--lang", lang, cwd=folder, timeout=300)
                 assert made.returncode == 0, made.stderr
-                got = done[lang] = {"texts": texts_of(handout), "main": run_in(handout, "gqa.py")}
+                got = done[lang] = {"texts": texts_of(handout), "main": run_in(handout, "gqa.py"),
+                                    "help": [run_in(handout, *argv, LANG="en_US.UTF-8")[1] for argv in
+                                             (["grader.py", "--help"], ["-m", "gqa", "report", "--help"])]}
                 if lang == "ja":                                     # the bare starter's report
                     got["bare"] = run_in(handout, "-m", "gqa", "report", *ARGS)
                     got["bare_report"] = text_of(os.path.join(handout, "report.md"))
@@ -186,6 +188,16 @@ class HandoutReport(unittest.TestCase):
             i18n.use("en")
         self.assertEqual(out, wrote.format(path="report.md", count=count, folder="report-figures") + "\n")
         return self.runs[lang]["report"]
+
+    def test_the_help_names_the_handouts_language_as_the_default_whatever_the_terminals(self):
+        # It said "the environment's, else en", where a Japanese handout speaks Japanese in an
+        # en_US terminal.
+        from gqa_grader.language.i18n import registered
+        for lang in LANGS:
+            said = self.in_lang(lang, "default: this handout's, {name}", name=registered(lang).name)
+            for helped in self.runs[lang]["help"]:
+                with self.subTest(lang=lang):
+                    self.assertIn("".join(said.split()), "".join(helped.split()))     # wrapped anywhere
 
     def test_the_report_is_the_handouts_sections_in_its_language_without_section_8(self):
         from gqa_tools.report.sections import STUDENT_SECTIONS

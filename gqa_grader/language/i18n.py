@@ -129,6 +129,14 @@ def default(handout=None, environ=None):
     return from_environment(environ) or handout or "en"
 
 
+def default_said(handout=None):
+    """--help's words for the language when no --lang names one (default()): a handout's
+    in a handout made in another language than English, else the environment's."""
+    if handout in LANGUAGES and handout != "en":
+        return _("default: this handout's, {name}").format(name=registered(handout).name)
+    return _("default: the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else en")
+
+
 def use(lang):
     """Make lang (one of LANGUAGES: "en", "ja", "ko") the language of every message from now on."""
     if lang not in LANGUAGES:

@@ -16,7 +16,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 import gqa
 from gqa_grader.language import i18n
 from gqa_grader.language.i18n import _
-from gqa_tools.language import chosen_lang, speaking
+from gqa_tools.language import chosen_lang, default_said, speaking
 from gqa_tools.options import MAX_JOBS, add_int_options, given, int_options, progress_line
 from gqa_tools.referee import LAB, Handout, handout, module_missing
 from gqa_tools.report import measuring, sections
@@ -49,9 +49,8 @@ def make_parser(handout: Optional[Handout] = None) -> argparse.ArgumentParser:
                         help=_("build the report from this gqa.py (a student's) instead of the project's"))
     parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
                         help=_("with --module, the language of the student's report and of what the "
-                               "command prints: {languages}; default: the environment's (LANGUAGE, "
-                               "LC_ALL, LC_MESSAGES, LANG), else en. The project's report.md is always "
-                               "English").format(languages=i18n.listed()))
+                               "command prints: {languages}; {default}. The project's report.md is always "
+                               "English").format(languages=i18n.listed(), default=default_said()))
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                         help=_("processes that train section 8's seeds (default: the number of CPUs; "
                                "at most {most}); the report is the same for every N (with "
@@ -70,8 +69,7 @@ def _handout_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
                         help=_("build the report from this gqa.py instead of the one in this folder"))
     parser.add_argument("--lang", choices=i18n.LANGUAGES, default=None,
                         help=_("the language of the report and of what the command prints: {languages}; "
-                               "default: the environment's (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), else "
-                               "the handout's").format(languages=i18n.listed()))
+                               "{default}").format(languages=i18n.listed(), default=default_said()))
     add_int_options(parser, Config(), LIMITS, what=lambda name: _(OPTION_HELP[name]))
     return parser
 
