@@ -205,6 +205,7 @@ def _valid(dest, value):
 
 
 def recorded_options(args):
+    """The options of RESUMED that args grade with, as the record keeps them."""
     return {dest: list(args.only) if dest == "only" and args.only else getattr(args, dest, None)
             for dest in RESUMED}
 
