@@ -3,6 +3,7 @@ the command that repeats a run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -35,6 +36,25 @@ class ShownFolder(unittest.TestCase):
         self.assertEqual(printing._folder_shown(far), far)          # not ../../../elsewhere
 
 
+@contextlib.contextmanager
+def graders_copy(name):
+    """A grader.py in the folder name of a temporary one (printing.HERE patched to it), run
+    from three folders down: far from the copy, which a command then names whole, wherever
+    the checkout is (a clone in /tmp saw ../tmpXXXX).  Yields the copy's folder."""
+    with tempfile.TemporaryDirectory() as top:
+        copy, here = os.path.join(top, name), os.path.join(top, "a", "b", "c")
+        os.makedirs(copy)
+        os.makedirs(here)
+        open(os.path.join(copy, "grader.py"), "w").close()
+        before = os.getcwd()
+        os.chdir(here)
+        try:
+            with mock.patch.object(printing, "HERE", copy):
+                yield copy
+        finally:
+            os.chdir(before)
+
+
 class Repeat(unittest.TestCase):
     """The command that repeats a case: GitHub Classroom's grader runs from a copy of its own
     (a folder of mktemp's), and the student repeats the case with their checkout's grader.py."""
@@ -42,20 +62,10 @@ class Repeat(unittest.TestCase):
     def test_classroom_names_the_students_grader_not_the_runners_copy(self):
         from gqa_grader.language import i18n
         self.addCleanup(i18n.use, "en")                  # --lang ko is the run's language
-        with tempfile.TemporaryDirectory() as top:
-            copy, here = os.path.join(top, "copy"), os.path.join(top, "a", "b", "c")
-            os.makedirs(copy)
-            os.makedirs(here)
-            open(os.path.join(copy, "grader.py"), "w").close()
-            before = os.getcwd()
-            os.chdir(here)                  # three folders down: the copy is far, so named whole,
-            try:                            # wherever the checkout is (../tmpXXXX beside /tmp/clone)
-                with mock.patch.object(printing, "HERE", copy):
-                    argv = ["--module", "gqa.py", "--only", "3", "--cases", "0", "--sealed", "--lang", "ko"]
-                    said = {form: printing.reproduce(cli.parse_args(argv + more), "kv_head", 6)
-                            for form, more in (("classroom", ["--format", "classroom"]), ("text", []))}
-            finally:
-                os.chdir(before)
+        with graders_copy("copy") as copy:
+            argv = ["--module", "gqa.py", "--only", "3", "--cases", "0", "--sealed", "--lang", "ko"]
+            said = {form: printing.reproduce(cli.parse_args(argv + more), "kv_head", 6)
+                    for form, more in (("classroom", ["--format", "classroom"]), ("text", []))}
         self.assertEqual(said["classroom"], "python grader.py --only kv_head --case 6 --show --lang ko")
         self.assertEqual(said["text"], f"python {os.path.join(copy, 'grader.py')} --module gqa.py --only kv_head "
                                        "--case 6 --show --lang ko")       # a teacher's own run: the grader it ran
@@ -66,19 +76,8 @@ class PastedWhole(unittest.TestCase):
 
     def test_the_module_and_the_grader_are_each_one_word(self):
         import shlex
-        with tempfile.TemporaryDirectory() as top:
-            copy, here = os.path.join(top, "my grader"), os.path.join(top, "a", "b", "c")
-            os.makedirs(copy)
-            os.makedirs(here)
-            open(os.path.join(copy, "grader.py"), "w").close()
-            before = os.getcwd()
-            os.chdir(here)
-            try:
-                with mock.patch.object(printing, "HERE", copy):
-                    said = printing.reproduce(cli.parse_args(["--module", "../課題 1/gqa.py", "--only", "3"]),
-                                              "kv_head", 6)
-            finally:
-                os.chdir(before)
+        with graders_copy("my grader") as copy:
+            said = printing.reproduce(cli.parse_args(["--module", "../課題 1/gqa.py", "--only", "3"]), "kv_head", 6)
         words = shlex.split(said)
         self.assertEqual(words[:4], ["python", os.path.join(copy, "grader.py"), "--module", "../課題 1/gqa.py"])
         self.assertEqual(words[4:], ["--only", "kv_head", "--case", "6", "--show"])
