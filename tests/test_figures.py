@@ -446,9 +446,13 @@ class FromAStudentsModule(unittest.TestCase):
         self.assertIn("MHA g = 8: query heads 0 read key/value head 0", desc)
         self.assertIn("MQA g = 1: query heads 0–7 read key/value head 0", desc)
         self.assertNotIn("neighbouring", part.body)
+        drawn = "".join(ET.fromstring(dict(part.figures)["grouping.svg"]).itertext())
+        self.assertNotIn("i // (h // g)", drawn)                                # its footer said so
+        self.assertIn("the key/value head each reads, by the module's kv_head.", drawn)
         self.assertIn("at g = 4, 2, the query heads that share a key/value head are not neighbours", part.body)
         right = self.body(gqa.kv_head)
         self.assertIn("groups of 1, 2, 4, 8 neighbouring query heads share one", right.body)
+        self.assertIn("i // (h // g)", "".join(ET.fromstring(dict(right.figures)["grouping.svg"]).itertext()))
         self.assertIn("GQA g = 4: query heads 0–1 read key/value head 0",
                       ET.fromstring(dict(right.figures)["grouping.svg"]).find(f"{SVG}desc").text)
 

@@ -87,7 +87,9 @@ def grouping_figure(h: int, panels: Sequence[Tuple[str, int, Sequence[int]]]) ->
             fig.rect(x - kv_box / 2, kv_y, kv_box, 24, c, class_="kv", title=_("key/value head {j}").format(j=j), rx=3)
             fig.text(x, kv_y + 16, f"kv{j}", size=11, anchor="middle", colour=BACKGROUND, weight="bold")
         fig.add("</g>")
-    fig.text(24, height - 12, _("Top: query heads; bottom: the key/value head each reads, i // (h // g)."),
+    lesson = all(heads[i] == i // (h // g) for _name, g, heads in panels for i in range(h))   # as drawn
+    fig.text(24, height - 12, _("Top: query heads; bottom: the key/value head each reads, i // (h // g).") if lesson
+             else _("Top: query heads; bottom: the key/value head each reads, by the module's kv_head."),
              size=11, colour=MUTED)
     return fig.svg()
 
