@@ -320,6 +320,19 @@ class JapaneseClass(unittest.TestCase):
         self.assertEqual(rows_of(self.book), kept)
         with open(statistics, encoding="utf-8") as f:
             self.assertIn("(成績表に記載。ここには書きません)", f.read())
+        # A row graded again so is graded with the record's options too (its run was given
+        # none of them: the gradebook said 2 steps, the student's feedback all 25).
+        regraded = self.private.run("--class", "subs", "--gradebook", "g.csv", "--roster", "roster.csv",
+                                    "--regrade", "s2")
+        self.assertIn("[1/1] s2:", regraded.stderr)
+        with open(os.path.join(self.private.work, "g-feedback", "bob.py", "results.json"), encoding="utf-8") as f:
+            steps = {st["name"]: st for st in json.load(f)["steps"]}
+        self.assertEqual(sorted(steps), ["kv_head", "valid_g"])
+        self.assertEqual(steps["kv_head"]["hidden"][1], 2)                        # --cases 2
+        with open(os.path.join(self.private.work, "g-feedback", "bob.py", "report.txt"), encoding="utf-8") as f:
+            self.assertIn("ステップ  3  FAIL  kv_head", f.read())
+        self.assertEqual({k: v for k, v in rows_of(self.book)["bob.py"].items() if k != "seconds"},
+                         {k: v for k, v in kept["bob.py"].items() if k != "seconds"})
         wrong = self.run_class("--regrade", "s9")
         self.assertEqual(wrong.returncode, 2)
         self.assertIn("--regrade s9", wrong.stderr)

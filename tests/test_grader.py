@@ -384,6 +384,34 @@ def main_run(*args):
     return Run(*run_main(*args))
 
 
+# Modules right everywhere but at one end of the knob, where the h of every hidden case is
+# (each function wrapped: the lab's own answers elsewhere).
+ENDS_WRONG = ("kv_head", "group_heads", "repeat_kv", "kv_cache_elements")
+WRONG_AT_AN_END = {end: f"""
+
+_right = (kv_head, group_heads, repeat_kv, kv_cache_elements)
+
+
+def kv_head(query_head, h, g):
+    return {kv_head} if h > 1 and {test} else _right[0](query_head, h, g)
+
+
+def group_heads(h, g):
+    return {groups} if h > 1 and {test} else _right[1](h, g)
+
+
+def repeat_kv(kv, h):
+    g = len(kv)
+    return [[[0.0]]] if h > 1 and {test} else _right[2](kv, h)
+
+
+def kv_cache_elements(layers, kv_heads, length, head_dim, *, batch=1):
+    return 7 if kv_heads == 1 and {mqa} else _right[3](layers, kv_heads, length, head_dim, batch=batch)
+""" for end, test, kv_head, groups, mqa in (
+    ("MHA", "g == h", "0", "[list(range(h))]", False),                # MQA's answers at g = h
+    ("MQA", "g == 1", "query_head", "[[i] for i in range(h)]", True))}    # MHA's at g = 1
+
+
 @heavy
 class Mutants(unittest.TestCase):
     EARLY = ("graded", "alone", "trusted_after_trouble")
@@ -404,6 +432,8 @@ class Mutants(unittest.TestCase):
                    for error, extra in (("_SizeError", "\n\nclass _SizeError(TypeError):\n    pass\n"),
                                         ("GQAError", ""))]
         jobs += [(source, {"cases": 0, "only": ["valid_g", "types"]}) for source in raising]
+        jobs += [(SOURCE + wrong_end, {"cases": 3, "fail_fast": False, "only": list(ENDS_WRONG)})
+                 for wrong_end in WRONG_AT_AN_END.values()]
         graded = grade_trusted(jobs)
         mutants, at = [], 0
         for (_, step, *_), made in zip(MUTANTS, mutant):
@@ -411,7 +441,20 @@ class Mutants(unittest.TestCase):
             at += len(made)
         graded = graded[at:]
         return {"mutants": mutants, "systematic": graded[0], "one_pair": graded[1:4],
-                "subclass": graded[4], "gqa_error_for_type": graded[5]}
+                "subclass": graded[4], "gqa_error_for_type": graded[5], "wrong_at_an_end": graded[6:]}
+
+    def test_a_module_wrong_at_an_end_of_the_knob_earns_no_hidden_case(self):
+        # The hidden cases drew 1 < g < h alone: a module wrong at MHA (g = h) or MQA (g = 1),
+        # or that never refused there, failed public cases and lost no point.
+        for end, graded in zip(WRONG_AT_AN_END, early(self.graded)["wrong_at_an_end"]):
+            for name in ENDS_WRONG:
+                with self.subTest(end=end, step=name):
+                    result = graded[name]
+                    if end == "MHA" and name == "kv_cache_elements":    # it has no h: nothing wrong
+                        self.assertEqual((result["status"], result["hidden"]), ("passed", [3, 3]))
+                        continue
+                    self.assertEqual(result["hidden"], [0, 3])
+                    self.assertLess(result["public"][0], result["public"][1])
 
     def test_every_mutant_fails_the_step_that_ought_to_catch_it(self):
         # Each mutant is graded by the one step that should catch it: the

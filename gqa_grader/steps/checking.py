@@ -54,14 +54,17 @@ PUBLIC_CASES = 5        # public random cases per lesson step, after the systema
 
 class Draw(random.Random):
     """A case's random stream; hidden: whether the case is a hidden one (drawn from the
-    run's seed), whose integer inputs come from a space the public cases do not cover."""
+    run's seed), whose integer inputs come from a space the public cases do not cover.
+    end: None, or one of ENDS, the same hidden case again at an end of the knob (g = h,
+    g = 1: draw_grouping); grouped: whether the case drew a grouping (draw_grouping), so
+    that its runner runs it at the ends too."""
 
-    def __new__(cls, key, hidden=False):          # Random's own takes one argument (3.10)
+    def __new__(cls, key, hidden=False, end=None):     # Random's own takes one argument (3.10)
         return super().__new__(cls, key)
 
-    def __init__(self, key, hidden=False):
+    def __init__(self, key, hidden=False, end=None):
         super().__init__(key)
-        self.hidden = hidden
+        self.hidden, self.end, self.grouped = hidden, end, False
 
 
 REGISTERED = {}         # a lesson step's Step, by name, as its part's module registers it
@@ -139,16 +142,21 @@ def proper_g(h):
 GROUPABLE = [h for h in range(4, 17) if proper_g(h)]
 GROUPABLE_WIDE = [h for h in range(17, 33) if proper_g(h)]
 # What draw_grouping draws, written as code (a step's hidden): wide, and not.
-WIDE, GROUPED = "17 <= h <= 32, 1 < g < h", "4 <= h <= 16, 1 < g < h"
+WIDE, GROUPED = "17 <= h <= 32; 1 < g < h, g = h, g = 1", "4 <= h <= 16; 1 < g < h, g = h, g = 1"
+ENDS = ("mha", "mqa")     # a hidden case that drew a grouping runs again at g = h, then g = 1
 
 
 def draw_grouping(rng, wide=False):
-    """A hidden case's (h, g): always 1 < g < h, where GQA's answer differs from MHA's,
-    MQA's, a strided grouping's (i % g) and a tiled repeat's, so that points go to the
-    grouping alone (MHA and MQA have their systematic public cases).  wide: h from 17
-    to 32, so that an integer answer cannot be looked up in the public cases."""
+    """A hidden case's (h, g): first 1 < g < h, where GQA's answer differs from MHA's,
+    MQA's, a strided grouping's (i % g) and a tiled repeat's, so that no module right
+    only at the ends earns the case; then (rng.end, as the case's runner asks) the same
+    case at g = h and at g = 1, the knob's two ends, so that no module wrong at one earns
+    it either.  The case passes when all three do.  wide: h from 17 to 32, so that an
+    integer answer cannot be looked up in the public cases."""
     h = rng.choice(GROUPABLE_WIDE if wide else GROUPABLE)
-    return h, rng.choice(proper_g(h))
+    g = rng.choice(proper_g(h))
+    rng.grouped = True
+    return h, {"mha": h, "mqa": 1}.get(rng.end, g)
 
 
 def bad_g(h, rng):

@@ -40,7 +40,8 @@ def refuse_kv_cache_elements(module, rng):
     module.raises("kv_cache_elements", [2, 1, 3, 4], [-1], kwargs={"batch": -1})
 
 
-@step("kv_cache_elements", len(CACHE_CASES), hidden="4 <= layers <= 9, 2 <= kv_heads <= 4, batch in (1, 3)",
+@step("kv_cache_elements", len(CACHE_CASES), hidden="4 <= layers <= 9; 2 <= kv_heads <= 4, kv_heads = 1; "
+                                                 "batch in (1, 3)",
       types=types_kv_cache_elements,
       refusals=refuse_kv_cache_elements,
       mistakes=(("no_2", "mis_cache_no_2"), ("no_batch", "mis_cache_no_batch")))
@@ -53,11 +54,12 @@ def check_cache_elements(module, case, rng):
     else:
         layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),
                                        rng.randint(1, 4), rng.randint(1, 2))
-    expect(module.call("kv_cache_elements", layers, g, length, d, batch=batch),
-           ref_kv_cache_elements(layers, g, length, d, batch),
-           f"layers={layers}, kv_heads={g}, length={length}, head_dim={d}, batch={batch}",
-           _("kv_cache_elements(...) against the elements of a cache built as nested lists"),
-           mistakes=shadows("kv_cache_elements", lambda f: f(layers, g, length, d, batch)))
+    for g in [g, 1] if rng.hidden else [g]:     # a hidden case again at MQA's one K/V head
+        expect(module.call("kv_cache_elements", layers, g, length, d, batch=batch),
+               ref_kv_cache_elements(layers, g, length, d, batch),
+               f"layers={layers}, kv_heads={g}, length={length}, head_dim={d}, batch={batch}",
+               _("kv_cache_elements(...) against the elements of a cache built as nested lists"),
+               mistakes=shadows("kv_cache_elements", lambda f, g=g: f(layers, g, length, d, batch)))
 
 
 TERMS = ("q_proj", "k_proj", "v_proj", "scores", "weighted_sum", "o_proj")

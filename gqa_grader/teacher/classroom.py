@@ -6,17 +6,16 @@
 `python grader.py --sealed --module M --out ...` does, with a seal, a worker and (as
 root) a user id of its own, so that no run can see another.  N grader processes
 (pool.Server) take the runs one after another.  It reads the layouts submissions.py
-knows: .py files, folders holding a gqa.py (GitHub Classroom's clones), a
-Gradescope export.
-It writes one CSV row per student, rewritten whole (atomic.write_atomically) as
-each run ends, so that stopping it loses nothing already written, and a feedback
-folder per student beside the gradebook (report.txt, the text report;
-results.json, the run's document), in the class's language (--lang, else the
-environment's).  Run again, it grades only what is not graded yet with the same
-bytes, grader, seed and options: the seed, and what each submission was graded
-with, come from the class's record beside the gradebook (ledger.py), never from
-cells a spreadsheet may have rounded.  --regrade NAME grades one student again.  A
-submission that cannot be graded is a row that says why.
+knows: .py files, folders holding a gqa.py (GitHub Classroom's clones), a Gradescope
+export.  It writes one CSV row per student, rewritten whole (atomic.write_atomically)
+as each run ends, so that stopping it loses nothing already written, and a feedback
+folder per student beside the gradebook (report.txt, the text report; results.json,
+the run's document), in the class's language (--lang, else the environment's).  Run
+again, it grades only what is not graded yet with the same bytes, grader, seed and
+options: the seed, and what each submission was graded with, come from the class's
+record beside the gradebook (ledger.py), never from cells a spreadsheet may have
+rounded.  --regrade NAME grades one student again.  A submission that cannot be graded
+is a row that says why.
 """
 
 import csv
@@ -400,9 +399,10 @@ class Gradebook:
     # -- the runs -------------------------------------------------------------
 
     def _argv(self, sub):
-        """A run's command line: sealed, its hidden cases withheld from the feedback, in
-        the class's language."""
-        dests = self.args.given & {"cases", "only", "timeout", "budget", "fail_fast", "all_or_nothing"}
+        """A run's command line: sealed, hidden cases withheld, in the class's language,
+        with the grading options given and those taken from the record (resumed)."""
+        dests = self.args.given | set(self.resumed[0])
+        dests &= {"cases", "only", "timeout", "budget", "fail_fast", "all_or_nothing"}
         return (["--sealed", "--withhold-hidden", "--module", sub.path, "--lang", self.args.lang]
                 + carried(self.args, dests))
 

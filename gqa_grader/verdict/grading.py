@@ -18,7 +18,7 @@ from ..running.failures import Failure, NotStarted, OutOfTime, Refused
 from ..running.process import BUDGET_NOTE, DEFAULT_TIMEOUT, Worker
 from ..running.seal import DEFAULT_BUDGET, HERE, Seal
 from ..running.values import bounded
-from ..steps.checking import Draw, PUBLIC_CASES
+from ..steps.checking import ENDS, PUBLIC_CASES, Draw
 from ..steps.checks import STEPS, STEP_OF
 from ..steps.tracks import ALL_STEPS, BY_NAME, covered, default_track
 from .results import Status, step_result
@@ -28,8 +28,8 @@ from .results import Status, step_result
 # the checks' code that the version names (tests/test_grading.py computes it, docstrings
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
-GRADER_VERSION = "4.3"
-GRADER_CHECKS = "1bf8aa58e126a90ebf43b8395641fa197e6c7ffcaac6f68eb870b33390f3d28c"
+GRADER_VERSION = "4.4"
+GRADER_CHECKS = "371225f3ff84f577dbddee4a8c5a9aa47378a86bf877efac543cb9faf86d6111"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
@@ -145,8 +145,12 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
         student.pending = []
         hidden = k >= public_end(st)
         try:
-            st.fn(shown, st.subjects[k % len(st.subjects)] if robust else k,
-                  Draw(f"{st.name}:{case_seed(st, k, seed)}:{k}", hidden))
+            subject = st.subjects[k % len(st.subjects)] if robust else k
+            key = f"{st.name}:{case_seed(st, k, seed)}:{k}"
+            draw = Draw(key, hidden)
+            st.fn(shown, subject, draw)
+            for end in ENDS if draw.grouped else ():        # the same case at g = h and g = 1
+                st.fn(shown, subject, Draw(key, hidden, end))
             run.passed[hidden] += 1
             if only_case is not None:
                 run.fields.update(inputs=shown.inputs(), show=shown.show(whole=True))
