@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -123,3 +124,11 @@ def outside_namespaces():
     """The defences of a run outside namespaces, tried where namespaces could be made."""
     from unittest import mock
     return mock.patch.object(sandbox_package(), "TOOLS", ())
+
+
+def fixed_hash():
+    """hash("gqa") with PYTHONHASHSEED=0, in a process of its own: a module's str hashes, and so
+    the order of its sets of strings, are the same in every run (the same file and seed score
+    the same; each worker drew its own once)."""
+    return int(subprocess.run([sys.executable, "-c", "print(hash('gqa'))"], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONHASHSEED="0"), check=True).stdout)

@@ -16,7 +16,7 @@ from unittest import mock
 from gqa_grader.running import failures, process
 from gqa_grader.running.seal import DEFAULT_BUDGET, LIMITS, Seal, read_module, sandbox_package
 from tests.helpers import ROOT, early, heavy, start_early
-from tests.sealed_support import (STARTER, ROOT_POSIX, NOT_ROOT, Copy, main_in, one_document,
+from tests.sealed_support import (STARTER, ROOT_POSIX, NOT_ROOT, Copy, fixed_hash, main_in, one_document,
                                   in_each, completed, as_run, raised, grade_source,
                                   outside_namespaces)
 
@@ -172,6 +172,8 @@ def _cmdlines():
 _try("seed_seen", lambda: any("987654" in " ".join(c) for c in _cmdlines()))
 _try("cmdlines", lambda: _cmdlines() if len(_cmdlines()) <= 2 else "many")
 _try("parent", lambda: _cmdline(_os.getppid()))
+_try("hash", lambda: hash("gqa"))
+_try("grader_path", lambda: [p for p in __import__("sys").path if "grader" in p])
 _try("root", lambda: sorted(_os.listdir("/")))
 
 
@@ -311,7 +313,9 @@ class Namespaces(unittest.TestCase):
                 if len(done) > 1:
                     self.assertEqual(looks_of(as_run(done[1]))["left"], "FileNotFoundError")  # no run sees another's
                 self.assertEqual((seen["processes"], seen["ppid"]), ([1], 0))   # itself alone: no grader
-                self.assertEqual(seen["cmdlines"], [["python", "-I", "-S", "worker.py"]])  # no seed, no path
+                self.assertEqual(seen["cmdlines"], [["python", "-s", "-S", "worker.py"]])  # no seed, no path
+                self.assertEqual(seen["grader_path"], [])             # the worker's own folder taken off
+                self.assertEqual(seen["hash"], fixed_hash())          # the same str hashes in every run
                 self.assertIs(seen["seed_seen"], False)
                 self.assertEqual(seen["environ"], ["PATH"])
                 self.assertIn(seen["network"], ("OSError", "ConnectionRefusedError"))   # a loopback of its own
@@ -331,6 +335,7 @@ class Namespaces(unittest.TestCase):
         self.assertTrue(doc["sealed"].startswith("partly sealed: namespaces cannot be made"), doc["sealed"])
         self.assertRegex(run.stderr, r"^grader: partly sealed: namespaces cannot be made here \(no tool was named\)")
         seen = looks_of(run)
+        self.assertEqual(seen["hash"], fixed_hash())
         self.assertNotEqual(seen["processes"], [1])                # the machine's processes are in sight,
         self.assertIs(seen["seed_seen"], False)                    # yet no command line holds the seed
         self.assertEqual(seen["parent"][:-1], ["python", "grader.py", "--arguments-from"])   # its grader's

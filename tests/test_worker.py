@@ -17,7 +17,7 @@ from gqa_grader.running import values
 from gqa_grader.running import failures, process
 from gqa_grader.running import worker as worker_program
 from tests.helpers import ROOT, early, heavy, run_grader, start_early
-from tests.sealed_support import (STARTER, Copy, main_in, one_document, in_each, completed, as_run,
+from tests.sealed_support import (STARTER, Copy, fixed_hash, main_in, one_document, in_each, completed, as_run,
                                   raised, grade_source)
 
 
@@ -314,6 +314,29 @@ class WhatTheWorkerSays(unittest.TestCase):
         self.assertEqual(items["got"], [["\\ud800\\x1b[2K", "a\nb\\x07", [["x\\ud800", "y"]]]])
         self.assertTrue(items["raised"] and items["raised"]["failure"], items["raised"])
         self.assertEqual(items["raised"]["message"], "it raised X\\x1b: \\ud801")
+
+    def test_a_modules_str_hashes_are_the_same_in_every_run_and_no_python_variable_reaches_it(self):
+        # Each worker drew its own str hashes (-I ignores PYTHONHASHSEED): a module that iterates
+        # a set of strings, or hashes one, could score otherwise from run to run.
+        folder, elsewhere = tempfile.mkdtemp(), tempfile.mkdtemp()
+        try:
+            path = os.path.join(folder, "gqa.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("import sys\n\ndef valid_g(h):\n    return [hash('gqa'), [p for p in sys.path if "
+                        f"p in ({elsewhere!r}, {os.path.dirname(process.WORKER)!r})]]\n")
+            said = []
+            with mock.patch.dict(os.environ, PYTHONHASHSEED="random", PYTHONPATH=elsewhere):
+                for _ in range(2):
+                    worker = process.Worker(path, 5.0)
+                    try:
+                        said.append(worker.exchange([{"op": "call", "fn": "valid_g", "args": [1]}], ["valid_g(1)"]))
+                    finally:
+                        worker.stop()
+                        worker.seal.close()
+        finally:
+            shutil.rmtree(folder)
+            shutil.rmtree(elsewhere)
+        self.assertEqual([answers[0]["value"] for answers in said], [[fixed_hash(), []]] * 2)
 
     def test_a_document_holds_no_bare_nan(self):
         doc = {"score": float("nan"), "steps": [{"x": float("inf")}]}

@@ -1,6 +1,6 @@
 """The worker's process: started, spoken to, stopped; and the worker protocol.
 
-Worker runs worker.py (in this folder) as a script, `python -I -S worker.py`,
+Worker runs worker.py (in this folder) as a script, `python -s -S worker.py`,
 shut in by a Seal (seal.py), and exchanges JSON lines with it, each read and
 write with a deadline.  run_in_child is the tools' door: a function the tool
 names run with the module in a worker, its items streamed back.
@@ -113,6 +113,15 @@ STRUCTURE_CAP = 200_000              # values and lists in one line, counted bef
 IMPORT_TIMEOUT = 10.0                # seconds the module's import may take (at least)
 
 
+def worker_env(env=None):
+    """The worker's environment: env (a sealed run's, PATH alone), else this process's,
+    without a PYTHON* variable (as -E would have it) but PYTHONHASHSEED=0, so that a str's
+    hash, and with it the order of a set of strings, is the same in every run: a module
+    that iterates one scores the same each time (with -I, or -E, each worker drew its own)."""
+    kept = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("PYTHON")}
+    return dict(kept, PYTHONHASHSEED="0")
+
+
 def _bounded_int(text):
     """An integer of the worker's answer: at most 100 digits (converting more is slow)."""
     if len(text) > 100:
@@ -178,13 +187,13 @@ class Worker:
         if self.seal.sealed or self.run is not None:    # a tool's child: a module its caller
             config["environment"] = ["PATH"]            # did not write, no secret of the caller's
         report = os.pipe() if os.name == "posix" else None   # the sandbox's and the worker's own word
-        argv, first = self.seal.command([sys.executable, "-I", "-S", WORKER])
+        argv, first = self.seal.command([sys.executable, "-s", "-S", WORKER])
         try:                             # its stderr, until the worker points it at /dev/null
             self.proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=report[1] if report else subprocess.DEVNULL,
-                cwd=self.seal.cwd(), env=self.seal.env(), start_new_session=os.name == "posix")
+                cwd=self.seal.cwd(), env=worker_env(self.seal.env()), start_new_session=os.name == "posix")
         finally:
             if report:
                 os.close(report[1])

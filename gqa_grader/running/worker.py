@@ -1,32 +1,35 @@
 """The worker: the only process that imports the module under test.
 
-The grader runs this file as a script, `python -I -S worker.py` (no
-site-packages, no PYTHON* variables, not even this folder on sys.path), so the
-process that imports the module holds none of the reference: this file imports
-only the standard library, and nothing of the project.  It speaks the worker
+The grader runs this file as a script, `python -s -S worker.py` (no site-packages, no
+PYTHON* variable but PYTHONHASHSEED=0, not even this folder on sys.path, which it takes
+off first), so the process that imports the module holds none of the reference: this
+file imports only the standard library, and nothing of the project.  It speaks the worker
 protocol, written down in one place, gqa_grader/running/process.py's docstring: its
-configuration (the module's path, its limits, the user to become) is the first
-line of its stdin, never on a command line that other processes could read;
-then JSON lines, a request from the grader and an answer per item.  The worker
-keeps the protocol on private copies of stdin and stdout and points fds 0, 1
-and 2 at the null device, so the module's prints and reads touch neither.  The
-module's values are encoded as plain data with their types, never pickled.
+configuration (the module's path, its limits, the user to become) is the first line of
+its stdin, never on a command line that other processes could read; then JSON lines, a
+request from the grader and an answer per item.  The worker keeps the protocol on private
+copies of stdin and stdout and points fds 0, 1 and 2 at the null device, so the module's
+prints and reads touch neither.  The module's values are encoded as plain data with their
+types, never pickled.
 
-As root (the config's "drop"), the worker imports the standard library it needs,
-gives up every capability (its bounding set first), becomes the run's own user with no
-capability left and no way to gain one (no_new_privs), joins a keyring of its own (not
-the one it was started with, which other runs share), and only then puts the module's
-folders on sys.path (and the standard library's, opened before, through /proc/self/fd)
-and imports the module.  A run (the config's "run", a tool's child through
-gqa_grader.run_in_child) calls the function its caller named,
-"package.module:function", with the module, in this process: the worker knows
-no tool, and the name comes from the config, read before the module is imported.
+As root (the config's "drop"), the worker imports the standard library it needs, gives up
+every capability (its bounding set first), becomes the run's own user with no capability
+left and no way to gain one (no_new_privs), joins a keyring of its own (not the one it
+was started with, which other runs share), and only then puts the module's folders on
+sys.path (and the standard library's, opened before, through /proc/self/fd) and imports
+the module.  A run (the config's "run", a tool's child through gqa_grader.run_in_child)
+calls the function its caller named, "package.module:function", with the module, in this
+process: the worker knows no tool, and the name comes from the config, read before the
+module is imported.
 """
 
-import json
 import os
 import sys
-from array import array
+
+if sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(os.path.realpath(__file__)):
+    del sys.path[0]          # this folder, first (not -I, which ignores PYTHONHASHSEED): not the module's
+import json  # noqa: E402
+from array import array  # noqa: E402
 
 
 class WorkerState:
@@ -61,9 +64,9 @@ PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, KEYCTL_JOIN_SESSION_KEYR
 W_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "loongarch64": 219, "i686": 288, "i386": 288,
             "armv7l": 311, "armv8l": 311, "ppc64le": 271, "ppc64": 271, "s390x": 280}
 W_PRELOAD = ("__future__", "inspect", "traceback", "importlib.util", "math", "random", "itertools", "functools",
-             "operator", "contextlib", "typing", "collections", "dataclasses", "statistics", "copy", "abc",
-             "enum", "re", "fractions", "numbers", "string", "bisect", "heapq", "time", "cmath", "decimal",
-             "struct", "weakref", "types", "warnings")
+             "operator", "contextlib", "typing", "collections", "dataclasses", "statistics", "copy", "abc", "enum",
+             "re", "fractions", "numbers", "string", "bisect", "heapq", "time", "cmath", "decimal", "struct", "weakref",
+             "types", "warnings")
 
 
 def w_send(message):
@@ -86,8 +89,7 @@ def w_enc(x, depth=0):
     fields = getattr(x, "_fields", None) or (list(t.__slots__) if isinstance(
         getattr(t, "__slots__", None), dict) else None)
     if fields:
-        return {"$record": t.__name__,
-                "fields": {f: w_enc(getattr(x, f, None), depth + 1) for f in fields}}
+        return {"$record": t.__name__, "fields": {f: w_enc(getattr(x, f, None), depth + 1) for f in fields}}
     return {"$other": t.__name__, "repr": repr(x)[:60]}
 
 
