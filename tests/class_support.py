@@ -83,5 +83,5 @@ def usage_error(*argv):
 
 
 def rows_of(path):
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         return {row["submission"]: row for row in csv.DictReader(f)}

@@ -25,7 +25,7 @@ def spreadsheet_saved(path, seed):
     cells quoted only where they must be, the ' before a formula's character dropped (it
     only told the spreadsheet to show text), and the seed, a number of 18 digits, in
     scientific notation with 6 significant digits."""
-    with open(path, newline="", encoding="utf-8") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     at = rows[0].index("seed")
     out = io.StringIO()
@@ -197,6 +197,8 @@ class JapaneseClass(unittest.TestCase):
     def graded_in_japanese_every_upload_in_its_own_row(self):
         run = self.run_class()
         self.assertEqual(run.returncode, 0, run.stderr)
+        with open(self.book, "rb") as f:       # UTF-8 with its mark, which Japanese Excel needs to read it so
+            self.assertEqual(f.read(4), b'\xef\xbb\xbf"')
         rows = rows_of(self.book)
         self.assertEqual(sorted(rows), sorted(["(no submission) s4", "alice.py", "bin\\udce9.py", "bob.py",
                                                "carol.zip", "clone\\udcff", "note\\udce9.py", "two\\udcfe"]))

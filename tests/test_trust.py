@@ -83,7 +83,7 @@ class ForgedFailure(unittest.TestCase):
         book = os.path.join(here.work, "g.csv")
         run = here.run("--class", subs, "--gradebook", book, "--only", "1", "--cases", "0", "--seed", "7")
         self.assertEqual(run.returncode, 0, run.stderr)
-        with open(book, newline="", encoding="utf-8") as f:
+        with open(book, newline="", encoding="utf-8-sig") as f:
             (row,) = list(csv.DictReader(f))
         self.assertEqual(row["status"], "not graded")
         self.assertIn("forged by the module", row["notes"])
@@ -477,7 +477,7 @@ class KeyStore(unittest.TestCase):
                 run = here.run("--class", subs, "--gradebook", book, "--only", "1", "--cases", "0",
                                "--seed", "7", "--jobs", "1")
                 self.assertEqual(run.returncode, 0, run.stderr)
-                with open(book, newline="", encoding="utf-8") as f:
+                with open(book, newline="", encoding="utf-8-sig") as f:
                     rows = {row["student"]: row["notes"] for row in csv.DictReader(f)}
                 stored = rows["a_stores"].split("STORED", 1)[1]
                 self.assertRegex(stored, r"^\[[1-9]")                  # the attack's key was stored
