@@ -464,6 +464,9 @@ def _grade_sealed(args, label):
             sys.stdout.flush()
         if not os.path.isfile(args.module):
             raise Refused(submissions.missing_module(args.module))
+        with open(args.module, "rb") as f:          # as --class says it (each step said "no valid_g")
+            if submissions.blank(f.read(8192)):
+                raise Refused(_(submissions.EMPTY))
         results = grade(args.module, args.seed, args.cases, args.only, args.timeout, args.case,
                         args.fail_fast, args.budget, seal, label)
     except Refused as err:

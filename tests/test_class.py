@@ -73,6 +73,12 @@ class HiddenCasesWithheld(unittest.TestCase):
         self.assertIn("repeat with: python grader.py --seed SEED --only 1;", text)
         self.assertNotIn(f"--module {module}", text)
         self.assertIn("reproduce: python grader.py --only valid_g --case", text)
+        # A hidden case's command needs the seed the student does not have: it says whose it is
+        # (a student ran it as printed: "--seed: invalid int value: 'SEED'").
+        status, text, _ = private.main("--module", module, "--seed", "424242", "--only", "1", "--case", str(hidden),
+                                       "--withhold-hidden")
+        self.assertIn(f"reproduce (SEED: the teacher's gradebook): python grader.py --seed SEED --only valid_g "
+                      f"--case {hidden} --show", text)
         shown, withheld, public = got[hidden, False], got[hidden, True], got[hidden - 1, True]
         for step in (shown, withheld, public):
             self.assertEqual(step["status"], "failed")

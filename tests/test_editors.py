@@ -160,6 +160,21 @@ class Variants(unittest.TestCase):
             self.assertIsNone(submissions.examine(folder.write("late", b"\n" * 9000 + b"x = 1\n")))  # not 14 failures
         self.assertEqual(runnable(notepad(SOURCE)), crlf(SOURCE))      # the text, as UTF-8
 
+    def test_an_empty_upload_is_one_refusal_in_a_single_run_as_in_a_class(self):
+        # Gradescope's run of an empty upload failed each step's two tests, each saying "the
+        # module has no valid_g" (a class said "an empty file" in one row).
+        import json
+        from gqa_grader import cli as grader_cli
+        from tests.helpers import captured
+        with Folder() as folder:
+            path = folder.write("gqa.py", BOM + b"\r\n")
+            status, out, _err = captured(grader_cli.main, ["--module", path, "--format", "gradescope", "--only",
+                                                           "1,3", "--cases", "0"])
+        doc = json.loads(out)
+        self.assertIn("an empty file: there is no code in it to grade", doc["output"])
+        self.assertEqual((doc["score"], doc.get("tests", [])), (0, []))
+        self.assertEqual(status, 2)
+
     def test_a_module_saved_in_a_languages_windows_encoding_is_read_in_it(self):
         # Shift_JIS: read as cp1252, 表's second byte (0x5C, a backslash there) swallowed the
         # closing quote, a syntax error the student's editor never showed.  In every run's

@@ -54,6 +54,9 @@ PLANTED = [
      "return 2 * layers * kv_heads * length * head_dim"),
     ("kv_h", "attention_multiplies", "_attention_multiplies", "k_proj=n * d_model * g * d,\n                       v_proj=n * d_model * g * d,",
      "k_proj=n * d_model * h * d,\n                       v_proj=n * d_model * h * d,"),
+    ("body_g", "attention_multiplies", "_attention_multiplies", "v_proj=n * d_model * g * d, scores=h * pairs * d,\n"
+     "                       weighted_sum=h * pairs * d,", "v_proj=n * d_model * g * d, scores=g * pairs * d,\n"
+     "                       weighted_sum=g * pairs * d,"),
     ("causal_full", "attention_multiplies", "_attention_multiplies", PAIRS, "pairs = n * n"),
     ("causal_strict", "attention_multiplies", "_attention_multiplies", PAIRS, "pairs = n * (n - 1) // 2 if causal else n * n"),
     ("block_non_causal", "block_multiplies",

@@ -406,6 +406,35 @@ class TheWriteUp(unittest.TestCase):
             self.assertEqual((status, err), (0, ""))
             self.assertIn("*(your answer)*", fresh)
 
+    def test_a_report_that_would_lose_words_is_kept_beside_it_first(self):
+        # The write-up's heading taken out, notes written in a section above it, the file saved
+        # in Korean Windows' cp949: a rerun wrote over the answers, and said nothing.
+        with tempfile.TemporaryDirectory() as folder:
+            path, previous = os.path.join(folder, "report.md"), os.path.join(folder, "report.previous.md")
+            first = self.finish(path, "| 1 |")[1]
+            answers = "The cache shrinks by h/g; the scores do not."
+            for name, data in (("no heading", re.sub(r"\n## 9\.[^\n]*\n", "\n", first).replace(
+                                    "*(your answer)*", answers).encode("utf-8")),
+                               ("notes above", first.replace("| 1 |", "| 1 | my note: row 2 is MQA").encode("utf-8")),
+                               ("cp949", first.replace("*(your answer)*", "캐시는 h/g배 줄어든다").encode("cp949"))):
+                with self.subTest(saved=name):
+                    with open(path, "wb") as f:
+                        f.write(data)
+                    i18n.use("ko")
+                    try:
+                        status, again, err = self.finish(path, "| 1 |")
+                    finally:
+                        i18n.use("en")
+                    self.assertEqual(status, 0, err)
+                    with open(previous, "rb") as f:
+                        self.assertEqual(f.read(), data)                     # the bytes, as they were
+                    self.assertIn("report.previous.md", err)
+                    if name == "cp949":                                      # read as Korean Windows saves it
+                        self.assertIn("캐시는 h/g배 줄어든다", again)
+                    os.remove(previous)
+            status, again, err = self.finish(path, "| 1 |")                   # the same again: nothing kept
+            self.assertEqual((status, os.path.exists(previous)), (0, False), err)
+
 
 @heavy
 class AStepThatHangs(unittest.TestCase):

@@ -140,6 +140,11 @@ def mis_multiplies_kv_h(n, h, g, d, d_model, causal, rng=None):
     return dict(counts, k_proj=mha.get("k_proj", 0), v_proj=mha.get("v_proj", 0))
 
 
+def mis_multiplies_body_g(n, h, g, d, d_model, causal, rng=None):
+    counts = _counts(n, h, g, d, d_model, causal)
+    return dict(counts, **{term: counts.get(term, 0) // h * g for term in ("scores", "weighted_sum")})
+
+
 def mis_multiplies_causal_full(n, h, g, d, d_model, causal, rng=None):
     return _counts(n, h, g, d, d_model, False)
 
@@ -151,6 +156,11 @@ def mis_multiplies_causal_strict(n, h, g, d, d_model, causal, rng=None):
 
 def mis_block_non_causal(n, h, g, d, d_model, d_ff, matrices, rng=None, causal=True):
     return ref_block_multiplies(n, h, g, d, d_model, d_ff, matrices, random.Random(0), False)
+
+
+def mis_block_body_g(n, h, g, d, d_model, d_ff, matrices, rng=None, causal=True):
+    counts = ref_block_multiplies(n, h, g, d, d_model, d_ff, matrices, random.Random(0), causal)
+    return dict(counts, **{term: counts.get(term, 0) // h * g for term in ("scores", "weighted_sum")})
 
 
 def mis_block_kv_h(n, h, g, d, d_model, d_ff, matrices, rng=None, causal=True):

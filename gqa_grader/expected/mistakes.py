@@ -47,6 +47,9 @@ MISTAKES = {
                  N_("each sequence of the batch has a cache of its own: the count is multiplied by batch")),
     "kv_h": (N_("K/V projections counted with h"),
              N_("the K and V projections make g heads, not h: n x d_model x g x d multiplications each")),
+    "body_g": (N_("the scores and the weighted sum counted with g"),
+               N_("g shrinks the K and V projections alone: each of the h query heads still scores its "
+                  "keys and sums its values, h x pairs x d multiplications each")),
     "causal_full": (N_("causal pairs counted as n x n"),
                     N_("a causal query i sees keys 0 .. i: n (n + 1) / 2 pairs, not n x n")),
     "causal_strict": (N_("causal pairs counted as n (n - 1) / 2"),

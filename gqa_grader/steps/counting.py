@@ -75,8 +75,8 @@ def types_attention_multiplies(c):
       types=types_attention_multiplies,
       refusals=refuse_counts("attention_multiplies", [2, 8, 2, 4, 16],
                                    [(0, -1), (2, 0), (2, 3), (3, 0), (4, 0)]),
-      mistakes=(("kv_h", "mis_multiplies_kv_h"), ("causal_full", "mis_multiplies_causal_full"),
-                ("causal_strict", "mis_multiplies_causal_strict")))
+      mistakes=(("kv_h", "mis_multiplies_kv_h"), ("body_g", "mis_multiplies_body_g"),
+                ("causal_full", "mis_multiplies_causal_full"), ("causal_strict", "mis_multiplies_causal_strict")))
 def check_multiplies(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case, wide=True)
     causal = case % 2 == 1
@@ -103,7 +103,8 @@ def types_block_multiplies(c):
       types=types_block_multiplies,
       refusals=refuse_counts("block_multiplies", [2, 8, 2, 4, 16, 32],
                                    [(0, -1), (2, 9), (5, 0), ("mlp_matrices", 0)], mlp_matrices=3),
-      mistakes=(("block_non_causal", "mis_block_non_causal"), ("kv_h", "mis_block_kv_h")))
+      mistakes=(("block_non_causal", "mis_block_non_causal"), ("kv_h", "mis_block_kv_h"),
+                ("body_g", "mis_block_body_g")))
 def check_block(module, case, rng):
     h, g, n, d, d_model, where = draw_sizes(rng, case * 6, wide=True)
     d_ff, matrices = rng.randint(1, 5), rng.choice([2, 3])

@@ -19,7 +19,7 @@ import os
 import re
 
 from ..language import i18n, prose
-from ..language.i18n import _
+from ..language.i18n import N_, _
 from ..running.failures import Refused
 from ..running.seal import read_module
 
@@ -127,9 +127,18 @@ def examine(path):
         return None                 # text saved as UTF-16 (Notepad's "Unicode"): graded as its text
     if b"\0" in head:
         return _("a binary file, not Python source")
-    if len(head) < 8192 and not head.strip(b" \t\r\n\f\xef\xbb\xbf"):      # read whole: blanks at most
-        return _("an empty file: there is no code in it to grade")
+    if blank(head):
+        return _(EMPTY)
     return None
+
+
+EMPTY = N_("an empty file: there is no code in it to grade")
+
+
+def blank(head, size=8192):
+    """Whether a file whose first size bytes are head holds no code: read whole, blanks at most
+    (a byte-order mark too)."""
+    return len(head) < size and not head.strip(b" \t\r\n\f\xef\xbb\xbf")
 
 
 def entry(folder, name):

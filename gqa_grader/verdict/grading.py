@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.4"
-GRADER_CHECKS = "371225f3ff84f577dbddee4a8c5a9aa47378a86bf877efac543cb9faf86d6111"
+GRADER_CHECKS = "77a77b602fb53d37f6cea2bd026de1628c57018911892626c9fabd4470d02e8f"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout

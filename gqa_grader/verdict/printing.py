@@ -155,8 +155,10 @@ def print_report(results, args, out=None):
             for line in r.message.splitlines():
                 print(f"        {line}", file=out)
             if not r.message.startswith(_(BUDGET_NOTE)):
-                print("        " + _("reproduce: {command}").format(
-                    command=reproduce(args, r.name, r.case)), file=out)
+                command = reproduce(args, r.name, r.case)      # a hidden case's, withheld: the teacher's
+                said = (_("reproduce (SEED: the teacher's gradebook): {command}") if f"--seed {SEED_WITHHELD}" in command
+                        else _("reproduce: {command}"))
+                print("        " + said.format(command=command), file=out)
         if args.show and r.show and (status == "FAIL" or args.case is not None):
             case = r.case if r.case is not None else args.case
             folder = _folder_shown(os.path.dirname(os.path.abspath(args.module)))

@@ -20,8 +20,8 @@ from gqa_tools.language import chosen_lang, default_said, speaking
 from gqa_tools.options import MAX_JOBS, add_int_options, given, int_options, progress_line
 from gqa_tools.referee import LAB, Handout, handout, module_missing
 from gqa_tools.report import measuring, sections
-from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, kept_write_up,
-                                    write_report, write_target, why_not_write, wrote)
+from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, keep_previous,
+                                    kept_write_up, write_report, write_target, why_not_write, wrote)
 from gqa_tools.report.lab import Lab
 from gqa_tools.report.record import TRAINING_RECORD, recorded_training, write_training
 from gqa_tools.report.settings import LIMITS, OPTION_HELP, Config
@@ -190,7 +190,8 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
     write-up (the last section of their report) is kept as the file at path has it."""
     text = sections.assemble(parts, os.path.basename(figures_folder(path)))
     kept = False
-    if parts and parts[-1].title == _(sections.STUDENT_SECTIONS[-1][0]):
+    student = bool(parts) and parts[-1].title == _(sections.STUDENT_SECTIONS[-1][0])
+    if student:
         text, kept = kept_write_up(path, text, parts[-1].title)
     try:
         figures = sections.figures_of(parts)
@@ -200,6 +201,7 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
     if checking:
         return check(path, text, command, figures)
     try:
+        kept_as = keep_previous(path, text) if student else None
         target = write_report(path, text, figures, expected)
         if then is not None:
             then()
@@ -212,6 +214,10 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
         print("gqa report: " + _("{path}: your write-up, section {number}, is kept as you wrote it; the "
                                  "sections above it are written anew").format(
                                      path=path, number=parts[-1].title.split(".")[0]), file=sys.stderr)
+    if kept_as:
+        print("gqa report: " + _("{path} as it was is kept in {previous}: this run writes it otherwise (your "
+                                 "gqa.py changed, or words of yours are there)").format(
+                                     path=path, previous=_near(kept_as)), file=sys.stderr)
     print(wrote(path, target, len(figures)))
     return 0
 

@@ -13,7 +13,7 @@ import sys
 from typing import List, Optional, Sequence, Tuple
 
 import gqa
-from gqa_grader.language.i18n import _, ngettext
+from gqa_grader.language.i18n import REGISTRY, _, language, ngettext, registered
 from gqa_tools.referee import PROJECT
 
 
@@ -109,24 +109,76 @@ def differs(path: str, text: str) -> Optional[str]:
     return None
 
 
+def read_report(path: str) -> Optional[str]:
+    """The text of the report at path as an editor may have saved it: UTF-8 (a byte-order
+    mark, CRLF), UTF-16 with its mark (Notepad's "Unicode"), or a Windows encoding, the
+    report's language's first (Korean Notepad's cp949; read as Japanese's cp932 first, its
+    Hangul would be other characters); None when there is no file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    own = registered(language()).legacy
+    encodings = (["utf-16"] if data.startswith((b"\xff\xfe", b"\xfe\xff")) else
+                 ["utf-8-sig", own] + [lang.legacy for lang in REGISTRY if lang.legacy != own] + ["latin-1"])
+    for encoding in encodings:
+        try:
+            return data.decode(encoding).replace("\r\n", "\n")
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
 def kept_write_up(path: str, text: str, heading: str) -> Tuple[str, bool]:
     """(text, kept): text with the file at path's own part from its section of heading's
     number on ("## 9. ...", in whatever language it was written) (kept True) when the file
     holds one and its part differs from text's: a student's write-up, their answers, is
     never written over, nor a difference for --check.  Else text as it is.  Read as an
-    editor may have saved it (a byte-order mark, CRLF)."""
+    editor may have saved it (read_report)."""
     at = text.find(f"\n## {heading}\n")
-    if at < 0:
-        return text, False
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            old = f.read()
-    except (OSError, UnicodeDecodeError):
+    old = read_report(path) if at >= 0 else None
+    if old is None:
         return text, False
     was = old.find(f"\n## {heading.split(' ')[0]} ")
     if was < 0 or old[was:] == text[at:]:
         return text, False
     return text[:at] + old[was:].rstrip("\n") + "\n", True
+
+
+def previous_path(path: str) -> str:
+    """Where the report at path is kept when a run would write it otherwise than it reads:
+    report.md's report.previous.md, beside it."""
+    stem, extension = os.path.splitext(path)
+    return f"{stem}.previous{extension or '.md'}"
+
+
+def keep_previous(path: str, text: str) -> Optional[str]:
+    """Before the report at path is written as text: the file as it is, its bytes, copied to
+    previous_path (through no link) when it reads otherwise than text, so that no word a
+    student wrote in it is lost (a write-up whose heading they took out, notes in a section
+    above it, a file saved in another encoding); the copy's path, or None when nothing needed
+    keeping.  A file not in UTF-8 is always kept: its text was read in a guessed encoding."""
+    old = read_report(path)
+    if old is None:
+        return None
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        if old == text and data.decode("utf-8-sig").replace("\r\n", "\n") == text:
+            return None
+    except UnicodeDecodeError:
+        pass
+    keep = previous_path(path)
+    staged = stage(keep, "")
+    try:
+        with open(staged, "wb") as f:
+            f.write(data)
+        os.replace(staged, keep)
+    except BaseException:
+        os.unlink(staged)
+        raise
+    return keep
 
 
 def _svg_files(folder: str) -> List[str]:
