@@ -482,12 +482,14 @@ def _grade_sealed(args, label):
         if seal is not None:
             seal.close()
             args.sha256 = records.sha256_of(seal, args.module)
+            args.encoding_said = seal.said
         _restore_signals()
     return results, why, partly, stopped, seal.notes if seal is not None else []
 
 
 def _print_text(args, results, why, seconds, notes):
-    for note in notes:
+    said = getattr(args, "encoding_said", None)          # the module is not UTF-8: for its author
+    for note in ([said] if said else []) + notes:
         print(f"grader: {clean_text(note)}", file=sys.stderr)
     if why is not None:
         print(f"grader: {clean_text(why)}", file=sys.stderr)

@@ -175,6 +175,22 @@ class Variants(unittest.TestCase):
         self.assertEqual((doc["score"], doc.get("tests", [])), (0, []))
         self.assertEqual(status, 2)
 
+    def test_a_module_not_in_utf8_is_graded_and_its_author_told_python_cannot_run_it(self):
+        # Graded 14/14 in cp949, the student then met a SyntaxError in English from report,
+        # tables and every call pasted from --show, with no word of why.
+        import json
+        from gqa_grader import cli as grader_cli
+        from tests.helpers import captured
+        with Folder() as folder:
+            docs = {name: json.loads(captured(grader_cli.main, ["--module", folder.write(name, data), "--json",
+                                                                "--only", "1", "--cases", "0"])[1])
+                    for name, data in (("cp949", "# 이 함수는 쿼리 헤드를 그룹으로 묶습니다\n".encode("cp949") + SOURCE),
+                                       ("utf16", notepad(SOURCE)), ("utf8", bom(SOURCE)))}
+        self.assertIn("gqa.py is not saved as UTF-8 (graded as read in cp949)", docs["cp949"]["note"])
+        self.assertIn("(graded as read in UTF-16)", docs["utf16"]["note"])
+        self.assertNotIn("note", docs["utf8"])                     # a mark and CRLF: Python reads it
+        self.assertEqual({doc["passed"] for doc in docs.values()}, {1})
+
     def test_a_module_saved_in_a_languages_windows_encoding_is_read_in_it(self):
         # Shift_JIS: read as cp1252, 表's second byte (0x5C, a backslash there) swallowed the
         # closing quote, a syntax error the student's editor never showed.  In every run's

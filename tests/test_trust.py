@@ -98,7 +98,7 @@ class GradersFiles(unittest.TestCase):
     written one (a module of a partly sealed run as that user, say), naming it."""
 
     def refusal(self, here):
-        module = write(os.path.join(here.work, "gqa.py"), "")
+        module = write(os.path.join(here.work, "gqa.py"), "x = 1\n")        # graded: no step's function
         run = here.run("--module", module, "--sealed", "--json", "--only", "1", "--cases", "0")
         return json.loads(run.stdout).get("error") or ""
 

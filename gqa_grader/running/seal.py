@@ -100,12 +100,18 @@ def runnable(source):
     kanji's second byte 0x5C, a backslash there, swallowed the quote after it: a syntax
     error Python never saw.)  What was graded is still recorded as the student's bytes
     (records.sha256_of)."""
+    return read_as(source)[0]
+
+
+def read_as(source):
+    """(runnable's bytes for source, the encoding they were read in: None for the bytes as
+    they are, which Python itself reads too)."""
     import codecs
     if source.startswith((b"\xff\xfe", b"\xfe\xff")):     # UTF-16 with its mark (Notepad's "Unicode")
         try:
-            return source.decode("utf-16").encode("utf-8")
+            return source.decode("utf-16").encode("utf-8"), "UTF-16"
         except UnicodeDecodeError:
-            return source                     # Python says what is wrong with it
+            return source, None               # Python says what is wrong with it
     bom = _BOM if source.startswith(_BOM) else b""
     body = source[len(bom):]
     cookie = _COOKIE.search(b"\n".join(body.split(b"\n", 2)[:2]))
@@ -113,19 +119,19 @@ def runnable(source):
         try:
             declared = codecs.lookup(cookie.group(1).decode("ascii")).name
         except LookupError:
-            return source                     # Python says what is wrong with it
+            return source, None               # Python says what is wrong with it
         if declared != "utf-8":
-            return source                     # Python reads it as it declares
+            return source, None               # Python reads it as it declares
     try:
         body.decode("utf-8")
-        return source
+        return source, None
     except UnicodeDecodeError:
         pass
     for legacy in dict.fromkeys(language.legacy for language in i18n.REGISTRY):
         if legacy == "cp1252":
             continue                                  # English's, which reads any bytes: last
         try:
-            return bom + body.decode(legacy).encode("utf-8")
+            return bom + body.decode(legacy).encode("utf-8"), legacy
         except UnicodeDecodeError:
             pass
     cp1252 = {}
@@ -134,7 +140,7 @@ def runnable(source):
             cp1252[byte] = bytes([byte]).decode("cp1252")
         except UnicodeDecodeError:
             pass
-    return bom + body.decode("latin-1").translate(cp1252).encode("utf-8")
+    return bom + body.decode("latin-1").translate(cp1252).encode("utf-8"), "cp1252"
 
 
 def sandbox_package():
@@ -223,6 +229,7 @@ class Seal:
         self.jail = None                   # the folder unshare builds a sealed run's root on
         self.tool = None                   # what made them: "unshare"
         self.notes = []                    # what the cleanup removed, or could not
+        self.said = None                   # that the module is not UTF-8, when it is not (a note for its author)
         self.search = None                 # the world-writable folders, with a uid of its own
         self.source, self.fresh, self.follow = None, False, not (sealed or private)
         self.copy_only = False             # a private folder made only for a UTF-8 copy
@@ -414,8 +421,14 @@ class Seal:
         if os.path.lexists(copy):
             os.remove(copy)
         fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        text, encoding = read_as(self.source)
         with os.fdopen(fd, "wb") as f:
-            f.write(runnable(self.source))
+            f.write(text)
+        if encoding:
+            self.said = _("{module} is not saved as UTF-8 (graded as read in {encoding}): Python itself "
+                          "cannot run it, so python -m gqa report and tables, and a call pasted from "
+                          "--show, stop at a SyntaxError; save it as UTF-8").format(
+                              module=os.path.basename(path), encoding=encoding)
         if self.drop:
             os.chown(copy, *self.drop)
             os.chmod(copy, 0o400)
