@@ -110,10 +110,18 @@ class EveryRunner(unittest.TestCase):
         sealed = json.loads(out)
         status, out, err = private.main("--module", module, "--format", "gradescope", *options)
         gradescope = json.loads(out)
-        book = os.path.join(private.work, "grades.csv")
+        book = os.path.join(private.work, "marks", "grades.csv")
+        os.mkdir(os.path.dirname(book))
         run = private.run("--class", os.path.join(private.work, "subs"), "--gradebook", book, *options)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("note: --seed 31337 has fewer than 13 digits: a module can find it", run.stderr)
+        # The teacher's terminal names the gradebook's folder; the statistics shown to the class
+        # name the gradebook and its feedback alone (they showed the teacher's folders).
+        self.assertIn(f"1 of 1 submissions in {os.path.join('marks', 'grades.csv')} (feedback in "
+                      f"{os.path.join('marks', 'grades-feedback')}{os.sep})", run.stdout)
+        with open(os.path.join(private.work, "marks", "grades-statistics.txt"), encoding="utf-8") as f:
+            self.assertTrue(f.read().startswith(f"1 of 1 submissions in grades.csv (feedback in grades-feedback{os.sep}), "
+                                                "seed (in the gradebook, withheld here), "))
         row = rows_of(book)["pat"]
         # The same points, step by step, each the share of its hidden cases that passed.
         by_step = {r["name"]: r["points"] for r in sealed["steps"]}

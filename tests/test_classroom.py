@@ -106,10 +106,16 @@ class Classroom(unittest.TestCase):
     def test_one_graded_step_per_lab_step_with_its_points_then_the_reporter(self):
         private = Private(self)
         weights = write(os.path.join(private.work, "w.json"), json.dumps({"kv_head": 3, "layer": 0}))
-        status, out, _ = private.main("--classroom", private.work, "--weights", weights, "--seed", "4")
+        status, out, err = private.main("--classroom", private.work, "--weights", weights, "--seed", "4")
         self.assertEqual(status, 0)
+        # The steps grade the public cases (--cases 0): a seed is no option of theirs (a
+        # handout's self-check noted it unused in every step's log), and said so here.
+        self.assertIn("--seed is not used", err)
+        self.assertNotIn("seed", out)
         with open(os.path.join(private.work, ".github", "workflows", "classroom.yml"), encoding="utf-8") as f:
-            flow = parse_yaml(f.read())
+            text = f.read()
+            flow = parse_yaml(text)
+        self.assertNotIn("--seed", text)
         self.assertEqual(flow["on"], ["push", "repository_dispatch"])
         steps = flow["jobs"]["run-autograding-tests"]["steps"]
         self.assertEqual(steps[0]["uses"], "actions/checkout@v4")
@@ -245,8 +251,12 @@ class HostileNames(unittest.TestCase):
 class Emitter(unittest.TestCase):
 
     def test_strings_are_quoted_whatever_they_hold(self):
-        data = {"on": ["a: b", "#c", "x'y\"z", "é\n"], "n": 3, "key with space": {"k": "v"}}
-        self.assertEqual(parse_yaml("\n".join(workflow.yaml_lines(data))), data)
+        data = {"on": ["a: b", "#c", "x'y\"z", "é\n", "ステップ 1: valid_g", "a\u2028b\u202e"], "n": 3,
+                "key with space": {"k": "v"}}
+        text = "\n".join(workflow.yaml_lines(data))
+        self.assertEqual(parse_yaml(text), data)
+        self.assertIn("ステップ 1: valid_g", text)          # as written: a teacher reads and edits it
+        self.assertNotIn("\u2028", text)                    # a line break to YAML: escaped
 
 
 class Copies(unittest.TestCase):

@@ -61,15 +61,6 @@ def safe_name(key):
     return name[:100]
 
 
-def read_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        return doc if isinstance(doc, dict) else None
-    except (OSError, ValueError):
-        return None
-
-
 # ---------------------------------------------------------------------------
 # The gradebook: each submission a sealed run of its own, N at a time.
 # ---------------------------------------------------------------------------
@@ -305,7 +296,7 @@ class Gradebook:
             text = _("{student}: not graded: {why}").format(student=sub.student, why=sub.why)
             self._keep(sub, doc, (escaped(text) + "\n").encode("utf-8"), None)
             return True
-        doc = read_json(os.path.join(self._folder(sub), "results.json"))
+        doc = ledger.read_document(os.path.join(self._folder(sub), "results.json"))
         if (doc is None or set(self._names(sub)) & set(self.args.regrade or ())
                 or not os.path.isfile(os.path.join(self._folder(sub), "report.txt"))
                 or [doc.get(k) for k in ("sha256", "grader", "options")] + [self._seed_of(sub)]
@@ -471,7 +462,7 @@ class Gradebook:
 
     def _finish(self, job, status, seconds):
         """A run that ended (or was stopped): its document, report and row."""
-        doc = read_json(job.out) if isinstance(status, int) and status < 128 else None
+        doc = ledger.read_document(job.out) if isinstance(status, int) and status < 128 else None
         try:
             with open(job.text, "rb") as f:
                 text = f.read()
@@ -577,12 +568,12 @@ class Gradebook:
         count = {s: sum(r["status"] == s for r in rows) for s in STEP_STATUSES}
         first = _("{written} of {total} submissions in {gradebook} (feedback in {feedback}), seed "
                   "{seed}, grader {grader}: {passed} passed every step, {failed} failed some, "
-                  "{not_started} not started, {not_graded} not graded").format(seed="\0",
-                      written=len(rows), total=total, gradebook=escaped(os.path.relpath(self.path)),
-                      feedback=escaped(os.path.relpath(self.feedback)) + os.sep,
+                  "{not_started} not started, {not_graded} not graded").format(
+                      seed="\0", written=len(rows), total=total, gradebook="\1", feedback="\2",
                       grader=GRADER_VERSION, passed=count[Status.PASSED], failed=count[Status.FAILED],
                       not_started=count[Status.NOT_STARTED], not_graded=len(rows) - len(graded))
-        lines = [first.replace("\0", str(self.args.seed))]
+        lines = [first.replace("\0", str(self.args.seed)).replace("\1", escaped(os.path.relpath(self.path))).replace(
+            "\2", escaped(os.path.relpath(self.feedback)) + os.sep)]
         named = ["  " + _("not graded: {student}: {why}").format(student=escaped(r["student"]),   # the teacher's
                                                                  why=escaped(short(r["notes"], 100)))
                  for r in rows if r["status"] == Status.NOT_GRADED]
@@ -594,7 +585,9 @@ class Gradebook:
                            "again to grade the rest").format(signal=signal.Signals(self.stopped).name,
                                                              written=len(rows), total=total))
         said = "\n".join(lines[:1] + named + lines[1:])
-        # Written first (`| head` may end the print), for the class: the seed withheld, no one named.
-        lines[0] = first.replace("\0", _("(in the gradebook, withheld here)"))
+        # Written first (`| head` may end the print), for the class: the seed withheld, no one named,
+        # no folder of the teacher's (the gradebook and its feedback by their names alone).
+        lines[0] = first.replace("\0", _("(in the gradebook, withheld here)")).replace(
+            "\1", escaped(os.path.basename(self.path))).replace("\2", escaped(os.path.basename(self.feedback)) + os.sep)
         write_atomically(ledger.beside(self.path, "statistics.txt"), ("\n".join(lines) + "\n").encode("utf-8"))
         print(said)

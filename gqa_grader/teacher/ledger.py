@@ -172,15 +172,21 @@ def seed_problem(rows, record_path):
 # The class's record: the seed, and what each submission was graded with.
 # ---------------------------------------------------------------------------
 
-def read_record(path):
-    """The record at path as written ({"seed": int, "graded": {key: {...}}}), or None
-    when there is none or it is not one."""
+def read_document(path):
+    """The JSON object at path (a record, a run's results.json), or None when there is none."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
     except (OSError, ValueError):
         return None
-    if not isinstance(doc, dict) or type(doc.get("seed")) is not int:
+    return doc if isinstance(doc, dict) else None
+
+
+def read_record(path):
+    """The record at path as written ({"seed": int, "graded": {key: {...}}}), or None
+    when there is none or it is not one."""
+    doc = read_document(path)
+    if doc is None or type(doc.get("seed")) is not int:
         return None
     graded = doc.get("graded")
     doc["graded"] = {k: v for k, v in graded.items() if isinstance(v, dict)} if isinstance(graded, dict) else {}

@@ -36,12 +36,14 @@ YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"} 
 
 def yaml_scalar(value):
     """A scalar as YAML: whole numbers plain, every string double-quoted (JSON's escapes
-    are YAML's), so that no ': ' or '#' in it can be read as structure."""
+    are YAML's), so that no ': ' or '#' in it can be read as structure; its letters as
+    written (a Japanese step name readable, not \\u30b9...), what is not printable escaped."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    return json.dumps(str(value))
+    return "".join(c if c.isprintable() else f"\\U{ord(c):08x}" if ord(c) > 0xffff else f"\\u{ord(c):04x}"
+                   for c in json.dumps(str(value), ensure_ascii=False))
 
 
 def yaml_key(key):
@@ -106,9 +108,11 @@ def workflow(args):
                     WEIGHTS_FILE)
     if "cases" not in args.given:
         words = ["--cases", "0"] + words      # the handout holds the public cases' answers only
+    if not seeded(args):                      # the public cases' seed is the same in every run
+        words = words[:-2]
     minutes = math.ceil(args.budget / 60) + 1
     graded = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
-    gate = carried(args, args.given & {"timeout", "budget", "lang"}) + ["--cases", "0"]   # its limits
+    gate = carried(args, args.given & {"timeout", "budget", "lang"})[:-2] + ["--cases", "0"]   # its limits
     steps = [{"name": _("Checkout code"), "uses": "actions/checkout@v4"},
              {"name": _("Prepare the sealed grader, and import gqa.py once"), "id": "prepare",
               "timeout-minutes": minutes, "continue-on-error": True,
@@ -145,16 +149,26 @@ def _unfinished(st, args):
     return base64.b64encode(json.dumps(result, sort_keys=True).encode("utf-8")).decode("ascii")
 
 
+def seeded(args):
+    """Whether the workflow's steps grade hidden cases (--cases K given, K > 0: a template that
+    holds the reference), whose seed they then need; the public cases' is the same in every
+    run, and a handout's self-check takes none (it said so in every step's log)."""
+    return "cases" in args.given and args.cases > 0
+
+
 def write_workflow(args):
     """--classroom DIR: DIR/.github/workflows/classroom.yml, and what DIR still needs."""
-    if args.seed is None:
+    if args.seed is None and seeded(args):
         args.seed = random.SystemRandom().randrange(10 ** 6)     # in the student's repository: no secret
+    elif "seed" in args.given and not seeded(args):
+        print("grader: " + _("note: --seed is not used: the workflow's steps grade the public cases alone "
+                             "(--cases 0), whose seed is the same in every run"), file=sys.stderr)
     data = workflow(args)
     graded = [st for st in data["jobs"]["run-autograding-tests"]["steps"] if st.get("id", "").startswith("step")]
     head = ["# GitHub Classroom's autograding for the gqa lab, written by `python grader.py "
             "--classroom`:",
-            f"# one graded step per lab step, seed {args.seed}, grader {GRADER_VERSION}.  Write it "
-            "again rather than edit it."]
+            f"# one graded step per lab step, {f'seed {args.seed}, ' if seeded(args) else ''}grader "
+            f"{GRADER_VERSION}.  Write it again rather than edit it."]
     path = os.path.join(args.classroom, ".github", "workflows", "classroom.yml")
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -167,8 +181,9 @@ def write_workflow(args):
         return 2
     points = sum(args.weight_map.get(st.name, 1) for st in ALL_STEPS
                  if st.name in (args.only or default_track()))
-    print(_("wrote {path}: {steps} graded steps, {points} points, seed {seed}").format(
-        path=path, steps=len(graded), points=f"{points:g}", seed=args.seed))
+    said = (_("wrote {path}: {steps} graded steps, {points} points, seed {seed}") if seeded(args) else
+            _("wrote {path}: {steps} graded steps, {points} points"))
+    print(said.format(path=path, steps=len(graded), points=f"{points:g}", seed=args.seed))
     if not os.path.isfile(os.path.join(args.classroom, "grader.py")):
         print(_("{folder} has no grader.py yet: the template repository holds the handout (python "
                 "grader.py --handout {folder})").format(folder=args.classroom))
