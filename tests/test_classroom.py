@@ -279,7 +279,7 @@ class Copies(unittest.TestCase):
         self.assertEqual([(key, share >= copies.SOLUTION) for share, key, _ in solutions],
                          [("ann", True), ("ben", True), ("eve", True), ("fay", False)])   # fay: steps 1-9
         text = copies.report(groups, pairs, classroom.escaped, solutions)
-        self.assertIn("same code (3): ann = ben = eve", text)
+        self.assertIn("same code but for functions under 40 tokens (3): ann = ben = eve", text)
         self.assertRegex(text, r"\n\d+%  ann  [\d, .-]+  fay  ")
         self.assertRegex(text, r"\nben is the shipped solution over again: it holds \d+% of the solution's code")
         self.assertRegex(text, r"\nfay shares \d+% of the shipped solution's code \(its lines [\d, .-]+\)\n")

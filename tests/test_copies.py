@@ -125,7 +125,7 @@ class Copies(unittest.TestCase):
         self.assertEqual([(key, share >= copies.SOLUTION) for share, key, _ in solutions],
                          [("ann", True), ("ben", True)])
         text = copies.report(groups, pairs, str, solutions)
-        self.assertIn("same code (2): ann = ben", text)
+        self.assertIn("same code but for functions under 40 tokens (2): ann = ben", text)
         self.assertRegex(text, r"\nben is the shipped solution over again: it holds \d+% of the solution's code")
 
     def test_a_classmates_lab_padded_with_pass_is_found(self):

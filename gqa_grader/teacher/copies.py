@@ -353,8 +353,8 @@ def report(groups, pairs, shown, solutions=()):
                      "of one's; the shipped solution pairs with a submission by the same rule.").format(
                          small=SMALL, block=BLOCK, shared=f"{SHARED:.0%}", contained=f"{CONTAINED:.0%}"),
             "# " + _("the same code: submissions; then: share  submission  its lines  submission  its lines")]
-    lines = [_("same code ({count}): {submissions}").format(
-        count=len(keys), submissions=" = ".join(shown(k) for k in keys)) for keys in groups]
+    lines = [_("same code but for functions under {small} tokens ({count}): {submissions}").format(   # those
+        small=SMALL, count=len(keys), submissions=" = ".join(shown(k) for k in keys)) for keys in groups]  # may differ
     lines += [f"{share:.0%}  {shown(a)}  {la}  {shown(b)}  {lb}" for share, a, b, la, lb in pairs]
     for share, key, at in solutions:
         text = (_("{submission} is the shipped solution over again: it holds {share} of the "
