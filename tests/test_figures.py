@@ -687,8 +687,10 @@ class Writing(unittest.TestCase):
         student = os.path.join(self.dir.name, "student_gqa.py")
         with open(gqa.__file__, encoding="utf-8") as f:
             source = f.read()
-        with open(student, "w", encoding="utf-8") as f:        # the lab, with a strided kv_head
-            f.write(source.replace("    return query_head // group\n", "    return query_head % g\n"))
+        with open(student, "w", encoding="utf-8") as f:        # the lab, with a strided kv_head and group_heads
+            f.write(source.replace("    return query_head // group\n", "    return query_head % g\n").replace(
+                "return [list(range(j * group, (j + 1) * group)) for j in range(g)]",
+                "return [list(range(j, h, g)) for j in range(g)]"))
         out = os.path.join(self.dir.name, "report.md")
         # Which steps pass is the grader's to say, and whether the child then trains with the
         # module is test_report's (FromAnotherModule): here a step is said to fail, so that the
@@ -703,8 +705,14 @@ class Writing(unittest.TestCase):
         ours = dict(report_sections.figures_of(report_sections.build_parts(SMALL, NOTHING_MEASURED)))
         self.assertNotEqual(drawn, ours["grouping.svg"])
         with open(out, encoding="utf-8") as f:
-            row = table(section(f.read(), 1), "method", "g", "q0")[1][1]
+            first = section(f.read(), 1)
+        row = table(first, "method", "g", "q0")[1][1]
         self.assertEqual(row, ["GQA", "4", "0", "1", "2", "3", "0", "1", "2", "3"])     # i % g, as drawn
+        # Its groups are said as they are ("0–4" read as five neighbours) and said not to be the
+        # rule's contiguous blocks, which the sentence above the table gives.
+        groups = {r[1]: r[3] for r in table(first, "method", "g (kv heads)", "h // g")[1]}
+        self.assertEqual((groups["2"], groups["3"], groups["1"]), ("{0, 2, 4}, {1, 3, 5}", "{0, 3}, {1, 4}, {2, 5}", "0–5"))
+        self.assertIn("your group_heads does not return the contiguous blocks of the rule above", first)
 
     def test_a_failed_write_changes_nothing(self):
         run("--out", self.path, *ARGS)

@@ -41,7 +41,10 @@ BLOCK_MODELS = (PublishedModel("Llama-2-7B", 32, 32, 128, 4096, 11008, 3),
 
 
 def _ranges(groups: List[List[int]], limit: int = 4) -> str:
-    parts = [f"{grp[0]}–{grp[-1]}" if len(grp) > 1 else str(grp[0]) for grp in groups]
+    """Each group's query heads, a run "0–3" or one head "5"; a group of heads apart in
+    braces, "{0, 4}" (a strided group_heads' shown as it is, never as "0–4")."""
+    parts = [draw.runs(grp) for grp in groups]
+    parts = [part if "," not in part else "{" + part + "}" for part in parts]
     return ", ".join(parts if len(parts) <= limit else parts[:2] + ["…"] + parts[-1:])
 
 
@@ -56,8 +59,12 @@ def section_what_g_is(cfg: Config, lab: Lab, m: Measured) -> Tuple[str, Figures]
 
 def _table_of_groups(cfg: Config, lab: Lab, h: int, ids: "Labels") -> str:
     try:
-        groups = {g: _ranges(lab.group_heads(h, g)) for g in ids.gs}
-        note = []
+        made = {g: lab.group_heads(h, g) for g in ids.gs}
+        groups = {g: _ranges(made[g]) for g in ids.gs}
+        apart = [g for g in ids.gs if made[g] != [list(range(j * (h // g), (j + 1) * (h // g))) for j in range(g)]]
+        note = [_("*At g = {gs}, your group_heads does not return the contiguous blocks of the rule above: the "
+                  "table shows its groups as it returns them.*").format(gs=", ".join(map(str, apart))) + "\n"
+                ] if apart else []
     except Unavailable as why:
         groups = {g: "—" for g in ids.gs}
         note = [_("*Not shown: {why}.*").format(why=why) + "\n"]

@@ -21,21 +21,21 @@ from gqa_grader.language.i18n import _, ngettext, sentences
 from gqa_tools.svg import (BACKGROUND, MUTED, PALETTE, Axes, Figure, Style, Ticks, categories, nice_ticks, style,
                            text_width)
 
-def _ranges(heads: Sequence[int]) -> str:
+def runs(heads: Sequence[int]) -> str:
     """Increasing heads as runs of neighbours: [0, 1, 2, 3] "0–3", [0, 4] "0, 4",
     [0, 1, 4, 5] "0–1, 4–5" (a strided kv_head's groups are drawn as they are)."""
-    runs: List[List[int]] = []
+    found: List[List[int]] = []
     for i in heads:
-        if runs and i == runs[-1][-1] + 1:
-            runs[-1].append(i)
+        if found and i == found[-1][-1] + 1:
+            found[-1].append(i)
         else:
-            runs.append([i])
-    return ", ".join(f"{run[0]}–{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+            found.append([i])
+    return ", ".join(f"{run[0]}–{run[-1]}" if len(run) > 1 else str(run[0]) for run in found)
 
 
 def neighbours(heads: Sequence[int]) -> bool:
     """Whether each key/value head's query heads (heads[i]: query head i's) are neighbours."""
-    return all("," not in _ranges([i for i, j in enumerate(heads) if j == kv]) for kv in set(heads))
+    return all("," not in runs([i for i, j in enumerate(heads) if j == kv]) for kv in set(heads))
 
 
 # Light fills of the first two colours, for the query heads of the grouping figure.
@@ -57,7 +57,7 @@ def grouping_figure(h: int, panels: Sequence[Tuple[str, int, Sequence[int]]]) ->
              "key/value head it reads (bottom row). {panels}.").format(h=h, panels="; ".join(
                  f"{name} g = {g}: " + ", ".join(
                      _("query heads {heads} read key/value head {kv}").format(
-                         heads=_ranges([i for i in range(h) if heads[i] == j]), kv=j)
+                         heads=runs([i for i in range(h) if heads[i] == j]), kv=j)
                      for j in sorted(set(heads))) for name, g, heads in panels))
     fig = Figure(width, height, _("Which key/value head each of h = {h} query heads reads").format(h=h), desc)
     for p, (name, g, heads) in enumerate(panels):
