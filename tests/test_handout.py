@@ -66,6 +66,22 @@ def public(fn, owner):
                                                        or fn.name in ("__init__", "__len__"))
 
 
+# single_head_attention (step 7, in the track) calling grouped_attention (step 9, a stub of no track).
+CALLS_A_STUB = """
+
+def grouped_attention(q, k, v, *, causal=False):
+    raise NotImplementedError("step 9: grouped_attention")
+
+
+_single = single_head_attention
+
+
+def single_head_attention(q, k, v, *, causal=False):
+    grouped_attention([q], [k], [v], causal=causal)
+    return _single(q, k, v, causal=causal)
+"""
+
+
 def grade_in(handout, module, *args, steps=",".join(STEPS)):
     """The handout's own grader on module (its starter when None): [exit status, document, stderr]."""
     run = run_grader("--json", "--only", steps, *args, *(["--module", module] if module else []),
@@ -130,8 +146,14 @@ class Handout(unittest.TestCase):
             # Its cases' seed is the public one in every run: a --seed (GitHub Classroom's workflow
             # gives one) is said unused, where it was dropped in silence and --json showed a fresh one.
             seeded = grade_in(handout, os.path.join(ROOT, "gqa.py"), "--seed", "5", steps="valid_g")
+            calls = os.path.join(folder, "calls_a_stub.py")             # a step of the track calls one of none
+            with open(calls, "w", encoding="utf-8") as f:
+                f.write(source + CALLS_A_STUB)
+            stubbed = run_grader("--only", "single_head_attention", "--module", calls,
+                                 grader=os.path.join(handout, "grader.py"), cwd=handout).stdout
             return {"texts": texts, "source": source, "bare": graded[0], "shipped": graded[1],
-                    "wrong": graded[2:], "refused": refused, "robust": robust, "help": helped, "seeded": seeded}
+                    "wrong": graded[2:], "refused": refused, "robust": robust, "help": helped, "seeded": seeded,
+                    "stubbed": stubbed}
         finally:
             shutil.rmtree(folder)
 
@@ -139,6 +161,15 @@ class Handout(unittest.TestCase):
     def setUpClass(cls):
         cls.runs = early(cls.made)
         cls.texts = cls.runs["texts"]
+
+    def test_a_step_that_calls_a_stub_outside_the_track_is_told_to_do_without_it(self):
+        # It said "needs step 9, grouped_attention: not started" and "next: step 7 (it needs step
+        # 9 first)", a step the handout leaves a stub, which the self-check then refused to grade.
+        said = self.runs["stubbed"]
+        self.assertIn("calls step 9, grouped_attention, which your track leaves a stub: write it without that "
+                      "call", said)
+        self.assertIn("next: step 7, single_head_attention\n", said)
+        self.assertNotIn("needs step 9", said)
 
     def test_its_robustness_check_passes_the_shipped_lab(self):
         # The extremes compare answers: the handout holds the public ones of its track's functions.

@@ -85,7 +85,7 @@ def progress(results):
     text = _("{done} of {total} steps done").format(done=len(done), total=len(results))
     if todo:
         needs = _(" and ").join(_("step {step}, {name}").format(step=n["step"], name=n["name"])
-                                for n in todo[0].needs)
+                                for n in todo[0].needs if not n.get("outside"))     # a stub of no track: not next
         template = (_("{done}; next: step {step}, {name} (it needs {needs}, first)") if needs
                     else _("{done}; next: step {step}, {name}"))
         text = template.format(done=text, step=todo[0].step, name=todo[0].name, needs=needs)

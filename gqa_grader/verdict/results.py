@@ -101,7 +101,8 @@ def and_list(numbers):
 def step_notes(r):
     """What a step that is not done needs and touches: 'needs step 21, KVCache: not started'."""
     st = BY_NAME[r.name]
-    notes = [_("needs step {step}, {name}: not started").format(step=n["step"], name=n["name"])
+    notes = [(_("calls step {step}, {name}, which your track leaves a stub: write it without that call")
+              if n.get("outside") else _("needs step {step}, {name}: not started")).format(step=n["step"], name=n["name"])
              for n in r.needs]
     if st.touches and r.status != Status.PASSED:
         notes.append(ngettext("step {step}, {name}, means changing step {steps} {why}",
