@@ -331,6 +331,7 @@ class JapaneseClass(unittest.TestCase):
             steps = {st["name"]: st for st in json.load(f)["steps"]}
         self.assertEqual(sorted(steps), ["kv_head", "valid_g"])
         self.assertEqual(steps["kv_head"]["hidden"][1], 2)                        # --cases 2
+        self.assertEqual(steps["kv_head"]["summary"], "クエリヘッド i はキー・値ヘッド i // (h // g) を読む")   # was English
         with open(os.path.join(self.private.work, "g-feedback", "bob.py", "report.txt"), encoding="utf-8") as f:
             self.assertIn("ステップ  3  FAIL  kv_head", f.read())
         self.assertEqual({k: v for k, v in rows_of(self.book)["bob.py"].items() if k != "seconds"},

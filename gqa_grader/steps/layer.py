@@ -231,7 +231,7 @@ def check_difference(module, case, rng):
         shape = [rng.randint(1, 3), rows, cols] if rng.hidden and case % 2 else [rows, cols]   # [h][n][d] too
         a = rand_tensor(rng, *shape)
         b = a if case == 0 else nested(shape) if case == 1 else rand_tensor(rng, *shape)
-        where = "".join(f"[{n}]" for n in shape)
+        where = _("a and b of shape {shape}").format(shape="".join(f"[{n}]" for n in shape))   # not "case [3][2]"
     got = module.call("output_difference", a, b)
     expect(fields_of(got, "output_difference(a, b)", "Difference", DIFFERENCE_FIELDS),
            ref_output_difference(plain(a), plain(b)), where, "output_difference(a, b): max_abs, rel_l2, cosine",

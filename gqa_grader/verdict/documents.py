@@ -49,7 +49,8 @@ def run_document(args, label, results, why, partly, notes):
                "score": round(sum(r.points for r in results), 4),
                "max_score": sum(r.max_points for r in results), "passed": counts[Status.PASSED],
                "failed": counts[Status.FAILED], "not_started": counts[Status.NOT_STARTED],
-               "progress": progress(results), "steps": [r.as_json() for r in results]}
+               "progress": progress(results),
+               "steps": [dict(r.as_json(), summary=_(r.summary)) for r in results]}   # prose, in the run's language
     if args.sealed and args.format != "gradescope":
         doc["sealed"] = partly or "sealed"
         if getattr(args, "namespaces", None):        # the tool that made the run's namespaces

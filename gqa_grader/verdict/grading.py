@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.4"
-GRADER_CHECKS = "b0428cd2d506520d4075beef0262e39d27959bd55707e1dfb31f116e31b6255a"
+GRADER_CHECKS = "3daf1d34ca58803324e439b3526c397e6fa7fdd7e3fd091b389553c62cda4022"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
