@@ -142,48 +142,50 @@ def _parser():
             default=f"{DEFAULT_TIMEOUT:g}"))
     add("--list", action="store_true", help=_("name the steps, in order, and exit"))
     add("--json", action="store_true", help=_("print one JSON document: the score and each step's result"))
-    add("--format", choices=("text", "json", "gradescope", "classroom"), default=None,
-        help=_("text (default), json (as --json), gradescope (its results.json), or classroom "
-               "(a GitHub Classroom step's result=... line; the report goes to stderr)"))
-    add("--weights", metavar="FILE", default=None,
-        help=_("with --format gradescope: a JSON object of step name -> points (default 1 each)"))
     add("-x", "--fail-fast", action="store_true",
         help=_("stop each step at its first failing case (faster; the counts are partial)"))
-    add("--withhold-hidden", action="store_true",
+    add("-q", "--quiet", action="store_true", help=_("print only failures and the summary"))
+    teach = parser.add_argument_group(_("for teachers: a class, Gradescope, GitHub Classroom, a handout")).add_argument
+    teach("--format", choices=("text", "json", "gradescope", "classroom"), default=None,
+        help=_("text (default), json (as --json), gradescope (its results.json), or classroom "
+               "(a GitHub Classroom step's result=... line; the report goes to stderr)"))
+    teach("--weights", metavar="FILE", default=None,
+        help=_("with --format gradescope: a JSON object of step name -> points (default 1 each)"))
+    teach("--withhold-hidden", action="store_true",
         help=_("a failing hidden case says only that it failed: its input, the answer expected, "
                "its calls and the seed are withheld (what --class's feedback does)"))
-    add("-q", "--quiet", action="store_true", help=_("print only failures and the summary"))
-    _run_options(add)
-    commands.add_options(parser)
+    _run_options(add, teach)
+    commands.add_options(teach)
     return parser
 
 
-def _run_options(add):
-    """The options of the language, the teacher's runs and the files the grader writes."""
+def _run_options(add, teach):
+    """The options of the language and the run's time (add), and of the teacher's runs and the
+    files the grader writes (teach: --help shows them apart, a student needs none)."""
     add("--lang", choices=LANGUAGES, default=None,
         help=_("the language of what the grader prints: {languages}; {default}").format(
             languages=listed(), default=default_said(handout_lang())))
     add("-v", "--verbose", action="store_true", help=_("also print the wall time"))
-    add("--starter", metavar="DIR", help=_("write a starter gqa.py for students into DIR and exit"))
-    add("--sealed", action="store_true",
-        help=_("the teacher's grading run: the module alone in a private folder, PATH its only "
-               "variable, limits, and (as root) another user; implied by --format gradescope"))
-    add("--user", metavar="NAME", default=None,
-        help=_("with --sealed, as root: the worker's user (default: a user id drawn for the "
-               "run, which no other process has)"))
-    add("--out", metavar="PATH", default=None,
-        help=_("also write the run's JSON document (Gradescope's with --format gradescope) to "
-               "PATH, once the worker is gone"))
-    add("--secret", metavar="FILE", default=None,
-        help=_("the hidden cases' seed made from FILE's bytes and the module's sha256: each "
-               "submission meets cases of its own, and the seed is recorded (what an "
-               "--autograder zip does unless --seed is given); not with --seed"))
     add("--budget", type=float, default=DEFAULT_BUDGET, metavar="S",
         help=_("seconds the whole run may take (default {default}); the steps not "
                "reached by then are not graded").format(default=f"{DEFAULT_BUDGET:g}"))
-    add("--autograder", metavar="DIR",
+    teach("--starter", metavar="DIR", help=_("write a starter gqa.py for students into DIR and exit"))
+    teach("--sealed", action="store_true",
+        help=_("the teacher's grading run: the module alone in a private folder, PATH its only "
+               "variable, limits, and (as root) another user; implied by --format gradescope"))
+    teach("--user", metavar="NAME", default=None,
+        help=_("with --sealed, as root: the worker's user (default: a user id drawn for the "
+               "run, which no other process has)"))
+    teach("--out", metavar="PATH", default=None,
+        help=_("also write the run's JSON document (Gradescope's with --format gradescope) to "
+               "PATH, once the worker is gone"))
+    teach("--secret", metavar="FILE", default=None,
+        help=_("the hidden cases' seed made from FILE's bytes and the module's sha256: each "
+               "submission meets cases of its own, and the seed is recorded (what an "
+               "--autograder zip does unless --seed is given); not with --seed"))
+    teach("--autograder", metavar="DIR",
         help=_("write DIR/autograder.zip for Gradescope (this grader, sealed) and exit"))
-    add("--handout", metavar="DIR",
+    teach("--handout", metavar="DIR",
         help=_("write what students get into DIR (the starter, a self-check of the public cases "
                "that holds no reference, and the tools of their report: python -m gqa report and "
                "tables, in DIR) and exit"))

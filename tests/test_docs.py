@@ -444,6 +444,16 @@ class Pages(unittest.TestCase):
             gqa.kv_head(0, 8, 3)
         self.assertEqual(str(refused.exception), documented)
 
+    def test_the_graders_help_shows_a_students_options_first_and_the_teachers_apart(self):
+        # A student in a handout read --class, --roster and --autograder among their own.
+        from gqa_grader import cli as grader_cli
+        helped = grader_cli._parser().format_help()
+        apart = helped.index("\nfor teachers: a class, Gradescope, GitHub Classroom, a handout:\n")
+        for option in ("--module PATH", "--steps STEPS", "--case K", "--show", "--lang", "--budget S"):
+            self.assertLess(helped.index(f"\n  {option}"), apart, option)
+        for option in ("--class SUBMISSIONS", "--roster FILE", "--autograder DIR", "--handout DIR", "--sealed"):
+            self.assertGreater(helped.index(f"\n  {option}"), apart, option)
+
     def test_the_teachers_options_table_names_every_option_the_grader_takes(self):
         # It left out --steps, --lang, --case, --show, --secret, --regrade and more: a teacher
         # reading the table did not learn that a class's feedback can be in Japanese.

@@ -44,8 +44,8 @@ WHY_NOT = {"module": "it grades each submission's own gqa.py (the handout: the p
            "format": "it writes files, not a document", "json": "it writes files, not a document"}
 
 
-def add_options(parser):
-    add = parser.add_argument
+def add_options(add):
+    """--class's options and GitHub Classroom's, with add (the parser's teachers' group's)."""
     add("--class", dest="class_dir", metavar="SUBMISSIONS",
         help=_("grade every submission in this folder (.py files, folders holding a gqa.py, or "
                "a Gradescope export), each a sealed run of its own, into --gradebook"))
