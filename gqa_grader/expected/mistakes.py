@@ -21,7 +21,8 @@ from .compare import _difference
 # key: (name, the lesson it misses), message ids.
 MISTAKES = {
     "strided": (N_("strided grouping"),
-                N_("query head i read key/value head i % g; contiguous groups read i // (h // g)")),
+                N_("head i went to group i % g (query head i read key/value head i % g); contiguous groups "
+                   "hold h // g neighbours each, head i in group i // (h // g)")),
     "tiled": (N_("tiled, not interleaved"),
               N_("the g heads were repeated as a block, h // g times over; each head is repeated h // g "
                  "times in place, so query head i reads head i // (h // g)")),
