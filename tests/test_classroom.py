@@ -206,6 +206,14 @@ class Cells(unittest.TestCase):
         self.assertEqual(classroom.cell("\x1b[31mred"), "\\x1b[31mred")
         written.encode("utf-8")                                              # no lone surrogate left
 
+    def test_every_name_reads_back_as_itself_and_no_two_as_one(self):
+        # "'=x" read back as "=x", the key of another submission (a hostile walk found it).
+        from gqa_grader.teacher import ledger
+        names = ["=x", "'=x", "''=x", "'x", "'", "''", "-", "'-1", "x'", ""] + self.HOSTILE
+        back = [ledger.unquoted(ledger.cell(name)) for name in names]
+        self.assertEqual(back, [ledger.escaped(name) for name in names])
+        self.assertEqual(len(set(back)), len(names))
+
 
 @heavy
 class HostileNames(unittest.TestCase):

@@ -85,7 +85,13 @@ def cell(value):
     (=, +, -, @: a file's name or a module's message can) with a ' before it.  The
     gradebook quotes every cell (OWASP's advice on CSV injection)."""
     text = escaped("" if value is None else str(value))
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    return "'" + text if _quoted(text) else text
+
+
+def _quoted(text):
+    """Whether a cell of text starts with a ': a formula's first character, or a ' that
+    unquoted would take off (a name "'=x" kept apart from "=x", which is written "'=x")."""
+    return text[:1] in ("=", "+", "-", "@") or text[:1] == "'" and _quoted(text[1:])
 
 
 def escaped(text):
@@ -116,8 +122,9 @@ def with_own(row, old, extra):
 
 
 def unquoted(text):
-    """A cell's text without the ' that keeps a spreadsheet from reading it as a formula."""
-    return text[1:] if text[:2] in ("'=", "'+", "'-", "'@") else text
+    """A cell's text without the ' that keeps a spreadsheet from reading it as a formula
+    (cell's: unquoted(cell(t)) is t's escaped text, whatever t)."""
+    return text[1:] if text[:1] == "'" and _quoted(text[1:]) else text
 
 
 SEED = re.compile(r"\d{1,19}")
