@@ -449,9 +449,9 @@ class Pages(unittest.TestCase):
         from gqa_grader import cli as grader_cli
         helped = grader_cli._parser().format_help()
         apart = helped.index("\nfor teachers: a class, Gradescope, GitHub Classroom, a handout:\n")
-        for option in ("--module PATH", "--steps STEPS", "--case K", "--show", "--lang", "--budget S"):
-            self.assertLess(helped.index(f"\n  {option}"), apart, option)
-        for option in ("--class SUBMISSIONS", "--roster FILE", "--autograder DIR", "--handout DIR", "--sealed"):
+        for option in ("--module", "--steps", "--case", "--show", "--lang", "--budget"):     # 3.13 writes
+            self.assertLess(helped.index(f"\n  {option}"), apart, option)                      # a metavar once
+        for option in ("--class", "--roster", "--autograder", "--handout", "--sealed"):
             self.assertGreater(helped.index(f"\n  {option}"), apart, option)
 
     def test_the_teachers_options_table_names_every_option_the_grader_takes(self):
