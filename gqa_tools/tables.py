@@ -58,8 +58,9 @@ def make_parser() -> argparse.ArgumentParser:
     add("--causal", action="store_true",
         help=_("count causal attention (a decoder's prefill) in the one-layer table"))
     add("--module", metavar="PATH", default=None,
-        help=_("compute with this gqa.py (a student's) instead of the project's (in a handout: "
-               "instead of the one in its folder)"))
+        help=_("compute with this gqa.py instead of the one in this folder") if handout() else
+        _("compute with this gqa.py (a student's) instead of the project's (in a handout: "
+          "instead of the one in its folder)"))
     add("--lang", choices=i18n.LANGUAGES, default=None,
         help=_("the language of what the command prints: {languages}; {default}").format(
             languages=i18n.listed(), default=default_said()))

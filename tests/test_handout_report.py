@@ -138,7 +138,8 @@ class HandoutReport(unittest.TestCase):
                 assert made.returncode == 0, made.stderr
                 got = done[lang] = {"texts": texts_of(handout), "main": run_in(handout, "gqa.py"),
                                     "help": [run_in(handout, *argv, LANG="en_US.UTF-8")[1] for argv in
-                                             (["grader.py", "--help"], ["-m", "gqa", "report", "--help"])]}
+                                             (["grader.py", "--help"], ["-m", "gqa", "report", "--help"],
+                                              ["-m", "gqa", "tables", "--help"])]}
                 if lang == "ja":                                     # the bare starter's report
                     got["bare"] = run_in(handout, "-m", "gqa", "report", *ARGS)
                     got["bare_report"] = text_of(os.path.join(handout, "report.md"))
@@ -188,6 +189,14 @@ class HandoutReport(unittest.TestCase):
             i18n.use("en")
         self.assertEqual(out, wrote.format(path="report.md", count=count, folder="report-figures") + "\n")
         return self.runs[lang]["report"]
+
+    def test_tables_help_speaks_of_this_folders_gqa_py_not_the_projects(self):
+        # In a handout it said "instead of the project's (a student's)", a teacher's words.
+        for lang in LANGS:
+            with self.subTest(lang=lang):
+                said = "".join(self.runs[lang]["help"][2].split())
+                self.assertIn("".join(self.in_lang(lang, "compute with this gqa.py instead of the one in this "
+                                                         "folder").split()), said)
 
     def test_the_help_names_the_handouts_language_as_the_default_whatever_the_terminals(self):
         # It said "the environment's, else en", where a Japanese handout speaks Japanese in an
