@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import gqa
 from gqa_grader.language.i18n import REGISTRY, _, language, ngettext, registered
@@ -42,8 +42,8 @@ def write_target(path: str) -> str:
     return target
 
 
-def stage(target: str, text: str) -> str:
-    """Write text to a new temporary file beside target; return its path.
+def stage(target: str, text: Union[str, bytes]) -> str:
+    """Write text (UTF-8; bytes as they are) to a new temporary file beside target; return its path.
 
     The file gets the mode target has (or, for a new file, 0666 less the
     umask), so that os.replace(staged, target) then swaps it in whole: the
@@ -58,8 +58,8 @@ def stage(target: str, text: str) -> str:
     import tempfile                    # writing alone needs it (--check writes nothing)
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=os.path.dirname(target))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode("utf-8"))
         os.chmod(tmp, mode)
     except BaseException:
         os.unlink(tmp)
@@ -170,12 +170,10 @@ def keep_previous(path: str, text: str) -> Optional[str]:
     except UnicodeDecodeError:
         pass
     keep = previous_path(path)
-    staged = stage(keep, "")
+    staged = stage(keep, data)
     try:
-        with open(staged, "wb") as f:
-            f.write(data)
         os.replace(staged, keep)
-    except BaseException:
+    except OSError:
         os.unlink(staged)
         raise
     return keep
