@@ -73,7 +73,10 @@ def stubbed(source, names):
 
 
 def section(text, number):
-    return text.split(f"\n## {number}. ")[1].split("\n## ")[0]
+    """Section number of a report, without the line that seals the code's sections (its hash
+    is of the whole report above it)."""
+    from gqa_tools.report.files import SEAL
+    return SEAL.sub("", text.split(f"\n## {number}. ")[1].split("\n## ")[0])
 
 
 def table_header(body, first):
@@ -387,17 +390,20 @@ class TheWriteUp(unittest.TestCase):
             path = os.path.join(folder, "report.md")
             status, first, err = self.finish(path, "| 1 |")
             self.assertEqual((status, err), (0, ""))
-            answered = first.replace("*(your answer)*", "The cache shrinks by h/g; the scores do not.\n\nSee row 2.")
+            answers = "The cache shrinks by h/g; the scores do not.\n\nSee row 2."
+            answered = first.replace("*(your answer)*", answers)
             with open(path, "wb") as f:                                  # as Notepad saves it
                 f.write(b"\xef\xbb\xbf" + answered.replace("\n", "\r\n").encode("utf-8"))
             status, again, err = self.finish(path, "| 2 |")
             self.assertEqual(status, 0)
-            self.assertEqual(again, answered.replace("| 1 |", "| 2 |"))
+            fresh = self.fresh("| 2 |")
+            self.assertEqual(again, fresh.replace("*(your answer)*", answers))   # the sections above anew
             self.assertIn("your write-up, section 9, is kept as you wrote it", err)
+            self.assertEqual(os.listdir(folder), ["report.md"])           # the numbers changed: no word lost
             self.assertEqual(self.finish(path, "| 2 |", checking=True)[0], 0)
             self.assertEqual(self.finish(path, "| 3 |", checking=True)[0], 1)      # the numbers still count
             with open(path, "w", encoding="utf-8") as f:                   # written in another language
-                f.write(answered.replace("## 9. ", "## 9. 여러분의 글: "))
+                f.write(again.replace("## 9. ", "## 9. 여러분의 글: "))
             rewritten = self.finish(path, "| 2 |")[1]
             self.assertIn("9. 여러분의 글: ", rewritten)                           # its answers still there
             self.assertIn("The cache shrinks by h/g; the scores do not.", rewritten)
@@ -406,34 +412,74 @@ class TheWriteUp(unittest.TestCase):
             self.assertEqual((status, err), (0, ""))
             self.assertIn("*(your answer)*", fresh)
 
-    def test_a_report_that_would_lose_words_is_kept_beside_it_first(self):
-        # The write-up's heading taken out, notes written in a section above it, the file saved
-        # in Korean Windows' cp949: a rerun wrote over the answers, and said nothing.
+    def test_a_report_of_an_earlier_grader_keeps_its_answers_and_no_copy_is_made(self):
+        # No seal line: the write-up is found by its heading, and the sections above it, as
+        # the code writes them now, lose nothing.
         with tempfile.TemporaryDirectory() as folder:
-            path, previous = os.path.join(folder, "report.md"), os.path.join(folder, "report.previous.md")
+            path = os.path.join(folder, "report.md")
             first = self.finish(path, "| 1 |")[1]
-            answers = "The cache shrinks by h/g; the scores do not."
-            for name, data in (("no heading", re.sub(r"\n## 9\.[^\n]*\n", "\n", first).replace(
-                                    "*(your answer)*", answers).encode("utf-8")),
-                               ("notes above", first.replace("| 1 |", "| 1 | my note: row 2 is MQA").encode("utf-8")),
-                               ("cp949", first.replace("*(your answer)*", "캐시는 h/g배 줄어든다").encode("cp949"))):
-                with self.subTest(saved=name):
-                    with open(path, "wb") as f:
-                        f.write(data)
-                    i18n.use("ko")
-                    try:
-                        status, again, err = self.finish(path, "| 1 |")
-                    finally:
-                        i18n.use("en")
-                    self.assertEqual(status, 0, err)
-                    with open(previous, "rb") as f:
-                        self.assertEqual(f.read(), data)                     # the bytes, as they were
-                    self.assertIn("report.previous.md", err)
-                    if name == "cp949":                                      # read as Korean Windows saves it
-                        self.assertIn("캐시는 h/g배 줄어든다", again)
-                    os.remove(previous)
-            status, again, err = self.finish(path, "| 1 |")                   # the same again: nothing kept
-            self.assertEqual((status, os.path.exists(previous)), (0, False), err)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(re.sub(r"<!--[^\n]*-->\n", "", first).replace("*(your answer)*", "my answer"))
+            status, text, err = self.finish(path, "| 1 |")
+            self.assertEqual((status, os.listdir(folder)), (0, ["report.md"]), err)
+            self.assertEqual(text, first.replace("*(your answer)*", "my answer"))
+
+    def fresh(self, numbers):
+        """The report finish writes where there was none."""
+        with tempfile.TemporaryDirectory() as folder:
+            return self.finish(os.path.join(folder, "report.md"), numbers)[1]
+
+    def test_no_word_a_student_wrote_is_lost_however_many_runs(self):
+        # The write-up's heading taken out, a note written in a section above, the file saved in
+        # Korean Windows' cp949: a rerun wrote over the answers, then a copy of them kept beside
+        # the report was written over by the next run.
+        answers = "The cache shrinks by h/g; the scores do not."
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "report.md")
+            first = self.finish(path, "| 1 |")[1]
+
+            def run(data, numbers="| 1 |", lang="en"):
+                with open(path, "wb") as f:
+                    f.write(data)
+                i18n.use(lang)
+                try:
+                    status, text, err = self.finish(path, numbers)
+                finally:
+                    i18n.use("en")
+                self.assertEqual(status, 0, err)
+                return text, err, sorted(os.listdir(folder))
+
+            # The heading taken out: the seal above it finds the write-up; nothing to keep apart.
+            text, err, files = run(re.sub(r"\n## 9\.[^\n]*\n", "\n", first).replace("*(your answer)*", answers)
+                                   .encode("utf-8"), "| 2 |")
+            self.assertIn(answers, text)
+            self.assertEqual(files, ["report.md"])
+            # A note in a section the code writes: the file kept, first as it was, then never written over.
+            for k, (now, then, note) in enumerate((("| 2 |", "| 3 |", "my note: row 2 is MQA"),
+                                                  ("| 3 |", "| 2 |", "another note")), 1):
+                data = text.replace(now, f"{now} {note}").encode("utf-8")
+                text, err, files = run(data, then)
+                kept = os.path.join(folder, "report.previous.md" if k == 1 else "report.previous-2.md")
+                with open(kept, "rb") as f:
+                    self.assertEqual(f.read(), data)                         # the bytes, as they were
+                self.assertIn(f"held words of yours outside your write-up, where the code writes anew: the file "
+                              f"as it was is kept in {kept}", err)
+                self.assertIn(answers, text)
+            self.assertEqual(files, ["report.md", "report.previous-2.md", "report.previous.md"])
+            # Saved in cp949: read as Korean Windows saves it, written in UTF-8, its bytes kept.
+            data = text.replace(answers, "캐시는 h/g배 줄어든다").encode("cp949")
+            text, err, files = run(data, lang="ko")
+            self.assertIn("캐시는 h/g배 줄어든다", text)
+            with open(os.path.join(folder, "report.previous-3.md"), "rb") as f:
+                self.assertEqual(f.read(), data)
+            # Seal and heading both taken out: the write-up cannot be told, so the file is kept.
+            bare = re.sub(r"<!--[^\n]*-->\n", "", re.sub(r"\n## 9\.[^\n]*\n", "\n", text))
+            text, err, files = run(bare.encode("utf-8"), lang="ko")
+            self.assertIn("report.previous-4.md", files)
+            # Unchanged, or empty: nothing to keep, nothing said.
+            for data in (text.encode("utf-8"), b""):
+                again, err, after = run(data, lang="ko")
+                self.assertEqual((after, err), (files, ""))
 
 
 @heavy

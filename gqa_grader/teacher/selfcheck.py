@@ -101,9 +101,9 @@ Both run your gqa.py as the self-check does, in a child process, and take every
 number from it: a part that needs a step you have not written yet names that step,
 and one that needs a step outside your track says so.
 Running report again writes report.md anew but for your answers (its last
-section), which it keeps as you wrote them; a report.md that it would write
-otherwise (notes of yours in it, another encoding) is kept first, as
-report.previous.md.
+section), which it keeps as you wrote them; words of yours elsewhere in it, or a
+file saved in another encoding, are kept first in report.previous.md (then
+report.previous-2.md, ...), never written over.
 """)
 GIVEN = N_("""
 The steps outside your track that later steps may call are written for you

@@ -21,7 +21,8 @@ from gqa_tools.options import MAX_JOBS, add_int_options, given, int_options, pro
 from gqa_tools.referee import LAB, Handout, handout, module_missing
 from gqa_tools.report import measuring, sections
 from gqa_tools.report.files import (WriteRefused, check, default_report_path, differs, figures_folder, keep_previous,
-                                    kept_write_up, write_report, write_target, why_not_write, wrote)
+                                    kept_write_up, not_utf8, sealed, write_report, write_target, why_not_write,
+                                    wrote)
 from gqa_tools.report.lab import Lab
 from gqa_tools.report.record import TRAINING_RECORD, recorded_training, write_training
 from gqa_tools.report.settings import LIMITS, OPTION_HELP, Config
@@ -189,10 +190,10 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
     and then what then writes (section 8's training record), refused alike.  A student's
     write-up (the last section of their report) is kept as the file at path has it."""
     text = sections.assemble(parts, os.path.basename(figures_folder(path)))
-    kept = False
+    kept = lost = False
     student = bool(parts) and parts[-1].title == _(sections.STUDENT_SECTIONS[-1][0])
     if student:
-        text, kept = kept_write_up(path, text, parts[-1].title)
+        text, kept, lost = kept_write_up(path, sealed(text, parts[-1].title), parts[-1].title)
     try:
         figures = sections.figures_of(parts)
     except ValueError as err:
@@ -201,7 +202,8 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
     if checking:
         return check(path, text, command, figures)
     try:
-        kept_as = keep_previous(path, text) if student else None
+        encoded = student and not_utf8(path)
+        kept_as = keep_previous(path) if lost or encoded else None
         target = write_report(path, text, figures, expected)
         if then is not None:
             then()
@@ -215,9 +217,10 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
                                  "sections above it are written anew").format(
                                      path=path, number=parts[-1].title.split(".")[0]), file=sys.stderr)
     if kept_as:
-        print("gqa report: " + _("{path} as it was is kept in {previous}: this run writes it otherwise (your "
-                                 "gqa.py changed, or words of yours are there)").format(
-                                     path=path, previous=_near(kept_as)), file=sys.stderr)
+        why = (_("{path} held words of yours outside your write-up, where the code writes anew: the file as "
+                 "it was is kept in {previous}") if lost else
+               _("{path} was not saved as UTF-8: it is written in UTF-8 now, and kept as it was in {previous}"))
+        print("gqa report: " + why.format(path=path, previous=_near(kept_as)), file=sys.stderr)
     print(wrote(path, target, len(figures)))
     return 0
 

@@ -8,7 +8,9 @@ figure with what the code writes now (check).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import sys
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -130,45 +132,81 @@ def read_report(path: str) -> Optional[str]:
     return None
 
 
-def kept_write_up(path: str, text: str, heading: str) -> Tuple[str, bool]:
-    """(text, kept): text with the file at path's own part from its section of heading's
-    number on ("## 9. ...", in whatever language it was written) (kept True) when the file
-    holds one and its part differs from text's: a student's write-up, their answers, is
-    never written over, nor a difference for --check.  Else text as it is.  Read as an
-    editor may have saved it (read_report)."""
+# The line a student's report holds above its write-up: the start of the sha256 of the
+# sections above it, as the code wrote them, so that a later run tells the code's words
+# there from a student's (kept_write_up).  Its words are the language's; this reads any.
+SEAL = re.compile(r"^<!-- [^\n]* sha256 ([0-9a-f]{16}) -->\n", re.M)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def sealed(text: str, heading: str) -> str:
+    """A student's report text with the seal line (SEAL) put before its write-up, the
+    section of heading; text as it is when it has none."""
     at = text.find(f"\n## {heading}\n")
-    old = read_report(path) if at >= 0 else None
-    if old is None:
-        return text, False
-    was = old.find(f"\n## {heading.split(' ')[0]} ")
-    if was < 0 or old[was:] == text[at:]:
-        return text, False
-    return text[:at] + old[was:].rstrip("\n") + "\n", True
+    if at < 0:
+        return text
+    line = _("python -m gqa report writes the sections above anew on each run; this line checks them")
+    return f"{text[:at]}<!-- {line}: sha256 {_digest(text[:at])} -->\n{text[at:]}"
+
+
+def kept_write_up(path: str, text: str, heading: str) -> Tuple[str, bool, bool]:
+    """(text, kept, lost) for a student's report text, sealed, about to replace the file at
+    path (read as an editor may have saved it: read_report).  kept: text holds the file's
+    own write-up instead of its own, the file's part after its seal line (their answers,
+    heading taken out or not), or, in a file with no seal line, from its section of
+    heading's number on ("## 9. ...", in whatever language).  lost: the file holds words
+    this text does not keep, a student's (the sections above its seal are not what the code
+    wrote there, or no write-up was found in a file with words in it): keep_previous keeps
+    the file first.  Never a difference for --check: a write-up is the student's."""
+    new = SEAL.search(text)
+    old = read_report(path) if new else None
+    if old is None or not old.strip():
+        return text, False, False
+    seal = SEAL.search(old)
+    if seal:
+        mine, lost = old[seal.end():], _digest(old[:seal.start()]) != seal.group(1)
+    else:                                          # a report of an earlier grader, or its seal taken out
+        was = old.find(f"\n## {heading.split(' ')[0]} ")
+        mine = old[was:] if was >= 0 else None
+        lost = was < 0 or old[:was] != text[:new.start()]
+    if mine is None or mine == text[new.end():]:
+        return text, False, lost
+    return text[:new.end()] + mine.rstrip("\n") + "\n", True, lost
 
 
 def previous_path(path: str) -> str:
-    """Where the report at path is kept when a run would write it otherwise than it reads:
-    report.md's report.previous.md, beside it."""
+    """Where the report at path is kept before a run writes over words of a student's:
+    report.previous.md beside it, else report.previous-2.md, -3, ...: never one written
+    before (a second run would have written over the first's copy)."""
     stem, extension = os.path.splitext(path)
-    return f"{stem}.previous{extension or '.md'}"
+    extension = extension or ".md"
+    for n in range(1, 1000):
+        keep = f"{stem}.previous{'' if n == 1 else f'-{n}'}{extension}"
+        if not os.path.lexists(keep):
+            return keep
+    raise WriteRefused(_("{path}: a thousand earlier copies are kept beside it already").format(path=path))
 
 
-def keep_previous(path: str, text: str) -> Optional[str]:
-    """Before the report at path is written as text: the file as it is, its bytes, copied to
-    previous_path (through no link) when it reads otherwise than text, so that no word a
-    student wrote in it is lost (a write-up whose heading they took out, notes in a section
-    above it, a file saved in another encoding); the copy's path, or None when nothing needed
-    keeping.  A file not in UTF-8 is always kept: its text was read in a guessed encoding."""
-    old = read_report(path)
-    if old is None:
-        return None
+def not_utf8(path: str) -> bool:
+    """Whether the file at path is there and not UTF-8 text (its words were read in a guess)."""
+    try:
+        with open(path, "rb") as f:
+            f.read().decode("utf-8")
+    except OSError:
+        return False
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def keep_previous(path: str) -> str:
+    """The file at path, its bytes as they are, copied to previous_path (through no link);
+    the copy's path."""
     with open(path, "rb") as f:
         data = f.read()
-    try:
-        if old == text and data.decode("utf-8-sig").replace("\r\n", "\n") == text:
-            return None
-    except UnicodeDecodeError:
-        pass
     keep = previous_path(path)
     staged = stage(keep, data)
     try:
