@@ -344,6 +344,17 @@ class JapaneseClass(unittest.TestCase):
         nothing = self.run_class("--regrade", "s4")                # dan submitted nothing
         self.assertEqual(nothing.returncode, 2)
         self.assertIn("--regrade s4", nothing.stderr)
+        # A submission gone from the folder (renamed, or left out of an export): its row, its grade
+        # and the teacher's note kept, and said (they went without a word).
+        before = rows_of(self.book)
+        shutil.move(os.path.join(self.private.work, "subs", "bob.py"), os.path.join(self.private.work, "bob.py"))
+        left = self.run_class()
+        shutil.move(os.path.join(self.private.work, "bob.py"), os.path.join(self.private.work, "subs", "bob.py"))
+        self.assertEqual(left.returncode, 0, left.stderr)
+        self.assertIn("成績表の 1 行には、いまフォルダに提出物がありません: そのまま残しました (bob.py)", left.stderr)
+        self.assertEqual(rows_of(self.book)["bob.py"], before["bob.py"])
+        self.assertEqual(rows_of(self.book)["bob.py"]["教師メモ"], "再提出を待つ")
+        self.assertIn("8 件の提出物のうち 8 件", left.stdout)             # the class's counts: the folder's
         shutil.move(os.path.join(self.private.work, "g-feedback"), os.path.join(self.private.work, "away"))
         with open(self.book, "rb") as f:
             saved = f.read()

@@ -101,6 +101,10 @@ class Gradebook:
             print(_("grader: cannot grade the class: {why}").format(why=why), file=sys.stderr)
             return 2
         todo = [sub for sub in subs if not self._known(sub)]
+        gone = ledger.gone(self.old, {ledger.unquoted(cell(sub.key)) for sub in subs})
+        self.rows.update(gone)                                   # a grade and a teacher's notes: never dropped
+        if gone:
+            self._say(ledger.gone_said(gone))
         if self.reused:
             self._say(ngettext("{count} submission graded before with the same bytes, grader, seed "
                                "and options: kept",
@@ -563,7 +567,7 @@ class Gradebook:
     def _summary(self, total):
         """What the class did: counts, the pass rate per step, a histogram of scores; printed,
         and written beside the gradebook (STEM-statistics.txt)."""
-        rows = [self.rows[k] for k in sorted(self.rows)]
+        rows = [self.rows[k] for k in sorted(self.rows) if not self.rows[k].get(ledger.GONE)]
         graded = [r for r in rows if r["status"] != Status.NOT_GRADED]
         count = {s: sum(r["status"] == s for r in rows) for s in STEP_STATUSES}
         first = _("{written} of {total} submissions in {gradebook} (feedback in {feedback}), seed "

@@ -32,7 +32,7 @@ import json
 import os
 import re
 
-from ..language.i18n import LANGUAGES, _, use
+from ..language.i18n import LANGUAGES, _, ngettext, use
 from ..running.atomic import write_atomically
 from ..running.values import clean_text
 from ..steps.tracks import BY_NAME
@@ -119,6 +119,28 @@ def with_own(row, old, extra):
     if not kept.get("name") and old.get("name"):
         kept["name"] = unquoted(old["name"])
     return kept
+
+
+GONE = "\0gone"            # a kept row's mark (gone): no column's name, never written
+
+
+def gone(book, here):
+    """The rows of book (read_gradebook's) whose submission is not among here (the run's
+    submissions, as their cells read back): a file renamed, or left out of an LMS's export.
+    Each run keeps them as they were, the teacher's columns with them (a row the teacher
+    deletes goes); a roster's student with no submission is none (that row is made anew)."""
+    return {key: dict(row, **{GONE: True}) for key, row in book.items()
+            if key not in here and not key.startswith("(no submission) ") and row.get("status")}
+
+
+def gone_said(rows):
+    """What a run says of the rows gone kept."""
+    names = _(", ").join(sorted(rows))
+    return ngettext("note: {count} row of the gradebook has no submission in the folder now: kept as it "
+                    "was ({names}); delete it from the gradebook to drop it",
+                    "note: {count} rows of the gradebook have no submission in the folder now: kept as "
+                    "they were ({names}); delete a row from the gradebook to drop it", len(rows)).format(
+                        count=len(rows), names=escaped(names if len(names) <= 300 else names[:297] + "..."))
 
 
 def unquoted(text):
