@@ -564,6 +564,8 @@ class Gradebook(unittest.TestCase):
         again, after = data["again"][2], data["after"]
         self.assertIn("4 submissions graded before with the same bytes", again)   # alice, carol, frank, ivan
         self.assertIn("[1/1] bob: passed", again)
+        self.assertIn("note: 1 submission changed since it was graded (bob): graded again with the class's seed; "
+                      "its hidden cases are those its first file met", again)    # it was graded again unsaid
         self.assertTrue(data["edited"])                         # and the edit undone, said so
         self.assertIn("grader: 1 kept row's points differ from grades.csv's (s001: score 2 in the file, 3 graded)",
                       again)

@@ -146,6 +146,16 @@ class Classroom(unittest.TestCase):
             unfinished = json.loads(base64.b64decode(fallback.group(1)))
             self.assertEqual((unfinished["max_score"], unfinished["tests"][0]["score"]),
                              (3 if st.name == "kv_head" else 0 if st.name == "layer" else 1, 0))
+            self.assertIn(f"the step '{prepare['name']}' says why", unfinished["tests"][0]["message"])
+        # In Japanese, the step it points to is named as the log names it (it said 'Prepare the
+        # sealed grader', a step no Japanese log shows).
+        ja = os.path.join(private.work, "ja")
+        os.mkdir(ja)
+        self.assertEqual(private.main("--classroom", ja, "--lang", "ja")[0], 0)
+        with open(os.path.join(ja, ".github", "workflows", "classroom.yml"), encoding="utf-8") as f:
+            flow = parse_yaml(f.read())["jobs"]["run-autograding-tests"]["steps"]
+        said = json.loads(base64.b64decode(re.search(r"'([A-Za-z0-9+/=]+)'", flow[-1]["env"]["STEP1_RESULTS"]).group(1)))
+        self.assertIn(f"「{flow[1]['name']}」", said["tests"][0]["message"])
         self.assertTrue(all(s["continue-on-error"] is True for s in graded))
         # A step's command grades that step, run in the repository (gqa.py and weights.json
         # beside grader.py): its result, as the reporter reads it, holds the step's points by

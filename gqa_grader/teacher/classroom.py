@@ -81,6 +81,7 @@ class Gradebook:
         self.old = ledger.read_gradebook(self.path)
         self.graded = dict(self.record["graded"]) if self.record else {}
         self.rows, self.stopped, self.reused, self.folders, self.edited = {}, None, 0, {}, []   # edited: _edited
+        self.changed = []                   # the students whose file changed since its grade (_known)
 
     def run(self):
         beside = {self.path, self.feedback} | {ledger.beside(self.path, n) for n in ledger.BESIDE}
@@ -103,14 +104,14 @@ class Gradebook:
         todo = [sub for sub in subs if not self._known(sub)]
         gone = ledger.gone(self.old, {ledger.unquoted(cell(sub.key)) for sub in subs})
         self.rows.update(gone)                                   # a grade and a teacher's notes: never dropped
-        if gone:
-            self._say(ledger.gone_said(gone))
+        self._say(ledger.gone_said(gone))
         if self.reused:
             self._say(ngettext("{count} submission graded before with the same bytes, grader, seed "
                                "and options: kept",
                                "{count} submissions graded before with the same bytes, grader, seed "
                                "and options: kept", self.reused).format(count=self.reused))
         self._say_edited()
+        self._say(ledger.changed_said(self.changed))
         self._write()
         self._grade(todo)
         if not self.stopped:
@@ -142,8 +143,8 @@ class Gradebook:
                         partial=len(shares) - len(solutions), path=escaped(os.path.relpath(path))))
 
     def _say(self, text):
-        """Progress, on stderr (none with --quiet, or once stderr is closed)."""
-        if not self.args.quiet:
+        """Progress, on stderr (none with --quiet, or once stderr is closed; none for no text)."""
+        if text and not self.args.quiet:
             try:
                 print(f"grader: {text}", file=sys.stderr)
                 sys.stderr.flush()
@@ -301,6 +302,8 @@ class Gradebook:
             self._keep(sub, doc, (escaped(text) + "\n").encode("utf-8"), None)
             return True
         doc = ledger.read_document(os.path.join(self._folder(sub), "results.json"))
+        if doc and doc.get("sha256") not in (None, sha):
+            self.changed.append(sub.student)
         if (doc is None or set(self._names(sub)) & set(self.args.regrade or ())
                 or not os.path.isfile(os.path.join(self._folder(sub), "report.txt"))
                 or [doc.get(k) for k in ("sha256", "grader", "options")] + [self._seed_of(sub)]

@@ -134,13 +134,31 @@ def gone(book, here):
 
 
 def gone_said(rows):
-    """What a run says of the rows gone kept."""
+    """What a run says of the rows gone kept (None for none)."""
+    if not rows:
+        return None
     names = _(", ").join(sorted(rows))
     return ngettext("note: {count} row of the gradebook has no submission in the folder now: kept as it "
                     "was ({names}); delete it from the gradebook to drop it",
                     "note: {count} rows of the gradebook have no submission in the folder now: kept as "
                     "they were ({names}); delete a row from the gradebook to drop it", len(rows)).format(
                         count=len(rows), names=escaped(names if len(names) <= 300 else names[:297] + "..."))
+
+
+def changed_said(students):
+    """What a run says of the submissions changed since their grade: graded again, with the
+    class's seed, whose hidden cases their first modules met (and may have said); None for none."""
+    if not students:
+        return None
+    names = _(", ").join(sorted(students))
+    return ngettext("note: {count} submission changed since it was graded ({names}): graded again with the "
+                    "class's seed; its hidden cases are those its first file met, which a module can say in "
+                    "its feedback (for work handed in after feedback went out, see teachers.md: a new gradebook)",
+                    "note: {count} submissions changed since they were graded ({names}): graded again with the "
+                    "class's seed; their hidden cases are those their first files met, which a module can say in "
+                    "its feedback (for work handed in after feedback went out, see teachers.md: a new gradebook)",
+                    len(students)).format(count=len(students),
+                                          names=escaped(names if len(names) <= 300 else names[:297] + "..."))
 
 
 def unquoted(text):

@@ -11,7 +11,7 @@ import random
 import re
 import sys
 
-from ..language.i18n import _
+from ..language.i18n import N_, _
 from ..running.atomic import write_atomically
 from ..steps.tracks import ALL_STEPS, default_track
 from ..verdict.documents import classroom_error
@@ -98,6 +98,9 @@ if $as_root python3 "$grader_dir/grader.py" --sealed --module gqa.py --only 1 --
 fi"""
 
 
+PREPARE_NAME = N_("Prepare the sealed grader, and import gqa.py once")    # shown as _(PREPARE_NAME)
+
+
 def workflow(args):
     """The workflow as data: the grader made private and the module imported once
     (PREPARE), then a step per lab step (the sealed run of that step alone, its result
@@ -114,7 +117,7 @@ def workflow(args):
     graded = [st for st in ALL_STEPS if st.name in (args.only or default_track())]
     gate = carried(args, args.given & {"timeout", "budget", "lang"})[:-2] + ["--cases", "0"]   # its limits
     steps = [{"name": _("Checkout code"), "uses": "actions/checkout@v4"},
-             {"name": _("Prepare the sealed grader, and import gqa.py once"), "id": "prepare",
+             {"name": _(PREPARE_NAME), "id": "prepare",
               "timeout-minutes": minutes, "continue-on-error": True,
               "run": PREPARE.replace("{options}", " ".join(gate))}]
     for st in graded:
@@ -143,8 +146,8 @@ def _unfinished(st, args):
     import base64
     result = classroom_error(_("step {step}: {name}").format(step=st.number, name=st.name),
                              _("the step did not run, or did not finish within its time: none of it was "
-                               "graded (where gqa.py could not be imported, the step 'Prepare the "
-                               "sealed grader' says why)"),
+                               "graded (where gqa.py could not be imported, the step '{prepare}' says "
+                               "why)").format(prepare=_(PREPARE_NAME)),       # by its name in the log
                              args.weight_map.get(st.name, 1))
     return base64.b64encode(json.dumps(result, sort_keys=True).encode("utf-8")).decode("ascii")
 
