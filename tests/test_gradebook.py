@@ -288,7 +288,7 @@ class JapaneseClass(unittest.TestCase):
         with open(self.book, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.reader(f))
         at, name = rows[0].index("submission"), rows[0].index("name")
-        notes = {"bob.py": "再提出を待つ", "alice.py": "=よくできました"}
+        notes = {"bob.py": "再提出を待つ\n来週", "alice.py": "=よくできました"}   # two lines, as Alt+Enter types
         rows = [rows[0] + ["教師メモ"]] + [r + [notes.get(r[at], "")] for r in rows[1:]]
         for r in rows[1:]:
             if r[at] == "bin\\udce9.py":
@@ -303,7 +303,7 @@ class JapaneseClass(unittest.TestCase):
         self.assertIn("[1/1] s2:", again.stderr)
         kept = rows_of(self.book)
         self.assertEqual([kept[k]["教師メモ"] for k in ("bob.py", "alice.py", "carol.zip")],
-                         ["再提出を待つ", "'=よくできました", ""])      # a formula's first character kept as text
+                         ["再提出を待つ\n来週", "'=よくできました", ""])   # a formula's first character kept as text
         self.assertEqual(kept["bin\\udce9.py"]["name"], "佐藤 一郎")
         self.assertEqual(kept["alice.py"]["name"], "山田 花子")             # the roster's, as before
         # Run again without --only, --cases and --lang: the record's, so nothing is graded again,
@@ -356,7 +356,7 @@ class JapaneseClass(unittest.TestCase):
         self.assertEqual(left.returncode, 0, left.stderr)
         self.assertIn("成績表の 1 行には、いまフォルダに提出物がありません: そのまま残しました (bob.py)", left.stderr)
         self.assertEqual(rows_of(self.book)["bob.py"], before["bob.py"])
-        self.assertEqual(rows_of(self.book)["bob.py"]["教師メモ"], "再提出を待つ")
+        self.assertEqual(rows_of(self.book)["bob.py"]["教師メモ"], "再提出を待つ\n来週")
         self.assertIn("8 件の提出物のうち 8 件", left.stdout)             # the class's counts: the folder's
         shutil.move(os.path.join(self.private.work, "g-feedback"), os.path.join(self.private.work, "away"))
         with open(self.book, "rb") as f:

@@ -561,7 +561,7 @@ class Gradebook:
         writer.writeheader()
         rows = [ledger.with_own(self.rows[key], self._old(key), extra) for key in sorted(self.rows)]
         for row in rows:
-            writer.writerow({k: cell(v) for k, v in row.items()})
+            writer.writerow({k: (ledger.own_cell if k in extra else cell)(v) for k, v in row.items()})
         write_atomically(self.path, text.getvalue().encode("utf-8-sig"))   # the mark: Excel reads UTF-8 so
         ledger.write_record(self.record_path, self.args.seed, GRADER_VERSION, self.graded,
                             ledger.recorded_options(self.args))

@@ -88,6 +88,13 @@ def cell(value):
     return "'" + text if _quoted(text) else text
 
 
+def own_cell(value):
+    """A cell of a column of the teacher's own (own_columns): as cell writes it, but for its
+    line breaks, kept (a note typed over two lines in Excel came back with a \\n in it)."""
+    lines = ("" if value is None else str(value)).replace("\r\n", "\n").split("\n")
+    return "\n".join([cell(lines[0])] + [escaped(line) for line in lines[1:]])
+
+
 def _quoted(text):
     """Whether a cell of text starts with a ': a formula's first character, or a ' that
     unquoted would take off (a name "'=x" kept apart from "=x", which is written "'=x")."""
