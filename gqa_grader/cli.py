@@ -125,10 +125,13 @@ def _parser():
         _("random cases per step, after the systematic ones: 0 to {most} "
           "(default {default}; every step has systematic cases too)").format(most=f"{MAX_CASES:,}", default=cases))
     add("--steps", "--only", dest="only", default=None, metavar="STEPS",
-        help=_("grade these steps: numbers (3), ranges (1-8), names (kv_head) and tracks "
-               "(core: the handout's lab; all: the lab's {number} steps; robustness: the rules beyond "
-               "the lesson), comma-separated: --steps core, --steps 1-8,14-19 (default: all, or a "
-               "handout's track; see --list)").format(number=len(TRACKS["all"])))
+        help=_("grade these steps of this handout's: numbers (3), ranges (1-8) and names (kv_head), "
+               "comma-separated, or robustness (the rules beyond the lesson) (default: all of its steps; "
+               "see --list)") if HANDOUT else
+        _("grade these steps: numbers (3), ranges (1-8), names (kv_head) and tracks "
+          "(core: the handout's lab; all: the lab's {number} steps; robustness: the rules beyond "
+          "the lesson), comma-separated: --steps core, --steps 1-8,14-19 (default: all, or a "
+          "handout's track; see --list)").format(number=len(TRACKS["all"])))
     add("--all-or-nothing", action="store_true",
         help=_("a step earns its points only when every graded case passes (default: the "
                "share of its graded cases that pass)"))

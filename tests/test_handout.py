@@ -169,6 +169,7 @@ class Handout(unittest.TestCase):
         self.assertIn("calls step 9, grouped_attention, which your track leaves a stub: write it without that "
                       "call", said)
         self.assertIn("next: step 7, single_head_attention\n", said)
+        self.assertIn("step  7  FAIL  single_head_attention", said)          # written: not "not started"
         self.assertNotIn("needs step 9", said)
 
     def test_its_robustness_check_passes_the_shipped_lab(self):

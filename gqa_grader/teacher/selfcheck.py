@@ -104,6 +104,9 @@ Running report again writes report.md anew but for your answers (its last
 section), which it keeps as you wrote them; words of yours elsewhere in it, or a
 file saved in another encoding, are kept first in report.previous.md (then
 report.previous-2.md, ...), never written over.
+When python -m gqa stops at a SyntaxError (Python's own words, in English),
+Python cannot read your gqa.py as it is saved (a typo, or a file not saved as
+UTF-8): python grader.py says what and where.
 """)
 GIVEN = N_("""
 The steps outside your track that later steps may call are written for you

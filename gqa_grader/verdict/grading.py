@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.4"
-GRADER_CHECKS = "62310a0e397a5b6bbeed3555224022fccaba127b01f763eeadd5f564fde73a00"
+GRADER_CHECKS = "407b8e0739171a6b8ce14eeeac9098b32f40f97db798309674748462f1d354ba"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
@@ -96,9 +96,10 @@ def run_step(st, student, seed, cases, only_case=None, fail_fast=False, names=No
     run = _Run()
     student.advice = []
     _run_cases(st, student, seed, ids, only_case, fail_fast, run)
-    for need in run.fields.get("needs", ()):        # a step the handout's track leaves a stub: never "do it first"
+    for need in run.fields.get("needs", ()):        # a step the handout's track leaves a stub: never "do it first",
         if need["name"] not in (names or ()) and need["name"] not in default_track():
             need["outside"] = True
+            run.status = Status.FAILED                  # nor "not started": the step is written, and calls it
     return step_result(st, ids, public_end(st), run.status, tuple(run.passed),
                        advice=tuple(bounded(a, 600) for a in student.advice[:3]), **run.fields)
 
