@@ -97,6 +97,7 @@ class Resuming(unittest.TestCase):
         taken, differing = ledger.resume_options(again, record)
         self.assertEqual((sorted(taken), differing), (["cases", "only"], ["lang"]))
         self.assertEqual((again.only, again.cases, again.lang), (first.only, 2, "en"))
+        self.assertEqual(again.steps_spec, "core")          # as the first run's commands said it, not 14 names
         bare = cli.parse_args(["--class", ".", "--gradebook", "g.csv"])
         self.assertEqual(sorted(ledger.resume_options(bare, record)[0]), ["cases", "lang", "only"])
         self.assertEqual(i18n._("passed"), "合格")                  # the record's language, from here on

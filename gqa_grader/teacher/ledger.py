@@ -35,7 +35,7 @@ import re
 from ..language.i18n import LANGUAGES, _, ngettext, use
 from ..running.atomic import write_atomically
 from ..running.values import clean_text
-from ..steps.tracks import BY_NAME
+from ..steps.tracks import BY_NAME, TRACKS
 from ..verdict.grading import MAX_CASES
 from .submissions import decoded
 
@@ -284,6 +284,8 @@ def resume_options(args, record):
     differing = [d for d in same if d in args.given and same[d] != recorded_options(args)[d]]
     for dest in taken:
         setattr(args, dest, same[dest])
+    if "only" in taken:                  # spelled as a track where it is one: a student's command reads so
+        args.steps_spec = next((name for name, steps in TRACKS.items() if steps == args.only), ",".join(args.only))
     if "lang" in taken:
         use(args.lang)
     return taken, differing
