@@ -216,13 +216,34 @@ class Cells(unittest.TestCase):
         self.assertEqual(classroom.cell("\x1b[31mred"), "\\x1b[31mred")
         written.encode("utf-8")                                              # no lone surrogate left
 
+    def test_a_submissions_feedback_folder_is_its_own_whatever_the_class_holds(self):
+        # "bob x.py" and "bob_x.py" took turns at bob_x.py/ and bob_x.py-1/ as the class changed:
+        # one student's feedback in the folder another's had been sent from.
+        names = ["bob.py", "bob x.py", "bob_x.py", "bob_x.py~0", ".bob", "bob", "note\udce9.py", "note\udcea.py",
+                 "井上 花子 (inoue)", "x" * 150, "x" * 151, "..", "", "a/b"] + self.HOSTILE
+        folders = [classroom.safe_name(name) for name in names]
+        self.assertEqual(len(set(folders)), len(names))
+        self.assertEqual(folders[:3], ["bob.py", "bob_x.py~" + folders[1].split("~")[1], "bob_x.py"])
+        for folder in folders:
+            self.assertRegex(folder, r"^[\w.+@~-]{1,100}$")
+            self.assertNotIn(folder, (".", ".."))
+
     def test_every_name_reads_back_as_itself_and_no_two_as_one(self):
         # "'=x" read back as "=x", the key of another submission (a hostile walk found it).
         from gqa_grader.teacher import ledger
-        names = ["=x", "'=x", "''=x", "'x", "'", "''", "-", "'-1", "x'", ""] + self.HOSTILE
+        names = ["=x", "'=x", "''=x", "'x", "'", "''", "-", "'-1", "x'", "", "alice", "alice ", " =x", "alice\u3000",
+                 "\u00a0alice"] + self.HOSTILE
         back = [ledger.unquoted(ledger.cell(name)) for name in names]
         self.assertEqual(back, [ledger.escaped(name) for name in names])
         self.assertEqual(len(set(back)), len(names))
+        # And through a gradebook's file: "alice " and "alice" were one row read back.
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "g.csv")
+            with open(path, "w", encoding="utf-8-sig", newline="") as f:
+                writer = csv.writer(f, quoting=csv.QUOTE_ALL)
+                writer.writerows([["student", "submission"]] + [[str(i), ledger.cell(n)] for i, n in enumerate(names)])
+            book = ledger.read_gradebook(path)
+        self.assertEqual(sorted(book), sorted(name for name in back if name))
 
 
 @heavy

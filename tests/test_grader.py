@@ -412,6 +412,21 @@ def kv_cache_elements(layers, kv_heads, length, head_dim, *, batch=1):
     ("MQA", "g == 1", "query_head", "[[i] for i in range(h)]", True))}    # MHA's at g = 1
 
 
+WRONG_AT_A_PRIME = """
+
+_right_at = (kv_head, kv_cache_elements)
+
+
+def kv_head(query_head, h, g):
+    return 0 if g == h and all(h % p for p in range(2, h)) else _right_at[0](query_head, h, g)
+
+
+def kv_cache_elements(layers, kv_heads, length, head_dim, *, batch=1):
+    right = _right_at[1](layers, kv_heads, length, head_dim, batch=batch)
+    return right if kv_heads <= 4 else right // 2
+"""
+
+
 @heavy
 class Mutants(unittest.TestCase):
     EARLY = ("graded", "alone", "trusted_after_trouble")
@@ -434,6 +449,7 @@ class Mutants(unittest.TestCase):
         jobs += [(source, {"cases": 0, "only": ["valid_g", "types"]}) for source in raising]
         jobs += [(SOURCE + wrong_end, {"cases": 3, "fail_fast": False, "only": list(ENDS_WRONG)})
                  for wrong_end in WRONG_AT_AN_END.values()]
+        jobs += [(SOURCE + WRONG_AT_A_PRIME, {"cases": 5, "fail_fast": False, "only": ["kv_head", "kv_cache_elements"]})]
         graded = grade_trusted(jobs)
         mutants, at = [], 0
         for (_, step, *_), made in zip(MUTANTS, mutant):
@@ -441,7 +457,8 @@ class Mutants(unittest.TestCase):
             at += len(made)
         graded = graded[at:]
         return {"mutants": mutants, "systematic": graded[0], "one_pair": graded[1:4],
-                "subclass": graded[4], "gqa_error_for_type": graded[5], "wrong_at_an_end": graded[6:]}
+                "subclass": graded[4], "gqa_error_for_type": graded[5], "wrong_at_an_end": graded[6:8],
+                "wrong_at_a_prime": graded[8]}
 
     def test_a_module_wrong_at_an_end_of_the_knob_earns_no_hidden_case(self):
         # The hidden cases drew 1 < g < h alone: a module wrong at MHA (g = h) or MQA (g = 1),
@@ -455,6 +472,12 @@ class Mutants(unittest.TestCase):
                         continue
                     self.assertEqual(result["hidden"], [0, 3])
                     self.assertLess(result["public"][0], result["public"][1])
+        # Nor one wrong at g = h for a prime h alone (no grouping proper: the ends draw it too),
+        # nor a cache count wrong past 4 key/value heads (the hidden cases stopped at 4).
+        graded = early(self.graded)["wrong_at_a_prime"]
+        for name in ("kv_head", "kv_cache_elements"):
+            with self.subTest(step=name):
+                self.assertLess(graded[name]["hidden"][0], graded[name]["hidden"][1], graded[name])
 
     def test_every_mutant_fails_the_step_that_ought_to_catch_it(self):
         # Each mutant is graded by the one step that should catch it: the

@@ -424,6 +424,17 @@ class TheWriteUp(unittest.TestCase):
             self.assertEqual((status, os.listdir(folder)), (0, ["report.md"]), err)
             self.assertEqual(text, first.replace("*(your answer)*", "my answer"))
 
+    def test_a_report_is_never_written_over_python_source(self):
+        # `report --out gqa.py` wrote the report over the student's lab.
+        from gqa_tools.report import files
+        with tempfile.TemporaryDirectory() as folder:
+            lab = os.path.join(folder, "gqa.py")
+            with open(lab, "w", encoding="utf-8") as f:
+                f.write("x = 1\n")
+            for path, module in ((lab, None), (lab, lab), (os.path.join(folder, "tool.py"), None)):
+                self.assertIn("it is Python source, perhaps your gqa.py", files.why_not_write(path, module))
+            self.assertFalse(files.why_not_write(os.path.join(folder, "mine.md"), lab))
+
     def fresh(self, numbers):
         """The report finish writes where there was none."""
         with tempfile.TemporaryDirectory() as folder:
@@ -470,6 +481,7 @@ class TheWriteUp(unittest.TestCase):
             data = text.replace(answers, "캐시는 h/g배 줄어든다").encode("cp949")
             text, err, files = run(data, lang="ko")
             self.assertIn("캐시는 h/g배 줄어든다", text)
+            self.assertIn("UTF-8로 저장되어 있지 않았습니다", err)         # the likelier why, not "words of yours"
             with open(os.path.join(folder, "report.previous-3.md"), "rb") as f:
                 self.assertEqual(f.read(), data)
             # Seal and heading both taken out: the write-up cannot be told, so the file is kept.

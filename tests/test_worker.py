@@ -322,8 +322,8 @@ class WhatTheWorkerSays(unittest.TestCase):
         try:
             path = os.path.join(folder, "gqa.py")
             with open(path, "w", encoding="utf-8") as f:
-                f.write("import sys\n\ndef valid_g(h):\n    return [hash('gqa'), [p for p in sys.path if "
-                        f"p in ({elsewhere!r}, {os.path.dirname(process.WORKER)!r})]]\n")
+                f.write("import random, sys\nDRAWN = random.random()\n\ndef valid_g(h):\n    return [hash('gqa'), DRAWN, "
+                        f"[p for p in sys.path if p in ({elsewhere!r}, {os.path.dirname(process.WORKER)!r})]]\n")
             said = []
             with mock.patch.dict(os.environ, PYTHONHASHSEED="random", PYTHONPATH=elsewhere):
                 for _ in range(2):
@@ -336,7 +336,8 @@ class WhatTheWorkerSays(unittest.TestCase):
         finally:
             shutil.rmtree(folder)
             shutil.rmtree(elsewhere)
-        self.assertEqual([answers[0]["value"] for answers in said], [[fixed_hash(), []]] * 2)
+        import random                                            # and an unseeded random, seeded 0
+        self.assertEqual([answers[0]["value"] for answers in said], [[fixed_hash(), random.Random(0).random(), []]] * 2)
 
     def test_a_document_holds_no_bare_nan(self):
         doc = {"score": float("nan"), "steps": [{"x": float("inf")}]}

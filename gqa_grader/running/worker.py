@@ -141,8 +141,7 @@ def w_failure(err):
         raised_in, direct = None, False
     return {"error": {"type": type(err).__name__, "message": message[:500],
                       "gqa_error": type(err).__name__ == "GQAError" and isinstance(err, ValueError),
-                      "type_error": isinstance(err, TypeError),
-                      "where": w_where(err.__traceback__),
+                      "type_error": isinstance(err, TypeError), "where": w_where(err.__traceback__),
                       "raised_in": raised_in if isinstance(raised_in, str) else None,
                       "direct": direct is True}}
 
@@ -535,6 +534,7 @@ def w_import(config):
     mod = importlib.util.module_from_spec(spec)
     if config.get("register", True):
         sys.modules[name] = mod
+    __import__("random").seed(0)         # a module's unseeded random: the same draws in every run
     try:
         spec.loader.exec_module(mod)
     except SyntaxError as err:

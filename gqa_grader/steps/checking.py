@@ -149,14 +149,17 @@ ENDS = ("mha", "mqa")     # a hidden case that drew a grouping runs again at g =
 def draw_grouping(rng, wide=False):
     """A hidden case's (h, g): first 1 < g < h, where GQA's answer differs from MHA's,
     MQA's, a strided grouping's (i % g) and a tiled repeat's, so that no module right
-    only at the ends earns the case; then (rng.end, as the case's runner asks) the same
-    case at g = h and at g = 1, the knob's two ends, so that no module wrong at one earns
-    it either.  The case passes when all three do.  wide: h from 17 to 32, so that an
-    integer answer cannot be looked up in the public cases."""
+    only at the ends earns the case; then (rng.end, as the case's runner asks) the case
+    again at g = h and at g = 1, the knob's two ends, so that no module wrong at one earns
+    it either, at an h of the range drawn again (a prime one too: a module wrong at g = h
+    for a prime h alone earned them all).  The case passes when all three do.  wide: h from
+    17 to 32, so that an integer answer cannot be looked up in the public cases."""
+    if rng.end:                      # the ends need no grouping proper: any h of the range, a prime too
+        h = rng.choice(range(17, 33) if wide else range(4, 17))
+        return h, h if rng.end == "mha" else 1
     h = rng.choice(GROUPABLE_WIDE if wide else GROUPABLE)
-    g = rng.choice(proper_g(h))
     rng.grouped = True
-    return h, {"mha": h, "mqa": 1}.get(rng.end, g)
+    return h, rng.choice(proper_g(h))
 
 
 def bad_g(h, rng):

@@ -40,7 +40,7 @@ def refuse_kv_cache_elements(module, rng):
     module.raises("kv_cache_elements", [2, 1, 3, 4], [-1], kwargs={"batch": -1})
 
 
-@step("kv_cache_elements", len(CACHE_CASES), hidden="4 <= layers <= 9; 2 <= kv_heads <= 4, kv_heads = 1; "
+@step("kv_cache_elements", len(CACHE_CASES), hidden="4 <= layers <= 9; 2 <= kv_heads <= 64, kv_heads = 1; "
                                                  "batch in (1, 3)",
       types=types_kv_cache_elements,
       refusals=refuse_kv_cache_elements,
@@ -49,7 +49,7 @@ def check_cache_elements(module, case, rng):
     if case < len(CACHE_CASES):
         layers, g, length, d, batch = CACHE_CASES[case]
     elif rng.hidden:                             # 4 to 9 layers, where no public case is; g > 1
-        layers, g, length, d, batch = (rng.randint(4, 9), rng.randint(2, 4), rng.randint(1, 5),
+        layers, g, length, d, batch = (rng.randint(4, 9), rng.randint(2, 64), rng.randint(1, 5),
                                        rng.randint(1, 4), rng.choice((1, 3)))    # batch 2 would be K and V
     else:
         layers, g, length, d, batch = (rng.randint(1, 3), rng.randint(1, 4), rng.randint(0, 5),

@@ -56,9 +56,14 @@ def short(text, cap):
 
 
 def safe_name(key):
-    """A folder name for a submission's feedback."""
+    """A submission's feedback folder's name, its own in every run whatever the others are:
+    the key where it is a safe name already, else the key made one, then "~" (which no kept
+    key holds) and the start of the key's sha256 ("bob x.py" and "bob_x.py" once took turns
+    at one folder, as the class changed)."""
     name = re.sub(r"[^\w.+@-]+", "_", key).strip("._") or "submission"
-    return name[:100]
+    if name == key and len(name) <= 100:
+        return name
+    return f"{name[:89]}~{hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
 
 
 # ---------------------------------------------------------------------------
@@ -80,7 +85,7 @@ class Gradebook:
         self.weights = {st.name: float(args.weight_map.get(st.name, 1.0)) for st in self.steps}
         self.old = ledger.read_gradebook(self.path)
         self.graded = dict(self.record["graded"]) if self.record else {}
-        self.rows, self.stopped, self.reused, self.folders, self.edited = {}, None, 0, {}, []   # edited: _edited
+        self.rows, self.stopped, self.reused, self.edited = {}, None, 0, []   # edited: _edited
         self.changed = []                   # the students whose file changed since its grade (_known)
 
     def run(self):
@@ -280,12 +285,7 @@ class Gradebook:
 
     def _folder(self, sub):
         """sub's feedback folder: named after its key, and no other submission's."""
-        if sub.key not in self.folders:
-            name, taken = safe_name(sub.key), set(self.folders.values())
-            unique = next(f"{name}-{i}" if i else name for i in range(len(taken) + 1)
-                          if (f"{name}-{i}" if i else name) not in taken)
-            self.folders[sub.key] = unique
-        return os.path.join(self.feedback, self.folders[sub.key])
+        return os.path.join(self.feedback, safe_name(sub.key))
 
     def _known(self, sub):
         """Whether sub needs no run: it cannot be graded (its row says why), or its

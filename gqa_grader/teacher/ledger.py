@@ -72,7 +72,8 @@ def read_gradebook(path):
         return {}
     book = {}
     for row in rows:
-        row = {(k or "").strip(): (v or "").strip() for k, v in row.items() if isinstance(v, str)}
+        row = {(k or "").strip(): v if (k or "").strip() == "submission" else (v or "").strip()
+               for k, v in row.items() if isinstance(v, str)}       # a key as written: "alice " is not "alice"
         if row.get("submission"):
             book[unquoted(row["submission"])] = row
     return book

@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.4"
-GRADER_CHECKS = "407b8e0739171a6b8ce14eeeac9098b32f40f97db798309674748462f1d354ba"
+GRADER_CHECKS = "267b5f2ec87ca365adf0105130d52040b12f822d3b8c65e1c2371196f65d2445"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout

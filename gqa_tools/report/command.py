@@ -217,9 +217,10 @@ def finish(path: str, parts: List[sections.Part], checking: bool, command: str, 
                                  "sections above it are written anew").format(
                                      path=path, number=parts[-1].title.split(".")[0]), file=sys.stderr)
     if kept_as:
-        why = (_("{path} held words of yours outside your write-up, where the code writes anew: the file as "
-                 "it was is kept in {previous}") if lost else
-               _("{path} was not saved as UTF-8: it is written in UTF-8 now, and kept as it was in {previous}"))
+        why = (_("{path} was not saved as UTF-8: it is written in UTF-8 now, and kept as it was in {previous}")
+               if encoded else       # the likelier why: an encoding loses characters too ("–" as "?")
+               _("{path} held words of yours outside your write-up, where the code writes anew: the file as "
+                 "it was is kept in {previous}"))
         print("gqa report: " + why.format(path=path, previous=_near(kept_as)), file=sys.stderr)
     print(wrote(path, target, len(figures)))
     return 0

@@ -346,6 +346,9 @@ def why_not_write(path: str, module: Optional[str]) -> Optional[str]:
         target = write_target(path)
     except WriteRefused as why:
         return _("will not write {path}: {why}").format(path=path, why=why)
+    if target.endswith((".py", ".pyw")) or module and _same_file(target, module):   # --out gqa.py wrote over the lab
+        return _("will not write {path}: it is Python source, perhaps your gqa.py; a report is Markdown: give "
+                 "--out a name that ends in .md").format(path=path)
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         return _("cannot write {path}: there is no folder {folder}; nothing was changed").format(
