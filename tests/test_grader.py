@@ -412,6 +412,12 @@ def kv_cache_elements(layers, kv_heads, length, head_dim, *, batch=1):
     ("MQA", "g == 1", "query_head", "[[i] for i in range(h)]", True))}    # MHA's at g = 1
 
 
+UNDER_THE_STUB = '''def valid_g(h: int) -> list:
+    """The valid g, written under the starter's raise."""
+    raise NotImplementedError("step 1: valid_g: Return every valid number of key/value heads "
+                              "for h query heads.")
+    return [g for g in range(1, h + 1) if h % g == 0]
+'''
 WRONG_AT_A_PRIME = """
 
 _right_at = (kv_head, kv_cache_elements)
@@ -450,6 +456,7 @@ class Mutants(unittest.TestCase):
         jobs += [(SOURCE + wrong_end, {"cases": 3, "fail_fast": False, "only": list(ENDS_WRONG)})
                  for wrong_end in WRONG_AT_AN_END.values()]
         jobs += [(SOURCE + WRONG_AT_A_PRIME, {"cases": 5, "fail_fast": False, "only": ["kv_head", "kv_cache_elements"]})]
+        jobs += [(mutate("valid_g", None, UNDER_THE_STUB), {"cases": 0, "only": ["valid_g"]})]
         graded = grade_trusted(jobs)
         mutants, at = [], 0
         for (_, step, *_), made in zip(MUTANTS, mutant):
@@ -458,7 +465,19 @@ class Mutants(unittest.TestCase):
         graded = graded[at:]
         return {"mutants": mutants, "systematic": graded[0], "one_pair": graded[1:4],
                 "subclass": graded[4], "gqa_error_for_type": graded[5], "wrong_at_an_end": graded[6:8],
-                "wrong_at_a_prime": graded[8]}
+                "wrong_at_a_prime": graded[8], "under_the_stub": graded[9]}
+
+    def test_a_step_written_under_its_stubs_raise_is_told_the_lines_never_run(self):
+        # It read "not started" and nothing more, the code written below the raise.
+        step = early(self.graded)["under_the_stub"]["valid_g"]
+        self.assertEqual((step["status"], step.get("stub")), ("not started", False))
+        self.assertIn("the lines under its raise NotImplementedError never run: delete that line", step["message"])
+        from gqa_grader.running.failures import code_after
+        stub = b'def f(h):\n    raise NotImplementedError("step 1: "\n                              "more")\n'
+        self.assertFalse(code_after(stub, 2))                                 # a bare stub
+        self.assertTrue(code_after(stub + b"    # mine\n\n    return 1\n", 2))
+        self.assertFalse(code_after(stub + b"\n\ndef g():\n    return 1\n", 2))   # the next function's
+        self.assertFalse(code_after(stub, 9))
 
     def test_a_module_wrong_at_an_end_of_the_knob_earns_no_hidden_case(self):
         # The hidden cases drew 1 < g < h alone: a module wrong at MHA (g = h) or MQA (g = 1),

@@ -171,8 +171,9 @@ class Student:
             raised_in = e.get("raised_in") if isinstance(e.get("raised_in"), str) else None
             message = (_("not implemented yet: {message}").format(message=e["message"]) if e["message"]
                        else _("not implemented yet: {call} raised NotImplementedError").format(call=what))
+            last = _FRAME.fullmatch(e["where"][-1]) if e["where"] else None      # the raise's own line
             raise NotStarted(message, function=raised_in, direct=e.get("direct") is True,
-                             where=_frames(e["where"]))
+                             where=_frames(e["where"]), line=int(last.group("line")) if last else None)
         if e["type"] == "missing":
             raise Failure(_("{message} (needed for {call})").format(message=_missing(e.get("found")), call=what))
         if e["type"] == "signature":

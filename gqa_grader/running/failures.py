@@ -23,12 +23,30 @@ class NotStarted(Failure):
     function: the name of the module's function that raised it ("attention",
     "KVCache.append"), where the worker could tell, else None; direct: whether that
     function raised it itself, as the starter's stubs do, not something it called;
-    where: the student's file and line, as text to print.
+    where: the student's file and line, as text to print; line: the line of the raise, in
+    the module's file, where the worker said it.
     """
 
-    def __init__(self, message, function=None, direct=False, where=""):
+    def __init__(self, message, function=None, direct=False, where="", line=None):
         super().__init__(message, kind="not_started")
-        self.function, self.direct, self.where = function, direct, where
+        self.function, self.direct, self.where, self.line = function, direct, where, line
+
+
+def code_after(source, line):
+    """Whether the module's source (bytes) holds code under the statement at line (1 on),
+    in its block: a stub's raise with the step written below it, which never runs.  Read
+    as lines, never run or parsed: the lines after it at its indentation, before its block
+    ends (deeper ones continue it; comments and blank lines say nothing)."""
+    lines = source.decode("utf-8", "replace").splitlines()
+    if not 0 < line <= len(lines):
+        return False
+    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    for text in lines[line:]:
+        if text.strip() and not text.strip().startswith("#"):
+            depth = len(text) - len(text.lstrip())
+            if depth <= indent:
+                return depth == indent
+    return False
 
 
 class OutOfTime(Failure):

@@ -14,9 +14,9 @@ import time
 from ..expected.mistakes import MISTAKES, named, recognised
 from ..language.i18n import N_, _
 from ..running.exchange import Case, Student
-from ..running.failures import Failure, NotStarted, OutOfTime, Refused
+from ..running.failures import Failure, NotStarted, OutOfTime, Refused, code_after
 from ..running.process import BUDGET_NOTE, DEFAULT_TIMEOUT, Worker
-from ..running.seal import DEFAULT_BUDGET, HERE, Seal
+from ..running.seal import DEFAULT_BUDGET, HERE, Seal, read_module
 from ..running.values import bounded
 from ..steps.checking import ENDS, PUBLIC_CASES, Draw
 from ..steps.checks import STEPS, STEP_OF
@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.4"
-GRADER_CHECKS = "267b5f2ec87ca365adf0105130d52040b12f822d3b8c65e1c2371196f65d2445"
+GRADER_CHECKS = "d6987ebe61a55931cd3148af0a65a17d758cf1e7e73eb789b07dd868e2a00fae"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
@@ -142,6 +142,14 @@ class _Run:
             self.sure = sure
 
 
+def _source(worker):
+    """The bytes of the module a worker runs (b"" when they cannot be read)."""
+    try:
+        return worker.seal.source if worker.seal.source is not None else read_module(worker.path, True)
+    except Refused:
+        return b""
+
+
 def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
     robust = st.part == "robustness"
     for k in ids:
@@ -168,8 +176,11 @@ def _run_cases(st, student, seed, ids, only_case, fail_fast, run):
             blocked = blocked_by(st, err)
             if blocked:
                 run.fields["needs"] = ({"step": blocked, "name": STEPS[blocked - 1].name},)
-            run.fields["stub"] = err.direct and STEP_OF.get((err.function or "").split(".")[0]) is not None
+            after = err.direct and err.line and code_after(_source(student.worker), err.line)   # written, under it
+            run.fields["stub"] = err.direct and STEP_OF.get((err.function or "").split(".")[0]) is not None and not after
             where = err.where                      # the student's file and line
+            if after:
+                where += "\n" + _("the lines under its raise NotImplementedError never run: delete that line")
             started = sum(run.passed) > 0
             run.fail(_("case {case}: {error}").format(case=k, error=f"{err}{where}") if started
                      else f"{err}{where}", k, shown, Status.FAILED if started else Status.NOT_STARTED)
