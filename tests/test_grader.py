@@ -17,7 +17,8 @@ from gqa_grader.steps import checks, tracks
 from gqa_grader.running import exchange, failures
 from gqa_grader.verdict import grading
 from tests.helpers import early, heavy, start_early
-from tests.grader_support import SOURCE, mutate, in_kv_head, Module, grade_all, grade_trusted, Run, run_main
+from tests.grader_support import (ENDS_WRONG, SOURCE, UNDER_THE_STUB, WRONG_AT_A_PRIME, WRONG_AT_AN_END, mutate,
+                                  in_kv_head, Module, grade_all, grade_trusted, Run, run_main)
 
 
 WRONG_AXIS_ATTEND = '''def _single_head_attention(q, keys, v_cols, causal):
@@ -382,55 +383,6 @@ def paste(jobs):
 
 def main_run(*args):
     return Run(*run_main(*args))
-
-
-# Modules right everywhere but at one end of the knob, where the h of every hidden case is
-# (each function wrapped: the lab's own answers elsewhere).
-ENDS_WRONG = ("kv_head", "group_heads", "repeat_kv", "kv_cache_elements")
-WRONG_AT_AN_END = {end: f"""
-
-_right = (kv_head, group_heads, repeat_kv, kv_cache_elements)
-
-
-def kv_head(query_head, h, g):
-    return {kv_head} if h > 1 and {test} else _right[0](query_head, h, g)
-
-
-def group_heads(h, g):
-    return {groups} if h > 1 and {test} else _right[1](h, g)
-
-
-def repeat_kv(kv, h):
-    g = len(kv)
-    return [[[0.0]]] if h > 1 and {test} else _right[2](kv, h)
-
-
-def kv_cache_elements(layers, kv_heads, length, head_dim, *, batch=1):
-    return 7 if kv_heads == 1 and {mqa} else _right[3](layers, kv_heads, length, head_dim, batch=batch)
-""" for end, test, kv_head, groups, mqa in (
-    ("MHA", "g == h", "0", "[list(range(h))]", False),                # MQA's answers at g = h
-    ("MQA", "g == 1", "query_head", "[[i] for i in range(h)]", True))}    # MHA's at g = 1
-
-
-UNDER_THE_STUB = '''def valid_g(h: int) -> list:
-    """The valid g, written under the starter's raise."""
-    raise NotImplementedError("step 1: valid_g: Return every valid number of key/value heads "
-                              "for h query heads.")
-    return [g for g in range(1, h + 1) if h % g == 0]
-'''
-WRONG_AT_A_PRIME = """
-
-_right_at = (kv_head, kv_cache_elements)
-
-
-def kv_head(query_head, h, g):
-    return 0 if g == h and all(h % p for p in range(2, h)) else _right_at[0](query_head, h, g)
-
-
-def kv_cache_elements(layers, kv_heads, length, head_dim, *, batch=1):
-    right = _right_at[1](layers, kv_heads, length, head_dim, batch=batch)
-    return right if kv_heads <= 4 else right // 2
-"""
 
 
 @heavy
