@@ -409,6 +409,9 @@ class Mutants(unittest.TestCase):
                  for wrong_end in WRONG_AT_AN_END.values()]
         jobs += [(SOURCE + WRONG_AT_A_PRIME, {"cases": 5, "fail_fast": False, "only": ["kv_head", "kv_cache_elements"]})]
         jobs += [(mutate("valid_g", None, UNDER_THE_STUB), {"cases": 0, "only": ["valid_g"]})]
+        jobs += [(mutate("_attention_multiplies", "scores=h * pairs * d,\n                       weighted_sum=h * pairs",
+                         "scores=g * pairs * d,\n                       weighted_sum=g * pairs"),   # steps 16 and 17's
+                  {"cases": 0, "only": ["attention_multiplies", "block_multiplies"]})]
         graded = grade_trusted(jobs)
         mutants, at = [], 0
         for (_, step, *_), made in zip(MUTANTS, mutant):
@@ -417,7 +420,16 @@ class Mutants(unittest.TestCase):
         graded = graded[at:]
         return {"mutants": mutants, "systematic": graded[0], "one_pair": graded[1:4],
                 "subclass": graded[4], "gqa_error_for_type": graded[5], "wrong_at_an_end": graded[6:8],
-                "wrong_at_a_prime": graded[8], "under_the_stub": graded[9]}
+                "wrong_at_a_prime": graded[8], "under_the_stub": graded[9], "same_mistake": graded[10]}
+
+    def test_a_mistake_a_later_step_takes_from_an_earlier_one_says_so(self):
+        # Step 17 named step 16's mistake as its own, a student looked for it in correct code.
+        graded = early(self.graded)["same_mistake"]
+        self.assertEqual([graded[n].get("mistake") for n in ("attention_multiplies", "block_multiplies")],
+                         ["body_g", "body_g"])
+        self.assertEqual(graded["attention_multiplies"]["notes"], [])
+        self.assertIn("the same mistake as step 16, attention_multiplies's: this step's function may take it "
+                      "from that one", graded["block_multiplies"]["notes"])
 
     def test_a_step_written_under_its_stubs_raise_is_told_the_lines_never_run(self):
         # It read "not started" and nothing more, the code written below the raise.

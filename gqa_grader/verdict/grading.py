@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.4"
-GRADER_CHECKS = "d6987ebe61a55931cd3148af0a65a17d758cf1e7e73eb789b07dd868e2a00fae"
+GRADER_CHECKS = "1870b8051e3a2297680acf416cd245d589de52dc9c1160e0f2a5bd989b8eefe6"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
@@ -302,6 +302,21 @@ def _graded(worker, start, seed, cases, only, case, fail_fast, budget):
             results.append(not_graded(st, _(BUDGET_NOTE) + worker.budget_text, ids, public_end(st)))
         else:
             results.append(run_step(st, student, seed, cases, case, fail_fast, names))
+    return _same_mistakes(results)
+
+
+def _same_mistakes(results):
+    """results with a note on each failing step recognised as the mistake an earlier step's
+    was: its function may take it from that step's (step 17's block_multiplies, counting with
+    step 16's attention_multiplies, read as a mistake of its own)."""
+    first = {}
+    for i, r in enumerate(results):
+        if r.mistake and r.status == Status.FAILED:
+            earlier = first.setdefault(r.mistake, r)
+            if earlier is not r:
+                results[i] = r._replace(notes=r.notes + (_(
+                    "the same mistake as step {step}, {name}'s: this step's function may take it from that "
+                    "one").format(step=earlier.step, name=earlier.name),))
     return results
 
 
