@@ -65,6 +65,12 @@ class Reading(unittest.TestCase):
                 book = ledger.read_gradebook(path)
                 self.assertEqual(list(book), ["=cmd.py"])          # the key, as the submission is named
                 self.assertEqual([book["=cmd.py"][k] for k in ("student", "seed")], ["渡辺", "12"])
+        # Excel's CSV in Korea, in a Korean class: cp949, which read as cp932 first gave katakana.
+        from gqa_grader.language import i18n
+        self.addCleanup(i18n.use, "en")
+        i18n.use("ko")
+        path = write(os.path.join(self.tmp, "excel korea.csv"), "student,submission,seed\r\n김민준,=cmd.py,12\r\n".encode("cp949"))
+        self.assertEqual(ledger.read_gradebook(path)["=cmd.py"]["student"], "김민준")
 
     def test_a_record_reads_back_what_was_written_with_a_name_that_is_not_utf8(self):
         path = os.path.join(self.tmp, "g-class.json")

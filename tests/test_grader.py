@@ -436,7 +436,7 @@ class Mutants(unittest.TestCase):
         step = early(self.graded)["under_the_stub"]["valid_g"]
         self.assertEqual((step["status"], step.get("stub")), ("not started", False))
         self.assertIn("the lines under its raise NotImplementedError never run: delete that line", step["message"])
-        from gqa_grader.running.failures import code_after
+        from gqa_grader.verdict.grading import code_after
         stub = b'def f(h):\n    raise NotImplementedError("step 1: "\n                              "more")\n'
         self.assertFalse(code_after(stub, 2))                                 # a bare stub
         self.assertTrue(code_after(stub + b"    # mine\n\n    return 1\n", 2))

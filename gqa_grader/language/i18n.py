@@ -153,6 +153,24 @@ def language():
     return _current["lang"]
 
 
+def decoded(data, lang=None):
+    """The text of bytes an editor or a spreadsheet saved (a report, a roster, a gradebook):
+    UTF-16 with its mark (Excel's "Unicode text", Notepad's "Unicode"), UTF-8 with or
+    without one, else the Windows encoding of lang (the language in use) and then the other
+    languages' (Excel's CSV in Japan, cp932; in Korea, cp949, which read as cp932 first came
+    out as half-width katakana), else Latin-1 through cp1252, which read any bytes: last."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", "replace")
+    own = registered(lang or language()).legacy
+    for encoding in dict.fromkeys(["utf-8-sig", own] + [entry.legacy for entry in REGISTRY]):
+        if encoding != "cp1252":
+            try:
+                return data.decode(encoding)
+            except UnicodeDecodeError:
+                pass
+    return data.decode("latin-1")
+
+
 def lang_values(argv):
     """Each value argv gives --lang, in order, read as argparse would: --lang ja,
     --lang=ja, an abbreviation such as --la ja; none after "--"."""

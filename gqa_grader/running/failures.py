@@ -32,23 +32,6 @@ class NotStarted(Failure):
         self.function, self.direct, self.where, self.line = function, direct, where, line
 
 
-def code_after(source, line):
-    """Whether the module's source (bytes) holds code under the statement at line (1 on),
-    in its block: a stub's raise with the step written below it, which never runs.  Read
-    as lines, never run or parsed: the lines after it at its indentation, before its block
-    ends (deeper ones continue it; comments and blank lines say nothing)."""
-    lines = source.decode("utf-8", "replace").splitlines()
-    if not 0 < line <= len(lines):
-        return False
-    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
-    for text in lines[line:]:
-        if text.strip() and not text.strip().startswith("#"):
-            depth = len(text) - len(text.lstrip())
-            if depth <= indent:
-                return depth == indent
-    return False
-
-
 class OutOfTime(Failure):
     """The run's time budget ran out."""
 

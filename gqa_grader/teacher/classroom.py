@@ -39,7 +39,7 @@ from ..verdict.grading import GRADER_VERSION, SEALED_SEEDS, guessable
 from ..verdict.records import carried, options_of
 from ..verdict.results import STEP_STATUSES, Status, StepResult, points
 from . import copies, handout, ledger
-from .ledger import cell, escaped
+from .ledger import cell, escaped, short
 from .pool import Job, Server
 from .submissions import discover, given_steps
 
@@ -49,10 +49,6 @@ from .submissions import discover, given_steps
 
 # A row's status: the gradebook's word (for a spreadsheet's formulas), shown translated.
 STATUSES = (N_("passed"), N_("failed"), N_("not started"), N_("not graded"))
-
-
-def short(text, cap):
-    return text if len(text) <= cap else text[:cap - 3].rstrip() + "..."
 
 
 def safe_name(key):

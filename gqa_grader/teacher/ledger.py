@@ -32,12 +32,11 @@ import json
 import os
 import re
 
-from ..language.i18n import LANGUAGES, _, ngettext, use
+from ..language.i18n import LANGUAGES, _, decoded, ngettext, use
 from ..running.atomic import write_atomically
 from ..running.values import clean_text
 from ..steps.tracks import BY_NAME, TRACKS
 from ..verdict.grading import MAX_CASES
-from .submissions import decoded
 
 RECORD_FORMAT = 1
 ASSIGNMENT = "gqa lab"          # the exports' column of points: the assignment's name
@@ -141,6 +140,11 @@ def gone(book, here):
             if key not in here and not key.startswith("(no submission) ") and row.get("status")}
 
 
+def short(text, cap):
+    """text, cut to cap characters with "..." where it is longer."""
+    return text if len(text) <= cap else text[:cap - 3].rstrip() + "..."
+
+
 def gone_said(rows):
     """What a run says of the rows gone kept (None for none)."""
     if not rows:
@@ -150,7 +154,7 @@ def gone_said(rows):
                     "was ({names}); delete it from the gradebook to drop it",
                     "note: {count} rows of the gradebook have no submission in the folder now: kept as "
                     "they were ({names}); delete a row from the gradebook to drop it", len(rows)).format(
-                        count=len(rows), names=escaped(names if len(names) <= 300 else names[:297] + "..."))
+                        count=len(rows), names=escaped(short(names, 300)))
 
 
 def changed_said(students):
@@ -166,7 +170,7 @@ def changed_said(students):
                     "class's seed; their hidden cases are those their first files met, which a module can say in "
                     "its feedback (for work handed in after feedback went out, see teachers.md: a new gradebook)",
                     len(students)).format(count=len(students),
-                                          names=escaped(names if len(names) <= 300 else names[:297] + "..."))
+                                          names=escaped(short(names, 300)))
 
 
 def unquoted(text):

@@ -191,26 +191,12 @@ def gradescope_metadata(path):
     return {k: [(p.get("name", ""), p.get("sid", "")) for p in v] for k, v in found.items()}
 
 
-def decoded(data):
-    """The text of a CSV as a spreadsheet may save it (a roster, a gradebook): UTF-8 with or
-    without a byte-order mark, UTF-16 with one (Excel's "Unicode text"), else the Japanese
-    Windows encoding (Excel's CSV in Japan), else Latin-1, which reads any bytes."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16", "replace")
-    for encoding in ("utf-8-sig", "cp932"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            pass
-    return data.decode("latin-1")
-
-
 def read_roster(path):
     """{submission key or GitHub user: (student, name)} from a roster CSV: GitHub
     Classroom's (identifier, github_username, github_id, name), or rows of
     submission, student[, name] under a header."""
     with open(path, "rb") as f:
-        text = decoded(f.read(16 << 20))
+        text = i18n.decoded(f.read(16 << 20))
     rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=max(",;\t", key=text.split("\n", 1)[0].count)))
     if not rows:
         return {}, False

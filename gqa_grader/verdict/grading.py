@@ -14,7 +14,7 @@ import time
 from ..expected.mistakes import MISTAKES, named, recognised
 from ..language.i18n import N_, _
 from ..running.exchange import Case, Student
-from ..running.failures import Failure, NotStarted, OutOfTime, Refused, code_after
+from ..running.failures import Failure, NotStarted, OutOfTime, Refused
 from ..running.process import BUDGET_NOTE, DEFAULT_TIMEOUT, Worker
 from ..running.seal import DEFAULT_BUDGET, HERE, Seal, read_module
 from ..running.values import bounded
@@ -29,7 +29,7 @@ from .results import Status, step_result
 # and messages aside, and fails when the code no longer matches it: set it again, and
 # raise the version when what a case checks or how points count changed).
 GRADER_VERSION = "4.4"
-GRADER_CHECKS = "1870b8051e3a2297680acf416cd245d589de52dc9c1160e0f2a5bd989b8eefe6"
+GRADER_CHECKS = "75b7330fb572b936ea342d65eac0b883c11dee39192160c6637ef4de8cf03cd3"
 DEFAULT_MODULE = os.path.join(HERE, "gqa.py")
 DEFAULT_CASES = 5       # hidden random cases per check, from the run's seed, after the public ones
 PUBLIC_SEED = 0         # the seed of the public cases: the same in every run, and in a handout
@@ -140,6 +140,23 @@ class _Run:
             self.fail(str(err) + "".join("\n" + named(key) for key in keys[:1]), k, shown)
             self.fields["mistake"] = keys[0] if keys else None
             self.sure = sure
+
+
+def code_after(source, line):
+    """Whether the module's source (bytes) holds code under the statement at line (1 on),
+    in its block: a stub's raise with the step written below it, which never runs.  Read
+    as lines, never run or parsed: the lines after it at its indentation, before its block
+    ends (deeper ones continue it; comments and blank lines say nothing)."""
+    lines = source.decode("utf-8", "replace").splitlines()
+    if not 0 < line <= len(lines):
+        return False
+    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    for text in lines[line:]:
+        if text.strip() and not text.strip().startswith("#"):
+            depth = len(text) - len(text.lstrip())
+            if depth <= indent:
+                return depth == indent
+    return False
 
 
 def _source(worker):

@@ -15,7 +15,7 @@ import sys
 from typing import List, Optional, Sequence, Tuple, Union
 
 import gqa
-from gqa_grader.language.i18n import REGISTRY, _, language, ngettext, registered
+from gqa_grader.language.i18n import _, decoded, ngettext
 from gqa_tools.referee import PROJECT
 
 
@@ -112,24 +112,14 @@ def differs(path: str, text: str) -> Optional[str]:
 
 
 def read_report(path: str) -> Optional[str]:
-    """The text of the report at path as an editor may have saved it: UTF-8 (a byte-order
-    mark, CRLF), UTF-16 with its mark (Notepad's "Unicode"), or a Windows encoding, the
-    report's language's first (Korean Notepad's cp949; read as Japanese's cp932 first, its
-    Hangul would be other characters); None when there is no file."""
+    """The text of the report at path as an editor may have saved it (i18n.decoded: UTF-8,
+    a mark, UTF-16, the report's language's Windows encoding first), its lines ended by
+    LF; None when there is no file."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            return decoded(f.read()).replace("\r\n", "\n")
     except OSError:
         return None
-    own = registered(language()).legacy
-    encodings = (["utf-16"] if data.startswith((b"\xff\xfe", b"\xfe\xff")) else
-                 ["utf-8-sig", own] + [lang.legacy for lang in REGISTRY if lang.legacy != own] + ["latin-1"])
-    for encoding in encodings:
-        try:
-            return data.decode(encoding).replace("\r\n", "\n")
-        except UnicodeDecodeError:
-            continue
-    return None
 
 
 # The line a student's report holds above its write-up: the start of the sha256 of the
